@@ -1,0 +1,30 @@
+"""The few error types railsweep raises on purpose.
+
+Every entry point turns a :class:`RailsweepError` into one line on stderr and a
+non-zero exit; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RailsweepError(Exception):
+    """Base class: a problem with the user's input or environment, not a bug."""
+
+
+class ConfigError(RailsweepError, ValueError):
+    """A configuration value is invalid; the message names the value."""
+
+
+class DataError(RailsweepError, ValueError):
+    """An input file is missing or malformed; the message names file and line."""
+
+
+class MissingDependencyError(RailsweepError, ImportError):
+    """An optional dependency is not installed; the message carries the install command."""
+
+    def __init__(self, package: str, extra: str | None = None, purpose: str = ""):
+        cmd = f"pip install 'railsweep[{extra}]'" if extra else f"pip install {package}"
+        what = f" (needed for {purpose})" if purpose else ""
+        super().__init__(f"optional dependency {package!r} is not installed{what}; install it with: {cmd}")
+        self.package = package
+        self.install_command = cmd

@@ -1,0 +1,17 @@
+"""Mitigation strategies, one module each, registered by name.
+
+Importing this package registers every built-in strategy.
+"""
+
+from railsweep.strategies import all_zero, identity  # noqa: F401
+from railsweep.strategies.base import (  # noqa: F401
+    DecodeSettings,
+    EvalContext,
+    QuestionOutcome,
+    build_strategy,
+    known_strategies,
+    make_config,
+)
+
+# Registered by their own modules; each line is one strategy.
+from railsweep.strategies.railcap import strategy as _railcap  # noqa: F401,E402

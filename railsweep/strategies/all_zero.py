@@ -1,0 +1,29 @@
+"""All-Zero: the synthetic strategy r ≡ 0 (method.md §2). No sampling at all.
+
+It shows why A-PPG alone misleads: when the clean model's solve probabilities
+pile up near 0, answering nothing looks close to M_cl on average, while the
+stratified SA-PPG exposes it as the worst strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from railsweep.strategies.base import EvalContext, QuestionOutcome, register
+from railsweep.tasks.base import Question
+
+
+@dataclass(frozen=True)
+class AllZeroConfig:
+    pass
+
+
+@register("all_zero", AllZeroConfig)
+class AllZero:
+    def __init__(self, config: AllZeroConfig | None = None):
+        self.config = config or AllZeroConfig()
+
+    def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
+        m = ctx.settings.m
+        return [QuestionOutcome(index=q.index, samples=[], grades=[], c=0, m=m, r01=0) for q in questions]

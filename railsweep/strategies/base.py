@@ -1,0 +1,220 @@
+"""The Strategy protocol, the registry, and the shared m-sample readout.
+
+A strategy turns (engine, task, model under evaluation, decode settings) and a
+list of questions into one :class:`QuestionOutcome` per question: the samples,
+their grades, and the per-question counts ``c`` of ``m`` that the metrics use.
+Each strategy lives in its own module with a frozen config dataclass and one
+``@register`` line; :func:`build_strategy` validates parameters by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from railsweep.engines.base import Completion, Engine, Intervention, Request, Sample, SamplingSpec
+from railsweep.errors import ConfigError
+from railsweep.tasks.base import Grade, Question, Task
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """The readout every strategy shares (paper: m=50, T=0.7)."""
+
+    m: int = 50
+    temperature: float = 0.7
+    max_new_tokens: int = 256
+    seed: int = 0
+    batch_size: int = 64  # prompts per engine call
+
+    def __post_init__(self) -> None:
+        if self.m < 1:
+            raise ConfigError(f"m (samples per question) must be >= 1, got m={self.m}")
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0, got T={self.temperature}")
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+
+
+@dataclass
+class EvalContext:
+    engine: Engine
+    task: Task
+    adapter: str | None  # the model under evaluation (M_co's adapter; None = base)
+    settings: DecodeSettings
+    clean_adapter: str | None = None  # M_cl of the same family/domain, for strategies that need it
+    base_adapter: str | None = None  # the reference "base" model (None = adapter disabled)
+    cache_dir: Path | None = None  # where strategies may cache expensive per-model artefacts
+    progress: Callable[[int], None] | None = None  # called with the number of samples just decoded
+
+
+@dataclass
+class QuestionOutcome:
+    index: int
+    samples: list[Sample]
+    grades: list[Grade]
+    c: int  # correct responses counted toward the solve probability
+    m: int  # denominator of the solve probability (TED: samples kept)
+    r01: int  # 0/1 readout of the first sample (paper eq. 1); All-Zero: 0
+    greedy: Sample | None = None
+    extras: dict[str, float | int] = field(default_factory=dict)
+
+    @property
+    def solve_prob(self) -> float:
+        return self.c / self.m if self.m > 0 else 0.0
+
+
+class Strategy(Protocol):
+    name: ClassVar[str]
+    config: Any  # the frozen config dataclass instance
+
+    def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]: ...
+
+
+_REGISTRY: dict[str, tuple[type, type]] = {}
+
+
+def register(name: str, config_cls: type) -> Callable[[type], type]:
+    """Class decorator: ``@register("railcap", RailCapConfig)``."""
+
+    def deco(cls: type) -> type:
+        if name in _REGISTRY and _REGISTRY[name][0] is not cls:
+            raise ConfigError(f"strategy {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = (cls, config_cls)
+        return cls
+
+    return deco
+
+
+def _ensure_builtin_loaded() -> None:
+    import railsweep.strategies  # noqa: F401  (its __init__ imports every built-in strategy)
+
+
+def known_strategies() -> list[str]:
+    _ensure_builtin_loaded()
+    return sorted(_REGISTRY)
+
+
+def strategy_classes(name: str) -> tuple[type, type]:
+    """(strategy class, config class) for a registered name; unknown name → ConfigError."""
+    _ensure_builtin_loaded()
+    if name not in _REGISTRY:
+        hint = difflib.get_close_matches(name, _REGISTRY, n=1)
+        did = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise ConfigError(f"unknown strategy {name!r}{did}; known strategies: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
+    """Validate ``params`` against the strategy's config dataclass and build it."""
+    _, config_cls = strategy_classes(name)
+    params = dict(params or {})
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        raise ConfigError(
+            f"unknown parameter(s) {unknown} for strategy {name!r}; allowed: {sorted(fields) or 'none'}"
+        )
+    try:
+        return config_cls(**params)
+    except TypeError as e:  # wrong types surface here
+        raise ConfigError(f"bad parameters {params} for strategy {name!r}: {e}") from e
+
+
+def build_strategy(name: str, params: dict[str, Any] | None = None) -> Strategy:
+    cls, _ = strategy_classes(name)
+    return cls(make_config(name, params))
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """A config dataclass as a plain dict (the inverse of :func:`make_config`)."""
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(config).items()}
+
+
+# ---------------------------------------------------------------- shared readout
+
+def question_seed(seed: int, index: int, salt: str = "") -> int:
+    """A stable 63-bit seed per (run seed, question, purpose), independent of batching."""
+    h = hashlib.sha256(f"{seed}:{index}:{salt}".encode()).digest()
+    return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
+
+
+def decode(
+    ctx: EvalContext,
+    questions: Sequence[Question],
+    *,
+    n: int,
+    temperature: float,
+    salt: str,
+    intervention: Callable[[Question], Intervention | None] | None = None,
+    return_entropy: bool = False,
+) -> list[Completion]:
+    """Decode every question's prompt in batches of ``ctx.settings.batch_size``."""
+    s = ctx.settings
+    out: list[Completion] = []
+    for lo in range(0, len(questions), s.batch_size):
+        chunk = questions[lo : lo + s.batch_size]
+        reqs = [
+            Request(
+                prompt=ctx.task.prompt(q),
+                sampling=SamplingSpec(
+                    n=n,
+                    temperature=temperature,
+                    max_new_tokens=s.max_new_tokens,
+                    stop=ctx.task.stop,
+                    seed=question_seed(s.seed, q.index, salt),
+                    return_entropy=return_entropy,
+                ),
+                adapter=ctx.adapter,
+                intervention=intervention(q) if intervention else None,
+            )
+            for q in chunk
+        ]
+        comps = ctx.engine.generate(reqs)
+        out.extend(comps)
+        if ctx.progress:
+            ctx.progress(sum(len(c.samples) for c in comps))
+    return out
+
+
+def greedy(ctx: EvalContext, questions: Sequence[Question], **kw: Any) -> list[Sample]:
+    """One greedy decode per question (the trajectory RailCap, TED and LNE start from)."""
+    return [c.samples[0] for c in decode(ctx, questions, n=1, temperature=0.0, salt="greedy", **kw)]
+
+
+def sample_and_grade(
+    ctx: EvalContext,
+    questions: Sequence[Question],
+    *,
+    intervention: Callable[[Question], Intervention | None] | None = None,
+    salt: str = "sample",
+) -> list[QuestionOutcome]:
+    """m samples per question at the context's temperature, graded: c = #correct, m = m."""
+    s = ctx.settings
+    n, temp = (1, 0.0) if s.temperature == 0 else (s.m, s.temperature)
+    comps = decode(ctx, questions, n=n, temperature=temp, salt=salt, intervention=intervention)
+    outcomes = []
+    for q, comp in zip(questions, comps):
+        samples = comp.samples * (s.m if n == 1 and s.m > 1 else 1)  # greedy: m identical readouts
+        grades = [ctx.task.grade(smp.text, q) for smp in samples]
+        c = sum(g.correct for g in grades)
+        outcomes.append(
+            QuestionOutcome(
+                index=q.index,
+                samples=samples,
+                grades=grades,
+                c=c,
+                m=len(samples),
+                r01=int(grades[0].correct),
+                extras={"triggers": sum(smp.triggers for smp in samples)} if intervention else {},
+            )
+        )
+    return outcomes

@@ -1,0 +1,23 @@
+"""Identity: M_co sampled with no intervention (the baseline every strategy is compared to)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
+from railsweep.tasks.base import Question
+
+
+@dataclass(frozen=True)
+class IdentityConfig:
+    pass
+
+
+@register("identity", IdentityConfig)
+class Identity:
+    def __init__(self, config: IdentityConfig | None = None):
+        self.config = config or IdentityConfig()
+
+    def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
+        return sample_and_grade(ctx, questions)
