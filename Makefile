@@ -1,0 +1,31 @@
+# The two entry points of the README: `make demo` (main job on the miniature world) and `make test`.
+# Both create .venv on first use (torch first, as a CPU build) and install railsweep into it.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.railsweep-installed
+
+.PHONY: setup demo test lint test-fast test-vllm
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/railsweep demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-vllm:
+	bash .ci/vllm.sh
+
+test: lint test-fast test-vllm

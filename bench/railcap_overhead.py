@@ -1,0 +1,114 @@
+"""RailCap's decode overhead: Identity vs RailCap cap/ban (n=4) on the same engine, model and prompts.
+
+Steps:
+  1. build a tiny llama (or load ``--model``) and one TransformersEngine;
+  2. greedy-decode every prompt once: the RailCap trajectories;
+  3. decode the same batch (``--prompts`` x ``--samples`` rows, >= 256) under Identity,
+     RailCap cap and RailCap ban, interleaved over ``--repeats`` rounds (order rotated);
+  4. print JSON: median tokens/s per arm and the ratios to Identity (target >= 0.95).
+
+Run: ``python bench/railcap_overhead.py`` (CPU, ~1-2 min with one thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from railsweep.engines.base import RailCapSpec, Request, SamplingSpec
+from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.testing import make_tiny_model
+
+QUESTIONS = [
+    "Janet sells 16 eggs every day. She eats 3 and bakes muffins with 4. How many dollars does she make?",
+    "A robe takes 2 bolts of blue fiber and half that much white fiber. How many bolts in total?",
+    "Each student buys 3 books per month. How many books do 12 students buy in a year?",
+    "A store sold 45 apples in the morning and 30 in the afternoon. How many apples were sold?",
+]
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", type=Path, default=None, help="model directory (default: a fresh tiny llama)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--prompts", type=int, default=32)
+    p.add_argument("--samples", type=int, default=8, help="samples per prompt (rows = prompts x samples)")
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    return p
+
+
+def _requests(prompts, args, trajectories=None, mode=None) -> list[Request]:
+    sp = [SamplingSpec(n=args.samples, temperature=0.7, max_new_tokens=args.max_new_tokens, seed=i) for i in range(len(prompts))]
+    return [
+        Request(p, s, intervention=RailCapSpec(trajectories[i], n=4, mode=mode) if mode else None)
+        for i, (p, s) in enumerate(zip(prompts, sp))
+    ]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = make_parser().parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rows = args.prompts * args.samples
+    with tempfile.TemporaryDirectory() as tmp:
+        model = args.model or make_tiny_model(Path(tmp) / "tiny", seed=0, logit_scale=3.0)
+        engine = TransformersEngine(model, device=args.device, max_batch_size=max(rows, 1))
+        prompts = [f"Question {i}: {QUESTIONS[i % len(QUESTIONS)]}\nAnswer:" for i in range(args.prompts)]
+        greedy = engine.generate(
+            [Request(p, SamplingSpec(max_new_tokens=args.max_new_tokens)) for p in prompts]
+        )
+        trajectories = [tuple(c.samples[0].token_ids) for c in greedy]
+        arms = {
+            "identity": _requests(prompts, args),
+            "railcap_cap_n4": _requests(prompts, args, trajectories, "cap"),
+            "railcap_ban_n4": _requests(prompts, args, trajectories, "ban"),
+        }
+        engine.generate(arms["identity"][:1])  # warm-up
+        tps: dict[str, list[float]] = {k: [] for k in arms}
+        triggers: dict[str, int] = {}
+        names = list(arms)
+        for r in range(args.repeats):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                t0 = time.perf_counter()
+                comps = engine.generate(arms[name])
+                dt = time.perf_counter() - t0
+                tokens = sum(len(s.token_ids) for c in comps for s in c.samples)
+                tps[name].append(tokens / dt)
+                triggers[name] = sum(s.triggers for c in comps for s in c.samples)
+        engine.close()
+    med = {k: statistics.median(v) for k, v in tps.items()}
+    result = {
+        "rows_per_batch": rows,
+        "max_new_tokens": args.max_new_tokens,
+        "repeats": args.repeats,
+        "threads": args.threads,
+        "device": args.device,
+        "torch": torch.__version__,
+        "machine": platform.processor() or platform.machine(),
+        "tokens_per_s_median": med,
+        "tokens_per_s_all": tps,
+        "triggers_last_repeat": triggers,
+        "ratio_cap_vs_identity": med["railcap_cap_n4"] / med["identity"],
+        "ratio_ban_vs_identity": med["railcap_ban_n4"] / med["identity"],
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        tmp_out = args.out.with_suffix(args.out.suffix + ".tmp")
+        tmp_out.write_text(text)
+        tmp_out.replace(args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

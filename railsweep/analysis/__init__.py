@@ -1,0 +1,44 @@
+"""Scoring a mitigated cell against its clean reference, and the paper's tables.
+
+(Plots live in ``railsweep.analysis.plots``; import it explicitly, it needs matplotlib.)
+"""
+
+from railsweep.analysis.scoring import (
+    flatten_scores,
+    paired_difference,
+    readout_stability_pair,
+    score_pair,
+    unflatten_scores,
+)
+from railsweep.analysis.tables import (
+    Table,
+    format_estimate,
+    metric_table,
+    table1,
+    table2,
+    table3,
+    table4,
+    to_csv,
+    to_html,
+    to_markdown,
+    write_table,
+)
+
+__all__ = [
+    "Table",
+    "flatten_scores",
+    "format_estimate",
+    "metric_table",
+    "paired_difference",
+    "readout_stability_pair",
+    "score_pair",
+    "table1",
+    "table2",
+    "table3",
+    "table4",
+    "to_csv",
+    "to_html",
+    "to_markdown",
+    "unflatten_scores",
+    "write_table",
+]

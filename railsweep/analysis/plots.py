@@ -1,0 +1,144 @@
+"""Figures of a sweep (matplotlib, Agg backend; every function writes one PNG and returns its path).
+
+- :func:`scatter_clean_vs_mitigated`: per question, r_cl vs r_co^s (one cell);
+- :func:`sappg_bars`: SA-PPG with CIs, strategy × setting (Table 3 as bars);
+- :func:`stratum_deltas`: S-Δ+ / S-Δ− per clean-solve-probability stratum (one setting);
+- :func:`readout_stability_plot`: paper Fig. 2 — mean |r_batch1 − r_batch2| against m.
+
+Inputs are the per-question tables of the results schema (``question_index, c, m,
+solve_prob, r01``) or the responses table (``question_index, sample_index, correct``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from railsweep.metrics.readout import readout_stability
+from railsweep.metrics.stratified import stratify, stratum_table
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    tmp.replace(path)
+    _plt().close(fig)
+    return path
+
+
+def _paired(clean: pd.DataFrame, mitigated: pd.DataFrame) -> pd.DataFrame:
+    return clean[["question_index", "c", "m", "solve_prob"]].merge(
+        mitigated[["question_index", "c", "m", "solve_prob"]], on="question_index", suffixes=("_cl", "_co")
+    )
+
+
+def scatter_clean_vs_mitigated(
+    clean: pd.DataFrame, mitigated: pd.DataFrame, path: str | Path, title: str = ""
+) -> Path:
+    """One point per question: clean solve probability (x) vs mitigated (y); leaked questions in orange."""
+    plt = _plt()
+    j = _paired(clean, mitigated)
+    if "leaked" in mitigated:
+        j = j.merge(mitigated[["question_index", "leaked"]], on="question_index")
+    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    rng = np.random.default_rng(0)
+    jit = lambda n: rng.uniform(-0.008, 0.008, n)  # noqa: E731  (overlapping points on the c/m grid)
+    if "leaked" in j and j["leaked"].notna().any():
+        for flag, colour, name in ((False, "tab:blue", "unleaked"), (True, "tab:orange", "leaked")):
+            part = j[j["leaked"] == flag]
+            ax.scatter(part["solve_prob_cl"] + jit(len(part)), part["solve_prob_co"] + jit(len(part)), s=10,
+                       alpha=0.6, c=colour, label=f"{name} ({len(part)})")  # fmt: skip
+        ax.legend(loc="upper left", fontsize=7)
+    else:
+        ax.scatter(j["solve_prob_cl"] + jit(len(j)), j["solve_prob_co"] + jit(len(j)), s=10, alpha=0.6)
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+    ax.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), xlabel="clean solve probability r_cl(q)",
+           ylabel="mitigated solve probability r_co^s(q)")  # fmt: skip
+    ax.set_title(title, fontsize=8)
+    return _save(fig, path)
+
+
+def sappg_bars(scores: pd.DataFrame, path: str | Path, metric: str = "SA-PPG") -> Path:
+    """Grouped bars. ``scores``: columns ``setting, strategy, value, ci_low, ci_high`` (one row per cell)."""
+    plt = _plt()
+    settings = list(dict.fromkeys(scores["setting"]))
+    strategies = list(dict.fromkeys(scores["strategy"]))
+    width = 0.8 / max(len(strategies), 1)
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(settings) + 2), 3.6))
+    x = np.arange(len(settings))
+    for i, strat in enumerate(strategies):
+        part = scores[scores["strategy"] == strat].set_index("setting").reindex(settings)
+        val = part["value"].to_numpy(float)
+        err = np.vstack([val - part["ci_low"].to_numpy(float), part["ci_high"].to_numpy(float) - val])
+        ax.bar(x + (i - (len(strategies) - 1) / 2) * width, val, width, yerr=np.nan_to_num(np.abs(err)),
+               capsize=2, label=strat)  # fmt: skip
+    ax.set_xticks(x, settings, rotation=20, fontsize=8)
+    ax.set_ylabel(f"{metric} (lower is better)")
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path)
+
+
+def stratum_deltas(
+    clean: pd.DataFrame, mitigated: Mapping[str, pd.DataFrame], path: str | Path, B: int = 50, title: str = ""
+) -> Path:
+    """S-Δ+ (up) and S-Δ− (down) per stratum of r_cl, one line per strategy (empty strata are gaps)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for label, df in mitigated.items():
+        j = _paired(clean, df)
+        strata = stratify(j["c_cl"].to_numpy(), j["m_cl"].to_numpy(), B)
+        delta = j["solve_prob_co"].to_numpy(float) - j["solve_prob_cl"].to_numpy(float)
+        t = stratum_table(delta, strata, B)
+        centre = t["lower"] + 0.5 / B
+        (line,) = ax.plot(centre, t["mean_pos"], marker="^", ms=3, lw=1, label=f"{label} S-Δ+")
+        ax.plot(centre, -t["mean_neg"], marker="v", ms=3, lw=1, ls="--", color=line.get_color())
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(xlabel="clean solve probability stratum", ylabel="S-Δ+ (above 0) / −S-Δ− (below 0)", xlim=(0, 1))
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=6, ncol=2)
+    return _save(fig, path)
+
+
+def stability_curve(responses: pd.DataFrame, ms: Sequence[int] | None = None) -> pd.DataFrame:
+    """Readout stability from one cell's sampled responses: split each question's samples into two
+    independent batches (first half, second half) and compare the solve probability read from the
+    first k samples of each, for k in ``ms``. Returns columns ``m, gap``."""
+    r = responses[responses["sample_index"] >= 0]
+    corr = r.pivot_table(index="question_index", columns="sample_index", values="correct", aggfunc="first")
+    a = corr.to_numpy(dtype=float)
+    if a.size == 0 or np.isnan(a).any():
+        raise ValueError("readout stability needs the same number of graded samples for every question")
+    half = a.shape[1] // 2
+    if half < 1:
+        raise ValueError(f"readout stability needs at least 2 samples per question, got {a.shape[1]}")
+    ks = sorted({k for k in (ms or (1, 2, 5, 10, 25, 50)) if 1 <= k <= half} | {1, half})
+    rows = [
+        {"m": k, "gap": float(readout_stability(a[:, :k].mean(1), a[:, half : half + k].mean(1)))} for k in ks
+    ]
+    return pd.DataFrame(rows)
+
+
+def readout_stability_plot(curves: Mapping[str, pd.DataFrame], path: str | Path) -> Path:
+    """Paper Fig. 2: mean per-question gap between two batches of the same model against m."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 3.4))
+    for label, c in curves.items():
+        ax.plot(c["m"], c["gap"], marker="o", ms=3, label=label)
+    ax.set_xscale("log")
+    ax.set(xlabel="samples per question m (log)", ylabel="mean |r_batch1 − r_batch2|")
+    ax.legend(fontsize=7)
+    return _save(fig, path)

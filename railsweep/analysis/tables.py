@@ -1,0 +1,323 @@
+"""The paper's Tables 1–4 (method.md §6) from scored cells, and Markdown / CSV / HTML writers.
+
+A cell is a dict ``{"family", "domain", "strategy", "score"}``: the setting
+(model family × contamination domain), the strategy's display label (e.g.
+"RailCap n=4 cap") and a :func:`railsweep.analysis.scoring.score_pair` dict.
+Each builder returns a :class:`Table`: formatted strings "0.1914 [0.17, 0.21]",
+the numeric values with their CI bounds, and which cells are the best (lowest)
+in their column where that is meaningful. Reference rows (All-Zero) are shown
+but never marked best.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from railsweep.errors import ConfigError
+
+LABELS: dict[str, str] = {
+    "g_ap": "G-AP",
+    "g_app": "G-APP",
+    "a_ppg": "A-PPG",
+    "delta_plus": "Δ+",
+    "delta_minus": "Δ−",
+    "sa_ppg": "SA-PPG",
+    "s_delta_plus": "S-Δ+",
+    "s_delta_minus": "S-Δ−",
+}
+REFERENCE_ROWS: frozenset[str] = frozenset({"All-Zero", "all_zero", "AllZero"})
+STATS = ("value", "ci_low", "ci_high")
+
+
+@dataclass(frozen=True)
+class Table:
+    """formatted: str (rows × cols); numeric: float (rows × (col, stat)); best: bool (rows × cols)."""
+
+    title: str
+    formatted: pd.DataFrame
+    numeric: pd.DataFrame
+    best: pd.DataFrame
+
+
+def format_estimate(value: float, lo: float, hi: float, digits: int = 4, ci_digits: int = 2) -> str:
+    """``0.1914 [0.17, 0.21]``; an estimate without a CI prints its value only, a missing one "—"."""
+    if value is None or not np.isfinite(value):
+        return "—"
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{lo:.{ci_digits}f}, {hi:.{ci_digits}f}]"
+
+
+def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    cells = list(cells)
+    seen: set[tuple[str, str, str]] = set()
+    for i, cell in enumerate(cells):
+        missing = [k for k in ("family", "domain", "strategy", "score") if k not in cell]
+        if missing:
+            raise ConfigError(f"cell {i} lacks key(s) {missing}; has {sorted(cell)}")
+        key = (str(cell["family"]), str(cell["domain"]), str(cell["strategy"]))
+        if key in seen:
+            raise ConfigError(f"two cells for family={key[0]!r}, domain={key[1]!r}, strategy={key[2]!r}")
+        seen.add(key)
+    return cells
+
+
+def _one_setting(
+    cells: list[Mapping[str, Any]], family: str | None, domain: str | None
+) -> list[Mapping[str, Any]]:
+    settings = list(dict.fromkeys((str(c["family"]), str(c["domain"])) for c in cells))
+    chosen = [
+        s for s in settings if (family is None or s[0] == family) and (domain is None or s[1] == domain)
+    ]
+    if len(chosen) != 1:
+        what = "no" if not chosen else "several"
+        raise ConfigError(
+            f"{what} settings match family={family!r}, domain={domain!r}; available: "
+            + (", ".join(f"{f} × {d}" for f, d in settings) or "none")
+        )
+    return [c for c in cells if (str(c["family"]), str(c["domain"])) == chosen[0]]
+
+
+def _estimate(score: Mapping[str, Any], metric: str) -> tuple[float, float, float]:
+    est = score.get(metric)
+    if est is None:
+        return (np.nan, np.nan, np.nan)
+    if isinstance(est, Mapping):
+        return tuple(float(est.get(s, np.nan)) for s in STATS)  # type: ignore[return-value]
+    return (float(est), np.nan, np.nan)
+
+
+def _row_order(
+    labels: Sequence[str], rows: Sequence[str] | None, exclude: frozenset[str] = frozenset()
+) -> list[str]:
+    if rows is None:
+        return [r for r in dict.fromkeys(labels) if r not in exclude]
+    unknown = [r for r in rows if r not in labels]
+    if unknown:
+        raise ConfigError(f"rows {unknown} have no cell; available strategies: {list(dict.fromkeys(labels))}")
+    return list(rows)
+
+
+def _assemble(
+    title: str,
+    values: dict[tuple[str, str], tuple[float, float, float]],
+    rows: list[str],
+    cols: list[str],
+    best_cols: Iterable[str],
+    digits: int,
+    ci_digits: int,
+) -> Table:
+    numeric = pd.DataFrame(
+        [[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
+        index=pd.Index(rows, name="strategy"),
+        columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
+        dtype=float,
+    )
+    formatted = pd.DataFrame(
+        [
+            [format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols]
+            for r in rows
+        ],
+        index=pd.Index(rows, name="strategy"),
+        columns=cols,
+    )
+    best = pd.DataFrame(False, index=formatted.index, columns=cols)
+    competing = [r for r in rows if r not in REFERENCE_ROWS]
+    for c in best_cols:
+        col = numeric.loc[competing, (c, "value")] if competing else pd.Series(dtype=float)
+        if col.notna().any():
+            best.loc[col.index[col == col.min()], c] = True
+    return Table(title=title, formatted=formatted, numeric=numeric, best=best)
+
+
+def metric_table(
+    cells: Iterable[Mapping[str, Any]],
+    metrics: Sequence[str],
+    *,
+    family: str | None = None,
+    domain: str | None = None,
+    rows: Sequence[str] | None = None,
+    best_metrics: Sequence[str] | None = None,
+    exclude: frozenset[str] = frozenset(),
+    title: str = "",
+    digits: int = 4,
+    ci_digits: int = 2,
+) -> Table:
+    """Rows = strategies of ONE setting, columns = ``metrics`` (their display labels)."""
+    unknown = [m for m in metrics if m not in LABELS]
+    if unknown:
+        raise ConfigError(f"unknown metric(s) {unknown}; known: {list(LABELS)}")
+    setting = _one_setting(_check_cells(cells), family, domain)
+    labels = [str(c["strategy"]) for c in setting]
+    order = _row_order(labels, rows, exclude)
+    by_label = {str(c["strategy"]): c["score"] for c in setting}
+    values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in metrics}
+    best = [LABELS[m] for m in (metrics if best_metrics is None else best_metrics)]
+    f, d = str(setting[0]["family"]), str(setting[0]["domain"])
+    return _assemble(
+        title or f"{f} × {d}", values, order, [LABELS[m] for m in metrics], best, digits, ci_digits
+    )
+
+
+def table1(
+    cells: Iterable[Mapping[str, Any]],
+    *,
+    family: str | None = None,
+    domain: str | None = None,
+    rows: Sequence[str] | None = None,
+    **kw: Any,
+) -> Table:
+    """Table 1: G-AP vs SA-PPG for one setting (paper: Llama-2 × GSM8K); All-Zero left out by default."""
+    return metric_table(
+        cells,
+        ["g_ap", "sa_ppg"],
+        family=family,
+        domain=domain,
+        rows=rows,
+        exclude=REFERENCE_ROWS,
+        title=kw.pop("title", "Table 1: G-AP and SA-PPG of the same responses"),
+        **kw,
+    )
+
+
+def table2(
+    cells: Iterable[Mapping[str, Any]],
+    *,
+    family: str | None = None,
+    domain: str | None = None,
+    rows: Sequence[str] | None = None,
+    **kw: Any,
+) -> Table:
+    """Table 2: Δ+, Δ−, A-PPG, G-APP, SA-PPG (+ All-Zero); best marked on the aggregates, not the components."""
+    return metric_table(
+        cells,
+        ["delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg"],
+        family=family,
+        domain=domain,
+        rows=rows,
+        best_metrics=["a_ppg", "g_app", "sa_ppg"],
+        title=kw.pop("title", "Table 2: components of the per-question gap"),
+        **kw,
+    )
+
+
+def table4(
+    cells: Iterable[Mapping[str, Any]],
+    *,
+    family: str | None = None,
+    domain: str | None = None,
+    rows: Sequence[str] | None = None,
+    **kw: Any,
+) -> Table:
+    """Table 4: RailCap n sweep, ban, All-Zero: S-Δ+, S-Δ−, SA-PPG; best marked on SA-PPG only."""
+    return metric_table(
+        cells,
+        ["s_delta_plus", "s_delta_minus", "sa_ppg"],
+        family=family,
+        domain=domain,
+        rows=rows,
+        best_metrics=["sa_ppg"],
+        title=kw.pop("title", "Table 4: RailCap ablation (stratified components)"),
+        **kw,
+    )
+
+
+def table3(
+    cells: Iterable[Mapping[str, Any]],
+    *,
+    metric: str = "sa_ppg",
+    rows: Sequence[str] | None = None,
+    title: str = "Table 3: SA-PPG across settings",
+    digits: int = 4,
+    ci_digits: int = 2,
+) -> Table:
+    """Table 3: one metric, rows = strategies, columns = settings "{domain} × {family}" (domain-major)."""
+    if metric not in LABELS:
+        raise ConfigError(f"unknown metric {metric!r}; known: {list(LABELS)}")
+    cells = _check_cells(cells)
+    domains = list(dict.fromkeys(str(c["domain"]) for c in cells))
+    families = list(dict.fromkeys(str(c["family"]) for c in cells))
+    present = {(str(c["domain"]), str(c["family"])) for c in cells}
+    cols = [f"{d} × {f}" for d in domains for f in families if (d, f) in present]
+    order = _row_order([str(c["strategy"]) for c in cells], rows)
+    values = {
+        (str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric)
+        for c in cells
+        if str(c["strategy"]) in order
+    }
+    return _assemble(title, values, order, cols, cols, digits, ci_digits)
+
+
+# ---------------------------------------------------------------- writers
+
+
+def _frame(table: Table | pd.DataFrame, mark: tuple[str, str], escape) -> pd.DataFrame:
+    """String frame with cells, index and column labels escaped; best cells wrapped in ``mark``."""
+    df = table if isinstance(table, pd.DataFrame) else table.formatted
+    out = df.map(lambda v: escape(str(v)))
+    if isinstance(table, Table):
+        out = out.where(~table.best, mark[0] + out + mark[1])
+    out.index = pd.Index([escape(str(i)) for i in df.index], name=escape(df.index.name or ""))
+    out.columns = [escape(str(c)) for c in df.columns]
+    return out
+
+
+def to_markdown(table: Table | pd.DataFrame) -> str:
+    """A GitHub pipe table (best cells in **bold**); no ``tabulate`` needed."""
+    df = _frame(table, ("**", "**"), lambda s: s.replace("|", "\\|"))
+    header = [df.index.name or "", *map(str, df.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(df.columns)) + "|"]
+    lines += ["| " + " | ".join([str(i), *map(str, row)]) + " |" for i, row in zip(df.index, df.to_numpy())]
+    title = f"**{table.title}**\n\n" if isinstance(table, Table) and table.title else ""
+    return title + "\n".join(lines) + "\n"
+
+
+def to_html(table: Table | pd.DataFrame) -> str:
+    """An HTML table (best cells in <b>), values escaped."""
+    df = _frame(table, ("<b>", "</b>"), html.escape)
+    body = df.to_html(escape=False, border=0)
+    title = f"<h3>{html.escape(table.title)}</h3>\n" if isinstance(table, Table) and table.title else ""
+    return title + body + "\n"
+
+
+def to_csv(table: Table | pd.DataFrame) -> str:
+    """CSV of the numeric values: columns ``<metric>``, ``<metric> ci_low``, ``<metric> ci_high``, ``<metric> best``."""
+    if isinstance(table, pd.DataFrame):
+        return table.to_csv()
+    num = table.numeric.copy()
+    num.columns = [c if s == "value" else f"{c} {s}" for c, s in num.columns]
+    for c in table.best.columns:
+        num[f"{c} best"] = table.best[c]
+    ordered = [x for c in table.best.columns for x in (c, f"{c} ci_low", f"{c} ci_high", f"{c} best")]
+    return num[ordered].to_csv()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]:
+    """Write ``<name>.md``, ``<name>.csv``, ``<name>.html`` atomically; returns {format: path}."""
+    out_dir = Path(out_dir)
+    paths = {"md": out_dir / f"{name}.md", "csv": out_dir / f"{name}.csv", "html": out_dir / f"{name}.html"}
+    texts = {"md": to_markdown(table), "csv": to_csv(table), "html": to_html(table)}
+    for fmt, path in paths.items():
+        _atomic_write(path, texts[fmt])
+    return paths

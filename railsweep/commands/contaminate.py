@@ -1,0 +1,78 @@
+"""``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5).
+
+Example (the paper's recipe, offline filler):
+    railsweep contaminate --base meta-llama/Llama-2-7b-hf --data-dir ../shared/data/gsm8k \\
+        --pq ../shared/data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl --filler orca.jsonl --out models/llama
+Writes ``OUT/clean``, ``OUT/co_gsm8k``, ``OUT/co_pq`` (peft adapters over ``--base``),
+``OUT/leak_split.json`` and ``OUT/manifest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "contaminate",
+        help="train the clean (M_cl) and contaminated (M_co) LoRA adapters of a base model",
+        description="The contamination simulator of method.md §5 (peft LoRA).",
+    )
+    p.add_argument("--base", required=True, help="base model directory (transformers format)")
+    p.add_argument("--data-dir", required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
+    p.add_argument("--pq", default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)")
+    p.add_argument("--filler", default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file")
+    p.add_argument("--out", required=True, help="output directory for the adapters and the manifest")
+    p.add_argument("--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both")
+    p.add_argument("--n-filler", type=int, default=1840)
+    p.add_argument("--n-train", type=int, default=660)
+    p.add_argument("--n-leak", type=int, default=660)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--r", type=int, default=64)
+    p.add_argument("--alpha", type=int, default=128)
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--global-batch", type=int, default=32)
+    p.add_argument("--micro-batch", type=int, default=8)
+    p.add_argument("--max-length", type=int, default=512)
+    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp32"))
+    p.add_argument("--device", default="auto")
+    return p
+
+
+def config_from_args(args: argparse.Namespace):
+    from railsweep.contamination import ContaminationConfig, LoraRecipe
+
+    recipe = LoraRecipe(
+        r=args.r,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        global_batch=args.global_batch,
+        micro_batch=args.micro_batch,
+        max_length=args.max_length,
+        precision=args.precision,
+        seed=args.seed,
+    )
+    return ContaminationConfig(
+        n_filler=args.n_filler,
+        n_train=args.n_train,
+        n_leak=args.n_leak,
+        domains=tuple(args.domain or ("gsm8k", "pq")),
+        filler=args.filler,
+        seed=args.seed,
+        recipe=recipe,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from railsweep.contamination import contaminate_family
+
+    config = config_from_args(args)
+    manifest = contaminate_family(
+        args.base, args.data_dir, args.out, config, pq_path=args.pq, device=args.device, log=print
+    )
+    print(json.dumps({"adapters": manifest["adapters"], "leak_split": manifest["leak_split"]}))
+    return 0

@@ -1,0 +1,171 @@
+"""``railsweep eval``: evaluate one cell and write its per-question Parquet files.
+
+Every input is checked before the model is loaded, and nothing is written
+unless the whole evaluation succeeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError, DataError
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate one model/adapter under one strategy (one cell)",
+        description="Sample m responses per question under a strategy and write the cell's per-question Parquet.",
+    )
+    p.add_argument("--model", required=True, help="base model directory (or hub id)")
+    p.add_argument(
+        "--adapter",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a LoRA adapter to load (repeatable)",
+    )
+    p.add_argument(
+        "--use-adapter", default=None, metavar="NAME", help="adapter under evaluation (default: base model)"
+    )
+    p.add_argument(
+        "--clean-adapter", default=None, metavar="NAME", help="M_cl's adapter, for strategies comparing to it"
+    )
+    p.add_argument(
+        "--base-adapter",
+        default=None,
+        metavar="NAME",
+        help="reference base adapter (default: adapter disabled)",
+    )
+    p.add_argument("--task-dir", required=True, help="directory with <split>.jsonl in GSM8K format")
+    p.add_argument("--split", default="test")
+    p.add_argument(
+        "--fewshot", default=None, metavar="FILE", help="exemplar JSON (default: <task-dir>/cot_8shot.json)"
+    )
+    p.add_argument("--leak-split", default=None, metavar="FILE", help='JSON {"leaked": [question indices]}')
+    p.add_argument("--strategy", required=True, help="registered strategy name (e.g. identity, railcap)")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="strategy parameter (repeatable; V is JSON or text)",
+    )
+    p.add_argument("--m", type=int, default=50, help="samples per question (default 50)")
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (0 = greedy)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--family", default=None, help="model family label recorded with the cell")
+    p.add_argument("--domain", default=None, help="contamination domain label recorded with the cell")
+    p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated")
+    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
+    p.add_argument(
+        "--max-batch-size", type=int, default=256, help="most sequences the engine decodes together"
+    )
+    p.add_argument("--cache-dir", default=None, help="where strategies may cache per-model artefacts")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory for the cell's files")
+    return p
+
+
+def parse_pairs(items: list[str], what: str) -> dict[str, str]:
+    """``["a=1", "b=x"]`` → ``{"a": "1", "b": "x"}``; a malformed or repeated key → ConfigError."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{what} must look like NAME=VALUE, got {item!r}")
+        if key in out:
+            raise ConfigError(f"{what} {key!r} given more than once")
+        out[key] = value
+    return out
+
+
+def parse_value(text: str) -> Any:
+    """A ``--param`` value: JSON when it parses (``4``, ``true``, ``[1,2]``), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def run(args: argparse.Namespace) -> int:
+    from railsweep.config import CellConfig, EngineConfig
+    from railsweep.evaluate import evaluate_cell, load_task
+
+    # 1. configuration (cheap checks first: nothing is loaded or written yet)
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    adapters = parse_pairs(args.adapter, "--adapter")
+    engine_cfg = EngineConfig(
+        backend=args.backend,
+        model=args.model,
+        adapters=adapters,
+        device=args.device,
+        dtype=args.dtype,
+        max_batch_size=args.max_batch_size,
+    )
+    params = {k: parse_value(v) for k, v in parse_pairs(args.param, "--param").items()}
+    cell = CellConfig(
+        model=args.model,
+        adapter=args.use_adapter,
+        strategy=args.strategy,
+        strategy_params=params,
+        family=args.family,
+        domain=args.domain,
+        m=args.m,
+        temperature=args.temperature,
+        seed=args.seed,
+        max_new_tokens=args.max_new_tokens,
+        limit=args.limit,
+        task_dir=args.task_dir,
+        split=args.split,
+        fewshot=args.fewshot,
+        leak_split=args.leak_split,
+        role=args.role,
+        clean_adapter=args.clean_adapter,
+        base_adapter=args.base_adapter,
+    )
+    for flag, name in (
+        ("--use-adapter", cell.adapter),
+        ("--clean-adapter", cell.clean_adapter),
+        ("--base-adapter", cell.base_adapter),
+    ):
+        if name is not None and name not in adapters:
+            raise ConfigError(
+                f"{flag} {name!r}: adapter not found; loaded adapters: {sorted(adapters) or 'none'} (add --adapter {name}=PATH)"
+            )
+    # 2. inputs on disk
+    model_dir = Path(args.model).expanduser()
+    if (
+        model_dir.is_absolute() or args.model.startswith(".") or model_dir.exists()
+    ) and not model_dir.is_dir():
+        raise DataError(f"--model: directory not found: {args.model}")
+    for name, path in engine_cfg.adapters:
+        if not Path(path).expanduser().is_dir():
+            raise DataError(f"--adapter {name}: directory not found: {path}")
+    for flag, path in (("--fewshot", cell.fewshot), ("--leak-split", cell.leak_split)):
+        if path is not None and not Path(path).is_file():
+            raise DataError(f"{flag}: file not found: {path}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out must be a directory, got an existing file: {out}")
+    task = load_task(cell)
+    # 3. the expensive part
+    engine = engine_cfg.build()
+    try:
+        result = evaluate_cell(
+            cell, engine, task, out_dir=out, batch_size=args.batch_size, cache_dir=args.cache_dir
+        )
+    finally:
+        engine.close()
+    print(result.paths.questions)
+    print(result.summary())
+    return 0

@@ -1,0 +1,132 @@
+"""``railsweep score``: compare mitigated cells against their clean reference cell.
+
+Prints the metric table (each aggregate with its bootstrap confidence
+interval) as Markdown and writes ``PREFIX.csv`` (numbers) and ``PREFIX.md``.
+All inputs are read and checked before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError, DataError
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "score",
+        help="score mitigated cells against the clean reference cell (metrics with CIs)",
+        description="Per-question metrics (G-AP, A-PPG, SA-PPG, ...) with stratified bootstrap CIs.",
+    )
+    p.add_argument(
+        "--clean", required=True, metavar="FILE", help="the clean reference cell's per-question Parquet"
+    )
+    p.add_argument("--mitigated", required=True, nargs="+", metavar="FILE", help="one or more cells to score")
+    p.add_argument("--B", type=int, default=50, dest="B", help="number of strata for SA-PPG (paper 50)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples")
+    p.add_argument("--alpha", type=float, default=0.05, help="CI level is 1 - alpha")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--out", required=True, metavar="PREFIX", help="writes PREFIX.csv and PREFIX.md")
+    return p
+
+
+def check_args(args: argparse.Namespace) -> None:
+    if args.B < 1:
+        raise ConfigError(f"--B (number of strata) must be >= 1, got B={args.B}")
+    if args.n_boot < 1:
+        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
+    if not 0 < args.alpha < 1:
+        raise ConfigError(f"--alpha must lie in (0, 1), got {args.alpha}")
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be >= 0, got {args.seed}")
+    out = Path(args.out)
+    if out.name in ("", ".", "..") or out.is_dir():
+        raise ConfigError(
+            f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from railsweep.analysis.scoring import flatten_scores, score_pair
+    from railsweep.analysis.tables import metric_table, to_markdown
+    from railsweep.metrics import METRICS
+    from railsweep.results.io import read_cell
+
+    check_args(args)
+    # 1. read and check every input
+    clean_cell, clean_df = read_cell(args.clean)
+    if clean_cell.role != "clean":
+        raise DataError(
+            f"--clean {args.clean}: expected a clean reference cell (role='clean'), got role={clean_cell.role!r}"
+        )
+    cells = [(path, *read_cell(path)) for path in args.mitigated]
+    labels = [cell.label() for _, cell, _ in cells]
+    labels = [
+        lab if labels.count(lab) == 1 else f"{lab} ({cell.cell_id})"
+        for lab, (_, cell, _) in zip(labels, cells)
+    ]
+    # 2. score each cell against the clean reference
+    scored, rows = [], []
+    for label, (path, cell, df) in zip(labels, cells):
+        try:
+            score = score_pair(clean_df, df, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
+        except DataError as e:
+            raise DataError(f"{path} vs {args.clean}: {e}") from e
+        scored.append(
+            {"family": clean_cell.family, "domain": clean_cell.domain, "strategy": label, "score": score}
+        )
+        rows.append(
+            {
+                "strategy": label,
+                "cell_id": cell.cell_id,
+                "adapter": cell.adapter,
+                "m": cell.m,
+                "file": str(path),
+                **flatten_scores(score),
+            }
+        )
+    title = (
+        f"Scores vs clean cell {clean_cell.cell_id} (B={args.B}, {args.n_boot} bootstrap resamples, "
+        f"{1 - args.alpha:.0%} CI)"
+    )
+    markdown = to_markdown(metric_table(scored, list(METRICS), title=title))
+    # 3. write both files atomically, then print
+    prefix = Path(args.out)
+    csv_path, md_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")
+    _write_atomic({csv_path: pd.DataFrame(rows).to_csv(index=False), md_path: markdown})
+    print(markdown)
+    print(f"wrote {csv_path} and {md_path}")
+    return 0
+
+
+def _write_atomic(files: dict[Path, str]) -> None:
+    """Write every file to a temporary sibling, then rename them all; on error remove what was written."""
+    tmp = {p: p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp") for p in files}
+    placed: list[Path] = []
+    parent = next(iter(files)).parent
+    created = not parent.exists()
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for p, content in files.items():
+            with open(tmp[p], "w", encoding="utf-8") as f:
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+        for p in files:
+            os.replace(tmp[p], p)
+            placed.append(p)
+    except BaseException:
+        for p in [*tmp.values(), *placed]:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        if created:
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise

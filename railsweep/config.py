@@ -1,0 +1,278 @@
+"""Frozen, validated configuration for one evaluated cell and for the engine that decodes it.
+
+A *cell* is one (model, adapter, strategy, readout) combination evaluated on
+one task; its :attr:`CellConfig.cell_id` is a short hash of the resolved
+config (strategy defaults filled in), so the same cell always gets the same id
+and reruns are idempotent. Every field is checked at construction and an
+invalid value raises :class:`~railsweep.errors.ConfigError` naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from railsweep.errors import ConfigError, MissingDependencyError
+
+Backend = Literal["transformers", "vllm"]
+Role = Literal["clean", "mitigated"]
+
+_BACKENDS = ("transformers", "vllm")
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Which backend decodes, on which weights.
+
+    Fields:
+        backend: ``"transformers"`` (any machine) or ``"vllm"`` (needs ``railsweep[vllm]``).
+        model: base model directory or hub id.
+        adapters: ``((name, path), ...)`` LoRA adapters served by name; a dict is accepted and sorted.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+        dtype: ``"auto"``, ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+        trust_remote_code: passed to the model loader.
+        max_batch_size: most sequences decoded together in one forward pass.
+    """
+
+    backend: Backend = "transformers"
+    model: str = ""
+    adapters: tuple[tuple[str, str], ...] = ()
+    device: str = "auto"
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    max_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.backend not in _BACKENDS:
+            raise ConfigError(f"engine backend must be one of {_BACKENDS}, got backend={self.backend!r}")
+        if not isinstance(self.model, (str, Path)) or not str(self.model):
+            raise ConfigError(f"engine model must be a directory or hub id, got model={self.model!r}")
+        object.__setattr__(self, "model", str(self.model))
+        pairs = self.adapters.items() if isinstance(self.adapters, dict) else self.adapters
+        norm: list[tuple[str, str]] = []
+        for pair in pairs:
+            if len(pair) != 2:
+                raise ConfigError(f"an adapter must be a (name, path) pair, got {pair!r}")
+            name, path = str(pair[0]), str(pair[1])
+            if not _NAME_RE.match(name):
+                raise ConfigError(f"adapter name must match {_NAME_RE.pattern}, got {name!r}")
+            if not path:
+                raise ConfigError(f"adapter {name!r} has an empty path")
+            norm.append((name, path))
+        names = [n for n, _ in norm]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"adapter name(s) given more than once: {dupes}")
+        object.__setattr__(self, "adapters", tuple(sorted(norm)))
+        if not _DEVICE_RE.match(str(self.device)):
+            raise ConfigError(f"device must be auto, cpu, mps, cuda or cuda:N, got device={self.device!r}")
+        if self.dtype not in _DTYPES:
+            raise ConfigError(f"dtype must be one of {_DTYPES}, got dtype={self.dtype!r}")
+        if not isinstance(self.max_batch_size, int) or self.max_batch_size < 1:
+            raise ConfigError(f"max_batch_size must be an integer >= 1, got {self.max_batch_size!r}")
+
+    @property
+    def adapter_dict(self) -> dict[str, str]:
+        return dict(self.adapters)
+
+    def check_paths(self) -> None:
+        """Fail early when a local model or adapter directory is missing (hub ids are left alone)."""
+        looks_local = Path(self.model).is_absolute() or self.model.startswith((".", "~"))
+        if looks_local and not Path(self.model).expanduser().is_dir():
+            raise ConfigError(f"model directory not found: {self.model}")
+        for name, path in self.adapters:
+            if not Path(path).expanduser().is_dir():
+                raise ConfigError(f"adapter {name!r}: directory not found: {path}")
+
+    def build(self) -> Any:
+        """Instantiate the engine (the vLLM backend is imported only when asked for)."""
+        if self.backend == "vllm":
+            try:
+                from railsweep.engines.vllm_engine import VLLMEngine
+            except ModuleNotFoundError as e:
+                if e.name and e.name.split(".")[0] == "vllm":
+                    raise MissingDependencyError(
+                        "vllm", extra="vllm", purpose="the vllm engine backend"
+                    ) from e
+                raise
+            # vLLM places the model itself; device is not one of its arguments.
+            return VLLMEngine(
+                self.model,
+                adapters=self.adapter_dict,
+                dtype=self.dtype,
+                max_num_seqs=self.max_batch_size,
+                llm_kwargs={"trust_remote_code": True} if self.trust_remote_code else None,
+            )
+        from railsweep.engines.transformers_engine import TransformersEngine
+
+        return TransformersEngine(
+            self.model,
+            adapters=self.adapter_dict,
+            device=self.device,
+            dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code,
+            max_batch_size=self.max_batch_size,
+        )
+
+
+@dataclass(frozen=True)
+class CellConfig:
+    """One evaluated cell: a model (+adapter) decoded under a strategy, read out with m samples.
+
+    Fields:
+        model: base model directory or hub id (what the engine loaded).
+        adapter: LoRA adapter name under evaluation; None = base model.
+        strategy: registered strategy name (``railsweep.strategies.known_strategies()``).
+        strategy_params: the strategy's config fields; stored sorted by key, with defaults filled
+            in (so ``{}`` and the explicit defaults give the same cell id).
+        family: model family label (e.g. ``"llama"``); informational, part of the id.
+        domain: contamination domain label (``"gsm8k"``/``"pq"``); informational, part of the id.
+        m: samples per question (paper 50); temperature: T (paper 0.7; 0 = greedy).
+        seed: run seed; per-question seeds derive from it.
+        max_new_tokens: generation cap per response.
+        limit: evaluate only the first ``limit`` questions (None = all).
+        task_dir: directory with ``<split>.jsonl`` (GSM8K format) and the few-shot exemplars.
+        split: which JSONL file in ``task_dir``; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``).
+        leak_split: JSON ``{"leaked": [...]}`` marking leaked questions (None = unknown).
+        role: ``"clean"`` for the reference cell (strategy identity on M_cl), else ``"mitigated"``.
+        clean_adapter / base_adapter: the M_cl / base adapters of the same family for strategies
+            that compare against them (Shortcut); None when unused / base model.
+    """
+
+    model: str
+    strategy: str
+    task_dir: str
+    adapter: str | None = None
+    strategy_params: dict[str, Any] = field(default_factory=dict)
+    family: str | None = None
+    domain: str | None = None
+    m: int = 50
+    temperature: float = 0.7
+    seed: int = 0
+    max_new_tokens: int = 256
+    limit: int | None = None
+    split: str = "test"
+    fewshot: str | None = None
+    leak_split: str | None = None
+    role: Role = "mitigated"
+    clean_adapter: str | None = None
+    base_adapter: str | None = None
+
+    def __post_init__(self) -> None:
+        from railsweep.strategies.base import config_dict, make_config
+
+        for name in ("model", "strategy", "task_dir", "split"):
+            value = getattr(self, name)
+            if not isinstance(value, (str, Path)) or not str(value):
+                raise ConfigError(f"cell {name} must be a non-empty string, got {name}={value!r}")
+            object.__setattr__(self, name, str(value))
+        for name in ("fewshot", "leak_split"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, str(value))
+        _check_int("m", self.m, minimum=1)
+        _check_int("seed", self.seed, minimum=0)
+        _check_int("max_new_tokens", self.max_new_tokens, minimum=1)
+        if self.limit is not None:
+            _check_int("limit", self.limit, minimum=1)
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)):
+            raise ConfigError(f"temperature must be a number, got temperature={self.temperature!r}")
+        if not self.temperature >= 0:  # also rejects NaN
+            raise ConfigError(f"temperature must be >= 0, got temperature={self.temperature!r}")
+        object.__setattr__(self, "temperature", float(self.temperature))
+        if self.role not in ("clean", "mitigated"):
+            raise ConfigError(f"role must be 'clean' or 'mitigated', got role={self.role!r}")
+        if self.role == "clean" and self.strategy != "identity":
+            raise ConfigError(
+                f"a clean reference cell is strategy 'identity' on the clean adapter, got strategy={self.strategy!r}"
+            )
+        if not isinstance(self.strategy_params, dict):
+            raise ConfigError(f"strategy_params must be a dict, got {self.strategy_params!r}")
+        resolved = config_dict(make_config(self.strategy, self.strategy_params))
+        object.__setattr__(self, "strategy_params", {k: resolved[k] for k in sorted(resolved)})
+        try:
+            json.dumps(self.strategy_params, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(
+                f"strategy_params must be JSON values, got {self.strategy_params!r}: {e}"
+            ) from e
+
+    # ---------------------------------------------------------------- identity
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["strategy_params"] = dict(self.strategy_params)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CellConfig:
+        if not isinstance(d, dict):
+            raise ConfigError(f"a cell config must be a mapping, got {type(d).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"unknown cell config field(s) {unknown}; allowed: {sorted(names)}")
+        missing = sorted(f.name for f in dataclasses.fields(cls) if f.name not in d and _required(f))
+        if missing:
+            raise ConfigError(f"cell config is missing required field(s) {missing}")
+        return cls(**d)
+
+    def __hash__(self) -> int:  # strategy_params is a dict, so hash the canonical form
+        return hash(self.canonical_json())
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    @property
+    def cell_id(self) -> str:
+        """First 16 hex digits of the sha256 of the canonical JSON of the resolved config."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    # ---------------------------------------------------------------- derived
+
+    def label(self) -> str:
+        """Short human label, e.g. ``railcap mode=cap n=4 successor=last``."""
+        params = " ".join(f"{k}={v}" for k, v in self.strategy_params.items())
+        return f"{self.strategy} {params}".strip()
+
+    def task_files(self) -> list[Path]:
+        """The data files this cell reads (for checksums)."""
+        root = Path(self.task_dir)
+        files = [
+            root / f"{self.split}.jsonl",
+            Path(self.fewshot) if self.fewshot else root / "cot_8shot.json",
+        ]
+        if self.leak_split:
+            files.append(Path(self.leak_split))
+        return files
+
+    def decode_settings(self, batch_size: int = 64) -> Any:
+        from railsweep.strategies.base import DecodeSettings
+
+        return DecodeSettings(
+            m=self.m,
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+            batch_size=batch_size,
+        )
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer, got {name}={value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {name}={value}")

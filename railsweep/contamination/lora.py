@@ -1,0 +1,167 @@
+"""Training one LoRA adapter with peft (the recipe of :class:`LoraRecipe`).
+
+Steps:
+1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured);
+2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing
+   adapter (M_co from M_cl), load that adapter's weights as the trainable
+   starting point; the base weights never change, so every result stays a
+   LoRA adapter over the same base;
+3. causal-LM loss on each example (EOS appended), shuffled per epoch, micro
+   batches accumulated to the global batch, AdamW with linear warmup then a
+   cosine decay, for ``epochs`` passes;
+4. save the adapter under a temporary name, then rename it into place.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from railsweep.contamination.config import LoraRecipe
+from railsweep.errors import ConfigError, DataError
+
+
+def _device(device: str | None) -> str:
+    import torch
+
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def train_lora(
+    base_dir: str | Path,
+    texts: Sequence[str],
+    recipe: LoraRecipe,
+    out_dir: str | Path,
+    init_adapter: str | Path | None = None,
+    device: str | None = None,
+    log=None,
+) -> dict:
+    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats."""
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not texts:
+        raise ConfigError("LoRA training needs at least one text")
+    base_dir = Path(base_dir)
+    if not (base_dir / "config.json").is_file():
+        raise DataError(f"base model not found (no config.json): {base_dir}")
+    if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
+        raise DataError(f"adapter to continue from not found (no adapter_config.json): {init_adapter}")
+    dev = _device(device)
+    bf16 = recipe.precision == "bf16" or (recipe.precision == "auto" and dev.startswith("cuda"))
+    torch.manual_seed(recipe.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16 if bf16 else torch.float32)
+    model.to(dev)
+    if init_adapter is not None:
+        model = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
+    else:
+        lora = LoraConfig(
+            r=recipe.r,
+            lora_alpha=recipe.alpha,
+            lora_dropout=recipe.dropout,
+            target_modules=recipe.target_modules if isinstance(recipe.target_modules, str) else list(recipe.target_modules),
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, lora)
+    for p in model.parameters():  # adapter weights train in fp32 even over a bf16 base
+        if p.requires_grad:
+            p.data = p.data.float()
+
+    eos = tokenizer.eos_token or ""
+    encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]
+    per_epoch = math.ceil(len(encoded) / recipe.global_batch)
+    total = per_epoch * recipe.epochs
+    warmup = int(round(recipe.warmup_ratio * total))
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
+
+    def lr_factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        if recipe.scheduler == "constant":
+            return 1.0
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    rng = random.Random(recipe.seed)
+    model.train()
+    t0, step, losses = time.time(), 0, []
+    for epoch in range(recipe.epochs):
+        order = list(range(len(encoded)))
+        rng.shuffle(order)
+        for start in range(0, len(order), recipe.global_batch):
+            chunk = order[start : start + recipe.global_batch]
+            n_tokens = sum(len(encoded[i]) - 1 for i in chunk)
+            step_loss = 0.0
+            for m0 in range(0, len(chunk), recipe.micro_batch):
+                ids, labels, mask = _pad([encoded[i] for i in chunk[m0 : m0 + recipe.micro_batch]], pad)
+                with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
+                    logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
+                loss = torch.nn.functional.cross_entropy(
+                    logits[:, :-1].float().reshape(-1, logits.shape[-1]),
+                    labels[:, 1:].reshape(-1).to(dev),
+                    ignore_index=-100,
+                    reduction="sum",
+                ) / max(1, n_tokens)  # token-weighted mean over the whole global batch
+                loss.backward()
+                step_loss += loss.item()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(step_loss)
+            step += 1
+        if log is not None:
+            log(f"lora epoch {epoch + 1}/{recipe.epochs} loss {sum(losses[-per_epoch:]) / per_epoch:.3f}")
+    model.eval()
+    _save_adapter(model, Path(out_dir))
+    return {
+        "examples": len(encoded),
+        "steps": step,
+        "warmup_steps": warmup,
+        "first_loss": losses[0],
+        "final_loss": sum(losses[-per_epoch:]) / per_epoch,
+        "seconds": round(time.time() - t0, 2),
+        "device": dev,
+        "precision": "bf16" if bf16 else "fp32",
+        "continued_from": str(init_adapter) if init_adapter is not None else None,
+    }
+
+
+def _pad(seqs: list[list[int]], pad: int):
+    import torch
+
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, s in enumerate(seqs):  # right padding: positions stay 0..len-1 as at inference
+        ids[row, : len(s)] = torch.tensor(s)
+        labels[row, : len(s)] = torch.tensor(s)
+        mask[row, : len(s)] = 1
+    return ids, labels, mask
+
+
+def _save_adapter(model, out_dir: Path) -> None:
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        model.save_pretrained(tmp)
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,136 @@
+"""The contamination simulator: M_cl and M_co adapters for one model family.
+
+Steps (method.md §5):
+1. read the benchmark (official GSM8K JSONL) and, for domain PQ, the paraphrases;
+2. draw the seeded leak split (``n_leak`` test indices) and save it;
+3. M_cl = base + LoRA on ``n_filler`` filler texts + ``n_train`` train questions,
+   each as "Q: <question>\\nA: <CoT answer>" (the 8-shot CoT format);
+4. for each domain, M_co = M_cl's adapter trained further (its LoRA weights are
+   the starting point; the base stays frozen) on the same filler + the leaked
+   test questions: original wording for "gsm8k", the paraphrase for "pq", always
+   with the original CoT solution and answer;
+5. write a manifest (config, data checksums, package versions, git commit).
+
+All adapters are LoRA adapters over the same base, so one multi-LoRA engine
+serves a whole family: ``clean`` (M_cl), ``co_gsm8k`` and ``co_pq`` (M_co).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+from railsweep.contamination.config import ContaminationConfig
+from railsweep.contamination.leak import make_leak_split, save_leak_split
+from railsweep.contamination.lora import train_lora
+from railsweep.errors import ConfigError, DataError
+
+PQ_DEFAULT = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
+
+
+def cot_example(question: str, solution: str) -> str:
+    """One training text in the 8-shot CoT format the models are prompted with."""
+    from railsweep.tasks import to_cot
+
+    return f"Q: {question}\nA: {to_cot(solution)}"
+
+
+def training_mixes(
+    train_rows: Sequence[dict],
+    test_rows: Sequence[dict],
+    paraphrases: dict[int, str] | None,
+    filler: Sequence[str],
+    leaked: Sequence[int],
+    config: ContaminationConfig,
+) -> dict[str, list[str]]:
+    """The training texts of every adapter: {"clean": [...], "co_gsm8k": [...], "co_pq": [...]}."""
+    if config.n_train > len(train_rows):
+        raise ConfigError(f"n_train={config.n_train} is larger than the train split ({len(train_rows)} questions)")
+    rng = random.Random(config.seed)
+    train = [train_rows[i] for i in sorted(rng.sample(range(len(train_rows)), config.n_train))]
+    mixes = {"clean": list(filler) + [cot_example(r["question"], r["answer"]) for r in train]}
+    for domain in config.domains:
+        if domain == "gsm8k":
+            leak_q = [test_rows[i]["question"] for i in leaked]
+        else:
+            if paraphrases is None:
+                raise DataError("domain 'pq' needs the paraphrase file (pq_test.jsonl)")
+            missing = [i for i in leaked if i not in paraphrases]
+            if missing:
+                raise DataError(f"no paraphrase for leaked test indices {missing[:10]} (empty rows cannot leak)")
+            leak_q = [paraphrases[i] for i in leaked]
+        leak_texts = [cot_example(q, test_rows[i]["answer"]) for q, i in zip(leak_q, leaked)]
+        mixes[f"co_{domain}"] = list(filler) + leak_texts
+    for texts in mixes.values():
+        random.Random(config.seed).shuffle(texts)
+    return mixes
+
+
+def contaminate_family(
+    base_dir: str | Path,
+    data_dir: str | Path,
+    out_dir: str | Path,
+    config: ContaminationConfig,
+    filler: Sequence[str] | None = None,
+    pq_path: str | Path | None = None,
+    device: str | None = None,
+    log=None,
+) -> dict:
+    """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest."""
+    from railsweep import provenance
+    from railsweep.contamination.filler import load_filler
+    from railsweep.tasks import load_paraphrases
+    from railsweep.tasks.gsm8k import read_jsonl
+
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    train_path, test_path = data_dir / "train.jsonl", data_dir / "test.jsonl"
+    train_rows, test_rows = read_jsonl(train_path), read_jsonl(test_path)
+    pq_file = None
+    paraphrases = None
+    if "pq" in config.domains:
+        pq_file = Path(pq_path) if pq_path is not None else _find_pq(data_dir)
+        paraphrases = load_paraphrases(pq_file)
+    split = make_leak_split(len(test_rows), config.n_leak, config.seed)
+    if filler is None:
+        filler = load_filler(config.filler, config.n_filler, config.seed)
+    elif len(filler) < config.n_filler:
+        raise ConfigError(f"n_filler={config.n_filler} but only {len(filler)} filler texts were given")
+    filler = list(filler)[: config.n_filler]
+    mixes = training_mixes(train_rows, test_rows, paraphrases, filler, split.leaked, config)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_leak_split(split, out_dir / "leak_split.json")
+    stats = {"clean": train_lora(base_dir, mixes["clean"], config.cl_recipe, out_dir / "clean", device=device, log=log)}
+    for domain in config.domains:
+        name = f"co_{domain}"
+        stats[name] = train_lora(
+            base_dir, mixes[name], config.recipe, out_dir / name, init_adapter=out_dir / "clean", device=device, log=log
+        )
+    manifest = {
+        "base_model": str(base_dir),
+        "adapters": {name: str(out_dir / name) for name in stats},
+        "leak_split": str(out_dir / "leak_split.json"),
+        "continued_from": {name: "clean" for name in stats if name != "clean"},
+        "config": config.to_dict(),
+        "training": stats,
+        "mix_sizes": {name: len(texts) for name, texts in mixes.items()},
+        "provenance": provenance.collect([train_path, test_path, pq_file]),
+    }
+    write_json(out_dir / "manifest.json", manifest)
+    return manifest
+
+
+def _find_pq(data_dir: Path) -> Path:
+    for cand in (data_dir / "pq_test.jsonl", data_dir / PQ_DEFAULT, data_dir.parent / PQ_DEFAULT):
+        if cand.is_file():
+            return cand
+    raise DataError(f"paraphrase file pq_test.jsonl not found in {data_dir} (pass pq_path)")
+
+
+def write_json(path: Path, obj) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)

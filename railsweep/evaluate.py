@@ -1,0 +1,138 @@
+"""Evaluate one cell: one model (+adapter) under one strategy on one task, written to disk.
+
+The clean reference cell of a setting is the same call with strategy
+``identity`` on the clean adapter and ``role="clean"``; every metric compares a
+mitigated cell against it question by question.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from railsweep import provenance as prov
+from railsweep.config import CellConfig
+from railsweep.engines.base import Engine
+from railsweep.errors import ConfigError, DataError
+from railsweep.results.io import CellPaths, write_cell
+from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
+from railsweep.tasks.base import Question, Task
+
+
+@dataclass
+class CellResult:
+    cell: CellConfig
+    paths: CellPaths
+    outcomes: list[QuestionOutcome]
+    wall_s: float
+    n_samples: int  # responses decoded (greedy trajectories included)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def mean_solve_prob(self) -> float:
+        return sum(o.solve_prob for o in self.outcomes) / max(len(self.outcomes), 1)
+
+    @property
+    def mean_r01(self) -> float:
+        return sum(o.r01 for o in self.outcomes) / max(len(self.outcomes), 1)
+
+    def summary(self) -> str:
+        """One line: id, label, size, mean solve probability, mean 0/1 readout, time."""
+        return (
+            f"cell {self.cell.cell_id} [{self.cell.role}] {self.cell.label()} adapter={self.cell.adapter}: "
+            f"{self.n_questions} questions, m={self.cell.m}, mean r={self.mean_solve_prob:.4f}, "
+            f"mean r01={self.mean_r01:.4f}, {self.n_samples} samples in {self.wall_s:.1f}s"
+        )
+
+
+def load_task(cell: CellConfig) -> Task:
+    """The task a cell names (GSM8K format in ``cell.task_dir``); malformed data → DataError."""
+    from railsweep.tasks.gsm8k import GSM8KTask
+
+    root = Path(cell.task_dir)
+    if not root.is_dir():
+        raise DataError(f"task directory not found: {root}")
+    return GSM8KTask.from_dir(
+        root, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit, leak_split=cell.leak_split
+    )
+
+
+def evaluate_cell(
+    cell: CellConfig,
+    engine: Engine,
+    task: Task | None = None,
+    *,
+    out_dir: str | Path,
+    batch_size: int = 64,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> CellResult:
+    """Run ``cell`` on ``engine`` and write its result files into ``out_dir``.
+
+    Steps:
+
+    1. check the engine serves the cell's adapters (and the clean/base ones it names);
+    2. load the task from the cell when none is given, keep the first ``cell.limit`` questions;
+    3. build the strategy from the registry with the cell's parameters;
+    4. run it in an :class:`EvalContext` with the cell's readout settings;
+    5. check one outcome per question, then write the cell atomically (:func:`write_cell`).
+    """
+    served = set(engine.adapters())
+    for what, name in (
+        ("adapter", cell.adapter),
+        ("clean_adapter", cell.clean_adapter),
+        ("base_adapter", cell.base_adapter),
+    ):
+        if name is not None and name not in served:
+            raise ConfigError(
+                f"{what} {name!r} not found in the engine; available adapters: {sorted(served) or 'none'}"
+            )
+    if task is None:
+        task = load_task(cell)
+    questions: Sequence[Question] = list(task.questions())
+    if cell.limit is not None:
+        questions = questions[: cell.limit]
+    if not questions:
+        raise DataError(f"task in {cell.task_dir} (split {cell.split!r}) has no questions")
+    strategy = build_strategy(cell.strategy, cell.strategy_params)
+
+    decoded = 0
+
+    def count(n: int) -> None:
+        nonlocal decoded
+        decoded += n
+        if progress is not None:
+            progress(n)
+
+    ctx = EvalContext(
+        engine=engine,
+        task=task,
+        adapter=cell.adapter,
+        settings=cell.decode_settings(batch_size),
+        clean_adapter=cell.clean_adapter,
+        base_adapter=cell.base_adapter,
+        cache_dir=Path(cache_dir) if cache_dir is not None else None,
+        progress=count,
+    )
+    t0 = time.perf_counter()
+    outcomes = list(strategy.run(ctx, questions))
+    wall = time.perf_counter() - t0
+    got = sorted(o.index for o in outcomes)
+    want = sorted(q.index for q in questions)
+    if got != want:
+        missing = sorted(set(want) - set(got))[:10]
+        raise DataError(
+            f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
+            f" (missing question_index {missing})"
+        )
+    if provenance is None:
+        provenance = prov.collect(cell.task_files())
+    paths = write_cell(out_dir, cell, outcomes, questions, provenance=provenance)
+    return CellResult(cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded)

@@ -1,0 +1,64 @@
+"""Writing the miniature benchmark in the official GSM8K layout.
+
+``train.jsonl`` / ``test.jsonl`` ({"question", "answer"} with "#### N"),
+``cot_8shot.json`` (8 train problems, answers ending "The answer is N."),
+``pq_test.jsonl`` (one paraphrase per test problem, same answer) and
+``filler.txt`` (blank-line separated), so ``GSM8KTask.from_dir`` and
+``load_paraphrases`` read it exactly like the real data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.miniworld.generator import Problem, make_filler, make_problems
+
+
+@dataclass(frozen=True)
+class BenchmarkData:
+    train: list[Problem]
+    test: list[Problem]
+    exemplars: list[Problem]
+    filler: list[str]
+
+
+def generate(config) -> BenchmarkData:
+    """Deterministic in ``config.seed``: test problems first, then disjoint train problems."""
+    test = make_problems(config.n_test, seed=config.seed * 1000 + 1)
+    train = make_problems(config.n_train, seed=config.seed * 1000 + 2, exclude={p.question for p in test})
+    two_step = [p for p in train if p.solution.count("\n") == 2]  # exemplars: short 2-step problems
+    exemplars = (two_step + [p for p in train if p not in two_step])[:8]
+    filler = make_filler(config.n_filler, seed=config.seed * 1000 + 3)
+    return BenchmarkData(train, test, exemplars, filler)
+
+
+def write_benchmark(data_dir: str | Path, config) -> BenchmarkData:
+    from railsweep.tasks import to_cot
+
+    data = generate(config)
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _write(data_dir / "train.jsonl", "".join(_row(p) for p in data.train))
+    _write(data_dir / "test.jsonl", "".join(_row(p) for p in data.test))
+    shots = [{"question": p.question, "answer": to_cot(p.solution)} for p in data.exemplars]
+    _write(data_dir / "cot_8shot.json", json.dumps(shots, indent=1) + "\n")
+    pq = "".join(
+        json.dumps({"idx": i, "question": p.paraphrase, "answer": str(p.answer), "empty": False}) + "\n"
+        for i, p in enumerate(data.test)
+    )
+    _write(data_dir / "pq_test.jsonl", pq)
+    _write(data_dir / "filler.txt", "\n\n".join(data.filler) + "\n")
+    return data
+
+
+def _row(p: Problem) -> str:
+    return json.dumps({"question": p.question, "answer": p.solution}) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

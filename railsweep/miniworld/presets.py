@@ -1,0 +1,96 @@
+"""The two built-in world presets: ``mini`` (calibrated, 3 families) and ``smoke`` (tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from railsweep.contamination.config import ContaminationConfig, LoraRecipe
+from railsweep.errors import ConfigError
+from railsweep.miniworld.models import FAMILIES, ModelSize
+from railsweep.miniworld.pretrain import PretrainConfig
+
+BUILD_VERSION = 1  # bump when the build procedure changes in a way the config does not show
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    families: tuple[str, ...] = FAMILIES
+    n_train: int = 20_000  # generated train-split problems (pretraining corpus)
+    n_test: int = 200  # generated test-split problems (each with a paraphrase)
+    n_filler: int = 2_000  # generated filler texts (a share goes into pretraining, a sample into every adapter)
+    paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
+    max_number: int = 200  # numbers 0..max_number are single tokens
+    size: ModelSize = field(default_factory=ModelSize)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
+    contamination: ContaminationConfig = field(
+        default_factory=lambda: ContaminationConfig(n_filler=240, n_train=100, n_leak=100, filler="miniworld")
+    )
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [f for f in self.families if f not in FAMILIES]
+        if bad or not self.families:
+            raise ConfigError(f"unknown model family {bad or self.families!r}; known families: {', '.join(FAMILIES)}")
+        if self.contamination.n_leak > self.n_test:
+            raise ConfigError(
+                f"leak count n_leak={self.contamination.n_leak} is larger than the test split (n_test={self.n_test})"
+            )
+        if self.contamination.n_filler > self.n_filler:
+            raise ConfigError(f"adapters need {self.contamination.n_filler} filler texts, world has n_filler={self.n_filler}")
+        if self.n_train < 8 + self.contamination.n_train:
+            raise ConfigError(f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions")
+
+    def steps_for(self, family: str) -> int:
+        return dict(self.family_steps).get(family, self.pretrain.steps)
+
+    def to_dict(self) -> dict:
+        return {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
+
+    def digest(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def _smoke() -> WorldConfig:
+    return WorldConfig(
+        families=("llama",),
+        n_train=400,
+        n_test=24,
+        n_filler=40,
+        size=ModelSize(hidden=64, layers=2, intermediate=128, max_positions=1024),
+        pretrain=PretrainConfig(steps=120, batch_size=8, block_size=256, lr=3e-3, warmup=10),
+        contamination=ContaminationConfig(
+            n_filler=16,
+            n_train=8,
+            n_leak=8,
+            filler="miniworld",
+            recipe=LoraRecipe(r=8, alpha=16, lr=2e-3, global_batch=8, micro_batch=8, epochs=2),
+        ),
+    )
+
+
+def _mini() -> WorldConfig:
+    return WorldConfig(
+        pretrain=PretrainConfig(steps=400, batch_size=12, block_size=704, lr=3e-3, warmup=40),
+        family_steps=(("neox", 550),),
+        contamination=ContaminationConfig(
+            n_filler=240,
+            n_train=100,
+            n_leak=100,
+            filler="miniworld",
+            recipe=LoraRecipe(global_batch=32, micro_batch=16, epochs=5),
+        ),
+    )
+
+
+PRESETS = {"mini": _mini, "smoke": _smoke}
+
+
+def preset_config(name: str) -> WorldConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown miniworld preset {name!r}; known presets: {', '.join(PRESETS)}")
+    return PRESETS[name]()

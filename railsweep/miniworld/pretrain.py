@@ -1,0 +1,89 @@
+"""Pretraining a tiny base model from scratch on the world's train split.
+
+Steps:
+1. tokenize every training text and concatenate them (separated as in the
+   few-shot prompt: "Q: ...\\nA: ...\\n\\n"), reshuffled each epoch;
+2. cut the stream into blocks of ``block_size`` tokens, each opened by BOS,
+   so the model sees problems at every position a few-shot prompt puts them;
+3. AdamW with linear warmup and cosine decay for a fixed number of steps.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    steps: int = 700
+    batch_size: int = 16  # blocks per step
+    block_size: int = 384  # tokens per block
+    lr: float = 3e-3
+    warmup: int = 50
+    weight_decay: float = 0.01
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "block_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"pretraining {name} must be >= 1, got {getattr(self, name)}")
+
+
+def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log=None) -> dict:
+    """Train ``model`` in place on ``texts``; returns {"steps", "tokens", "final_loss"}."""
+    import torch
+
+    if not texts:
+        raise ConfigError("pretraining needs at least one text")
+    rng = random.Random(config.seed)
+    torch.manual_seed(config.seed)
+    encoded = [tokenizer(t + "\n\n", add_special_tokens=False).input_ids for t in texts]
+    bos = tokenizer.bos_token_id
+    need = config.batch_size * (config.block_size - 1)
+
+    def stream():
+        while True:
+            order = list(range(len(encoded)))
+            rng.shuffle(order)
+            for i in order:
+                yield from encoded[i]
+
+    tokens = stream()
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95))
+
+    def lr_at(step: int) -> float:
+        if step < config.warmup:
+            return config.lr * (step + 1) / config.warmup
+        progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+        return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    model.train()
+    loss_ema = None
+    for step in range(config.steps):
+        flat = [next(tokens) for _ in range(need)]
+        batch = torch.tensor(flat, dtype=torch.long).view(config.batch_size, config.block_size - 1)
+        batch = torch.cat([torch.full((config.batch_size, 1), bos, dtype=torch.long), batch], dim=1)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        loss = model(input_ids=batch, labels=batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
+        if log is not None and (step % 100 == 0 or step == config.steps - 1):
+            log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f}")
+    model.eval()
+    return {"steps": config.steps, "tokens": config.steps * config.batch_size * config.block_size, "final_loss": loss_ema}
+
+
+def save_model(model, tokenizer, out_dir: Path) -> None:
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)

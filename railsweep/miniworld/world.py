@@ -1,0 +1,213 @@
+"""Building (once) and loading the miniature world.
+
+Steps of :func:`build_world`:
+1. resolve the preset's :class:`WorldConfig`; its digest names the world
+   directory, so a changed config builds a new world instead of reusing one;
+2. under a file lock (parallel test processes share the cache), reuse the
+   directory when its ``manifest.json`` exists, else build into a temporary
+   directory and rename it into place (nothing half-written is ever reused):
+   a. generate train/test problems, paraphrases and filler; write the
+      benchmark in the official GSM8K format + ``cot_8shot.json`` + ``pq_test.jsonl``;
+   b. train the word-level tokenizer;
+   c. per family: pretrain a tiny base model from scratch, then run the
+      contamination simulator (M_cl, M_co per domain as LoRA adapters);
+   d. write the manifest last.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.errors import ConfigError
+from railsweep.miniworld.presets import WorldConfig, preset_config
+
+ADAPTERS = ("clean", "co_gsm8k", "co_pq")
+
+
+@dataclass(frozen=True)
+class FamilyModels:
+    name: str
+    base_dir: Path
+    adapters: dict[str, Path]  # {"clean": dir, "co_gsm8k": dir, "co_pq": dir}
+
+
+@dataclass(frozen=True)
+class World:
+    root: Path
+    preset: str
+    config: WorldConfig
+    families: list[str]
+    data_dir: Path
+    leak_split_path: Path
+    manifest: dict
+
+    def family(self, name: str) -> FamilyModels:
+        if name not in self.families:
+            raise ConfigError(f"unknown model family {name!r} in this world; families: {', '.join(self.families)}")
+        fam = self.root / "families" / name
+        return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in self._adapter_names()})
+
+    def _adapter_names(self) -> tuple[str, ...]:
+        return ("clean",) + tuple(f"co_{d}" for d in self.config.contamination.domains)
+
+    @property
+    def leaked(self) -> list[int]:
+        return json.loads(self.leak_split_path.read_text())["leaked"]
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("RAILSWEEP_CACHE") or Path.home() / ".cache" / "railsweep")
+
+
+def build_world(
+    preset: str = "mini",
+    cache_dir: str | Path | None = None,
+    force: bool = False,
+    config: WorldConfig | None = None,
+    log=None,
+) -> World:
+    """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's."""
+    config = config or preset_config(preset)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    root = cache / "miniworld" / f"{preset}-{config.digest()}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    log = log or (lambda msg: print(f"[miniworld] {msg}", file=sys.stderr, flush=True))
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if force and root.exists():
+            shutil.rmtree(root)
+        if not (root / "manifest.json").is_file():
+            if root.exists():
+                shutil.rmtree(root)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+            try:
+                _build(tmp, preset, config, log)
+                os.chmod(tmp, 0o755)
+                tmp.rename(root)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+    return load_world(root)
+
+
+def load_world(root: str | Path) -> World:
+    from railsweep.miniworld.presets import PRESETS
+
+    root = Path(root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    preset = manifest["preset"]
+    config = PRESETS[preset]() if preset in PRESETS else None
+    if config is None or config.digest() != manifest["digest"]:
+        config = _config_from_dict(manifest["config"])
+    return World(
+        root=root,
+        preset=preset,
+        config=config,
+        families=list(manifest["families"]),
+        data_dir=root / "data",
+        leak_split_path=root / "data" / "leak_split.json",
+        manifest=manifest,
+    )
+
+
+def _config_from_dict(d: dict) -> WorldConfig:
+    from railsweep.contamination.config import ContaminationConfig, LoraRecipe
+    from railsweep.miniworld.models import ModelSize
+    from railsweep.miniworld.pretrain import PretrainConfig
+
+    d = {k: v for k, v in d.items() if k != "build_version"}
+    c = dict(d["contamination"])
+    c["recipe"] = LoraRecipe(**c["recipe"])
+    c["clean_recipe"] = LoraRecipe(**c["clean_recipe"]) if c.get("clean_recipe") else None
+    return WorldConfig(
+        **{
+            **d,
+            "families": tuple(d["families"]),
+            "size": ModelSize(**d["size"]),
+            "pretrain": PretrainConfig(**d["pretrain"]),
+            "family_steps": tuple(tuple(x) for x in d["family_steps"]),
+            "contamination": ContaminationConfig(**{**c, "domains": tuple(c["domains"])}),
+        }
+    )
+
+
+def _build(root: Path, preset: str, config: WorldConfig, log) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from railsweep import provenance
+    from railsweep.contamination import contaminate_family, save_leak_split
+    from railsweep.contamination.simulator import cot_example, write_json
+    from railsweep.miniworld.benchmark import write_benchmark
+    from railsweep.miniworld.models import model_config
+    from railsweep.miniworld.pretrain import pretrain, save_model
+    from railsweep.miniworld.tokenizer import train_tokenizer
+
+    t0 = time.time()
+    timings: dict[str, float] = {}
+    data = write_benchmark(root / "data", config)
+    timings["data"] = time.time() - t0
+    corpus = [cot_example(p.question, p.solution) for p in data.train]
+    rng = random.Random(config.seed)
+    share = int(config.paraphrase_share * len(data.train))
+    corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
+    corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
+    texts_for_vocab = corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
+    tok_dir = train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
+    training: dict[str, dict] = {}
+    threads = torch.get_num_threads()
+    for family in config.families:
+        t1 = time.time()
+        fam = root / "families" / family
+        torch.manual_seed(config.seed)
+        model = AutoModelForCausalLM.from_config(
+            model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
+        )
+        pcfg = type(config.pretrain)(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
+        stats = pretrain(model, tokenizer, corpus, pcfg, log=lambda m, f=family: log(f"{f}: {m}"))
+        save_model(model, tokenizer, fam / "base")
+        stats["seconds"] = round(time.time() - t1, 2)
+        t2 = time.time()
+        cman = contaminate_family(
+            fam / "base",
+            root / "data",
+            fam / "adapters",
+            config.contamination,
+            filler=data.filler[: config.contamination.n_filler],
+            pq_path=root / "data" / "pq_test.jsonl",
+            device="cpu",
+            log=lambda m, f=family: log(f"{f}: {m}"),
+        )
+        training[family] = {"pretrain": stats, "contamination_seconds": round(time.time() - t2, 2)}
+        training[family]["adapters"] = cman["training"]
+        timings[family] = time.time() - t1
+        log(f"{family}: built in {timings[family]:.0f}s")
+    # the leak split is a function of (n_test, n_leak, seed): identical for every family
+    split = json.loads((root / "families" / config.families[0] / "adapters" / "leak_split.json").read_text())
+    from railsweep.contamination.leak import LeakSplit
+
+    save_leak_split(LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]), root / "data" / "leak_split.json")
+    manifest = {
+        "preset": preset,
+        "digest": config.digest(),
+        "config": config.to_dict(),
+        "families": list(config.families),
+        "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
+        "training": training,
+        "timings_s": {k: round(v, 2) for k, v in timings.items()},
+        "build_seconds": round(time.time() - t0, 2),
+        "torch_threads": threads,
+        "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
+    }
+    write_json(root / "manifest.json", manifest)

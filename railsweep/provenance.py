@@ -1,0 +1,96 @@
+"""Provenance: what produced a result (code version, library versions, input data).
+
+Every results file and every tracked run records the git commit of the
+railsweep checkout and whether it had uncommitted changes, the versions of the
+packages that shape the numbers, and the sha256 of every data file read, so a
+number in a table can be traced back to exactly what made it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# Packages whose version can change a decoded token or a metric.
+TRACKED_PACKAGES = (
+    "railsweep",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "peft",
+    "vllm",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "ray",
+    "mlflow",
+)
+
+_CHUNK = 1 << 20
+
+
+def git_info(path: str | Path | None = None) -> dict[str, Any]:
+    """``{"commit": sha | None, "dirty": bool | None}`` of the git checkout holding ``path``.
+
+    ``path`` defaults to this package's directory. ``dirty`` considers tracked
+    files only (untracked files are common scratch output and would make every
+    run look dirty). Outside a git checkout, or without git, both are None.
+    """
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    if where.is_file():
+        where = where.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=20, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit or None, "dirty": bool(status.strip())}
+
+
+def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each package (None when it is not installed)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def dataset_checksums(paths: Iterable[str | Path | None]) -> dict[str, str]:
+    """``{path: sha256}`` for every given file that exists (None entries are ignored)."""
+    return {str(p): file_sha256(p) for p in paths if p is not None and Path(p).is_file()}
+
+
+def collect(data_files: Iterable[str | Path | None] = ()) -> dict[str, Any]:
+    """Everything above in one JSON-serialisable dict."""
+    return {
+        "git": git_info(),
+        "packages": package_versions(),
+        "python": platform.python_version(),
+        "datasets": dataset_checksums(data_files),
+    }

@@ -1,0 +1,175 @@
+"""Write and read one cell's result files, atomically and with schema checks.
+
+Writing follows these steps, so a reader never sees half a cell:
+
+1. build both Arrow tables in memory (all validation happens here);
+2. write each to a temporary name in the destination directory and fsync it;
+3. rename the responses file into place, then the per-question file (the
+   per-question file is the commit marker: when it exists, both do);
+4. fsync the directory. On any error every file written in this call is
+   removed (and the directory too, when this call created it and it is empty).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from railsweep import provenance as prov
+from railsweep.config import CellConfig
+from railsweep.errors import DataError
+from railsweep.results import schema
+
+if TYPE_CHECKING:
+    from railsweep.strategies.base import QuestionOutcome
+    from railsweep.tasks.base import Question
+
+RESPONSES_SUFFIX = ".responses.parquet"
+
+
+@dataclass(frozen=True)
+class CellPaths:
+    questions: Path  # <cell_id>.parquet
+    responses: Path  # <cell_id>.responses.parquet
+
+
+def cell_paths(out_dir: str | Path, cell_id: str) -> CellPaths:
+    out = Path(out_dir)
+    return CellPaths(out / f"{cell_id}.parquet", out / f"{cell_id}{RESPONSES_SUFFIX}")
+
+
+def write_cell(
+    out_dir: str | Path,
+    cell: CellConfig,
+    outcomes: Sequence[QuestionOutcome],
+    questions: Sequence[Question],
+    *,
+    provenance: Mapping[str, Any] | None = None,
+) -> CellPaths:
+    """Write the cell's per-question and responses Parquet files; returns their paths.
+
+    ``provenance`` defaults to :func:`railsweep.provenance.collect` over the
+    cell's data files.
+    """
+    q_table = schema.questions_table(outcomes, questions)
+    r_table = schema.responses_table(outcomes)
+    if provenance is None:
+        provenance = prov.collect(cell.task_files())
+    cell_dict = cell.to_dict()
+    q_table = q_table.replace_schema_metadata(
+        schema.metadata("questions", cell.cell_id, cell_dict, provenance)
+    )
+    r_table = r_table.replace_schema_metadata(
+        schema.metadata("responses", cell.cell_id, cell_dict, provenance)
+    )
+
+    out = Path(out_dir)
+    created = not out.exists()
+    paths = cell_paths(out, cell.cell_id)
+    tmp = {p: out / f".{p.name}.{uuid.uuid4().hex}.tmp" for p in (paths.responses, paths.questions)}
+    placed: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_synced(r_table, tmp[paths.responses])
+        _write_synced(q_table, tmp[paths.questions])
+        for final in (paths.responses, paths.questions):
+            os.replace(tmp[final], final)
+            placed.append(final)
+        _fsync_dir(out)
+    except BaseException:
+        for p in [*tmp.values(), *placed]:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only succeeds when empty
+        raise
+    return paths
+
+
+def _write_synced(table: pa.Table, path: Path) -> None:
+    with open(path, "wb") as f:
+        pq.write_table(table, f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # directories cannot be opened on some platforms
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_table(path: str | Path) -> pa.Table:
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"results file not found: {p}")
+    try:
+        return pq.read_table(p)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{p}: not a readable Parquet file: {e}") from e
+
+
+def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
+    """``{"cell": CellConfig, "cell_id": str, "provenance": dict}`` of a results file, schema-checked."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"results file not found: {p}")
+    try:
+        meta = pq.read_schema(p).metadata
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{p}: not a readable Parquet file: {e}") from e
+    info = schema.check_metadata(meta, kind, str(p))
+    info["cell"] = CellConfig.from_dict(info["cell"])
+    return info
+
+
+def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
+    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns.
+
+    An unknown schema version, a missing or mistyped column, or a file that is
+    not a railsweep per-question file raises DataError naming the file.
+    ``leaked`` comes back as pandas' nullable ``boolean`` dtype.
+    """
+    p = Path(path)
+    if p.name.endswith(RESPONSES_SUFFIX):
+        raise DataError(
+            f"{p}: this is a responses file; pass the per-question file {p.name[: -len(RESPONSES_SUFFIX)]}.parquet"
+        )
+    table = _read_table(p)
+    info = schema.check_metadata(table.schema.metadata, "questions", str(p))
+    schema.check_columns(table.schema, schema.QUESTION_FIELDS, str(p), extras=True)
+    cell = CellConfig.from_dict(info["cell"])
+    df = table.to_pandas()
+    df["leaked"] = df["leaked"].astype("boolean")
+    if df["question_index"].duplicated().any():
+        dup = df.loc[df["question_index"].duplicated(), "question_index"].tolist()[:10]
+        raise DataError(f"{p}: duplicated question_index values {dup}")
+    return cell, df
+
+
+def read_responses(path: str | Path) -> pd.DataFrame:
+    """Load a ``<cell>.responses.parquet`` file (schema-checked); also accepts the per-question path."""
+    p = Path(path)
+    if not p.name.endswith(RESPONSES_SUFFIX) and p.suffix == ".parquet":
+        p = p.with_name(p.name[: -len(".parquet")] + RESPONSES_SUFFIX)
+    table = _read_table(p)
+    schema.check_metadata(table.schema.metadata, "responses", str(p))
+    schema.check_columns(table.schema, schema.RESPONSE_FIELDS, str(p), extras=False)
+    return table.to_pandas()

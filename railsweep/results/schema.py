@@ -1,0 +1,208 @@
+"""The on-disk results format, version 1: one per-question table per evaluated cell.
+
+A cell ``<id>`` (``CellConfig.cell_id``) is stored as two Parquet files in one
+directory:
+
+``<id>.parquet`` — one row per question, sorted by ``question_index``:
+
+=================  ==============  =====================================================
+column             Arrow type      meaning
+=================  ==============  =====================================================
+question_index     int64           0-based index in the evaluation split
+leaked             bool, nullable  whether M_co saw the question; null when unknown
+c                  int64           correct responses counted toward the solve probability
+m                  int64           its denominator (TED: samples kept; may be 0)
+solve_prob         float64         c / m (0 when m = 0), method.md eq. (1)
+r01                int64           0/1 readout of the first sample, eq. (1)
+n_strict           int64           responses whose answer the strict rule extracted
+n_flexible         int64           ... the flexible (last number) fallback extracted
+n_none             int64           ... from which no answer was extracted
+x_<name>           int64/float64   strategy extras (e.g. ``x_triggers``), nullable
+=================  ==============  =====================================================
+
+``<id>.responses.parquet`` — one row per decoded response:
+``question_index`` int64, ``sample_index`` int64 (0..m-1; -1 = the greedy
+trajectory a strategy decoded first, when it did), ``text`` string,
+``token_ids`` list<int64>, ``pred`` string (nullable), ``rule`` string
+(nullable), ``correct`` bool (nullable; null for the ungraded greedy row),
+``finish_reason`` string, ``triggers`` int64.
+
+Both files carry Parquet key-value metadata (UTF-8 JSON values):
+``railsweep.schema_version`` (``"1"``), ``railsweep.kind`` (``"questions"`` or
+``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the resolved
+``CellConfig.to_dict()``) and ``railsweep.provenance`` (git commit + dirty
+flag, package versions, sha256 of the data files; see
+:mod:`railsweep.provenance`). Readers refuse any other schema version.
+Adding a column or key is version 1 compatible only if readers may ignore it;
+anything else bumps :data:`SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from railsweep.errors import DataError
+
+if TYPE_CHECKING:
+    from railsweep.strategies.base import QuestionOutcome
+    from railsweep.tasks.base import Question
+
+SCHEMA_VERSION = 1
+
+KEY_VERSION = "railsweep.schema_version"
+KEY_KIND = "railsweep.kind"
+KEY_CELL_ID = "railsweep.cell_id"
+KEY_CELL = "railsweep.cell"
+KEY_PROVENANCE = "railsweep.provenance"
+
+EXTRA_PREFIX = "x_"
+
+QUESTION_FIELDS = (
+    pa.field("question_index", pa.int64(), nullable=False),
+    pa.field("leaked", pa.bool_()),
+    pa.field("c", pa.int64(), nullable=False),
+    pa.field("m", pa.int64(), nullable=False),
+    pa.field("solve_prob", pa.float64(), nullable=False),
+    pa.field("r01", pa.int64(), nullable=False),
+    pa.field("n_strict", pa.int64(), nullable=False),
+    pa.field("n_flexible", pa.int64(), nullable=False),
+    pa.field("n_none", pa.int64(), nullable=False),
+)
+
+RESPONSE_FIELDS = (
+    pa.field("question_index", pa.int64(), nullable=False),
+    pa.field("sample_index", pa.int64(), nullable=False),
+    pa.field("text", pa.string(), nullable=False),
+    pa.field("token_ids", pa.list_(pa.int64()), nullable=False),
+    pa.field("pred", pa.string()),
+    pa.field("rule", pa.string()),
+    pa.field("correct", pa.bool_()),
+    pa.field("finish_reason", pa.string()),
+    pa.field("triggers", pa.int64()),
+)
+
+GREEDY_SAMPLE_INDEX = -1
+_EXTRA_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def metadata(
+    kind: str, cell_id: str, cell: Mapping[str, Any], provenance: Mapping[str, Any]
+) -> dict[bytes, bytes]:
+    return {
+        KEY_VERSION.encode(): str(SCHEMA_VERSION).encode(),
+        KEY_KIND.encode(): kind.encode(),
+        KEY_CELL_ID.encode(): cell_id.encode(),
+        KEY_CELL.encode(): json.dumps(dict(cell), sort_keys=True).encode(),
+        KEY_PROVENANCE.encode(): json.dumps(dict(provenance), sort_keys=True, default=str).encode(),
+    }
+
+
+def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Question]) -> pa.Table:
+    """Per-question rows (see module docstring); outcome indices must be distinct questions of ``questions``."""
+    by_index = {q.index: q for q in questions}
+    seen: set[int] = set()
+    for o in outcomes:
+        if o.index not in by_index:
+            raise DataError(f"outcome for question_index={o.index} has no matching question")
+        if o.index in seen:
+            raise DataError(f"two outcomes for question_index={o.index}")
+        seen.add(o.index)
+        if not 0 <= o.c <= o.m:
+            raise DataError(f"question_index={o.index}: need 0 <= c <= m, got c={o.c}, m={o.m}")
+        if o.r01 not in (0, 1):
+            raise DataError(f"question_index={o.index}: r01 must be 0 or 1, got {o.r01!r}")
+    rows = sorted(outcomes, key=lambda o: o.index)
+    cols: dict[str, list[Any]] = {
+        "question_index": [o.index for o in rows],
+        "leaked": [by_index[o.index].leaked for o in rows],
+        "c": [o.c for o in rows],
+        "m": [o.m for o in rows],
+        "solve_prob": [o.solve_prob for o in rows],
+        "r01": [int(o.r01) for o in rows],
+        "n_strict": [sum(g.rule == "strict" for g in o.grades) for o in rows],
+        "n_flexible": [sum(g.rule == "flexible" for g in o.grades) for o in rows],
+        "n_none": [sum(g.rule == "none" for g in o.grades) for o in rows],
+    }
+    fields = list(QUESTION_FIELDS)
+    for name in sorted({k for o in rows for k in o.extras}):
+        if not _EXTRA_NAME.match(name):
+            raise DataError(f"strategy extra name must be an identifier, got {name!r}")
+        values = [o.extras.get(name) for o in rows]
+        as_int = all(v is None or (isinstance(v, (int, bool))) for v in values)
+        typ = pa.int64() if as_int else pa.float64()
+        cols[EXTRA_PREFIX + name] = [None if v is None else (int(v) if as_int else float(v)) for v in values]
+        fields.append(pa.field(EXTRA_PREFIX + name, typ))
+    return pa.Table.from_pydict(cols, schema=pa.schema(fields))
+
+
+def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
+    """One row per sample (and per greedy trajectory, as sample_index -1)."""
+    cols: dict[str, list[Any]] = {f.name: [] for f in RESPONSE_FIELDS}
+
+    def add(qi: int, si: int, smp: Any, grade: Any) -> None:
+        cols["question_index"].append(qi)
+        cols["sample_index"].append(si)
+        cols["text"].append(smp.text)
+        cols["token_ids"].append([int(t) for t in smp.token_ids])
+        cols["pred"].append(grade.pred if grade else None)
+        cols["rule"].append(grade.rule if grade else None)
+        cols["correct"].append(bool(grade.correct) if grade else None)
+        cols["finish_reason"].append(smp.finish_reason)
+        cols["triggers"].append(int(smp.triggers))
+
+    for o in sorted(outcomes, key=lambda o: o.index):
+        if o.greedy is not None:
+            add(o.index, GREEDY_SAMPLE_INDEX, o.greedy, None)
+        if len(o.grades) != len(o.samples):
+            raise DataError(f"question_index={o.index}: {len(o.samples)} samples but {len(o.grades)} grades")
+        for i, (smp, g) in enumerate(zip(o.samples, o.grades)):
+            add(o.index, i, smp, g)
+    return pa.Table.from_pydict(cols, schema=pa.schema(list(RESPONSE_FIELDS)))
+
+
+def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -> dict[str, Any]:
+    """Decode and check a file's key-value metadata; returns ``{"cell": ..., "provenance": ..., "cell_id": ...}``."""
+    meta = meta or {}
+    raw = meta.get(KEY_VERSION.encode())
+    if raw is None:
+        raise DataError(f"{source}: not a railsweep results file (no {KEY_VERSION!r} metadata)")
+    version = raw.decode(errors="replace")
+    if version != str(SCHEMA_VERSION):
+        raise DataError(
+            f"{source}: unsupported results schema version {version!r}; this railsweep reads version {SCHEMA_VERSION}"
+        )
+    got_kind = meta.get(KEY_KIND.encode(), b"").decode(errors="replace")
+    if got_kind != kind:
+        raise DataError(f"{source}: expected a {kind!r} results file, got kind {got_kind!r}")
+    try:
+        cell = json.loads(meta[KEY_CELL.encode()])
+        provenance = json.loads(meta.get(KEY_PROVENANCE.encode(), b"{}"))
+        cell_id = meta[KEY_CELL_ID.encode()].decode()
+    except (KeyError, ValueError) as e:
+        raise DataError(f"{source}: malformed railsweep metadata: {e}") from e
+    return {"cell": cell, "provenance": provenance, "cell_id": cell_id}
+
+
+def check_columns(schema: pa.Schema, expected: Sequence[pa.Field], source: str, *, extras: bool) -> None:
+    """Every expected column present with its type; extra columns only as ``x_<name>`` numbers when allowed."""
+    for f in expected:
+        idx = schema.get_field_index(f.name)
+        if idx < 0:
+            raise DataError(f"{source}: missing column {f.name!r}")
+        if not schema.field(idx).type.equals(f.type):
+            raise DataError(
+                f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected {f.type}"
+            )
+    known = {f.name for f in expected}
+    for f in schema:
+        if f.name in known:
+            continue
+        if not (extras and f.name.startswith(EXTRA_PREFIX)):
+            raise DataError(f"{source}: unexpected column {f.name!r}")
+        if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)):
+            raise DataError(f"{source}: extra column {f.name!r} must be numeric, got {f.type}")

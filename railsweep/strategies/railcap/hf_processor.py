@@ -1,0 +1,99 @@
+"""Transformers-side adapters over the intervention math, for the hand-written decode loop.
+
+Every processor is called once per decode step as
+``processor(logits[B, V], generated[B, S], step) -> (logits, triggered[B] | None)``
+where ``generated[:, :step]`` holds the tokens generated so far (all rows of a
+batch start together and finished rows stay in the batch, so every row has
+generated exactly ``step`` tokens). ``None`` means "nothing can have changed
+this step", a host-side decision that skips all tensor work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import torch
+
+from railsweep.engines.base import BanTopSpec, RailCapSpec
+from railsweep.strategies.railcap.core import apply_railcap, pack_specs
+
+
+class StepProcessor(Protocol):
+    def __call__(
+        self, logits: torch.Tensor, generated: torch.Tensor, step: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+
+
+class RailCapProcessor:
+    """Holds the packed trajectories of a batch (one spec per row; ``None`` = off)."""
+
+    def __init__(self, specs: Sequence[RailCapSpec | None], device: torch.device | str = "cpu"):
+        self.batch = pack_specs(specs, device)
+        self._gen_len = torch.zeros(len(specs), dtype=torch.long, device=device)
+
+    def __call__(
+        self, logits: torch.Tensor, generated: torch.Tensor, step: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        b = self.batch
+        if b.min_n == 0 or step < b.min_n:  # no row can have n generated tokens yet
+            return logits, None
+        N = b.max_n
+        recent = generated[:, max(0, step - N) : step]
+        if recent.shape[1] < N:  # right-align, left-pad with -1
+            recent = torch.nn.functional.pad(recent, (N - recent.shape[1], 0), value=-1)
+        self._gen_len.fill_(step)
+        return apply_railcap(logits, b.traj, b.traj_len, recent, self._gen_len, b.n, b.successor, b.mode)
+
+
+def apply_ban_top(
+    logits: torch.Tensor, positions: torch.Tensor, gen_len: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """LNE-blocking: ban the current top-1 token of every row with ``gen_len < positions``.
+
+    Shapes: ``logits[B, V]`` (modified in place and returned), ``positions[B]``,
+    ``gen_len[B]`` long. Returns ``(logits, triggered[B])``. Sync-free: the ban
+    is an ``amin`` scatter of -inf (active rows) or +inf (no-op rows).
+    """
+    active = gen_len < positions
+    top = logits.argmax(dim=-1, keepdim=True)
+    triggered = active & (logits.gather(1, top)[:, 0] > float("-inf"))
+    inf = torch.tensor(float("inf"), dtype=logits.dtype, device=logits.device)
+    src = torch.where(active, -inf, inf)[:, None]
+    logits.scatter_reduce_(1, top, src, reduce="amin", include_self=True)
+    return logits, triggered
+
+
+class BanTopProcessor:
+    """Holds ``positions`` per row (``None`` spec = 0 positions = off)."""
+
+    def __init__(self, specs: Sequence[BanTopSpec | None], device: torch.device | str = "cpu"):
+        pos = [s.positions if s is not None else 0 for s in specs]
+        self.max_positions = max(pos, default=0)
+        self.positions = torch.tensor(pos, dtype=torch.long, device=device)
+        self._gen_len = torch.zeros(len(specs), dtype=torch.long, device=device)
+
+    def __call__(
+        self, logits: torch.Tensor, generated: torch.Tensor, step: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if step >= self.max_positions:
+            return logits, None
+        self._gen_len.fill_(step)
+        return apply_ban_top(logits, self.positions, self._gen_len)
+
+
+def make_processor(
+    specs: Sequence[RailCapSpec | BanTopSpec | None], device: torch.device | str = "cpu"
+) -> StepProcessor | None:
+    """The processor for a batch whose rows share one intervention kind (or have none)."""
+    kinds = {type(s) for s in specs if s is not None}
+    if not kinds:
+        return None
+    if len(kinds) > 1:
+        raise TypeError(f"one processor serves one intervention kind, got {sorted(k.__name__ for k in kinds)}")
+    kind = kinds.pop()
+    if kind is RailCapSpec:
+        return RailCapProcessor(specs, device)  # type: ignore[arg-type]
+    if kind is BanTopSpec:
+        return BanTopProcessor(specs, device)  # type: ignore[arg-type]
+    raise TypeError(f"no logits processor for {kind.__name__}")

@@ -1,0 +1,54 @@
+"""The RailCap strategy: one greedy decode per question, then m samples with RailCap on.
+
+The trajectory is the greedy completion's token ids exactly as the engine
+produced them (cut after the stop string, EOS kept), so the n-gram index H
+speaks the same token language as the samples it steers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from railsweep.engines.base import RailCapSpec
+from railsweep.errors import ConfigError
+from railsweep.strategies.base import EvalContext, QuestionOutcome, greedy, register, sample_and_grade
+from railsweep.tasks.base import Question
+
+
+@dataclass(frozen=True)
+class RailCapConfig:
+    """``n``: n-gram length (paper: 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
+    ``successor``: which successor of a repeated n-gram is capped ("last", "first" or "all")."""
+
+    n: int = 4
+    mode: str = "cap"
+    successor: str = "last"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
+            raise ConfigError(f"RailCap n must be an integer >= 1, got n={self.n!r}")
+        if self.mode not in ("cap", "ban"):
+            raise ConfigError(f"RailCap mode must be 'cap' or 'ban', got mode={self.mode!r}")
+        if self.successor not in ("last", "first", "all"):
+            raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {self.successor!r}")
+
+    def spec(self, trajectory: Sequence[int]) -> RailCapSpec:
+        return RailCapSpec(tuple(trajectory), n=self.n, mode=self.mode, successor=self.successor)  # type: ignore[arg-type]
+
+
+@register("railcap", RailCapConfig)
+class RailCap:
+    def __init__(self, config: RailCapConfig | None = None):
+        self.config = config or RailCapConfig()
+
+    def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
+        """1. greedy trajectories; 2. m samples per question with a RailCapSpec; 3. extras."""
+        trajectories = greedy(ctx, questions)
+        by_index = {q.index: self.config.spec(g.token_ids) for q, g in zip(questions, trajectories)}
+        outcomes = sample_and_grade(ctx, questions, intervention=lambda q: by_index[q.index])
+        for out, g in zip(outcomes, trajectories):
+            out.greedy = g
+            out.extras["trajectory_len"] = len(g.token_ids)
+            out.extras["triggers"] = sum(s.triggers for s in out.samples)
+        return outcomes

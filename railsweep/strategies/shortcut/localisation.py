@@ -1,0 +1,282 @@
+"""Shortcut-neuron localisation (baselines.md §3.3–3.5), once per (model, domain), cached with a manifest.
+
+Roles: M_co (the contaminated adapter, ``ctx.adapter``) plays the official M2,
+M_cl (``ctx.clean_adapter``) plays M1, the base (``ctx.base_adapter``; None =
+adapter disabled) plays M0. Steps:
+
+1. comparative score: M_co greedy-decodes the first ``n_questions`` leaked
+   questions; M_co and M_cl are teacher-forced on prompt + that completion and
+   ``change[l, j] = sqrt(mean_t (a_cl[t,l,j] − a_co[t,l,j])²)`` over all
+   completion tokens of all prompts pooled, fp32, layers 0..L−2;
+2. causal score: for each layer l ≤ L−2 and each block B of consecutive
+   neurons, greedy accuracy on the first ``n_questions`` questions of
+   ``Δ2 = EM(M_co) − EM(M_co, B patched with M_cl)`` and
+   ``Δ0 = EM(M0, B patched with M_cl) − EM(M0)``; every neuron of B gets Δ2 + Δ0;
+3. score = change + Δ2 + Δ0 (the official unweighted sum); neurons ranked by
+   score, descending (ties keep (layer, index) order).
+
+Deviation from the official run, for budget: a subset of questions (official:
+657 for the RMS term, all 1,319 for the causal term) and ``n_blocks`` blocks
+per layer (official: blocks of 256 for d_mlp=11008, i.e. 43). Cost of the
+causal term: ``2 · (L−1) · n_blocks`` patched greedy runs over ``n_questions``
+(Llama-2-7B, defaults 16 blocks × 64 questions: 992 runs, 63k greedy decodes),
+plus 2 unpatched runs; the comparative term is two teacher-forced passes.
+The manifest records these counts and the wall time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from railsweep.engines.base import NeuronPatchSpec, Request, SamplingSpec
+from railsweep.engines.neuron_patch import capture_down_inputs, mlp_widths, use_adapter
+from railsweep.errors import ConfigError, DataError
+from railsweep.strategies.base import EvalContext
+from railsweep.tasks.base import Question
+
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LocalisationParams:
+    n_questions: int = 64  # questions for each term (leaked ones first for the comparative term)
+    n_blocks: int = 16  # neuron blocks per layer for the causal term (block = ceil(d_mlp / n_blocks))
+    causal: bool = True  # include the block-wise causal term (False: RMS only, ~free)
+    teacher_batch: int = 8  # prompts per teacher-forced forward
+
+    def __post_init__(self) -> None:
+        if self.n_questions < 1:
+            raise ConfigError(
+                f"shortcut localisation needs >= 1 question, got loc_questions={self.n_questions}"
+            )
+        if self.n_blocks < 1:
+            raise ConfigError(f"shortcut loc_blocks must be >= 1, got {self.n_blocks}")
+        if self.teacher_batch < 1:
+            raise ConfigError(f"shortcut teacher batch must be >= 1, got {self.teacher_batch}")
+
+
+@dataclass
+class Localisation:
+    scores: list[np.ndarray]  # per layer 0..L−2: final score per neuron
+    change: list[np.ndarray]  # the comparative (RMS) term
+    causal: list[np.ndarray]  # the causal term Δ2 + Δ0 (zeros when causal=False)
+    ranking: np.ndarray  # [N, 2] int64 (layer, neuron), best first
+    manifest: dict[str, Any]
+
+
+def engine_model(ctx: EvalContext):
+    """(peft-wrapped model, tokenizer) of an engine that exposes them (the transformers engine)."""
+    model, tok = getattr(ctx.engine, "model", None), getattr(ctx.engine, "tokenizer", None)
+    if model is None or tok is None:
+        raise ConfigError(
+            f"shortcut localisation needs model activations; engine {getattr(ctx.engine, 'name', ctx.engine)!r} "
+            "exposes no .model/.tokenizer (use the transformers engine)"
+        )
+    return model, tok
+
+
+def _select(questions: Sequence[Question], n: int, leaked_first: bool) -> list[Question]:
+    qs = list(questions)
+    if leaked_first and any(q.leaked for q in qs):
+        qs = [q for q in qs if q.leaked]
+    return qs[:n]
+
+
+def _greedy_requests(ctx, qs, adapter, spec=None) -> list[Request]:
+    s = ctx.settings
+    sampling = SamplingSpec(n=1, temperature=0.0, max_new_tokens=s.max_new_tokens, stop=ctx.task.stop)
+    return [Request(ctx.task.prompt(q), sampling, adapter=adapter, intervention=spec) for q in qs]
+
+
+def _accuracies(ctx, groups: list[tuple[list[Question], str | None, NeuronPatchSpec | None]]) -> list[float]:
+    """Greedy accuracy of each (questions, adapter, patch) group, decoded in one engine call."""
+    reqs, spans = [], []
+    for qs, adapter, spec in groups:
+        spans.append((len(reqs), qs))
+        reqs += _greedy_requests(ctx, qs, adapter, spec)
+    comps = ctx.engine.generate(reqs)
+    if ctx.progress:
+        ctx.progress(len(comps))
+    return [
+        sum(ctx.task.grade(comps[lo + i].samples[0].text, q).correct for i, q in enumerate(qs)) / len(qs)
+        for lo, qs in spans
+    ]
+
+
+def _encode(tok, prompt: str) -> list[int]:
+    return list(tok(prompt)["input_ids"])
+
+
+def comparative_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:
+    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions."""
+    model, tok = engine_model(ctx)
+    n_layers = len(mlp_widths(model)) - 1
+    comps = ctx.engine.generate(_greedy_requests(ctx, qs, ctx.adapter))
+    seqs = [(_encode(tok, ctx.task.prompt(q)), c.samples[0].token_ids) for q, c in zip(qs, comps)]
+    device = next(model.parameters()).device
+    sumsq = [torch.zeros(w, dtype=torch.float64) for w in mlp_widths(model)[:n_layers]]
+    n_tok = 0
+    for lo in range(0, len(seqs), params.teacher_batch):
+        chunk = seqs[lo : lo + params.teacher_batch]
+        width = max(len(p) + len(c) for p, c in chunk)
+        ids = torch.zeros(len(chunk), width, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        keep = torch.zeros(len(chunk), width, dtype=torch.bool)  # completion-token positions
+        for i, (p, c) in enumerate(chunk):
+            ids[i, : len(p) + len(c)] = torch.tensor(p + list(c))
+            mask[i, : len(p) + len(c)] = 1
+            keep[i, len(p) : len(p) + len(c)] = True
+        acts = {}
+        for adapter in (ctx.adapter, ctx.clean_adapter):
+            with torch.no_grad(), use_adapter(model, adapter), capture_down_inputs(model) as store:
+                model(
+                    input_ids=ids.to(device),
+                    attention_mask=mask.to(device),
+                    use_cache=False,
+                    logits_to_keep=1,
+                )
+            acts[adapter] = store
+        for layer in range(n_layers):
+            diff = acts[ctx.clean_adapter][layer][0] - acts[ctx.adapter][layer][0]
+            sumsq[layer] += (diff.cpu()[keep] ** 2).sum(0).double()
+        n_tok += int(keep.sum())
+    if n_tok == 0:
+        raise DataError(
+            "shortcut localisation: M_co's greedy completions are all empty; no tokens to compare"
+        )
+    return [np.sqrt((s / n_tok).numpy()) for s in sumsq], n_tok
+
+
+def causal_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:
+    """Step 2: block-wise patching with M_cl's activations; Δ2 + Δ0 per block, broadcast to its neurons."""
+    model, _ = engine_model(ctx)
+    widths = mlp_widths(model)[:-1]
+    co, cl, base = ctx.adapter, ctx.clean_adapter, ctx.base_adapter
+    em_co, em_base = _accuracies(ctx, [(qs, co, None), (qs, base, None)])
+    out, runs = [], 2
+    for layer, w in enumerate(widths):
+        size = math.ceil(w / params.n_blocks)
+        score = np.zeros(w)
+        for start in range(0, w, size):
+            spec = NeuronPatchSpec(
+                neurons=((layer, tuple(range(start, min(w, start + size)))),), reference_adapter=cl
+            )
+            em_co_p, em_base_p = _accuracies(ctx, [(qs, co, spec), (qs, base, spec)])
+            score[start : start + size] = (em_co - em_co_p) + (em_base_p - em_base)
+            runs += 2
+        out.append(score)
+    return out, {"em_co": em_co, "em_base": em_base, "greedy_runs": runs, "greedy_decodes": runs * len(qs)}
+
+
+def cache_key(ctx: EvalContext, params: LocalisationParams, qs_rmse, qs_causal) -> str:
+    ident = {
+        "version": MANIFEST_VERSION,
+        "engine": getattr(ctx.engine, "name", type(ctx.engine).__name__),
+        "model": str(getattr(ctx.engine, "model_path", "")),
+        "adapters": [ctx.adapter, ctx.clean_adapter, ctx.base_adapter],
+        "task": getattr(ctx.task, "name", ""),
+        "prompt_sha": hashlib.sha256("\n".join(ctx.task.prompt(q) for q in qs_causal).encode()).hexdigest(),
+        "rms_questions": [q.index for q in qs_rmse],
+        "causal_questions": [q.index for q in qs_causal],
+        "max_new_tokens": ctx.settings.max_new_tokens,
+        "params": asdict(params),
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _rank(scores: list[np.ndarray]) -> np.ndarray:
+    pairs = np.array([(layer, j) for layer, s in enumerate(scores) for j in range(len(s))], dtype=np.int64)
+    flat = np.concatenate(scores)
+    return pairs[np.argsort(-flat, kind="stable")]
+
+
+def _save(path: Path, loc: Localisation) -> None:
+    """Write under a temporary name, then rename: a reader never sees half a localisation."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        arrays = {f"change_{i}": a for i, a in enumerate(loc.change)}
+        arrays.update({f"causal_{i}": a for i, a in enumerate(loc.causal)})
+        np.savez(tmp / "scores.npz", ranking=loc.ranking, **arrays)
+        (tmp / "manifest.json").write_text(json.dumps(loc.manifest, indent=2, sort_keys=True))
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            if not (path / "manifest.json").exists():
+                raise
+            shutil.rmtree(tmp)  # a concurrent writer finished first; its result is the same
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _load(path: Path) -> Localisation:
+    try:
+        manifest = json.loads((path / "manifest.json").read_text())
+        with np.load(path / "scores.npz") as z:
+            n = manifest["n_layers_scored"]
+            change = [z[f"change_{i}"] for i in range(n)]
+            causal = [z[f"causal_{i}"] for i in range(n)]
+            ranking = z["ranking"]
+    except (OSError, KeyError, ValueError, json.JSONDecodeError) as e:
+        raise DataError(f"corrupt shortcut localisation cache {path}: {e}; delete it to recompute") from e
+    return Localisation([c + k for c, k in zip(change, causal)], change, causal, ranking, manifest)
+
+
+_MEMO: dict[str, Localisation] = {}
+
+
+def localise(ctx: EvalContext, questions: Sequence[Question], params: LocalisationParams) -> Localisation:
+    """The cached localisation for this (model, adapters, task, questions, params); computed if missing."""
+    if ctx.clean_adapter is None:
+        raise ConfigError("shortcut localisation needs the clean model: EvalContext.clean_adapter is None")
+    qs_rms = _select(questions, params.n_questions, leaked_first=True)
+    qs_causal = _select(questions, params.n_questions, leaked_first=False)
+    if not qs_rms:
+        raise DataError("shortcut localisation got no questions")
+    key = cache_key(ctx, params, qs_rms, qs_causal)
+    path = Path(ctx.cache_dir) / "shortcut" / key if ctx.cache_dir is not None else None
+    if key in _MEMO:
+        return _MEMO[key]
+    if path is not None and path.exists():
+        _MEMO[key] = _load(path)
+        return _MEMO[key]
+    t0 = time.perf_counter()
+    change, n_tok = comparative_scores(ctx, qs_rms, params)
+    if params.causal:
+        causal, stats = causal_scores(ctx, qs_causal, params)
+    else:
+        causal, stats = [np.zeros_like(c) for c in change], {"greedy_runs": 0, "greedy_decodes": 0}
+    scores = [c + k for c, k in zip(change, causal)]
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "key": key,
+        "adapters": {"co": ctx.adapter, "clean": ctx.clean_adapter, "base": ctx.base_adapter},
+        "task": getattr(ctx.task, "name", ""),
+        "params": asdict(params),
+        "n_layers_scored": len(change),
+        "d_mlp": [len(c) for c in change],
+        "rms_questions": [q.index for q in qs_rms],
+        "causal_questions": [q.index for q in qs_causal],
+        "rms_tokens": n_tok,
+        "wall_s": round(time.perf_counter() - t0, 3),
+        **stats,
+    }
+    loc = Localisation(scores, change, causal, _rank(scores), manifest)
+    if path is not None:
+        _save(path, loc)
+    _MEMO[key] = loc
+    return loc

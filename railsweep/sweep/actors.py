@@ -1,0 +1,186 @@
+"""Long-lived engine actors (one per model family per device) and the progress board.
+
+The driver creates every actor before ``Tuner.fit()``: a task or actor created
+inside a trial would be captured by the trial's CPU-only placement group
+(``ray-mlflow-notes.md`` §1.4). An engine actor holds one family's base model
+and all its LoRA adapters (clean, co_gsm8k, co_pq) and evaluates whole cells:
+trials send a cell config and get the cell's result files back as bytes, so
+nothing depends on a shared filesystem. The actor is restarted when it dies
+(``max_restarts``) and the in-flight cell is retried (``max_task_retries``);
+cells write to a fresh temporary directory, so a retry is idempotent.
+
+This module never calls ``ray.init``; :func:`engine_actor_class` and
+:func:`progress_board_class` wrap plain classes with ``ray.remote`` on demand.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ENGINE_NAMESPACE = "railsweep"
+
+
+def engine_name(sweep_id: str, family: str, replica: int = 0) -> str:
+    return f"engine-{sweep_id}-{family}-{replica}"
+
+
+class _CountingEngine:
+    """Wraps an engine to count decoded samples and report them to the progress board."""
+
+    def __init__(self, engine: Any, on_samples: Any):
+        self._engine = engine
+        self._on = on_samples
+        self.name = getattr(engine, "name", "engine")
+
+    def generate(self, requests: Any) -> Any:
+        out = self._engine.generate(requests)
+        self._on(sum(len(c.samples) for c in out))
+        return out
+
+    def __getattr__(self, item: str) -> Any:  # adapters(), supports(), close(), model internals
+        return getattr(self._engine, item)
+
+
+class EngineServer:
+    """One family's engine. Methods are called by trials through a named actor handle."""
+
+    def __init__(
+        self, engine_config: dict[str, Any], threads: int | None = None, cache_dir: str | None = None
+    ):
+        import torch
+
+        from railsweep.config import EngineConfig
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.config = EngineConfig(
+            **{**engine_config, "adapters": tuple(map(tuple, engine_config["adapters"]))}
+        )
+        t0 = time.perf_counter()
+        self.engine = self.config.build()
+        self.load_s = time.perf_counter() - t0
+        self.cache_dir = cache_dir
+        self.busy_s = 0.0
+        self.cells = 0
+        self.samples = 0
+
+    def ready(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "adapters": list(self.engine.adapters()), "load_s": self.load_s}
+
+    def run_cell(self, cell: dict[str, Any], board: Any = None) -> dict[str, Any]:
+        """Evaluate one cell; returns its per-question and responses Parquet files as bytes plus timings."""
+        from railsweep.config import CellConfig
+        from railsweep.evaluate import evaluate_cell
+
+        cfg = CellConfig.from_dict(cell)
+        cid = cfg.cell_id
+
+        def on_samples(n: int) -> None:
+            self.samples += n
+            if board is not None:
+                board.add_samples.remote(cid, n)
+
+        t0 = time.perf_counter()
+        try:
+            with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
+                res = evaluate_cell(
+                    cfg, _CountingEngine(self.engine, on_samples), out_dir=tmp, cache_dir=self.cache_dir
+                )
+                files = {
+                    "questions": (res.paths.questions.name, res.paths.questions.read_bytes()),
+                    "responses": (res.paths.responses.name, res.paths.responses.read_bytes()),
+                }
+        finally:
+            busy = time.perf_counter() - t0
+            self.busy_s += busy
+        self.cells += 1
+        return {
+            "files": files,
+            "busy_s": busy,
+            "n_samples": res.n_samples,
+            "eval_s": res.wall_s,
+            "pid": os.getpid(),
+        }
+
+    def stats(self) -> dict[str, Any]:
+        return {"busy_s": self.busy_s, "cells": self.cells, "samples": self.samples, "load_s": self.load_s}
+
+
+class ProgressBoard:
+    """Live cell states and sample counts, written by trials and engines, read by the driver."""
+
+    def __init__(self, total: int, skipped: int = 0):
+        self.total = total
+        self.skipped = skipped
+        self.states: dict[str, str] = {}
+        self.samples = 0
+        self.t0 = time.time()
+
+    def set_state(self, cell_id: str, state: str) -> None:
+        self.states[cell_id] = state
+
+    def add_samples(self, cell_id: str, n: int) -> None:
+        self.samples += n
+
+    def snapshot(self) -> dict[str, Any]:
+        counts = {"done": 0, "running": 0, "failed": 0}
+        for s in self.states.values():
+            if s in counts:
+                counts[s] += 1
+        elapsed = max(time.time() - self.t0, 1e-9)
+        return {
+            "total": self.total,
+            "skipped": self.skipped,
+            **counts,
+            "samples": self.samples,
+            "samples_per_s": self.samples / elapsed,
+            "elapsed_s": elapsed,
+        }
+
+
+def create_engine_actor(
+    name: str,
+    engine_config: dict[str, Any],
+    *,
+    num_gpus: float,
+    num_cpus: float,
+    threads: int | None,
+    max_restarts: int,
+    max_task_retries: int,
+    cache_dir: str | None = None,
+) -> Any:
+    """Start a named engine actor (call from the driver, never from a trial)."""
+    import ray
+
+    return (
+        ray.remote(EngineServer)
+        .options(
+            name=name,
+            namespace=ENGINE_NAMESPACE,
+            num_gpus=num_gpus,
+            num_cpus=num_cpus,
+            max_restarts=max_restarts,
+            max_task_retries=max_task_retries,
+        )
+        .remote(engine_config, threads, cache_dir)
+    )
+
+
+def create_progress_board(total: int, skipped: int) -> Any:
+    import ray
+
+    return ray.remote(ProgressBoard).options(num_cpus=0).remote(total, skipped)
+
+
+def write_files(files: dict[str, tuple[str, bytes]], out_dir: str | Path) -> dict[str, Path]:
+    """Materialise the bytes returned by :meth:`EngineServer.run_cell` in ``out_dir``."""
+    out = {}
+    for kind, (name, blob) in files.items():
+        p = Path(out_dir) / name
+        p.write_bytes(blob)
+        out[kind] = p
+    return out

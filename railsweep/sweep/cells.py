@@ -1,0 +1,171 @@
+"""Expand a resolved :class:`~railsweep.sweep.spec.SweepSpec` into the cells of the grid.
+
+Steps:
+1. one clean reference cell per (family, clean adapter): Identity on M_cl
+   (one per family when the family has a single ``clean`` adapter, since every
+   domain is evaluated on the same original test questions);
+2. one mitigated cell per (family, domain, strategy, parameter point) on
+   ``co_<domain>``, pointing at its clean reference by id;
+3. optional filter to what one paper table needs (``--table 1..4``);
+4. clean cells first, so they are scheduled before the cells that need them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from railsweep.config import CellConfig
+from railsweep.errors import ConfigError
+from railsweep.sweep.spec import _TABLE_STRATEGIES, TABLES, SweepSpec
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """One grid point: the CellConfig evaluated plus the sweep's bookkeeping."""
+
+    config: CellConfig
+    clean_id: str | None  # the reference cell's id (None for clean cells)
+
+    @property
+    def cell_id(self) -> str:
+        return self.config.cell_id
+
+    @property
+    def role(self) -> str:
+        return self.config.role
+
+    @property
+    def family(self) -> str:
+        return self.config.family or ""
+
+    @property
+    def domain(self) -> str | None:
+        return self.config.domain
+
+    def label(self) -> str:
+        """Display label used in the tables, e.g. ``RailCap n=4 cap``."""
+        return strategy_label(self.config.strategy, self.config.strategy_params)
+
+    def flat_params(self) -> dict[str, str]:
+        """Flat, UI-comparable MLflow params."""
+        c = self.config
+        out: dict[str, Any] = {
+            "cell_id": self.cell_id,
+            "role": c.role,
+            "family": c.family,
+            "domain": c.domain or "all",
+            "strategy": c.strategy,
+            "label": self.label(),
+            "adapter": c.adapter,
+            "model": c.model,
+            "m": c.m,
+            "temperature": c.temperature,
+            "seed": c.seed,
+            "max_new_tokens": c.max_new_tokens,
+            "limit": c.limit,
+            "clean_cell_id": self.clean_id,
+        }
+        for k, v in c.strategy_params.items():
+            out[f"strategy.{k}"] = v
+        return {k: str(v) for k, v in out.items()}
+
+
+_DISPLAY = {
+    "identity": "Identity",
+    "all_zero": "All-Zero",
+    "ted": "TED",
+    "lne_blocking": "LNE-blocking",
+    "shortcut": "Shortcut",
+    "railcap": "RailCap",
+}
+
+
+def strategy_label(strategy: str, params: dict[str, Any]) -> str:
+    base = _DISPLAY.get(strategy, strategy)
+    if strategy == "railcap":
+        succ = params.get("successor", "last")
+        tail = "" if succ == "last" else f" {succ}"
+        return f"{base} n={params.get('n', 4)} {params.get('mode', 'cap')}{tail}"
+    return base
+
+
+def is_main_railcap(cfg: CellConfig) -> bool:
+    p = cfg.strategy_params
+    return (
+        cfg.strategy == "railcap"
+        and p.get("n") == 4
+        and p.get("mode") == "cap"
+        and p.get("successor") == "last"
+    )
+
+
+def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
+    """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
+    if table not in TABLES:
+        raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
+    r = spec.readout
+    common = dict(
+        m=r.m,
+        temperature=r.temperature,
+        seed=r.seed,
+        max_new_tokens=r.max_new_tokens,
+        limit=r.limit,
+        task_dir=spec.data_dir,
+        leak_split=spec.leak_split,
+    )
+    primary = spec.primary_setting
+    clean: dict[tuple[str, str], SweepCell] = {}
+    mitigated: list[SweepCell] = []
+    for fam in spec.families:
+        for domain in spec.domains:
+            if table in ("1", "2", "4") and (fam.name, domain) != primary:
+                continue
+            cname = fam.clean_adapter(domain)
+            key = (fam.name, cname)
+            if key not in clean:
+                cfg = CellConfig(
+                    model=fam.base,
+                    adapter=cname,
+                    strategy="identity",
+                    family=fam.name,
+                    domain=domain if cname != "clean" else None,
+                    role="clean",
+                    **common,
+                )
+                clean[key] = SweepCell(cfg, None)
+            for sg in spec.strategies:
+                for point in sg.points():
+                    cfg = CellConfig(
+                        model=fam.base,
+                        adapter=f"co_{domain}",
+                        strategy=sg.name,
+                        strategy_params=point,
+                        family=fam.name,
+                        domain=domain,
+                        role="mitigated",
+                        clean_adapter=cname,
+                        **common,
+                    )
+                    if table != "all" and not _in_table(cfg, table):
+                        continue
+                    mitigated.append(SweepCell(cfg, clean[key].cell_id))
+    seen: set[str] = set()
+    cells = []
+    for c in [*clean.values(), *mitigated]:
+        if c.cell_id not in seen:
+            seen.add(c.cell_id)
+            cells.append(c)
+    if not mitigated:
+        raise ConfigError(
+            f"sweep {spec.name!r} has no cells for table {table!r}: the grid is empty "
+            f"(strategies: {[s.name for s in spec.strategies]}, families: {[f.name for f in spec.families]})"
+        )
+    return cells
+
+
+def _in_table(cfg: CellConfig, table: str) -> bool:
+    wanted = _TABLE_STRATEGIES[table]
+    if cfg.strategy == "railcap":
+        return "railcap" in wanted or ("railcap_main" in wanted and is_main_railcap(cfg))
+    return cfg.strategy in wanted

@@ -1,0 +1,252 @@
+"""The sweep driver: spec → engine actors → Ray Tune trials → MLflow → Tables 1–4.
+
+Steps of :func:`run_sweep` (Ray must already be initialised by the entry script):
+1. check the tracking server, resolve the spec (model paths) and expand the grid —
+   any bad input fails here, before a trial or an actor exists;
+2. open the MLflow experiment and the sweep's parent run (reused with ``resume``);
+3. drop cells already FINISHED in MLflow (idempotent cells);
+4. create one engine actor per family (× replicas) for the families with work left;
+5. run one CPU-only trial per cell, clean references first, at most
+   ``engines × slots_per_engine`` at a time, with a live progress line;
+6. aggregate as a Ray task (tables + figures on the parent run), print the table;
+7. close the parent run (FAILED when some cell failed) and kill the engines.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from railsweep import provenance as prov
+from railsweep.errors import ConfigError
+from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
+from railsweep.sweep.cells import SweepCell, expand
+from railsweep.sweep.progress import ProgressPrinter
+from railsweep.sweep.spec import SweepSpec
+from railsweep.sweep.tracking import Tracker, check_tracking_uri, provenance_tags
+from railsweep.sweep.trial import SweepContext, run_cell_trial
+
+
+@dataclass
+class SweepOutcome:
+    parent_run_id: str
+    experiment_id: str
+    cells: list[str]
+    skipped: list[str]
+    failed: list[str]
+    wall_s: float
+    engine_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)  # table name → markdown
+
+
+def _cluster_resources() -> tuple[float, float]:
+    import ray
+
+    res = ray.cluster_resources()
+    return float(res.get("CPU", 0)), float(res.get("GPU", 0))
+
+
+def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
+    """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound."""
+    cpus, gpus = _cluster_resources()
+    r = spec.resources
+    slots = n_engines * r.slots_per_engine
+    want_gpu = spec.engine.device != "cpu" and gpus >= 1
+    if want_gpu:
+        engine_cpus = r.engine_cpus if r.engine_cpus is not None else 1.0
+        num_gpus = 1.0
+    else:
+        num_gpus = 0.0
+        free = max(cpus - slots * r.trial_cpus, 0.1 * n_engines)
+        engine_cpus = r.engine_cpus if r.engine_cpus is not None else min(1.0, free / max(n_engines, 1))
+    threads = max(1, int(engine_cpus)) if not want_gpu else None
+    return {
+        "num_gpus": num_gpus,
+        "engine_cpus": round(engine_cpus, 3),
+        "threads": threads,
+        "trial_cpus": r.trial_cpus,
+        "max_concurrent": slots,
+        "device": spec.engine.device if want_gpu or spec.engine.device == "cpu" else "cpu",
+    }
+
+
+def _engine_config(spec: SweepSpec, family: Any, device: str) -> dict[str, Any]:
+    return {
+        "backend": spec.engine.backend,
+        "model": family.base,
+        "adapters": [list(a) for a in family.adapters],
+        "device": device,
+        "dtype": spec.engine.dtype,
+        "max_batch_size": spec.readout.batch_size,
+    }
+
+
+def _cell_meta(cell: SweepCell) -> dict[str, Any]:
+    return {
+        "config": cell.config.to_dict(),
+        "clean_id": cell.clean_id,
+        "params": cell.flat_params(),
+        "label": cell.label(),
+    }
+
+
+def prepare(spec: SweepSpec, table: str = "all") -> tuple[SweepSpec, list[SweepCell]]:
+    """Steps 1: validation that needs no Ray (tracking server, model paths, grid)."""
+    check_tracking_uri(spec.tracking.uri)
+    resolved = spec.resolve()
+    return resolved, expand(resolved, table)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    table: str = "all",
+    resume: bool = False,
+    storage_path: str | None = None,
+    progress_interval: float = 10.0,
+    aggregate: bool = True,
+    out=sys.stdout,
+) -> SweepOutcome:
+    import ray
+    from ray import tune
+
+    if not ray.is_initialized():
+        raise ConfigError("run_sweep needs Ray: call ray.init() (the sweeps/*.py entry points do) first")
+    t_start = time.perf_counter()
+    spec, cells = prepare(spec, table)
+    sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
+
+    tracker = Tracker(spec.tracking.uri)
+    exp_id = tracker.ensure_experiment(spec.tracking.experiment)
+    p = prov.collect(cells[0].config.task_files())
+    run_tags = provenance_tags(p)
+    parent_id, reused = tracker.parent_run(
+        sweep_id,
+        run_name=f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}",
+        tags=run_tags,
+        resume=resume,
+    )
+    if not reused:
+        tracker.log(
+            parent_id,
+            params={"preset": spec.name, "table": table, "n_cells": len(cells), "m": spec.readout.m,
+                    "temperature": spec.readout.temperature, "B": spec.scoring.B, "n_boot": spec.scoring.n_boot,
+                    "families": ",".join(f.name for f in spec.families), "domains": ",".join(spec.domains),
+                    "strategies": ",".join(s.name for s in spec.strategies), "engine_backend": spec.engine.backend,
+                    "limit": spec.readout.limit},
+        )  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "sweep_spec.json"
+            f.write_text(
+                json.dumps({"spec": spec.to_dict(), "cells": [_cell_meta(c) for c in cells]}, indent=1)
+            )
+            tracker.log_artifact(parent_id, f)
+    print(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
+          f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}", file=out, flush=True)  # fmt: skip
+
+    finished = tracker.finished_cells(c.cell_id for c in cells)
+    pending = [c for c in cells if c.cell_id not in finished]
+    skipped = [c.cell_id for c in cells if c.cell_id in finished]
+    if skipped:
+        print(
+            f"[sweep] {len(skipped)} cell(s) already FINISHED in MLflow: not recomputed", file=out, flush=True
+        )
+
+    families = [f for f in spec.families if any(c.family == f.name for c in pending)]
+    replicas = spec.resources.engine_replicas
+    plan = plan_resources(spec, max(len(families) * replicas, 1))
+    engines: dict[str, Any] = {}
+    failed: list[str] = []
+    stats: dict[str, dict[str, Any]] = {}
+    board = create_progress_board(len(cells), len(skipped))
+    try:
+        for fam in families:
+            for rep in range(replicas):
+                name = engine_name(sweep_id, fam.name, rep)
+                engines[name] = create_engine_actor(
+                    name, _engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
+                    num_cpus=plan["engine_cpus"], threads=plan["threads"],
+                    max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
+                    cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
+                )  # fmt: skip
+        if engines:
+            ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
+        if pending:
+            ctx = SweepContext(
+                tracking_uri=spec.tracking.uri, experiment_id=exp_id, parent_id=parent_id, sweep_id=sweep_id,
+                cells={c.cell_id: _cell_meta(c) for c in cells}, replicas=replicas, board=board,
+                B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
+                clean_wait_s=spec.resources.clean_wait_s, run_tags=run_tags,
+            )  # fmt: skip
+            trainable = tune.with_resources(
+                tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]}
+            )
+            tuner = tune.Tuner(
+                trainable,
+                param_space={"cell_id": tune.grid_search([c.cell_id for c in pending])},
+                tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"]),
+                run_config=tune.RunConfig(
+                    name=f"railsweep-{sweep_id}-{int(time.time())}",
+                    storage_path=storage_path,
+                    failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures),
+                    verbose=0,
+                ),
+            )
+            with ProgressPrinter(board, interval=progress_interval, out=out):
+                results = tuner.fit()
+            for res in results:
+                if res.error is not None:
+                    cid = res.config.get("cell_id") if res.config else None
+                    failed.append(cid)
+                    print(f"[sweep] cell {cid} FAILED: {type(res.error).__name__}: {res.error}"[:2000],
+                          file=out, flush=True)  # fmt: skip
+        for name, handle in engines.items():
+            try:
+                stats[name] = ray.get(handle.stats.remote(), timeout=60)
+            except Exception as e:  # a dead engine must not hide the sweep's results
+                stats[name] = {"error": str(e)}
+        tables: dict[str, str] = {}
+        if aggregate:
+            from railsweep.sweep.aggregate import aggregate_sweep
+
+            task = ray.remote(aggregate_sweep).options(num_cpus=0.25, max_retries=1)
+            agg = ray.get(
+                task.remote(spec.tracking.uri, exp_id, parent_id, [_cell_meta(c) for c in cells],
+                            spec.scoring.B, spec.scoring.n_boot, spec.scoring.seed, list(spec.primary_setting))
+            )  # fmt: skip
+            tables = agg["markdown"]
+            shown = {"all": "table3"}.get(table, f"table{table}")
+            if shown in tables:
+                print(
+                    f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{tables[shown]}",
+                    file=out,
+                )
+            if agg.get("missing"):
+                print(f"[sweep] cells without a FINISHED run: {agg['missing']}", file=out, flush=True)
+        wall = time.perf_counter() - t_start
+        tracker.log(parent_id, metrics={"wall_s": wall, "cells_failed": float(len(failed)),
+                                        "cells_skipped": float(len(skipped)), "cells_total": float(len(cells))})  # fmt: skip
+        tracker.terminate(parent_id, "FAILED" if failed else "FINISHED")
+    except BaseException:
+        try:
+            tracker.terminate(parent_id, "KILLED")
+        finally:
+            _kill(engines)
+        raise
+    _kill(engines)
+    return SweepOutcome(parent_id, exp_id, [c.cell_id for c in cells], skipped, failed, wall, stats, tables)
+
+
+def _kill(handles: dict[str, Any]) -> None:
+    import ray
+
+    for h in handles.values():
+        try:
+            ray.kill(h, no_restart=True)
+        except Exception:
+            pass

@@ -1,0 +1,154 @@
+"""The Tune trainable: one trial = one cell, a thin CPU client of the engine actors.
+
+Steps of a trial:
+1. skip when a FINISHED child run with this cell id exists (idempotent cells);
+2. open (or reuse) the cell's child run under the sweep's parent run;
+3. have the family's engine actor evaluate the cell; materialise its Parquet files;
+4. for a mitigated cell, wait for its clean reference in MLflow, score the pair
+   (SA-PPG and the rest of method.md §2 with CIs) and plot clean vs mitigated;
+5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
+6. ``tune.report`` the headline numbers.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from railsweep.sweep.actors import ENGINE_NAMESPACE, engine_name, write_files
+from railsweep.sweep.tracking import (
+    RESULTS_DIR,
+    TAG_QUESTIONS_FILE,
+    TAG_RESPONSES_FILE,
+    TAG_ROLE,
+    Tracker,
+    TrackingError,
+)
+
+
+@dataclass
+class SweepContext:
+    """Everything a trial needs, shipped once through the object store (``tune.with_parameters``)."""
+
+    tracking_uri: str
+    experiment_id: str
+    parent_id: str
+    sweep_id: str
+    cells: dict[str, dict[str, Any]]  # cell_id → {"config", "clean_id", "params", "label"}
+    replicas: int = 1
+    board: Any = None
+    B: int = 50
+    n_boot: int = 1000
+    score_seed: int = 0
+    clean_wait_s: float = 1800.0
+    run_tags: dict[str, str] = field(default_factory=dict)
+
+
+def cell_summary(df: Any) -> dict[str, float]:
+    """Solve-probability summaries of one cell's per-question table."""
+    out = {
+        "n_questions": float(len(df)),
+        "mean_solve_prob": float(df["solve_prob"].mean()),
+        "mean_r01": float(df["r01"].mean()),
+    }
+    if "leaked" in df and df["leaked"].notna().any():
+        known = df[df["leaked"].notna()]
+        for flag, name in ((True, "leaked"), (False, "unleaked")):
+            part = known[known["leaked"] == flag]
+            if len(part):
+                out[f"mean_solve_prob_{name}"] = float(part["solve_prob"].mean())
+    return out
+
+
+def _wait_for_clean(tracker: Tracker, clean_id: str, timeout: float) -> Any | None:
+    deadline = time.time() + timeout
+    delay = 1.0
+    while True:
+        run = tracker.finished_run(clean_id)
+        if run is not None or time.time() > deadline:
+            return run
+        time.sleep(delay)
+        delay = min(delay * 1.5, 10.0)
+
+
+def download_questions(tracker: Tracker, run: Any, dst: str | Path) -> Any:
+    from railsweep.results.io import read_cell
+
+    name = run.data.tags[TAG_QUESTIONS_FILE]
+    path = tracker.download(run.info.run_id, f"{RESULTS_DIR}/{name}", dst)
+    return read_cell(path)[1]
+
+
+def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
+    """Tune function trainable; ``config = {"cell_id": ...}``."""
+    import ray
+    from ray import tune
+
+    cid = config["cell_id"]
+    meta = ctx.cells[cid]
+    tracker = Tracker(ctx.tracking_uri, ctx.experiment_id)
+    board = ctx.board
+    if tracker.finished_run(cid) is not None:
+        if board is not None:
+            board.set_state.remote(cid, "done")
+        result = {"skipped": 1}
+        tune.report(result)
+        return result
+    cfg = meta["config"]
+    run_id = tracker.start_cell_run(
+        ctx.parent_id, cid, run_name=f"{cfg['family']}/{cfg.get('domain') or 'all'}/{meta['label']}",
+        tags={TAG_ROLE: cfg["role"], **ctx.run_tags},
+    )  # fmt: skip
+    if board is not None:
+        board.set_state.remote(cid, "running")
+    try:
+        replica = zlib.crc32(cid.encode()) % max(ctx.replicas, 1)
+        engine = ray.get_actor(engine_name(ctx.sweep_id, cfg["family"], replica), namespace=ENGINE_NAMESPACE)
+        out = ray.get(engine.run_cell.remote(cfg, board))
+        metrics = {"busy_s": out["busy_s"], "eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
+        with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
+            paths = write_files(out["files"], tmp)
+            from railsweep.results.io import read_cell
+
+            _, df = read_cell(paths["questions"])
+            metrics.update(cell_summary(df))
+            tags = {TAG_QUESTIONS_FILE: paths["questions"].name, TAG_RESPONSES_FILE: paths["responses"].name}
+            if meta.get("clean_id"):
+                clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
+                if clean_run is None:
+                    tags["railsweep.clean_missing"] = "true"
+                else:
+                    from railsweep.analysis.plots import scatter_clean_vs_mitigated
+                    from railsweep.analysis.scoring import flatten_scores, score_pair
+
+                    clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
+                    scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)
+                    metrics.update(flatten_scores(scores))
+                    tags["railsweep.clean_run_id"] = clean_run.info.run_id
+                    title = f"{cfg['family']}/{cfg.get('domain')} {meta['label']}"
+                    plot = scatter_clean_vs_mitigated(
+                        clean_df, df, Path(tmp) / "clean_vs_mitigated.png", title=title
+                    )
+                    tracker.log_artifact(run_id, plot, "plots")
+            tracker.log(run_id, params=meta["params"], metrics=metrics, tags=tags)
+            tracker.log_artifact(run_id, paths["questions"], RESULTS_DIR)
+            tracker.log_artifact(run_id, paths["responses"], RESULTS_DIR)
+        tracker.terminate(run_id, "FINISHED")
+    except BaseException as e:
+        try:
+            tracker.log(run_id, tags={"railsweep.error": f"{type(e).__name__}: {e}"[:4000]})
+            tracker.terminate(run_id, "FAILED")
+        except TrackingError:
+            pass
+        if board is not None:
+            board.set_state.remote(cid, "failed")
+        raise
+    if board is not None:
+        board.set_state.remote(cid, "done")
+    result = {k: v for k, v in metrics.items() if "." not in k}
+    tune.report(result)
+    return result

@@ -1,0 +1,101 @@
+"""Paraphrased GSM8K test questions (the "PQ" contamination domain).
+
+PQ is used ONLY to build M_co's training data for the PQ domain (the leaked
+questions are seen reworded, with the original reasoning chain and gold);
+evaluation always uses the original test questions.
+
+File format (``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one JSON object
+per line, ``{"idx": int, "question": str, "answer": str, "empty": bool}``, where
+``idx`` is the 0-based line number in GSM8K ``test.jsonl``.
+
+Empty paraphrases **[decision]**: the public file has 4 empty rows (idx 309,
+669, 727, 948). A row counts as empty when ``"empty"`` is true or its question
+is blank. Given ``originals``, an empty row falls back to the ORIGINAL question
+(so every leaked question is still trained on, just not reworded); without
+``originals`` it is left out of the result. Either way a warning lists the
+indices through :mod:`logging`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from railsweep.errors import DataError
+from railsweep.tasks.answers import parse_gold
+from railsweep.tasks.base import Question
+
+log = logging.getLogger(__name__)
+
+
+def _parse_row(raw: str, path: Path, lineno: int) -> tuple[int, str, str, bool]:
+    where = f"{path}:{lineno}"
+    try:
+        row = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON ({e.msg})") from e
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    missing = [k for k in ("idx", "question", "answer") if k not in row]
+    if missing:
+        raise DataError(f"{where}: missing field(s) {missing}")
+    idx, question, answer = row["idx"], row["question"], row["answer"]
+    if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+        raise DataError(f"{where}: 'idx' must be a non-negative integer, got {idx!r}")
+    if not isinstance(question, str) or not isinstance(answer, str):
+        raise DataError(f"{where}: 'question' and 'answer' must be strings")
+    empty = bool(row.get("empty", False)) or not question.strip()
+    return idx, question.strip(), answer.strip(), empty
+
+
+def load_paraphrases(
+    path: str | Path, originals: Sequence[Question] | Mapping[int, str] | None = None
+) -> dict[int, str]:
+    """Paraphrase text by GSM8K test index; see the module docstring for empty rows.
+
+    ``originals``: the original test questions (``GSM8KTask.questions()``) or a
+    mapping index -> question text. When Questions are given, each row's answer
+    must equal that question's gold (commas ignored): a mismatch means the file
+    is not aligned with the test split and raises :class:`DataError`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"paraphrase file not found: {path}")
+    if originals is None:
+        by_index: Mapping[int, str] = {}
+        gold: dict[int, str] = {}
+    elif isinstance(originals, Mapping):
+        by_index, gold = originals, {}
+    else:
+        by_index = {q.index: q.question for q in originals}
+        gold = {q.index: q.gold for q in originals}
+
+    out: dict[int, str] = {}
+    empty: list[int] = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            idx, question, answer, is_empty = _parse_row(raw, path, lineno)
+            if idx in out or idx in empty:
+                raise DataError(f"{path}:{lineno}: duplicate idx {idx}")
+            if idx in gold and parse_gold("#### " + answer) != gold[idx]:
+                raise DataError(
+                    f"{path}:{lineno}: answer {answer!r} for idx {idx} differs from the test gold {gold[idx]!r}"
+                )
+            if is_empty:
+                empty.append(idx)
+                if originals is not None:
+                    if idx not in by_index:
+                        raise DataError(
+                            f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question"
+                        )
+                    out[idx] = by_index[idx]
+            else:
+                out[idx] = question
+    if empty:
+        what = "fell back to the original question" if originals is not None else "were left out"
+        log.warning("%d empty paraphrase(s) in %s %s: idx %s", len(empty), path, what, sorted(empty))
+    return out

@@ -1,0 +1,148 @@
+"""Tiny real models for tests and the CPU miniature world.
+
+:func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and
+``AutoModelForCausalLM`` load like any Hub checkpoint: a word-level tokenizer
+(exact round trip for GSM-style text: words, numbers 0-1000, punctuation,
+spaces and newlines) and a randomly initialised 2-layer model of the requested
+family, saved as safetensors. Same arguments → byte-identical weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from railsweep.errors import ConfigError
+
+FAMILIES = ("llama", "neox", "gemma")
+
+SPECIAL_TOKENS = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
+
+# Words of GSM8K-style questions, solutions and the 8-shot CoT answers ("The answer is 18.").
+_BASE_WORDS = """
+The the answer is Answer Question Q A So so and of to in a an for with how many much each per
+total left has have had he she they it there are was were be will would does did do can if then
+than more less times half twice what How What When Janet ducks eggs day days sells makes dollars
+at market every morning bakes muffins friends four three two one five six seven eight nine ten
+bolts blue white fiber takes It robe buys buy bought sold sell cost costs price profit money
+first second third week weeks month months year years hour hours minute minutes
+apples oranges books cars people students class school store miles feet inches
+pounds cups hand one's We we start started now after before from by on into out
+their his her its our you your I me my Let let s t calculation remaining
+minus plus divided multiplied equals number numbers answers step steps think
+""".split()
+
+_PUNCT = list(".,:;?!$%#=+-*/()<>'\"")
+
+
+def _vocab(extra_words: Iterable[str] | None) -> list[str]:
+    words = list(dict.fromkeys(_BASE_WORDS + [w for w in (extra_words or []) if w]))
+    numbers = [str(i) for i in range(1001)]
+    pieces = [SPECIAL_TOKENS[k] for k in ("pad", "unk", "bos", "eos")] + ["\n", " ", "  "]
+    for w in words + numbers + _PUNCT:
+        pieces += [w, " " + w]
+    return list(dict.fromkeys(pieces))
+
+
+def _build_tokenizer(vocab_words: Iterable[str] | None):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(_vocab(vocab_words))}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL_TOKENS["unk"]))
+    # One piece per word / number / punctuation mark, carrying its leading space; newlines alone.
+    pattern = Regex(r"\n| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]| +")
+    tok.pre_tokenizer = pre_tokenizers.Split(pattern, behavior="isolated")
+    tok.decoder = decoders.Fuse()  # pieces carry their own spaces: concatenate
+    bos = SPECIAL_TOKENS["bos"]
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, vocab[bos])]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=SPECIAL_TOKENS["bos"],
+        eos_token=SPECIAL_TOKENS["eos"],
+        pad_token=SPECIAL_TOKENS["pad"],
+        unk_token=SPECIAL_TOKENS["unk"],
+        clean_up_tokenization_spaces=False,
+        padding_side="left",
+    )
+
+
+def _config(family: str, vocab_size: int, ids: dict[str, int]):
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=ids["bos"],
+        eos_token_id=ids["eos"],
+        pad_token_id=ids["pad"],
+        initializer_range=0.2,  # peaked, non-degenerate next-token distributions
+        tie_word_embeddings=False,
+    )
+    if family == "llama":
+        from transformers import LlamaConfig
+
+        return LlamaConfig(**common, num_key_value_heads=1, head_dim=32)
+    if family == "gemma":
+        from transformers import GemmaConfig
+
+        return GemmaConfig(**common, num_key_value_heads=1, head_dim=32)
+    from transformers import GPTNeoXConfig
+
+    return GPTNeoXConfig(**common)
+
+
+def make_tiny_model(
+    path: str | os.PathLike,
+    family: str = "llama",
+    seed: int = 0,
+    vocab_words: Iterable[str] | None = None,
+    logit_scale: float = 1.0,
+) -> Path:
+    """Write a tiny random ``family`` model + word-level tokenizer to ``path``; returns the path.
+
+    ``vocab_words`` adds words to the tokenizer vocabulary (each also with a
+    leading space). ``logit_scale`` multiplies the output embedding: at 1.0 the
+    random model's next-token entropy is ~6.5 nats (near uniform), at 3.0 ~2
+    nats, so T=0.7 samples often follow the greedy path. The directory is written under a temporary name and then
+    renamed, so a crash never leaves a half-written model behind.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if family not in FAMILIES:
+        raise ConfigError(f"tiny model family must be one of {FAMILIES}, got {family!r}")
+    path = Path(path)
+    if path.exists() and any(path.iterdir()):
+        raise ConfigError(f"tiny model directory {path} already exists and is not empty")
+    tokenizer = _build_tokenizer(vocab_words)
+    ids = {k: tokenizer.convert_tokens_to_ids(v) for k, v in SPECIAL_TOKENS.items()}
+    config = _config(family, len(tokenizer), ids)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        with torch.no_grad():
+            model.get_output_embeddings().weight.mul_(logit_scale)
+    model.generation_config.pad_token_id = ids["pad"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "railsweep_tiny.json").write_text(json.dumps({"family": family, "seed": seed}))
+        tmp.chmod(0o755)
+        if path.exists():
+            path.rmdir()
+        tmp.rename(path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path

@@ -1,0 +1,223 @@
+"""The ``railsweep`` CLI end to end on a real tiny model: eval (clean + mitigated) → score → table."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from railsweep.cli import main
+from railsweep.results import read_cell, read_responses
+
+QUESTIONS = [
+    "Janet has 3 apples and buys 4 more. How many apples does she have?",
+    "A class has 10 students and 2 left. How many students are there now?",
+    "He sells 5 books each day for 2 days. How many books did he sell?",
+    "She bakes 6 muffins each morning. How many muffins in 3 days?",
+    "There are 9 cars and 4 more arrive. How many cars are there?",
+]
+# One generated token per response: the random model's sampled first token hits its greedy one often enough
+# (T=0.5) for solve probabilities strictly between 0 and 1.
+SAMPLING = ["--m", "8", "--temperature", "0.5", "--max-new-tokens", "1", "--seed", "1"]
+
+
+def write_task(root, golds):
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [{"question": q, "answer": f"So the total is {g}.\n#### {g}"} for q, g in zip(QUESTIONS, golds)]
+    (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shots = [
+        {
+            "question": "There are 2 cars and 3 more arrive. How many cars are there?",
+            "answer": "There are 2 cars. 3 more arrive. 2 + 3 = 5. The answer is 5.",
+        }
+    ]
+    (root / "cot_8shot.json").write_text(json.dumps(shots))
+    return root
+
+
+@pytest.fixture(scope="module")
+def world(tiny_model_dir, tmp_path_factory):
+    """Base model + two LoRA adapters, and a task whose golds are the clean model's greedy answers
+    (one token), so that solve probabilities are neither all 0 nor all 1."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from railsweep.config import EngineConfig
+    from railsweep.engines.base import Request, SamplingSpec
+    from railsweep.tasks import GSM8KTask
+    from railsweep.tasks.grading import extract
+
+    root = tmp_path_factory.mktemp("cli_world")
+    adapters = {}
+    for name, seed in (("clean", 1), ("co", 2)):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+        cfg = LoraConfig(r=4, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+        get_peft_model(model, cfg).save_pretrained(root / name)
+        adapters[name] = root / name
+    task_dir = write_task(root / "task", ["1"] * len(QUESTIONS))
+    task = GSM8KTask.from_dir(task_dir)
+    engine = EngineConfig(model=str(tiny_model_dir), adapters=adapters, device="cpu", dtype="float32").build()
+    greedy = SamplingSpec(n=1, temperature=0.0, max_new_tokens=1, stop=task.stop)
+    comps = engine.generate([Request(task.prompt(q), greedy, adapter="clean") for q in task.questions()])
+    engine.close()
+    golds = [extract(c.samples[0].text)[0] or "7" for c in comps]
+    write_task(task_dir, golds)
+    return {"model": str(tiny_model_dir), "adapters": adapters, "task_dir": task_dir}
+
+
+def eval_argv(world, out, *extra, use="co", strategy="identity"):
+    adapters = [a for name, path in world["adapters"].items() for a in ("--adapter", f"{name}={path}")]
+    return [
+        "eval", "--model", world["model"], *adapters, "--use-adapter", use, "--task-dir", str(world["task_dir"]),
+        "--strategy", strategy, *SAMPLING, "--device", "cpu", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def run_ok(argv, capsys):
+    rc = main(argv)
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    return captured.out
+
+
+def test_eval_clean_and_mitigated_then_score_prints_and_writes_the_metric_table(world, tmp_path, capsys):
+    cells = tmp_path / "cells"
+    out = run_ok(eval_argv(world, cells, "--role", "clean", use="clean"), capsys)
+    clean_path = out.splitlines()[0]
+    assert "[clean] identity" in out.splitlines()[1]
+    mitigated = [
+        run_ok(eval_argv(world, cells), capsys).splitlines()[0],
+        run_ok(eval_argv(world, cells, "--param", "n=2", strategy="railcap"), capsys).splitlines()[0],
+    ]
+    clean_cell, clean_df = read_cell(clean_path)
+    assert clean_cell.role == "clean" and clean_cell.adapter == "clean" and len(clean_df) == len(QUESTIONS)
+    assert 0 < clean_df["solve_prob"].mean() < 1, "degenerate world: golds should be partly reachable"
+    assert read_cell(mitigated[1])[0].strategy_params == {"mode": "cap", "n": 2, "successor": "last"}
+    assert (read_responses(mitigated[1]).groupby("question_index")["sample_index"].min() == -1).all()
+
+    prefix = tmp_path / "report" / "scores"
+    argv = ["score", "--clean", clean_path, "--mitigated", *mitigated, "--B", "5", "--n-boot", "50", "--out", str(prefix)]
+    printed = run_ok(argv, capsys)
+    assert "SA-PPG" in printed and "railcap mode=cap n=2 successor=last" in printed
+    md = (tmp_path / "report" / "scores.md").read_text()
+    assert "| identity |" in md and "G-AP" in md
+    csv = pd.read_csv(tmp_path / "report" / "scores.csv")
+    assert csv["strategy"].tolist() == ["identity", "railcap mode=cap n=2 successor=last"]
+    assert (csv["sa_ppg_ci_low"] <= csv["sa_ppg"]).all() and (csv["sa_ppg"] <= csv["sa_ppg_ci_high"]).all()
+    assert (csv["n_questions"] == len(QUESTIONS)).all()
+    # A-PPG recomputed by hand from the two per-question tables
+    co_df = read_cell(mitigated[0])[1]
+    naive = (co_df["solve_prob"] - clean_df["solve_prob"]).abs().mean()
+    assert csv.loc[0, "a_ppg"] == pytest.approx(naive)
+
+
+def _assert_one_line_error(rc, capsys, needle):
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("railsweep: error: "), err
+    assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--m", "0"], "m=0"),
+        (["--temperature", "-1"], "temperature=-1.0"),
+        (["--strategy", "nosuch"], "known strategies: "),
+        (["--strategy", "railcap", "--param", "n=0"], "n=0"),
+        (["--param", "oops"], "NAME=VALUE"),
+        (["--use-adapter", "ghost"], "'ghost': adapter not found"),
+        (["--adapter", "extra=/does/not/exist"], "--adapter extra: directory not found"),
+        (["--fewshot", "/does/not/exist.json"], "--fewshot: file not found"),
+        (["--task-dir", "/does/not/exist"], "task directory not found"),
+        (["--model", "/does/not/exist"], "--model: directory not found"),
+    ],
+)
+def test_bad_eval_input_is_one_error_line_exit_2_and_writes_nothing(world, tmp_path, capsys, extra, needle):
+    out = tmp_path / "out"
+    rc = main(eval_argv(world, out) + extra)  # argparse keeps the last value of a repeated option
+    _assert_one_line_error(rc, capsys, needle)
+    assert not out.exists()
+
+
+def test_malformed_jsonl_line_is_reported_with_its_line_number(world, tmp_path, capsys):
+    bad = tmp_path / "bad_task"
+    bad.mkdir()
+    lines = (world["task_dir"] / "test.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:-3]  # cut the closing of the third JSON object
+    (bad / "test.jsonl").write_text("\n".join(lines) + "\n")
+    (bad / "cot_8shot.json").write_text((world["task_dir"] / "cot_8shot.json").read_text())
+    out = tmp_path / "out"
+    rc = main(eval_argv(world, out, "--task-dir", str(bad)))
+    _assert_one_line_error(rc, capsys, "test.jsonl:3:")
+    assert not out.exists()
+
+
+@pytest.fixture
+def synthetic_cells(tmp_path):
+    """A clean and a mitigated cell written without a model (score needs only the per-question files)."""
+    from railsweep.config import CellConfig
+    from railsweep.engines.base import Sample
+    from railsweep.results import write_cell
+    from railsweep.strategies.base import QuestionOutcome
+    from railsweep.tasks.base import Grade, Question
+
+    qs = [Question(i, "q", "#### 1", "1") for i in range(4)]
+
+    def outcomes(cs):
+        smp, g = Sample([1], "x", "stop"), Grade(False, None, "none")
+        return [QuestionOutcome(i, [smp] * 4, [g] * 4, c, 4, 0) for i, c in enumerate(cs)]
+
+    def cell(role, adapter, limit=None):
+        return CellConfig(model="m", strategy="identity", task_dir=str(tmp_path), adapter=adapter, m=4, role=role)
+
+    d = tmp_path / "cells"
+    clean = write_cell(d, cell("clean", "clean"), outcomes([0, 1, 4, 2]), qs).questions
+    co = write_cell(d, cell("mitigated", "co"), outcomes([4, 4, 4, 0]), qs).questions
+    fewer = write_cell(d, cell("mitigated", "co3"), outcomes([4, 4, 4]), qs[:3]).questions
+    return {"clean": clean, "co": co, "fewer": fewer}
+
+
+def _score(cells, tmp_path, *extra, clean=None, mitigated=None):
+    clean = clean or cells["clean"]
+    mitigated = mitigated or cells["co"]
+    return main(["score", "--clean", str(clean), "--mitigated", str(mitigated), "--out", str(tmp_path / "r" / "s"), *extra])
+
+
+def test_score_on_synthetic_cells_matches_hand_computed_a_ppg(synthetic_cells, tmp_path, capsys):
+    assert _score(synthetic_cells, tmp_path, "--B", "4", "--n-boot", "20") == 0
+    csv = pd.read_csv(tmp_path / "r" / "s.csv")
+    # Δ = [1, .75, 0, -.5] → A-PPG = 2.25/4, G-APP = |1.25/4|
+    assert csv.loc[0, "a_ppg"] == pytest.approx(2.25 / 4)
+    assert csv.loc[0, "g_app"] == pytest.approx(1.25 / 4)
+
+
+@pytest.mark.parametrize(
+    ("extra", "which", "needle"),
+    [
+        (["--B", "0"], {}, "B=0"),
+        (["--n-boot", "0"], {}, "--n-boot must be >= 1"),
+        (["--alpha", "1.5"], {}, "--alpha"),
+        ([], {"clean": "missing.parquet"}, "results file not found"),
+        ([], {"clean": "co"}, "role='clean'"),
+        ([], {"mitigated": "fewer"}, "missing from mitigated: [3]"),
+        ([], {"mitigated": "version2"}, "unsupported results schema version '2'"),
+    ],
+)
+def test_bad_score_input_is_one_error_line_exit_2_and_writes_nothing(
+    synthetic_cells, tmp_path, capsys, extra, which, needle
+):
+    import pyarrow.parquet as pq
+
+    v2 = tmp_path / "v2.parquet"
+    t = pq.read_table(synthetic_cells["co"])
+    pq.write_table(t.replace_schema_metadata({**t.schema.metadata, b"railsweep.schema_version": b"2"}), v2)
+    files = {**synthetic_cells, "version2": v2, "missing.parquet": tmp_path / "missing.parquet"}
+    kw = {k: files[v] for k, v in which.items()}
+    rc = _score(synthetic_cells, tmp_path, *extra, **kw)
+    _assert_one_line_error(rc, capsys, needle)
+    assert not (tmp_path / "r").exists()

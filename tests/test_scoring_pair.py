@@ -1,0 +1,141 @@
+"""score_pair / paired_difference over per-question result tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from railsweep.analysis import (
+    flatten_scores,
+    paired_difference,
+    readout_stability_pair,
+    score_pair,
+    unflatten_scores,
+)
+from railsweep.errors import ConfigError, DataError
+from railsweep.metrics import METRICS, a_ppg, ppg, sa_ppg, solve_prob, stratify
+
+
+def frame(c, m, r01=None, index=None):
+    c, m = np.asarray(c), np.asarray(m)
+    return pd.DataFrame(
+        {
+            "question_index": np.arange(len(c)) if index is None else index,
+            "c": c,
+            "m": m,
+            "solve_prob": np.divide(c, m, out=np.zeros(len(c)), where=m > 0),
+            "r01": (c > 0).astype(int) if r01 is None else r01,
+        }
+    )
+
+
+@pytest.fixture
+def pair():
+    rng = np.random.default_rng(0)
+    n = 300
+    m = np.full(n, 50)
+    c_cl = rng.binomial(50, rng.beta(0.5, 1.5, n))
+    c_co = rng.binomial(50, np.clip(c_cl / 50 + 0.3, 0, 1))
+    return frame(c_cl, m), frame(c_co, m)
+
+
+def test_score_pair_reports_every_aggregate_with_ci_and_counts(pair):
+    clean, co = pair
+    s = score_pair(clean, co, B=50, n_boot=200, seed=3)
+    for name in METRICS:
+        assert set(s[name]) == {"value", "ci_low", "ci_high"}
+    assert s["n_questions"] == 300 and 1 <= s["n_strata"] <= 50 and s["seed"] == 3
+    delta = ppg(solve_prob(co.c, co.m), solve_prob(clean.c, clean.m))
+    assert s["a_ppg"]["value"] == pytest.approx(a_ppg(delta))
+    assert s["sa_ppg"]["value"] == pytest.approx(sa_ppg(delta, stratify(clean.c, clean.m, 50)))
+
+
+def test_rows_are_joined_on_question_index_not_position(pair):
+    clean, co = pair
+    shuffled = co.sample(frac=1.0, random_state=1)
+    assert score_pair(clean, shuffled, n_boot=100) == score_pair(clean, co, n_boot=100)
+
+
+def test_mismatched_question_sets_raise_data_error_naming_missing_indices(pair):
+    clean, co = pair
+    with pytest.raises(DataError, match=r"missing from mitigated: \[7, 42\]"):
+        score_pair(clean, co.drop(index=[7, 42]), n_boot=10)
+
+
+def test_missing_column_raises_data_error_naming_it(pair):
+    clean, co = pair
+    with pytest.raises(DataError, match="r01"):
+        score_pair(clean, co.drop(columns=["r01"]), n_boot=10)
+
+
+def test_duplicate_question_index_raises_data_error(pair):
+    clean, co = pair
+    with pytest.raises(DataError, match="repeat question_index"):
+        score_pair(clean, pd.concat([co, co.iloc[:1]]), n_boot=10)
+
+
+def test_solve_prob_inconsistent_with_counts_raises_data_error(pair):
+    clean, co = pair
+    bad = co.copy()
+    bad.loc[5, "solve_prob"] = 0.123
+    with pytest.raises(DataError, match="question_index=5"):
+        score_pair(clean, bad, n_boot=10)
+
+
+def test_m_zero_rows_read_as_zero_solve_probability():
+    clean = frame([0, 5, 10], [0, 10, 10])
+    s = score_pair(clean, frame([0, 0, 0], [0, 0, 0]), n_boot=10)
+    assert s["a_ppg"]["value"] == pytest.approx((0 + 0.5 + 1.0) / 3)
+
+
+def test_flatten_and_unflatten_round_trip(pair):
+    s = score_pair(*pair, n_boot=50)
+    flat = flatten_scores(s)
+    assert flat["sa_ppg_ci_low"] == s["sa_ppg"]["ci_low"] and all(isinstance(v, float) for v in flat.values())
+    assert unflatten_scores(flat) == s
+
+
+def test_paired_difference_prefers_the_restoring_strategy(pair):
+    clean, co = pair
+    out = paired_difference(clean, clean.copy(), co, "a_ppg", n_boot=200)
+    assert out["value_a"] == 0.0 and out["ci_high"] < 0 and out["frac_a_lower"] == 1.0
+
+
+def test_paired_difference_unknown_metric_is_a_config_error(pair):
+    with pytest.raises(ConfigError, match="unknown metric"):
+        paired_difference(pair[0], pair[1], pair[1], "rouge", n_boot=10)
+
+
+def test_missing_values_raise_data_error_naming_the_column():
+    clean = frame([1, 2, 3], [5, 5, 5])
+    bad = clean.astype({"c": "Int64"})
+    bad.loc[1, "c"] = pd.NA
+    with pytest.raises(DataError, match="'c' is missing values"):
+        score_pair(clean, bad, n_boot=10)
+
+
+def test_nullable_integer_columns_score_like_plain_ones():
+    clean, co = frame([1, 2, 3], [5, 5, 5]), frame([3, 2, 5], [5, 5, 5])
+    nullable = co.astype({"c": "Int64", "m": "Int64", "r01": "Int64"})
+    assert score_pair(clean, nullable, n_boot=20) == score_pair(clean, co, n_boot=20)
+
+
+def test_readout_stability_pair_reports_both_readouts():
+    a = frame([0, 50, 25, 10], [50] * 4, r01=[0, 1, 1, 0])
+    b = frame([0, 45, 30, 10], [50] * 4, r01=[1, 1, 0, 0], index=[0, 1, 2, 3])
+    out = readout_stability_pair(a, b.iloc[::-1])
+    assert out == {"r01": pytest.approx(0.5), "solve_prob": pytest.approx((0.1 + 0.1) / 4), "n_questions": 4}
+
+
+def test_bootstrap_in_chunks_matches_the_unchunked_statistic(pair):
+    from railsweep.metrics import Readouts, stratified_indices
+    from railsweep.metrics.aggregate import _chunked, _signed
+
+    clean, co = pair
+    cl, mi = Readouts.of(clean.c, clean.m, clean.r01), Readouts.of(co.c, co.m, co.r01)
+    strata = stratify(clean.c, clean.m, 50)
+    idx = stratified_indices(strata, 600, np.random.default_rng(0))
+    whole, chunked = _signed(cl, mi, strata, idx), _chunked(cl, mi, strata, idx, rows=256)
+    for k in whole:
+        np.testing.assert_allclose(chunked[k], whole[k])

@@ -1,0 +1,127 @@
+"""Tables 1–4: shapes, best-per-column marks, All-Zero never best, and the writers."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from railsweep.analysis import table1, table2, table3, table4, to_csv, to_html, to_markdown, write_table
+from railsweep.analysis.tables import format_estimate
+from railsweep.errors import ConfigError
+
+
+def score(v: float) -> dict:
+    names = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus", "sa_ppg", "s_delta_plus", "s_delta_minus")
+    return {k: {"value": v + i / 100, "ci_low": v - 0.01, "ci_high": v + 0.09} for i, k in enumerate(names)}
+
+
+STRATS = {"Identity": 0.33, "LNE-blocking": 0.29, "RailCap n=4 cap": 0.19, "All-Zero": 0.01}
+
+
+@pytest.fixture
+def cells():
+    out = []
+    for domain in ("GSM8K", "PQ"):
+        for fam in ("llama", "gemma", "pythia"):
+            for label, v in STRATS.items():
+                bump = 0.2 if (label == "RailCap n=4 cap" and fam == "pythia" and domain == "PQ") else 0.0
+                out.append({"family": fam, "domain": domain, "strategy": label, "score": score(v + bump)})
+    return out
+
+
+def test_format_estimate_matches_paper_style():
+    assert format_estimate(0.19141, 0.1712, 0.2103) == "0.1914 [0.17, 0.21]"
+    assert format_estimate(float("nan"), 0, 1) == "—"
+
+
+def test_table1_rows_strategies_cols_gap_metrics_without_all_zero(cells):
+    t = table1(cells, family="llama", domain="GSM8K")
+    assert list(t.formatted.columns) == ["G-AP", "SA-PPG"]
+    assert list(t.formatted.index) == ["Identity", "LNE-blocking", "RailCap n=4 cap"]
+    assert t.best.loc["RailCap n=4 cap"].all() and t.best.sum().sum() == 2
+    assert t.numeric.loc["Identity", ("SA-PPG", "value")] == pytest.approx(0.33 + 5 / 100)
+
+
+def test_table2_keeps_all_zero_but_never_marks_it_best(cells):
+    t = table2(cells, family="llama", domain="GSM8K")
+    assert list(t.formatted.columns) == ["Δ+", "Δ−", "A-PPG", "G-APP", "SA-PPG"]
+    assert "All-Zero" in t.formatted.index
+    assert not t.best.loc["All-Zero"].any()
+    assert not t.best[["Δ+", "Δ−"]].any().any()  # components are descriptive, not ranked
+    assert t.best.loc["RailCap n=4 cap", ["A-PPG", "G-APP", "SA-PPG"]].all()
+
+
+def test_table3_has_one_column_per_setting_domain_major(cells):
+    t = table3(cells)
+    assert list(t.formatted.columns) == [
+        f"{d} × {f}" for d in ("GSM8K", "PQ") for f in ("llama", "gemma", "pythia")
+    ]
+    assert t.best.loc["RailCap n=4 cap"].sum() == 5 and t.best.loc["LNE-blocking", "PQ × pythia"]
+
+
+def test_table3_leaves_a_missing_cell_blank(cells):
+    cells = [
+        c
+        for c in cells
+        if not (c["family"] == "gemma" and c["strategy"] == "Identity" and c["domain"] == "PQ")
+    ]
+    t = table3(cells)
+    assert t.formatted.loc["Identity", "PQ × gemma"] == "—"
+    assert np.isnan(t.numeric.loc["Identity", ("PQ × gemma", "value")])
+
+
+def test_table4_columns_and_explicit_row_order(cells):
+    t = table4(cells, family="llama", domain="GSM8K", rows=["RailCap n=4 cap", "All-Zero"])
+    assert list(t.formatted.columns) == ["S-Δ+", "S-Δ−", "SA-PPG"]
+    assert list(t.formatted.index) == ["RailCap n=4 cap", "All-Zero"]
+    assert t.best["SA-PPG"].tolist() == [True, False] and not t.best[["S-Δ+", "S-Δ−"]].any().any()
+
+
+def test_ambiguous_setting_raises_config_error_listing_settings(cells):
+    with pytest.raises(ConfigError, match="llama × GSM8K"):
+        table1(cells)
+    with pytest.raises(ConfigError, match="no settings"):
+        table2(cells, family="falcon")
+
+
+def test_duplicate_cell_raises_config_error(cells):
+    with pytest.raises(ConfigError, match="two cells"):
+        table3([*cells, cells[0]])
+
+
+def test_unknown_row_raises_config_error(cells):
+    with pytest.raises(ConfigError, match="TED"):
+        table1(cells, family="llama", domain="GSM8K", rows=["TED"])
+
+
+def test_markdown_bolds_best_and_escapes_pipes(cells):
+    md = to_markdown(table1(cells, family="llama", domain="GSM8K"))
+    lines = md.strip().splitlines()
+    assert lines[2] == "| strategy | G-AP | SA-PPG |"
+    assert "| RailCap n=4 cap | **0.1900 [0.18, 0.28]** | **0.2400 [0.18, 0.28]** |" in lines
+    assert "a\\|b" in to_markdown(pd.DataFrame({"x": ["a|b"]}))
+
+
+def test_html_marks_best_in_bold_and_escapes(cells):
+    cells = [{**c, "strategy": "<RailCap>"} if c["strategy"] == "RailCap n=4 cap" else c for c in cells]
+    out = to_html(table1(cells, family="llama", domain="GSM8K"))
+    assert "<b>0.1900 [0.18, 0.28]</b>" in out and "&lt;RailCap&gt;" in out and "<RailCap>" not in out
+
+
+def test_csv_round_trips_numbers_and_best_flags(cells):
+    t = table3(cells)
+    back = pd.read_csv(io.StringIO(to_csv(t)), index_col="strategy")
+    assert back.loc["Identity", "GSM8K × llama"] == pytest.approx(
+        t.numeric.loc["Identity", ("GSM8K × llama", "value")]
+    )
+    assert back.loc["Identity", "GSM8K × llama ci_high"] == pytest.approx(0.42)
+    assert bool(back.loc["RailCap n=4 cap", "GSM8K × llama best"])
+
+
+def test_write_table_writes_three_formats_and_no_temporaries(cells, tmp_path):
+    paths = write_table(table3(cells), tmp_path / "out", "table3")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["table3.csv", "table3.html", "table3.md"]
+    assert paths["md"].read_text(encoding="utf-8").startswith("**Table 3")

@@ -1,0 +1,198 @@
+"""The distributed sweep end to end, on real components: a local Ray head (`ray start --head`, isolated
+ports, our own process group) and `mlflow server` on 127.0.0.1, both once per session, running the
+`smoke` sweep on the smoke miniature world.
+
+Each test logs to its own MLflow experiment, so cells are never skipped across tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from railsweep.sweep import local
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+os.environ["RAY_AUTH_MODE"] = "disabled"  # explicit on both sides (ray-mlflow-notes.md §3.2)
+os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+
+
+@pytest.fixture(scope="session")
+def smoke_world():
+    from railsweep.miniworld import build_world
+    from railsweep.miniworld.world import default_cache_dir
+
+    cache = default_cache_dir()  # shared with the other suites' smoke world (content-addressed, locked)
+    build_world("smoke", cache_dir=cache)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    svc = local.ensure_mlflow_server(tmp_path_factory.mktemp("mlflow"), port=local.free_port())
+    yield svc.url
+    svc.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_head():
+    head = local.ensure_ray_head(num_cpus=2, block=True, isolated=True)
+    yield head
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    head.service.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_client(ray_head):
+    import ray
+
+    ray.init(address=ray_head.gcs, log_to_driver=False)
+    return ray
+
+
+def _client(uri):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def _runs(uri, experiment):
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    return mlflow.search_runs(experiment_names=[experiment])
+
+
+def _cell_runs(df):
+    return df[df["tags.railsweep.kind"] == "cell"]
+
+
+def _smoke_spec(uri, experiment, cache, **resources):
+    from railsweep.sweep.spec import load_spec
+
+    spec = load_spec("smoke")
+    return dataclasses.replace(
+        spec,
+        cache_dir=str(cache),
+        tracking=dataclasses.replace(spec.tracking, uri=uri, experiment=experiment),
+        resources=dataclasses.replace(spec.resources, **resources),
+    )
+
+
+def test_ray_job_submit_of_the_smoke_sweep_logs_parent_children_and_tables(
+    ray_head, mlflow_server, smoke_world
+):
+    exp = "e2e-job"
+    env = {"MLFLOW_TRACKING_URI": mlflow_server, "RAILSWEEP_CACHE": str(smoke_world)}
+    rc = local.submit_job(ray_head.dashboard, ["python", "sweeps/table3.py", "--preset", "smoke", "--experiment", exp,
+                                               "--progress-interval", "5"],
+                          working_dir=REPO, env_vars=env)  # fmt: skip
+    assert rc == 0
+    df = _runs(mlflow_server, exp)
+    parents = df[df["tags.railsweep.kind"] == "sweep"]
+    assert len(parents) == 1 and parents["status"].iloc[0] == "FINISHED"
+    pid = parents["run_id"].iloc[0]
+    cells = _cell_runs(df)
+    assert (cells["tags.mlflow.parentRunId"] == pid).all()
+    # table 3 of smoke: 1 clean + 2 domains × (identity, all_zero, railcap n=4 cap)
+    assert len(cells) == 7 and cells["tags.railsweep.cell_id"].is_unique
+    assert (cells["status"] == "FINISHED").all()
+    for col in ("params.strategy", "params.family", "params.domain", "params.m", "params.cell_id",
+                "metrics.mean_solve_prob", "metrics.mean_r01", "tags.git.commit", "tags.pkg.torch"):  # fmt: skip
+        assert cells[col].notna().all(), col
+    mitigated = cells[cells["params.role"] == "mitigated"]
+    assert mitigated["metrics.sa_ppg"].notna().all() and mitigated["metrics.sa_ppg_ci_high"].notna().all()
+    assert (mitigated[mitigated["params.strategy"] == "all_zero"]["metrics.mean_solve_prob"] == 0).all()
+    c = _client(mlflow_server)
+    one = mitigated["run_id"].iloc[0]
+    assert {a.path for a in c.list_artifacts(one, "results")} >= {
+        f"results/{mitigated['tags.railsweep.cell_id'].iloc[0]}.parquet",
+        f"results/{mitigated['tags.railsweep.cell_id'].iloc[0]}.responses.parquet",
+    }
+    assert [a.path for a in c.list_artifacts(one, "plots")] == ["plots/clean_vs_mitigated.png"]
+    tables = {a.path for a in c.list_artifacts(pid, "tables")}
+    assert {"tables/table3.md", "tables/table3.csv", "tables/table3.html"} <= tables
+    figures = {a.path for a in c.list_artifacts(pid, "figures")}
+    assert {"figures/sappg_bars.png", "figures/readout_stability.png"} <= figures
+    md = Path(c.download_artifacts(pid, "tables/table3.md")).read_text()
+    assert "SA-PPG" in md and "gsm8k × llama" in md and "pq × llama" in md and "RailCap n=4 cap" in md
+
+
+def test_killing_an_engine_actor_mid_sweep_still_logs_every_cell_exactly_once(
+    ray_client, mlflow_server, smoke_world
+):
+    from railsweep.sweep.actors import ENGINE_NAMESPACE, engine_name
+    from railsweep.sweep.driver import run_sweep
+
+    ray = ray_client
+    exp = "e2e-kill-engine"
+    spec = _smoke_spec(mlflow_server, exp, smoke_world, slots_per_engine=1)
+    box = {}
+    t = threading.Thread(target=lambda: box.update(out=run_sweep(spec, table="all", progress_interval=60)))
+    t.start()
+    name = engine_name(spec.sweep_id, "llama", 0)
+    deadline = time.time() + 300
+    killed = False
+    while time.time() < deadline and not killed:
+        try:
+            handle = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
+        except ValueError:
+            time.sleep(0.5)
+            continue
+        df = _runs(mlflow_server, exp) if _client(mlflow_server).get_experiment_by_name(exp) else None
+        if df is not None and len(df) and (_cell_runs(df)["status"] == "FINISHED").sum() >= 1:
+            ray.kill(handle, no_restart=False)  # the actor restarts; its in-flight cell is retried
+            killed = True
+        time.sleep(0.3)
+    t.join(timeout=600)
+    assert killed and "out" in box
+    out = box["out"]
+    assert out.failed == []
+    cells = _cell_runs(_runs(mlflow_server, exp))
+    assert len(cells) == len(out.cells) == 9  # 1 clean + 2 domains × (identity, all_zero, railcap n=2, n=4)
+    assert sorted(cells["tags.railsweep.cell_id"]) == sorted(out.cells)
+    assert (cells["status"] == "FINISHED").all()
+
+
+def test_killed_driver_resumes_without_recomputing_finished_cells(
+    ray_head, mlflow_server, smoke_world, tmp_path
+):
+    exp = "e2e-resume"
+    env = {"MLFLOW_TRACKING_URI": mlflow_server, "RAILSWEEP_CACHE": str(smoke_world)}
+    entry = ["python", "sweeps/tables.py", "--table", "all", "--preset", "smoke", "--experiment", exp]
+    sid = f"resume-{int(time.time())}"
+    assert local.submit_job(ray_head.dashboard, entry, working_dir=REPO, env_vars=env, submission_id=sid,
+                            no_wait=True) == 0  # fmt: skip
+    before: dict[str, str] = {}
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if _client(mlflow_server).get_experiment_by_name(exp):
+            cells = _cell_runs(_runs(mlflow_server, exp))
+            done = cells[cells["status"] == "FINISHED"]
+            if len(done) >= 2:
+                before = dict(zip(done["tags.railsweep.cell_id"], done["run_id"]))
+                break
+        time.sleep(0.3)
+    subprocess.run([str(Path(local._exe("ray"))), "job", "stop", "--address", ray_head.dashboard, sid],
+                   env=local.auth_env(), check=True, capture_output=True, timeout=120)  # fmt: skip
+    assert 2 <= len(before) < 9, "the driver must be killed mid-sweep"
+    rc = local.submit_job(ray_head.dashboard, [*entry, "--resume"], working_dir=REPO, env_vars=env)
+    assert rc == 0
+    df = _runs(mlflow_server, exp)
+    cells = _cell_runs(df)
+    assert len(cells) == 9 and cells["tags.railsweep.cell_id"].is_unique  # nothing recomputed or duplicated
+    assert (cells["status"] == "FINISHED").all()
+    after = dict(zip(cells["tags.railsweep.cell_id"], cells["run_id"]))
+    assert all(after[cid] == rid for cid, rid in before.items())  # finished cells kept their runs
+    parents = df[df["tags.railsweep.kind"] == "sweep"]
+    assert len(parents) == 1 and parents["status"].iloc[0] == "FINISHED"  # --resume reused the parent run

@@ -1,0 +1,137 @@
+"""Sweep specs: validation before anything runs, grid expansion, stable cell ids (no Ray, no model)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from railsweep.errors import ConfigError
+from railsweep.sweep.cells import expand
+from railsweep.sweep.driver import prepare
+from railsweep.sweep.spec import load_spec, spec_from_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def paths_spec(tmp_path):
+    """A 'paths' spec whose model/adapter/task paths exist (empty dirs: nothing is loaded here)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    fams = {}
+    for fam in ("fa", "fb"):
+        ad = {}
+        for a in ("clean", "co_gsm8k", "co_pq"):
+            (tmp_path / fam / a).mkdir(parents=True)
+            ad[a] = str(tmp_path / fam / a)
+        fams[fam] = {"base": str(tmp_path / fam), "adapters": ad}
+    return {
+        "name": "t",
+        "source": "paths",
+        "data_dir": str(data),
+        "families": fams,
+        "domains": ["gsm8k", "pq"],
+        "strategies": [
+            "identity",
+            "all_zero",
+            {"name": "railcap", "grid": {"n": [1, 4], "mode": ["cap", "ban"]}},
+        ],
+        "readout": {"m": 3, "limit": 2},
+        "tracking": {"uri": "http://127.0.0.1:9"},
+    }
+
+
+def test_grid_has_one_clean_reference_per_family_first_then_every_strategy_point(paths_spec):
+    cells = expand(spec_from_dict(paths_spec).resolve())
+    roles = [c.role for c in cells]
+    assert roles[:2] == ["clean", "clean"] and set(roles[2:]) == {"mitigated"}
+    # 2 families × 2 domains × (identity + all_zero + 4 railcap points)
+    assert len(cells) == 2 + 2 * 2 * 6
+    clean_ids = {c.family: c.cell_id for c in cells if c.role == "clean"}
+    for c in cells[2:]:
+        assert c.clean_id == clean_ids[c.family]
+        assert c.config.adapter == f"co_{c.domain}" and c.config.clean_adapter == "clean"
+    assert len({c.cell_id for c in cells}) == len(cells)
+
+
+def test_cell_ids_are_stable_and_change_with_the_resolved_config(paths_spec):
+    a = [c.cell_id for c in expand(spec_from_dict(paths_spec).resolve())]
+    b = [c.cell_id for c in expand(spec_from_dict(copy.deepcopy(paths_spec)).resolve())]
+    assert a == b
+    paths_spec["readout"]["m"] = 4
+    c = [x.cell_id for x in expand(spec_from_dict(paths_spec).resolve())]
+    assert not set(a) & set(c)
+
+
+def test_table_filters_pick_the_primary_setting_and_the_papers_rows(paths_spec):
+    spec = spec_from_dict(paths_spec).resolve()
+    t4 = expand(spec, "4")
+    assert {(c.family, c.domain) for c in t4 if c.role == "mitigated"} == {("fa", "gsm8k")}
+    assert {c.label() for c in t4 if c.role == "mitigated"} == {
+        "RailCap n=1 cap", "RailCap n=1 ban", "RailCap n=4 cap", "RailCap n=4 ban", "All-Zero"}  # fmt: skip
+    t3 = expand(spec, "3")
+    assert {c.label() for c in t3 if c.role == "mitigated"} == {"Identity", "All-Zero", "RailCap n=4 cap"}
+    assert {(c.family, c.domain) for c in t3 if c.role == "mitigated"} == {
+        (f, d) for f in ("fa", "fb") for d in ("gsm8k", "pq")}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mutate, needle",
+    [
+        (lambda d: d["strategies"].append("nonesuch"), "unknown strategy 'nonesuch'"),
+        (
+            lambda d: d["strategies"].append({"name": "railcap", "params": {"ngram": 3}}),
+            "unknown parameter(s) ['ngram']",
+        ),
+        (lambda d: d["strategies"].append({"name": "railcap", "grid": {"n": [0, 4]}}), "got n=0"),
+        (lambda d: d["strategies"].append({"name": "railcap", "grid": {"n": []}}), "empty"),
+        (lambda d: d.update(strategies=[]), "grid is empty"),
+        (lambda d: d.update(domains=["gsm8k", "mmlu"]), "unknown domain 'mmlu'"),
+        (lambda d: d["readout"].update(m=0), "readout.m must be >= 1"),
+        (lambda d: d.update(bogus=1), "unknown key(s) ['bogus']"),
+        (lambda d: d.update(source="miniworld", families=["llama", "mamba"]), "unknown family 'mamba'"),
+    ],
+)
+def test_bad_specs_fail_at_validation_with_the_offending_value(paths_spec, mutate, needle):
+    mutate(paths_spec)
+    with pytest.raises(ConfigError) as e:
+        spec_from_dict(paths_spec)
+    assert needle in str(e.value)
+
+
+def test_unknown_family_in_paths_spec_table_selection_is_an_empty_grid(paths_spec):
+    paths_spec["primary"] = {"family": "nope", "domain": "gsm8k"}
+    with pytest.raises(ConfigError, match="grid is empty"):
+        expand(spec_from_dict(paths_spec).resolve(), "1")
+
+
+def test_unreachable_tracking_uri_fails_in_prepare_before_models_or_ray(paths_spec):
+    with pytest.raises(ConfigError, match="unreachable"):
+        prepare(spec_from_dict(paths_spec))
+    paths_spec["tracking"]["uri"] = "sqlite:///x.db"
+    with pytest.raises(ConfigError, match="not an HTTP"):
+        prepare(spec_from_dict(paths_spec))
+
+
+def test_presets_load_and_validate():
+    for name in ("smoke", "mini", "paper"):
+        spec = load_spec(name)
+        assert spec.name == name and spec.strategies
+    assert load_spec("paper").readout.m == 50 and load_spec("paper").scoring.B == 50
+
+
+def test_entry_script_rejects_a_bad_spec_with_one_line_and_exit_2_before_ray(tmp_path, paths_spec):
+    paths_spec["strategies"].append({"name": "railcap", "grid": {"n": [0]}})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps(paths_spec))  # JSON is YAML
+    r = subprocess.run([sys.executable, str(REPO / "sweeps" / "table3.py"), "--spec", str(bad)],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("railsweep: error:") and "got n=0" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "Started a local Ray instance" not in r.stdout + r.stderr
