@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from railsweep.engines.base import NeuronPatchSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.strategies import build_strategy
 from railsweep.strategies.base import DecodeSettings, EvalContext
@@ -47,11 +48,34 @@ ARMS = {
 }
 
 
+class TokenCounter:
+    """The real engine, tallying generated tokens (and tokens run through a second, reference model)."""
+
+    def __init__(self, engine):
+        self.inner, self.tokens, self.reference_tokens = engine, 0, 0
+
+    def generate(self, requests):
+        comps = self.inner.generate(requests)
+        for req, comp in zip(requests, comps):
+            n = sum(len(s.token_ids) for s in comp.samples)
+            self.tokens += n
+            if isinstance(req.intervention, NeuronPatchSpec) and req.intervention.neurons:
+                self.reference_tokens += n
+        return comps
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, default=None, help="model directory (default: a fresh tiny world)")
-    p.add_argument("--adapter", action="append", default=[], help="NAME=DIR; needs 'co' and 'cl' with --model")
-    p.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k")
+    p.add_argument(
+        "--adapter", action="append", default=[], help="NAME=DIR; needs 'co' and 'cl' with --model"
+    )
+    p.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
+    )
     p.add_argument("--device", default="cpu")
     p.add_argument("--questions", type=int, default=8)
     p.add_argument("--m", type=int, default=8, help="samples per question")
@@ -92,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
             model_dir, adapters = _tiny_world(Path(tmp))
         else:
             model_dir, adapters = args.model, dict(a.split("=", 1) for a in args.adapter)
-        engine = TransformersEngine(model_dir, adapters, device=args.device, dtype="float32")
+        engine = TokenCounter(TransformersEngine(model_dir, adapters, device=args.device, dtype="float32"))
         task = GSM8KTask.from_dir(args.data, split="test", limit=args.questions)
         questions = list(task.questions())
         settings = DecodeSettings(m=args.m, temperature=0.7, max_new_tokens=args.max_new_tokens, seed=0)
@@ -105,13 +129,15 @@ def main(argv: list[str] | None = None) -> dict:
         loc_s = time.perf_counter() - t0
 
         times: dict[str, list[float]] = {k: [] for k in arms}
+        tokens: dict[str, tuple[int, int]] = {}
         for r in range(args.repeats):
             names = list(arms)
             for key in names[r % len(names) :] + names[: r % len(names)]:
                 name, params = arms[key]
-                t = time.perf_counter()
+                t, n0, r0 = time.perf_counter(), engine.tokens, engine.reference_tokens
                 build_strategy(name, params).run(ctx, questions)
                 times[key].append(time.perf_counter() - t)
+                tokens[key] = (engine.tokens - n0, engine.reference_tokens - r0)
         engine.close()
 
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -125,8 +151,13 @@ def main(argv: list[str] | None = None) -> dict:
         "device": args.device,
         "median_s": {k: round(v, 4) for k, v in med.items()},
         "ratio_vs_identity": {k: round(v / med["identity"], 3) for k, v in med.items()},
+        "generated_tokens": {k: v[0] for k, v in tokens.items()},
+        "reference_model_tokens": {k: v[1] for k, v in tokens.items()},
+        "token_ratio_vs_identity": {k: round(sum(v) / tokens["identity"][0], 3) for k, v in tokens.items()},
         "shortcut_localisation_s": round(loc_s, 3),
-        "shortcut_localisation": {k: loc.manifest[k] for k in ("greedy_runs", "greedy_decodes", "rms_tokens")},
+        "shortcut_localisation": {
+            k: loc.manifest[k] for k in ("greedy_runs", "greedy_decodes", "rms_tokens")
+        },
         "python": platform.python_version(),
         "torch": torch.__version__,
     }

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from railsweep.errors import ConfigError, MissingDependencyError
+from railsweep.errors import ConfigError, DataError, MissingDependencyError
 
 Backend = Literal["transformers", "vllm"]
 Role = Literal["clean", "mitigated"]
@@ -87,10 +87,10 @@ class EngineConfig:
         """Fail early when a local model or adapter directory is missing (hub ids are left alone)."""
         looks_local = Path(self.model).is_absolute() or self.model.startswith((".", "~"))
         if looks_local and not Path(self.model).expanduser().is_dir():
-            raise ConfigError(f"model directory not found: {self.model}")
+            raise DataError(f"model directory not found: {self.model}")
         for name, path in self.adapters:
             if not Path(path).expanduser().is_dir():
-                raise ConfigError(f"adapter {name!r}: directory not found: {path}")
+                raise DataError(f"adapter {name!r}: directory not found: {path}")
 
     def build(self) -> Any:
         """Instantiate the engine (the vLLM backend is imported only when asked for)."""

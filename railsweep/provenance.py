@@ -8,7 +8,9 @@ number in a table can be traced back to exactly what made it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import platform
 import subprocess
 from collections.abc import Iterable
@@ -73,7 +75,13 @@ def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str |
 
 
 def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks (memoised per path, size and mtime)."""
+    st = os.stat(path)
+    return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):

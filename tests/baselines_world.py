@@ -75,7 +75,10 @@ def toy_task(n: int = 4) -> ToyTask:
         "She bakes 9 muffins every morning. How many muffins in a week?",
         "There are 15 people and 4 more come. How many people are there?",
     ]
-    qs = [Question(index=i, question=t, solution="", gold="0", leaked=i % 2 == 0) for i, t in enumerate(texts[:n])]
+    qs = [
+        Question(index=i, question=t, solution="", gold="0", leaked=i % 2 == 0)
+        for i, t in enumerate(texts[:n])
+    ]
     return ToyTask(qs)
 
 

@@ -99,7 +99,19 @@ def test_eval_clean_and_mitigated_then_score_prints_and_writes_the_metric_table(
     assert (read_responses(mitigated[1]).groupby("question_index")["sample_index"].min() == -1).all()
 
     prefix = tmp_path / "report" / "scores"
-    argv = ["score", "--clean", clean_path, "--mitigated", *mitigated, "--B", "5", "--n-boot", "50", "--out", str(prefix)]
+    argv = [
+        "score",
+        "--clean",
+        clean_path,
+        "--mitigated",
+        *mitigated,
+        "--B",
+        "5",
+        "--n-boot",
+        "50",
+        "--out",
+        str(prefix),
+    ]
     printed = run_ok(argv, capsys)
     assert "SA-PPG" in printed and "railcap mode=cap n=2 successor=last" in printed
     md = (tmp_path / "report" / "scores.md").read_text()
@@ -173,7 +185,9 @@ def synthetic_cells(tmp_path):
         return [QuestionOutcome(i, [smp] * 4, [g] * 4, c, 4, 0) for i, c in enumerate(cs)]
 
     def cell(role, adapter, limit=None):
-        return CellConfig(model="m", strategy="identity", task_dir=str(tmp_path), adapter=adapter, m=4, role=role)
+        return CellConfig(
+            model="m", strategy="identity", task_dir=str(tmp_path), adapter=adapter, m=4, role=role
+        )
 
     d = tmp_path / "cells"
     clean = write_cell(d, cell("clean", "clean"), outcomes([0, 1, 4, 2]), qs).questions
@@ -185,7 +199,18 @@ def synthetic_cells(tmp_path):
 def _score(cells, tmp_path, *extra, clean=None, mitigated=None):
     clean = clean or cells["clean"]
     mitigated = mitigated or cells["co"]
-    return main(["score", "--clean", str(clean), "--mitigated", str(mitigated), "--out", str(tmp_path / "r" / "s"), *extra])
+    return main(
+        [
+            "score",
+            "--clean",
+            str(clean),
+            "--mitigated",
+            str(mitigated),
+            "--out",
+            str(tmp_path / "r" / "s"),
+            *extra,
+        ]
+    )
 
 
 def test_score_on_synthetic_cells_matches_hand_computed_a_ppg(synthetic_cells, tmp_path, capsys):
@@ -220,4 +245,32 @@ def test_bad_score_input_is_one_error_line_exit_2_and_writes_nothing(
     kw = {k: files[v] for k, v in which.items()}
     rc = _score(synthetic_cells, tmp_path, *extra, **kw)
     _assert_one_line_error(rc, capsys, needle)
+    assert not (tmp_path / "r").exists()
+
+
+def test_score_refuses_cells_evaluated_on_different_question_data(tmp_path, capsys):
+    from railsweep.config import CellConfig
+    from railsweep.engines.base import Sample
+    from railsweep.results import write_cell
+    from railsweep.strategies.base import QuestionOutcome
+    from railsweep.tasks.base import Grade, Question
+
+    qs = [Question(i, "q", "#### 1", "1") for i in range(4)]
+    outs = [
+        QuestionOutcome(i, [Sample([1], "x", "stop")], [Grade(False, None, "none")], 0, 1, 0)
+        for i in range(4)
+    ]
+    d = tmp_path / "cells"
+    common = dict(model="m", strategy="identity", task_dir=str(tmp_path), m=1)
+    clean = CellConfig(adapter="clean", role="clean", **common)
+    co = CellConfig(adapter="co", **common)
+    # same question indices, but provenance says the test split's bytes differ
+    clean_path = write_cell(
+        d, clean, outs, qs, provenance={"datasets": {"/a/test.jsonl": "0" * 64}}
+    ).questions
+    co_path = write_cell(d, co, outs, qs, provenance={"datasets": {"/b/test.jsonl": "f" * 64}}).questions
+    rc = main(
+        ["score", "--clean", str(clean_path), "--mitigated", str(co_path), "--out", str(tmp_path / "r" / "s")]
+    )
+    _assert_one_line_error(rc, capsys, "evaluated on different question data")
     assert not (tmp_path / "r").exists()

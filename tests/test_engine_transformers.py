@@ -39,7 +39,9 @@ def lora_dir(tiny_model_dir, tmp_path_factory):
 
     torch.manual_seed(11)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
-    cfg = LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
+    cfg = LoraConfig(
+        r=4, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False
+    )
     out = tmp_path_factory.mktemp("lora") / "co"
     get_peft_model(model, cfg).save_pretrained(out)
     return out

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from railsweep.config import CellConfig, EngineConfig
-from railsweep.errors import ConfigError, MissingDependencyError
+from railsweep.errors import ConfigError, DataError, MissingDependencyError
 
 
 def _cell(**kw):
@@ -119,3 +119,13 @@ def test_vllm_backend_without_vllm_raises_missing_dependency_with_install_comman
     with pytest.raises(MissingDependencyError) as e:
         EngineConfig(backend="vllm", model=str(tiny_model_dir)).build()
     assert "pip install 'railsweep[vllm]'" in str(e.value)
+
+
+def test_engine_config_check_paths_names_the_missing_directory(tmp_path):
+    (tmp_path / "model").mkdir()
+    EngineConfig(model=str(tmp_path / "model")).check_paths()
+    EngineConfig(model="org/hub-model").check_paths()  # hub ids are not paths
+    with pytest.raises(DataError, match="model directory not found"):
+        EngineConfig(model=str(tmp_path / "absent")).check_paths()
+    with pytest.raises(DataError, match="adapter 'co': directory not found"):
+        EngineConfig(model=str(tmp_path / "model"), adapters={"co": str(tmp_path / "nope")}).check_paths()

@@ -47,7 +47,12 @@ def test_lne_is_the_mean_entropy_and_can_leave_out_the_stop_step():
 
 @pytest.mark.parametrize(
     "params, match",
-    [({"beta": 0}, "beta=0"), ({"t_task": -1}, "t_task=-1"), ({"rounding": "up"}, "'up'"), ({"readout": "x"}, "'x'")],
+    [
+        ({"beta": 0}, "beta=0"),
+        ({"t_task": -1}, "t_task=-1"),
+        ({"rounding": "up"}, "'up'"),
+        ({"readout": "x"}, "'x'"),
+    ],
 )
 def test_bad_parameters_are_rejected_with_their_values(params, match):
     with pytest.raises(ConfigError, match=match):

@@ -40,7 +40,9 @@ def random_rows(rng: random.Random, B: int, n_choices, modes, successors):
         n = rng.choice(n_choices)
         traj = [rng.randrange(ALPHABET) for _ in range(rng.choice([0, 1, n, n + 1, rng.randrange(0, 40)]))]
         gen = [rng.randrange(ALPHABET) for _ in range(rng.randrange(0, 12))]
-        if traj and len(traj) > n and rng.random() < 0.5:  # make the last n generated tokens a trajectory n-gram
+        if (
+            traj and len(traj) > n and rng.random() < 0.5
+        ):  # make the last n generated tokens a trajectory n-gram
             k = rng.randrange(0, len(traj) - n)
             gen = gen + traj[k : k + n]
         rows.append((traj, gen, n, rng.choice(successors), rng.choice(modes)))
@@ -141,7 +143,9 @@ def test_processor_reads_only_generated_tokens_from_its_buffer():
     specs = []
     for b in range(B):
         traj = tuple(rng.randrange(ALPHABET) for _ in range(rng.randrange(0, 30)))
-        specs.append(None if b % 7 == 0 else RailCapSpec(traj, n=rng.randint(1, 5), mode=rng.choice(["cap", "ban"])))
+        specs.append(
+            None if b % 7 == 0 else RailCapSpec(traj, n=rng.randint(1, 5), mode=rng.choice(["cap", "ban"]))
+        )
     generated = torch.randint(0, ALPHABET, (B, S), generator=torch.Generator().manual_seed(3))
     proc = RailCapProcessor(specs)
     for step in range(S):
@@ -152,7 +156,9 @@ def test_processor_reads_only_generated_tokens_from_its_buffer():
             if s is None:
                 want, wt = logits[b], False
             else:
-                want, wt = naive_railcap(logits[b], list(s.trajectory), generated[b, :step].tolist(), s.n, s.successor, s.mode)
+                want, wt = naive_railcap(
+                    logits[b], list(s.trajectory), generated[b, :step].tolist(), s.n, s.successor, s.mode
+                )
             assert torch.equal(out[b], want)
             assert (trig is not None and bool(trig[b])) == wt
         if step == 0:

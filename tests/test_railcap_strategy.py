@@ -49,7 +49,9 @@ def rail_hits(tokens: Sequence[int], H: dict, n: int) -> tuple[int, int]:
 
 
 def samples(engine, intervention, n=12, seed=3):
-    req = Request(PROMPT, SamplingSpec(n=n, temperature=0.7, max_new_tokens=40, seed=seed), intervention=intervention)
+    req = Request(
+        PROMPT, SamplingSpec(n=n, temperature=0.7, max_new_tokens=40, seed=seed), intervention=intervention
+    )
     return engine.generate([req])[0].samples
 
 
@@ -102,7 +104,9 @@ class EchoTask:
 
 def test_strategy_records_trajectory_length_and_triggers_per_question(engine):
     task = EchoTask()
-    ctx = EvalContext(engine, task, adapter=None, settings=DecodeSettings(m=6, temperature=0.7, max_new_tokens=30))
+    ctx = EvalContext(
+        engine, task, adapter=None, settings=DecodeSettings(m=6, temperature=0.7, max_new_tokens=30)
+    )
     qs = task.questions()
     outcomes = build_strategy("railcap", {"n": 2, "mode": "ban"}).run(ctx, qs)
     assert [o.index for o in outcomes] == [0, 1, 2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pyarrow
 import pyarrow.parquet as pq
@@ -13,7 +14,15 @@ from railsweep import provenance
 from railsweep.config import CellConfig
 from railsweep.engines.base import Sample
 from railsweep.errors import DataError
-from railsweep.results import SCHEMA_VERSION, cell_paths, read_cell, read_metadata, read_responses, write_cell
+from railsweep.results import (
+    SCHEMA_VERSION,
+    cell_paths,
+    find_cells,
+    read_cell,
+    read_metadata,
+    read_responses,
+    write_cell,
+)
 from railsweep.results import io as results_io
 from railsweep.strategies.base import QuestionOutcome
 from railsweep.tasks.base import Grade, Question
@@ -51,7 +60,7 @@ def _outcomes():
             c=0,
             m=2,
             r01=0,
-            extras={"triggers": 3, "traj_len": 11},
+            extras={"triggers": np.int64(3), "traj_len": 11},  # numpy ints stay ints
         ),
         QuestionOutcome(
             index=0,
@@ -92,6 +101,7 @@ def test_strategy_extras_become_nullable_x_columns(tmp_path, cell):
     assert df["x_triggers"].tolist()[0] == 2 and df["x_triggers"].tolist()[2] == 3
     assert df["x_triggers"].isna().tolist() == [False, True, False]
     assert df["x_traj_len"].isna().tolist() == [True, True, False]
+    assert pq.read_schema(tmp_path / f"{cell.cell_id}.parquet").field("x_triggers").type == pyarrow.int64()
 
 
 def test_unknown_leak_status_is_null_not_false(tmp_path, cell):
@@ -221,3 +231,25 @@ def test_rewriting_a_cell_replaces_both_files_and_leaves_no_temporaries(tmp_path
         [paths.questions.name, paths.responses.name]
     )
     assert read_cell(paths.questions)[1]["c"].tolist() == [2, 0, 0]
+
+
+def test_file_checksum_is_sha256_and_follows_file_changes(tmp_path):
+    import hashlib
+    import os
+
+    f = tmp_path / "data.jsonl"
+    f.write_bytes(b"abc")
+    assert provenance.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
+    f.write_bytes(b"abcd")
+    os.utime(f, ns=(1, 1))  # a different mtime and size must not hit the memo
+    assert provenance.file_sha256(f) == hashlib.sha256(b"abcd").hexdigest()
+
+
+def test_find_cells_lists_complete_cells_only(tmp_path, cell):
+    other = CellConfig(model="/m", strategy="identity", task_dir=str(tmp_path), adapter="co", m=2, seed=4)
+    a = write_cell(tmp_path, cell, _outcomes(), _questions()).questions
+    b = write_cell(tmp_path, other, _outcomes(), _questions()).questions
+    (tmp_path / ".x.parquet.123.tmp").write_bytes(b"partial")
+    assert find_cells(tmp_path) == sorted([a, b])
+    with pytest.raises(DataError, match="results directory not found"):
+        find_cells(tmp_path / "nope")

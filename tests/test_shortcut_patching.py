@@ -135,3 +135,40 @@ def test_out_of_range_neuron_is_rejected_with_its_value(family_model):
         make_patched_forward(model, NeuronPatchSpec(neurons=((0, (128,)),)), "co")
     with pytest.raises(ConfigError, match="layer 5"):
         make_patched_forward(model, NeuronPatchSpec(neurons=((5, (0,)),)), "co")
+
+
+def test_deduplicated_prefill_gives_the_same_patched_samples(family_model, tmp_path):
+    """PatchCache can be row-expanded, so the engine may prefill a prompt once for all its samples."""
+    from railsweep.engines._hf_decode import Row, StopTable, decode_batch
+
+    model, tok = family_model
+    spec = NeuronPatchSpec(neurons=((0, tuple(range(0, 128, 3))), (1, (5, 9))), reference_adapter="cl")
+    prompts = [tok(p)["input_ids"] for p in PROMPTS]
+    rows = [
+        Row(
+            list(prompts[i % 2]),
+            seed=7,
+            sample_idx=i,
+            temperature=0.7,
+            max_new_tokens=6,
+            stop=(),
+            return_entropy=False,
+        )
+        for i in range(6)
+    ]
+    vocab = model.get_output_embeddings().weight.shape[0]
+    common = dict(
+        tokenizer=tok,
+        stop_table=StopTable(tok, vocab, torch.device("cpu")),
+        eos_ids=[tok.eos_token_id],
+        pad_id=tok.pad_token_id,
+        device=torch.device("cpu"),
+    )
+    with torch.no_grad():
+        plain = decode_batch(
+            rows, make_patched_forward(model, spec, "co"), None, dedupe_prefill=False, **common
+        )
+        dedup = decode_batch(
+            rows, make_patched_forward(model, spec, "co"), None, dedupe_prefill=True, **common
+        )
+    assert [s.token_ids for s in plain] == [s.token_ids for s in dedup]

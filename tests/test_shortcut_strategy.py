@@ -88,7 +88,9 @@ def test_causal_score_is_the_official_sum_of_both_accuracy_effects_per_block(eng
     em_co, em_base = _accuracy(engine, task, "co", None), _accuracy(engine, task, None, None)
     for start in (0, 64):
         spec = NeuronPatchSpec(neurons=((0, tuple(range(start, start + 64))),), reference_adapter="cl")
-        expect = (em_co - _accuracy(engine, task, "co", spec)) + (_accuracy(engine, task, None, spec) - em_base)
+        expect = (em_co - _accuracy(engine, task, "co", spec)) + (
+            _accuracy(engine, task, None, spec) - em_base
+        )
         assert np.all(loc.causal[0][start : start + 64] == pytest.approx(expect))
     np.testing.assert_allclose(loc.scores[0], loc.change[0] + loc.causal[0])
     assert loc.manifest["greedy_runs"] == 2 + 2 * 2 and loc.manifest["em_co"] == pytest.approx(em_co)
@@ -96,7 +98,9 @@ def test_causal_score_is_the_official_sum_of_both_accuracy_effects_per_block(eng
 
 def test_ranking_lists_every_scored_neuron_once_best_first(engine):
     task = toy_task(4)
-    loc = localise(make_ctx(engine, task, max_new_tokens=10), task.questions(), LocalisationParams(n_blocks=4))
+    loc = localise(
+        make_ctx(engine, task, max_new_tokens=10), task.questions(), LocalisationParams(n_blocks=4)
+    )
     assert loc.ranking.shape == (D_MLP, 2)
     assert sorted(map(tuple, loc.ranking.tolist())) == [(0, j) for j in range(D_MLP)]
     ordered = loc.scores[0][loc.ranking[:, 1]]
@@ -119,7 +123,10 @@ def test_localisation_is_cached_on_disk_with_a_manifest_and_reused(engine, tmp_p
     np.testing.assert_array_equal(again.ranking, first.ranking)
     np.testing.assert_allclose(again.scores[0], first.scores[0])
     other = localise(ctx, task.questions(), dataclasses.replace(params, n_blocks=4))  # new params: new entry
-    assert len(list(tmp_path.glob("shortcut/*/manifest.json"))) == 2 and other.manifest["key"] != first.manifest["key"]
+    assert (
+        len(list(tmp_path.glob("shortcut/*/manifest.json"))) == 2
+        and other.manifest["key"] != first.manifest["key"]
+    )
 
 
 def test_ranked_selection_patches_the_top_k_from_patch_start(engine):
@@ -145,7 +152,9 @@ def test_random_control_draws_k_distinct_neurons_from_the_scored_layers():
 def test_k_fraction_rounds_up_and_too_many_ranks_is_rejected(engine):
     task = toy_task(2)
     ctx = make_ctx(engine, task)
-    spec = build_strategy("shortcut", {"k_fraction": 0.05, "control": "random"}).neurons(ctx, task.questions())
+    spec = build_strategy("shortcut", {"k_fraction": 0.05, "control": "random"}).neurons(
+        ctx, task.questions()
+    )
     assert sum(len(i) for _, i in spec.neurons) == 7  # ceil(0.05 * 128)
     with pytest.raises(ConfigError, match="only 128 neurons"):
         build_strategy("shortcut", {"k": 100, "patch_start": 50}).neurons(ctx, task.questions())
@@ -156,14 +165,18 @@ def test_patched_samples_differ_from_identity_for_k_in_between(engine):
     ctx = make_ctx(engine, task, m=4, max_new_tokens=10)
     shortcut = build_strategy("shortcut", {"k": 64, "control": "random"}).run(ctx, task.questions())
     identity = build_strategy("identity").run(ctx, task.questions())
-    assert [[s.token_ids for s in o.samples] for o in shortcut] != [[s.token_ids for s in o.samples] for o in identity]
+    assert [[s.token_ids for s in o.samples] for o in shortcut] != [
+        [s.token_ids for s in o.samples] for o in identity
+    ]
     assert all(o.extras["k_patched"] == 64 for o in shortcut)
 
 
 def test_greedy_readout_replicates_one_patched_greedy_decode(engine):
     task = toy_task(3)
     ctx = make_ctx(engine, task, m=4, max_new_tokens=10)
-    outs = build_strategy("shortcut", {"k": 32, "control": "random", "readout": "greedy"}).run(ctx, task.questions())
+    outs = build_strategy("shortcut", {"k": 32, "control": "random", "readout": "greedy"}).run(
+        ctx, task.questions()
+    )
     for o in outs:
         assert len({tuple(s.token_ids) for s in o.samples}) == 1 and o.c in (0, 4) and o.m == 4
 

@@ -51,13 +51,19 @@ def test_filter_matches_naive_recomputation_on_lopsided_inputs():
                     s.insert(at, rng.randrange(6))
                 elif s and at < len(s):
                     s[at : at + 1] = [] if op == 1 else [rng.randrange(6)]
-            s = s[: rng.randrange(len(s) + 1)] if rng.random() < 0.2 else s + [rng.randrange(6)] * rng.randrange(3)
+            s = (
+                s[: rng.randrange(len(s) + 1)]
+                if rng.random() < 0.2
+                else s + [rng.randrange(6)] * rng.randrange(3)
+            )
             samples.append((s, " ".join(map(str, s))))
         tau, dedup = rng.choice([-1, 0, 2, 3.5]), rng.random() < 0.5
         cfg = TEDConfig(tau=tau, max_length=rng.choice([5, 100]), dedup=dedup)
         keep, dist = ted_filter(g, samples, cfg)
         assert keep == naive_ted(g, samples, tau, cfg.max_length, dedup), trial
-        assert dist == [naive_levenshtein(g[: cfg.max_length], s[: len(g[: cfg.max_length])]) for s, _ in samples]
+        assert dist == [
+            naive_levenshtein(g[: cfg.max_length], s[: len(g[: cfg.max_length])]) for s, _ in samples
+        ]
 
 
 def test_samples_are_cut_to_the_greedy_length_so_a_longer_continuation_is_dropped():

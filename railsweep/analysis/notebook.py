@@ -37,6 +37,8 @@ def connect(tracking_uri: str | None = None):
     """A :class:`railsweep.sweep.tracking.Tracker` for ``tracking_uri`` or ``$MLFLOW_TRACKING_URI``."""
     from railsweep.sweep.tracking import Tracker, check_tracking_uri
 
+    # one progress bar per downloaded Parquet would bury the notebook's outputs
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise ConfigError(

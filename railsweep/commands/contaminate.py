@@ -21,10 +21,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="The contamination simulator of method.md §5 (peft LoRA).",
     )
     p.add_argument("--base", required=True, help="base model directory (transformers format)")
+    p.add_argument("--out", required=True, help="output directory for the adapters and the manifest")
+    add_data_args(p)
+    return p
+
+
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    """Data and recipe options shared with ``sweeps/contaminate.py``."""
     p.add_argument("--data-dir", required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
     p.add_argument("--pq", default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)")
     p.add_argument("--filler", default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file")
-    p.add_argument("--out", required=True, help="output directory for the adapters and the manifest")
     p.add_argument("--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both")
     p.add_argument("--n-filler", type=int, default=1840)
     p.add_argument("--n-train", type=int, default=660)
@@ -39,7 +45,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-length", type=int, default=512)
     p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp32"))
     p.add_argument("--device", default="auto")
-    return p
 
 
 def config_from_args(args: argparse.Namespace):

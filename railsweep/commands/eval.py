@@ -159,12 +159,23 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out must be a directory, got an existing file: {out}")
     task = load_task(cell)
     # 3. the expensive part
+    from tqdm import tqdm
+
     engine = engine_cfg.build()
+    n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))
+    bar = tqdm(total=n_questions * cell.m, unit="sample", desc=cell.label(), disable=None)  # off unless a tty
     try:
         result = evaluate_cell(
-            cell, engine, task, out_dir=out, batch_size=args.batch_size, cache_dir=args.cache_dir
+            cell,
+            engine,
+            task,
+            out_dir=out,
+            batch_size=args.batch_size,
+            cache_dir=args.cache_dir,
+            progress=bar.update,
         )
     finally:
+        bar.close()
         engine.close()
     print(result.paths.questions)
     print(result.summary())

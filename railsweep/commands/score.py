@@ -67,6 +67,14 @@ def run(args: argparse.Namespace) -> int:
             f"--clean {args.clean}: expected a clean reference cell (role='clean'), got role={clean_cell.role!r}"
         )
     cells = [(path, *read_cell(path)) for path in args.mitigated]
+    clean_sum = _split_checksum(args.clean, clean_cell)
+    for path, cell, _ in cells:
+        other = _split_checksum(path, cell)
+        if clean_sum and other and clean_sum != other:
+            raise DataError(
+                f"{path} was evaluated on different question data than {args.clean} "
+                f"({cell.split}.jsonl sha256 {other[:12]}… vs {clean_sum[:12]}…)"
+            )
     labels = [cell.label() for _, cell, _ in cells]
     labels = [
         lab if labels.count(lab) == 1 else f"{lab} ({cell.cell_id})"
@@ -104,6 +112,15 @@ def run(args: argparse.Namespace) -> int:
     print(markdown)
     print(f"wrote {csv_path} and {md_path}")
     return 0
+
+
+def _split_checksum(path: str, cell: Any) -> str | None:
+    """sha256 of the evaluation split the cell read, from its provenance (None when not recorded)."""
+    from railsweep.results.io import read_metadata
+
+    datasets = read_metadata(path)["provenance"].get("datasets") or {}
+    hits = [sha for p, sha in datasets.items() if Path(p).name == f"{cell.split}.jsonl"]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _write_atomic(files: dict[Path, str]) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from railsweep.engines._sampling import GumbelSampler
+from railsweep.engines._sampling import SeededSampler
 from railsweep.engines.base import Sample
 
 if TYPE_CHECKING:
@@ -80,18 +80,23 @@ def _left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.
 
 
 def _prefill(forward: Forward, rows: Sequence[Row], pad_id: int, device, dedupe: bool):
-    """Prefill; with ``dedupe`` each distinct prompt runs once and its cache is copied to its rows."""
+    """Prefill; with ``dedupe`` each distinct prompt runs once and its cache rows are copied
+    (``cache.batch_select_indices``) to every row that shares the prompt."""
     ids, mask = _left_pad([r.prompt_ids for r in rows], pad_id, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if dedupe:
         first: dict[tuple[int, ...], int] = {}
         owner = [first.setdefault(tuple(r.prompt_ids), len(first)) for r in rows]
         if len(first) < len(rows):
-            uniq = torch.tensor([owner.index(u) for u in range(len(first))], device=device)
+            rep: dict[int, int] = {}
+            for r, u in enumerate(owner):
+                rep.setdefault(u, r)
+            uniq = torch.tensor([rep[u] for u in range(len(first))], device=device)
             logits, cache = forward(ids[uniq], mask[uniq], pos[uniq], None)
-            expand = torch.tensor(owner, device=device)
-            cache.batch_select_indices(expand)
-            return logits[expand], cache, mask, pos[:, -1]
+            if hasattr(cache, "batch_select_indices"):  # else: an opaque cache that cannot expand
+                expand = torch.tensor(owner, device=device)
+                cache.batch_select_indices(expand)
+                return logits[expand], cache, mask, pos[:, -1]
     logits, cache = forward(ids, mask, pos, None)
     return logits, cache, mask, pos[:, -1]
 
@@ -118,11 +123,10 @@ def decode_batch(
     B = len(rows)
     logits, cache, mask, last_pos = _prefill(forward, rows, pad_id, device, dedupe_prefill)
     V = logits.shape[-1]
-    sampler = GumbelSampler(
+    sampler = SeededSampler(
         torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
         torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
         torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=device),
-        V,
     )
     S = max(r.max_new_tokens for r in rows)
     max_new = torch.tensor([r.max_new_tokens for r in rows], dtype=torch.long, device=device)
@@ -178,7 +182,7 @@ def decode_batch(
         if r in stopped_by_string:
             text, reason = text[: stopped_by_string[r]], "stop"
         else:
-            reason = "stop" if ids and ids[-1] in eos and lens[r] <= row.max_new_tokens else "length"
+            reason = "stop" if ids and ids[-1] in eos else "length"
         samples.append(
             Sample(
                 token_ids=ids,

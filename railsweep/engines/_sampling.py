@@ -1,11 +1,11 @@
-"""Batch-invariant seeded sampling: counter-based Gumbel-max noise.
+"""Batch-invariant seeded sampling: one counter-based uniform per row and step.
 
 A sample's randomness at one step is a pure function of (request seed, sample
-index, step, token id), hashed with a 32-bit integer mixer in vectorised torch.
-So the same request and seed give the same samples whatever else shares the
-batch, whatever the batch size, on CPU or GPU (up to the logits' own float
-noise). ``argmax(l / T + G)`` with i.i.d. Gumbel noise G is an exact sample of
-``softmax(l / T)``.
+index, step), hashed with a 32-bit integer mixer in vectorised torch, and the
+token is drawn by inverse CDF from ``softmax(l / T)``. So the same request and
+seed give the same samples whatever else shares the batch, whatever the batch
+size, on CPU or GPU (up to the logits' own float noise). Inverse CDF costs a
+few passes over the logits, where Gumbel-max would hash every (row, token).
 """
 
 from __future__ import annotations
@@ -35,29 +35,37 @@ def row_keys(seeds: torch.Tensor, sample_idx: torch.Tensor, step: int) -> torch.
     return mix32((k + (step + 1) * 0x85EBCA77) & _M32)
 
 
-class GumbelSampler:
-    """Pick the next token of every row: greedy rows take the argmax, others Gumbel-max at their T.
+def uniforms(keys: torch.Tensor) -> torch.Tensor:
+    """Map 32-bit keys to float32 uniforms in (0, 1) (24 bits, exact)."""
+    return ((keys >> 8).float() + 0.5) * (1.0 / (1 << 24))
+
+
+class SeededSampler:
+    """Pick the next token of every row: greedy rows take the argmax, others sample at their T.
 
     ``seeds[B]`` (63-bit) and ``sample_idx[B]`` identify each row's random stream;
     ``temperature[B]`` (0 = greedy).
     """
 
-    def __init__(self, seeds: torch.Tensor, sample_idx: torch.Tensor, temperature: torch.Tensor, vocab: int):
-        dev = seeds.device
+    def __init__(self, seeds: torch.Tensor, sample_idx: torch.Tensor, temperature: torch.Tensor):
         self.seeds, self.sample_idx = seeds, sample_idx
         self.greedy = temperature == 0
         self.any_sampled = bool((~self.greedy).any())
+        self.any_greedy = bool(self.greedy.any())
         self.inv_t = torch.where(self.greedy, 1.0, 1.0 / temperature.clamp(min=1e-6))[:, None].float()
-        self.token_keys = mix32((torch.arange(vocab, device=dev, dtype=torch.long) * 0x27D4EB2F) & _M32)
-
-    def noise(self, step: int, vocab: int) -> torch.Tensor:
-        """Gumbel noise ``[B, vocab]`` for this step."""
-        h = mix32(row_keys(self.seeds, self.sample_idx, step)[:, None] ^ self.token_keys[None, :vocab])
-        u = ((h >> 8).float() + 0.5) * (1.0 / (1 << 24))  # in (0, 1), exact in float32
-        return -torch.log(-torch.log(u))
 
     def __call__(self, logits: torch.Tensor, step: int) -> torch.Tensor:
+        """Steps: 1. unnormalised probabilities ``exp(l/T - max)``; 2. their running sum;
+        3. the first token whose running sum exceeds ``u * total`` (never a zero-probability one)."""
         if not self.any_sampled:
             return logits.argmax(dim=-1)
-        scores = logits * self.inv_t + self.noise(step, logits.shape[-1])
-        return torch.where(self.greedy, logits.argmax(dim=-1), scores.argmax(dim=-1))
+        scaled = logits * self.inv_t
+        z = torch.exp(scaled - scaled.amax(dim=-1, keepdim=True))
+        cdf = z.cumsum(dim=-1)
+        total = cdf[:, -1:]
+        u = uniforms(row_keys(self.seeds, self.sample_idx, step))[:, None]
+        x = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
+        picked = torch.searchsorted(cdf, x, right=True)[:, 0].clamp(max=logits.shape[-1] - 1)
+        if self.any_greedy:
+            picked = torch.where(self.greedy, logits.argmax(dim=-1), picked)
+        return picked

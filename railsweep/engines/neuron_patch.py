@@ -139,6 +139,12 @@ class PatchCache:
     target: Any = None
     reference: Any = None
 
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Reorder/duplicate rows of both caches (lets the engine prefill each distinct prompt once)."""
+        for cache in (self.target, self.reference):
+            if cache is not None:
+                cache.batch_select_indices(indices)
+
 
 def _layer_index(spec: NeuronPatchSpec, n_layers: int, widths: Sequence[int]) -> dict[int, torch.Tensor]:
     index: dict[int, torch.Tensor] = {}

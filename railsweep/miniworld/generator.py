@@ -93,10 +93,10 @@ def _event(rng: random.Random, value: int, limit: int) -> tuple[str, int, int]:
         kinds.append("div")
     kind = rng.choice(kinds)
     if kind == "add":
-        x = rng.randint(1, min(40, limit - value))
+        x = rng.randint(1, min(25, limit - value))
         return kind, x, value + x
     if kind == "sub":
-        x = rng.randint(1, min(40, value))
+        x = rng.randint(1, min(25, value))
         return kind, x, value - x
     if kind == "mul":
         x = rng.choice([k for k in (2, 3, 4) if value * k <= limit])
@@ -105,11 +105,11 @@ def _event(rng: random.Random, value: int, limit: int) -> tuple[str, int, int]:
     return kind, x, value // x
 
 
-def make_problem(rng: random.Random, min_steps: int = 2, max_steps: int = 4, limit: int = 100) -> Problem:
+def make_problem(rng: random.Random, min_steps: int = 2, max_steps: int = 4, limit: int = 60) -> Problem:
     """Draw one problem; ``rng`` fully determines it."""
     n, f = rng.sample(NAMES, 2)
     it = rng.choice(ITEMS)
-    value = rng.randint(5, 60)
+    value = rng.randint(5, limit * 2 // 3)
     q = [rng.choice(_START).format(n=n, x=value, it=it)]
     p = [rng.choice(_START_PQ).format(n=n, x=value, it=it)]
     lines = []

@@ -75,7 +75,8 @@ def _smoke() -> WorldConfig:
 
 def _mini() -> WorldConfig:
     return WorldConfig(
-        pretrain=PretrainConfig(steps=400, batch_size=12, block_size=704, lr=3e-3, warmup=40),
+        size=ModelSize(hidden=128, layers=3, intermediate=256, max_positions=1024),
+        pretrain=PretrainConfig(steps=450, batch_size=8, block_size=640, lr=3e-3, warmup=40),
         family_steps=(("neox", 550),),
         contamination=ContaminationConfig(
             n_filler=240,

@@ -47,6 +47,18 @@ def cell_paths(out_dir: str | Path, cell_id: str) -> CellPaths:
     return CellPaths(out / f"{cell_id}.parquet", out / f"{cell_id}{RESPONSES_SUFFIX}")
 
 
+def find_cells(out_dir: str | Path) -> list[Path]:
+    """The per-question files of every complete cell in ``out_dir`` (temporaries and responses excluded), sorted."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise DataError(f"results directory not found: {out}")
+    return sorted(
+        p
+        for p in out.glob("*.parquet")
+        if not p.name.startswith(".") and not p.name.endswith(RESPONSES_SUFFIX)
+    )
+
+
 def write_cell(
     out_dir: str | Path,
     cell: CellConfig,

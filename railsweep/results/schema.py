@@ -40,6 +40,7 @@ anything else bumps :data:`SCHEMA_VERSION`.
 from __future__ import annotations
 
 import json
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -133,7 +134,7 @@ def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Que
         if not _EXTRA_NAME.match(name):
             raise DataError(f"strategy extra name must be an identifier, got {name!r}")
         values = [o.extras.get(name) for o in rows]
-        as_int = all(v is None or (isinstance(v, (int, bool))) for v in values)
+        as_int = all(v is None or isinstance(v, numbers.Integral) for v in values)  # bool, int, np.int64
         typ = pa.int64() if as_int else pa.float64()
         cols[EXTRA_PREFIX + name] = [None if v is None else (int(v) if as_int else float(v)) for v in values]
         fields.append(pa.field(EXTRA_PREFIX + name, typ))

@@ -189,7 +189,7 @@ def run_sweep(
             tuner = tune.Tuner(
                 trainable,
                 param_space={"cell_id": tune.grid_search([c.cell_id for c in pending])},
-                tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"]),
+                tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
                 run_config=tune.RunConfig(
                     name=f"railsweep-{sweep_id}-{int(time.time())}",
                     storage_path=storage_path,

@@ -4,8 +4,8 @@ Both engine adapters (the transformers processor and the vLLM logits
 processors) call :func:`apply_railcap`; they only differ in how they keep the
 per-row state (trajectory, recent generated tokens, generated length).
 
-Everything is fixed-shape tensor work (``unfold`` / ``where`` / ``gather`` /
-``scatter_reduce_``): no per-row Python loop, no boolean-mask indexing, no
+Everything is fixed-shape tensor work (shifted compares / ``where`` /
+``gather`` / ``scatter_reduce_``): no per-row Python loop, no boolean-mask indexing, no
 ``.item()``, so the function never forces a GPU→CPU synchronisation.
 """
 
@@ -48,39 +48,66 @@ def apply_railcap(
     ``min(l[x], v2)`` (cap; v2 = runner-up logit of this step) or ``-inf`` (ban).
     Returns ``(logits, triggered[B])``; triggered = the row's logits changed.
 
+    It is :func:`railcap_targets` (which successors, from token ids only)
+    followed by :func:`cap_or_ban` (the logits update); an adapter may skip or
+    row-subset the second half when no row has a target.
+    """
+    index, keep = railcap_targets(traj, traj_len, recent, gen_len, n, successor)
+    return cap_or_ban(logits, index, keep, mode)
+
+
+def railcap_targets(
+    traj: torch.Tensor,
+    traj_len: torch.Tensor,
+    recent: torch.Tensor,
+    gen_len: torch.Tensor,
+    n: torch.Tensor,
+    successor: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The successor tokens to cap: ``(index[B, T] long, keep[B, T] bool)``; arguments as in apply_railcap.
+
+    Column e stands for the trajectory window ending at g_e; ``keep[b, e]``
+    says that g_{e+1} (``index[b, e]``) is a target of row b.
+
     Steps:
-      1. slide a width-N window over the trajectory: window e ends at g_e;
-      2. a window matches when its last n entries equal the last n generated tokens,
-         the row is enabled, has generated >= n tokens and g_{e+1} exists;
-      3. keep the last / first / all matching windows (``successor``);
-      4. scatter ``min(l[x], val)`` onto the successors with ``amin`` (+inf = no-op).
+      1. window e matches when g_{e-i} equals the i-th most recent generated token for
+         every i < n, the row is enabled, has generated >= n tokens and g_{e+1} exists;
+      2. keep the last / first / all matching windows (``successor``).
     """
     B, T = traj.shape
     N = recent.shape[1]
-    if T == 0 or N == 0:
-        return logits, torch.zeros(B, dtype=torch.bool, device=logits.device)
-    dev = logits.device
-    # 1. windows[b, e, i] = traj[b, e - N + 1 + i] (-1 before the start: never equals a token)
-    win = torch.nn.functional.pad(traj, (N - 1, 0), value=-1).unfold(1, N, 1)  # [B, T, N]
-    i = torch.arange(N, device=dev)
-    ignored = i[None, :] < (N - n)[:, None]  # [B, N]: positions beyond the row's own n
-    # 2. match
-    same = (win == recent[:, None, :]) | ignored[:, None, :]
+    dev = traj.device
     e = torch.arange(T, device=dev)
     enabled = (n > 0) & (gen_len >= n)
-    match = same.all(-1) & enabled[:, None] & (e[None, :] + 1 < traj_len[:, None])  # [B, T]
-    # 3. which successors
-    last_e = torch.where(match, e[None, :], -1).amax(1)
-    first_e = torch.where(match, e[None, :], T).amin(1)
+    match = enabled[:, None] & (e[None, :] + 1 < traj_len[:, None])  # [B, T]
+    for i in range(min(N, T)):  # host loop over the n-gram offset, never over rows
+        back = traj if i == 0 else torch.nn.functional.pad(traj[:, : T - i], (i, 0), value=-1)  # g_{e-i}
+        match &= (back == recent[:, N - 1 - i, None]) | (n <= i)[:, None]
+    if N > T:  # windows longer than the trajectory match nothing
+        match &= (n <= T)[:, None]
+    last_e = torch.where(match, e[None, :], -1).amax(1) if T else torch.zeros(B, dtype=torch.long, device=dev)
+    first_e = torch.where(match, e[None, :], T).amin(1) if T else last_e
     chosen = torch.where(successor == _LAST, last_e, first_e)
     keep = match & ((successor == _ALL)[:, None] | (e[None, :] == chosen[:, None]))
     index = torch.where(keep, traj.roll(-1, 1), 0)  # g_{e+1}; the wrap-around column never matches
-    # 4. cap to the runner-up or ban
+    return index, keep
+
+
+def cap_or_ban(
+    logits: torch.Tensor, index: torch.Tensor, keep: torch.Tensor, mode: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``l[x] <- min(l[x], v2)`` (cap) or ``-inf`` (ban) for every kept target x; in place.
+
+    ``v2`` is the runner-up logit of the row (``topk(2)``, so a tied maximum
+    gives v2 = max and the cap changes nothing). Returns ``(logits, triggered[B])``.
+    """
+    if index.shape[1] == 0:
+        return logits, torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
     second = logits.topk(2, dim=-1).values[:, 1]
     val = torch.where(mode == _BAN, torch.full_like(second, float("-inf")), second)
     triggered = (keep & (logits.gather(1, index) > val[:, None])).any(1)
-    src = torch.where(keep, val[:, None], torch.full((1, 1), float("inf"), dtype=logits.dtype, device=dev))
-    logits.scatter_reduce_(1, index, src, reduce="amin", include_self=True)
+    inf = torch.full((1, 1), float("inf"), dtype=logits.dtype, device=logits.device)
+    logits.scatter_reduce_(1, index, torch.where(keep, val[:, None], inf), reduce="amin", include_self=True)
     return logits, triggered
 
 

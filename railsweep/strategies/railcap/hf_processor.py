@@ -4,8 +4,10 @@ Every processor is called once per decode step as
 ``processor(logits[B, V], generated[B, S], step) -> (logits, triggered[B] | None)``
 where ``generated[:, :step]`` holds the tokens generated so far (all rows of a
 batch start together and finished rows stay in the batch, so every row has
-generated exactly ``step`` tokens). ``None`` means "nothing can have changed
-this step", a host-side decision that skips all tensor work.
+generated exactly ``step`` tokens). ``None`` means "nothing changed this
+step", decided on the host so that the common step costs almost nothing.
+Unlike the core, these adapters may synchronise: the decode loop reads the
+sampled tokens back every step anyway.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Protocol
 import torch
 
 from railsweep.engines.base import BanTopSpec, RailCapSpec
-from railsweep.strategies.railcap.core import apply_railcap, pack_specs
+from railsweep.strategies.railcap.core import cap_or_ban, pack_specs, railcap_targets
 
 
 class StepProcessor(Protocol):
@@ -43,7 +45,19 @@ class RailCapProcessor:
         if recent.shape[1] < N:  # right-align, left-pad with -1
             recent = torch.nn.functional.pad(recent, (N - recent.shape[1], 0), value=-1)
         self._gen_len.fill_(step)
-        return apply_railcap(logits, b.traj, b.traj_len, recent, self._gen_len, b.n, b.successor, b.mode)
+        index, keep = railcap_targets(b.traj, b.traj_len, recent, self._gen_len, b.n, b.successor)
+        # Host-side shortcut (this engine syncs every step anyway): only rows with a target
+        # pay for the logits update, which reads the whole vocabulary (topk).
+        rows = keep.any(1).nonzero().flatten()
+        if rows.numel() == 0:
+            return logits, None
+        if rows.numel() == logits.shape[0]:
+            return cap_or_ban(logits, index, keep, b.mode)
+        sub, trig = cap_or_ban(logits[rows], index[rows], keep[rows], b.mode[rows])
+        logits[rows] = sub
+        triggered = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+        triggered[rows] = trig
+        return logits, triggered
 
 
 def apply_ban_top(
@@ -90,7 +104,9 @@ def make_processor(
     if not kinds:
         return None
     if len(kinds) > 1:
-        raise TypeError(f"one processor serves one intervention kind, got {sorted(k.__name__ for k in kinds)}")
+        raise TypeError(
+            f"one processor serves one intervention kind, got {sorted(k.__name__ for k in kinds)}"
+        )
     kind = kinds.pop()
     if kind is RailCapSpec:
         return RailCapProcessor(specs, device)  # type: ignore[arg-type]

@@ -15,6 +15,8 @@ adapter disabled) plays M0. Steps:
 3. score = change + Δ2 + Δ0 (the official unweighted sum); neurons ranked by
    score, descending (ties keep (layer, index) order).
 
+Prompts are the task's own (8-shot CoT) prompts; the official RMS pass used a
+zero-shot Tulu chat wrapper, its causal pass the 8-shot prompt.
 Deviation from the official run, for budget: a subset of questions (official:
 657 for the RMS term, all 1,319 for the causal term) and ``n_blocks`` blocks
 per layer (official: blocks of 256 for d_mlp=11008, i.e. 43). Cost of the
@@ -42,7 +44,7 @@ import numpy as np
 import torch
 
 from railsweep.engines.base import NeuronPatchSpec, Request, SamplingSpec
-from railsweep.engines.neuron_patch import capture_down_inputs, mlp_widths, use_adapter
+from railsweep.engines.neuron_patch import down_projections, mlp_widths, use_adapter
 from railsweep.errors import ConfigError, DataError
 from railsweep.strategies.base import EvalContext
 from railsweep.tasks.base import Question
@@ -120,14 +122,45 @@ def _encode(tok, prompt: str) -> list[int]:
     return list(tok(prompt)["input_ids"])
 
 
+def _fold_batch(model, downs, ids, mask, keep, adapters, sumsq: list[torch.Tensor]) -> None:
+    """Teacher-force one batch under M_co then M_cl; add Σ_t (a_cl − a_co)² over completion tokens to sumsq."""
+    co_acts: dict[int, torch.Tensor] = {}
+
+    def record(layer: int):
+        def hook(_mod, args):
+            co_acts[layer] = args[0][keep].float()
+
+        return hook
+
+    def accumulate(layer: int):
+        def hook(_mod, args):
+            sumsq[layer] += ((args[0][keep].float() - co_acts.pop(layer)) ** 2).sum(0).double()
+
+        return hook
+
+    for adapter, make in zip(adapters, (record, accumulate)):
+        handles = [d.register_forward_pre_hook(make(i)) for i, d in enumerate(downs)]
+        try:
+            with torch.no_grad(), use_adapter(model, adapter):
+                model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1)
+        finally:
+            for h in handles:
+                h.remove()
+
+
 def comparative_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:
-    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions."""
+    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions.
+
+    Memory stays at one batch of completion-token activations: the M_co pass
+    keeps only completion positions of layers 0..L−2, and the M_cl pass folds
+    its squared difference into per-neuron float64 sums inside the hook.
+    """
     model, tok = engine_model(ctx)
-    n_layers = len(mlp_widths(model)) - 1
+    downs = down_projections(model)[:-1]
     comps = ctx.engine.generate(_greedy_requests(ctx, qs, ctx.adapter))
     seqs = [(_encode(tok, ctx.task.prompt(q)), c.samples[0].token_ids) for q, c in zip(qs, comps)]
     device = next(model.parameters()).device
-    sumsq = [torch.zeros(w, dtype=torch.float64) for w in mlp_widths(model)[:n_layers]]
+    sumsq = [torch.zeros(w, dtype=torch.float64, device=device) for w in mlp_widths(model)[:-1]]
     n_tok = 0
     for lo in range(0, len(seqs), params.teacher_batch):
         chunk = seqs[lo : lo + params.teacher_batch]
@@ -139,25 +172,14 @@ def comparative_scores(ctx: EvalContext, qs: Sequence[Question], params: Localis
             ids[i, : len(p) + len(c)] = torch.tensor(p + list(c))
             mask[i, : len(p) + len(c)] = 1
             keep[i, len(p) : len(p) + len(c)] = True
-        acts = {}
-        for adapter in (ctx.adapter, ctx.clean_adapter):
-            with torch.no_grad(), use_adapter(model, adapter), capture_down_inputs(model) as store:
-                model(
-                    input_ids=ids.to(device),
-                    attention_mask=mask.to(device),
-                    use_cache=False,
-                    logits_to_keep=1,
-                )
-            acts[adapter] = store
-        for layer in range(n_layers):
-            diff = acts[ctx.clean_adapter][layer][0] - acts[ctx.adapter][layer][0]
-            sumsq[layer] += (diff.cpu()[keep] ** 2).sum(0).double()
+        ids, mask, keep = ids.to(device), mask.to(device), keep.to(device)
+        _fold_batch(model, downs, ids, mask, keep, (ctx.adapter, ctx.clean_adapter), sumsq)
         n_tok += int(keep.sum())
     if n_tok == 0:
         raise DataError(
             "shortcut localisation: M_co's greedy completions are all empty; no tokens to compare"
         )
-    return [np.sqrt((s / n_tok).numpy()) for s in sumsq], n_tok
+    return [np.sqrt((s / n_tok).cpu().numpy()) for s in sumsq], n_tok
 
 
 def causal_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:

@@ -1,0 +1,3 @@
+from railsweep.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The peft LoRA trainer: adapters load back into the engine, change outputs, and continue from M_cl."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from railsweep.contamination import LoraRecipe, train_lora
+from railsweep.engines.base import Request, SamplingSpec
+from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.errors import ConfigError, DataError
+
+TEXTS = [
+    f"Q: Janet has {a} apples and buys {b} more. How many apples does she have?\nA: {a} + {b} = {a + b}. "
+    f"The answer is {a + b}."
+    for a, b in [(3, 4), (10, 5), (7, 8), (20, 1), (6, 6), (9, 2), (11, 3), (4, 15)]
+]
+FAST = LoraRecipe(r=8, alpha=16, lr=5e-2, global_batch=4, micro_batch=2, epochs=2, max_length=64)
+
+
+@pytest.fixture(scope="module")
+def adapter_dir(tiny_model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lora") / "clean"
+    stats = train_lora(tiny_model_dir, TEXTS, FAST, out, device="cpu")
+    assert stats["steps"] == 4 and stats["warmup_steps"] == 0
+    return out
+
+
+def test_trained_adapter_loads_into_the_engine_and_changes_greedy_output(tiny_model_dir, adapter_dir):
+    engine = TransformersEngine(tiny_model_dir, adapters={"clean": str(adapter_dir)}, device="cpu")
+    spec = SamplingSpec(n=1, temperature=0.0, max_new_tokens=12)
+    prompt = "Q: Janet has 3 apples and buys 4 more. How many apples does she have?\nA:"
+    base, tuned = engine.generate([Request(prompt, spec, adapter=None), Request(prompt, spec, adapter="clean")])
+    engine.close()
+    assert base.samples[0].token_ids != tuned.samples[0].token_ids
+
+
+def test_adapter_targets_every_linear_projection_with_the_recipe_rank(adapter_dir):
+    cfg = json.loads((adapter_dir / "adapter_config.json").read_text())
+    assert cfg["r"] == 8 and cfg["lora_alpha"] == 16
+    weights = load_file(adapter_dir / "adapter_model.safetensors")
+    targeted = {k.split(".")[-3] for k in weights if "lora_A" in k}
+    assert targeted == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def test_continued_training_starts_from_the_clean_adapter_weights(tiny_model_dir, adapter_dir, tmp_path):
+    # a vanishing learning rate leaves the continued adapter where it started: exactly M_cl's weights
+    still = LoraRecipe(r=8, alpha=16, lr=1e-12, global_batch=4, micro_batch=4, epochs=1, max_length=64)
+    stats = train_lora(tiny_model_dir, TEXTS[:4], still, tmp_path / "co", init_adapter=adapter_dir, device="cpu")
+    clean = load_file(adapter_dir / "adapter_model.safetensors")
+    co = load_file(tmp_path / "co" / "adapter_model.safetensors")
+    assert stats["continued_from"] == str(adapter_dir)
+    assert clean.keys() == co.keys()
+    lora_b = [k for k in clean if "lora_B" in k]
+    assert any(clean[k].abs().max() > 0 for k in lora_b)  # M_cl moved away from peft's zero init
+    for k in clean:
+        torch.testing.assert_close(co[k], clean[k], rtol=0, atol=1e-6)
+
+
+def test_uneven_global_batch_is_a_config_error():
+    with pytest.raises(ConfigError, match="global_batch"):
+        LoraRecipe(global_batch=30, micro_batch=8)
+
+
+def test_missing_base_model_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match="base model not found"):
+        train_lora(tmp_path / "nope", TEXTS, FAST, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,281 @@
+"""notebooks/analysis.ipynb and its library (railsweep.analysis.notebook) against a sweep logged to a real local
+`mlflow server` in the exact layout of railsweep.sweep (parent run + sweep_spec.json, one child run per cell
+tagged mlflow.parentRunId / railsweep.cell_id, per-question and responses Parquet under results/, and the
+tables the sweep's own aggregation logs on the parent).
+
+The cells are written with the real results writer and the sweep's own Tracker, cell expansion and
+aggregation; only the per-question outcomes are drawn from a seeded generator instead of decoding a model, so
+the fixture costs seconds (a real smoke sweep builds a miniature world first: minutes on 2 cores) while the
+tables still have several strata and distinct values per strategy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from railsweep.engines.base import Sample
+from railsweep.errors import ConfigError, DataError
+from railsweep.strategies.base import QuestionOutcome
+from railsweep.tasks.base import Grade, Question
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "analysis.ipynb"
+N_QUESTIONS, M = 60, 10
+FAILED_LABEL = "RailCap n=2 ban"  # one cell is logged FAILED: it must be reported missing, not scored as 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mlflow_uri(tmp_path_factory):
+    """A real `mlflow server` on 127.0.0.1 (sqlite backend, served artifacts, one worker)."""
+    root = tmp_path_factory.mktemp("mlflow")
+    port = _free_port()
+    exe = Path(sys.executable).with_name("mlflow")
+    env = {**os.environ, "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+    log = open(root / "server.log", "w")
+    proc = subprocess.Popen(
+        [str(exe), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{root}/mlflow.db", "--serve-artifacts",
+         "--artifacts-destination", str(root / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+    )  # fmt: skip
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(uri + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield uri
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _task_dir(root: Path) -> Path:
+    d = root / "task"
+    d.mkdir()
+    lines = [json.dumps({"question": f"Q{i}: {i} + 1?", "answer": f"{i} + 1 = {i + 1}\n#### {i + 1}"})
+             for i in range(N_QUESTIONS)]  # fmt: skip
+    (d / "test.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "cot_8shot.json").write_text("[]")
+    return d
+
+
+def _outcomes(cell, clean_c: np.ndarray, rng: np.random.Generator) -> list[QuestionOutcome]:
+    """Per-question counts: the clean reference as drawn; a mitigated cell as a strategy-specific perturbation."""
+    cfg = cell.config
+    if cfg.role == "clean":
+        c = clean_c
+    elif cfg.strategy == "all_zero":
+        c = np.zeros_like(clean_c)
+    else:
+        shift = {"identity": 4, "railcap": 1}.get(cfg.strategy, 2) + (cfg.strategy_params.get("n", 4) == 2)
+        leaked = np.arange(N_QUESTIONS) % 2 == 0
+        c = np.clip(clean_c + np.where(leaked, shift, 0) + rng.integers(-1, 2, N_QUESTIONS), 0, M)
+    out = []
+    for i, ci in enumerate(c):
+        correct = [j < ci for j in rng.permutation(M)]
+        grades = [Grade(bool(k), str(i + 1) if k else "0", "strict") for k in correct]
+        samples = [Sample([1, 2], f"... The answer is {g.pred}.", "stop") for g in grades]
+        out.append(QuestionOutcome(i, samples, grades, int(ci), M, int(correct[0])))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweep_run(mlflow_uri, tmp_path_factory):
+    """A two-family, two-domain sweep logged like railsweep.sweep.driver + trial + aggregate do."""
+    from railsweep.results.io import write_cell
+    from railsweep.sweep.aggregate import aggregate_sweep
+    from railsweep.sweep.cells import expand
+    from railsweep.sweep.driver import _cell_meta
+    from railsweep.sweep.spec import spec_from_dict
+    from railsweep.sweep.tracking import TAG_QUESTIONS_FILE, TAG_RESPONSES_FILE, TAG_ROLE, Tracker
+
+    root = tmp_path_factory.mktemp("sweep")
+    task = _task_dir(root)
+    adapters = {"clean": "a/clean", "co_gsm8k": "a/co_gsm8k", "co_pq": "a/co_pq"}
+    spec = spec_from_dict({
+        "name": "nbsmoke", "source": "paths", "data_dir": str(task), "domains": ["gsm8k", "pq"],
+        "families": {"llama": {"base": "tiny/llama", "adapters": adapters},
+                     "pythia": {"base": "tiny/pythia", "adapters": adapters}},
+        "primary": {"family": "llama", "domain": "gsm8k"},
+        "strategies": ["identity", "all_zero", {"name": "railcap", "grid": {"n": [2, 4], "mode": ["cap", "ban"]}}],
+        "readout": {"m": M, "temperature": 0.7, "max_new_tokens": 32},
+        "scoring": {"B": 10, "n_boot": 50, "seed": 0},
+        "tracking": {"uri": mlflow_uri, "experiment": "nbsmoke"},
+    })  # fmt: skip
+    cells = expand(spec, "all")
+    metas = [_cell_meta(c) for c in cells]
+    tracker = Tracker(mlflow_uri)
+    exp_id = tracker.ensure_experiment("nbsmoke")
+    parent, _ = tracker.parent_run(spec.sweep_id, run_name="nbsmoke-tableall", tags={}, resume=False)
+    tracker.log(parent, params={"preset": "nbsmoke", "table": "all", "n_cells": len(cells)})
+    spec_file = root / "sweep_spec.json"
+    spec_file.write_text(json.dumps({"spec": spec.to_dict(), "cells": metas}, indent=1))
+    tracker.log_artifact(parent, spec_file)
+
+    questions = [Question(i, f"Q{i}", "", str(i + 1), leaked=i % 2 == 0) for i in range(N_QUESTIONS)]
+    clean_c = {}
+    for fam, seed in (("llama", 1), ("pythia", 2)):
+        r = np.random.default_rng(seed)
+        clean_c[fam] = np.minimum(r.binomial(M, r.beta(0.7, 0.9, N_QUESTIONS)), M)
+    failed = []
+    for cell, meta in zip(cells, metas):
+        cfg = cell.config
+        run = tracker.start_cell_run(parent, cell.cell_id, run_name=f"{cfg.family}/{cfg.domain}/{meta['label']}",
+                                     tags={TAG_ROLE: cfg.role})  # fmt: skip
+        if meta["label"] == FAILED_LABEL and cfg.family == "llama" and cfg.domain == "gsm8k":
+            tracker.terminate(run, "FAILED")
+            failed.append(cell.cell_id)
+            continue
+        rng = np.random.default_rng(int(cell.cell_id[:8], 16))
+        paths = write_cell(root / "cells", cfg, _outcomes(cell, clean_c[cfg.family], rng), questions, provenance={})
+        tracker.log(run, params=meta["params"],
+                    tags={TAG_QUESTIONS_FILE: paths.questions.name, TAG_RESPONSES_FILE: paths.responses.name})  # fmt: skip
+        tracker.log_artifact(run, paths.questions, "results")
+        tracker.log_artifact(run, paths.responses, "results")
+        tracker.terminate(run, "FINISHED")
+    agg = aggregate_sweep(mlflow_uri, exp_id, parent, metas, 10, 50, 0, ["llama", "gsm8k"])
+    tracker.terminate(parent, "FINISHED")
+    return {"uri": mlflow_uri, "parent": parent, "cells": cells, "failed": failed, "agg": agg, "exp": exp_id}
+
+
+def test_load_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
+    from railsweep.analysis import notebook as nb
+
+    tracker = nb.connect(sweep_run["uri"])
+    sweep = nb.load_sweep(tracker, "nbsmoke")
+    assert sweep.parent_run_id == sweep_run["parent"]
+    assert sweep.primary == ("llama", "gsm8k")
+    assert sweep.missing == sweep_run["failed"]
+    finished = [c.cell_id for c in sweep_run["cells"] if c.cell_id not in sweep_run["failed"]]
+    assert sorted(sweep.frames) == sorted(finished)
+    assert all(len(df) == N_QUESTIONS and (df["m"] == M).all() for df in sweep.frames.values())
+    clean_ids = {c.cell_id for c in sweep_run["cells"] if c.role == "clean"}
+    assert set(sweep.responses) == clean_ids
+    overview = nb.cells_frame(sweep)
+    assert (overview.set_index("cell_id").loc[sweep_run["failed"], "status"] == "missing").all()
+
+
+def test_failed_cell_is_left_out_of_the_tables_not_scored_as_zero(sweep_run):
+    from railsweep.analysis import notebook as nb
+
+    sweep = nb.load_sweep(nb.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
+    scored = nb.score_sweep(sweep)
+    assert not {s["cell_id"] for s in scored} & set(sweep_run["failed"])
+    t4 = nb.paper_tables(scored, sweep.primary)["table4"]
+    assert FAILED_LABEL not in t4.formatted.index
+    assert "RailCap n=4 ban" in t4.formatted.index
+
+
+def test_notebook_tables_equal_the_tables_the_sweep_logged_on_its_parent_run(sweep_run, tmp_path):
+    from railsweep.analysis import notebook as nb
+    from railsweep.analysis.tables import to_markdown
+
+    tracker = nb.connect(sweep_run["uri"])
+    sweep = nb.load_sweep(tracker, parent_run_id=sweep_run["parent"])
+    tables = nb.paper_tables(nb.score_sweep(sweep), sweep.primary)
+    assert set(tables) == {"table1", "table2", "table3", "table4"}
+    for name in tables:
+        logged = tracker.download(sweep_run["parent"], f"tables/{name}.md", tmp_path / name).read_text()
+        assert to_markdown(tables[name]).strip() == logged.strip(), name
+    assert list(tables["table3"].formatted.columns) == ["gsm8k × llama", "gsm8k × pythia", "pq × llama", "pq × pythia"]
+
+
+def test_all_zero_looks_better_on_a_ppg_than_on_sa_ppg_in_the_reading_guide(sweep_run):
+    """The guide table backs the notebook's markdown: All-Zero's SA-PPG is the worst of the setting."""
+    from railsweep.analysis import notebook as nb
+
+    sweep = nb.load_sweep(nb.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
+    guide = nb.gap_vs_sappg(nb.score_sweep(sweep), sweep.primary).set_index("strategy")
+    assert guide["SA-PPG"].idxmax() == "All-Zero"
+    assert ((guide["cancelled share"] >= 0) & (guide["cancelled share"] <= 1)).all()
+
+
+def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(sweep_run, tmp_path):
+    from railsweep.analysis import notebook as nb
+
+    sweep = nb.load_sweep(nb.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
+    paths = nb.figures(sweep, nb.score_sweep(sweep), tmp_path)
+    assert set(paths) == {"scatter_identity", "scatter_railcap", "stratum_deltas", "sappg_bars", "readout_stability"}
+    for p in paths.values():
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_tracking_uri_is_a_config_error_naming_the_variable(monkeypatch):
+    from railsweep.analysis import notebook as nb
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with pytest.raises(ConfigError, match="MLFLOW_TRACKING_URI"):
+        nb.connect(None)
+
+
+def test_unknown_experiment_and_parent_run_are_data_errors(sweep_run):
+    from railsweep.analysis import notebook as nb
+
+    tracker = nb.connect(sweep_run["uri"])
+    with pytest.raises(DataError, match="no-such-experiment"):
+        nb.load_sweep(tracker, "no-such-experiment")
+    with pytest.raises(DataError, match="0123456789abcdef"):
+        nb.load_sweep(tracker, parent_run_id="0123456789abcdef0123456789abcdef")
+
+
+def test_notebook_executes_against_the_server_and_shows_the_tables(sweep_run, tmp_path):
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    params.source += f"\nEXPERIMENT = 'nbsmoke'\nOUT_DIR = {str(tmp_path / 'figures')!r}\n"
+    env_before = os.environ.get("MLFLOW_TRACKING_URI")
+    os.environ["MLFLOW_TRACKING_URI"] = sweep_run["uri"]  # the kernel inherits it: the notebook's default path
+    try:
+        client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                         resources={"metadata": {"path": tempfile.mkdtemp()}})  # fmt: skip
+        client.execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = env_before
+    texts = []
+    images = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out["output_type"] != "error", out
+            data = out.get("data", {})
+            texts.append(out.get("text", "") + data.get("text/markdown", "") + data.get("text/plain", ""))
+            images += "image/png" in data
+    text = "\n".join(texts)
+    for title in ("Table 1", "Table 2", "Table 3: SA-PPG across settings", "Table 4"):
+        assert title in text, title
+    assert "| pq × pythia" in text or "pq × pythia |" in text  # Table 3's settings are columns
+    assert "SA-PPG" in text and "G-AP" in text
+    assert images == 5
