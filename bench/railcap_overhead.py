@@ -26,6 +26,8 @@ import torch
 
 from railsweep.engines.base import RailCapSpec, Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.strategies.railcap.core import apply_railcap
+from railsweep.strategies.railcap.hf_processor import RailCapProcessor
 from railsweep.testing import make_tiny_model
 
 QUESTIONS = [
@@ -60,6 +62,40 @@ def _requests(prompts, args, trajectories=None, mode=None) -> list[Request]:
     ]
 
 
+def _processor_cost(identity_comps, trajectories, args, vocab: int) -> dict[str, float]:
+    """CPU ms per decode step of the RailCap processor alone, replayed on the Identity samples.
+
+    Low-noise companion of the end-to-end ratios: (a) the processor as the engine
+    runs it (host skip + row subset), (b) the core forced onto every row (the
+    cost when every row has a target, as with a heavily contaminated model).
+    """
+    samples = [s.token_ids for c in identity_comps for s in c.samples]
+    B, S = len(samples), args.max_new_tokens
+    generated = torch.zeros((B, S), dtype=torch.long)
+    for r, ids in enumerate(samples):
+        generated[r, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    specs = [RailCapSpec(trajectories[r // args.samples], n=4) for r in range(B)]
+    proc = RailCapProcessor(specs)
+    b = proc.batch
+    logits = torch.randn(B, vocab, generator=torch.Generator().manual_seed(0))
+    gen_len = torch.zeros(B, dtype=torch.long)
+    c0 = time.process_time()
+    for step in range(S):
+        proc(logits, generated, step)
+    t_proc = time.process_time() - c0
+    c0 = time.process_time()
+    for step in range(4, S):
+        gen_len.fill_(step)
+        apply_railcap(
+            logits, b.traj, b.traj_len, generated[:, step - 4 : step], gen_len, b.n, b.successor, b.mode
+        )
+    t_core = time.process_time() - c0
+    return {
+        "processor_cap_cpu_ms_per_step": 1e3 * t_proc / S,
+        "core_all_rows_cpu_ms_per_step": 1e3 * t_core / (S - 4),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = make_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -81,16 +117,20 @@ def main(argv: list[str] | None = None) -> dict:
         tps: dict[str, list[float]] = {k: [] for k in arms}  # per CPU second of this process
         wall: dict[str, list[float]] = {k: [] for k in arms}  # per wall-clock second
         triggers: dict[str, int] = {}
+        comps_by_arm: dict[str, list] = {}
         names = list(arms)
         for r in range(args.repeats):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 t0, c0 = time.perf_counter(), time.process_time()
                 comps = engine.generate(arms[name])
                 dt, dc = time.perf_counter() - t0, time.process_time() - c0
+                comps_by_arm[name] = comps
                 tokens = sum(len(s.token_ids) for c in comps for s in c.samples)
                 tps[name].append(tokens / dc)
                 wall[name].append(tokens / dt)
                 triggers[name] = sum(s.triggers for c in comps for s in c.samples)
+        vocab = engine.model.get_output_embeddings().weight.shape[0]
+        micro = _processor_cost(comps_by_arm["identity"], trajectories, args, vocab)
         engine.close()
     med = {k: statistics.median(v) for k, v in tps.items()}
     med_wall = {k: statistics.median(v) for k, v in wall.items()}
@@ -109,6 +149,12 @@ def main(argv: list[str] | None = None) -> dict:
         "triggers_last_repeat": triggers,
         "ratio_cap_vs_identity": med["railcap_cap_n4"] / med["identity"],
         "ratio_ban_vs_identity": med["railcap_ban_n4"] / med["identity"],
+        "identity_cpu_ms_per_step": 1e3 * rows / med["identity"],
+        **micro,
+        "ratio_cap_estimate_from_step_costs": 1
+        / (1 + micro["processor_cap_cpu_ms_per_step"] * med["identity"] / (1e3 * rows)),
+        "ratio_cap_estimate_if_every_row_triggers": 1
+        / (1 + micro["core_all_rows_cpu_ms_per_step"] * med["identity"] / (1e3 * rows)),
         "ratio_cap_vs_identity_wall": med_wall["railcap_cap_n4"] / med_wall["identity"],
         "ratio_ban_vs_identity_wall": med_wall["railcap_ban_n4"] / med_wall["identity"],
     }

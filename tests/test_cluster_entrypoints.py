@@ -5,6 +5,7 @@ launcher configs through Ray's own CLI."""
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 import subprocess
 import sys
@@ -34,7 +35,11 @@ def test_rayjob_entrypoint_script_is_in_the_repository_and_copied_into_the_image
     assert argv[0] == "python"
     script = argv[1]
     assert (REPO / script).is_file()
-    copies = [ln.split()[-2:] for ln in (REPO / "cluster" / "Dockerfile").read_text().splitlines() if ln.startswith("COPY ")]
+    copies = [
+        ln.split()[-2:]
+        for ln in (REPO / "cluster" / "Dockerfile").read_text().splitlines()
+        if ln.startswith("COPY ")
+    ]
     top = script.split("/")[0]
     assert [top, top] in copies  # copied to <WORKDIR>/<top>, where the job runs it
 
@@ -64,7 +69,11 @@ def _mounts(pod_spec: dict) -> dict[str, str]:
         for v in pod_spec.get("volumes", [])
         if "persistentVolumeClaim" in v
     }
-    return {m["mountPath"]: claims[m["name"]] for m in pod_spec["containers"][0]["volumeMounts"] if m["name"] in claims}
+    return {
+        m["mountPath"]: claims[m["name"]]
+        for m in pod_spec["containers"][0]["volumeMounts"]
+        if m["name"] in claims
+    }
 
 
 def test_paper_preset_paths_land_on_the_shared_volume_in_every_ray_pod():
@@ -75,7 +84,9 @@ def test_paper_preset_paths_land_on_the_shared_volume_in_every_ray_pod():
     paths += [p for fam in preset["families"].values() for p in fam["adapters"].values()]
     data_claim = yaml.safe_load((REPO / "cluster" / "k8s" / "data.yaml").read_text())["metadata"]["name"]
     spec = yaml.safe_load(RAYCLUSTER.read_text())["spec"]
-    pods = [spec["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in spec["workerGroupSpecs"]]
+    pods = [spec["headGroupSpec"]["template"]["spec"]] + [
+        g["template"]["spec"] for g in spec["workerGroupSpecs"]
+    ]
     for pod in pods:
         mounts = _mounts(pod)
         for rel in paths:
@@ -84,27 +95,51 @@ def test_paper_preset_paths_land_on_the_shared_volume_in_every_ray_pod():
             assert hits and mounts[hits[0]] == data_claim, (rel, absolute, mounts)
 
 
-def _ray_start_argvs(command: str) -> list[list[str]]:
-    argvs = []
-    for part in command.split(";"):
+def _segments(command: str) -> list[list[str]]:
+    """Shell segments split on `;` and `&&`, each without its leading VAR=value assignments."""
+    out = []
+    for part in command.replace("&&", ";").split(";"):
         argv = shlex.split(part)
-        while argv and "=" in argv[0] and not argv[0].startswith("-"):  # leading VAR=value assignments
+        while argv and "=" in argv[0] and not argv[0].startswith("-"):
             argv = argv[1:]
-        if argv[:2] == ["ray", "start"]:
-            argvs.append(argv)
-    return argvs
+        if argv:
+            out.append(argv)
+    return out
 
 
 @pytest.mark.parametrize("name", ["aws.yaml", "gcp.yaml"])
 @pytest.mark.parametrize("key", ["head_start_ray_commands", "worker_start_ray_commands"])
 def test_launcher_ray_start_commands_parse_with_rays_cli(name, key):
     cfg = yaml.safe_load((REPO / "cluster" / "launcher" / name).read_text())
-    argvs = [a for c in cfg[key] for a in _ray_start_argvs(c)]
-    assert len(argvs) == 1
-    params = ray_start_cli.make_context("start", argvs[0][2:]).params
+    (command,) = [c for c in cfg[key] if "ray start" in c]
+    segments = _segments(command)
+    starts = [a for a in segments if a[:2] == ["ray", "start"]]
+    assert len(starts) == 1
+    params = ray_start_cli.make_context("start", starts[0][2:]).params
     assert params["head"] is (key == "head_start_ray_commands")
     if params["head"]:
         assert params["autoscaling_config"] == "~/ray_bootstrap_config.yaml"
         assert params["dashboard_host"] == "0.0.0.0"  # `ray dashboard` tunnels to it; the job API lives there
     else:
         assert params["address"] == "$RAY_HEAD_IP:6379"
+    # Ray starts in the image's WORKDIR (where the code is) with the MLflow URI in its environment
+    assert segments[0] == ["cd", _workdir()]
+    assert re.search(r"export MLFLOW_TRACKING_URI=http://.+?:5000;", command), command
+
+
+@pytest.mark.parametrize("name", ["aws.yaml", "gcp.yaml"])
+def test_paper_preset_paths_land_on_the_launcher_file_mounts(name):
+    preset = yaml.safe_load((REPO / "sweeps" / "presets" / "paper.yaml").read_text())
+    cfg = yaml.safe_load((REPO / "cluster" / "launcher" / name).read_text())
+    mounts = {dst: src for dst, src in cfg["file_mounts"].items()}
+    assert mounts[_workdir()] == "."
+    paths = [preset["data_dir"], preset["leak_split"]]
+    paths += [p for fam in preset["families"].values() for p in fam["adapters"].values()]
+    for rel in paths:
+        absolute = posixpath.normpath(posixpath.join(_workdir(), rel))
+        assert any(absolute.startswith(m + "/") for m in mounts), (rel, absolute)
+    # the data mount's local source holds the GSM8K data the preset names (../shared/data/gsm8k from the repo)
+    data_rel = posixpath.relpath(
+        posixpath.normpath(posixpath.join(_workdir(), preset["data_dir"])), "/opt/shared"
+    )
+    assert (REPO / mounts["/opt/shared"] / data_rel).resolve() == (REPO / preset["data_dir"]).resolve()

@@ -59,7 +59,10 @@ def validators():
 
 
 def _errors(validators, doc) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validators[doc["kind"]].iter_errors(doc)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validators[doc["kind"]].iter_errors(doc)
+    ]
 
 
 def _load(path):

@@ -94,11 +94,12 @@ def test_setup_installs_railsweep_with_the_vllm_extra_under_the_pinned_constrain
     assert pip_lines, cfg["setup_commands"]
     argv = shlex.split(pip_lines[0])
     assert "--no-cache-dir" in argv
-    assert argv[argv.index("-c") + 1] == "$HOME/railsweep/cluster/constraints.txt"
-    assert argv[-1] == "$HOME/railsweep[vllm]"
-    # the checkout the set-up installs from is the one `ray up` syncs from the repository root
-    assert cfg["file_mounts"]["~/railsweep"] == "."
+    assert argv[argv.index("-c") + 1] == "/opt/railsweep/cluster/constraints.txt"
+    assert argv[-1] == "/opt/railsweep[vllm]"
+    # what the set-up installs is this checkout, synced by `ray up` (run from the repository root)
+    assert cfg["file_mounts"]["/opt/railsweep"] == "."
     assert (REPO / "cluster" / "constraints.txt").is_file()
+    assert ".venv" in cfg["rsync_exclude"]  # never ship a local virtualenv to every node
 
 
 @pytest.mark.parametrize("path", LAUNCHER_CONFIGS, ids=lambda p: p.stem)

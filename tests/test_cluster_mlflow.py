@@ -87,7 +87,9 @@ def test_backend_store_and_artifacts_live_on_the_persistent_volume():
     docs = _docs()
     params = _server_params(_container()["command"])
     mount = next(m for m in _container()["volumeMounts"])
-    volume = next(v for v in docs["Deployment"]["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    volume = next(
+        v for v in docs["Deployment"]["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"]
+    )
     assert volume["persistentVolumeClaim"]["claimName"] == docs["PersistentVolumeClaim"]["metadata"]["name"]
     root = mount["mountPath"].rstrip("/") + "/"
     assert params["backend_store_uri"] == f"sqlite:///{root}mlflow.db"
@@ -103,7 +105,9 @@ def test_service_routes_to_the_server_port():
     svc, dep = docs["Service"], docs["Deployment"]
     assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     port_by_name = {p["name"]: p["containerPort"] for p in _container()["ports"]}
-    assert port_by_name[svc["spec"]["ports"][0]["targetPort"]] == _server_params(_container()["command"])["port"]
+    assert (
+        port_by_name[svc["spec"]["ports"][0]["targetPort"]] == _server_params(_container()["command"])["port"]
+    )
     assert all(d["metadata"].get("namespace", d["metadata"]["name"]) == "railsweep" for d in docs.values())
 
 
@@ -118,7 +122,12 @@ def _launcher_mlflow_argv(path: Path) -> list[str]:
 def test_launcher_head_runs_an_mlflow_server_workers_can_reach_by_private_ip(name):
     params = _server_params(_launcher_mlflow_argv(REPO / "cluster" / "launcher" / name))
     assert params["serve_artifacts"] is True and params["artifacts_destination"]
-    assert params["backend_store_uri"].startswith("sqlite:///")
+    # the store lives on the host directory the head container mounts, so it survives container restarts
+    cfg = yaml.safe_load((REPO / "cluster" / "launcher" / name).read_text())
+    host_dir, mount = cfg["docker"]["head_run_options"][0].split("=", 1)[1].split(":")
+    assert params["backend_store_uri"] == f"sqlite:///{mount}/mlflow.db"
+    assert params["artifacts_destination"].startswith(mount + "/")
+    assert any(c.startswith(f"mkdir -p {host_dir}") for c in cfg["initialization_commands"])
     allowed = params["allowed_hosts"].split(",")
     for host in ("10.0.3.7:5000", "172.31.4.2:5000", "localhost:5000"):
         assert is_allowed_host_header(allowed, host), host

@@ -66,7 +66,9 @@ def mlflow_uri(tmp_path_factory):
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}"
+                )
             time.sleep(0.5)
         yield uri
     finally:
@@ -156,7 +158,9 @@ def sweep_run(mlflow_uri, tmp_path_factory):
             failed.append(cell.cell_id)
             continue
         rng = np.random.default_rng(int(cell.cell_id[:8], 16))
-        paths = write_cell(root / "cells", cfg, _outcomes(cell, clean_c[cfg.family], rng), questions, provenance={})
+        paths = write_cell(
+            root / "cells", cfg, _outcomes(cell, clean_c[cfg.family], rng), questions, provenance={}
+        )
         tracker.log(run, params=meta["params"],
                     tags={TAG_QUESTIONS_FILE: paths.questions.name, TAG_RESPONSES_FILE: paths.responses.name})  # fmt: skip
         tracker.log_artifact(run, paths.questions, "results")
@@ -206,7 +210,12 @@ def test_notebook_tables_equal_the_tables_the_sweep_logged_on_its_parent_run(swe
     for name in tables:
         logged = tracker.download(sweep_run["parent"], f"tables/{name}.md", tmp_path / name).read_text()
         assert to_markdown(tables[name]).strip() == logged.strip(), name
-    assert list(tables["table3"].formatted.columns) == ["gsm8k × llama", "gsm8k × pythia", "pq × llama", "pq × pythia"]
+    assert list(tables["table3"].formatted.columns) == [
+        "gsm8k × llama",
+        "gsm8k × pythia",
+        "pq × llama",
+        "pq × pythia",
+    ]
 
 
 def test_all_zero_looks_better_on_a_ppg_than_on_sa_ppg_in_the_reading_guide(sweep_run):
@@ -224,7 +233,13 @@ def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(sweep
 
     sweep = nb.load_sweep(nb.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
     paths = nb.figures(sweep, nb.score_sweep(sweep), tmp_path)
-    assert set(paths) == {"scatter_identity", "scatter_railcap", "stratum_deltas", "sappg_bars", "readout_stability"}
+    assert set(paths) == {
+        "scatter_identity",
+        "scatter_railcap",
+        "stratum_deltas",
+        "sappg_bars",
+        "readout_stability",
+    }
     for p in paths.values():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -255,7 +270,8 @@ def test_notebook_executes_against_the_server_and_shows_the_tables(sweep_run, tm
     params = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
     params.source += f"\nEXPERIMENT = 'nbsmoke'\nOUT_DIR = {str(tmp_path / 'figures')!r}\n"
     env_before = os.environ.get("MLFLOW_TRACKING_URI")
-    os.environ["MLFLOW_TRACKING_URI"] = sweep_run["uri"]  # the kernel inherits it: the notebook's default path
+    # the kernel inherits it: the notebook's default way to find the server
+    os.environ["MLFLOW_TRACKING_URI"] = sweep_run["uri"]
     try:
         client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                          resources={"metadata": {"path": tempfile.mkdtemp()}})  # fmt: skip

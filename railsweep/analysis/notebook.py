@@ -115,7 +115,11 @@ class Sweep:
         """(family, domain) of Tables 1, 2 and 4: the spec's ``primary``, else its first family and domain."""
         prim = self.spec.get("primary")
         if prim:
-            return (str(prim[0]), str(prim[1])) if isinstance(prim, (list, tuple)) else (prim["family"], prim["domain"])
+            return (
+                (str(prim[0]), str(prim[1]))
+                if isinstance(prim, (list, tuple))
+                else (prim["family"], prim["domain"])
+            )
         return (self.spec["families"][0]["name"], self.spec["domains"][0])
 
     @property

@@ -44,13 +44,14 @@ MAX_N = 64  # largest RailCap n-gram accepted
 class RequestIntervention:
     """One request's parsed ``extra_args["railsweep"]``."""
 
-    kind: int  # RAILCAP or BAN_TOP
-    key: tuple[str, int | None]  # (request key, per-sample seed) for trigger accounting
+    kind: int  # NONE (entropy only), RAILCAP or BAN_TOP
+    key: tuple[str, int | None]  # (request key, per-sample seed) for trigger / entropy accounting
     traj: tuple[int, ...] = ()
     n: int = 0
     mode: int = 0
     successor: int = 0
     positions: int = 0
+    entropy: int = 0  # > 0: record the per-step entropy of the processed logits for this many steps
 
 
 def parse_intervention(sampling_params) -> RequestIntervention | None:
@@ -61,6 +62,9 @@ def parse_intervention(sampling_params) -> RequestIntervention | None:
     if not isinstance(cfg, dict):
         raise ValueError(f"extra_args[{EXTRA_KEY!r}] must be a dict, got {type(cfg).__name__}")
     key = (str(cfg.get("key", "")), sampling_params.seed)
+    entropy = int(cfg.get("entropy", 0))
+    if entropy < 0:
+        raise ValueError(f"entropy steps must be >= 0, got {entropy}")
     if "railcap" in cfg:
         rc = cfg["railcap"]
         n = int(rc.get("n", 4))
@@ -72,30 +76,37 @@ def parse_intervention(sampling_params) -> RequestIntervention | None:
         if succ not in SUCCESSOR_CODES:
             raise ValueError(f"railcap successor must be one of {sorted(SUCCESSOR_CODES)}, got {succ!r}")
         traj = tuple(int(t) for t in rc.get("traj", ()))
-        return RequestIntervention(RAILCAP, key, traj, n, MODE_CODES[mode], SUCCESSOR_CODES[succ])
+        return RequestIntervention(RAILCAP, key, traj, n, MODE_CODES[mode], SUCCESSOR_CODES[succ], 0, entropy)
     if "ban_top" in cfg:
         positions = int(cfg["ban_top"])
         if positions < 0:
             raise ValueError(f"ban_top positions must be >= 0, got {positions}")
-        return RequestIntervention(BAN_TOP, key, positions=positions)
-    raise ValueError(f"extra_args[{EXTRA_KEY!r}] needs 'railcap' or 'ban_top', got keys {sorted(cfg)}")
+        return RequestIntervention(BAN_TOP, key, positions=positions, entropy=entropy)
+    if entropy:
+        return RequestIntervention(NONE, key, entropy=entropy)
+    raise ValueError(f"extra_args[{EXTRA_KEY!r}] needs 'railcap', 'ban_top' or 'entropy', got keys {sorted(cfg)}")
 
 
-def extra_args_for(intervention, key: str) -> dict:
-    """``SamplingParams.extra_args`` for a RailCapSpec / BanTopSpec (msgpack-safe plain data)."""
+def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | None:
+    """``SamplingParams.extra_args`` for a RailCapSpec / BanTopSpec / None, optionally recording entropies
+    for ``entropy_steps`` steps (msgpack-safe plain data); None when there is nothing to do."""
     from railsweep.engines.base import BanTopSpec, RailCapSpec
 
+    cfg: dict = {"key": key}
+    if entropy_steps:
+        cfg["entropy"] = int(entropy_steps)
     if isinstance(intervention, RailCapSpec):
-        rc = {
+        cfg["railcap"] = {
             "traj": [int(t) for t in intervention.trajectory],
             "n": intervention.n,
             "mode": intervention.mode,
             "successor": intervention.successor,
         }
-        return {EXTRA_KEY: {"key": key, "railcap": rc}}
-    if isinstance(intervention, BanTopSpec):
-        return {EXTRA_KEY: {"key": key, "ban_top": intervention.positions}}
-    raise TypeError(f"no vLLM logits processor for {type(intervention).__name__}")
+    elif isinstance(intervention, BanTopSpec):
+        cfg["ban_top"] = intervention.positions
+    elif intervention is not None:
+        raise TypeError(f"no vLLM logits processor for {type(intervention).__name__}")
+    return {EXTRA_KEY: cfg} if len(cfg) > 1 else None
 
 
 def ban_top(logits: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -113,28 +124,47 @@ def _to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
     return t.to(device, non_blocking=True)
 
 
-class _TriggerLedger:
-    """Device-side trigger counters retired with their request keys; summed on the host only in ``pop``."""
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Full-vocabulary entropy (nats) per row of float logits (the transformers engine's formula)."""
+    return torch.special.entr(torch.softmax(logits.float(), dim=-1)).sum(-1)
+
+
+Key = tuple[str, int | None]
+
+
+class _Ledger:
+    """Per-request trigger counts and entropy rows retired with their keys while still on the device;
+    summed / read on the host only in :meth:`pop` (between ``generate`` calls)."""
 
     def __init__(self) -> None:
-        self._retired: list[tuple[list[tuple[str, int | None]], torch.Tensor]] = []
+        self._counts: list[tuple[list[Key | None], torch.Tensor]] = []
+        self._ents: list[tuple[list[Key | None], torch.Tensor]] = []
 
-    def retire(self, keys: list, counts: torch.Tensor) -> None:
-        if keys:
-            self._retired.append((keys, counts))
+    def retire(self, keys: list[Key | None], counts: torch.Tensor, ents: torch.Tensor | None = None) -> None:
+        if any(k is not None for k in keys):
+            self._counts.append((keys, counts))
+            if ents is not None:
+                self._ents.append((keys, ents))
 
-    def pop(self) -> dict[tuple[str, int | None], int]:
-        out: dict[tuple[str, int | None], int] = {}
-        for keys, counts in self._retired:
+    def pop(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
+        triggers: dict[Key, int] = {}
+        for keys, counts in self._counts:
             for k, c in zip(keys, counts.tolist()):
                 if k is not None:
-                    out[k] = out.get(k, 0) + int(c)
-        self._retired = []
-        return out
+                    triggers[k] = triggers.get(k, 0) + int(c)
+        ents: dict[Key, list[float]] = {}
+        for keys, rows in self._ents:
+            for k, row in zip(keys, rows.tolist()):
+                if k is not None:
+                    steps = [x for x in row if x == x]  # NaN = step not reached (rows fill left to right)
+                    if steps or k not in ents:
+                        ents[k] = steps
+        self._counts, self._ents = [], []
+        return triggers, ents
 
 
 class RailsweepV1Processor(V1LogitsProcessor):
-    """RailCap / ban-top for the V1 model runner (rows = persistent-batch indices)."""
+    """RailCap / ban-top / entropy recording for the V1 model runner (rows = persistent-batch indices)."""
 
     @classmethod
     def validate_params(cls, sampling_params) -> None:
@@ -143,9 +173,9 @@ class RailsweepV1Processor(V1LogitsProcessor):
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
         self.device, self.pin = torch.device(device), bool(is_pin_memory)
         self.rows: dict[int, tuple[RequestIntervention, list[int]]] = {}  # row -> (settings, live output ids)
-        self.ledger = _TriggerLedger()
+        self.ledger = _Ledger()
         self._dirty = False
-        self._stack: dict | None = None  # batched tensors for the current batch layout
+        self._stack: dict = {}  # batched tensors for the current batch layout
 
     def is_argmax_invariant(self) -> bool:
         return False  # a capped or banned argmax changes greedy output
@@ -158,7 +188,9 @@ class RailsweepV1Processor(V1LogitsProcessor):
             self._dirty |= self.rows.pop(row, None) is not None
         for row, params, _prompt, out_ids in batch_update.added:
             cfg = parse_intervention(params)
-            if cfg is not None and not (cfg.kind == RAILCAP and len(cfg.traj) <= cfg.n):
+            if cfg is not None and cfg.kind == RAILCAP and len(cfg.traj) <= cfg.n:
+                cfg = None if not cfg.entropy else RequestIntervention(NONE, cfg.key, entropy=cfg.entropy)
+            if cfg is not None:
                 self.rows[row] = (cfg, out_ids)
                 self._dirty = True
             elif self.rows.pop(row, None) is not None:
@@ -171,45 +203,55 @@ class RailsweepV1Processor(V1LogitsProcessor):
                 self.rows[a] = eb
             self._dirty |= ea is not None or eb is not None
 
+    def _retire_all(self) -> None:
+        for st in self._stack.values():
+            self.ledger.retire(st["keys"], st["count"], st.get("ent"))
+
     def _rebuild(self) -> None:
-        """New batch layout: retire the old counters and stack per-row settings into tensors."""
-        if self._stack is not None:
-            for part in ("rc", "bt"):
-                if part in self._stack:
-                    self.ledger.retire(self._stack[part]["keys"], self._stack[part]["count"])
+        """New batch layout: retire the old counters, stack per-row settings into device tensors."""
+        self._retire_all()
         self._stack, self._dirty = {}, False
-        dev = self.device
-        rc = sorted((r, c, o) for r, (c, o) in self.rows.items() if c.kind == RAILCAP)
-        bt = sorted((r, c, o) for r, (c, o) in self.rows.items() if c.kind == BAN_TOP)
+        dev, pin = self.device, self.pin
+        items = sorted(self.rows.items())
+        rc = [(r, c, o) for r, (c, o) in items if c.kind == RAILCAP]
+        bt = [(r, c, o) for r, (c, o) in items if c.kind == BAN_TOP]
+        en = [(r, c, o) for r, (c, o) in items if c.entropy]
         if rc:
             width = max(len(c.traj) for _, c, _ in rc)
             traj = np.full((len(rc), width), -1, np.int64)
             for i, (_, c, _) in enumerate(rc):
                 traj[i, : len(c.traj)] = c.traj
-            meta = np.array([[r, len(c.traj), c.n, c.successor, c.mode] for r, c, _ in rc], np.int64).T
-            m = _to_device(meta, dev, self.pin)
+            meta = _to_device(np.array([[r, len(c.traj), c.n, c.successor, c.mode] for r, c, _ in rc]).T, dev, pin)
             self._stack["rc"] = {
-                "rows": m[0], "traj": _to_device(traj, dev, self.pin), "traj_len": m[1], "n": m[2],
-                "successor": m[3], "mode": m[4], "N": int(meta[2].max()), "outs": [o for _, _, o in rc],
-                "keys": [c.key for _, c, _ in rc], "count": torch.zeros(len(rc), dtype=torch.int64, device=dev),
+                "rows": meta[0], "traj": _to_device(traj, dev, pin), "traj_len": meta[1], "n": meta[2],
+                "successor": meta[3], "mode": meta[4], "N": max(c.n for _, c, _ in rc),
             }  # fmt: skip
         if bt:
-            meta = np.array([[r, c.positions] for r, c, _ in bt], np.int64).T
-            m = _to_device(meta, dev, self.pin)
-            self._stack["bt"] = {
-                "rows": m[0], "positions": m[1], "outs": [o for _, _, o in bt], "keys": [c.key for _, c, _ in bt],
-                "count": torch.zeros(len(bt), dtype=torch.int64, device=dev),
-            }  # fmt: skip
+            meta = _to_device(np.array([[r, c.positions] for r, c, _ in bt], np.int64).T, dev, pin)
+            self._stack["bt"] = {"rows": meta[0], "positions": meta[1]}
+        if en:
+            width = max(c.entropy for _, c, _ in en)
+            self._stack["en"] = {
+                "rows": _to_device(np.array([r for r, _, _ in en], np.int64), dev, pin),
+                "ent": torch.full((len(en), width), float("nan"), device=dev),
+            }
+        for name, part in (("rc", rc), ("bt", bt), ("en", en)):
+            if part:
+                st = self._stack[name]
+                st["outs"], st["keys"] = [o for _, _, o in part], [c.key for _, c, _ in part]
+                st["count"] = torch.zeros(len(part), dtype=torch.int64, device=dev)
+
+    def _gen_len(self, outs: list[list[int]]) -> torch.Tensor:
+        return _to_device(np.fromiter((len(o) for o in outs), np.int64, len(outs)), self.device, self.pin)
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        if self._dirty:
+            self._rebuild()
         if not self.rows:
             return logits
-        if self._dirty or self._stack is None:
-            self._rebuild()
         if (st := self._stack.get("rc")) is not None:
             N, outs = st["N"], st["outs"]
             recent = np.full((len(outs), N), -1, np.int64)  # right-aligned, left-padded with -1
-            gen_len = np.fromiter((len(o) for o in outs), np.int64, len(outs))
             for i, o in enumerate(outs):  # the V1 runner exposes outputs only as Python lists
                 tail = o[-N:]
                 if tail:
@@ -217,30 +259,32 @@ class RailsweepV1Processor(V1LogitsProcessor):
             sub = logits.index_select(0, st["rows"])
             sub, trig = apply_railcap(
                 sub, st["traj"], st["traj_len"], _to_device(recent, self.device, self.pin),
-                _to_device(gen_len, self.device, self.pin), st["n"], st["successor"], st["mode"],
+                self._gen_len(outs), st["n"], st["successor"], st["mode"],
             )  # fmt: skip
             logits.index_copy_(0, st["rows"], sub)
             st["count"] += trig.to(torch.int64)
         if (st := self._stack.get("bt")) is not None:
-            gen_len = np.fromiter((len(o) for o in st["outs"]), np.int64, len(st["outs"]))
-            active = _to_device(gen_len, self.device, self.pin) < st["positions"]
-            sub, trig = ban_top(logits.index_select(0, st["rows"]), active)
+            sub, trig = ban_top(logits.index_select(0, st["rows"]), self._gen_len(st["outs"]) < st["positions"])
             logits.index_copy_(0, st["rows"], sub)
             st["count"] += trig.to(torch.int64)
+        if (st := self._stack.get("en")) is not None:  # after every edit: entropy of the processed logits
+            ent = st["ent"]
+            pos = self._gen_len(st["outs"]).clamp(max=ent.shape[1] - 1)
+            ent.scatter_(1, pos[:, None], entropy(logits.index_select(0, st["rows"]))[:, None])
         return logits
 
-    def pop_triggers(self) -> dict[tuple[str, int | None], int]:
-        """Trigger counts per (key, seed) since the last call; call between ``generate`` calls only."""
-        if self._stack is not None:
-            for part in ("rc", "bt"):
-                if part in self._stack:
-                    self.ledger.retire(self._stack[part]["keys"], self._stack[part]["count"])
-                    self._stack[part]["count"] = torch.zeros_like(self._stack[part]["count"])
+    def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
+        """(trigger counts, entropies) per (key, seed) since the last call; call between ``generate`` calls."""
+        self._retire_all()
+        for st in self._stack.values():
+            st["count"] = torch.zeros_like(st["count"])
+            if "ent" in st:
+                st["ent"] = torch.full_like(st["ent"], float("nan"))
         return self.ledger.pop()
 
 
 class RailsweepV2Processor(V2LogitsProcessor):
-    """RailCap / ban-top for Model Runner V2 (state keyed by persistent request slot)."""
+    """RailCap / ban-top / entropy recording for Model Runner V2 (state keyed by persistent request slot)."""
 
     MAX_TRAJ = 4096  # longest greedy trajectory accepted (bounded by max_model_len too)
 
@@ -255,25 +299,29 @@ class RailsweepV2Processor(V2LogitsProcessor):
         dev, R = torch.device(req_states.device), req_states.max_num_reqs
         max_len = getattr(getattr(vllm_config, "model_config", None), "max_model_len", None) or self.MAX_TRAJ
         self.W = min(self.MAX_TRAJ, int(max_len))
-        self.device = dev
+        self.device, self.pin = dev, dev.type != "cpu"
         self.traj = torch.full((R, self.W), -1, dtype=torch.int64, device=dev)
-        self.meta = torch.zeros((5, R), dtype=torch.int64, device=dev)  # traj_len, n, successor, mode, positions
+        # rows: traj_len, n (0 = no RailCap), successor, mode, ban-top positions, entropy steps
+        self.meta = torch.zeros((6, R), dtype=torch.int64, device=dev)
         self.count = torch.zeros(R, dtype=torch.int64, device=dev)
+        self.ent: torch.Tensor | None = None  # [R, W] float, allocated on the first entropy request
         self.kind_np = np.zeros(R, np.int64)  # host mirrors for skip decisions and loop bounds
         self.n_np = np.zeros(R, np.int64)
         self.len_np = np.zeros(R, np.int64)
-        self.keys: list[tuple[str, int | None] | None] = [None] * R
+        self.ent_np = np.zeros(R, bool)
+        self.keys: list[Key | None] = [None] * R
         self._pending: dict[int, RequestIntervention | None] = {}
-        self.ledger = _TriggerLedger()
+        self.ledger = _Ledger()
 
     def add_request(self, req_idx: int, sampling_params) -> bool:
         cfg = parse_intervention(sampling_params)
-        if cfg is not None and cfg.kind == RAILCAP and len(cfg.traj) <= cfg.n:
-            cfg = None  # no n-gram has a successor: Identity
+        if cfg is not None and cfg.kind == RAILCAP and len(cfg.traj) <= cfg.n:  # no n-gram has a successor
+            cfg = None if not cfg.entropy else RequestIntervention(NONE, cfg.key, entropy=cfg.entropy)
         self._pending[req_idx] = cfg
         self.kind_np[req_idx] = cfg.kind if cfg else NONE
         self.n_np[req_idx] = cfg.n if cfg else 0
         self.len_np[req_idx] = len(cfg.traj) if cfg else 0
+        self.ent_np[req_idx] = bool(cfg and cfg.entropy)
         return cfg is not None
 
     def apply_staged_writes(self) -> None:
@@ -282,26 +330,32 @@ class RailsweepV2Processor(V2LogitsProcessor):
             return
         idx = np.fromiter(self._pending, np.int64, len(self._pending))
         rows = np.full((len(idx), self.W), -1, np.int64)
-        meta = np.zeros((5, len(idx)), np.int64)
+        meta = np.zeros((6, len(idx)), np.int64)
         old_keys = [self.keys[i] for i in idx]
         for r, (slot, cfg) in enumerate(self._pending.items()):
             self.keys[slot] = cfg.key if cfg else None
             if cfg is not None:
                 rows[r, : len(cfg.traj)] = cfg.traj
-                meta[:, r] = (len(cfg.traj), cfg.n, cfg.successor, cfg.mode, cfg.positions)
+                meta[:, r] = (len(cfg.traj), cfg.n, cfg.successor, cfg.mode, cfg.positions, cfg.entropy)
         self._pending.clear()
-        pin = self.device.type != "cpu"
-        idx_t = _to_device(idx, self.device, pin)
-        if any(k is not None for k in old_keys):  # previous occupants' counts, kept on the device
-            self.ledger.retire(old_keys, self.count.index_select(0, idx_t))
+        if self.ent is None and meta[5].any():
+            self.ent = torch.full((len(self.keys), self.W), float("nan"), device=self.device)
+        idx_t = _to_device(idx, self.device, self.pin)
+        # previous occupants' results stay on the device until pop_results
+        ents = self.ent.index_select(0, idx_t) if self.ent is not None else None
+        self.ledger.retire(old_keys, self.count.index_select(0, idx_t), ents)
         self.count.index_fill_(0, idx_t, 0)
-        self.traj.index_copy_(0, idx_t, _to_device(rows, self.device, pin))
-        self.meta.index_copy_(1, idx_t, _to_device(meta, self.device, pin))
+        if self.ent is not None:
+            self.ent.index_fill_(0, idx_t, float("nan"))
+        self.traj.index_copy_(0, idx_t, _to_device(rows, self.device, self.pin))
+        self.meta.index_copy_(1, idx_t, _to_device(meta, self.device, self.pin))
 
     def apply(self, logits: torch.Tensor, ctx) -> torch.Tensor:
-        kinds = self.kind_np[ctx.idx_mapping_np]
+        req_slots = ctx.idx_mapping_np
+        kinds = self.kind_np[req_slots]
         has_rc, has_bt = bool((kinds == RAILCAP).any()), bool((kinds == BAN_TOP).any())
-        if not (has_rc or has_bt):  # host-only decision
+        has_en = bool(self.ent_np[req_slots].any())
+        if not (has_rc or has_bt or has_en):  # host-only decision
             return logits
         slots = ctx.expanded_idx_mapping.long()
         total = self.rs.total_len.gpu[slots].long()  # prompt + committed outputs
@@ -310,9 +364,8 @@ class RailsweepV2Processor(V2LogitsProcessor):
         meta = self.meta.index_select(1, slots)
         triggered = torch.zeros_like(gen_len, dtype=torch.bool)
         if has_rc:
-            active = self.kind_np[ctx.idx_mapping_np] == RAILCAP
-            N = int(self.n_np[ctx.idx_mapping_np][active].max())
-            K = int(self.len_np[ctx.idx_mapping_np][active].max())
+            active = kinds == RAILCAP
+            N, K = int(self.n_np[req_slots][active].max()), int(self.len_np[req_slots][active].max())
             all_ids = self.rs.all_token_ids.gpu
             j = torch.arange(N, device=logits.device)
             pos = total[:, None] - N + j[None, :]
@@ -326,13 +379,20 @@ class RailsweepV2Processor(V2LogitsProcessor):
             logits, trig = ban_top(logits, gen_len < meta[4])
             triggered |= trig
         self.count.index_add_(0, slots, triggered.to(torch.int64))
+        if has_en:  # rows without entropy recording rewrite their current value (fixed shapes, no sync)
+            pos = gen_len.clamp(0, self.W - 1)
+            old = self.ent[slots, pos]
+            self.ent[slots, pos] = torch.where((meta[5] > gen_len), entropy(logits), old)
         return logits
 
-    def pop_triggers(self) -> dict[tuple[str, int | None], int]:
-        """Trigger counts per (key, seed) since the last call; call between ``generate`` calls only."""
+    def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
+        """(trigger counts, entropies) per (key, seed) since the last call; call between ``generate`` calls."""
         live = [i for i, k in enumerate(self.keys) if k is not None]
         if live:
             idx = torch.tensor(live, dtype=torch.int64, device=self.device)
-            self.ledger.retire([self.keys[i] for i in live], self.count.index_select(0, idx))
+            ents = self.ent.index_select(0, idx) if self.ent is not None else None
+            self.ledger.retire([self.keys[i] for i in live], self.count.index_select(0, idx), ents)
             self.count.index_fill_(0, idx, 0)
+            if self.ent is not None:
+                self.ent.index_fill_(0, idx, float("nan"))
         return self.ledger.pop()

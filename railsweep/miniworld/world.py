@@ -4,8 +4,8 @@ Steps of :func:`build_world`:
 1. resolve the preset's :class:`WorldConfig`; its digest names the world
    directory, so a changed config builds a new world instead of reusing one;
 2. under a file lock (parallel test processes share the cache), reuse the
-   directory when its ``manifest.json`` exists, else build into a temporary
-   directory and rename it into place (nothing half-written is ever reused):
+   directory when its ``manifest.json`` exists, else (re)build it; the manifest
+   is written last and atomically, so a half-written world is never reused:
    a. generate train/test problems, paraphrases and filler; write the
       benchmark in the official GSM8K format + ``cot_8shot.json`` + ``pq_test.jsonl``;
    b. train the word-level tokenizer;
@@ -22,7 +22,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,15 +85,14 @@ def build_world(
         if force and root.exists():
             shutil.rmtree(root)
         if not (root / "manifest.json").is_file():
+            # a directory without a manifest is an interrupted build: start over
             if root.exists():
                 shutil.rmtree(root)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+            root.mkdir()
             try:
-                _build(tmp, preset, config, log)
-                os.chmod(tmp, 0o755)
-                tmp.rename(root)
+                _build(root, preset, config, log)
             except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(root, ignore_errors=True)
                 raise
     return load_world(root)
 

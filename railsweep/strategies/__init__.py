@@ -14,7 +14,7 @@ from railsweep.strategies.base import (  # noqa: F401
 )
 
 # Registered by their own modules; each line is one strategy.
+from railsweep.strategies.lne_blocking import LNEBlocking as _lne_blocking  # noqa: F401,E402
 from railsweep.strategies.railcap import strategy as _railcap  # noqa: F401,E402
-from railsweep.strategies import lne_blocking as _lne_blocking  # noqa: F401,E402
-from railsweep.strategies import ted as _ted  # noqa: F401,E402
 from railsweep.strategies.shortcut import strategy as _shortcut  # noqa: F401,E402
+from railsweep.strategies.ted import TED as _ted  # noqa: F401,E402

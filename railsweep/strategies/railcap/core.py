@@ -1,8 +1,9 @@
 """RailCap's math: one batched, pure-torch, sync-free function (method.md §3, paper Algorithm 1).
 
 Both engine adapters (the transformers processor and the vLLM logits
-processors) call :func:`apply_railcap`; they only differ in how they keep the
-per-row state (trajectory, recent generated tokens, generated length).
+processors) call :func:`apply_railcap` or its two halves (:func:`railcap_targets`
+from token ids, then :func:`cap_or_ban` on the logits); they only differ in how
+they keep the per-row state (trajectory, recent generated tokens, generated length).
 
 Everything is fixed-shape tensor work (shifted compares / ``where`` /
 ``gather`` / ``scatter_reduce_``): no per-row Python loop, no boolean-mask indexing, no

@@ -1,0 +1,119 @@
+"""The built world: GSM8K-format data, recorded leak split, adapters, caching, CLI check."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from railsweep.contamination import ContaminationConfig, LoraRecipe
+from railsweep.errors import ConfigError
+from railsweep.miniworld import ModelSize, WorldConfig, build_world, preset_config
+from railsweep.miniworld.pretrain import PretrainConfig
+
+# smaller than the smoke preset: enough to exercise every build step
+TINY = WorldConfig(
+    families=("neox",),
+    n_train=60,
+    n_test=10,
+    n_filler=12,
+    max_number=100,
+    size=ModelSize(hidden=64, layers=1, intermediate=64, max_positions=1024),
+    pretrain=PretrainConfig(steps=3, batch_size=2, block_size=128, warmup=1),
+    contamination=ContaminationConfig(
+        n_filler=4, n_train=4, n_leak=4, filler="miniworld",
+        recipe=LoraRecipe(r=4, alpha=8, global_batch=4, micro_batch=4, epochs=1),
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return build_world("smoke", cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def test_smoke_world_loads_with_the_standard_gsm8k_task(smoke):
+    from railsweep.tasks import GSM8KTask, load_paraphrases
+
+    task = GSM8KTask.from_dir(smoke.data_dir, split="test", leak_split=smoke.leak_split_path)
+    questions = task.questions()
+    assert len(questions) == smoke.config.n_test
+    assert sum(q.leaked for q in questions) == smoke.config.contamination.n_leak
+    assert len(json.loads((smoke.data_dir / "cot_8shot.json").read_text())) == 8
+    assert set(load_paraphrases(smoke.data_dir / "pq_test.jsonl", questions)) == {q.index for q in questions}
+    assert task.prompt(questions[0]).count("The answer is") == 8
+
+
+def test_leak_split_is_saved_with_the_world_and_the_models(smoke):
+    split = json.loads(smoke.leak_split_path.read_text())
+    fam = smoke.family(smoke.families[0])
+    assert split == json.loads((fam.adapters["clean"].parent / "leak_split.json").read_text())
+    assert sorted(split["leaked"] + split["unleaked"]) == list(range(smoke.config.n_test))
+    assert split["seed"] == smoke.config.contamination.seed
+
+
+def test_every_adapter_is_a_lora_over_the_same_base_and_co_continues_from_clean(smoke):
+    fam = smoke.family("llama")
+    assert set(fam.adapters) == {"clean", "co_gsm8k", "co_pq"}
+    manifest = json.loads((fam.adapters["clean"].parent / "manifest.json").read_text())
+    assert manifest["continued_from"] == {"co_gsm8k": "clean", "co_pq": "clean"}
+    assert manifest["provenance"]["git"].keys() == {"commit", "dirty"}
+    assert len(manifest["provenance"]["datasets"]) == 3  # train, test, paraphrases
+    for path in fam.adapters.values():
+        cfg = json.loads((path / "adapter_config.json").read_text())
+        assert cfg["base_model_name_or_path"] == str(fam.base_dir)
+
+
+def test_world_manifest_records_config_and_build_time(smoke):
+    assert smoke.manifest["digest"] == preset_config("smoke").digest()
+    assert smoke.manifest["families"] == ["llama"]
+    assert smoke.manifest["build_seconds"] > 0
+
+
+def test_unknown_family_is_a_config_error(smoke):
+    with pytest.raises(ConfigError, match="unknown model family 'gemma'"):
+        smoke.family("gemma")
+    with pytest.raises(ConfigError, match="unknown model family"):
+        WorldConfig(families=("llama", "gpt2"))
+
+
+def test_leak_count_larger_than_the_test_split_is_a_config_error():
+    with pytest.raises(ConfigError, match="n_leak=11 is larger than the test split"):
+        dataclasses.replace(TINY, contamination=dataclasses.replace(TINY.contamination, n_leak=11))
+
+
+def test_cached_world_is_reused_and_a_changed_config_builds_a_new_one(tmp_path):
+    first = build_world("tiny", cache_dir=tmp_path, config=TINY)
+    stamp = (first.root / "manifest.json").stat().st_mtime_ns
+    again = build_world("tiny", cache_dir=tmp_path, config=TINY)
+    assert again.root == first.root and (again.root / "manifest.json").stat().st_mtime_ns == stamp
+    changed = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, seed=1))
+    assert changed.root != first.root and first.root.exists()
+
+
+def test_interrupted_build_without_manifest_is_rebuilt_not_reused(tmp_path):
+    world = build_world("tiny", cache_dir=tmp_path, config=TINY)
+    (world.root / "manifest.json").unlink()
+    (world.root / "families" / "neox" / "base" / "config.json").unlink()
+    rebuilt = build_world("tiny", cache_dir=tmp_path, config=TINY)
+    assert (rebuilt.family("neox").base_dir / "config.json").is_file()
+
+
+def test_miniworld_check_prints_json_per_family_and_exit_code_follows_it(smoke, capsys):
+    from railsweep.cli import main
+
+    code = main(["miniworld", "check", "--preset", "smoke", "--cache-dir", str(smoke.root.parents[1]),
+                 "--m", "2", "--limit", "4"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [r["family"] for r in lines] == ["llama"]
+    assert {"clean_mean", "clean_strata", "co_gsm8k", "co_pq", "conditions"} <= lines[0].keys()
+    assert code == (0 if all(r["passed"] for r in lines) else 1)
+
+
+def test_miniworld_check_of_an_unknown_family_is_a_user_error(smoke, capsys):
+    from railsweep.cli import main
+
+    code = main(["miniworld", "check", "--preset", "smoke", "--cache-dir", str(smoke.root.parents[1]),
+                 "--family", "bert"])
+    assert code == 2 and "unknown model family 'bert'" in capsys.readouterr().err
