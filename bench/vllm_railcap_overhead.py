@@ -89,11 +89,14 @@ def main(argv: list[str] | None = None) -> dict:
             dtype="bfloat16" if args.dummy_7b else "auto",
         )  # fmt: skip
         startup_s = time.perf_counter() - t0
-        llm = engine._llm  # token-id prompts (the dummy model has no tokenizer): use the engine's LLM directly
+        llm = (
+            engine._llm
+        )  # token-id prompts (the dummy model has no tokenizer): use the engine's LLM directly
         vocab = llm.llm_engine.model_config.get_vocab_size()
         rng = random.Random(0)
         prompts = [
-            {"prompt_token_ids": [rng.randrange(3, vocab) for _ in range(args.prompt_len)]} for _ in range(args.prompts)
+            {"prompt_token_ids": [rng.randrange(3, vocab) for _ in range(args.prompt_len)]}
+            for _ in range(args.prompts)
         ]
         greedy = SamplingParams(temperature=0, max_tokens=args.max_tokens, ignore_eos=True, detokenize=False)
         trajs = [list(o.outputs[0].token_ids) for o in llm.generate(prompts, greedy, use_tqdm=False)]
@@ -106,8 +109,15 @@ def main(argv: list[str] | None = None) -> dict:
                     extra = extra_args_for(RailCapSpec(tuple(g), n=args.railcap_n, mode=mode), f"b{i}")
                 out.append(
                     SamplingParams(
-                        n=args.n, temperature=args.temperature, top_p=1.0, top_k=0, max_tokens=args.max_tokens,
-                        ignore_eos=True, detokenize=False, seed=seed + 1000 * i, extra_args=extra,
+                        n=args.n,
+                        temperature=args.temperature,
+                        top_p=1.0,
+                        top_k=0,
+                        max_tokens=args.max_tokens,
+                        ignore_eos=True,
+                        detokenize=False,
+                        seed=seed + 1000 * i,
+                        extra_args=extra,
                     )  # fmt: skip
                 )
             return out
@@ -116,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
         tps: dict[str, list[float]] = {m: [] for m in modes}
         triggers: dict[str, int] = {m: 0 for m in modes}
         llm.generate(prompts, params("cap", 1), use_tqdm=False)  # warm-up of the processor path
-        engine._pop_triggers()
+        engine._pop_results()
         for r in range(args.repeats):
             order = list(modes)[r % 3 :] + list(modes)[: r % 3]
             for m in order:
@@ -125,7 +135,7 @@ def main(argv: list[str] | None = None) -> dict:
                 dt = time.perf_counter() - t
                 tokens = sum(len(c.token_ids) for o in outs for c in o.outputs)
                 tps[m].append(tokens / dt)
-                triggers[m] += sum(engine._pop_triggers().values())
+                triggers[m] += sum(engine._pop_results()[0].values())
         engine.close()
     med = {m: statistics.median(v) for m, v in tps.items()}
     import torch

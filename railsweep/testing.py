@@ -31,9 +31,23 @@ at market every morning bakes muffins friends four three two one five six seven 
 bolts blue white fiber takes It robe buys buy bought sold sell cost costs price profit money
 first second third week weeks month months year years hour hours minute minutes
 apples oranges books cars people students class school store miles feet inches
-pounds cups hand one's We we start started now after before from by on into out
+pounds cups hand We we start started now after before from by on into out
 their his her its our you your I me my Let let s t calculation remaining
 minus plus divided multiplied equals number numbers answers step steps think
+She He They There In If Then Each This That These Since After Before On At For To By But And
+duck chickens dogs cats fish birds cows horses pigs trees flowers plants
+makes made make earn earns earned pay pays paid spend spends spent save saves saved gets got get
+gives gave give uses used use needs need wants want takes took take runs ran walks walked reads
+read writes wrote works worked eats ate drinks drank plays played wins won loses lost finds found
+dollar cents cent price prices bill bills coin coins ticket tickets box boxes bag bags bottle bottles
+pizza pizzas cookies cake cakes candy candies water milk juice bread sandwich sandwiches
+page pages friend family mother father brother sister son daughter kids children
+boys girls teacher teachers team teams game games player players points score
+total altogether together remaining rest left over more fewer less than twice triple double
+percent fraction quarter third fifth tenth hundred thousand million dozen dozens pair pairs
+long wide tall high deep big small large old new young same different equal
+rate speed distance time times round trip weekly daily monthly yearly every
+all both some any none no not only just also still even already again
 """.split()
 
 _PUNCT = list(".,:;?!$%#=+-*/()<>'\"")

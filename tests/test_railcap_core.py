@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from railsweep.engines.base import BanTopSpec, RailCapSpec
-from railsweep.strategies.railcap.core import MODE_CODES, SUCCESSOR_CODES, apply_railcap, pack_specs
+from railsweep.strategies.railcap.core import (
+    MODE_CODES,
+    SUCCESSOR_CODES,
+    apply_railcap,
+    cap_or_ban,
+    pack_specs,
+    railcap_targets,
+)
 from railsweep.strategies.railcap.hf_processor import BanTopProcessor, RailCapProcessor, apply_ban_top
 
 V = 12
@@ -49,7 +56,7 @@ def random_rows(rng: random.Random, B: int, n_choices, modes, successors):
     return rows
 
 
-def run_core(rows, logits, N):
+def run_core(rows, logits, N, uniform_n=False):
     B = len(rows)
     T = max([len(r[0]) for r in rows] + [1])
     traj = torch.full((B, T), -1, dtype=torch.long)
@@ -62,11 +69,14 @@ def run_core(rows, logits, N):
     meta = torch.tensor(
         [[len(t), len(g), n, SUCCESSOR_CODES[s], MODE_CODES[m]] for t, g, n, s, m in rows], dtype=torch.long
     ).T
+    if uniform_n:  # the two halves, with the host-side promise that every n is N or 0
+        index, keep = railcap_targets(traj, meta[0], recent, meta[1], meta[2], meta[3], uniform_n=True)
+        return cap_or_ban(logits.clone(), index, keep, meta[4])
     return apply_railcap(logits.clone(), traj, meta[0], recent, meta[1], meta[2], meta[3], meta[4])
 
 
-def assert_matches_naive(rows, logits, N):
-    got, trig = run_core(rows, logits, N)
+def assert_matches_naive(rows, logits, N, uniform_n=False):
+    got, trig = run_core(rows, logits, N, uniform_n)
     for b, (t, g, n, s, m) in enumerate(rows):
         want, want_trig = naive_railcap(logits[b], t, g, n, s, m)
         assert torch.equal(got[b], want), (b, t, g, n, s, m)
@@ -83,6 +93,7 @@ def test_core_equals_naive_reference_on_repeated_ngrams(n, mode, successor):
     logits[::3, :ALPHABET] += 3.0  # trajectory tokens are often the argmax, so cap really changes them
     assert_matches_naive(rows, logits, N=n)
     assert_matches_naive(rows, logits, N=n + 3)  # a wider recent buffer than n changes nothing
+    assert_matches_naive(rows, logits, N=n, uniform_n=True)
 
 
 def test_core_serves_mixed_rows_and_disabled_rows_in_one_batch():

@@ -1,7 +1,8 @@
 """RailCap end to end: the transformers engine with RailCapSpec, and the registered strategy.
 
-Uses a tiny llama with a sharpened output head (~2 nats per step) so that
-T=0.7 samples often walk the greedy trajectory and RailCap really fires.
+A random tiny model rarely walks back onto a trajectory once off it, so the
+engine tests build the rails from the Identity samples themselves (same seeds):
+each sample starts on its own rails and RailCap must knock it off.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def engine(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trajectory(engine) -> tuple[int, ...]:
-    return tuple(engine.generate([Request(PROMPT, SamplingSpec(max_new_tokens=40))])[0].samples[0].token_ids)
+    """All Identity samples back to back: every sample then rides these rails from its first token on."""
+    return tuple(t for s in samples(engine, None) for t in s.token_ids)
 
 
 def successors(traj: Sequence[int], n: int) -> dict[tuple[int, ...], set[int]]:
@@ -67,22 +69,21 @@ def test_empty_trajectory_equals_identity_token_for_token(engine):
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_ban_never_emits_a_trajectory_successor_and_counts_every_keyed_step(engine, trajectory, n):
     H = successors(trajectory, n)
-    _, identity_hits = map(sum, zip(*(rail_hits(s.token_ids, H, n) for s in samples(engine, None))))
-    assert identity_hits > 0  # without RailCap the samples do ride the rails
+    assert all(rail_hits(s.token_ids, H, n)[1] > 0 for s in samples(engine, None))  # Identity rides the rails
     banned = samples(engine, RailCapSpec(trajectory, n=n, mode="ban", successor="all"))
     for s in banned:
         keyed, hits = rail_hits(s.token_ids, H, n)
-        assert hits == 0
+        assert hits == 0 and keyed > 0
         assert s.triggers == keyed  # a ban changes the logits at every keyed step
 
 
-def test_cap_lowers_how_often_samples_follow_the_greedy_trajectory(engine, trajectory):
+def test_cap_lowers_how_often_samples_follow_the_trajectory(engine, trajectory):
     H = successors(trajectory, 4)
-    plain = sum(rail_hits(s.token_ids, H, 4)[1] for s in samples(engine, None, n=24))
-    capped_samples = samples(engine, RailCapSpec(trajectory, n=4, mode="cap"), n=24)
+    plain = sum(rail_hits(s.token_ids, H, 4)[1] for s in samples(engine, None))
+    capped_samples = samples(engine, RailCapSpec(trajectory, n=4, mode="cap", successor="all"))
     capped = sum(rail_hits(s.token_ids, H, 4)[1] for s in capped_samples)
     assert sum(s.triggers for s in capped_samples) > 0
-    assert capped < plain
+    assert capped < plain / 2
 
 
 @dataclass
@@ -108,14 +109,14 @@ def test_strategy_records_trajectory_length_and_triggers_per_question(engine):
         engine, task, adapter=None, settings=DecodeSettings(m=6, temperature=0.7, max_new_tokens=30)
     )
     qs = task.questions()
-    outcomes = build_strategy("railcap", {"n": 2, "mode": "ban"}).run(ctx, qs)
+    outcomes = build_strategy("railcap", {"n": 1, "mode": "ban"}).run(ctx, qs)
     assert [o.index for o in outcomes] == [0, 1, 2]
     for o in outcomes:
         assert o.m == 6 and len(o.samples) == 6 and o.c == sum(g.correct for g in o.grades)
         assert o.greedy is not None and o.extras["trajectory_len"] == len(o.greedy.token_ids)
         assert o.extras["triggers"] == sum(s.triggers for s in o.samples)
-        H = successors(o.greedy.token_ids, 2)
-        assert all(rail_hits(s.token_ids, H, 2)[1] == 0 for s in o.samples)
+        H = successors(o.greedy.token_ids, 1)
+        assert all(rail_hits(s.token_ids, H, 1)[1] == 0 for s in o.samples)
     assert sum(o.extras["triggers"] for o in outcomes) > 0
 
 

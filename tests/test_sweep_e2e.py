@@ -89,15 +89,20 @@ def _smoke_spec(uri, experiment, cache, **resources):
     )
 
 
-def test_ray_job_submit_of_the_smoke_sweep_logs_parent_children_and_tables(
-    ray_head, mlflow_server, smoke_world
+def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(
+    ray_head, mlflow_server, smoke_world, capsys
 ):
+    """`railsweep demo` finds the running head and server (reuse path) and runs `ray job submit`."""
+    from railsweep.cli import main
+
     exp = "e2e-job"
-    env = {"MLFLOW_TRACKING_URI": mlflow_server, "RAILSWEEP_CACHE": str(smoke_world)}
-    rc = local.submit_job(ray_head.dashboard, ["python", "sweeps/table3.py", "--preset", "smoke", "--experiment", exp,
-                                               "--progress-interval", "5"],
-                          working_dir=REPO, env_vars=env)  # fmt: skip
-    assert rc == 0
+    dash_port, mlflow_port = ray_head.dashboard.rsplit(":", 1)[1], mlflow_server.rsplit(":", 1)[1]
+    argv = ["demo", "--preset", "smoke", "--experiment", exp, "--cache-dir", str(smoke_world),
+            "--dashboard-port", dash_port, "--mlflow-port", mlflow_port]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "Table 3" in printed and "RailCap n=4 cap" in printed
+    assert f"MLflow UI: {mlflow_server}/#/experiments/" in printed
     df = _runs(mlflow_server, exp)
     parents = df[df["tags.railsweep.kind"] == "sweep"]
     assert len(parents) == 1 and parents["status"].iloc[0] == "FINISHED"
@@ -136,28 +141,32 @@ def test_killing_an_engine_actor_mid_sweep_still_logs_every_cell_exactly_once(
 
     ray = ray_client
     exp = "e2e-kill-engine"
-    spec = _smoke_spec(mlflow_server, exp, smoke_world, slots_per_engine=1)
+    spec = _smoke_spec(mlflow_server, exp, smoke_world, slots_per_engine=3)
     box = {}
     t = threading.Thread(target=lambda: box.update(out=run_sweep(spec, table="all", progress_interval=60)))
     t.start()
-    name = engine_name(spec.sweep_id, "llama", 0)
+    name = engine_name(spec.resolve().sweep_id, "llama", 0)
     deadline = time.time() + 300
     killed = False
-    while time.time() < deadline and not killed:
+    while time.time() < deadline and not killed and t.is_alive():
         try:
             handle = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
         except ValueError:
-            time.sleep(0.5)
+            time.sleep(0.2)
             continue
         df = _runs(mlflow_server, exp) if _client(mlflow_server).get_experiment_by_name(exp) else None
         if df is not None and len(df) and (_cell_runs(df)["status"] == "FINISHED").sum() >= 1:
-            ray.kill(handle, no_restart=False)  # the actor restarts; its in-flight cell is retried
+            ray.kill(
+                handle, no_restart=False
+            )  # the actor restarts; its in-flight and queued cells are retried
             killed = True
-        time.sleep(0.3)
+        time.sleep(0.2)
     t.join(timeout=600)
     assert killed and "out" in box
     out = box["out"]
     assert out.failed == []
+    stats = out.engine_stats[name]
+    assert stats["cells"] <= len(out.cells) - 1  # state reset: the engine restarted after serving a cell
     cells = _cell_runs(_runs(mlflow_server, exp))
     assert len(cells) == len(out.cells) == 9  # 1 clean + 2 domains × (identity, all_zero, railcap n=2, n=4)
     assert sorted(cells["tags.railsweep.cell_id"]) == sorted(out.cells)

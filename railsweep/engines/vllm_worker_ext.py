@@ -1,9 +1,9 @@
 """Methods mixed into every vLLM worker (``LLM(worker_extension_cls=...)``), called by name.
 
-``collective_rpc("railsweep_pop_triggers")`` reaches the railsweep logits
-processor instance of the worker and returns its per-request trigger counts as
-plain data (no insecure serialisation needed). Must stay importable in a fresh
-interpreter: vLLM spawns the engine-core process.
+``collective_rpc("railsweep_pop_results")`` reaches the railsweep logits
+processor instance of the worker and returns its per-request trigger counts
+and recorded entropies as plain data (no insecure serialisation needed). Must
+stay importable in a fresh interpreter: vLLM spawns the engine-core process.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ class RailsweepWorkerExtension:
         if procs is None:
             batch = getattr(runner, "input_batch", None)  # V1 runner
             procs = list(batch.logitsprocs.all) if batch is not None else []
-        return [p for p in procs if hasattr(p, "pop_triggers")]
+        return [p for p in procs if hasattr(p, "pop_results")]
 
-    def railsweep_pop_triggers(self) -> list[list]:
-        """``[[key, seed, count], ...]`` accumulated since the last call."""
+    def railsweep_pop_results(self) -> list[list]:
+        """``[[key, seed, triggers, entropies], ...]`` accumulated since the last call."""
         out: list[list] = []
         for proc in self._railsweep_processors():
-            out.extend([k, s, c] for (k, s), c in proc.pop_triggers().items())
+            triggers, ents = proc.pop_results()
+            for k in triggers.keys() | ents.keys():
+                out.append([k[0], k[1], triggers.get(k, 0), ents.get(k)])
         return out

@@ -76,8 +76,8 @@ def _smoke() -> WorldConfig:
 def _mini() -> WorldConfig:
     return WorldConfig(
         size=ModelSize(hidden=128, layers=3, intermediate=256, max_positions=1024),
-        pretrain=PretrainConfig(steps=450, batch_size=8, block_size=640, lr=3e-3, warmup=40),
-        family_steps=(("neox", 550),),
+        pretrain=PretrainConfig(steps=300, batch_size=8, block_size=640, lr=3e-3, warmup=30),
+        family_steps=(("neox", 360),),
         contamination=ContaminationConfig(
             n_filler=240,
             n_train=100,

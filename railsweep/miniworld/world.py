@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import multiprocessing
 import os
 import random
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +75,13 @@ def build_world(
     force: bool = False,
     config: WorldConfig | None = None,
     log=None,
+    workers: int | None = None,
 ) -> World:
-    """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's."""
+    """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's.
+
+    ``workers``: processes that build families in parallel (default: one per family, each
+    with an equal share of the CPU threads); it changes only the build time, not what is built.
+    """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     root = cache / "miniworld" / f"{preset}-{config.digest()}"
@@ -90,7 +97,7 @@ def build_world(
                 shutil.rmtree(root)
             root.mkdir()
             try:
-                _build(root, preset, config, log)
+                _build(root, preset, config, log, workers)
             except BaseException:
                 shutil.rmtree(root, ignore_errors=True)
                 raise
@@ -138,59 +145,37 @@ def _config_from_dict(d: dict) -> WorldConfig:
     )
 
 
-def _build(root: Path, preset: str, config: WorldConfig, log) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None) -> None:
     from railsweep import provenance
-    from railsweep.contamination import contaminate_family, save_leak_split
+    from railsweep.contamination import save_leak_split
     from railsweep.contamination.simulator import cot_example, write_json
     from railsweep.miniworld.benchmark import write_benchmark
-    from railsweep.miniworld.models import model_config
-    from railsweep.miniworld.pretrain import pretrain, save_model
+    from railsweep.miniworld.family import build_family
     from railsweep.miniworld.tokenizer import train_tokenizer
 
     t0 = time.time()
     timings: dict[str, float] = {}
     data = write_benchmark(root / "data", config)
-    timings["data"] = time.time() - t0
     corpus = [cot_example(p.question, p.solution) for p in data.train]
     rng = random.Random(config.seed)
     share = int(config.paraphrase_share * len(data.train))
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
     corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
     texts_for_vocab = corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
-    tok_dir = train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
-    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-    ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
-    training: dict[str, dict] = {}
-    threads = torch.get_num_threads()
-    for family in config.families:
-        t1 = time.time()
-        fam = root / "families" / family
-        torch.manual_seed(config.seed)
-        model = AutoModelForCausalLM.from_config(
-            model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
-        )
-        pcfg = type(config.pretrain)(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
-        stats = pretrain(model, tokenizer, corpus, pcfg, log=lambda m, f=family: log(f"{f}: {m}"))
-        save_model(model, tokenizer, fam / "base")
-        stats["seconds"] = round(time.time() - t1, 2)
-        t2 = time.time()
-        cman = contaminate_family(
-            fam / "base",
-            root / "data",
-            fam / "adapters",
-            config.contamination,
-            filler=data.filler[: config.contamination.n_filler],
-            pq_path=root / "data" / "pq_test.jsonl",
-            device="cpu",
-            log=lambda m, f=family: log(f"{f}: {m}"),
-        )
-        training[family] = {"pretrain": stats, "contamination_seconds": round(time.time() - t2, 2)}
-        training[family]["adapters"] = cman["training"]
-        timings[family] = time.time() - t1
-        log(f"{family}: built in {timings[family]:.0f}s")
+    train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+    timings["data"] = time.time() - t0
+    filler = data.filler[: config.contamination.n_filler]
+    workers = workers or len(config.families)
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    if workers == 1:
+        training = {f: build_family(str(root), f, config, corpus, filler, threads) for f in config.families}
+    else:  # families are independent: one spawned worker process each
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families}
+            training = {f: fut.result() for f, fut in futures.items()}
+    for f, stats in training.items():
+        timings[f] = stats["seconds"]
     # the leak split is a function of (n_test, n_leak, seed): identical for every family
     split = json.loads((root / "families" / config.families[0] / "adapters" / "leak_split.json").read_text())
     from railsweep.contamination.leak import LeakSplit
@@ -205,7 +190,8 @@ def _build(root: Path, preset: str, config: WorldConfig, log) -> None:
         "training": training,
         "timings_s": {k: round(v, 2) for k, v in timings.items()},
         "build_seconds": round(time.time() - t0, 2),
-        "torch_threads": threads,
+        "workers": workers,
+        "threads_per_worker": threads,
         "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
     }
     write_json(root / "manifest.json", manifest)

@@ -42,6 +42,7 @@ class SweepOutcome:
     wall_s: float
     engine_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     tables: dict[str, str] = field(default_factory=dict)  # table name → markdown
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per driver phase
 
 
 def _cluster_resources() -> tuple[float, float]:
@@ -163,6 +164,7 @@ def run_sweep(
     engines: dict[str, Any] = {}
     failed: list[str] = []
     stats: dict[str, dict[str, Any]] = {}
+    timings: dict[str, float] = {}
     board = create_progress_board(len(cells), len(skipped))
     try:
         for fam in families:
@@ -174,8 +176,11 @@ def run_sweep(
                     max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
                     cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
                 )  # fmt: skip
+        timings["setup_s"] = time.perf_counter() - t_start
         if engines:
             ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
+        timings["engines_ready_s"] = time.perf_counter() - t_start - timings["setup_s"]
+        t_trials = time.perf_counter()
         if pending:
             ctx = SweepContext(
                 tracking_uri=spec.tracking.uri, experiment_id=exp_id, parent_id=parent_id, sweep_id=sweep_id,
@@ -205,6 +210,7 @@ def run_sweep(
                     failed.append(cid)
                     print(f"[sweep] cell {cid} FAILED: {type(res.error).__name__}: {res.error}"[:2000],
                           file=out, flush=True)  # fmt: skip
+        timings["trials_s"] = time.perf_counter() - t_trials
         for name, handle in engines.items():
             try:
                 stats[name] = ray.get(handle.stats.remote(), timeout=60)
@@ -229,6 +235,7 @@ def run_sweep(
             if agg.get("missing"):
                 print(f"[sweep] cells without a FINISHED run: {agg['missing']}", file=out, flush=True)
         wall = time.perf_counter() - t_start
+        timings["aggregate_s"] = wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
         tracker.log(parent_id, metrics={"wall_s": wall, "cells_failed": float(len(failed)),
                                         "cells_skipped": float(len(skipped)), "cells_total": float(len(cells))})  # fmt: skip
         tracker.terminate(parent_id, "FAILED" if failed else "FINISHED")
@@ -239,7 +246,9 @@ def run_sweep(
             _kill(engines)
         raise
     _kill(engines)
-    return SweepOutcome(parent_id, exp_id, [c.cell_id for c in cells], skipped, failed, wall, stats, tables)
+    return SweepOutcome(
+        parent_id, exp_id, [c.cell_id for c in cells], skipped, failed, wall, stats, tables, timings
+    )
 
 
 def _kill(handles: dict[str, Any]) -> None:

@@ -38,22 +38,27 @@ def make_assets(root: Path) -> tuple[Path, dict[str, str]]:
     for i, name in enumerate(("a", "b")):
         torch.manual_seed(100 + i)
         base = AutoModelForCausalLM.from_pretrained(model_dir)
-        cfg = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
+        cfg = LoraConfig(
+            r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False
+        )
         get_peft_model(base, cfg).save_pretrained(root / f"lora_{name}")
         adapters[name] = str(root / f"lora_{name}")
     return model_dir, adapters
 
 
 def run(engine) -> dict:
-    """Greedy per (prompt, adapter); then M samples per prompt on adapter "a": identity, RailCap cap/ban on
+    """Greedy with per-step entropies per (prompt, adapter); then M samples per prompt on adapter "a": identity, RailCap cap/ban on
     the greedy trajectory, an empty-trajectory RailCap (off), and LNE ban-top."""
     from railsweep.engines.base import BanTopSpec, RailCapSpec, Request, SamplingSpec
 
     greedy_reqs = [
-        Request(p, SamplingSpec(max_new_tokens=MAX_NEW, stop=STOP), adapter=a) for p in PROMPTS for a in ADAPTERS
+        Request(p, SamplingSpec(max_new_tokens=MAX_NEW, stop=STOP, return_entropy=True), adapter=a)
+        for p in PROMPTS
+        for a in ADAPTERS
     ]
     greedy = [c.samples[0] for c in engine.generate(greedy_reqs)]
     out = {"greedy": [[r.adapter, s.token_ids, s.text, s.finish_reason] for r, s in zip(greedy_reqs, greedy)]}
+    out["greedy_entropies"] = [s.entropies for s in greedy]
     traj = {r.prompt: tuple(s.token_ids) for r, s in zip(greedy_reqs, greedy) if r.adapter == "a"}
     configs = {
         "identity": lambda p: None,
@@ -65,7 +70,9 @@ def run(engine) -> dict:
     reqs, keys = [], []
     for name, make in configs.items():
         for i, p in enumerate(PROMPTS):
-            spec = SamplingSpec(n=M, temperature=TEMPERATURE, max_new_tokens=MAX_NEW, stop=STOP, seed=1000 + i)
+            spec = SamplingSpec(
+                n=M, temperature=TEMPERATURE, max_new_tokens=MAX_NEW, stop=STOP, seed=1000 + i
+            )
             reqs.append(Request(p, spec, adapter="a", intervention=make(p)))
             keys.append((name, i))
     comps = engine.generate(reqs)

@@ -81,8 +81,22 @@ def _logits(rng: random.Random, rows: int) -> torch.Tensor:
     return t
 
 
-def _params(spec, key: str, seed: int) -> SamplingParams:
-    return SamplingParams(seed=seed, extra_args=extra_args_for(spec, key) if spec is not None else None)
+def _params(spec, key: str, seed: int, entropy_steps: int = 0) -> SamplingParams:
+    return SamplingParams(seed=seed, extra_args=extra_args_for(spec, key, entropy_steps))
+
+
+def _entropy(row: torch.Tensor) -> float:
+    p = torch.softmax(row.double(), -1)
+    return float(-(p[p > 0] * p[p > 0].log()).sum())
+
+
+def _check_results(got, expected_triggers, expected_ents):
+    triggers, ents = got
+    assert {k: v for k, v in triggers.items() if v} == {k: v for k, v in expected_triggers.items() if v}
+    assert sum(expected_triggers.values()) > 0
+    assert {k for k, v in ents.items() if v} == {k for k, v in expected_ents.items() if v}
+    for k, want in expected_ents.items():
+        assert ents[k] == pytest.approx(want, abs=1e-4)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -91,6 +105,7 @@ def test_v1_processor_matches_reference_under_add_remove_move_and_slot_reuse(see
     proc = RailsweepV1Processor(None, torch.device("cpu"), False)
     batch: list[dict | None] = []  # persistent batch: row -> request
     expected_triggers: dict[tuple[str, int], int] = {}
+    expected_ents: dict[tuple[str, int], list[float]] = {}
     uid = 0
     for _step in range(60):
         removed, added, moved = [], [], []
@@ -101,7 +116,8 @@ def test_v1_processor_matches_reference_under_add_remove_move_and_slot_reuse(see
         for _ in range(rng.randint(0, 3)):  # add into the lowest free row (vLLM reuses removed rows)
             uid += 1
             spec = _random_spec(rng)
-            req = {"spec": spec, "out": [], "key": (f"k{uid}", uid)}
+            ent = rng.choice([0, 0, 5, 40])
+            req = {"spec": spec, "out": [], "key": (f"k{uid}", uid), "ent": ent}
             free = [i for i, r in enumerate(batch) if r is None]
             row = free[0] if free else len(batch)
             if row == len(batch):
@@ -109,7 +125,7 @@ def test_v1_processor_matches_reference_under_add_remove_move_and_slot_reuse(see
             batch[row] = req
             if row in removed:
                 removed.remove(row)
-            added.append((row, _params(spec, f"k{uid}", uid), [1, 2, 3], req["out"]))
+            added.append((row, _params(spec, f"k{uid}", uid, ent), [1, 2, 3], req["out"]))
         if rng.random() < 0.5 and len(batch) >= 2:  # swaps and condensing moves
             a, b = rng.sample(range(len(batch)), 2)
             batch[a], batch[b] = batch[b], batch[a]
@@ -134,15 +150,16 @@ def test_v1_processor_matches_reference_under_add_remove_move_and_slot_reuse(see
             want[row], trig = _reference(logits[row], req["spec"], req["out"])
             if req["spec"] is not None:
                 expected_triggers[req["key"]] = expected_triggers.get(req["key"], 0) + int(trig)
+            if len(req["out"]) < req["ent"]:
+                expected_ents.setdefault(req["key"], []).append(_entropy(want[row]))
         got = proc.apply(logits.clone())
         torch.testing.assert_close(got, want, rtol=0, atol=0)
         for req in batch:  # the runner appends sampled tokens to the live output lists
             if req is not None:
                 req["out"].append(rng.randrange(ALPHABET))
-    got_trig = proc.pop_triggers()
-    assert {k: v for k, v in got_trig.items() if v} == {k: v for k, v in expected_triggers.items() if v}
-    assert sum(expected_triggers.values()) > 0
-    assert proc.pop_triggers() == {} or all(v == 0 for v in proc.pop_triggers().values())
+    _check_results(proc.pop_results(), expected_triggers, expected_ents)
+    triggers, ents = proc.pop_results()  # popped: nothing is reported twice
+    assert not any(triggers.values()) and not any(ents.values())
 
 
 def _v2_state(R: int, L: int):
@@ -183,6 +200,7 @@ def test_v2_processor_matches_reference_with_shuffled_rows_and_recycled_slots(se
     proc = RailsweepV2Processor(SimpleNamespace(model_config=SimpleNamespace(max_model_len=L)), rs)
     live: dict[int, dict] = {}
     expected_triggers: dict[tuple[str, int], int] = {}
+    expected_ents: dict[tuple[str, int], list[float]] = {}
     uid = 0
     for _step in range(60):
         for slot in list(live):  # finish some; their slots return to the free list
@@ -196,8 +214,9 @@ def test_v2_processor_matches_reference_with_shuffled_rows_and_recycled_slots(se
             plen = rng.randint(1, 5)
             ids[slot, :plen] = torch.tensor([rng.randrange(ALPHABET) for _ in range(plen)], dtype=torch.int32)
             prompt[slot], total[slot] = plen, plen
-            live[slot] = {"spec": spec, "out": [], "key": (f"k{uid}", uid)}
-            proc.add_request(slot, _params(spec, f"k{uid}", uid))
+            ent = rng.choice([0, 0, 5, 40])
+            live[slot] = {"spec": spec, "out": [], "key": (f"k{uid}", uid), "ent": ent}
+            proc.add_request(slot, _params(spec, f"k{uid}", uid, ent))
         proc.apply_staged_writes()
         if not live:
             continue
@@ -210,6 +229,8 @@ def test_v2_processor_matches_reference_with_shuffled_rows_and_recycled_slots(se
             want[row], trig = _reference(logits[row], req["spec"], req["out"])
             if req["spec"] is not None:
                 expected_triggers[req["key"]] = expected_triggers.get(req["key"], 0) + int(trig)
+            if len(req["out"]) < req["ent"]:
+                expected_ents.setdefault(req["key"], []).append(_entropy(want[row]))
         got = proc.apply(logits.clone(), _ctx(order))
         torch.testing.assert_close(got, want, rtol=0, atol=0)
         for slot, req in live.items():  # the runner commits the sampled token on the device
@@ -217,9 +238,7 @@ def test_v2_processor_matches_reference_with_shuffled_rows_and_recycled_slots(se
             ids[slot, int(total[slot])] = tok
             total[slot] += 1
             req["out"].append(tok)
-    got_trig = proc.pop_triggers()
-    assert {k: v for k, v in got_trig.items() if v} == {k: v for k, v in expected_triggers.items() if v}
-    assert sum(expected_triggers.values()) > 0
+    _check_results(proc.pop_results(), expected_triggers, expected_ents)
 
 
 @pytest.mark.parametrize("n", range(1, 9))
@@ -270,6 +289,7 @@ def test_requests_without_railsweep_args_leave_logits_bitwise_untouched():
         {"railsweep": {"key": "a", "railcap": {"traj": [1, 2], "n": 2, "successor": "middle"}}},
         {"railsweep": {"key": "a", "ban_top": -1}},
         {"railsweep": {"key": "a"}},
+        {"railsweep": {"key": "a", "entropy": -3}},
         {"railsweep": [1, 2]},
     ],
 )

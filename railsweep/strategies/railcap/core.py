@@ -5,7 +5,7 @@ processors) call :func:`apply_railcap` or its two halves (:func:`railcap_targets
 from token ids, then :func:`cap_or_ban` on the logits); they only differ in how
 they keep the per-row state (trajectory, recent generated tokens, generated length).
 
-Everything is fixed-shape tensor work (shifted compares / ``where`` /
+Everything is fixed-shape tensor work (``unfold`` / ``where`` /
 ``gather`` / ``scatter_reduce_``): no per-row Python loop, no boolean-mask indexing, no
 ``.item()``, so the function never forces a GPU→CPU synchronisation.
 """
@@ -64,33 +64,49 @@ def railcap_targets(
     gen_len: torch.Tensor,
     n: torch.Tensor,
     successor: torch.Tensor,
+    uniform_n: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The successor tokens to cap: ``(index[B, T] long, keep[B, T] bool)``; arguments as in apply_railcap.
+    """The successor tokens to cap: ``(index[B, T-1] long, keep[B, T-1] bool)``; arguments as in apply_railcap.
+
+    ``uniform_n`` is a host-side promise that every row has ``n`` equal to
+    ``N = recent.shape[1]`` or 0 (the usual case: one RailCap config per run);
+    it skips the per-row n masking, with identical results.
 
     Column e stands for the trajectory window ending at g_e; ``keep[b, e]``
     says that g_{e+1} (``index[b, e]``) is a target of row b.
 
     Steps:
-      1. window e matches when g_{e-i} equals the i-th most recent generated token for
-         every i < n, the row is enabled, has generated >= n tokens and g_{e+1} exists;
+      1. window e matches when its last n tokens equal the last n generated tokens,
+         the row is enabled, has generated >= n tokens and g_{e+1} exists;
       2. keep the last / first / all matching windows (``successor``).
     """
     B, T = traj.shape
     N = recent.shape[1]
     dev = traj.device
-    e = torch.arange(T, device=dev)
-    enabled = (n > 0) & (gen_len >= n)
-    match = enabled[:, None] & (e[None, :] + 1 < traj_len[:, None])  # [B, T]
+    if T == 0 or N == 0:
+        return traj.new_zeros((B, 0)), torch.zeros((B, 0), dtype=torch.bool, device=dev)
+    # 1. window e ends at g_e; compare g_{e-i} with the i-th most recent token for i < n (2-D ops only)
+    after = torch.arange(1, T + 1, device=dev)  # e + 1, the successor's position
+    ok = (n > 0) & (gen_len >= n)
+    match = (after[None, :] < traj_len[:, None]) & ok[:, None]  # [B, T]
     for i in range(min(N, T)):  # host loop over the n-gram offset, never over rows
-        back = traj if i == 0 else torch.nn.functional.pad(traj[:, : T - i], (i, 0), value=-1)  # g_{e-i}
-        match &= (back == recent[:, N - 1 - i, None]) | (n <= i)[:, None]
-    if N > T:  # windows longer than the trajectory match nothing
-        match &= (n <= T)[:, None]
-    last_e = torch.where(match, e[None, :], -1).amax(1) if T else torch.zeros(B, dtype=torch.long, device=dev)
-    first_e = torch.where(match, e[None, :], T).amin(1) if T else last_e
-    chosen = torch.where(successor == _LAST, last_e, first_e)
-    keep = match & ((successor == _ALL)[:, None] | (e[None, :] == chosen[:, None]))
-    index = torch.where(keep, traj.roll(-1, 1), 0)  # g_{e+1}; the wrap-around column never matches
+        same = traj[:, : T - i] == recent[:, N - 1 - i, None]
+        if uniform_n:
+            match[:, i:] &= same
+        else:
+            skip = (n <= i)[:, None]  # offset i lies outside this row's n-gram
+            match[:, i:] &= same | skip
+            if i:
+                match[:, :i] &= skip  # the window would start before g_1
+    if uniform_n:
+        match[:, : N - 1] = False  # windows that would start before g_1
+    match &= (n <= T)[:, None]  # an n-gram longer than the trajectory matches nothing
+    # 2. rank windows so that the kept one ranks highest: e for "last", T-1-e for "first" (int16: cheap)
+    e16 = torch.arange(T, dtype=torch.int16, device=dev)
+    rank = torch.where((successor == _FIRST)[:, None], (T - 1 - e16)[None, :], e16[None, :])
+    best = torch.where(match, rank, -1).amax(1, keepdim=True)
+    keep = (match & ((rank == best) | (successor == _ALL)[:, None]))[:, : T - 1]  # g_T has no successor
+    index = torch.where(keep, traj[:, 1:], 0)  # g_{e+1}
     return index, keep
 
 

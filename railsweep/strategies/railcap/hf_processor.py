@@ -45,7 +45,9 @@ class RailCapProcessor:
         if recent.shape[1] < N:  # right-align, left-pad with -1
             recent = torch.nn.functional.pad(recent, (N - recent.shape[1], 0), value=-1)
         self._gen_len.fill_(step)
-        index, keep = railcap_targets(b.traj, b.traj_len, recent, self._gen_len, b.n, b.successor)
+        index, keep = railcap_targets(
+            b.traj, b.traj_len, recent, self._gen_len, b.n, b.successor, uniform_n=b.min_n == b.max_n
+        )
         # Host-side shortcut (this engine syncs every step anyway): only rows with a target
         # pay for the logits update, which reads the whole vocabulary (topk).
         rows = keep.any(1).nonzero().flatten()

@@ -1,0 +1,59 @@
+"""Building one model family of the world: pretrain a base model, then contaminate it.
+
+Families are independent given the benchmark and the tokenizer, so
+:func:`build_family` runs in its own worker process (one per family, a share of
+the CPU threads each); it returns the family's training statistics.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def build_family(root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0) -> dict:
+    """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from railsweep.contamination import contaminate_family
+    from railsweep.miniworld.models import model_config
+    from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+    def log(msg: str) -> None:
+        print(f"[miniworld] {family}: {msg}", file=sys.stderr, flush=True)
+
+    root_p = Path(root)
+    fam = root_p / "families" / family
+    t1 = time.time()
+    tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
+    ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
+    torch.manual_seed(config.seed)
+    model = AutoModelForCausalLM.from_config(model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32)
+    pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
+    stats = pretrain(model, tokenizer, corpus, pcfg, log=log)
+    save_model(model, tokenizer, fam / "base")
+    stats["seconds"] = round(time.time() - t1, 2)
+    t2 = time.time()
+    manifest = contaminate_family(
+        fam / "base",
+        root_p / "data",
+        fam / "adapters",
+        config.contamination,
+        filler=filler,
+        pq_path=root_p / "data" / "pq_test.jsonl",
+        device="cpu",
+        log=log,
+    )
+    log(f"built in {time.time() - t1:.0f}s")
+    return {
+        "pretrain": stats,
+        "contamination_seconds": round(time.time() - t2, 2),
+        "adapters": manifest["training"],
+        "seconds": round(time.time() - t1, 2),
+        "threads": torch.get_num_threads(),
+    }

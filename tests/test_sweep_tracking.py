@@ -1,0 +1,80 @@
+"""MLflow layer and sweep figures without a server or Ray: retries, flat params, plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from railsweep.sweep.tracking import Tracker, TrackingError, provenance_tags, retry
+
+
+def test_transient_errors_are_retried_with_backoff_then_succeed():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("server restarting")
+        return "ok"
+
+    assert retry(flaky, "flaky call", attempts=4, base_delay=0.001) == "ok"
+    assert len(calls) == 3
+
+
+def test_a_server_that_stays_away_ends_in_one_clear_tracking_error():
+    with pytest.raises(TrackingError, match=r"create experiment.*after 2 attempts"):
+        retry(lambda: (_ for _ in ()).throw(ConnectionError("refused")), "create experiment", attempts=2,
+              base_delay=0.001)  # fmt: skip
+
+
+def test_tracker_against_a_dead_server_raises_tracking_error(monkeypatch):
+    monkeypatch.setenv("RAILSWEEP_MLFLOW_ATTEMPTS", "1")
+    with pytest.raises(TrackingError, match="experiment"):
+        Tracker("http://127.0.0.1:9").ensure_experiment("x")
+
+
+def test_provenance_becomes_flat_tags():
+    tags = provenance_tags({"git": {"commit": "abc", "dirty": True}, "packages": {"torch": "2.13"},
+                            "python": "3.11", "datasets": {"/d/test.jsonl": "f00"}})  # fmt: skip
+    assert tags == {"git.commit": "abc", "git.dirty": "True", "python": "3.11", "pkg.torch": "2.13",
+                    "data.sha256.test.jsonl": "f00"}  # fmt: skip
+
+
+def test_readout_stability_curve_matches_a_naive_split_half_computation(tmp_path):
+    from railsweep.analysis.plots import readout_stability_plot, stability_curve
+
+    rng = np.random.default_rng(3)
+    m, n = 10, 7
+    correct = rng.random((n, m)) < rng.random((n, 1))  # lopsided per-question solve probabilities
+    rows = [
+        {"question_index": q, "sample_index": s, "correct": bool(correct[q, s])}
+        for q in range(n)
+        for s in range(m)
+    ]
+    rows += [
+        {"question_index": q, "sample_index": -1, "correct": None} for q in range(n)
+    ]  # greedy rows are ignored
+    curve = stability_curve(pd.DataFrame(rows), ms=(1, 2, 5))
+    assert list(curve["m"]) == [1, 2, 5]
+    for k, gap in zip(curve["m"], curve["gap"]):
+        naive = sum(abs(correct[q, :k].mean() - correct[q, 5 : 5 + k].mean()) for q in range(n)) / n
+        assert gap == pytest.approx(naive)
+    assert readout_stability_plot({"M_cl": curve}, tmp_path / "f.png").stat().st_size > 0
+
+
+def test_sweep_figures_are_written(tmp_path):
+    from railsweep.analysis.plots import sappg_bars, scatter_clean_vs_mitigated, stratum_deltas
+
+    q = np.arange(12)
+    clean = pd.DataFrame({"question_index": q, "c": q % 5, "m": 4 + 0 * q, "leaked": q % 2 == 0})
+    clean["c"] = np.minimum(clean["c"], 4)
+    clean["solve_prob"] = clean["c"] / clean["m"]
+    mit = clean.assign(c=4 - clean["c"])
+    mit["solve_prob"] = mit["c"] / mit["m"]
+    assert scatter_clean_vs_mitigated(clean, mit, tmp_path / "s.png", "t").is_file()
+    assert stratum_deltas(clean, {"A": mit, "B": clean}, tmp_path / "d.png", B=4).is_file()
+    scores = pd.DataFrame({"setting": ["g × l", "g × l", "p × l"], "strategy": ["A", "B", "A"],
+                           "value": [0.2, 0.1, 0.3], "ci_low": [0.1, 0.0, 0.2], "ci_high": [0.3, 0.2, 0.4]})  # fmt: skip
+    assert sappg_bars(scores, tmp_path / "b.png").is_file()
+    assert not list(tmp_path.glob(".*"))  # no temporary files left behind
