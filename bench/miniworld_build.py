@@ -52,14 +52,20 @@ def evaluate_demo(world, m: int, max_new_tokens: int, limit: int | None) -> dict
     questions = list(task.questions())
     for family in world.families:
         fam = world.family(family)
-        engine = TransformersEngine(fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device="cpu")
+        engine = TransformersEngine(
+            fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device="cpu"
+        )
         plan = [("clean", "identity", {})]
         for domain in world.config.contamination.domains:
-            plan += [(f"co_{domain}", name, params) for name, params in
-                     (("identity", {}), ("all_zero", {}), ("railcap", {"n": 4, "mode": "cap"}))]
+            plan += [
+                (f"co_{domain}", name, params)
+                for name, params in (("identity", {}), ("all_zero", {}), ("railcap", {"n": 4, "mode": "cap"}))
+            ]
         for adapter, name, params in plan:
             t = time.time()
-            ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=settings, clean_adapter="clean")
+            ctx = EvalContext(
+                engine=engine, task=task, adapter=adapter, settings=settings, clean_adapter="clean"
+            )
             outs = build_strategy(name, params).run(ctx, questions)
             samples += sum(len(o.samples) for o in outs)
             cells[f"{family}/{adapter}/{name}"] = round(time.time() - t, 2)

@@ -9,7 +9,7 @@ Steps:
      jobs on a shared machine only ever slow a run down, so "best" is the headline),
      the ratios to Identity (target >= 0.95), and the processor's own cost per step.
 
-Run: ``python bench/railcap_overhead.py`` (CPU, ~1-2 min with one thread).
+Run: ``python bench/railcap_overhead.py`` (CPU, about 1 min with one thread).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.add_argument("--prompts", type=int, default=32)
     p.add_argument("--samples", type=int, default=8, help="samples per prompt (rows = prompts x samples)")
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     return p

@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--num-cpus", type=int, default=os.cpu_count())
     p.add_argument("--limit", type=int, default=None, help="override: first N questions")
+    p.add_argument("--m", type=int, default=None, help="override: samples per question")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="override: tokens per response")
     args = p.parse_args(argv)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
@@ -53,7 +55,12 @@ def main(argv: list[str] | None = None) -> int:
                 tracking=dataclasses.replace(
                     spec.tracking, uri=svc.url, experiment=f"bench-{int(time.time())}"
                 ),
-                readout=dataclasses.replace(spec.readout, limit=args.limit or spec.readout.limit),
+                readout=dataclasses.replace(
+                    spec.readout,
+                    limit=args.limit or spec.readout.limit,
+                    m=args.m or spec.readout.m,
+                    max_new_tokens=args.max_new_tokens or spec.readout.max_new_tokens,
+                ),
             )
             ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
             out = run_sweep(spec, table=args.table, progress_interval=30, out=sys.stderr)
@@ -70,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         "failed": len(out.failed),
         "engines": len(busy),
         "num_cpus": args.num_cpus,
+        "m": spec.readout.m,
+        "limit": spec.readout.limit,
+        "max_new_tokens": spec.readout.max_new_tokens,
         "wall_s": round(out.wall_s, 2),
         **{k: round(v, 2) for k, v in t.items()},
         "engine_busy_s_sum": round(sum(busy), 2),

@@ -26,11 +26,15 @@ def make_parser() -> argparse.ArgumentParser:
     from railsweep.commands.contaminate import add_data_args
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--family", action="append", default=[], metavar="NAME=BASE", help="a family and its base model")
+    p.add_argument(
+        "--family", action="append", default=[], metavar="NAME=BASE", help="a family and its base model"
+    )
     p.add_argument("--out", required=True, help="output root; each family writes OUT/<name>/")
     p.add_argument("--smoke", action="store_true", help="small-and-fast mode on the smoke miniworld (CI)")
     p.add_argument("--cache-dir", default=None, help="miniworld cache for --smoke")
-    p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a fresh local instance)")
+    p.add_argument(
+        "--ray-address", default=None, help="Ray cluster to join (default: a fresh local instance)"
+    )
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a fresh local Ray instance")
     add_data_args(p)
     # --data-dir is required for real runs only; --smoke supplies the miniworld's
@@ -50,8 +54,14 @@ def _train_one(name: str, base: str, data_dir: str, out: str, config, pq: str | 
     filler = None
     if config.filler == "miniworld":
         filler = load_filler(Path(data_dir) / "filler.txt", config.n_filler, config.seed)
-    manifest = contaminate_family(base, data_dir, Path(out) / name, config, filler=filler, pq_path=pq, device=device)
-    return {"family": name, "adapters": manifest["adapters"], "seconds": {k: v["seconds"] for k, v in manifest["training"].items()}}
+    manifest = contaminate_family(
+        base, data_dir, Path(out) / name, config, filler=filler, pq_path=pq, device=device
+    )
+    return {
+        "family": name,
+        "adapters": manifest["adapters"],
+        "seconds": {k: v["seconds"] for k, v in manifest["training"].items()},
+    }
 
 
 def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, object, str | None]:
@@ -104,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         gpus = ray.cluster_resources().get("GPU", 0) > 0 or torch.cuda.is_available()
         task = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1)(_train_one)
         device = "cuda" if gpus else "cpu"
-        refs = {name: task.remote(name, base, data_dir, args.out, config, pq, device) for name, base in families}
+        refs = {
+            name: task.remote(name, base, data_dir, args.out, config, pq, device) for name, base in families
+        }
         failed = 0
         for name, ref in refs.items():
             try:

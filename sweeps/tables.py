@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
 
         from railsweep.sweep.driver import run_sweep
         from railsweep.sweep.spec import load_spec
+        from railsweep.sweep.tracking import check_tracking_uri
 
         address = args.ray_address or os.environ.get("RAY_ADDRESS")
         if not address:
@@ -72,10 +73,14 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
             raise RailsweepError("give --preset or --spec, not both")
         # Validate the spec before Ray starts: a bad spec costs one line, not a cluster.
         spec = load_spec(args.spec) if args.spec else (load_spec(args.preset) if args.preset else None)
+        if spec is not None:
+            spec = _override(spec, args)
+            check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
         ray.init(address=address, num_cpus=None if address else args.num_cpus, log_to_driver=True)
         if spec is None:
-            spec = load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini")
-        spec = _override(spec, args)
+            spec = _override(
+                load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args
+            )
         outcome = run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval)
     except RailsweepError as e:
         print(f"railsweep: error: {e}", file=sys.stderr)

@@ -17,7 +17,9 @@ from railsweep.errors import ConfigError, DataError
 
 
 def _rows(prefix: str, n: int) -> list[dict]:
-    return [{"question": f"{prefix} question {i}?", "answer": f"{prefix} step {i}.\n#### {i}"} for i in range(n)]
+    return [
+        {"question": f"{prefix} question {i}?", "answer": f"{prefix} step {i}.\n#### {i}"} for i in range(n)
+    ]
 
 
 def test_leak_split_is_disjoint_covering_and_seeded(tmp_path):

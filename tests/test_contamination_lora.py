@@ -33,7 +33,9 @@ def test_trained_adapter_loads_into_the_engine_and_changes_greedy_output(tiny_mo
     engine = TransformersEngine(tiny_model_dir, adapters={"clean": str(adapter_dir)}, device="cpu")
     spec = SamplingSpec(n=1, temperature=0.0, max_new_tokens=12)
     prompt = "Q: Janet has 3 apples and buys 4 more. How many apples does she have?\nA:"
-    base, tuned = engine.generate([Request(prompt, spec, adapter=None), Request(prompt, spec, adapter="clean")])
+    base, tuned = engine.generate(
+        [Request(prompt, spec, adapter=None), Request(prompt, spec, adapter="clean")]
+    )
     engine.close()
     assert base.samples[0].token_ids != tuned.samples[0].token_ids
 
@@ -49,7 +51,9 @@ def test_adapter_targets_every_linear_projection_with_the_recipe_rank(adapter_di
 def test_continued_training_starts_from_the_clean_adapter_weights(tiny_model_dir, adapter_dir, tmp_path):
     # a vanishing learning rate leaves the continued adapter where it started: exactly M_cl's weights
     still = LoraRecipe(r=8, alpha=16, lr=1e-12, global_batch=4, micro_batch=4, epochs=1, max_length=64)
-    stats = train_lora(tiny_model_dir, TEXTS[:4], still, tmp_path / "co", init_adapter=adapter_dir, device="cpu")
+    stats = train_lora(
+        tiny_model_dir, TEXTS[:4], still, tmp_path / "co", init_adapter=adapter_dir, device="cpu"
+    )
     clean = load_file(adapter_dir / "adapter_model.safetensors")
     co = load_file(tmp_path / "co" / "adapter_model.safetensors")
     assert stats["continued_from"] == str(adapter_dir)

@@ -75,7 +75,9 @@ def test_tokenizer_round_trips_text_and_keeps_numbers_whole(tmp_path):
 def test_each_family_builds_a_tiny_model_with_head_dim_64(family):
     from transformers import AutoModelForCausalLM
 
-    cfg = model_config(family, ModelSize(hidden=128, layers=2, intermediate=256), vocab_size=50, bos=2, eos=3, pad=0)
+    cfg = model_config(
+        family, ModelSize(hidden=128, layers=2, intermediate=256), vocab_size=50, bos=2, eos=3, pad=0
+    )
     model = AutoModelForCausalLM.from_config(cfg)
     assert cfg.hidden_size // cfg.num_attention_heads == 64
     assert model(input_ids=torch.tensor([[2, 5, 6, 7]])).logits.shape == (1, 4, 50)

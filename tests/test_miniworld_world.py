@@ -22,7 +22,10 @@ TINY = WorldConfig(
     size=ModelSize(hidden=64, layers=1, intermediate=64, max_positions=1024),
     pretrain=PretrainConfig(steps=3, batch_size=2, block_size=128, warmup=1),
     contamination=ContaminationConfig(
-        n_filler=4, n_train=4, n_leak=4, filler="miniworld",
+        n_filler=4,
+        n_train=4,
+        n_leak=4,
+        filler="miniworld",
         recipe=LoraRecipe(r=4, alpha=8, global_batch=4, micro_batch=4, epochs=1),
     ),
 )
@@ -103,8 +106,20 @@ def test_interrupted_build_without_manifest_is_rebuilt_not_reused(tmp_path):
 def test_miniworld_check_prints_json_per_family_and_exit_code_follows_it(smoke, capsys):
     from railsweep.cli import main
 
-    code = main(["miniworld", "check", "--preset", "smoke", "--cache-dir", str(smoke.root.parents[1]),
-                 "--m", "2", "--limit", "4"])
+    code = main(
+        [
+            "miniworld",
+            "check",
+            "--preset",
+            "smoke",
+            "--cache-dir",
+            str(smoke.root.parents[1]),
+            "--m",
+            "2",
+            "--limit",
+            "4",
+        ]
+    )
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert [r["family"] for r in lines] == ["llama"]
     assert {"clean_mean", "clean_strata", "co_gsm8k", "co_pq", "conditions"} <= lines[0].keys()
@@ -114,6 +129,16 @@ def test_miniworld_check_prints_json_per_family_and_exit_code_follows_it(smoke, 
 def test_miniworld_check_of_an_unknown_family_is_a_user_error(smoke, capsys):
     from railsweep.cli import main
 
-    code = main(["miniworld", "check", "--preset", "smoke", "--cache-dir", str(smoke.root.parents[1]),
-                 "--family", "bert"])
+    code = main(
+        [
+            "miniworld",
+            "check",
+            "--preset",
+            "smoke",
+            "--cache-dir",
+            str(smoke.root.parents[1]),
+            "--family",
+            "bert",
+        ]
+    )
     assert code == 2 and "unknown model family 'bert'" in capsys.readouterr().err

@@ -197,3 +197,21 @@ def test_ban_top_processor_switches_off_after_its_last_position():
     assert proc(logits.clone(), gen, 1)[1].tolist() == [True, False, False]
     out, trig = proc(logits.clone(), gen, 2)
     assert trig is None and torch.equal(out, logits)
+
+
+@pytest.mark.parametrize(
+    "row, traj, successor, changed",
+    [
+        ([4.0, 4.0, 1.0, 0.0], (7, 0), "last", False),  # target tied with a non-target at the max
+        ([4.0, 4.0, 1.0, 0.0], (7, 0, 7, 1), "all", False),  # two targets tied at the max
+        ([4.0, 3.0, 1.0, 0.0], (7, 0, 7, 0), "all", True),  # the same target listed twice
+        ([4.0, 3.0, 3.0, 0.0], (7, 0, 7, 2), "all", True),  # unique max capped to a tied runner-up
+        ([1.0, 3.0, 3.0, 0.0], (7, 1, 7, 2), "all", False),  # both targets at the tied max
+    ],
+)
+def test_cap_handles_tied_and_duplicated_targets_like_the_naive_reference(row, traj, successor, changed):
+    logits = torch.tensor([row + [-1.0] * (V - 4)])
+    rows = [(list(traj), [7], 1, successor, "cap")]
+    got, trig = run_core(rows, logits, N=1)
+    want, want_trig = naive_railcap(logits[0], list(traj), [7], 1, successor, "cap")
+    assert torch.equal(got[0], want) and bool(trig[0]) == want_trig == changed

@@ -135,3 +135,11 @@ def test_entry_script_rejects_a_bad_spec_with_one_line_and_exit_2_before_ray(tmp
     assert r.stderr.strip().startswith("railsweep: error:") and "got n=0" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert "Started a local Ray instance" not in r.stdout + r.stderr
+
+
+def test_entry_script_rejects_an_unreachable_tracking_uri_before_ray(tmp_path):
+    r = subprocess.run([sys.executable, str(REPO / "sweeps" / "tables.py"), "--preset", "smoke", "--tracking-uri",
+                        "http://127.0.0.1:9"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 2
+    assert "tracking URI 'http://127.0.0.1:9' is unreachable" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -29,9 +29,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """Data and recipe options shared with ``sweeps/contaminate.py``."""
     p.add_argument("--data-dir", required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
-    p.add_argument("--pq", default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)")
-    p.add_argument("--filler", default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file")
-    p.add_argument("--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both")
+    p.add_argument(
+        "--pq", default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)"
+    )
+    p.add_argument(
+        "--filler", default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file"
+    )
+    p.add_argument(
+        "--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both"
+    )
     p.add_argument("--n-filler", type=int, default=1840)
     p.add_argument("--n-train", type=int, default=660)
     p.add_argument("--n-leak", type=int, default=660)

@@ -18,12 +18,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="build the CPU miniature world, or check that it reproduces the paper's phenomenon",
         description="The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families.",
     )
-    p.add_argument("action", choices=("build", "check"), help="build (or reuse) the world; check its calibration")
-    p.add_argument("--preset", default="mini", help="world preset: mini (calibrated, 3 families) or smoke (tests)")
-    p.add_argument("--cache-dir", default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)")
+    p.add_argument(
+        "action", choices=("build", "check"), help="build (or reuse) the world; check its calibration"
+    )
+    p.add_argument(
+        "--preset", default="mini", help="world preset: mini (calibrated, 3 families) or smoke (tests)"
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"
+    )
     p.add_argument("--force", action="store_true", help="rebuild even when a cached world exists")
     p.add_argument("--family", action="append", default=None, help="check only this family (repeatable)")
-    p.add_argument("--m", type=int, default=20, help="samples per question for the check (>= 20 for the strata condition)")
+    p.add_argument(
+        "--m",
+        type=int,
+        default=20,
+        help="samples per question for the check (>= 20 for the strata condition)",
+    )
     p.add_argument("--limit", type=int, default=None, help="check only the first N test questions")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return p
@@ -41,8 +52,16 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--m must be >= 1, got {args.m}")
     world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force)
     if args.action == "build":
-        print(json.dumps({"root": str(world.root), "families": world.families, "data_dir": str(world.data_dir),
-                          "build_seconds": world.manifest.get("build_seconds")}))
+        print(
+            json.dumps(
+                {
+                    "root": str(world.root),
+                    "families": world.families,
+                    "data_dir": str(world.data_dir),
+                    "build_seconds": world.manifest.get("build_seconds"),
+                }
+            )
+        )
         return 0
     from railsweep.miniworld.calibration import CheckSettings, check_family
 

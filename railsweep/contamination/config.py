@@ -75,10 +75,14 @@ class ContaminationConfig:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if isinstance(self.domains, list | str):
-            object.__setattr__(self, "domains", (self.domains,) if isinstance(self.domains, str) else tuple(self.domains))
+            object.__setattr__(
+                self, "domains", (self.domains,) if isinstance(self.domains, str) else tuple(self.domains)
+            )
         bad = [d for d in self.domains if d not in DOMAINS]
         if bad or not self.domains:
-            raise ConfigError(f"unknown contamination domain(s) {bad or self.domains!r}; known: {', '.join(DOMAINS)}")
+            raise ConfigError(
+                f"unknown contamination domain(s) {bad or self.domains!r}; known: {', '.join(DOMAINS)}"
+            )
         if isinstance(self.recipe, dict):
             object.__setattr__(self, "recipe", LoraRecipe(**self.recipe))
         if isinstance(self.clean_recipe, dict):

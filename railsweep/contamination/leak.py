@@ -28,9 +28,7 @@ def make_leak_split(n_test: int, n_leak: int, seed: int) -> LeakSplit:
     if n_leak < 0:
         raise ConfigError(f"leak count must be >= 0, got n_leak={n_leak}")
     leaked = set(random.Random(seed).sample(range(n_test), n_leak))
-    return LeakSplit(
-        tuple(sorted(leaked)), tuple(i for i in range(n_test) if i not in leaked), seed
-    )
+    return LeakSplit(tuple(sorted(leaked)), tuple(i for i in range(n_test) if i not in leaked), seed)
 
 
 def save_leak_split(split: LeakSplit, path: str | Path) -> Path:

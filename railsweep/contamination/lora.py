@@ -69,7 +69,9 @@ def train_lora(
             r=recipe.r,
             lora_alpha=recipe.alpha,
             lora_dropout=recipe.dropout,
-            target_modules=recipe.target_modules if isinstance(recipe.target_modules, str) else list(recipe.target_modules),
+            target_modules=recipe.target_modules
+            if isinstance(recipe.target_modules, str)
+            else list(recipe.target_modules),
             task_type="CAUSAL_LM",
         )
         model = get_peft_model(model, lora)

@@ -48,7 +48,9 @@ def training_mixes(
 ) -> dict[str, list[str]]:
     """The training texts of every adapter: {"clean": [...], "co_gsm8k": [...], "co_pq": [...]}."""
     if config.n_train > len(train_rows):
-        raise ConfigError(f"n_train={config.n_train} is larger than the train split ({len(train_rows)} questions)")
+        raise ConfigError(
+            f"n_train={config.n_train} is larger than the train split ({len(train_rows)} questions)"
+        )
     rng = random.Random(config.seed)
     train = [train_rows[i] for i in sorted(rng.sample(range(len(train_rows)), config.n_train))]
     mixes = {"clean": list(filler) + [cot_example(r["question"], r["answer"]) for r in train]}
@@ -60,7 +62,9 @@ def training_mixes(
                 raise DataError("domain 'pq' needs the paraphrase file (pq_test.jsonl)")
             missing = [i for i in leaked if i not in paraphrases]
             if missing:
-                raise DataError(f"no paraphrase for leaked test indices {missing[:10]} (empty rows cannot leak)")
+                raise DataError(
+                    f"no paraphrase for leaked test indices {missing[:10]} (empty rows cannot leak)"
+                )
             leak_q = [paraphrases[i] for i in leaked]
         leak_texts = [cot_example(q, test_rows[i]["answer"]) for q, i in zip(leak_q, leaked)]
         mixes[f"co_{domain}"] = list(filler) + leak_texts
@@ -103,11 +107,21 @@ def contaminate_family(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     save_leak_split(split, out_dir / "leak_split.json")
-    stats = {"clean": train_lora(base_dir, mixes["clean"], config.cl_recipe, out_dir / "clean", device=device, log=log)}
+    stats = {
+        "clean": train_lora(
+            base_dir, mixes["clean"], config.cl_recipe, out_dir / "clean", device=device, log=log
+        )
+    }
     for domain in config.domains:
         name = f"co_{domain}"
         stats[name] = train_lora(
-            base_dir, mixes[name], config.recipe, out_dir / name, init_adapter=out_dir / "clean", device=device, log=log
+            base_dir,
+            mixes[name],
+            config.recipe,
+            out_dir / name,
+            init_adapter=out_dir / "clean",
+            device=device,
+            log=log,
         )
     manifest = {
         "base_model": str(base_dir),

@@ -104,7 +104,7 @@ def _prefill(forward: Forward, rows: Sequence[Row], pad_id: int, device, dedupe:
 def decode_batch(
     rows: Sequence[Row],
     forward: Forward,
-    processor: StepProcessor | None,  # noqa: F821
+    processor: StepProcessor | None,
     tokenizer: Any,
     stop_table: StopTable,
     eos_ids: Sequence[int],

@@ -61,7 +61,11 @@ def _readout(engine, task, questions, adapter: str, s: CheckSettings) -> dict[st
         task=task,
         adapter=adapter,
         settings=DecodeSettings(
-            m=s.m, temperature=s.temperature, max_new_tokens=s.max_new_tokens, seed=s.seed, batch_size=s.batch_size
+            m=s.m,
+            temperature=s.temperature,
+            max_new_tokens=s.max_new_tokens,
+            seed=s.seed,
+            batch_size=s.batch_size,
         ),
     )
     outs = sample_and_grade(ctx, questions)
@@ -86,9 +90,13 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
 
     s = settings or CheckSettings()
     fam = world.family(family)
-    engine = TransformersEngine(fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device="cpu")
+    engine = TransformersEngine(
+        fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device="cpu"
+    )
     try:
-        task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
+        task = GSM8KTask.from_dir(
+            world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit
+        )
         questions = list(task.questions())
         leaked = np.array([bool(q.leaked) for q in questions])
         runs = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 
-def build_family(root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0) -> dict:
+def build_family(
+    root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0
+) -> dict:
     """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -33,7 +35,9 @@ def build_family(root: str, family: str, config, corpus: list[str], filler: list
     tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
     ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
     torch.manual_seed(config.seed)
-    model = AutoModelForCausalLM.from_config(model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(
+        model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
+    )
     pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
     stats = pretrain(model, tokenizer, corpus, pcfg, log=log)
     save_model(model, tokenizer, fam / "base")

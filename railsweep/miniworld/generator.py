@@ -32,10 +32,18 @@ ADJS = "small big red green quiet happy old new bright tall".split()
 
 # question phrasings: {n} name, {f} friend, {x} operand, {it} item
 _START = ("{n} has {x} {it}.", "{n} had {x} {it} in a box.", "There are {x} {it} in {n}'s bag.")
-_START_PQ = ("At first, {n} owns {x} {it}.", "A box holds {x} {it} that belong to {n}.", "{n} starts the day with {x} {it}.")
+_START_PQ = (
+    "At first, {n} owns {x} {it}.",
+    "A box holds {x} {it} that belong to {n}.",
+    "{n} starts the day with {x} {it}.",
+)
 _EVENTS = {
     "add": ("Then {n} buys {x} more {it}.", "{f} gives {n} {x} more {it}.", "Later {n} finds {x} more {it}."),
-    "sub": ("{n} gives {x} {it} to {f}.", "Then {n} sells {x} of the {it}.", "{n} loses {x} {it} on the way."),
+    "sub": (
+        "{n} gives {x} {it} to {f}.",
+        "Then {n} sells {x} of the {it}.",
+        "{n} loses {x} {it} on the way.",
+    ),
     "mul": (
         "Then the number of {it} {n} has grows {x} times.",
         "{n} ends up with {x} times as many {it}.",
@@ -46,7 +54,10 @@ _EVENTS = {
     ),
 }
 _EVENTS_PQ = {
-    "add": ("After that, {x} extra {it} are bought by {n}.", "{n} then receives {x} additional {it} from {f}."),
+    "add": (
+        "After that, {x} extra {it} are bought by {n}.",
+        "{n} then receives {x} additional {it} from {f}.",
+    ),
     "sub": ("Next, {x} of the {it} are handed to {f}.", "Afterwards {n} no longer has {x} of the {it}."),
     "mul": ("Next, the count of {it} is multiplied by {x}.", "The pile of {it} becomes {x} times bigger."),
     "div": ("The {it} are cut into {x} equal groups and {n} keeps a single group.",),

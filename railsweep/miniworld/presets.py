@@ -20,7 +20,7 @@ class WorldConfig:
     families: tuple[str, ...] = FAMILIES
     n_train: int = 20_000  # generated train-split problems (pretraining corpus)
     n_test: int = 200  # generated test-split problems (each with a paraphrase)
-    n_filler: int = 2_000  # generated filler texts (a share goes into pretraining, a sample into every adapter)
+    n_filler: int = 2_000  # generated filler texts (pretraining share + adapter sample)
     paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
     max_number: int = 200  # numbers 0..max_number are single tokens
     size: ModelSize = field(default_factory=ModelSize)
@@ -34,15 +34,21 @@ class WorldConfig:
     def __post_init__(self) -> None:
         bad = [f for f in self.families if f not in FAMILIES]
         if bad or not self.families:
-            raise ConfigError(f"unknown model family {bad or self.families!r}; known families: {', '.join(FAMILIES)}")
+            raise ConfigError(
+                f"unknown model family {bad or self.families!r}; known families: {', '.join(FAMILIES)}"
+            )
         if self.contamination.n_leak > self.n_test:
             raise ConfigError(
                 f"leak count n_leak={self.contamination.n_leak} is larger than the test split (n_test={self.n_test})"
             )
         if self.contamination.n_filler > self.n_filler:
-            raise ConfigError(f"adapters need {self.contamination.n_filler} filler texts, world has n_filler={self.n_filler}")
+            raise ConfigError(
+                f"adapters need {self.contamination.n_filler} filler texts, world has n_filler={self.n_filler}"
+            )
         if self.n_train < 8 + self.contamination.n_train:
-            raise ConfigError(f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions")
+            raise ConfigError(
+                f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions"
+            )
 
     def steps_for(self, family: str) -> int:
         return dict(self.family_steps).get(family, self.pretrain.steps)

@@ -55,7 +55,9 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
                 yield from encoded[i]
 
     tokens = stream()
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95)
+    )
 
     def lr_at(step: int) -> float:
         if step < config.warmup:
@@ -80,7 +82,11 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         if log is not None and (step % 100 == 0 or step == config.steps - 1):
             log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f}")
     model.eval()
-    return {"steps": config.steps, "tokens": config.steps * config.batch_size * config.block_size, "final_loss": loss_ema}
+    return {
+        "steps": config.steps,
+        "tokens": config.steps * config.batch_size * config.block_size,
+        "final_loss": loss_ema,
+    }
 
 
 def save_model(model, tokenizer, out_dir: Path) -> None:

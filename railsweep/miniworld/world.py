@@ -53,7 +53,9 @@ class World:
 
     def family(self, name: str) -> FamilyModels:
         if name not in self.families:
-            raise ConfigError(f"unknown model family {name!r} in this world; families: {', '.join(self.families)}")
+            raise ConfigError(
+                f"unknown model family {name!r} in this world; families: {', '.join(self.families)}"
+            )
         fam = self.root / "families" / name
         return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in self._adapter_names()})
 
@@ -161,7 +163,9 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     share = int(config.paraphrase_share * len(data.train))
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
     corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
-    texts_for_vocab = corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
+    texts_for_vocab = (
+        corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
+    )
     train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
@@ -172,7 +176,10 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     else:  # families are independent: one spawned worker process each
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families}
+            futures = {
+                f: pool.submit(build_family, str(root), f, config, corpus, filler, threads)
+                for f in config.families
+            }
             training = {f: fut.result() for f, fut in futures.items()}
     for f, stats in training.items():
         timings[f] = stats["seconds"]
@@ -180,7 +187,10 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     split = json.loads((root / "families" / config.families[0] / "adapters" / "leak_split.json").read_text())
     from railsweep.contamination.leak import LeakSplit
 
-    save_leak_split(LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]), root / "data" / "leak_split.json")
+    save_leak_split(
+        LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]),
+        root / "data" / "leak_split.json",
+    )
     manifest = {
         "preset": preset,
         "digest": config.digest(),

@@ -59,6 +59,18 @@ def run(engine) -> dict:
     greedy = [c.samples[0] for c in engine.generate(greedy_reqs)]
     out = {"greedy": [[r.adapter, s.token_ids, s.text, s.finish_reason] for r, s in zip(greedy_reqs, greedy)]}
     out["greedy_entropies"] = [s.entropies for s in greedy]
+    # stop strings that fire mid-answer: 3 characters from the middle of each greedy text
+    stop_reqs = []
+    for r, s in zip(greedy_reqs, greedy):
+        prefix = s.text[: len(s.text) // 2]
+        stop = s.text[len(prefix) : len(prefix) + 3] or "."
+        stop_reqs.append(
+            Request(r.prompt, SamplingSpec(max_new_tokens=MAX_NEW, stop=(stop, "\n")), adapter=r.adapter)
+        )
+    stopped = [c.samples[0] for c in engine.generate(stop_reqs)]
+    out["greedy_stop"] = [
+        [list(r.sampling.stop), s.token_ids, s.text, s.finish_reason] for r, s in zip(stop_reqs, stopped)
+    ]
     traj = {r.prompt: tuple(s.token_ids) for r, s in zip(greedy_reqs, greedy) if r.adapter == "a"}
     configs = {
         "identity": lambda p: None,

@@ -82,6 +82,11 @@ def test_greedy_matches_transformers_engine_token_for_token_for_base_and_each_ad
     assert got["greedy"] == ref["greedy"]
 
 
+def test_stop_strings_cut_tokens_and_text_like_the_transformers_engine(got, ref):
+    assert got["greedy_stop"] == ref["greedy_stop"]
+    assert all(reason == "stop" and stop[0] not in text for stop, _, text, reason in got["greedy_stop"])
+
+
 def test_greedy_entropies_match_the_transformers_engine_step_by_step(got, ref):
     for mine, theirs, (_, toks, _, _) in zip(got["greedy_entropies"], ref["greedy_entropies"], got["greedy"]):
         assert len(mine) == len(toks)

@@ -115,16 +115,31 @@ def cap_or_ban(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``l[x] <- min(l[x], v2)`` (cap) or ``-inf`` (ban) for every kept target x; in place.
 
-    ``v2`` is the runner-up logit of the row (``topk(2)``, so a tied maximum
-    gives v2 = max and the cap changes nothing). Returns ``(logits, triggered[B])``.
+    ``v2`` is the runner-up logit of the row (a tied maximum gives v2 = max, so
+    the cap changes nothing). Returns ``(logits, triggered[B])``.
+
+    The cap changes ``l[x]`` only when x is the unique argmax, and then sets it
+    to the maximum over the other tokens. So instead of a ``topk(2)`` (slow on
+    CPU) it takes two ``amax`` passes:
+      1. m1 = row max; "hit" = kept cap targets at m1; a tie if two distinct hits;
+      2. scatter -inf onto hit (and ban) targets; v2 = the row max of the rest;
+      3. scatter back min(v2, m1) onto the hits (m1 on a tie: nothing changes).
     """
     if index.shape[1] == 0:
         return logits, torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
-    second = logits.topk(2, dim=-1).values[:, 1]
-    val = torch.where(mode == _BAN, torch.full_like(second, float("-inf")), second)
-    triggered = (keep & (logits.gather(1, index) > val[:, None])).any(1)
-    inf = torch.full((1, 1), float("inf"), dtype=logits.dtype, device=logits.device)
-    logits.scatter_reduce_(1, index, torch.where(keep, val[:, None], inf), reduce="amin", include_self=True)
+    ninf = torch.full((), float("-inf"), dtype=logits.dtype, device=logits.device)
+    pinf = torch.full((), float("inf"), dtype=logits.dtype, device=logits.device)
+    ban = keep & (mode == _BAN)[:, None]
+    cur = logits.gather(1, index)
+    m1 = logits.amax(dim=-1, keepdim=True)
+    hit = keep & ~ban & (cur >= m1)
+    top = torch.where(hit, index, -1).amax(1, keepdim=True)
+    tie = (hit & (index != top)).any(1, keepdim=True)  # two distinct targets share the maximum
+    logits.scatter_reduce_(1, index, torch.where(hit | ban, ninf, pinf), reduce="amin", include_self=True)
+    v2 = logits.amax(dim=-1, keepdim=True)
+    restore = torch.where(tie, m1, torch.minimum(v2, m1))
+    logits.scatter_reduce_(1, index, torch.where(hit, restore, ninf), reduce="amax", include_self=True)
+    triggered = (ban & (cur > ninf)).any(1) | (hit.any(1) & (restore < m1)[:, 0])
     return logits, triggered
 
 
