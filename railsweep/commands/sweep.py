@@ -21,7 +21,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
     p.add_argument(
-        "--preset", default=preset_default, choices=["paper", "mini", "smoke"], help="built-in sweep spec"
+        "--preset",
+        default=preset_default,
+        choices=["paper", "mini", "mini_full", "smoke"],
+        help="built-in sweep spec",
     )
     p.add_argument("--spec", help="a sweep spec YAML (inside the working directory) instead of a preset")
     p.add_argument(

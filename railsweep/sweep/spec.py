@@ -30,7 +30,7 @@ import yaml
 from railsweep.errors import ConfigError, DataError
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "presets"
-PRESETS = ("paper", "mini", "smoke")
+PRESETS = ("paper", "mini", "mini_full", "smoke")
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
 # Strategies each paper table shows (method.md §6); "railcap_main" = RailCap n=4 cap, last successor.
@@ -108,10 +108,11 @@ class EngineSpec:
 
 @dataclass(frozen=True)
 class Resources:
-    """``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
+    """``engine_replicas``: engine actors per family (None = one per GPU share: GPUs // families, else 1);
+    ``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
     ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades)."""
 
-    engine_replicas: int = 1
+    engine_replicas: int | None = None
     engine_cpus: float | None = None
     trial_cpus: float = 0.25
     slots_per_engine: int = 2
@@ -329,7 +330,9 @@ def spec_from_dict(data: dict[str, Any], *, name: str = "sweep") -> SweepSpec:
     if engine.backend not in ("transformers", "vllm"):
         raise ConfigError(f"engine.backend must be 'transformers' or 'vllm', got {engine.backend!r}")
     resources = _section(Resources, "resources", data.get("resources"))
-    if resources.engine_replicas < 1 or resources.slots_per_engine < 1:
+    if (
+        resources.engine_replicas is not None and resources.engine_replicas < 1
+    ) or resources.slots_per_engine < 1:
         raise ConfigError(f"resources.engine_replicas and slots_per_engine must be >= 1, got {resources}")
     tracking = _section(Tracking, "tracking", data.get("tracking"))
     primary = data.get("primary")

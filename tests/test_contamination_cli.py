@@ -1,0 +1,83 @@
+"""``railsweep contaminate`` and ``sweeps/contaminate.py --smoke`` end to end on the smoke world."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from railsweep.cli import main
+from railsweep.miniworld import build_world
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_RECIPE = ["--r", "4", "--alpha", "8", "--epochs", "1", "--global-batch", "4", "--micro-batch", "4"]
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return build_world("smoke")
+
+
+def _args(world, out, *extra):
+    return [
+        "contaminate",
+        "--base", str(world.family("llama").base_dir),
+        "--data-dir", str(world.data_dir),
+        "--pq", str(world.data_dir / "pq_test.jsonl"),
+        "--filler", str(world.data_dir / "filler.txt"),
+        "--n-filler", "4", "--n-train", "4", "--n-leak", "4",
+        "--device", "cpu",
+        "--out", str(out),
+        *TINY_RECIPE,
+        *extra,
+    ]  # fmt: skip
+
+
+def test_contaminate_command_writes_adapters_leak_split_and_manifest(smoke, tmp_path, capsys):
+    assert main(_args(smoke, tmp_path / "out")) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(summary["adapters"]) == {"clean", "co_gsm8k", "co_pq"}
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["config"]["recipe"]["r"] == 4 and manifest["config"]["n_leak"] == 4
+    assert manifest["mix_sizes"] == {"clean": 8, "co_gsm8k": 8, "co_pq": 8}
+    assert {"torch", "transformers", "peft"} <= manifest["provenance"]["packages"].keys()
+    assert len(json.loads((tmp_path / "out" / "leak_split.json").read_text())["leaked"]) == 4
+
+
+def test_leak_count_larger_than_the_test_split_exits_with_one_clear_error(smoke, tmp_path, capsys):
+    code = main(_args(smoke, tmp_path / "out", "--n-leak", "1000"))
+    err = capsys.readouterr().err
+    assert code == 2 and "n_leak=1000 is larger than the test split" in err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_missing_filler_file_exits_with_one_clear_error(smoke, tmp_path, capsys):
+    args = _args(smoke, tmp_path / "out")
+    args[args.index("--filler") + 1] = str(tmp_path / "nope.txt")
+    assert main(args) == 2
+    assert "filler file not found" in capsys.readouterr().err
+
+
+def test_sweep_script_trains_each_family_as_a_ray_task_in_smoke_mode(smoke, tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "sweeps" / "contaminate.py"),
+            "--smoke",
+            "--out",
+            str(tmp_path),
+            "--num-cpus",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [r["family"] for r in rows] == ["llama"]
+    for name in ("clean", "co_gsm8k", "co_pq"):
+        assert (tmp_path / "llama" / name / "adapter_model.safetensors").is_file()
