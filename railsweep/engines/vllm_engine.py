@@ -48,7 +48,8 @@ _SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int6
 
 def _import_vllm():
     try:
-        import vllm  # noqa: F401
+        import vllm
+        from vllm import LLM  # noqa: F401  (a bare namespace package named vllm is not vLLM)
     except ImportError as e:
         raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
     return vllm

@@ -16,11 +16,14 @@ settings travel in ``SamplingParams.extra_args["railsweep"]`` as plain data
   keeps its own per-slot state on the device: ``apply`` has no per-row Python
   and no device-to-host synchronisation; skip decisions use host mirrors.
 
-Trigger counts (steps where a request's logits changed) are accumulated on
+Trigger counts (steps where a request's logits changed) and, for requests
+that ask, per-step entropies of the processed logits (LNE's gauge) are kept on
 the device, keyed by ``(key, seed)`` of the request (the parallel-sampling
 children of one request share ``extra_args`` but get ``seed + i``), and read
 through the worker extension (:mod:`railsweep.engines.vllm_worker_ext`)
 after ``generate`` returns; ``pop_results`` is the only method that syncs.
+The module imports no model-runner state, so vLLM's frontend can load it to
+run ``validate_params``.
 """
 
 from __future__ import annotations

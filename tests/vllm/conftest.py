@@ -5,7 +5,10 @@ import importlib.util
 
 import pytest
 
-HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+# A real package, not this directory: pytest puts tests/ on sys.path, where "vllm" resolves to tests/vllm as a
+# namespace package (origin None) when the library is absent.
+_spec = importlib.util.find_spec("vllm")
+HAVE_VLLM = _spec is not None and _spec.origin is not None
 if not HAVE_VLLM:
     collect_ignore_glob = ["test_*.py"]
 
