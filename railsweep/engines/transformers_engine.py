@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from railsweep.engines._hf_compat import lm_step
 from railsweep.engines._hf_decode import Forward, Row, StopTable, decode_batch
 from railsweep.engines.base import BanTopSpec, Completion, NeuronPatchSpec, RailCapSpec, Request, Sample
 from railsweep.errors import ConfigError, DataError
@@ -226,15 +227,7 @@ class TransformersEngine:
             yield
 
     def _plain_forward(self, input_ids, attention_mask, position_ids, cache):
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            cache=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        return out.logits[:, -1, :], out.cache
+        return lm_step(self.model, input_ids, attention_mask, position_ids, cache)
 
     def _decode(self, adapter: str | None, kind: Any, batch: list) -> list[Sample]:
         from railsweep.strategies.railcap.hf_processor import make_processor

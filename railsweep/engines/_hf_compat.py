@@ -1,0 +1,43 @@
+"""One forward step over a transformers causal LM, across the KV-cache rename.
+
+transformers renamed the ``past_key_values`` argument and output to ``cache``
+(5.2x; the old name is deprecated until 5.40). ``vllm==0.33`` pins
+``transformers<5.21``, so a node with the ``vllm`` extra runs the old name: both
+must work.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@functools.cache
+def _cache_kwarg(forward_cls: type) -> str:
+    params = inspect.signature(forward_cls.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _hf_class(model: nn.Module) -> type:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrapper
+    return type(base)
+
+
+def lm_step(model: nn.Module, input_ids, attention_mask, position_ids, cache) -> tuple[torch.Tensor, Any]:
+    """Run ``model`` on new tokens with a KV cache; returns (last-position logits [B, V], updated cache)."""
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        use_cache=True,
+        logits_to_keep=1,
+        **{_cache_kwarg(_hf_class(model)): cache},
+    )
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = out.past_key_values
+    return out.logits[:, -1, :], new_cache
