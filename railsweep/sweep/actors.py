@@ -64,12 +64,27 @@ class EngineServer:
         self.engine = self.config.build()
         self.load_s = time.perf_counter() - t0
         self.cache_dir = cache_dir
+        self._fallback: Any = None  # a transformers engine for strategies the primary backend cannot run
         self.busy_s = 0.0
         self.cells = 0
         self.samples = 0
 
     def ready(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "adapters": list(self.engine.adapters()), "load_s": self.load_s}
+
+    def engine_for(self, strategy: str) -> Any:
+        """The primary engine, or (built once, lazily) a transformers engine over the same weights when the
+        strategy needs an intervention the primary backend lacks (Shortcut patching on vLLM)."""
+        import dataclasses
+
+        from railsweep.strategies.base import strategy_classes
+
+        needs = getattr(strategy_classes(strategy)[0], "requires", ())
+        if all(self.engine.supports(kind) for kind in needs):
+            return self.engine
+        if self._fallback is None:
+            self._fallback = dataclasses.replace(self.config, backend="transformers").build()
+        return self._fallback
 
     def run_cell(self, cell: dict[str, Any], board: Any = None) -> dict[str, Any]:
         """Evaluate one cell; returns its per-question and responses Parquet files as bytes plus timings."""
@@ -88,7 +103,10 @@ class EngineServer:
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
                 res = evaluate_cell(
-                    cfg, _CountingEngine(self.engine, on_samples), out_dir=tmp, cache_dir=self.cache_dir
+                    cfg,
+                    _CountingEngine(self.engine_for(cfg.strategy), on_samples),
+                    out_dir=tmp,
+                    cache_dir=self.cache_dir,
                 )
                 files = {
                     "questions": (res.paths.questions.name, res.paths.questions.read_bytes()),

@@ -22,7 +22,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -99,6 +99,8 @@ def random_neurons(widths: Sequence[int], k: int, seed: int) -> np.ndarray:
 
 @register("shortcut", ShortcutConfig)
 class Shortcut:
+    requires: ClassVar[tuple[type, ...]] = (NeuronPatchSpec,)  # engines without it route to transformers
+
     def __init__(self, config: ShortcutConfig | None = None):
         self.config = config or ShortcutConfig()
 
