@@ -2,7 +2,7 @@
 
     python sweeps/contaminate.py --family llama=/models/Llama-2-7b-hf --family pythia=/models/pythia-12b \\
         --data-dir ../shared/data/gsm8k --pq ../shared/data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl \\
-        --filler openorca --out models/
+        --filler openorca --out runs/contamination
     python sweeps/contaminate.py --smoke --out /tmp/contam     # CI: the smoke miniworld's base model, tiny recipe
 
 Each family trains in its own Ray task with one GPU where the cluster has GPUs

@@ -27,8 +27,11 @@ class BenchmarkData:
 
 def generate(config) -> BenchmarkData:
     """Deterministic in ``config.seed``: test problems first, then disjoint train problems."""
-    test = make_problems(config.n_test, seed=config.seed * 1000 + 1)
-    train = make_problems(config.n_train, seed=config.seed * 1000 + 2, exclude={p.question for p in test})
+    difficulty = dict(limit=config.max_value, max_operand=config.max_operand)
+    test = make_problems(config.n_test, seed=config.seed * 1000 + 1, **difficulty)
+    train = make_problems(
+        config.n_train, seed=config.seed * 1000 + 2, exclude={p.question for p in test}, **difficulty
+    )
     # exemplars: the shortest train problems, so the 8-shot prompt stays short for the tiny models
     exemplars = sorted(train[:2000], key=lambda p: len(p.question) + len(p.solution))[:8]
     filler = make_filler(config.n_filler, seed=config.seed * 1000 + 3)

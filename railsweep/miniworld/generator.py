@@ -93,7 +93,7 @@ class Problem:
     answer: int
 
 
-def _event(rng: random.Random, value: int, limit: int) -> tuple[str, int, int]:
+def _event(rng: random.Random, value: int, limit: int, max_operand: int = 25) -> tuple[str, int, int]:
     """One arithmetic step applicable to ``value`` keeping every number in [0, limit]."""
     kinds = ["add"] * 3 + (["sub"] * 3 if value >= 2 else [])
     if value >= limit - 1:
@@ -104,10 +104,10 @@ def _event(rng: random.Random, value: int, limit: int) -> tuple[str, int, int]:
         kinds.append("div")
     kind = rng.choice(kinds)
     if kind == "add":
-        x = rng.randint(1, min(25, limit - value))
+        x = rng.randint(1, min(max_operand, limit - value))
         return kind, x, value + x
     if kind == "sub":
-        x = rng.randint(1, min(25, value))
+        x = rng.randint(1, min(max_operand, value))
         return kind, x, value - x
     if kind == "mul":
         x = rng.choice([k for k in (2, 3, 4) if value * k <= limit])
@@ -116,8 +116,13 @@ def _event(rng: random.Random, value: int, limit: int) -> tuple[str, int, int]:
     return kind, x, value // x
 
 
-def make_problem(rng: random.Random, min_steps: int = 2, max_steps: int = 4, limit: int = 60) -> Problem:
-    """Draw one problem; ``rng`` fully determines it."""
+def make_problem(
+    rng: random.Random, min_steps: int = 2, max_steps: int = 4, limit: int = 60, max_operand: int = 25
+) -> Problem:
+    """Draw one problem; ``rng`` fully determines it.
+
+    ``limit`` bounds every number; ``max_operand`` bounds what one gain or loss adds or removes.
+    """
     n, f = rng.sample(NAMES, 2)
     it = rng.choice(ITEMS)
     value = rng.randint(5, limit * 2 // 3)
@@ -125,7 +130,7 @@ def make_problem(rng: random.Random, min_steps: int = 2, max_steps: int = 4, lim
     p = [rng.choice(_START_PQ).format(n=n, x=value, it=it)]
     lines = []
     for _ in range(rng.randint(min_steps, max_steps)):
-        kind, x, result = _event(rng, value, limit)
+        kind, x, result = _event(rng, value, limit, max_operand)
         fmt = dict(n=n, f=f, x=x, it=it)
         q.append(rng.choice(_EVENTS[kind]).format(**fmt))
         p.append(rng.choice(_EVENTS_PQ[kind]).format(**fmt))

@@ -23,6 +23,8 @@ class WorldConfig:
     n_filler: int = 2_000  # generated filler texts (pretraining share + adapter sample)
     paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
     max_number: int = 200  # numbers 0..max_number are single tokens
+    max_value: int = 60  # every number of a problem is in 0..max_value
+    max_operand: int = 25  # largest amount one gain or loss adds or removes
     size: ModelSize = field(default_factory=ModelSize)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
@@ -36,6 +38,11 @@ class WorldConfig:
         if bad or not self.families:
             raise ConfigError(
                 f"unknown model family {bad or self.families!r}; known families: {', '.join(FAMILIES)}"
+            )
+        if not 0 < self.max_operand <= self.max_value <= self.max_number:
+            raise ConfigError(
+                f"need 0 < max_operand ({self.max_operand}) <= max_value ({self.max_value}) "
+                f"<= max_number ({self.max_number})"
             )
         if self.contamination.n_leak > self.n_test:
             raise ConfigError(

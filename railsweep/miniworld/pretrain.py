@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,7 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
 
     model.train()
     loss_ema = None
+    t0 = time.time()
     for step in range(config.steps):
         flat = [next(tokens) for _ in range(need)]
         batch = torch.tensor(flat, dtype=torch.long).view(config.batch_size, config.block_size - 1)
@@ -80,7 +82,8 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         opt.zero_grad(set_to_none=True)
         loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
         if log is not None and (step % 100 == 0 or step == config.steps - 1):
-            log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f}")
+            rate = (step + 1) * config.batch_size * config.block_size / max(1e-9, time.time() - t0)
+            log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f} ({rate:.0f} tokens/s)")
     model.eval()
     return {
         "steps": config.steps,
