@@ -1,6 +1,6 @@
 """The distributed sweep end to end, on real components: a local Ray head (`ray start --head`, isolated
-ports, our own process group) and `mlflow server` on 127.0.0.1, both once per session, running the
-`smoke` sweep on the smoke miniature world.
+ports, our own process group) and `mlflow server` on 127.0.0.1, both once per session (fixtures in
+conftest.py), running the `smoke` sweep on the smoke miniature world.
 
 Each test logs to its own MLflow experiment, so cells are never skipped across tests.
 """
@@ -8,7 +8,6 @@ Each test logs to its own MLflow experiment, so cells are never skipped across t
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 import threading
 import time
@@ -20,44 +19,6 @@ from railsweep.sweep import local
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-os.environ["RAY_AUTH_MODE"] = "disabled"  # explicit on both sides (ray-mlflow-notes.md §3.2)
-os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-
-
-@pytest.fixture(scope="session")
-def smoke_world():
-    from railsweep.miniworld import build_world
-    from railsweep.miniworld.world import default_cache_dir
-
-    cache = default_cache_dir()  # shared with the other suites' smoke world (content-addressed, locked)
-    build_world("smoke", cache_dir=cache)
-    return cache
-
-
-@pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    svc = local.ensure_mlflow_server(tmp_path_factory.mktemp("mlflow"), port=local.free_port())
-    yield svc.url
-    svc.stop()
-
-
-@pytest.fixture(scope="session")
-def ray_head():
-    head = local.ensure_ray_head(num_cpus=2, block=True, isolated=True)
-    yield head
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    head.service.stop()
-
-
-@pytest.fixture(scope="session")
-def ray_client(ray_head):
-    import ray
-
-    ray.init(address=ray_head.gcs, log_to_driver=False)
-    return ray
 
 
 def _client(uri):
