@@ -4,6 +4,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.railsweep-installed
+# Subprocesses (Ray jobs, notebook kernels) must find the venv's python and console scripts.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: setup demo test lint test-fast test-vllm
 

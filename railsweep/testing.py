@@ -160,3 +160,13 @@ def make_tiny_model(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
+
+
+def shared_data_dir() -> Path:
+    """The project's shared data (GSM8K, paraphrases), loaded by path and never copied into the repo:
+    ``$RAILSWEEP_SHARED_DATA``, else ``../shared/data`` beside the checkout, else ``/work/shared/data``."""
+    env = os.environ.get("RAILSWEEP_SHARED_DATA")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return beside if beside.is_dir() else Path("/work/shared/data")

@@ -35,6 +35,14 @@ def test_problems_take_two_to_four_steps_with_small_exact_arithmetic():
         assert parse_gold(p.solution) == str(p.answer)
 
 
+def test_difficulty_bounds_every_number_and_every_gain_or_loss():
+    for p in make_problems(300, seed=5, limit=40, max_operand=10):
+        for a, sym, x, result in re.findall(r"<<(\d+)([-+*/])(\d+)=(\d+)>>", p.solution):
+            assert max(int(a), int(x), int(result)) <= 40
+            if sym in "+-":
+                assert int(x) <= 10
+
+
 def test_paraphrase_keeps_the_numbers_and_answer_but_changes_the_wording():
     for p in make_problems(200, seed=2):
         assert _numbers(p.paraphrase) == _numbers(p.question)

@@ -86,6 +86,11 @@ def test_leak_count_larger_than_the_test_split_is_a_config_error():
         dataclasses.replace(TINY, contamination=dataclasses.replace(TINY.contamination, n_leak=11))
 
 
+def test_problem_numbers_beyond_the_single_token_range_are_a_config_error():
+    with pytest.raises(ConfigError, match="max_value"):
+        dataclasses.replace(TINY, max_value=150)
+
+
 def test_cached_world_is_reused_and_a_changed_config_builds_a_new_one(tmp_path):
     first = build_world("tiny", cache_dir=tmp_path, config=TINY)
     stamp = (first.root / "manifest.json").stat().st_mtime_ns

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -139,7 +140,7 @@ def test_killed_driver_resumes_without_recomputing_finished_cells(
 ):
     exp = "e2e-resume"
     env = {"MLFLOW_TRACKING_URI": mlflow_server, "RAILSWEEP_CACHE": str(smoke_world)}
-    entry = ["python", "sweeps/tables.py", "--table", "all", "--preset", "smoke", "--experiment", exp]
+    entry = [sys.executable, "sweeps/tables.py", "--table", "all", "--preset", "smoke", "--experiment", exp]
     sid = f"resume-{int(time.time())}"
     assert local.submit_job(ray_head.dashboard, entry, working_dir=REPO, env_vars=env, submission_id=sid,
                             no_wait=True) == 0  # fmt: skip

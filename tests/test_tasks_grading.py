@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from railsweep.tasks import GSM8KTask, grade, to_cot
+from railsweep.testing import shared_data_dir
 
-DATA = Path(os.environ.get("RAILSWEEP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = shared_data_dir()
 
 CASES = [
     # response, gold, correct, pred, rule

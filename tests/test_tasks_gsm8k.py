@@ -6,15 +6,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks import GSM8KTask, Task, render_fewshot_prefix
 from railsweep.tasks.gsm8k import load_exemplars
+from railsweep.testing import shared_data_dir
 
-DATA = Path(os.environ.get("RAILSWEEP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = shared_data_dir()
 GSM = DATA / "gsm8k"
 
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from pathlib import Path
 
 import pytest
 
 from railsweep.errors import DataError
 from railsweep.tasks import GSM8KTask, load_paraphrases
+from railsweep.testing import shared_data_dir
 
-DATA = Path(os.environ.get("RAILSWEEP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = shared_data_dir()
 PQ = DATA / "gsm8k_paraphrase" / "lmsys_rephrase" / "pq_test.jsonl"
 EMPTY = [309, 669, 727, 948]
 

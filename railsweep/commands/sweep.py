@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,10 @@ def submit(args: argparse.Namespace) -> tuple[int, str]:
     from railsweep.sweep.tracking import check_tracking_uri
 
     check_tracking_uri(uri)
-    entry = ["python", "sweeps/tables.py", "--table", args.table, "--tracking-uri", uri]
+    # A local head runs the job on this machine: use this interpreter (its venv has ray), not whatever
+    # `python` is first on PATH. A remote cluster has its own environment.
+    python = "python" if args.address else sys.executable
+    entry = [python, "sweeps/tables.py", "--table", args.table, "--tracking-uri", uri]
     if args.spec:
         entry += ["--spec", os.path.relpath(Path(args.spec).resolve(), REPO_ROOT)]
     elif args.preset:
