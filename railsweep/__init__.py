@@ -1,3 +1,33 @@
-"""railsweep: did this decoding trick really restore my contaminated model's ability, question by question?"""
+"""railsweep: did this decoding trick really restore my contaminated model's ability, question by question?
+
+The public API is a handful of names, imported lazily so that ``import railsweep.metrics`` stays numpy-only:
+
+- ``GSM8KTask`` (tasks), ``score_pair`` (metrics with bootstrap CIs for a clean vs mitigated cell),
+- ``build_strategy`` / ``known_strategies`` (the strategy registry), ``TransformersEngine`` (the CPU/GPU engine),
+- ``CellConfig`` / ``evaluate_cell`` (one cell → per-question Parquet), ``build_world`` (the miniature world).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "GSM8KTask": "railsweep.tasks",
+    "score_pair": "railsweep.analysis.scoring",
+    "build_strategy": "railsweep.strategies.base",
+    "known_strategies": "railsweep.strategies.base",
+    "TransformersEngine": "railsweep.engines.transformers_engine",
+    "CellConfig": "railsweep.config",
+    "evaluate_cell": "railsweep.evaluate",
+    "build_world": "railsweep.miniworld",
+}
+__all__ = [*_LAZY, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'railsweep' has no attribute {name!r}")
