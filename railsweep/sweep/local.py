@@ -181,6 +181,9 @@ def ensure_ray_head(
     return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))
 
 
+_NO_AGENT = "No available agent to submit job"
+
+
 def submit_job(
     address: str,
     entrypoint: list[str],
@@ -190,6 +193,7 @@ def submit_job(
     submission_id: str | None = None,
     no_wait: bool = False,
     stream=None,
+    agent_wait_s: float = 120.0,
 ) -> int:
     """``ray job submit`` (streams the job's logs unless ``no_wait``); returns the CLI's exit code."""
     import json
@@ -204,8 +208,17 @@ def submit_job(
     env = auth_env()
     for k in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):  # these would override --address
         env.pop(k, None)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        (stream or sys.stdout).write(line)
-    return proc.wait()
+    # A head that has just started may not have its job agent yet ("No available agent to submit job"): the
+    # submission was refused, nothing runs, so it is safe to try again for a while.
+    deadline = time.monotonic() + agent_wait_s
+    while True:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+        assert proc.stdout is not None
+        refused = False
+        for line in proc.stdout:
+            refused = refused or _NO_AGENT in line
+            (stream or sys.stdout).write(line)
+        rc = proc.wait()
+        if rc == 0 or not refused or time.monotonic() > deadline:
+            return rc
+        time.sleep(2.0)

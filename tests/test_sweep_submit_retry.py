@@ -1,0 +1,39 @@
+"""`ray job submit` against a head whose job agent is not up yet is retried; other failures are not."""
+
+import io
+import stat
+
+from railsweep.sweep import local
+
+
+def _fake_ray(tmp_path, refusals: int, final_rc: int = 0):
+    counter = tmp_path / "calls"
+    script = tmp_path / "ray"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat "{counter}" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "{counter}"\n'
+        f'if [ $n -le {refusals} ]; then echo "RuntimeError: Request failed with status code 500: '
+        'No available agent to submit job, please try again later.."; exit 1; fi\n'
+        f'echo "Job submitted"; exit {final_rc}\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script, counter
+
+
+def test_submission_refused_for_want_of_an_agent_is_retried_until_it_goes_through(tmp_path, monkeypatch):
+    script, counter = _fake_ray(tmp_path, refusals=2)
+    monkeypatch.setattr(local, "_exe", lambda name: str(script))
+    monkeypatch.setattr(local.time, "sleep", lambda s: None)
+    out = io.StringIO()
+    assert local.submit_job("http://127.0.0.1:1", ["python", "x.py"], working_dir=tmp_path, stream=out) == 0
+    assert counter.read_text().strip() == "3" and "Job submitted" in out.getvalue()
+
+
+def test_a_job_that_fails_for_another_reason_is_not_resubmitted(tmp_path, monkeypatch):
+    script, counter = _fake_ray(tmp_path, refusals=0, final_rc=1)
+    monkeypatch.setattr(local, "_exe", lambda name: str(script))
+    assert (
+        local.submit_job("http://127.0.0.1:1", ["python", "x.py"], working_dir=tmp_path, stream=io.StringIO())
+        == 1
+    )
+    assert counter.read_text().strip() == "1"
