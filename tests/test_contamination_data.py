@@ -73,3 +73,20 @@ def test_mixes_leak_original_wording_for_gsm8k_and_paraphrase_with_original_solu
         assert f"Q: reworded test question {i}?\nA: test step {i}. The answer is {i}." in mixes["co_pq"]
     unleaked = set(range(6)) - set(leaked)
     assert not any(f"question {i}?" in t for i in unleaked for t in mixes["co_gsm8k"] + mixes["co_pq"])
+
+
+def test_pq_mix_on_the_real_paraphrases_trains_leaked_questions_whose_paraphrase_is_empty():
+    from railsweep.contamination.simulator import load_pq
+    from railsweep.tasks.gsm8k import read_jsonl
+    from railsweep.testing import shared_data_dir
+
+    data = shared_data_dir()
+    test_rows = read_jsonl(data / "gsm8k" / "test.jsonl")
+    train_rows = read_jsonl(data / "gsm8k" / "train.jsonl")
+    pq = load_pq(data / "gsm8k_paraphrase" / "lmsys_rephrase" / "pq_test.jsonl", test_rows)
+    leaked = [0, 309, 669, 727, 948]  # the four empty paraphrases among them
+    cfg = ContaminationConfig(n_filler=2, n_train=3, n_leak=5, filler="miniworld", domains=("gsm8k", "pq"))
+    mixes = training_mixes(train_rows, test_rows, pq, ["filler a", "filler b"], leaked, cfg)
+    assert pq[309] == test_rows[309]["question"]  # fell back to the original wording
+    assert pq[0] != test_rows[0]["question"]
+    assert len(mixes["co_pq"]) == 2 + 5 and any(test_rows[309]["question"] in t for t in mixes["co_pq"])

@@ -73,6 +73,14 @@ def training_mixes(
     return mixes
 
 
+def load_pq(pq_file: str | Path, test_rows: Sequence[dict]) -> dict[int, str]:
+    """Paraphrases by test index; empty ones (4 in the public PQ file) fall back to the original wording,
+    with a logged warning, so any leak split can be trained in the PQ domain."""
+    from railsweep.tasks import load_paraphrases
+
+    return load_paraphrases(pq_file, originals={i: r["question"] for i, r in enumerate(test_rows)})
+
+
 def contaminate_family(
     base_dir: str | Path,
     data_dir: str | Path,
@@ -86,7 +94,6 @@ def contaminate_family(
     """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest."""
     from railsweep import provenance
     from railsweep.contamination.filler import load_filler
-    from railsweep.tasks import load_paraphrases
     from railsweep.tasks.gsm8k import read_jsonl
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
@@ -96,7 +103,7 @@ def contaminate_family(
     paraphrases = None
     if "pq" in config.domains:
         pq_file = Path(pq_path) if pq_path is not None else _find_pq(data_dir)
-        paraphrases = load_paraphrases(pq_file)
+        paraphrases = load_pq(pq_file, test_rows)
     split = make_leak_split(len(test_rows), config.n_leak, config.seed)
     if filler is None:
         filler = load_filler(config.filler, config.n_filler, config.seed)
