@@ -25,12 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from railsweep.analysis.tables import MAIN_ROWS, paper_tables  # noqa: F401  (paper_tables: the notebook calls nb.paper_tables)
 from railsweep.errors import ConfigError, DataError
 
 SPEC_ARTIFACT = "sweep_spec.json"  # logged on the parent run by railsweep.sweep.driver
 # Rows of Tables 1-3 (the paper's strategies at their main settings); Table 4 is the RailCap ablation.
-MAIN_ROWS = ("Identity", "TED", "LNE-blocking", "Shortcut", "RailCap n=4 cap", "All-Zero")
-ALL_ZERO = "All-Zero"
 
 
 def connect(tracking_uri: str | None = None):
@@ -212,30 +211,6 @@ def score_sweep(sweep: Sweep, *, B: int | None = None, n_boot: int | None = None
             "score": score_pair(sweep.frames[c["clean_id"]], sweep.frames[cid], B=B, n_boot=n_boot, seed=seed),
         })  # fmt: skip
     return scored
-
-
-def paper_tables(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) -> dict[str, Any]:
-    """Tables 1–4 (``{"table1": Table, ...}``) from :func:`score_sweep`; a table without cells is left out.
-
-    Table 1/2/4 use the primary setting; Table 3 every setting. Rows follow the paper: Tables 1–3 the main
-    strategies (RailCap at n=4 cap; All-Zero only where the paper shows it), Table 4 the RailCap ablation."""
-    from railsweep.analysis import tables as T
-
-    fam, dom = primary
-    prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]
-    main = set(MAIN_ROWS)
-    inputs = {
-        "table1": [s for s in prim if s["strategy"] in main - {ALL_ZERO}],
-        "table2": [s for s in prim if s["strategy"] in main],
-        "table3": [s for s in scored if s["strategy"] in main],
-        "table4": [s for s in prim if s.get("strategy_name") == "railcap" or s["strategy"] == ALL_ZERO],
-    }
-    out = {}
-    for name, cells in inputs.items():
-        if cells:
-            build = getattr(T, name)
-            out[name] = build(cells) if name == "table3" else build(cells, family=fam, domain=dom)
-    return out
 
 
 def setting_label(family: str, domain: str | None) -> str:

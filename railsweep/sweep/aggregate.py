@@ -73,22 +73,8 @@ def write_tables(scored: Sequence[dict[str, Any]], primary: Sequence[str], out_d
     """Step 4a: each table that has data → ``tableN.{md,csv,html}``; returns ``{"tableN": markdown}``."""
     from railsweep.analysis import tables as T
 
-    fam, dom = primary
-    prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]
-    main = {"Identity", "TED", "LNE-blocking", "Shortcut", "RailCap n=4 cap", "All-Zero"}
-    t4 = [s for s in prim if s["strategy_name"] == "railcap" or s["strategy"] == "All-Zero"]
-    t3 = [s for s in scored if s["strategy"] in main]
-    inputs = {
-        "table1": (T.table1, [s for s in prim if s["strategy"] in main - {"All-Zero"}]),
-        "table2": (T.table2, [s for s in prim if s["strategy"] in main]),
-        "table3": (T.table3, t3),
-        "table4": (T.table4, t4),
-    }
     out: dict[str, str] = {}
-    for name, (build, cells) in inputs.items():
-        if not cells:
-            continue
-        table = build(cells) if name == "table3" else build(cells, family=fam, domain=dom)
+    for name, table in T.paper_tables(scored, primary).items():
         T.write_table(table, out_dir, name)
         out[name] = T.to_markdown(table)
     return out
