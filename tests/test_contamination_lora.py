@@ -73,3 +73,51 @@ def test_missing_base_model_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="base model not found"):
         train_lora(tmp_path / "nope", TEXTS, FAST, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_packing_puts_every_example_once_per_epoch_into_sequences_that_fit(tiny_model_dir):
+    import random
+
+    from transformers import AutoTokenizer
+
+    from railsweep.contamination.lora import _epoch_sequences
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    recipe = LoraRecipe(pack_length=96, epochs=3, global_batch=2, micro_batch=2)
+    epochs = _epoch_sequences(tok, TEXTS, recipe, random.Random(0))
+    sep = tok("\n\n", add_special_tokens=False).input_ids
+    bodies = sorted(tuple(tok(t, add_special_tokens=False).input_ids) for t in TEXTS)
+    assert len(epochs) == 3
+    for packs in epochs:
+        assert 1 < len(packs) < len(TEXTS)  # several examples share a sequence
+        seen = []
+        for seq in packs:
+            assert len(seq) <= 96 and seq[0] == tok.bos_token_id and seq[-1] == tok.eos_token_id
+            text = tok.decode(seq[1:-1])
+            seen += [tuple(tok(part, add_special_tokens=False).input_ids) for part in text.split(tok.decode(sep))]
+        assert sorted(seen) == bodies
+    assert epochs[0] != epochs[1]  # reshuffled each epoch
+
+
+def test_unpacked_sequences_are_one_example_each_with_bos_and_eos(tiny_model_dir):
+    import random
+
+    from transformers import AutoTokenizer
+
+    from railsweep.contamination.lora import _epoch_sequences
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    (epoch,) = _epoch_sequences(tok, TEXTS, LoraRecipe(epochs=1, max_length=64), random.Random(0))
+    assert len(epoch) == len(TEXTS) and all(s[-1] == tok.eos_token_id for s in epoch)
+
+
+def test_packed_training_counts_packed_sequences_as_the_global_batch(tiny_model_dir, tmp_path):
+    packed = LoraRecipe(r=8, alpha=16, lr=1e-2, global_batch=2, micro_batch=1, epochs=2, pack_length=96)
+    stats = train_lora(tiny_model_dir, TEXTS, packed, tmp_path / "packed", device="cpu")
+    assert stats["examples"] == len(TEXTS) and 1 < stats["sequences_per_epoch"] < len(TEXTS)
+    assert (tmp_path / "packed" / "adapter_model.safetensors").is_file()
+
+
+def test_negative_pack_length_is_a_config_error():
+    with pytest.raises(ConfigError, match="pack_length"):
+        LoraRecipe(pack_length=-1)

@@ -29,6 +29,10 @@ class LoraRecipe:
     micro_batch: int = 8  # examples per forward pass
     epochs: int = 5
     max_length: int = 512  # tokens per example (longer ones are cut)
+    # 0: one example per sequence. N > 0: each epoch's shuffled examples are packed into
+    # sequences of at most N tokens, joined by the few-shot separator, so every item is also
+    # seen after other items as in a few-shot prompt; global_batch then counts packed sequences.
+    pack_length: int = 0
     precision: str = "auto"  # "auto": bf16 on GPU, fp32 on CPU; or "bf16" / "fp32"
     seed: int = 0
 
@@ -36,6 +40,8 @@ class LoraRecipe:
         for name in ("r", "alpha", "global_batch", "micro_batch", "epochs", "max_length"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"LoRA {name} must be >= 1, got {name}={getattr(self, name)}")
+        if self.pack_length < 0:
+            raise ConfigError(f"LoRA pack_length must be >= 0 (0 = no packing), got {self.pack_length}")
         if self.global_batch % self.micro_batch:
             raise ConfigError(
                 f"global_batch ({self.global_batch}) must be a multiple of micro_batch ({self.micro_batch})"

@@ -79,10 +79,9 @@ def train_lora(
         if p.requires_grad:
             p.data = p.data.float()
 
-    eos = tokenizer.eos_token or ""
-    encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]
-    per_epoch = math.ceil(len(encoded) / recipe.global_batch)
-    total = per_epoch * recipe.epochs
+    rng = random.Random(recipe.seed)
+    epochs = _epoch_sequences(tokenizer, texts, recipe, rng)
+    total = sum(math.ceil(len(seqs) / recipe.global_batch) for seqs in epochs)
     warmup = int(round(recipe.warmup_ratio * total))
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
@@ -96,14 +95,12 @@ def train_lora(
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    rng = random.Random(recipe.seed)
     model.train()
     t0, step, losses = time.time(), 0, []
-    for epoch in range(recipe.epochs):
-        order = list(range(len(encoded)))
-        rng.shuffle(order)
-        for start in range(0, len(order), recipe.global_batch):
-            chunk = order[start : start + recipe.global_batch]
+    for epoch, encoded in enumerate(epochs):
+        per_epoch = math.ceil(len(encoded) / recipe.global_batch)
+        for start in range(0, len(encoded), recipe.global_batch):
+            chunk = range(start, min(start + recipe.global_batch, len(encoded)))
             n_tokens = sum(len(encoded[i]) - 1 for i in chunk)
             step_loss = 0.0
             for m0 in range(0, len(chunk), recipe.micro_batch):
@@ -129,7 +126,8 @@ def train_lora(
     model.eval()
     _save_adapter(model, Path(out_dir))
     return {
-        "examples": len(encoded),
+        "examples": len(texts),
+        "sequences_per_epoch": len(epochs[0]),
         "steps": step,
         "warmup_steps": warmup,
         "first_loss": losses[0],
@@ -139,6 +137,45 @@ def train_lora(
         "precision": "bf16" if bf16 else "fp32",
         "continued_from": str(init_adapter) if init_adapter is not None else None,
     }
+
+
+def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):
+    """The token sequences of every epoch, in training order.
+
+    Unpacked: one sequence per example (BOS + text + EOS), reshuffled each epoch.
+    Packed: each epoch's shuffled examples joined by the few-shot separator ("\\n\\n")
+    into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
+    never straddles two sequences, and one longer than ``pack_length`` is cut.
+    """
+    eos = tokenizer.eos_token or ""
+    if not recipe.pack_length:
+        encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]
+        epochs = []
+        for _ in range(recipe.epochs):
+            order = list(range(len(encoded)))
+            rng.shuffle(order)
+            epochs.append([encoded[i] for i in order])
+        return epochs
+    bodies = [tokenizer(t, add_special_tokens=False).input_ids for t in texts]
+    sep = tokenizer("\n\n", add_special_tokens=False).input_ids
+    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    tail = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    room = recipe.pack_length - len(head) - len(tail)
+    epochs = []
+    for _ in range(recipe.epochs):
+        order = list(range(len(bodies)))
+        rng.shuffle(order)
+        packs, cur = [], []
+        for i in order:
+            body = bodies[i][:room]
+            if cur and len(cur) + len(sep) + len(body) > room:
+                packs.append(head + cur + tail)
+                cur = []
+            cur = cur + sep + body if cur else list(body)
+        if cur:
+            packs.append(head + cur + tail)
+        epochs.append(packs)
+    return epochs
 
 
 def _pad(seqs: list[list[int]], pad: int):

@@ -12,7 +12,7 @@ from railsweep.errors import ConfigError
 from railsweep.miniworld.models import FAMILIES, ModelSize
 from railsweep.miniworld.pretrain import PretrainConfig
 
-BUILD_VERSION = 1  # bump when the build procedure changes in a way the config does not show
+BUILD_VERSION = 2  # bump when the build procedure changes in a way the config does not show
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class WorldConfig:
     n_test: int = 200  # generated test-split problems (each with a paraphrase)
     n_filler: int = 2_000  # generated filler texts (pretraining share + adapter sample)
     paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
+    pretrain_filler: bool = True  # pretraining also sees the filler texts not reserved for the adapters
     max_number: int = 200  # numbers 0..max_number are single tokens
     max_value: int = 60  # every number of a problem is in 0..max_value
     max_operand: int = 25  # largest amount one gain or loss adds or removes
@@ -92,17 +93,21 @@ def _mini() -> WorldConfig:
     # instead of 2e-4 and 10 epochs instead of 5 (at 2e-4 x 5 epochs the loss barely moves),
     # global batch 8 instead of 32 (43 optimiser steps an epoch, closer to the paper's 78).
     # r, alpha, all-linear targets, cosine schedule and 10 % warmup are the paper's.
+    packed = dict(lr=3e-3, global_batch=2, micro_batch=2, pack_length=512)
     return WorldConfig(
         max_value=40,
         max_operand=10,
+        paraphrase_share=0.0,
+        pretrain_filler=False,
         size=ModelSize(hidden=128, layers=4, intermediate=512, max_positions=1024),
-        pretrain=PretrainConfig(steps=600, batch_size=8, block_size=640, lr=3e-3, warmup=30),
+        pretrain=PretrainConfig(steps=1000, batch_size=8, block_size=640, lr=3e-3, warmup=30),
         contamination=ContaminationConfig(
             n_filler=240,
             n_train=100,
             n_leak=100,
             filler="miniworld",
-            recipe=LoraRecipe(global_batch=8, micro_batch=8, epochs=10, lr=3e-3),
+            recipe=LoraRecipe(epochs=30, **packed),
+            clean_recipe=LoraRecipe(epochs=10, **packed),
         ),
     )
 

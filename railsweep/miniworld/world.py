@@ -162,7 +162,8 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     rng = random.Random(config.seed)
     share = int(config.paraphrase_share * len(data.train))
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
-    corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
+    if config.pretrain_filler:
+        corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
     texts_for_vocab = (
         corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
     )
