@@ -30,7 +30,7 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
         )
     p.add_argument(
         "--preset",
-        choices=["paper", "mini", "mini_full", "smoke"],
+        choices=["paper", "mini", "mini_six", "mini_full", "smoke"],
         help="built-in sweep spec (default: paper with GPUs, else mini)",
     )
     p.add_argument("--spec", help="a sweep spec YAML instead of a preset")

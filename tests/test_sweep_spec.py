@@ -119,7 +119,7 @@ def test_unreachable_tracking_uri_fails_in_prepare_before_models_or_ray(paths_sp
 
 
 def test_presets_load_and_validate():
-    for name in ("smoke", "mini", "mini_full", "paper"):
+    for name in ("smoke", "mini", "mini_six", "mini_full", "paper"):
         spec = load_spec(name)
         assert spec.name == name and spec.strategies
     assert load_spec("paper").readout.m == 50 and load_spec("paper").scoring.B == 50

@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> 
     p.add_argument(
         "--preset",
         default=preset_default,
-        choices=["paper", "mini", "mini_full", "smoke"],
+        choices=["paper", "mini", "mini_six", "mini_full", "smoke"],
         help="built-in sweep spec",
     )
     p.add_argument("--spec", help="a sweep spec YAML (inside the working directory) instead of a preset")
