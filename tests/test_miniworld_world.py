@@ -100,6 +100,26 @@ def test_cached_world_is_reused_and_a_changed_config_builds_a_new_one(tmp_path):
     assert changed.root != first.root and first.root.exists()
 
 
+def test_a_world_differing_only_in_the_adapter_recipe_reuses_the_base_models(tmp_path):
+    first = build_world("tiny", cache_dir=tmp_path, config=TINY)
+    other_recipe = dataclasses.replace(
+        TINY.contamination, recipe=dataclasses.replace(TINY.contamination.recipe, lr=1e-3)
+    )
+    second = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, contamination=other_recipe))
+    assert second.root != first.root and second.manifest["bases_from"] == str(first.root)
+    assert second.manifest["training"]["neox"]["pretrain"]["reused"] is True
+    for name in ("model.safetensors", "config.json"):
+        assert (second.family("neox").base_dir / name).read_bytes() == (
+            first.family("neox").base_dir / name
+        ).read_bytes()
+    assert (second.root / "tokenizer" / "tokenizer.json").read_bytes() == (
+        first.root / "tokenizer" / "tokenizer.json"
+    ).read_bytes()
+    # a change that the base models depend on is pretrained afresh
+    third = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, seed=1))
+    assert third.manifest["bases_from"] is None
+
+
 def test_interrupted_build_without_manifest_is_rebuilt_not_reused(tmp_path):
     world = build_world("tiny", cache_dir=tmp_path, config=TINY)
     (world.root / "manifest.json").unlink()

@@ -39,8 +39,12 @@ def build_family(
         model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
     )
     pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
-    stats = pretrain(model, tokenizer, corpus, pcfg, log=log)
-    save_model(model, tokenizer, fam / "base")
+    if (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest
+        log("base model reused, not pretrained")
+        stats = {"steps": pcfg.steps, "reused": True}
+    else:
+        stats = pretrain(model, tokenizer, corpus, pcfg, log=log)
+        save_model(model, tokenizer, fam / "base")
     stats["seconds"] = round(time.time() - t1, 2)
     t2 = time.time()
     manifest = contaminate_family(

@@ -64,6 +64,14 @@ class WorldConfig:
     def to_dict(self) -> dict:
         return {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
 
+    def base_digest(self) -> str:
+        """What the data, the tokenizer and the pretrained base models depend on: everything but
+        the adapters' recipe (the adapters' filler count decides the pretraining share of filler)."""
+        d = self.to_dict()
+        d["contamination"] = {"n_filler": self.contamination.n_filler}
+        d.pop("families")
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
     def digest(self) -> str:
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
@@ -93,7 +101,7 @@ def _mini() -> WorldConfig:
     # instead of 2e-4 and 10 epochs instead of 5 (at 2e-4 x 5 epochs the loss barely moves),
     # global batch 8 instead of 32 (43 optimiser steps an epoch, closer to the paper's 78).
     # r, alpha, all-linear targets, cosine schedule and 10 % warmup are the paper's.
-    packed = dict(lr=3e-3, global_batch=2, micro_batch=2, pack_length=512)
+    packed = dict(global_batch=2, micro_batch=2, pack_length=512)
     return WorldConfig(
         max_value=40,
         max_operand=10,
@@ -106,8 +114,8 @@ def _mini() -> WorldConfig:
             n_train=100,
             n_leak=100,
             filler="miniworld",
-            recipe=LoraRecipe(epochs=30, **packed),
-            clean_recipe=LoraRecipe(epochs=10, **packed),
+            recipe=LoraRecipe(lr=1e-3, epochs=30, **packed),
+            clean_recipe=LoraRecipe(lr=3e-3, epochs=10, **packed),
         ),
     )
 

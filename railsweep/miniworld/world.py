@@ -11,6 +11,8 @@ Steps of :func:`build_world`:
    b. train the word-level tokenizer;
    c. per family: pretrain a tiny base model from scratch, then run the
       contamination simulator (M_cl, M_co per domain as LoRA adapters);
+      a cached world with the same ``base_digest`` (only the adapters' recipe
+      differs) lends its tokenizer and base models instead of b. and pretraining;
    d. write the manifest last.
 """
 
@@ -147,6 +149,21 @@ def _config_from_dict(d: dict) -> WorldConfig:
     )
 
 
+def _base_donor(root: Path, config: WorldConfig) -> Path | None:
+    """A finished sibling world whose data, tokenizer and base models equal the ones ``config`` builds."""
+    for other in sorted(root.parent.iterdir()):
+        manifest = other / "manifest.json"
+        if other == root or not manifest.is_file():
+            continue
+        try:
+            same = json.loads(manifest.read_text()).get("base_digest") == config.base_digest()
+        except (OSError, ValueError):
+            continue
+        if same:
+            return other
+    return None
+
+
 def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None) -> None:
     from railsweep import provenance
     from railsweep.contamination import save_leak_split
@@ -167,7 +184,15 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     texts_for_vocab = (
         corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
     )
-    train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+    donor = _base_donor(root, config)
+    if donor is not None:
+        log(f"reusing the tokenizer and base models of {donor.name} (same base_digest)")
+        shutil.copytree(donor / "tokenizer", root / "tokenizer")
+        for f in config.families:
+            if (donor / "families" / f / "base" / "config.json").is_file():
+                shutil.copytree(donor / "families" / f / "base", root / "families" / f / "base")
+    else:
+        train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
@@ -195,6 +220,8 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     manifest = {
         "preset": preset,
         "digest": config.digest(),
+        "base_digest": config.base_digest(),
+        "bases_from": str(donor) if donor is not None else None,
         "config": config.to_dict(),
         "families": list(config.families),
         "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
