@@ -94,7 +94,9 @@ def test_packing_puts_every_example_once_per_epoch_into_sequences_that_fit(tiny_
         for seq in packs:
             assert len(seq) <= 96 and seq[0] == tok.bos_token_id and seq[-1] == tok.eos_token_id
             text = tok.decode(seq[1:-1])
-            seen += [tuple(tok(part, add_special_tokens=False).input_ids) for part in text.split(tok.decode(sep))]
+            seen += [
+                tuple(tok(part, add_special_tokens=False).input_ids) for part in text.split(tok.decode(sep))
+            ]
         assert sorted(seen) == bodies
     assert epochs[0] != epochs[1]  # reshuffled each epoch
 

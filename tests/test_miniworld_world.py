@@ -105,7 +105,9 @@ def test_a_world_differing_only_in_the_adapter_recipe_reuses_the_base_models(tmp
     other_recipe = dataclasses.replace(
         TINY.contamination, recipe=dataclasses.replace(TINY.contamination.recipe, lr=1e-3)
     )
-    second = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, contamination=other_recipe))
+    second = build_world(
+        "tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, contamination=other_recipe)
+    )
     assert second.root != first.root and second.manifest["bases_from"] == str(first.root)
     assert second.manifest["training"]["neox"]["pretrain"]["reused"] is True
     for name in ("model.safetensors", "config.json"):
