@@ -34,15 +34,15 @@ def build_family(
     t1 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
     ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
-    torch.manual_seed(config.seed)
-    model = AutoModelForCausalLM.from_config(
-        model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
-    )
     pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
     if (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest
         log("base model reused, not pretrained")
         stats = {"steps": pcfg.steps, "reused": True}
     else:
+        torch.manual_seed(config.seed)
+        model = AutoModelForCausalLM.from_config(
+            model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
+        )
         stats = pretrain(model, tokenizer, corpus, pcfg, log=log)
         save_model(model, tokenizer, fam / "base")
     stats["seconds"] = round(time.time() - t1, 2)
