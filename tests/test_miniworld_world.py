@@ -169,3 +169,17 @@ def test_miniworld_check_of_an_unknown_family_is_a_user_error(smoke, capsys):
         ]
     )
     assert code == 2 and "unknown model family 'bert'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [("--device", "tpu", "'tpu'"), ("--batch-size", "0", "--batch-size must be >= 1, got 0")],
+)
+def test_miniworld_check_with_a_bad_device_or_batch_size_is_a_user_error(
+    tmp_path, capsys, flag, value, message
+):
+    from railsweep.cli import main
+
+    code = main(["miniworld", "check", "--preset", "smoke", "--cache-dir", str(tmp_path), flag, value])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "miniworld").exists() or not any((tmp_path / "miniworld").iterdir())

@@ -37,6 +37,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=int, default=None, help="check only the first N test questions")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument(
+        "--device", default="cpu", help="device of the check's engine: cpu (default), cuda, cuda:N or auto"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=64, help="sequences decoded together by the check's engine"
+    )
     return p
 
 
@@ -50,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.m < 1:
         raise ConfigError(f"--m must be >= 1, got {args.m}")
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.action == "check":
+        from railsweep.engines.transformers_engine import resolve_device
+
+        resolve_device(args.device)  # a bad --device fails before the world is built
     world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force)
     if args.action == "build":
         print(
@@ -70,7 +82,11 @@ def run(args: argparse.Namespace) -> int:
         world.family(f)  # unknown family -> ConfigError before any decoding
     ok = True
     for f in families:
-        result = check_family(world, f, CheckSettings(m=args.m, limit=args.limit))
+        result = check_family(
+            world,
+            f,
+            CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size),
+        )
         print(json.dumps(result), flush=True)
         ok = ok and result["passed"]
     return 0 if ok else 1

@@ -38,7 +38,7 @@ def _check_weights(path: Path, what: str, safetensors_name: str = "*.safetensors
         raise DataError(f"{what} at {path} has no {safetensors_name} weights")
 
 
-def _resolve_device(device: str) -> torch.device:
+def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
@@ -96,7 +96,7 @@ class TransformersEngine:
             if not name:
                 raise ConfigError("adapter names must be non-empty strings")
             _check_weights(path, f"LoRA adapter {name!r}", "adapter_model.safetensors")
-        self.device = _resolve_device(device)
+        self.device = resolve_device(device)
         self.dtype = _resolve_dtype(dtype, self.device)
         self.max_batch_size, self.max_batch_tokens = max_batch_size, max_batch_tokens
         self.dedupe_prefill = dedupe_prefill

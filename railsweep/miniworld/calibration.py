@@ -42,6 +42,8 @@ class CheckSettings:
     B: int = 50
     limit: int | None = None  # evaluate only the first N test questions (tests)
     batch_size: int = 64
+    device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (the engine's device)
+    dtype: str = "float32"  # the world is built and calibrated in fp32; "auto" = bf16 on GPU
 
 
 def token_similarity(a: list[int], b: list[int]) -> float:
@@ -91,7 +93,10 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
     s = settings or CheckSettings()
     fam = world.family(family)
     engine = TransformersEngine(
-        fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device="cpu"
+        fam.base_dir,
+        adapters={k: str(v) for k, v in fam.adapters.items()},
+        device=s.device,
+        dtype=s.dtype,
     )
     try:
         task = GSM8KTask.from_dir(
