@@ -2,10 +2,11 @@
 
 Steps:
   1. build the world of ``--preset`` into ``--cache-dir`` (a fresh temporary directory by
-     default, so the build is really timed; ``--reuse`` times a cached world instead);
+     default, so the build is really timed; ``--reuse`` times the cached world of
+     ``--cache-dir``, default ``$RAILSWEEP_CACHE`` or ``~/.cache/railsweep``, instead);
   2. time the demo's evaluation on the cached world: per family, the clean reference
      (Identity on M_cl) and, per domain, Identity, All-Zero and RailCap (n=4, cap) on M_co,
-     with the mini sweep's readout (m=20, T=0.7, max 128 new tokens);
+     with the mini sweep's readout (m=20, T=0.7, max 96 new tokens, the first ``limit`` questions);
   3. print JSON: build seconds (total and per family), evaluation seconds (total and per
      cell), samples decoded, torch threads, machine.
 
@@ -34,7 +35,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse", action="store_true", help="allow a cached world (time only what is missing)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--m", type=int, default=20)
-    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
     p.add_argument("--skip-eval", action="store_true")
     return p
@@ -80,7 +81,14 @@ def main(argv: list[str] | None = None) -> int:
 
     args = make_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
-    cache = args.cache_dir or tempfile.mkdtemp(prefix="railsweep-bench-")
+    if args.cache_dir:
+        cache = args.cache_dir
+    elif args.reuse:
+        from railsweep.miniworld.world import default_cache_dir
+
+        cache = str(default_cache_dir())
+    else:
+        cache = tempfile.mkdtemp(prefix="railsweep-bench-")
     t0 = time.time()
     world = build_world(args.preset, cache_dir=cache, force=not args.reuse)
     build_s = time.time() - t0
