@@ -106,14 +106,15 @@ def _mini() -> WorldConfig:
     # at the 8-shot prompt's positions 520-610), global batch 2 packed sequences, M_cl lr 4e-3
     # x 12 epochs, M_co lr 2e-3 x 30 epochs.
     # r, alpha, all-linear targets, cosine schedule and 10 % warmup are the paper's.
-    packed = dict(global_batch=2, micro_batch=2, pack_length=640)
+    block = 640  # pretraining block = adapters' packed length: both cover the 8-shot positions
+    packed = dict(global_batch=2, micro_batch=2, pack_length=block)
     return WorldConfig(
         max_value=40,
         max_operand=10,
         paraphrase_share=0.0,
         pretrain_filler=False,
         size=ModelSize(hidden=128, layers=4, intermediate=512, max_positions=1024),
-        pretrain=PretrainConfig(steps=1000, batch_size=8, block_size=640, lr=3e-3, warmup=30),
+        pretrain=PretrainConfig(steps=1000, batch_size=8, block_size=block, lr=3e-3, warmup=30),
         contamination=ContaminationConfig(
             n_filler=240,
             n_train=100,
