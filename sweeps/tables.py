@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from railsweep.errors import RailsweepError  # noqa: E402
+from railsweep.sweep.spec import PRESETS  # noqa: E402
 
 
 def make_parser(table: str | None = None) -> argparse.ArgumentParser:
@@ -30,7 +31,7 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
         )
     p.add_argument(
         "--preset",
-        choices=["paper", "mini", "mini_six", "mini_full", "smoke"],
+        choices=PRESETS,
         help="built-in sweep spec (default: paper with GPUs, else mini)",
     )
     p.add_argument("--spec", help="a sweep spec YAML instead of a preset")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import ConfigError
+from railsweep.sweep.spec import PRESETS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> 
     p.add_argument(
         "--preset",
         default=preset_default,
-        choices=["paper", "mini", "mini_six", "mini_full", "smoke"],
+        choices=PRESETS,
         help="built-in sweep spec",
     )
     p.add_argument("--spec", help="a sweep spec YAML (inside the working directory) instead of a preset")

@@ -181,9 +181,6 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
     if config.pretrain_filler:
         corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
-    texts_for_vocab = (
-        corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
-    )
     donor = _base_donor(root, config)
     if donor is not None:
         log(f"reusing the tokenizer and base models of {donor.name} (same base_digest)")
@@ -192,6 +189,9 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
             if (donor / "families" / f / "base" / "config.json").is_file():
                 shutil.copytree(donor / "families" / f / "base", root / "families" / f / "base")
     else:
+        texts_for_vocab = (
+            corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
+        )
         train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
