@@ -3,15 +3,17 @@
 One call decodes one batch of rows (a row = one sample of one request) that
 share a step function ``forward(input_ids, attention_mask, position_ids, cache)
 -> (logits_last[B, V], cache)`` and one intervention kind. Finished rows stay
-in the batch (masked), so every row has generated exactly ``step`` tokens at
-step ``step`` and the caches never need compaction.
+in the loop's tensors, so every row has generated exactly ``step`` tokens at
+step ``step``; whether they stay in the model's KV cache is the stepper's business
+(:class:`PaddedStepper` keeps them, masked; the cascade stepper of
+:mod:`railsweep.engines._cascade` drops them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -79,14 +81,14 @@ def _left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.
     return ids.to(device), mask.to(device)
 
 
-def _prefill(forward: Forward, rows: Sequence[Row], pad_id: int, device, dedupe: bool):
+def _prefill(forward: Forward, rows: Sequence[list[int]], pad_id: int, device, dedupe: bool):
     """Prefill; with ``dedupe`` each distinct prompt runs once and its cache rows are copied
     (``cache.batch_select_indices``) to every row that shares the prompt."""
-    ids, mask = _left_pad([r.prompt_ids for r in rows], pad_id, device)
+    ids, mask = _left_pad(rows, pad_id, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if dedupe:
         first: dict[tuple[int, ...], int] = {}
-        owner = [first.setdefault(tuple(r.prompt_ids), len(first)) for r in rows]
+        owner = [first.setdefault(tuple(r), len(first)) for r in rows]
         if len(first) < len(rows):
             rep: dict[int, int] = {}
             for r, u in enumerate(owner):
@@ -101,9 +103,39 @@ def _prefill(forward: Forward, rows: Sequence[Row], pad_id: int, device, dedupe:
     return logits, cache, mask, pos[:, -1]
 
 
+class Stepper(Protocol):
+    """The model side of the decode loop: ``prefill(prompts) -> logits[B, V]``, then
+    ``step(next_ids[B], finished[B]) -> logits[B, V]`` once per generated token."""
+
+    def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor: ...
+
+    def step(self, next_ids: torch.Tensor, finished: torch.Tensor) -> torch.Tensor: ...
+
+
+class PaddedStepper:
+    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay
+    in the batch (masked), so the cache never needs compaction and may be opaque."""
+
+    def __init__(self, forward: Forward, pad_id: int, device: torch.device, dedupe: bool = True):
+        self.forward, self.pad_id, self.device, self.dedupe = forward, pad_id, device, dedupe
+
+    def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor:
+        logits, self.cache, self.mask, self.last_pos = _prefill(
+            self.forward, prompts, self.pad_id, self.device, self.dedupe
+        )
+        return logits
+
+    def step(self, next_ids: torch.Tensor, finished: torch.Tensor) -> torch.Tensor:
+        ones = torch.ones((self.mask.shape[0], 1), dtype=self.mask.dtype, device=self.device)
+        self.mask = torch.cat([self.mask, ones], dim=1)
+        self.last_pos = self.last_pos + 1
+        logits, self.cache = self.forward(next_ids[:, None], self.mask, self.last_pos[:, None], self.cache)
+        return logits
+
+
 def decode_batch(
     rows: Sequence[Row],
-    forward: Forward,
+    forward: Forward | Stepper,
     processor: StepProcessor | None,
     tokenizer: Any,
     stop_table: StopTable,
@@ -114,14 +146,18 @@ def decode_batch(
 ) -> list[Sample]:
     """Decode ``rows`` together; one :class:`Sample` per row.
 
+    ``forward`` is a :class:`Stepper`, or a step function run by a :class:`PaddedStepper`
+    (``dedupe_prefill`` then prefills each distinct prompt once).
+
     Steps:
-      1. prefill the left-padded prompts (position ids count real tokens only);
+      1. prefill the prompts (position ids count real tokens only);
       2. each step: intervention on the float logits, optional entropy, token choice,
          EOS / stop-string / length bookkeeping, one forward on the chosen tokens;
       3. stop when every row is finished; cut token ids and text per row.
     """
     B = len(rows)
-    logits, cache, mask, last_pos = _prefill(forward, rows, pad_id, device, dedupe_prefill)
+    stepper = forward if hasattr(forward, "prefill") else PaddedStepper(forward, pad_id, device, dedupe_prefill)
+    logits = stepper.prefill([r.prompt_ids for r in rows])
     V = logits.shape[-1]
     sampler = SeededSampler(
         torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
@@ -166,9 +202,7 @@ def decode_batch(
         finished |= done
         if step + 1 == S or bool(finished.all()):
             break
-        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], dim=1)
-        last_pos = last_pos + 1
-        logits, cache = forward(nxt[:, None], mask, last_pos[:, None], cache)
+        logits = stepper.step(nxt, finished)
 
     gen = generated.cpu().tolist()
     lens = length.cpu().tolist()

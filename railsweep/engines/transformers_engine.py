@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from railsweep.engines._hf_compat import lm_step
-from railsweep.engines._hf_decode import Forward, Row, StopTable, decode_batch
+from railsweep.engines._cascade import SUPPORTED_TYPES, CascadeStepper, cascade_supported
+from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
 from railsweep.engines.base import BanTopSpec, Completion, NeuronPatchSpec, RailCapSpec, Request, Sample
 from railsweep.errors import ConfigError, DataError
 
@@ -68,6 +69,10 @@ class TransformersEngine:
     ``max_batch_size`` rows (one row per sample) and, if set, at most
     ``max_batch_tokens`` of rows x (longest prompt + max_new_tokens).
     ``dedupe_prefill`` prefills each distinct prompt of a batch once.
+    ``attention="auto"`` decodes supported families (Llama, GPT-NeoX, Gemma 3 text) with the
+    shared-prefix cache of :mod:`railsweep.engines._cascade` and others with the padded
+    path; ``"cascade"`` insists on the former (a ConfigError for an unsupported model),
+    ``"padded"`` forces the latter.
     """
 
     name = "transformers"
@@ -82,9 +87,12 @@ class TransformersEngine:
         max_batch_size: int = 256,
         max_batch_tokens: int | None = None,
         dedupe_prefill: bool = True,
+        attention: str = "auto",
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if attention not in ("auto", "cascade", "padded"):
+            raise ConfigError(f"attention must be 'auto', 'cascade' or 'padded', got {attention!r}")
         if max_batch_size < 1:
             raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
         if max_batch_tokens is not None and max_batch_tokens < 1:
@@ -100,6 +108,7 @@ class TransformersEngine:
         self.dtype = _resolve_dtype(dtype, self.device)
         self.max_batch_size, self.max_batch_tokens = max_batch_size, max_batch_tokens
         self.dedupe_prefill = dedupe_prefill
+        self.attention = attention
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(
@@ -114,6 +123,11 @@ class TransformersEngine:
                 model.load_adapter(str(adapter_paths[name]), adapter_name=name)
         self.model = model.to(self.device).eval()
         self._adapters = list(adapter_paths)
+        if attention == "cascade" and not cascade_supported(self.model, 0):
+            raise ConfigError(
+                f"attention='cascade' does not support model type {self.model.config.model_type!r} "
+                f"(supported: {sorted(SUPPORTED_TYPES)}); use attention='auto' or 'padded'"
+            )
 
         tok = self.tokenizer
         eos = self.model.config.eos_token_id if tok.eos_token_id is None else tok.eos_token_id
@@ -247,6 +261,12 @@ class TransformersEngine:
             return decode_batch(rows, forward, None, dedupe_prefill=self.dedupe_prefill, **common)
         processor = make_processor([iv for _, _, iv in batch], self.device)
         with self._adapter(adapter):
-            return decode_batch(
-                rows, self._plain_forward, processor, dedupe_prefill=self.dedupe_prefill, **common
-            )
+            return decode_batch(rows, self._stepper(rows), processor, **common)
+
+    def _stepper(self, rows: list[Row]):
+        """The cascade stepper where the model and the batch's length allow it (``attention``)."""
+        S = max(r.max_new_tokens for r in rows)
+        longest = max(len(r.prompt_ids) for r in rows) + S
+        if self.attention != "padded" and cascade_supported(self.model, longest):
+            return CascadeStepper(self.model, self.device, self.pad_id, S, dedupe=self.dedupe_prefill)
+        return PaddedStepper(self._plain_forward, self.pad_id, self.device, self.dedupe_prefill)
