@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from railsweep.engines._hf_compat import lm_step
 from railsweep.engines._cascade import SUPPORTED_TYPES, CascadeStepper, cascade_supported
+from railsweep.engines._hf_compat import lm_step
 from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
 from railsweep.engines.base import BanTopSpec, Completion, NeuronPatchSpec, RailCapSpec, Request, Sample
 from railsweep.errors import ConfigError, DataError
