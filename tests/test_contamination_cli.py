@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from railsweep.cli import main
 from railsweep.miniworld import build_world
@@ -81,3 +82,31 @@ def test_sweep_script_trains_each_family_as_a_ray_task_in_smoke_mode(smoke, tmp_
     assert [r["family"] for r in rows] == ["llama"]
     for name in ("clean", "co_gsm8k", "co_pq"):
         assert (tmp_path / "llama" / name / "adapter_model.safetensors").is_file()
+
+
+def test_domain_adapters_trained_in_parallel_processes_equal_the_sequential_ones(smoke, tmp_path):
+    from safetensors.torch import load_file
+
+    from railsweep.contamination import ContaminationConfig, LoraRecipe
+    from railsweep.contamination.simulator import StderrLog, contaminate_family
+
+    recipe = LoraRecipe(r=4, alpha=8, epochs=1, global_batch=4, micro_batch=4)
+    config = ContaminationConfig(n_filler=4, n_train=4, n_leak=4, filler="miniworld", recipe=recipe,
+                                 clean_recipe=recipe)
+    filler = (smoke.data_dir / "filler.txt").read_text().splitlines()
+    adapters = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        manifest = contaminate_family(
+            smoke.family("llama").base_dir, smoke.data_dir, out, config, filler=filler,
+            pq_path=smoke.data_dir / "pq_test.jsonl", device="cpu", log=StderrLog("[test] "),
+            domain_workers=workers,
+        )  # fmt: skip
+        assert set(manifest["adapters"]) == {"clean", "co_gsm8k", "co_pq"}
+        adapters[workers] = {
+            n: load_file(out / n / "adapter_model.safetensors") for n in ("co_gsm8k", "co_pq")
+        }
+    for name, tensors in adapters[1].items():
+        assert tensors.keys() == adapters[2][name].keys()
+        assert all(torch.equal(t, adapters[2][name][k]) for k, t in tensors.items()), name
+    assert any(not torch.equal(t, adapters[1]["co_pq"][k]) for k, t in adapters[1]["co_gsm8k"].items())

@@ -13,14 +13,20 @@ Steps (method.md §5):
 
 All adapters are LoRA adapters over the same base, so one multi-LoRA engine
 serves a whole family: ``clean`` (M_cl), ``co_gsm8k`` and ``co_pq`` (M_co).
+The M_co adapters depend only on M_cl, so ``domain_workers > 1`` trains them in
+parallel processes (each with the caller's torch thread count: the adapters come
+out the same as when trained one after the other).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
+import sys
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from railsweep.contamination.config import ContaminationConfig
@@ -29,6 +35,23 @@ from railsweep.contamination.lora import train_lora
 from railsweep.errors import ConfigError, DataError
 
 PQ_DEFAULT = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
+
+
+class StderrLog:
+    """A picklable progress logger (it can travel to a worker process): ``prefix msg`` on stderr."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def __call__(self, msg: str) -> None:
+        print(f"{self.prefix}{msg}", file=sys.stderr, flush=True)
+
+
+def _train_with_threads(threads: int, *args, **kwargs) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    return train_lora(*args, **kwargs)
 
 
 def cot_example(question: str, solution: str) -> str:
@@ -90,8 +113,12 @@ def contaminate_family(
     pq_path: str | Path | None = None,
     device: str | None = None,
     log=None,
+    domain_workers: int = 1,
 ) -> dict:
-    """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest."""
+    """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest.
+
+    ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes
+    (``log`` must then be picklable, e.g. a :class:`StderrLog`)."""
     from railsweep import provenance
     from railsweep.contamination.filler import load_filler
     from railsweep.tasks.gsm8k import read_jsonl
@@ -119,17 +146,21 @@ def contaminate_family(
             base_dir, mixes["clean"], config.cl_recipe, out_dir / "clean", device=device, log=log
         )
     }
-    for domain in config.domains:
-        name = f"co_{domain}"
-        stats[name] = train_lora(
-            base_dir,
-            mixes[name],
-            config.recipe,
-            out_dir / name,
-            init_adapter=out_dir / "clean",
-            device=device,
-            log=log,
-        )
+    jobs = {
+        f"co_{d}": (base_dir, mixes[f"co_{d}"], config.recipe, out_dir / f"co_{d}") for d in config.domains
+    }
+    more = dict(init_adapter=out_dir / "clean", device=device, log=log)
+    if domain_workers > 1 and len(jobs) > 1:
+        import torch
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(domain_workers, len(jobs)), mp_context=ctx) as pool:
+            futures = {
+                n: pool.submit(_train_with_threads, torch.get_num_threads(), *a, **more) for n, a in jobs.items()
+            }
+            stats.update({n: f.result() for n, f in futures.items()})
+    else:
+        stats.update({n: train_lora(*a, **more) for n, a in jobs.items()})
     manifest = {
         "base_model": str(base_dir),
         "adapters": {name: str(out_dir / name) for name in stats},

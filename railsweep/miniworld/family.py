@@ -2,12 +2,13 @@
 
 Families are independent given the benchmark and the tokenizer, so
 :func:`build_family` runs in its own worker process (one per family, a share of
-the CPU threads each); it returns the family's training statistics.
+the CPU threads each); its M_co adapters (one per domain) train in parallel
+processes of their own, so the last family to finish does not leave cores idle.
+It returns the family's training statistics.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -20,14 +21,14 @@ def build_family(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from railsweep.contamination import contaminate_family
+    from railsweep.contamination.simulator import StderrLog
     from railsweep.miniworld.models import model_config
     from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
 
     if threads > 0:
         torch.set_num_threads(threads)
 
-    def log(msg: str) -> None:
-        print(f"[miniworld] {family}: {msg}", file=sys.stderr, flush=True)
+    log = StderrLog(f"[miniworld] {family}: ")
 
     root_p = Path(root)
     fam = root_p / "families" / family
@@ -56,6 +57,7 @@ def build_family(
         pq_path=root_p / "data" / "pq_test.jsonl",
         device="cpu",
         log=log,
+        domain_workers=len(config.contamination.domains),
     )
     log(f"built in {time.time() - t1:.0f}s")
     return {

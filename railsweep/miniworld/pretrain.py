@@ -5,7 +5,9 @@ Steps:
    few-shot prompt: "Q: ...\\nA: ...\\n\\n"), reshuffled each epoch;
 2. cut the stream into blocks of ``block_size`` tokens, each opened by BOS,
    so the model sees problems at every position a few-shot prompt puts them;
-3. AdamW with linear warmup and cosine decay for a fixed number of steps.
+3. AdamW with linear warmup and cosine decay for a fixed number of steps, in fp32 or
+   in bf16 mixed precision (``precision``: fp32 weights and optimizer, bf16 matmuls under
+   ``torch.autocast``; ~1.35x faster on a CPU with AVX512-BF16).
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ class PretrainConfig:
     warmup: int = 50
     weight_decay: float = 0.01
     seed: int = 0
+    precision: str = "fp32"  # or "bf16": mixed precision (fp32 weights, bf16 autocast)
 
     def __post_init__(self) -> None:
+        if self.precision not in ("fp32", "bf16"):
+            raise ConfigError(f"pretraining precision must be 'fp32' or 'bf16', got {self.precision!r}")
         for name in ("steps", "batch_size", "block_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"pretraining {name} must be >= 1, got {getattr(self, name)}")
@@ -66,6 +71,7 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         progress = (step - config.warmup) / max(1, config.steps - config.warmup)
         return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
+    device = next(model.parameters()).device
     model.train()
     loss_ema = None
     t0 = time.time()
@@ -75,7 +81,8 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         batch = torch.cat([torch.full((config.batch_size, 1), bos, dtype=torch.long), batch], dim=1)
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
-        loss = model(input_ids=batch, labels=batch).loss
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
+            loss = model(input_ids=batch, labels=batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
