@@ -183,3 +183,23 @@ def test_miniworld_check_with_a_bad_device_or_batch_size_is_a_user_error(
     code = main(["miniworld", "check", "--preset", "smoke", "--cache-dir", str(tmp_path), flag, value])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "miniworld").exists() or not any((tmp_path / "miniworld").iterdir())
+
+
+def test_bf16_pretraining_keeps_fp32_weights_and_a_bad_precision_is_a_config_error(tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from railsweep.miniworld.pretrain import pretrain
+    from railsweep.testing import make_tiny_model
+
+    path = make_tiny_model(tmp_path / "m", family="llama")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    texts = ["Q: Tom has 3 apples. A: The answer is 3."] * 8
+    stats = pretrain(model, AutoTokenizer.from_pretrained(path), texts, PretrainConfig(
+        steps=2, batch_size=2, block_size=16, warmup=1, precision="bf16"))  # fmt: skip
+    assert stats["steps"] == 2 and stats["final_loss"] > 0
+    assert all(v.dtype == torch.float32 for v in model.state_dict().values())
+    assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    with pytest.raises(ConfigError, match="'fp16'"):
+        PretrainConfig(precision="fp16")
