@@ -203,3 +203,10 @@ def test_bf16_pretraining_keeps_fp32_weights_and_a_bad_precision_is_a_config_err
     assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
     with pytest.raises(ConfigError, match="'fp16'"):
         PretrainConfig(precision="fp16")
+
+
+def test_pretraining_precision_changes_the_digest_only_when_not_fp32():
+    bf16 = dataclasses.replace(TINY, pretrain=dataclasses.replace(TINY.pretrain, precision="bf16"))
+    assert "precision" not in TINY.to_dict()["pretrain"]  # worlds cached before the option keep their digest
+    assert bf16.to_dict()["pretrain"]["precision"] == "bf16"
+    assert bf16.digest() != TINY.digest() and bf16.base_digest() != TINY.base_digest()
