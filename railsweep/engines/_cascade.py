@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from railsweep.engines._hf_compat import lm_step
+from railsweep.engines._hf_compat import base_model, lm_step
 
 IMPLEMENTATION = "railsweep_cascade"
 SUPPORTED_TYPES = frozenset({"llama", "gpt_neox", "gemma3_text"})
@@ -42,14 +42,9 @@ _MAX_SCORES = 1 << 26  # attention scores materialised at once (floats); longer 
 _local = threading.local()
 
 
-def _base(model: nn.Module) -> nn.Module:
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
-
-
 def cascade_supported(model: nn.Module, max_len: int) -> bool:
     """Whether ``model`` can decode sequences of up to ``max_len`` tokens on the cascade path."""
-    config = _base(model).config
+    config = base_model(model).config
     if getattr(config, "model_type", None) not in SUPPORTED_TYPES:
         return False
     if getattr(config, "attn_logit_softcapping", None):
@@ -191,7 +186,7 @@ class CascadeStepper:
         self.model, self.device, self.pad_id = model, device, pad_id
         self.max_new, self.dedupe = max_new_tokens, dedupe
         self.min_prefix, self.drop_fraction = min_prefix, drop_fraction
-        self.config = _base(model).config
+        self.config = base_model(model).config
         self.n_layers = self.config.num_hidden_layers
 
     def _run(self, cache: RowCache, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:

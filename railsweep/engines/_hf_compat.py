@@ -22,9 +22,14 @@ def _cache_kwarg(forward_cls: type) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+def base_model(model: nn.Module) -> nn.Module:
+    """The transformers model under a peft wrapper (or the model itself)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
 def _hf_class(model: nn.Module) -> type:
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrapper
-    return type(base)
+    return type(base_model(model))
 
 
 def lm_step(model: nn.Module, input_ids, attention_mask, position_ids, cache) -> tuple[torch.Tensor, Any]:

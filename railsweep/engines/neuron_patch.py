@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from railsweep.engines._hf_compat import lm_step
+from railsweep.engines._hf_compat import base_model, lm_step
 from railsweep.engines.base import NeuronPatchSpec
 from railsweep.errors import ConfigError
 
@@ -37,12 +37,6 @@ from railsweep.errors import ConfigError
 _DOWN_NAMES = ("down_proj", "dense_4h_to_h")
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, Any]]
-
-
-def _unwrap(model: nn.Module) -> nn.Module:
-    """The transformers model under a peft wrapper (or the model itself)."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
 
 
 def down_projections(model: nn.Module) -> list[nn.Module]:
@@ -53,7 +47,7 @@ def down_projections(model: nn.Module) -> list[nn.Module]:
     Under peft the returned module may be a LoRA wrapper; its input is the
     down projection's input either way.
     """
-    base = _unwrap(model)
+    base = base_model(model)
     best: list[nn.Module] = []
     for _, mod in base.named_modules():
         if not isinstance(mod, nn.ModuleList) or len(mod) <= len(best):
