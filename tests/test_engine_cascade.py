@@ -19,8 +19,16 @@ VOCAB = 50
 
 
 def _config(family: str, **extra):
-    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                  max_position_embeddings=256, initializer_range=0.2, pad_token_id=0)
+    common = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=256,
+        initializer_range=0.2,
+        pad_token_id=0,
+    )
     if family == "llama":  # grouped-query attention: 4 query heads over 2 key/value heads
         from transformers import LlamaConfig
 
@@ -28,8 +36,14 @@ def _config(family: str, **extra):
     if family == "gemma3":  # query/key norms, query_pre_attn_scalar scaling, sliding-window layers
         from transformers import Gemma3TextConfig
 
-        return Gemma3TextConfig(**common, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=24,
-                                sliding_window=extra.pop("sliding_window", 128), **extra)
+        return Gemma3TextConfig(
+            **common,
+            num_key_value_heads=1,
+            head_dim=16,
+            query_pre_attn_scalar=24,
+            sliding_window=extra.pop("sliding_window", 128),
+            **extra,
+        )
     from transformers import GPTNeoXConfig  # partial rotary, fused qkv
 
     return GPTNeoXConfig(**common, rotary_pct=0.5, **extra)
@@ -113,14 +127,18 @@ def test_short_sliding_windows_softcapping_and_other_families_stay_on_the_padded
     assert cascade_supported(_model("llama"), 10_000)
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    assert not cascade_supported(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB)), 8)
+    assert not cascade_supported(
+        GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB)), 8
+    )
 
 
 def test_engine_gives_the_same_samples_on_both_paths(tmp_path):
     path = make_tiny_model(tmp_path / "m", family="llama", seed=2, logit_scale=3.0)
     prefix = "Q: Tom has 3 apples and buys 4 more. A: 3 + 4 = 7. The answer is 7.\n\n"
     requests = [
-        Request(prefix + f"Q: Sam has {n} eggs. A:", SamplingSpec(n=k, temperature=t, seed=11, max_new_tokens=12))
+        Request(
+            prefix + f"Q: Sam has {n} eggs. A:", SamplingSpec(n=k, temperature=t, seed=11, max_new_tokens=12)
+        )
         for n, k, t in ((2, 4, 0.7), (5, 1, 0.0), (9, 4, 0.7))
     ]
     outs = {}

@@ -72,7 +72,9 @@ class RowCache:
         self.start = 0
         self.valid = torch.zeros((rows, capacity), dtype=torch.bool, device=device)
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any):
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
+    ):
         if self.keys[layer_idx] is None:
             shape = (self.rows, key_states.shape[1], self.capacity, key_states.shape[-1])
             self.keys[layer_idx] = key_states.new_zeros(shape)
@@ -110,7 +112,9 @@ def _attend(q, key, value, prefix, valid, first: int) -> torch.Tensor:
     L = key.shape[2]
     cols = torch.arange(L, device=q.device)
     qcols = torch.arange(first, first + T, device=q.device)
-    visible = (valid[:, None, :] & (cols[None, :] <= qcols[:, None])[None]) | (cols[None, :] == qcols[:, None])[None]
+    visible = (valid[:, None, :] & (cols[None, :] <= qcols[:, None])[None]) | (
+        cols[None, :] == qcols[:, None]
+    )[None]
     flat = q.reshape(B, Hkv, g * T, D)
     s_own = torch.matmul(flat, key.transpose(-1, -2)).view(B, Hkv, g, T, L)
     s_own = s_own.masked_fill(~visible[:, None, None], float("-inf"))
@@ -181,8 +185,16 @@ class CascadeStepper:
     rows of ``finished`` that were dropped from the cache get zero logits.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device, pad_id: int, max_new_tokens: int, dedupe: bool = True,
-                 min_prefix: int = 16, drop_fraction: float = 0.125):
+    def __init__(
+        self,
+        model: nn.Module,
+        device: torch.device,
+        pad_id: int,
+        max_new_tokens: int,
+        dedupe: bool = True,
+        min_prefix: int = 16,
+        drop_fraction: float = 0.125,
+    ):
         self.model, self.device, self.pad_id = model, device, pad_id
         self.max_new, self.dedupe = max_new_tokens, dedupe
         self.min_prefix, self.drop_fraction = min_prefix, drop_fraction
@@ -205,7 +217,9 @@ class CascadeStepper:
         P = len(ids)
         cache = RowCache(self.n_layers, 1, P, self.device)
         cache.valid[:] = True
-        self._run(cache, torch.tensor([list(ids)], device=self.device), torch.arange(P, device=self.device)[None])
+        self._run(
+            cache, torch.tensor([list(ids)], device=self.device), torch.arange(P, device=self.device)[None]
+        )
         return [(k[0], v[0]) for k, v in zip(cache.keys, cache.values)]
 
     def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor:

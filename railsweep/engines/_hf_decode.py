@@ -156,7 +156,9 @@ def decode_batch(
       3. stop when every row is finished; cut token ids and text per row.
     """
     B = len(rows)
-    stepper = forward if hasattr(forward, "prefill") else PaddedStepper(forward, pad_id, device, dedupe_prefill)
+    stepper = (
+        forward if hasattr(forward, "prefill") else PaddedStepper(forward, pad_id, device, dedupe_prefill)
+    )
     logits = stepper.prefill([r.prompt_ids for r in rows])
     V = logits.shape[-1]
     sampler = SeededSampler(
