@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from railsweep.engines._hf_compat import base_model, lm_step
+from railsweep.engines._hf_decode import distinct, left_pad
 
 IMPLEMENTATION = "railsweep_cascade"
 SUPPORTED_TYPES = frozenset({"llama", "gpt_neox", "gemma3_text"})
@@ -229,19 +230,13 @@ class CascadeStepper:
             P = 0
         suffixes = [tuple(p[P:]) for p in prompts]
         if self.dedupe:
-            first: dict[tuple[int, ...], int] = {}
-            owner = [first.setdefault(s, len(first)) for s in suffixes]
-            unique = list(first)
+            owner, firsts = distinct(suffixes)
+            unique = [suffixes[r] for r in firsts]
         else:
             owner, unique = list(range(B)), suffixes
-        width = max(len(s) for s in unique)
-        ids = torch.full((len(unique), width), self.pad_id, dtype=torch.long)
-        valid = torch.zeros((len(unique), width), dtype=torch.bool)
-        for r, s in enumerate(unique):
-            ids[r, width - len(s) :] = torch.tensor(s, dtype=torch.long)
-            valid[r, width - len(s) :] = True
-        ids, valid = ids.to(self.device), valid.to(self.device)
-        pos = P + (valid.long().cumsum(-1) - 1).clamp(min=0)
+        ids, mask = left_pad(unique, self.pad_id, self.device)
+        valid, width = mask.bool(), ids.shape[1]
+        pos = P + (mask.cumsum(-1) - 1).clamp(min=0)
 
         cache = RowCache(self.n_layers, len(unique), width + self.max_new, self.device)
         if P:

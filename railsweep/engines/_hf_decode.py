@@ -71,7 +71,7 @@ class StopTable:
         return table
 
 
-def _left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     P = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), P), pad_id, dtype=torch.long)
     mask = torch.zeros((len(prompts), P), dtype=torch.long)
@@ -81,19 +81,27 @@ def _left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.
     return ids.to(device), mask.to(device)
 
 
+def distinct(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """Deduplicate prompts: (``owner[row]`` = index of its distinct prompt, first row of each distinct prompt)."""
+    index: dict[tuple[int, ...], int] = {}
+    owner, firsts = [], []
+    for r, p in enumerate(prompts):
+        u = index.setdefault(tuple(p), len(index))
+        if u == len(firsts):
+            firsts.append(r)
+        owner.append(u)
+    return owner, firsts
+
+
 def _prefill(forward: Forward, rows: Sequence[list[int]], pad_id: int, device, dedupe: bool):
     """Prefill; with ``dedupe`` each distinct prompt runs once and its cache rows are copied
     (``cache.batch_select_indices``) to every row that shares the prompt."""
-    ids, mask = _left_pad(rows, pad_id, device)
+    ids, mask = left_pad(rows, pad_id, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if dedupe:
-        first: dict[tuple[int, ...], int] = {}
-        owner = [first.setdefault(tuple(r), len(first)) for r in rows]
-        if len(first) < len(rows):
-            rep: dict[int, int] = {}
-            for r, u in enumerate(owner):
-                rep.setdefault(u, r)
-            uniq = torch.tensor([rep[u] for u in range(len(first))], device=device)
+        owner, firsts = distinct(rows)
+        if len(firsts) < len(rows):
+            uniq = torch.tensor(firsts, device=device)
             logits, cache = forward(ids[uniq], mask[uniq], pos[uniq], None)
             if hasattr(cache, "batch_select_indices"):  # else: an opaque cache that cannot expand
                 expand = torch.tensor(owner, device=device)
