@@ -123,3 +123,29 @@ def test_packed_training_counts_packed_sequences_as_the_global_batch(tiny_model_
 def test_negative_pack_length_is_a_config_error():
     with pytest.raises(ConfigError, match="pack_length"):
         LoraRecipe(pack_length=-1)
+
+
+def test_block_causal_attention_trains_the_adapter_that_native_attention_trains(tiny_model_dir, tmp_path):
+    weights, stats = {}, {}
+    for attention in ("native", "block_causal"):
+        recipe = LoraRecipe(**{**FAST.__dict__, "attention": attention, "pack_length": 48})
+        stats[attention] = train_lora(tiny_model_dir, TEXTS, recipe, tmp_path / attention, device="cpu")
+        weights[attention] = load_file(tmp_path / attention / "adapter_model.safetensors")
+    assert stats["native"]["attention"] == "native" and stats["block_causal"]["attention"] == "block_causal"
+    assert abs(stats["native"]["final_loss"] - stats["block_causal"]["final_loss"]) < 1e-4
+    for k, w in weights["native"].items():
+        torch.testing.assert_close(weights["block_causal"][k], w, rtol=1e-3, atol=1e-5)
+
+
+def test_mixed_precision_trains_fp32_adapter_weights_and_reports_it(tiny_model_dir, tmp_path):
+    recipe = LoraRecipe(**{**FAST.__dict__, "precision": "mixed", "epochs": 1})
+    stats = train_lora(tiny_model_dir, TEXTS, recipe, tmp_path / "mixed", device="cpu")
+    assert stats["precision"] == "mixed" and stats["attention"] == "block_causal"
+    weights = load_file(tmp_path / "mixed" / "adapter_model.safetensors")
+    assert all(w.dtype == torch.float32 for w in weights.values())
+
+
+@pytest.mark.parametrize("field, value", [("precision", "fp16"), ("attention", "flash")])
+def test_unknown_precision_or_attention_is_a_config_error(field, value):
+    with pytest.raises(ConfigError, match=repr(value)):
+        LoraRecipe(**{field: value})

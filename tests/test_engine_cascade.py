@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from family_models import VOCAB
+from family_models import family_model as _model
 
 from railsweep.engines import _cascade
 from railsweep.engines._cascade import CascadeStepper, cascade_supported, common_prefix_len
@@ -15,47 +17,6 @@ from railsweep.errors import ConfigError
 from railsweep.testing import make_tiny_model
 
 CPU = torch.device("cpu")
-VOCAB = 50
-
-
-def _config(family: str, **extra):
-    common = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        max_position_embeddings=256,
-        initializer_range=0.2,
-        pad_token_id=0,
-    )
-    if family == "llama":  # grouped-query attention: 4 query heads over 2 key/value heads
-        from transformers import LlamaConfig
-
-        return LlamaConfig(**common, num_key_value_heads=2, head_dim=16, **extra)
-    if family == "gemma3":  # query/key norms, query_pre_attn_scalar scaling, sliding-window layers
-        from transformers import Gemma3TextConfig
-
-        return Gemma3TextConfig(
-            **common,
-            num_key_value_heads=1,
-            head_dim=16,
-            query_pre_attn_scalar=24,
-            sliding_window=extra.pop("sliding_window", 128),
-            **extra,
-        )
-    from transformers import GPTNeoXConfig  # partial rotary, fused qkv
-
-    return GPTNeoXConfig(**common, rotary_pct=0.5, **extra)
-
-
-def _model(family: str, seed: int = 0, **extra):
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    cfg = _config(family, **extra)
-    cfg._attn_implementation = "sdpa"
-    return AutoModelForCausalLM.from_config(cfg).eval()
 
 
 def _prompts(seed: int, prefix_len: int, suffix_lens: list[int]) -> list[list[int]]:

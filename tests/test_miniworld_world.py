@@ -198,7 +198,7 @@ def test_bf16_pretraining_keeps_fp32_weights_and_a_bad_precision_is_a_config_err
     texts = ["Q: Tom has 3 apples. A: The answer is 3."] * 8
     stats = pretrain(model, AutoTokenizer.from_pretrained(path), texts, PretrainConfig(
         steps=2, batch_size=2, block_size=16, warmup=1, precision="bf16"))  # fmt: skip
-    assert stats["steps"] == 2 and stats["final_loss"] > 0
+    assert stats["steps"] == 2 and stats["final_loss"] > 0 and stats["attention"] == "block_causal"
     assert all(v.dtype == torch.float32 for v in model.state_dict().values())
     assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
     with pytest.raises(ConfigError, match="'fp16'"):

@@ -13,6 +13,9 @@ import argparse
 import json
 from typing import Any
 
+from railsweep.contamination.config import PRECISIONS
+from railsweep.train_attention import ATTENTIONS
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -49,7 +52,13 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--global-batch", type=int, default=32)
     p.add_argument("--micro-batch", type=int, default=8)
     p.add_argument("--max-length", type=int, default=512)
-    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp32"))
+    p.add_argument("--precision", default="auto", choices=PRECISIONS)
+    p.add_argument(
+        "--attention",
+        default="auto",
+        choices=ATTENTIONS,
+        help="training attention: auto = block-causal on a CPU, the model's own on a GPU",
+    )
     p.add_argument("--device", default="auto")
 
 
@@ -65,6 +74,7 @@ def config_from_args(args: argparse.Namespace):
         micro_batch=args.micro_batch,
         max_length=args.max_length,
         precision=args.precision,
+        attention=args.attention,
         seed=args.seed,
     )
     return ContaminationConfig(

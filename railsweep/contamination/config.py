@@ -10,8 +10,12 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from railsweep.errors import ConfigError
+from railsweep.train_attention import ATTENTIONS
 
 DOMAINS = ("gsm8k", "pq")
+
+
+PRECISIONS = ("auto", "bf16", "mixed", "fp32")
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,14 @@ class LoraRecipe:
     # sequences of at most N tokens, joined by the few-shot separator, so every item is also
     # seen after other items as in a few-shot prompt; global_batch then counts packed sequences.
     pack_length: int = 0
-    precision: str = "auto"  # "auto": bf16 on GPU, fp32 on CPU; or "bf16" / "fp32"
+    # "auto": bf16 on GPU, fp32 on CPU. "bf16": base weights stored in bf16, matmuls under bf16
+    # autocast (the paper's GPU setting; halves the base's memory). "mixed": base weights kept in
+    # fp32 (the weights the engines serve), matmuls under bf16 autocast. "fp32": no autocast.
+    # Adapter weights and the optimizer are fp32 in every case.
+    precision: str = "auto"
+    # railsweep.train_attention: "auto" = block-causal attention on a CPU (faster, same
+    # arithmetic), the model's own on a GPU; or "native" / "block_causal"
+    attention: str = "auto"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -52,8 +63,12 @@ class LoraRecipe:
             raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.scheduler not in ("cosine", "constant"):
             raise ConfigError(f"scheduler must be 'cosine' or 'constant', got {self.scheduler!r}")
-        if self.precision not in ("auto", "bf16", "fp32"):
-            raise ConfigError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
+        if self.attention not in ATTENTIONS:
+            raise ConfigError(
+                f"LoRA attention must be one of {', '.join(ATTENTIONS)}; got {self.attention!r}"
+            )
         if isinstance(self.target_modules, list):
             object.__setattr__(self, "target_modules", tuple(self.target_modules))
 

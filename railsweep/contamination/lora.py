@@ -1,7 +1,8 @@
 """Training one LoRA adapter with peft (the recipe of :class:`LoraRecipe`).
 
 Steps:
-1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured);
+1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps
+   fp32 base weights and runs the matmuls under bf16 autocast);
 2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing
    adapter (M_co from M_cl), load that adapter's weights as the trainable
    starting point; the base weights never change, so every result stays a
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from railsweep.contamination.config import LoraRecipe
 from railsweep.errors import ConfigError, DataError
+from railsweep.train_attention import training_attention
 
 
 def _device(device: str | None) -> str:
@@ -57,10 +59,15 @@ def train_lora(
     if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
         raise DataError(f"adapter to continue from not found (no adapter_config.json): {init_adapter}")
     dev = _device(device)
-    bf16 = recipe.precision == "bf16" or (recipe.precision == "auto" and dev.startswith("cuda"))
+    precision = recipe.precision
+    if precision == "auto":
+        precision = "bf16" if dev.startswith("cuda") else "fp32"
+    autocast = precision != "fp32"
     torch.manual_seed(recipe.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16 if bf16 else torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(
+        base_dir, dtype=torch.bfloat16 if precision == "bf16" else torch.float32
+    )
     model.to(dev)
     if init_adapter is not None:
         model = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
@@ -96,7 +103,32 @@ def train_lora(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
-    t0, step, losses = time.time(), 0, []
+    longest = max(len(s) for seqs in epochs for s in seqs)
+    t0 = time.time()
+    with training_attention(model, recipe.attention, dev, longest) as attention:
+        step, losses, per_epoch = _train(model, epochs, recipe, opt, sched, params, pad, dev, autocast, log)
+    model.eval()
+    _save_adapter(model, Path(out_dir))
+    return {
+        "examples": len(texts),
+        "sequences_per_epoch": len(epochs[0]),
+        "steps": step,
+        "warmup_steps": warmup,
+        "first_loss": losses[0],
+        "final_loss": sum(losses[-per_epoch:]) / per_epoch,
+        "seconds": round(time.time() - t0, 2),
+        "device": dev,
+        "precision": precision,
+        "attention": attention,
+        "continued_from": str(init_adapter) if init_adapter is not None else None,
+    }
+
+
+def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log):
+    """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
+    import torch
+
+    step, losses = 0, []
     for epoch, encoded in enumerate(epochs):
         per_epoch = math.ceil(len(encoded) / recipe.global_batch)
         for start in range(0, len(encoded), recipe.global_batch):
@@ -105,7 +137,7 @@ def train_lora(
             step_loss = 0.0
             for m0 in range(0, len(chunk), recipe.micro_batch):
                 ids, labels, mask = _pad([encoded[i] for i in chunk[m0 : m0 + recipe.micro_batch]], pad)
-                with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
+                with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
                     logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
                 loss = torch.nn.functional.cross_entropy(
                     logits[:, :-1].float().reshape(-1, logits.shape[-1]),
@@ -123,20 +155,7 @@ def train_lora(
             step += 1
         if log is not None:
             log(f"lora epoch {epoch + 1}/{recipe.epochs} loss {sum(losses[-per_epoch:]) / per_epoch:.3f}")
-    model.eval()
-    _save_adapter(model, Path(out_dir))
-    return {
-        "examples": len(texts),
-        "sequences_per_epoch": len(epochs[0]),
-        "steps": step,
-        "warmup_steps": warmup,
-        "first_loss": losses[0],
-        "final_loss": sum(losses[-per_epoch:]) / per_epoch,
-        "seconds": round(time.time() - t0, 2),
-        "device": dev,
-        "precision": "bf16" if bf16 else "fp32",
-        "continued_from": str(init_adapter) if init_adapter is not None else None,
-    }
+    return step, losses, per_epoch
 
 
 def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):

@@ -156,7 +156,8 @@ def contaminate_family(
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(domain_workers, len(jobs)), mp_context=ctx) as pool:
             futures = {
-                n: pool.submit(_train_with_threads, torch.get_num_threads(), *a, **more) for n, a in jobs.items()
+                n: pool.submit(_train_with_threads, torch.get_num_threads(), *a, **more)
+                for n, a in jobs.items()
             }
             stats.update({n: f.result() for n, f in futures.items()})
     else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
+from railsweep.train_attention import ATTENTIONS, training_attention
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,15 @@ class PretrainConfig:
     weight_decay: float = 0.01
     seed: int = 0
     precision: str = "fp32"  # or "bf16": mixed precision (fp32 weights, bf16 autocast)
+    attention: str = "auto"  # railsweep.train_attention: block-causal on a CPU, or "native" / "block_causal"
 
     def __post_init__(self) -> None:
         if self.precision not in ("fp32", "bf16"):
             raise ConfigError(f"pretraining precision must be 'fp32' or 'bf16', got {self.precision!r}")
+        if self.attention not in ATTENTIONS:
+            raise ConfigError(
+                f"pretraining attention must be one of {', '.join(ATTENTIONS)}; got {self.attention!r}"
+            )
         for name in ("steps", "batch_size", "block_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"pretraining {name} must be >= 1, got {getattr(self, name)}")
@@ -73,6 +79,20 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
 
     device = next(model.parameters()).device
     model.train()
+    with training_attention(model, config.attention, device.type, config.block_size) as attention:
+        loss_ema = _train(model, tokens, opt, lr_at, bos, need, device, config, log)
+    model.eval()
+    return {
+        "steps": config.steps,
+        "tokens": config.steps * config.batch_size * config.block_size,
+        "final_loss": loss_ema,
+        "attention": attention,
+    }
+
+
+def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: PretrainConfig, log) -> float:
+    import torch
+
     loss_ema = None
     t0 = time.time()
     for step in range(config.steps):
@@ -91,12 +111,7 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         if log is not None and (step % 100 == 0 or step == config.steps - 1):
             rate = (step + 1) * config.batch_size * config.block_size / max(1e-9, time.time() - t0)
             log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f} ({rate:.0f} tokens/s)")
-    model.eval()
-    return {
-        "steps": config.steps,
-        "tokens": config.steps * config.batch_size * config.block_size,
-        "final_loss": loss_ema,
-    }
+    return loss_ema
 
 
 def save_model(model, tokenizer, out_dir: Path) -> None:

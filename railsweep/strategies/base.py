@@ -141,6 +141,7 @@ def config_dict(config: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- shared readout
 
+
 def question_seed(seed: int, index: int, salt: str = "") -> int:
     """A stable 63-bit seed per (run seed, question, purpose), independent of batching."""
     h = hashlib.sha256(f"{seed}:{index}:{salt}".encode()).digest()
