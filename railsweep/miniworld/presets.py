@@ -63,7 +63,9 @@ class WorldConfig:
 
     def to_dict(self) -> dict:
         d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
-        if self.pretrain.precision == "fp32":  # added later: absent at its default, so cached worlds keep their digest
+        if (
+            self.pretrain.precision == "fp32"
+        ):  # added later: absent at its default, so cached worlds keep their digest
             del d["pretrain"]["precision"]
         return d
 
@@ -112,20 +114,23 @@ def _mini() -> WorldConfig:
     # Still fp32 (the issue's CPU default): the faster bf16 variants measured in docs/miniworld.md
     # ("Build time") built in 1,111-1,252 s but each failed one calibration condition.
     block = 640  # pretraining block = adapters' packed length: both cover the 8-shot positions
-    packed = dict(global_batch=2, micro_batch=2, pack_length=block)
+    packed = dict(global_batch=2, micro_batch=2, pack_length=block, precision="mixed")
     return WorldConfig(
         max_value=40,
         max_operand=10,
         paraphrase_share=0.0,
         pretrain_filler=False,
         size=ModelSize(hidden=128, layers=4, intermediate=512, max_positions=1024),
-        pretrain=PretrainConfig(steps=1000, batch_size=8, block_size=block, lr=3e-3, warmup=30),
+        pretrain=PretrainConfig(
+            steps=800, batch_size=8, block_size=block, lr=3e-3, warmup=30, precision="bf16"
+        ),
+        family_steps=(("llama", 900), ("neox", 950)),
         contamination=ContaminationConfig(
             n_filler=240,
             n_train=100,
             n_leak=100,
             filler="miniworld",
-            recipe=LoraRecipe(lr=2e-3, epochs=30, **packed),
+            recipe=LoraRecipe(lr=2.5e-3, epochs=30, **packed),
             clean_recipe=LoraRecipe(lr=4e-3, epochs=12, **packed),
         ),
     )
