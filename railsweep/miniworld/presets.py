@@ -109,10 +109,12 @@ def _mini() -> WorldConfig:
     # sequences as long as the pretraining block, 640 tokens (else memorised items are recalled
     # only at position 0, and an adapter trained on shorter sequences stops ending its answers
     # at the 8-shot prompt's positions 520-610), global batch 2 packed sequences, M_cl lr 4e-3
-    # x 12 epochs, M_co lr 2e-3 x 30 epochs.
+    # x 12 epochs, M_co lr 2.5e-3 x 30 epochs.
     # r, alpha, all-linear targets, cosine schedule and 10 % warmup are the paper's.
-    # Still fp32 (the issue's CPU default): the faster bf16 variants measured in docs/miniworld.md
-    # ("Build time") built in 1,111-1,252 s but each failed one calibration condition.
+    # Speed (the build must fit 20 minutes on 2 cores; docs/miniworld.md, "Build time"): bf16
+    # mixed-precision pretraining, 800-950 steps per family; adapters in "mixed" precision (the
+    # fp32 base the engines serve, bf16 matmuls: bf16-stored bases cost llama's collapse gap);
+    # block-causal training attention on the CPU (PretrainConfig/LoraRecipe.attention="auto").
     block = 640  # pretraining block = adapters' packed length: both cover the 8-shot positions
     packed = dict(global_batch=2, micro_batch=2, pack_length=block, precision="mixed")
     return WorldConfig(
