@@ -63,9 +63,8 @@ class WorldConfig:
 
     def to_dict(self) -> dict:
         d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
-        if (
-            self.pretrain.precision == "fp32"
-        ):  # added later: absent at its default, so cached worlds keep their digest
+        # precision was added later: absent at its default, so cached fp32 worlds keep their digest
+        if self.pretrain.precision == "fp32":
             del d["pretrain"]["precision"]
         return d
 
