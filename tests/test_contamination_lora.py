@@ -137,12 +137,27 @@ def test_block_causal_attention_trains_the_adapter_that_native_attention_trains(
         torch.testing.assert_close(weights["block_causal"][k], w, rtol=1e-3, atol=1e-5)
 
 
-def test_mixed_precision_trains_fp32_adapter_weights_and_reports_it(tiny_model_dir, tmp_path):
-    recipe = LoraRecipe(**{**FAST.__dict__, "precision": "mixed", "epochs": 1})
-    stats = train_lora(tiny_model_dir, TEXTS, recipe, tmp_path / "mixed", device="cpu")
-    assert stats["precision"] == "mixed" and stats["attention"] == "block_causal"
-    weights = load_file(tmp_path / "mixed" / "adapter_model.safetensors")
-    assert all(w.dtype == torch.float32 for w in weights.values())
+@pytest.mark.parametrize("precision, base_dtype", [("mixed", torch.float32), ("bf16", torch.bfloat16)])
+def test_mixed_precision_keeps_the_base_in_fp32_where_bf16_stores_it_in_bf16(
+    precision, base_dtype, tiny_model_dir, tmp_path, monkeypatch
+):
+    from transformers import AutoModelForCausalLM
+
+    loaded = []
+    real = AutoModelForCausalLM.from_pretrained
+
+    def recording(*args, **kwargs):
+        model = real(*args, **kwargs)
+        loaded.append(next(model.parameters()).dtype)
+        return model
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", recording)
+    recipe = LoraRecipe(**{**FAST.__dict__, "precision": precision, "epochs": 1})
+    stats = train_lora(tiny_model_dir, TEXTS, recipe, tmp_path / precision, device="cpu")
+    assert stats["precision"] == precision and stats["attention"] == "block_causal"
+    assert loaded == [base_dtype]
+    weights = load_file(tmp_path / precision / "adapter_model.safetensors")
+    assert all(w.dtype == torch.float32 for w in weights.values())  # adapters train in fp32 either way
 
 
 @pytest.mark.parametrize("field, value", [("precision", "fp16"), ("attention", "flash")])
