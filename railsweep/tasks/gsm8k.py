@@ -26,9 +26,8 @@ from typing import Any
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks.answers import parse_gold
 from railsweep.tasks.base import Grade, Question
-from railsweep.tasks.grading import grade
+from railsweep.tasks.grading import STOP, grade
 
-STOP: tuple[str, ...] = ("\n\nQ:", "\nQ:", "Q:")
 HUB_DATASET = ("openai/gsm8k", "main")
 
 
@@ -200,4 +199,4 @@ class GSM8KTask:
         return f"{self.prefix}Q: {question.question}\nA:"
 
     def grade(self, response: str, question: Question) -> Grade:
-        return grade(response, question.gold)
+        return grade(response, question.gold, self.stop)
