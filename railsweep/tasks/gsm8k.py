@@ -17,6 +17,7 @@ test index); ``leaked`` comes from a leak-split JSON ``{"leaked": [...]}``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,7 @@ from railsweep.errors import ConfigError, DataError
 from railsweep.tasks.answers import parse_gold
 from railsweep.tasks.base import Grade, Question
 from railsweep.tasks.grading import STOP, grade
+from railsweep.tasks.text import read_utf8
 
 HUB_DATASET = ("openai/gsm8k", "main")
 
@@ -42,7 +44,7 @@ def load_exemplars(path: str | Path) -> list[dict[str, str]]:
     if not path.is_file():
         raise DataError(f"few-shot exemplar file not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as e:
         raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
     if not isinstance(data, list) or not data:
@@ -61,7 +63,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, str]]:
     if not path.is_file():
         raise DataError(f"GSM8K file not found: {path}")
     rows = []
-    with path.open(encoding="utf-8") as f:
+    with io.StringIO(read_utf8(path), newline=None) as f:  # lines as a text-mode file reads them
         for lineno, raw in enumerate(f, start=1):
             if not raw.strip():
                 raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
@@ -87,7 +89,7 @@ def read_leak_split(path: str | Path, n_total: int) -> frozenset[int]:
     if not path.is_file():
         raise DataError(f"leak split file not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as e:
         raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
     leaked = data.get("leaked") if isinstance(data, dict) else None

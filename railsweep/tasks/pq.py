@@ -18,6 +18,7 @@ indices through :mod:`logging`.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from pathlib import Path
 from railsweep.errors import DataError
 from railsweep.tasks.answers import parse_gold
 from railsweep.tasks.base import Question
+from railsweep.tasks.text import read_utf8
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,7 @@ def load_paraphrases(
 
     out: dict[int, str] = {}
     empty: list[int] = []
-    with path.open(encoding="utf-8") as f:
+    with io.StringIO(read_utf8(path), newline=None) as f:
         for lineno, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
