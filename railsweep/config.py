@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,8 +186,10 @@ class CellConfig:
             _check_int("limit", self.limit, minimum=1)
         if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)):
             raise ConfigError(f"temperature must be a number, got temperature={self.temperature!r}")
-        if not self.temperature >= 0:  # also rejects NaN
-            raise ConfigError(f"temperature must be >= 0, got temperature={self.temperature!r}")
+        if not 0 <= self.temperature < math.inf:  # also rejects NaN
+            raise ConfigError(
+                f"temperature must be a finite number >= 0, got temperature={self.temperature!r}"
+            )
         object.__setattr__(self, "temperature", float(self.temperature))
         if self.role not in ("clean", "mitigated"):
             raise ConfigError(f"role must be 'clean' or 'mitigated', got role={self.role!r}")
