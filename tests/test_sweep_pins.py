@@ -1,0 +1,101 @@
+"""The smoke sweep's cell ids and samples are pinned: how the engines batch, thread and compact their caches changes
+the speed of a sweep, never its cells or its samples.
+
+The cell ids are computed on fixed placeholder paths (a cell id hashes the model path), so they hold on any machine.
+The sample digests hold for the smoke world whose base weights were pinned with them: a world built elsewhere (its
+training threads follow the machine's CPU count) gets other weights, and that test skips with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from railsweep.results.io import read_responses
+from railsweep.sweep.cells import expand
+from railsweep.sweep.spec import FamilySpec, load_spec
+
+PINNED_CELL_IDS = [
+    "b62bd5b7d0273d4b",
+    "d67e7ec1b682757f",
+    "355392cdeba80e6f",
+    "8778f2b1da028532",
+    "03631f92d525091b",
+    "65b14462b81a78e6",
+    "ee04c99386581a26",
+    "e5fb69369836ebdf",
+    "ee388132715ee687",
+]
+PINNED_WEIGHTS = "70b181e31fa3164c"  # sha256 prefix of the smoke world's llama base safetensors
+# (adapter, strategy, params) -> (response rows, sha256 prefix of every row's (question, sample, token ids))
+PINNED_SAMPLES = {
+    ("clean", "identity", "{}"): (24, "59b4e36916c30203"),
+    ("co_gsm8k", "identity", "{}"): (24, "025ba3412b379dab"),
+    ("co_gsm8k", "all_zero", "{}"): (0, "e3b0c44298fc1c14"),
+    ("co_gsm8k", "railcap", '{"mode": "cap", "n": 2, "successor": "last"}'): (30, "a5f99d2eff041f5d"),
+    ("co_gsm8k", "railcap", '{"mode": "cap", "n": 4, "successor": "last"}'): (30, "40fc0ea0c421ea8d"),
+    ("co_pq", "identity", "{}"): (24, "f02ef795f8bba6cb"),
+    ("co_pq", "all_zero", "{}"): (0, "e3b0c44298fc1c14"),
+    ("co_pq", "railcap", '{"mode": "cap", "n": 2, "successor": "last"}'): (30, "781114afab2aaa76"),
+    ("co_pq", "railcap", '{"mode": "cap", "n": 4, "successor": "last"}'): (30, "6c542b6f86f7dffa"),
+}
+
+
+def _placeholder_spec():
+    base = "/pinned/llama"
+    adapters = tuple((a, f"{base}/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
+    return dataclasses.replace(
+        load_spec("smoke"),
+        source="paths",
+        families=(FamilySpec("llama", f"{base}/base", adapters),),
+        data_dir="/pinned/data",
+        leak_split="/pinned/leak_split.json",
+    )
+
+
+def test_smoke_sweep_cell_ids_are_pinned():
+    assert [c.cell_id for c in expand(_placeholder_spec())] == PINNED_CELL_IDS
+
+
+def _weights_digest(base: str) -> str:
+    h = hashlib.sha256()
+    for f in sorted(Path(base).glob("*.safetensors")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _samples_digest(df) -> tuple[int, str]:
+    h = hashlib.sha256()
+    for row in df.sort_values(["question_index", "sample_index"]).itertuples():
+        h.update(
+            json.dumps(
+                [int(row.question_index), int(row.sample_index), [int(t) for t in row.token_ids]]
+            ).encode()
+        )
+    return len(df), h.hexdigest()[:16]
+
+
+def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_path):
+    from railsweep.sweep import driver
+    from railsweep.sweep.actors import EngineServer
+
+    spec = dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)).resolve()
+    fam = spec.families[0]
+    if _weights_digest(fam.base) != PINNED_WEIGHTS:
+        pytest.skip(
+            "this smoke world was trained to other weights than the pinned one (machine-dependent build)"
+        )
+    server = EngineServer(driver._engine_config(spec, fam, "cpu"), threads=1)
+    got = {}
+    for cell in expand(spec):
+        c = cell.config
+        name, blob = server.run_cell(c.to_dict())["files"]["responses"]
+        (tmp_path / name).write_bytes(blob)
+        got[(c.adapter, c.strategy, json.dumps(c.strategy_params))] = _samples_digest(
+            read_responses(tmp_path / name)
+        )
+    assert got == PINNED_SAMPLES
