@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -92,8 +94,30 @@ def test_table_filters_pick_the_primary_setting_and_the_papers_rows(paths_spec):
         (lambda d: d["strategies"].append({"name": "railcap", "grid": {"n": []}}), "empty"),
         (lambda d: d.update(strategies=[]), "grid is empty"),
         (lambda d: d.update(domains=["gsm8k", "mmlu"]), "unknown domain 'mmlu'"),
-        (lambda d: d["readout"].update(m=0), "readout.m must be >= 1"),
-        (lambda d: d.update(bogus=1), "unknown key(s) ['bogus']"),
+        (lambda d: d["readout"].update(m=0), "readout.m: input should be greater than or equal to 1, got 0"),
+        (lambda d: d.update(bogus=1), "unknown key 'bogus' in the sweep spec"),
+        (lambda d: d["readout"].update(m="4"), "readout.m: input should be a valid integer, got '4'"),
+        (lambda d: d["readout"].update(m=2.5), "readout.m: input should be a valid integer, got 2.5"),
+        (
+            lambda d: d["readout"].update(temperature=float("nan")),
+            "readout.temperature: input should be a finite",
+        ),
+        (lambda d: d.update(scoring={"B": "x"}), "scoring.B: input should be a valid integer, got 'x'"),
+        (lambda d: d.update(primary="fa"), "primary: must be a mapping {family: F, domain: D}, got 'fa'"),
+        (
+            lambda d: d.update(primary={"family": "fa"}),
+            "primary: must have exactly the keys 'family' and 'domain'",
+        ),
+        (lambda d: d.update(domains=[]), "domains: is an empty list"),
+        (lambda d: d.update(families=[]), "families: is an empty list"),
+        (
+            lambda d: d.update(engine={"device": "gpu"}),
+            "engine.device: must be auto, cpu, mps, cuda or cuda:N, got 'gpu'",
+        ),
+        (
+            lambda d: d.update(resources={"trial_cpus": -1}),
+            "resources.trial_cpus: input should be greater than 0, got -1",
+        ),
         (lambda d: d.update(source="miniworld", families=["llama", "mamba"]), "unknown family 'mamba'"),
     ],
 )
@@ -104,10 +128,32 @@ def test_bad_specs_fail_at_validation_with_the_offending_value(paths_spec, mutat
     assert needle in str(e.value)
 
 
-def test_unknown_family_in_paths_spec_table_selection_is_an_empty_grid(paths_spec):
+def test_a_primary_setting_outside_the_grid_fails_at_load_time(paths_spec):
     paths_spec["primary"] = {"family": "nope", "domain": "gsm8k"}
-    with pytest.raises(ConfigError, match="grid is empty"):
-        expand(spec_from_dict(paths_spec).resolve(), "1")
+    with pytest.raises(ConfigError, match="primary family 'nope' is not one of the sweep's families"):
+        spec_from_dict(paths_spec)
+    paths_spec.update(primary={"family": "fa", "domain": "pq"}, domains=["gsm8k"])
+    with pytest.raises(ConfigError, match="primary domain 'pq' is not one of the sweep's domains"):
+        spec_from_dict(paths_spec)
+
+
+def test_sections_validate_at_construction_too_so_overrides_cannot_bypass_the_schema(paths_spec):
+    spec = spec_from_dict(paths_spec)
+    with pytest.raises(ConfigError, match="readout.limit: input should be greater than or equal to 1, got 0"):
+        dataclasses.replace(spec.readout, limit=0)
+    with pytest.raises(ConfigError, match="resources.engine_cpus: input should be greater than 0, got -2"):
+        dataclasses.replace(spec.resources, engine_cpus=-2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.readout.m = 3  # type: ignore[misc]
+
+
+def test_a_validated_spec_is_a_plain_picklable_dataclass_with_a_stable_sweep_id(paths_spec):
+    spec = spec_from_dict(paths_spec)
+    again = pickle.loads(pickle.dumps(spec))
+    assert again == spec and again.sweep_id == spec.sweep_id
+    assert dataclasses.asdict(spec)["readout"]["m"] == 3
+    assert spec.primary_setting == ("fa", "gsm8k")
+    assert load_spec("smoke").families == ()  # absent = every family of the miniature world
 
 
 def test_unreachable_tracking_uri_fails_in_prepare_before_models_or_ray(paths_spec):

@@ -21,13 +21,25 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import field_validator, model_validator
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.sweep._schema import (
+    Device,
+    NonNegFloat,
+    NonNegInt,
+    PosFloat,
+    PosInt,
+    Retries,
+    Text,
+    schema,
+    validate,
+)
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "presets"
 PRESETS = ("paper", "mini", "mini_six", "mini_full", "smoke")
@@ -42,21 +54,20 @@ _TABLE_STRATEGIES = {
 }
 
 
-def _check_keys(where: str, data: dict[str, Any], allowed: set[str]) -> None:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(data).__name__}: {data!r}")
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise ConfigError(f"unknown key(s) {unknown} in {where}; allowed: {sorted(allowed)}")
-
-
-@dataclass(frozen=True)
+@schema("families", inputs=("base", "adapters"))
 class FamilySpec:
     """One model family: a base model and its LoRA adapters (clean, co_<domain>)."""
 
-    name: str
+    name: Text
     base: str = ""  # path or hub id; filled by resolve() for the miniature world
-    adapters: tuple[tuple[str, str], ...] = ()
+    adapters: tuple[tuple[Text, Text], ...] = ()
+
+    @field_validator("adapters", mode="before")
+    @classmethod
+    def _adapters(cls, v: Any) -> Any:
+        if isinstance(v, dict):  # YAML: {name: path}
+            return tuple(sorted(v.items()))
+        return () if v is None else v
 
     def adapter_dict(self) -> dict[str, str]:
         return dict(self.adapters)
@@ -66,13 +77,49 @@ class FamilySpec:
         return f"clean_{domain}" if f"clean_{domain}" in names else "clean"
 
 
-@dataclass(frozen=True)
+@schema("strategies", inputs=("name", "params", "grid"))
 class StrategyGrid:
-    """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points."""
+    """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points.
 
-    name: str
+    Every point is checked through the strategy's own config (unknown names, RailCap n < 1, ...).
+    """
+
+    name: Text
     params: tuple[tuple[str, Any], ...] = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _params(cls, v: Any) -> Any:
+        if v is None:
+            return ()
+        if isinstance(v, dict):  # YAML: {param: value}
+            return tuple(sorted(v.items()))
+        return v
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _grid(cls, v: Any) -> Any:
+        if v is None:
+            return ()
+        if not isinstance(v, dict):  # YAML: {param: [values]} (a single value is a one-point axis)
+            return v
+        items = []
+        for k, vals in sorted(v.items()):
+            vals = tuple(vals) if isinstance(vals, list | tuple) else (vals,)
+            if not vals:
+                raise ValueError(f"grid.{k} is an empty list: the grid would be empty")
+            items.append((k, vals))
+        return tuple(items)
+
+    @model_validator(mode="after")
+    def _points_are_valid_configs(self) -> StrategyGrid:
+        from railsweep.strategies.base import make_config, strategy_classes
+
+        strategy_classes(self.name)  # unknown strategy → ConfigError listing the known ones
+        for point in self.points():
+            make_config(self.name, point)
+        return self
 
     def points(self) -> list[dict[str, Any]]:
         keys = [k for k, _ in self.grid]
@@ -82,59 +129,64 @@ class StrategyGrid:
         return out
 
 
-@dataclass(frozen=True)
+@schema("readout")
 class Readout:
-    m: int = 50
-    temperature: float = 0.7
-    max_new_tokens: int = 256
-    seed: int = 0
-    batch_size: int = 64
-    limit: int | None = None  # first N test questions (None = all)
+    m: PosInt = 50
+    temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
+    max_new_tokens: PosInt = 256
+    seed: NonNegInt = 0
+    batch_size: PosInt = 64
+    limit: PosInt | None = None  # first N test questions (None = all)
 
 
-@dataclass(frozen=True)
+@schema("scoring")
 class Scoring:
-    B: int = 50
-    n_boot: int = 1000
-    seed: int = 0
+    B: PosInt = 50
+    n_boot: PosInt = 1000
+    seed: NonNegInt = 0
 
 
-@dataclass(frozen=True)
+@schema("engine")
 class EngineSpec:
-    backend: str = "transformers"
-    device: str = "auto"
-    dtype: str = "auto"
+    backend: Literal["transformers", "vllm"] = "transformers"
+    device: Device = "auto"  # auto, cpu, mps, cuda, cuda:N
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
 
 
-@dataclass(frozen=True)
+@schema("resources")
 class Resources:
     """``engine_replicas``: engine actors per family (None = one per GPU share: GPUs // families, else 1);
     ``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
-    ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades)."""
+    ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades);
+    ``max_restarts``, ``max_task_retries``, ``max_failures``: -1 means unlimited (Ray's convention)."""
 
-    engine_replicas: int | None = None
-    engine_cpus: float | None = None
-    trial_cpus: float = 0.25
-    slots_per_engine: int = 2
-    max_restarts: int = 3
-    max_task_retries: int = 3
-    max_failures: int = 1  # Tune retries of a failed trial
-    clean_wait_s: float = 1800.0  # how long a mitigated cell waits for its clean reference
+    engine_replicas: PosInt | None = None
+    engine_cpus: PosFloat | None = None
+    trial_cpus: PosFloat = 0.25
+    slots_per_engine: PosInt = 2
+    max_restarts: Retries = 3
+    max_task_retries: Retries = 3
+    max_failures: Retries = 1  # Tune retries of a failed trial
+    clean_wait_s: PosFloat = 1800.0  # how long a mitigated cell waits for its clean reference
 
 
-@dataclass(frozen=True)
+@schema("tracking")
 class Tracking:
-    uri: str = "http://127.0.0.1:5000"
-    experiment: str = "railsweep"
+    uri: Text = "http://127.0.0.1:5000"
+    experiment: Text = "railsweep"
 
 
-@dataclass(frozen=True)
+@schema("")
 class SweepSpec:
-    name: str
-    source: str = "miniworld"  # "miniworld" | "paths"
+    """The whole sweep; its fields are the YAML keys. ``families``: a list of miniature-world family names
+    or a mapping name → {base, adapters}; ``strategies``: names or {name, params, grid} mappings;
+    ``primary``: {family, domain}."""
+
+    name: Text
+    source: Literal["miniworld", "paths"] = "miniworld"
     miniworld_preset: str = "mini"
     cache_dir: str | None = None
-    families: tuple[FamilySpec, ...] = ()
+    families: tuple[FamilySpec, ...] = ()  # () = every family of the miniature world
     domains: tuple[str, ...] = DOMAINS
     data_dir: str | None = None  # GSM8K-format task dir (paths source); the world's own for miniworld
     leak_split: str | None = None
@@ -145,6 +197,110 @@ class SweepSpec:
     engine: EngineSpec = field(default_factory=EngineSpec)
     resources: Resources = field(default_factory=Resources)
     tracking: Tracking = field(default_factory=Tracking)
+
+    @field_validator("readout", "scoring", "engine", "resources", "tracking", mode="before")
+    @classmethod
+    def _empty_section(cls, v: Any) -> Any:
+        return {} if v is None else v  # "readout:" with nothing under it = the defaults
+
+    @field_validator("families", mode="before")
+    @classmethod
+    def _families(cls, v: Any) -> Any:
+        """A list of miniature-world family names, or a mapping name → {base, adapters}; absent = all."""
+        if v is None:
+            return ()
+        if isinstance(v, dict):
+            out = []
+            for name, body in v.items():
+                if not isinstance(body, dict | None):
+                    raise ValueError(f"family {name!r} must be a mapping {{base, adapters}}, got {body!r}")
+                out.append({"name": str(name), **(body or {})})
+            return tuple(out)
+        if isinstance(v, list | tuple):
+            if isinstance(v, list) and not v:  # YAML's []; the stored () is the default, "all"
+                raise ValueError("is an empty list: the grid would be empty (leave 'families' out for all)")
+            return tuple({"name": str(n)} if isinstance(n, str | int) else n for n in v)
+        raise ValueError("must be a list of family names or a mapping name -> {base, adapters}")
+
+    @field_validator("domains", mode="before")
+    @classmethod
+    def _domains(cls, v: Any) -> Any:
+        if v is None:
+            return DOMAINS
+        if not isinstance(v, list | tuple):
+            raise ValueError(f"must be a list of domains out of {list(DOMAINS)}")
+        if not v:
+            raise ValueError("is an empty list: the grid would be empty (leave 'domains' out for all)")
+        for d in v:
+            if d not in DOMAINS:
+                raise ValueError(f"unknown domain {d!r}; known domains: {list(DOMAINS)}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"lists a domain twice: {list(v)}")
+        return tuple(v)
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _strategies(cls, v: Any) -> Any:
+        """A list of strategy names or mappings {name, params, grid}."""
+        if v is None:
+            return ()
+        if not isinstance(v, list | tuple):
+            raise ValueError("must be a list of strategy names or {name, params, grid} mappings")
+        return tuple({"name": s} if isinstance(s, str) else s for s in v)
+
+    @field_validator("primary", mode="before")
+    @classmethod
+    def _primary(cls, v: Any) -> Any:
+        """``{family: F, domain: D}``."""
+        if v is None or (isinstance(v, tuple) and len(v) == 2):
+            return v
+        if not isinstance(v, dict):
+            raise ValueError("must be a mapping {family: F, domain: D}")
+        if set(v) != {"family", "domain"}:
+            raise ValueError(
+                f"must have exactly the keys 'family' and 'domain', got keys {sorted(map(str, v))}"
+            )
+        return (v["family"], v["domain"])
+
+    @field_validator("miniworld_preset")
+    @classmethod
+    def _world_preset(cls, v: str) -> str:
+        from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
+
+        if v not in WORLD_PRESETS:
+            raise ValueError(f"unknown miniature-world preset; known: {list(WORLD_PRESETS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _grid_is_runnable(self) -> SweepSpec:
+        from railsweep.testing import FAMILIES
+
+        if not self.strategies:
+            raise ValueError("the sweep has no strategies: the grid is empty")
+        names = [f.name for f in self.families]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"family {dupes[0]!r} is listed twice")
+        if self.source == "paths":
+            if not self.families:
+                raise ValueError("source 'paths' needs a 'families' mapping with base and adapters")
+            for f in self.families:
+                if not f.base:
+                    raise ValueError(f"family {f.name!r} has no 'base' model path")
+        else:
+            for f in self.families:
+                if f.name not in FAMILIES:
+                    raise ValueError(f"unknown family {f.name!r}; miniature-world families: {list(FAMILIES)}")
+        if self.primary is not None:
+            family, domain = self.primary
+            known = names or (list(FAMILIES) if self.source == "miniworld" else [])
+            if family not in known:
+                raise ValueError(f"primary family {family!r} is not one of the sweep's families {known}")
+            if domain not in self.domains:
+                raise ValueError(
+                    f"primary domain {domain!r} is not one of the sweep's domains {list(self.domains)}"
+                )
+        return self
 
     # ------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:
@@ -227,134 +383,11 @@ class SweepSpec:
 # ---------------------------------------------------------------- loading
 
 
-def _parse_strategy(i: int, raw: Any) -> StrategyGrid:
-    from railsweep.strategies.base import make_config, strategy_classes
-
-    where = f"strategies[{i}]"
-    if isinstance(raw, str):
-        raw = {"name": raw}
-    _check_keys(where, raw, {"name", "params", "grid"})
-    if "name" not in raw:
-        raise ConfigError(f"{where} has no 'name'")
-    name = str(raw["name"])
-    strategy_classes(name)  # unknown strategy → ConfigError listing the known ones
-    params = raw.get("params") or {}
-    grid = raw.get("grid") or {}
-    _check_keys(f"{where}.params", params, set(params))
-    _check_keys(f"{where}.grid", grid, set(grid))
-    g_items = []
-    for k, v in sorted(grid.items()):
-        vals = tuple(v) if isinstance(v, list | tuple) else (v,)
-        if not vals:
-            raise ConfigError(f"{where}.grid.{k} is an empty list: the grid would be empty")
-        g_items.append((k, vals))
-    sg = StrategyGrid(name, tuple(sorted(params.items())), tuple(g_items))
-    for point in sg.points():  # validates names and values (e.g. RailCap n < 1) through the strategy config
-        make_config(name, point)
-    return sg
-
-
-def _parse_families(raw: Any) -> tuple[FamilySpec, ...]:
-    if raw is None:
-        return ()
-    out = []
-    if isinstance(raw, list):
-        for name in raw:
-            out.append(FamilySpec(str(name)))
-        return tuple(out)
-    _check_keys("families", raw, set(raw))
-    for name, body in raw.items():
-        body = body or {}
-        _check_keys(f"families.{name}", body, {"base", "adapters"})
-        adapters = body.get("adapters") or {}
-        out.append(
-            FamilySpec(
-                str(name), str(body.get("base", "")), tuple(sorted((k, str(v)) for k, v in adapters.items()))
-            )
-        )
-    return tuple(out)
-
-
-def _section(cls: type, where: str, raw: Any) -> Any:
-    raw = raw or {}
-    _check_keys(where, raw, {f.name for f in dataclasses.fields(cls)})
-    try:
-        return cls(**raw)
-    except TypeError as e:
-        raise ConfigError(f"bad {where} {raw}: {e}") from e
-
-
 def spec_from_dict(data: dict[str, Any], *, name: str = "sweep") -> SweepSpec:
     """Validate a parsed YAML mapping into a :class:`SweepSpec` (no model is touched)."""
-    allowed = {
-        "name", "source", "miniworld_preset", "cache_dir", "families", "domains", "data_dir", "leak_split",
-        "primary", "strategies", "readout", "scoring", "engine", "resources", "tracking",
-    }  # fmt: skip
-    _check_keys("sweep spec", data, allowed)
-    source = data.get("source", "miniworld")
-    if source not in ("miniworld", "paths"):
-        raise ConfigError(f"source must be 'miniworld' or 'paths', got {source!r}")
-    domains = tuple(data.get("domains") or DOMAINS)
-    for d in domains:
-        if d not in DOMAINS:
-            raise ConfigError(f"unknown domain {d!r}; known domains: {list(DOMAINS)}")
-    strategies = tuple(_parse_strategy(i, s) for i, s in enumerate(data.get("strategies") or []))
-    if not strategies:
-        raise ConfigError("the sweep has no strategies: the grid is empty")
-    families = _parse_families(data.get("families"))
-    if source == "paths":
-        if not families:
-            raise ConfigError("source 'paths' needs a 'families' mapping with base and adapters")
-        for f in families:
-            if not f.base:
-                raise ConfigError(f"family {f.name!r} has no 'base' model path")
-    else:
-        from railsweep.testing import FAMILIES
-
-        for f in families:
-            if f.name not in FAMILIES:
-                raise ConfigError(f"unknown family {f.name!r}; miniature-world families: {list(FAMILIES)}")
-    readout = _section(Readout, "readout", data.get("readout"))
-    if readout.m < 1:
-        raise ConfigError(f"readout.m must be >= 1, got {readout.m}")
-    if readout.temperature < 0:
-        raise ConfigError(f"readout.temperature must be >= 0, got {readout.temperature}")
-    if readout.limit is not None and readout.limit < 1:
-        raise ConfigError(f"readout.limit must be >= 1, got {readout.limit}")
-    scoring = _section(Scoring, "scoring", data.get("scoring"))
-    if scoring.B < 1 or scoring.n_boot < 1:
-        raise ConfigError(
-            f"scoring.B and scoring.n_boot must be >= 1, got B={scoring.B}, n_boot={scoring.n_boot}"
-        )
-    engine = _section(EngineSpec, "engine", data.get("engine"))
-    if engine.backend not in ("transformers", "vllm"):
-        raise ConfigError(f"engine.backend must be 'transformers' or 'vllm', got {engine.backend!r}")
-    resources = _section(Resources, "resources", data.get("resources"))
-    if (
-        resources.engine_replicas is not None and resources.engine_replicas < 1
-    ) or resources.slots_per_engine < 1:
-        raise ConfigError(f"resources.engine_replicas and slots_per_engine must be >= 1, got {resources}")
-    tracking = _section(Tracking, "tracking", data.get("tracking"))
-    primary = data.get("primary")
-    if primary is not None:
-        primary = (str(primary["family"]), str(primary["domain"]))
-    return SweepSpec(
-        name=str(data.get("name", name)),
-        source=source,
-        miniworld_preset=str(data.get("miniworld_preset", "mini")),
-        cache_dir=data.get("cache_dir"),
-        families=families,
-        domains=domains,
-        data_dir=data.get("data_dir"),
-        leak_split=data.get("leak_split"),
-        primary=primary,
-        strategies=strategies,
-        readout=readout,
-        scoring=scoring,
-        engine=engine,
-        resources=resources,
-        tracking=tracking,
-    )
+    if not isinstance(data, dict):
+        raise ConfigError(f"a sweep spec must be a mapping of keys, got {type(data).__name__}: {data!r:.80}")
+    return validate(SweepSpec, {"name": name, **data})
 
 
 def load_spec(preset_or_path: str | Path) -> SweepSpec:
@@ -366,8 +399,10 @@ def load_spec(preset_or_path: str | Path) -> SweepSpec:
         raise ConfigError(
             f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a YAML file"
         )
+    from railsweep.tasks.text import read_utf8
+
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(read_utf8(p))
     except yaml.YAMLError as e:
         raise DataError(f"{p}: not valid YAML: {e}") from e
-    return spec_from_dict(data or {}, name=p.stem)
+    return spec_from_dict({} if data is None else data, name=p.stem)
