@@ -3,8 +3,9 @@
 Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``
 (``main`` dispatches to the module's ``run``) and is imported only when ``main`` runs (when a known command is named, only
 that module), so ``railsweep score`` never pays for torch or Ray. A
-:class:`~railsweep.errors.RailsweepError` becomes one line on stderr and exit
-code 2; anything else is a bug and keeps its traceback.
+:class:`~railsweep.errors.RailsweepError`, or a command line argparse rejects,
+becomes one line on stderr (``railsweep: error: ...``) and exit code 2;
+anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from railsweep import __version__
-from railsweep.errors import RailsweepError
+from railsweep.errors import ConfigError, RailsweepError
 
 COMMANDS = ("eval", "score", "contaminate", "miniworld", "demo", "sweep")
 EXIT_USER_ERROR = 2
@@ -33,9 +35,16 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors raised as ConfigError, so they print like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see '{self.prog} --help')")
+
+
 def make_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     """The top-level parser with each available command; ``args._run`` is the command's ``run``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="railsweep",
         description="Did a decoding strategy restore a contaminated model's ability, question by question?",
     )
@@ -57,11 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Import only the named command when the first word names one; otherwise all (for --help).
     names = (argv[0],) if argv and argv[0] in COMMANDS and _load(argv[0]) is not None else COMMANDS
     parser = make_parser(names)
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return int(args._run(args) or 0)
     except RailsweepError as e:
-        print(f"railsweep: error: {e}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        print(f"railsweep: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("railsweep: interrupted", file=sys.stderr)

@@ -99,6 +99,7 @@ def parse_value(text: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from railsweep.config import CellConfig, EngineConfig
     from railsweep.evaluate import evaluate_cell, load_task
+    from railsweep.results.io import check_writable_dir
 
     # 1. configuration (cheap checks first: nothing is loaded or written yet)
     if args.batch_size < 1:
@@ -154,11 +155,13 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--fewshot", cell.fewshot), ("--leak-split", cell.leak_split)):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{flag}: file not found: {path}")
+    # 3. outputs: a directory this process can create or write into, before any decoding
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out must be a directory, got an existing file: {out}")
+    check_writable_dir(out, "--out")
+    if args.cache_dir is not None:
+        check_writable_dir(args.cache_dir, "--cache-dir")
     task = load_task(cell)
-    # 3. the expensive part
+    # 4. the expensive part
     from tqdm import tqdm
 
     engine = engine_cfg.build()

@@ -36,6 +36,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_args(args: argparse.Namespace) -> None:
+    from railsweep.results.io import check_writable_dir
+
     if args.B < 1:
         raise ConfigError(f"--B (number of strata) must be >= 1, got B={args.B}")
     if args.n_boot < 1:
@@ -49,6 +51,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise ConfigError(
             f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}"
         )
+    check_writable_dir(out.parent, "--out", shown=args.out)  # before reading or scoring anything
+    for path in (out.with_name(out.name + ".csv"), out.with_name(out.name + ".md")):
+        if path.is_dir():
+            raise ConfigError(f"--out {args.out}: {path} is a directory, so it cannot be written")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -57,26 +57,57 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def submit(args: argparse.Namespace) -> tuple[int, str]:
-    """Start/reuse services as needed, submit the job; returns (exit code, tracking URI)."""
-    from railsweep.sweep.local import ensure_mlflow_server, ensure_ray_head, submit_job
+def check_args(args: argparse.Namespace) -> None:
+    """Validate the command line and the spec; starts nothing and writes nothing.
+
+    Steps: numeric options; the spec (validated in full by ``load_spec``, and inside the working directory
+    the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
+    directories the local services would write.
+    """
+    from railsweep.results.io import check_writable_dir
     from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.tracking import check_tracking_uri
 
     script = REPO_ROOT / "sweeps" / "tables.py"
     if not script.is_file():
         raise ConfigError(f"{script} not found: run railsweep sweep/demo from a railsweep checkout")
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    for flag, port in (("--mlflow-port", args.mlflow_port), ("--dashboard-port", args.dashboard_port)):
+        if not 1 <= port <= 65535:
+            raise ConfigError(f"{flag} must be a TCP port in 1..65535, got {port}")
     if args.spec:
         load_spec(args.spec)  # fail here, not in the job
-    if args.address:
+        rel = os.path.relpath(Path(args.spec).resolve(), REPO_ROOT)
+        if rel.startswith(".."):
+            raise ConfigError(
+                f"--spec {args.spec} is outside the working directory {REPO_ROOT}, which is what the job "
+                "receives; copy the spec into it"
+            )
+    if args.address and not args.tracking_uri:
+        raise ConfigError("--address needs --tracking-uri (an MLflow HTTP server every node can reach)")
+    if args.tracking_uri:
+        check_tracking_uri(args.tracking_uri)
+    if not args.address:  # the local services write on this machine
         if not args.tracking_uri:
-            raise ConfigError("--address needs --tracking-uri (an MLflow HTTP server every node can reach)")
+            check_writable_dir(args.run_dir, "--run-dir")
+        if args.cache_dir:
+            check_writable_dir(args.cache_dir, "--cache-dir")
+
+
+def submit(args: argparse.Namespace) -> tuple[int, str]:
+    """Start/reuse services as needed, submit the job; returns (exit code, tracking URI)."""
+    from railsweep.sweep.local import ensure_mlflow_server, ensure_ray_head, submit_job
+    from railsweep.sweep.tracking import check_tracking_uri
+
+    check_args(args)  # every input, before any service starts
+    if args.address:
         address, uri = args.address, args.tracking_uri
     else:
         uri = args.tracking_uri or ensure_mlflow_server(args.run_dir, port=args.mlflow_port).url
         address = ensure_ray_head(dashboard_port=args.dashboard_port).dashboard
-    from railsweep.sweep.tracking import check_tracking_uri
-
-    check_tracking_uri(uri)
+    if not args.tracking_uri:
+        check_tracking_uri(uri)  # the local server (a given URI was checked above)
     # A local head runs the job on this machine: use this interpreter (its venv has ray), not whatever
     # `python` is first on PATH. A remote cluster has its own environment.
     python = "python" if args.address else sys.executable
