@@ -404,5 +404,8 @@ def load_spec(preset_or_path: str | Path) -> SweepSpec:
     try:
         data = yaml.safe_load(read_utf8(p))
     except yaml.YAMLError as e:
-        raise DataError(f"{p}: not valid YAML: {e}") from e
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        what = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise DataError(f"{p}{where}: not valid YAML ({what})") from e
     return spec_from_dict({} if data is None else data, name=p.stem)
