@@ -115,3 +115,62 @@ def test_bad_attention_values_are_config_errors(tmp_path):
         TransformersEngine(path, device="cpu", attention="cascade")
     with pytest.raises(ConfigError, match="'fast'"):
         TransformersEngine(path, device="cpu", attention="fast")
+
+
+def _select_into_fresh_zeroed_buffers(self, index):
+    """RowCache.select as it was first written (fresh zero-filled buffers each call): the reference."""
+    for store in (self.keys, self.values):
+        for i, buf in enumerate(store):
+            if buf is not None:
+                new = buf.new_zeros((len(index), *buf.shape[1:]))
+                new[:, :, : self.start] = buf[: self.rows][index, :, : self.start]
+                store[i] = new
+    self.valid = self.valid[index]
+    self.rows = self.slots = len(index)
+
+
+def test_row_dropping_in_place_gives_the_same_samples_as_fresh_buffers(tmp_path, monkeypatch):
+    path = make_tiny_model(tmp_path / "m", family="llama", seed=4, logit_scale=3.0)
+    prefix = "Q: Tom has 3 apples and buys 4 more. A: 3 + 4 = 7. The answer is 7.\n\n"
+    # rows end at many different lengths, so finished rows leave the cache several times per batch
+    requests = [
+        Request(
+            prefix + f"Q: Sam has {n} eggs. A:",
+            SamplingSpec(n=5, temperature=0.9, seed=n, max_new_tokens=4 + 3 * n),
+        )
+        for n in range(8)
+    ]
+    engine = TransformersEngine(path, device="cpu", dtype="float32", attention="cascade")
+    selects = []
+    real_select = _cascade.RowCache.select
+    monkeypatch.setattr(
+        _cascade.RowCache,
+        "select",
+        lambda self, index: (selects.append(len(index)), real_select(self, index)),
+    )
+    in_place = [[s.token_ids for s in c.samples] for c in engine.generate(requests)]
+    assert len(selects) >= 4  # the prefill expansion and several drops
+    monkeypatch.setattr(_cascade.RowCache, "select", _select_into_fresh_zeroed_buffers)
+    fresh = [[s.token_ids for s in c.samples] for c in engine.generate(requests)]
+    assert in_place == fresh
+
+
+def test_row_cache_select_compacts_and_expands_rows_without_new_buffers():
+    g = torch.Generator().manual_seed(0)
+    cache = _cascade.RowCache(n_layers=2, rows=3, capacity=10, device=CPU, slots=6)
+    for layer in range(2):
+        cache.update(torch.randn(3, 2, 4, 8, generator=g), torch.randn(3, 2, 4, 8, generator=g), layer)
+    cache.start = 4
+    before = [(k[:3, :, :4].clone(), v[:3, :, :4].clone()) for k, v in zip(cache.keys, cache.values)]
+    expand = torch.tensor([0, 0, 1, 2, 2, 2])
+    cache.select(expand)  # the first call makes the one spare buffer
+    buffers = {t.data_ptr() for t in (*cache.keys, *cache.values, cache.spare)}
+    keep = torch.tensor([1, 3, 4])
+    cache.select(keep)
+    assert {t.data_ptr() for t in (*cache.keys, *cache.values, cache.spare)} == buffers
+    assert cache.rows == 3
+    for (k, v), (k0, v0) in zip(zip(cache.keys, cache.values), before):
+        torch.testing.assert_close(k[:3, :, :4], k0[expand[keep]], rtol=0, atol=0)
+        torch.testing.assert_close(v[:3, :, :4], v0[expand[keep]], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="slots"):
+        cache.select(torch.zeros(7, dtype=torch.long))

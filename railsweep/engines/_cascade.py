@@ -15,8 +15,10 @@ Steps of one decode batch (:class:`CascadeStepper`):
      prefix), then copy its cache rows to every row that shares it;
   3. each step: write one token per cached row at the next buffer column and attend to
      the shared prefix plus the row's own valid columns;
-  4. drop finished rows from the cache once they are an eighth of it (the caller's
-     row order and tensors stay as they are; finished rows get zero logits).
+  4. drop finished rows from the cache once they are an eighth of it: the live rows'
+     filled columns are gathered into one spare buffer that then takes the old buffer's
+     place, so dropping allocates nothing after the first time (the caller's row order
+     and tensors stay as they are; finished rows get zero logits).
 
 Only model types whose attention goes through transformers' attention interface
 with ``cache.update`` and plain scaled-dot-product semantics are routed here
@@ -55,19 +57,25 @@ def cascade_supported(model: nn.Module, max_len: int) -> bool:
 
 
 class RowCache:
-    """Per-layer key/value buffers ``[rows, kv_heads, capacity, head_dim]`` plus the shared prefix.
+    """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix.
 
-    transformers calls ``update`` once per layer and forward; it writes the new keys and
-    values at columns ``start .. start + T`` and returns views of columns ``0 .. start + T``
-    (no copy). ``valid[rows, capacity]`` marks the columns holding real tokens.
+    The first ``rows`` slots hold the live rows. transformers calls ``update`` once per layer
+    and forward; it writes the new keys and values at columns ``start .. start + T`` and returns
+    views of columns ``0 .. start + T`` of the live rows (no copy). ``valid[rows, capacity]``
+    marks the columns holding real tokens. ``slots`` (default ``rows``) is the most rows the
+    cache will ever hold, so that :meth:`select` can expand a deduplicated prefill in place.
     """
 
     is_compileable = False
 
-    def __init__(self, n_layers: int, rows: int, capacity: int, device: torch.device):
+    def __init__(
+        self, n_layers: int, rows: int, capacity: int, device: torch.device, slots: int | None = None
+    ):
         self.rows, self.capacity = rows, capacity
+        self.slots = max(rows, slots or 0)
         self.keys: list[torch.Tensor | None] = [None] * n_layers
         self.values: list[torch.Tensor | None] = [None] * n_layers
+        self.spare: torch.Tensor | None = None  # one more buffer: select gathers into it, then swaps
         self.prefix: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer [kv_heads, P, D]
         self.prefix_len = 0
         self.start = 0
@@ -77,10 +85,11 @@ class RowCache:
         self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
     ):
         if self.keys[layer_idx] is None:
-            shape = (self.rows, key_states.shape[1], self.capacity, key_states.shape[-1])
-            self.keys[layer_idx] = key_states.new_zeros(shape)
-            self.values[layer_idx] = value_states.new_zeros(shape)
-        k, v = self.keys[layer_idx], self.values[layer_idx]
+            # Columns are written before they are read (prefill, then one per step), so no zero fill.
+            shape = (self.slots, key_states.shape[1], self.capacity, key_states.shape[-1])
+            self.keys[layer_idx] = key_states.new_empty(shape)
+            self.values[layer_idx] = value_states.new_empty(shape)
+        k, v = self.keys[layer_idx][: self.rows], self.values[layer_idx][: self.rows]
         end = self.start + key_states.shape[2]
         k[:, :, self.start : end] = key_states
         v[:, :, self.start : end] = value_states
@@ -90,15 +99,26 @@ class RowCache:
         return self.prefix_len + self.start
 
     def select(self, index: torch.Tensor) -> None:
-        """Keep (or repeat) the rows ``index``, copying only the filled columns."""
+        """Keep (or repeat, up to ``slots`` rows) the rows ``index``, copying only the filled columns.
+
+        No allocation after the first call: each buffer's rows are gathered into the spare
+        buffer, which then takes the buffer's place (the old buffer becomes the spare).
+        """
+        n = len(index)
+        if n > self.slots:
+            raise ValueError(f"RowCache.select: {n} rows do not fit the cache's {self.slots} slots")
         for store in (self.keys, self.values):
             for i, buf in enumerate(store):
-                if buf is not None:
-                    new = buf.new_zeros((len(index), *buf.shape[1:]))
-                    new[:, :, : self.start] = buf[index, :, : self.start]
-                    store[i] = new
+                if buf is None:
+                    continue
+                if self.spare is None or self.spare.shape != buf.shape:
+                    self.spare = torch.empty_like(buf)
+                torch.index_select(
+                    buf[: self.rows, :, : self.start], 0, index, out=self.spare[:n, :, : self.start]
+                )
+                store[i], self.spare = self.spare, buf
         self.valid = self.valid[index]
-        self.rows = len(index)
+        self.rows = n
 
 
 def _attend(q, key, value, prefix, valid, first: int) -> torch.Tensor:
@@ -225,20 +245,16 @@ class CascadeStepper:
 
     def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor:
         B = len(prompts)
-        P = common_prefix_len(prompts)
+        owner, firsts = distinct(prompts) if self.dedupe else (list(range(B)), list(range(B)))
+        P = common_prefix_len([prompts[r] for r in firsts])  # the m samples of a prompt share it once
         if P < self.min_prefix:
             P = 0
-        suffixes = [tuple(p[P:]) for p in prompts]
-        if self.dedupe:
-            owner, firsts = distinct(suffixes)
-            unique = [suffixes[r] for r in firsts]
-        else:
-            owner, unique = list(range(B)), suffixes
+        unique = [prompts[r][P:] for r in firsts]
         ids, mask = left_pad(unique, self.pad_id, self.device)
         valid, width = mask.bool(), ids.shape[1]
         pos = P + (mask.cumsum(-1) - 1).clamp(min=0)
 
-        cache = RowCache(self.n_layers, len(unique), width + self.max_new, self.device)
+        cache = RowCache(self.n_layers, len(unique), width + self.max_new, self.device, slots=B)
         if P:
             cache.prefix, cache.prefix_len = self._prefix(prompts[0][:P]), P
         cache.valid[:, :width] = valid
