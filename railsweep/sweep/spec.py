@@ -3,11 +3,14 @@
 A spec names the model families (the miniature world, or explicit base +
 adapter paths), the domains, the strategies with their own parameter grids,
 the shared readout (m, T, seed), the engine backend, the resources and the
-MLflow tracking server. :func:`load_spec` validates everything it can without
-touching a model (unknown keys, strategy or parameter names, n < 1, empty
-grids); :meth:`SweepSpec.resolve` then resolves model paths (building or
-reusing the miniature world) and checks the families exist. Both run in the
-driver before any trial starts, so a bad spec costs one clear error.
+MLflow tracking server. The classes below are the one typed schema of a spec
+(frozen pydantic dataclasses, see :mod:`railsweep.sweep._schema`): building
+one, from YAML in :func:`spec_from_dict` or in Python (``dataclasses.replace``),
+validates every type, range and cross-field rule (unknown keys, strategy or
+parameter names, n < 1, empty grids, a primary setting outside the grid)
+without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
+(building or reusing the miniature world) and checks the families exist. Both
+run in the driver before any trial starts, so a bad spec costs one clear error.
 
 Cells: one clean reference per (family, clean adapter) — strategy Identity on
 M_cl — and one mitigated cell per (family, domain, strategy, parameter point),
