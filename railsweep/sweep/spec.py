@@ -132,6 +132,10 @@ class StrategyGrid:
         return out
 
 
+# Fields take the constrained types of railsweep.sweep._schema (PosInt, NonNegFloat, ...): a plain ``int``
+# would accept '4' and 0.
+
+
 @schema("readout")
 class Readout:
     m: PosInt = 50
