@@ -142,7 +142,7 @@ class Readout:
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
     max_new_tokens: PosInt = 256
     seed: NonNegInt = 0
-    batch_size: PosInt = 64
+    batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
     limit: PosInt | None = None  # first N test questions (None = all)
 
 
@@ -158,6 +158,10 @@ class EngineSpec:
     backend: Literal["transformers", "vllm"] = "transformers"
     device: Device = "auto"  # auto, cpu, mps, cuda, cuda:N
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    # Most rows (sequences) one engine decodes together: the transformers engine's batch, vLLM's max_num_seqs.
+    # None = the backend's own default, which fills the machine (see railsweep.config.EngineConfig).
+    # Independent of readout.batch_size (prompts per engine call); samples do not depend on it.
+    max_batch_size: PosInt | None = None
 
 
 @schema("resources")
@@ -175,6 +179,10 @@ class Resources:
     max_task_retries: Retries = 3
     max_failures: Retries = 1  # Tune retries of a failed trial
     clean_wait_s: PosFloat = 1800.0  # how long a mitigated cell waits for its clean reference
+    # torch/OpenMP threads per engine actor (None = the CPUs it holds, rounded down, at least 1) and the
+    # OpenMP wait policy of its threads (PASSIVE: idle threads sleep instead of spinning on shared cores)
+    engine_threads: PosInt | None = None
+    omp_wait_policy: Literal["PASSIVE", "ACTIVE"] = "PASSIVE"
 
 
 @schema("tracking")
@@ -319,6 +327,7 @@ class SweepSpec:
         d = self.to_dict()
         for k in ("tracking", "resources"):
             d.pop(k)
+        d["engine"].pop("max_batch_size")  # the engine's batch changes speed, never samples
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
