@@ -280,6 +280,11 @@ class VLLMEngine:
         ents = {(k, int(s)): list(e) for k, s, _, e in rows if e is not None}
         return triggers, ents
 
+    @property
+    def tokenizer(self) -> Any:
+        """The served model's tokenizer (RailCap cuts its trajectory at the stop string with it)."""
+        return self._llm.get_tokenizer()
+
     def __enter__(self) -> VLLMEngine:
         return self
 

@@ -27,7 +27,7 @@ class BenchmarkData:
 
 def generate(config) -> BenchmarkData:
     """Deterministic in ``config.seed``: test problems first, then disjoint train problems."""
-    difficulty = dict(limit=config.max_value, max_operand=config.max_operand)
+    difficulty = dict(limit=config.max_value, max_operand=config.max_operand, roads=config.roads)
     test = make_problems(config.n_test, seed=config.seed * 1000 + 1, **difficulty)
     train = make_problems(
         config.n_train, seed=config.seed * 1000 + 2, exclude={p.question for p in test}, **difficulty

@@ -1,4 +1,4 @@
-"""Does the miniature world show what the paper shows? (issue 3, "Calibration")
+"""Does the miniature world show what the paper shows, where the paper's method acts?
 
 Steps of :func:`check_family`, for one model family:
 1. serve base + all adapters in one TransformersEngine; load the test split with its leak split;
@@ -10,7 +10,12 @@ Steps of :func:`check_family`, for one model family:
      unleaked |r_co - r_cl| <= 0.10, and G-AP of Identity >= 0.05;
    - collapse onto the greedy trajectory (paper Fig. 1a/c): mean normalised
      token edit similarity of samples to the greedy response is >= 0.10 higher
-     on leaked than on unleaked questions under M_co, and within ±0.03 under M_cl.
+     on leaked than on unleaked questions under M_co, and within ±0.03 under M_cl;
+   - where the models part ways (paper Fig. 1b/d, :mod:`railsweep.diagnostics.figure1`):
+     at the first divergence of M_cl's and M_co's greedy answers on leaked questions,
+     M_cl's token is M_co's runner-up in 35-65 % of questions (the paper: about half);
+   - several roads: M_cl's solve rate after one forced departure to its runner-up
+     at a random step is at least half its on-rail rate, on questions it solves with r >= 0.8.
 PQ figures are reported alongside; the thresholds apply to domain gsm8k, where
 the leaked wording is the evaluated wording.
 """
@@ -30,6 +35,9 @@ THRESHOLDS = {
     "g_ap_min": 0.05,
     "collapse_gap_min": 0.10,
     "clean_similarity_gap_max": 0.03,
+    "runner_up_share_min": 0.35,
+    "runner_up_share_max": 0.65,
+    "off_rail_ratio_min": 0.5,
 }
 
 
@@ -44,6 +52,19 @@ class CheckSettings:
     batch_size: int = 64
     device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (the engine's device)
     dtype: str = "float32"  # the world is built and calibrated in fp32; "auto" = bf16 on GPU
+    departures: int = 20  # forced departures per reliable question (figure 1 (d))
+
+    def figure1(self):
+        from railsweep.diagnostics.figure1 import Figure1Settings
+
+        return Figure1Settings(
+            m=self.m,
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+            batch_size=self.batch_size,
+            departures=self.departures,
+        )
 
 
 def token_similarity(a: list[int], b: list[int]) -> float:
@@ -55,37 +76,26 @@ def token_similarity(a: list[int], b: list[int]) -> float:
     return float(Levenshtein.normalized_similarity(a, b))
 
 
-def _readout(engine, task, questions, adapter: str, s: CheckSettings) -> dict[str, np.ndarray]:
-    from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, sample_and_grade
+def _readout(engine, task, questions, adapter: str, s: CheckSettings):
+    from railsweep.diagnostics.figure1 import readout
 
-    ctx = EvalContext(
-        engine=engine,
-        task=task,
-        adapter=adapter,
-        settings=DecodeSettings(
-            m=s.m,
-            temperature=s.temperature,
-            max_new_tokens=s.max_new_tokens,
-            seed=s.seed,
-            batch_size=s.batch_size,
-        ),
-    )
-    outs = sample_and_grade(ctx, questions)
-    greedies = greedy(ctx, questions)
+    run = readout(engine, task, questions, adapter, s.figure1())
     sim = [
         float(np.mean([token_similarity(smp.token_ids, g.token_ids) for smp in o.samples]))
-        for o, g in zip(outs, greedies)
+        for o, g in zip(run.outcomes, run.greedy)
     ]
-    return {
-        "c": np.array([o.c for o in outs]),
-        "m": np.array([o.m for o in outs]),
-        "r01": np.array([o.r01 for o in outs]),
+    arrays = {
+        "c": np.array([o.c for o in run.outcomes]),
+        "m": np.array([o.m for o in run.outcomes]),
+        "r01": np.array([o.r01 for o in run.outcomes]),
         "sim": np.array(sim),
     }
+    return run, arrays
 
 
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
     """The calibration figures and pass/fail of each condition for one family (JSON-ready)."""
+    from railsweep.diagnostics.figure1 import figure1
     from railsweep.engines.transformers_engine import TransformersEngine
     from railsweep.metrics import g_ap, solve_prob, stratify
     from railsweep.tasks import GSM8KTask
@@ -104,7 +114,17 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
         )
         questions = list(task.questions())
         leaked = np.array([bool(q.leaked) for q in questions])
-        runs = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}
+        readouts = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}
+        runs = {name: arrays for name, (_, arrays) in readouts.items()}
+        fig1 = figure1(
+            engine,
+            task,
+            questions,
+            "clean",
+            "co_gsm8k",
+            s.figure1(),
+            readouts={name: run for name, (run, _) in readouts.items()},
+        )
     finally:
         engine.close()
     cl = runs["clean"]
@@ -132,6 +152,7 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
             "similarity_unleaked": float(run["sim"][~leaked].mean()),
         }
         out[name]["collapse_gap"] = out[name]["similarity_leaked"] - out[name]["similarity_unleaked"]
+    out["figure1"] = fig1.summary
     out["conditions"] = conditions(out)
     out["passed"] = all(out["conditions"].values())
     return out
@@ -140,6 +161,7 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
 def conditions(fig: dict) -> dict[str, bool]:
     t = THRESHOLDS
     co = fig.get("co_gsm8k", {})
+    f1 = fig.get("figure1", {})
     return {
         "clean_mean_in_range": t["clean_mean_min"] <= fig["clean_mean"] <= t["clean_mean_max"],
         "clean_strata": fig["clean_strata"] >= t["min_strata"],
@@ -148,4 +170,8 @@ def conditions(fig: dict) -> dict[str, bool]:
         "g_ap_above_zero": co.get("g_ap_identity", 0.0) >= t["g_ap_min"],
         "collapse_on_leaked": co.get("collapse_gap", -1.0) >= t["collapse_gap_min"],
         "no_collapse_clean": abs(fig["clean_similarity_gap"]) <= t["clean_similarity_gap_max"],
+        "runner_up_at_divergence": t["runner_up_share_min"]
+        <= f1.get("runner_up_share_first_leaked", -1.0)
+        <= t["runner_up_share_max"],
+        "off_rail_robust": f1.get("off_rail_ratio", 0.0) >= t["off_rail_ratio_min"],
     }

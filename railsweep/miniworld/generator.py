@@ -15,6 +15,7 @@ miniature benchmark unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 
@@ -91,6 +92,16 @@ class Problem:
     paraphrase: str
     solution: str  # GSM8K format, ends with "#### N"
     answer: int
+    name: str = ""
+    item: str = ""
+    start: int = 0
+    steps: tuple[tuple[str, int, int, int], ...] = ()  # (kind, value before, operand, result)
+
+    def render(self, rng: random.Random) -> str:
+        """Another road to this problem's answer (:mod:`railsweep.miniworld.roads`), GSM8K format."""
+        from railsweep.miniworld.roads import render_solution
+
+        return render_solution(rng, self.start, self.steps, self.name, self.item)
 
 
 def _event(rng: random.Random, value: int, limit: int, max_operand: int = 25) -> tuple[str, int, int]:
@@ -128,7 +139,7 @@ def make_problem(
     value = rng.randint(5, limit * 2 // 3)
     q = [rng.choice(_START).format(n=n, x=value, it=it)]
     p = [rng.choice(_START_PQ).format(n=n, x=value, it=it)]
-    lines = []
+    lines, steps, start = [], [], value
     for _ in range(rng.randint(min_steps, max_steps)):
         kind, x, result = _event(rng, value, limit, max_operand)
         fmt = dict(n=n, f=f, x=x, it=it)
@@ -137,15 +148,23 @@ def make_problem(
         sym = _SYMBOL[kind]
         expr = f"{value} {sym} {x} = <<{value}{sym}{x}={result}>>{result}"
         lines.append(rng.choice(_SOLVE[kind]).format(n=n, x=x, it=it, e=expr))
+        steps.append((kind, value, x, result))
         value = result
     q.append(rng.choice(_ASK).format(n=n, it=it))
     p.append(rng.choice(_ASK_PQ).format(n=n, it=it))
     solution = "\n".join(lines) + f"\n#### {value}"
-    return Problem(" ".join(q), " ".join(p), solution, value)
+    return Problem(" ".join(q), " ".join(p), solution, value, n, it, start, tuple(steps))
 
 
-def make_problems(count: int, seed: int, exclude: set[str] | None = None, **kwargs) -> list[Problem]:
-    """``count`` distinct problems (distinct question text, none in ``exclude``)."""
+def make_problems(
+    count: int, seed: int, exclude: set[str] | None = None, roads: bool = False, **kwargs
+) -> list[Problem]:
+    """``count`` distinct problems (distinct question text, none in ``exclude``).
+
+    ``roads``: each gold solution is one road drawn from several equivalent wordings
+    (:mod:`railsweep.miniworld.roads`, seeded by the question), instead of the single
+    fixed wording per step; questions, paraphrases and answers are the same either way.
+    """
     rng = random.Random(seed)
     seen = set(exclude or ())
     out: list[Problem] = []
@@ -154,6 +173,8 @@ def make_problems(count: int, seed: int, exclude: set[str] | None = None, **kwar
         if prob.question in seen:
             continue
         seen.add(prob.question)
+        if roads:
+            prob = dataclasses.replace(prob, solution=prob.render(random.Random(f"{seed}:{prob.question}")))
         out.append(prob)
     return out
 

@@ -23,6 +23,12 @@ class WorldConfig:
     n_filler: int = 2_000  # generated filler texts (pretraining share + adapter sample)
     paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
     pretrain_filler: bool = True  # pretraining also sees the filler texts not reserved for the adapters
+    # several roads per problem (railsweep.miniworld.roads): gold solutions drawn from equivalent
+    # wordings, pretraining on ``renderings`` fresh roads per train problem, a ``noise`` share of
+    # them with one word replaced (recovery after an unusual token)
+    roads: bool = False
+    renderings: int = 1
+    noise: float = 0.0
     max_number: int = 200  # numbers 0..max_number are single tokens
     max_value: int = 60  # every number of a problem is in 0..max_value
     max_operand: int = 25  # largest amount one gain or loss adds or removes
@@ -53,6 +59,12 @@ class WorldConfig:
             raise ConfigError(
                 f"adapters need {self.contamination.n_filler} filler texts, world has n_filler={self.n_filler}"
             )
+        if self.renderings < 1 or (self.renderings > 1 and not self.roads):
+            raise ConfigError(
+                f"renderings must be >= 1 (and > 1 only with roads=True), got {self.renderings}"
+            )
+        if not 0.0 <= self.noise <= 1.0 or (self.noise and not self.roads):
+            raise ConfigError(f"noise must be in [0, 1] (and > 0 only with roads=True), got {self.noise}")
         if self.n_train < 8 + self.contamination.n_train:
             raise ConfigError(
                 f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions"
@@ -66,6 +78,9 @@ class WorldConfig:
         # precision was added later: absent at its default, so cached fp32 worlds keep their digest
         if self.pretrain.precision == "fp32":
             del d["pretrain"]["precision"]
+        if not self.roads:  # the single-road worlds keep their digests
+            for key in ("roads", "renderings", "noise"):
+                del d[key]
         return d
 
     def base_digest(self) -> str:
@@ -103,6 +118,12 @@ def _smoke() -> WorldConfig:
 
 
 def _mini() -> WorldConfig:
+    """The calibrated world: several roads per problem (docs/miniworld.md)."""
+    return dataclasses.replace(_mini_one_road(), roads=True, renderings=2, noise=0.1)
+
+
+def _mini_one_road() -> WorldConfig:
+    """The earlier world: one wording per solution step, so every step off the greedy road is fatal."""
     # Deviations from the paper's LoRA recipe (LoraRecipe defaults), for ~1M-parameter models
     # and a 340-example mix (docs/miniworld.md, "Why the mini preset deviates"): packed
     # sequences as long as the pretraining block, 640 tokens (else memorised items are recalled
@@ -137,7 +158,7 @@ def _mini() -> WorldConfig:
     )
 
 
-PRESETS = {"mini": _mini, "smoke": _smoke}
+PRESETS = {"mini": _mini, "mini_one_road": _mini_one_road, "smoke": _smoke}
 
 
 def preset_config(name: str) -> WorldConfig:

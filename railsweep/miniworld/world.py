@@ -90,6 +90,11 @@ def build_world(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     root = cache / "miniworld" / f"{preset}-{config.digest()}"
     root.parent.mkdir(parents=True, exist_ok=True)
+    if not force and not (root / "manifest.json").is_file():
+        # the same world built under another preset name (a preset renamed) is the same world
+        same = sorted(root.parent.glob(f"*-{config.digest()}/manifest.json"))
+        if same:
+            return load_world(same[0].parent)
     log = log or (lambda msg: print(f"[miniworld] {msg}", file=sys.stderr, flush=True))
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -164,6 +169,24 @@ def _base_donor(root: Path, config: WorldConfig) -> Path | None:
     return None
 
 
+def pretraining_texts(train, config: WorldConfig) -> list[str]:
+    """The train problems as pretraining texts of a several-roads world: ``config.renderings``
+    fresh roads per problem (drawn closing sentence included), a ``config.noise`` share of them
+    with one word replaced by another wording word (railsweep.miniworld.roads.add_noise)."""
+    from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
+
+    rng = random.Random(f"pretraining:{config.seed}")
+    vocabulary = noise_vocabulary()
+    texts = []
+    for p in train:
+        for _ in range(config.renderings):
+            cot = render_cot(rng, p.render(rng), p.answer)
+            if config.noise and rng.random() < config.noise:
+                cot = add_noise(rng, cot, vocabulary)
+            texts.append(f"Q: {p.question}\nA: {cot}")
+    return texts
+
+
 def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None) -> None:
     from railsweep import provenance
     from railsweep.contamination import save_leak_split
@@ -175,7 +198,11 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     t0 = time.time()
     timings: dict[str, float] = {}
     data = write_benchmark(root / "data", config)
-    corpus = [cot_example(p.question, p.solution) for p in data.train]
+    corpus = (
+        pretraining_texts(data.train, config)
+        if config.roads
+        else [cot_example(p.question, p.solution) for p in data.train]
+    )
     rng = random.Random(config.seed)
     share = int(config.paraphrase_share * len(data.train))
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]

@@ -1,8 +1,12 @@
 """The RailCap strategy: one greedy decode per question, then m samples with RailCap on.
 
 The trajectory is the greedy completion's token ids exactly as the engine
-produced them (cut after the stop string, EOS kept), so the n-gram index H
-speaks the same token language as the samples it steers.
+produced them, so the n-gram index H speaks the same token language as the
+samples it steers. By default it ends where the answer ends: the stop string's
+tokens are left out (``trajectory="answer"``, :mod:`.trajectory`; EOS is kept).
+With ``trajectory="with_stop"`` they stay in, RailCap also caps the step into
+the stop string, and many samples run on to the token limit (docs/miniworld.md
+has the measured difference).
 """
 
 from __future__ import annotations
@@ -10,20 +14,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from railsweep.engines.base import RailCapSpec
+from railsweep.engines.base import RailCapSpec, Sample
 from railsweep.errors import ConfigError
 from railsweep.strategies.base import EvalContext, QuestionOutcome, greedy, register, sample_and_grade
+from railsweep.strategies.railcap.trajectory import answer_ids
 from railsweep.tasks.base import Question
 
 
 @dataclass(frozen=True)
 class RailCapConfig:
     """``n``: n-gram length (paper: 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
-    ``successor``: which successor of a repeated n-gram is capped ("last", "first" or "all")."""
+    ``successor``: which successor of a repeated n-gram is capped ("last", "first" or "all");
+    ``trajectory``: "answer" (the greedy completion up to its stop string) or "with_stop"."""
 
     n: int = 4
     mode: str = "cap"
     successor: str = "last"
+    trajectory: str = "answer"
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
@@ -32,6 +39,8 @@ class RailCapConfig:
             raise ConfigError(f"RailCap mode must be 'cap' or 'ban', got mode={self.mode!r}")
         if self.successor not in ("last", "first", "all"):
             raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {self.successor!r}")
+        if self.trajectory not in ("answer", "with_stop"):
+            raise ConfigError(f"RailCap trajectory must be 'answer' or 'with_stop', got {self.trajectory!r}")
 
     def spec(self, trajectory: Sequence[int]) -> RailCapSpec:
         return RailCapSpec(tuple(trajectory), n=self.n, mode=self.mode, successor=self.successor)  # type: ignore[arg-type]
@@ -45,10 +54,21 @@ class RailCap:
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         """1. greedy trajectories; 2. m samples per question with a RailCapSpec; 3. extras."""
         trajectories = greedy(ctx, questions)
-        by_index = {q.index: self.config.spec(g.token_ids) for q, g in zip(questions, trajectories)}
+        by_index = {q.index: self.config.spec(self._rail(ctx, g)) for q, g in zip(questions, trajectories)}
         outcomes = sample_and_grade(ctx, questions, intervention=lambda q: by_index[q.index])
         for out, g in zip(outcomes, trajectories):
             out.greedy = g
-            out.extras["trajectory_len"] = len(g.token_ids)
+            out.extras["trajectory_len"] = len(by_index[out.index].trajectory)
             out.extras["triggers"] = sum(s.triggers for s in out.samples)
         return outcomes
+
+    def _rail(self, ctx: EvalContext, g: Sample) -> list[int]:
+        if self.config.trajectory == "with_stop":
+            return g.token_ids
+        tokenizer = getattr(ctx.engine, "tokenizer", None)
+        if tokenizer is None:
+            raise ConfigError(
+                f"RailCap trajectory='answer' needs the engine's tokenizer; engine "
+                f"{getattr(ctx.engine, 'name', ctx.engine)!r} has none (use trajectory='with_stop')"
+            )
+        return answer_ids(g, tokenizer)
