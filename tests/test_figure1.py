@@ -145,3 +145,42 @@ def test_answer_trajectory_drops_the_stop_string_and_keeps_eos(smoke_engine):
     assert answer_ids(Sample(answer + [tok.eos_token_id], text, "stop"), tok) == answer + [tok.eos_token_id]
     assert answer_ids(Sample(answer, text, "length"), tok) == answer
     assert answer_ids(Sample(stop, "", "stop"), tok) == []
+
+
+def test_figure1_command_writes_rows_summary_and_plot(smoke_world, tmp_path, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    from railsweep.cli import main
+
+    monkeypatch.setenv("RAILSWEEP_CACHE", str(smoke_world))
+    out = tmp_path / "fig"
+    argv = [
+        "figure1",
+        "--world",
+        "smoke",
+        "--limit",
+        "2",
+        "--m",
+        "2",
+        "--max-new-tokens",
+        "16",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    rows = pd.read_parquet(out / "figure1.parquet")
+    assert len(rows) == 4 and set(rows["model"]) == {"clean", "contaminated"}
+    summary = json.loads((out / "figure1.json").read_text())
+    assert {"runner_up_share_first_leaked", "off_rail_ratio", "collapse_gap_contaminated"} <= set(summary)
+    assert (out / "figure1.png").stat().st_size > 0
+
+
+def test_figure1_command_rejects_mixed_inputs_before_any_work(tmp_path, capsys):
+    from railsweep.cli import main
+
+    out = tmp_path / "fig"
+    assert main(["figure1", "--world", "smoke", "--model", "x", "--out", str(out)]) == 2
+    assert "--world replaces" in capsys.readouterr().err
+    assert not out.exists()

@@ -142,3 +142,43 @@ def readout_stability_plot(curves: Mapping[str, pd.DataFrame], path: str | Path)
     ax.set(xlabel="samples per question m (log)", ylabel="mean |r_batch1 − r_batch2|")
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def figure1_plot(rows: pd.DataFrame | Sequence[Mapping], summary: Mapping, path: str | Path) -> Path:
+    """The paper's Figure 1 and its two companions (rows and summary of :mod:`railsweep.diagnostics.figure1`).
+
+    (a) per-question mean ROUGE-L of samples to the greedy response, leaked vs unleaked, per model;
+    (b) rank of M_cl's token under M_co at the first divergence (leaked questions);
+    (c) distinct correct responses of M_cl per question; (d) M_cl's solve rate on and off its rail.
+    """
+    df = pd.DataFrame(list(rows)) if not isinstance(rows, pd.DataFrame) else rows
+    plt = _plt()
+    fig, ax = plt.subplots(1, 4, figsize=(17, 3.6))
+    for k, (model, colour) in enumerate((("clean", "tab:blue"), ("contaminated", "tab:red"))):
+        for j, leaked in enumerate((True, False)):
+            v = df[(df["model"] == model) & (df["leaked"] == leaked)]["greedy_rouge_l"].to_numpy()
+            x = 2 * k + j + np.random.default_rng(0).uniform(-0.15, 0.15, len(v))
+            ax[0].scatter(x, v, s=6, alpha=0.35, color=colour)
+            if len(v):
+                ax[0].scatter([2 * k + j], [v.mean()], s=60, color=colour, edgecolor="black")
+    ax[0].set_xticks(range(4), ["M_cl leaked", "M_cl unleaked", "M_co leaked", "M_co unleaked"], fontsize=7)
+    ax[0].set_ylabel("ROUGE-L to greedy")
+    ax[0].set_title("(a) collapse onto the greedy response")
+    hist = summary.get("first_rank_hist_leaked", {})
+    ax[1].bar(list(hist), list(hist.values()), color="tab:purple")
+    ax[1].set_xlabel("rank of M_cl's token under M_co (6 = 6+)")
+    ax[1].set_title(
+        f"(b) first divergence: runner-up {summary.get('runner_up_share_first_leaked', np.nan):.2f}"
+    )
+    clean = df[df["model"] == "clean"]
+    ax[2].hist(clean["distinct_correct"].dropna(), bins=20, color="tab:green")
+    ax[2].set_xlabel("distinct correct responses of M_cl")
+    ax[2].set_title("(c) path diversity")
+    ax[3].bar(
+        ["on rail", "one forced departure"],
+        [summary.get("on_rail_r", np.nan), summary.get("off_rail_r", np.nan)],
+    )
+    ax[3].set_ylim(0, 1)
+    ax[3].set_title(f"(d) M_cl off its rail: ratio {summary.get('off_rail_ratio', np.nan):.2f}")
+    fig.tight_layout()
+    return _save(fig, path)

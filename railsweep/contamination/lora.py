@@ -128,7 +128,7 @@ def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev:
     """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
     import torch
 
-    step, losses = 0, []
+    step, losses, t0 = 0, [], time.time()
     for epoch, encoded in enumerate(epochs):
         per_epoch = math.ceil(len(encoded) / recipe.global_batch)
         for start in range(0, len(encoded), recipe.global_batch):
@@ -154,7 +154,11 @@ def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev:
             losses.append(step_loss)
             step += 1
         if log is not None:
-            log(f"lora epoch {epoch + 1}/{recipe.epochs} loss {sum(losses[-per_epoch:]) / per_epoch:.3f}")
+            eta = (time.time() - t0) / (epoch + 1) * (recipe.epochs - epoch - 1)
+            log(
+                f"lora epoch {epoch + 1}/{recipe.epochs} loss {sum(losses[-per_epoch:]) / per_epoch:.3f}"
+                f" (eta {eta:.0f}s)"
+            )
     return step, losses, per_epoch
 
 

@@ -109,8 +109,12 @@ def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: Pretr
         opt.zero_grad(set_to_none=True)
         loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
         if log is not None and (step % 100 == 0 or step == config.steps - 1):
-            rate = (step + 1) * config.batch_size * config.block_size / max(1e-9, time.time() - t0)
-            log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f} ({rate:.0f} tokens/s)")
+            elapsed = max(1e-9, time.time() - t0)
+            rate = (step + 1) * config.batch_size * config.block_size / elapsed
+            eta = elapsed / (step + 1) * (config.steps - step - 1)
+            log(
+                f"pretrain step {step}/{config.steps} loss {loss_ema:.3f} ({rate:.0f} tokens/s, eta {eta:.0f}s)"
+            )
     return loss_ema
 
 

@@ -86,6 +86,8 @@ def strategy_label(strategy: str, params: dict[str, Any]) -> str:
     if strategy == "railcap":
         succ = params.get("successor", "last")
         tail = "" if succ == "last" else f" {succ}"
+        if params.get("trajectory", "answer") == "with_stop":
+            tail += " with stop"
         return f"{base} n={params.get('n', 4)} {params.get('mode', 'cap')}{tail}"
     return base
 
@@ -97,6 +99,7 @@ def is_main_railcap(cfg: CellConfig) -> bool:
         and p.get("n") == 4
         and p.get("mode") == "cap"
         and p.get("successor") == "last"
+        and p.get("trajectory", "answer") == "answer"
     )
 
 

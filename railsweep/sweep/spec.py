@@ -45,7 +45,7 @@ from railsweep.sweep._schema import (
 )
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "presets"
-PRESETS = ("paper", "mini", "mini_six", "mini_full", "smoke")
+PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "smoke")
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
 # Strategies each paper table shows (method.md §6); "railcap_main" = RailCap n=4 cap, last successor.

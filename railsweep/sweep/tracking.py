@@ -16,7 +16,7 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -224,3 +224,25 @@ def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     for path, sha in (prov.get("datasets") or {}).items():
         tags[f"data.sha256.{Path(path).name}"] = sha
     return tags
+
+
+def log_figure1(
+    uri: str, summary: Mapping[str, Any], files: Sequence[Path], experiment: str = "railsweep-figure1"
+) -> str:
+    """One MLflow run with the Figure-1 summary as metrics and its files as artifacts; returns the run id."""
+    tracker = Tracker(uri)
+    tracker.ensure_experiment(experiment)
+    run = retry(
+        lambda: tracker.client.create_run(
+            tracker.experiment_id, run_name="figure1", tags={TAG_KIND: "figure1"}
+        ),
+        "create figure-1 run",
+    )
+    rid = run.info.run_id
+    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v == v}
+    for k, v in metrics.items():
+        retry(lambda k=k, v=v: tracker.client.log_metric(rid, k, v), f"log metric {k}")
+    for f in files:
+        retry(lambda f=f: tracker.client.log_artifact(rid, str(f)), f"log artifact {f}")
+    retry(lambda: tracker.client.set_terminated(rid, "FINISHED"), "finish figure-1 run")
+    return rid

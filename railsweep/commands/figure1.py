@@ -1,0 +1,125 @@
+"""``railsweep figure1``: the paper's Figure 1 for a clean/contaminated model pair.
+
+Writes ``OUT/figure1.parquet`` (one row per question and model), ``OUT/figure1.json``
+(the summary: collapse onto the greedy response, the runner-up share where the models
+part ways, M_cl's path diversity and off-rail robustness) and ``OUT/figure1.png``;
+with ``--tracking-uri`` the three are also logged to one MLflow run. Either a base
+model with its adapters (``--model``, ``--adapter``, ``--task-dir``, ``--leak-split``)
+or a family of the miniature world (``--world mini --family neox``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "figure1",
+        help="the paper's Figure 1 (collapse, runner-up share, path diversity, off-rail robustness)",
+        description="Does a contaminated model behave as the paper's Figure 1 says, where RailCap acts?",
+    )
+    p.add_argument("--world", default=None, help="a miniature-world preset (mini, mini_one_road, smoke)")
+    p.add_argument("--family", default=None, help="the world's model family (with --world)")
+    p.add_argument("--model", default=None, help="base model directory (without --world)")
+    p.add_argument(
+        "--adapter", action="append", default=[], metavar="NAME=DIR", help="a LoRA adapter (repeatable)"
+    )
+    p.add_argument("--task-dir", default=None, help="GSM8K-format data directory (without --world)")
+    p.add_argument("--leak-split", default=None, help="leak_split.json: which questions M_co saw")
+    p.add_argument("--clean", default="clean", help="adapter name of M_cl")
+    p.add_argument("--co", default="co_gsm8k", help="adapter name of M_co")
+    p.add_argument("--m", type=int, default=20, help="samples per question")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument(
+        "--departures", type=int, default=20, help="forced departures per reliably solved question"
+    )
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--tracking-uri", default=None, help="also log the figure to this MLflow server")
+    p.add_argument("--out", required=True, metavar="DIR")
+    return p
+
+
+def _inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | None]:
+    from railsweep.commands.eval import parse_pairs
+
+    if args.world:
+        if args.model or args.adapter or args.task_dir:
+            raise ConfigError("--world replaces --model/--adapter/--task-dir; give one or the other")
+        from railsweep.miniworld import build_world
+
+        world = build_world(args.world)
+        fam = world.family(args.family or world.families[0])
+        return (
+            str(fam.base_dir),
+            {k: str(v) for k, v in fam.adapters.items()},
+            str(world.data_dir),
+            str(world.leak_split_path),
+        )
+    if not (args.model and args.task_dir and args.leak_split):
+        raise ConfigError("give --world (and --family), or --model, --adapter, --task-dir and --leak-split")
+    return args.model, parse_pairs(args.adapter, "--adapter"), args.task_dir, args.leak_split
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from railsweep.analysis.plots import figure1_plot
+    from railsweep.diagnostics.figure1 import Figure1Settings, figure1
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.results.io import check_writable_dir
+    from railsweep.tasks import GSM8KTask
+
+    settings = Figure1Settings(
+        m=args.m,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        departures=args.departures,
+    )
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    out = Path(args.out)
+    check_writable_dir(out, "--out")
+    if args.tracking_uri:
+        from railsweep.sweep.tracking import check_tracking_uri
+
+        check_tracking_uri(args.tracking_uri)
+    model, adapters, task_dir, leak_split = _inputs(args)
+    for name in (args.clean, args.co):
+        if name not in adapters:
+            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
+    task = GSM8KTask.from_dir(task_dir, split="test", leak_split=leak_split, limit=args.limit)
+    engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
+    try:
+        fig = figure1(engine, task, list(task.questions()), args.clean, args.co, settings)
+    finally:
+        engine.close()
+    out.mkdir(parents=True, exist_ok=True)
+    rows = pd.DataFrame(fig.rows)
+    rows["early_divergence_ranks"] = rows["early_divergence_ranks"].map(
+        lambda v: json.dumps(v) if v is not None else None
+    )
+    tmp = out / ".figure1.parquet.tmp"
+    rows.to_parquet(tmp, index=False)
+    tmp.replace(out / "figure1.parquet")
+    (out / "figure1.json").write_text(json.dumps(fig.summary, indent=1, default=float) + "\n")
+    figure1_plot(fig.rows, fig.summary, out / "figure1.png")
+    if args.tracking_uri:
+        from railsweep.sweep.tracking import log_figure1
+
+        log_figure1(
+            args.tracking_uri,
+            fig.summary,
+            [out / "figure1.parquet", out / "figure1.json", out / "figure1.png"],
+        )
+    print(json.dumps(fig.summary, default=float))
+    return 0
