@@ -31,17 +31,17 @@ PINNED_CELL_IDS = [
     "ee388132715ee687",
 ]
 PINNED_WEIGHTS = "70b181e31fa3164c"  # sha256 prefix of the smoke world's llama base safetensors
-# (adapter, strategy, params) -> (response rows, sha256 prefix of every row's (question, sample, token ids))
+# (adapter, cell label) -> (response rows, sha256 prefix of every row's (question, sample, token ids))
 PINNED_SAMPLES = {
-    ("clean", "identity", "{}"): (24, "59b4e36916c30203"),
-    ("co_gsm8k", "identity", "{}"): (24, "025ba3412b379dab"),
-    ("co_gsm8k", "all_zero", "{}"): (0, "e3b0c44298fc1c14"),
-    ("co_gsm8k", "railcap", '{"mode": "cap", "n": 2, "successor": "last"}'): (30, "a5f99d2eff041f5d"),
-    ("co_gsm8k", "railcap", '{"mode": "cap", "n": 4, "successor": "last"}'): (30, "40fc0ea0c421ea8d"),
-    ("co_pq", "identity", "{}"): (24, "f02ef795f8bba6cb"),
-    ("co_pq", "all_zero", "{}"): (0, "e3b0c44298fc1c14"),
-    ("co_pq", "railcap", '{"mode": "cap", "n": 2, "successor": "last"}'): (30, "781114afab2aaa76"),
-    ("co_pq", "railcap", '{"mode": "cap", "n": 4, "successor": "last"}'): (30, "6c542b6f86f7dffa"),
+    ("clean", "Identity"): (24, "59b4e36916c30203"),
+    ("co_gsm8k", "Identity"): (24, "025ba3412b379dab"),
+    ("co_gsm8k", "All-Zero"): (0, "e3b0c44298fc1c14"),
+    ("co_gsm8k", "RailCap n=2 cap"): (30, "a5f99d2eff041f5d"),
+    ("co_gsm8k", "RailCap n=4 cap"): (30, "40fc0ea0c421ea8d"),
+    ("co_pq", "Identity"): (24, "f02ef795f8bba6cb"),
+    ("co_pq", "All-Zero"): (0, "e3b0c44298fc1c14"),
+    ("co_pq", "RailCap n=2 cap"): (30, "781114afab2aaa76"),
+    ("co_pq", "RailCap n=4 cap"): (30, "6c542b6f86f7dffa"),
 }
 
 
@@ -89,13 +89,13 @@ def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_pat
         pytest.skip(
             "this smoke world was trained to other weights than the pinned one (machine-dependent build)"
         )
-    server = EngineServer(driver._engine_config(spec, fam, "cpu"), threads=1)
+    server = EngineServer(
+        driver._engine_config(spec, fam, "cpu"), threads=1, prompts_per_call=spec.readout.batch_size
+    )
     got = {}
     for cell in expand(spec):
         c = cell.config
         name, blob = server.run_cell(c.to_dict())["files"]["responses"]
         (tmp_path / name).write_bytes(blob)
-        got[(c.adapter, c.strategy, json.dumps(c.strategy_params))] = _samples_digest(
-            read_responses(tmp_path / name)
-        )
+        got[(c.adapter, cell.label())] = _samples_digest(read_responses(tmp_path / name))
     assert got == PINNED_SAMPLES

@@ -15,6 +15,7 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 import time
@@ -53,7 +54,15 @@ def _cluster_resources() -> tuple[float, float]:
 
 
 def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
-    """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound."""
+    """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound.
+
+    Without a GPU the engines share the CPUs the trials leave (``trial_cpus`` each, at most
+    ``n_engines x slots_per_engine`` trials), so an engine's share grows with the machine;
+    ``resources.engine_cpus`` overrides it. Each engine runs as many threads as it holds CPUs,
+    rounded down, at least 1 (``resources.engine_threads`` overrides), so the engines' threads
+    never outnumber the cores unless there are more engines than cores. Shares are rounded
+    down to 1/1000 CPU so that engines and trials always fit the cluster together.
+    """
     cpus, gpus = _cluster_resources()
     r = spec.resources
     slots = n_engines * r.slots_per_engine
@@ -64,13 +73,16 @@ def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
     else:
         num_gpus = 0.0
         free = max(cpus - slots * r.trial_cpus, 0.1 * n_engines)
-        engine_cpus = r.engine_cpus if r.engine_cpus is not None else min(1.0, free / max(n_engines, 1))
-    threads = max(1, int(engine_cpus)) if not want_gpu else None
+        engine_cpus = r.engine_cpus if r.engine_cpus is not None else free / max(n_engines, 1)
+    engine_cpus = math.floor(engine_cpus * 1000) / 1000
+    threads = r.engine_threads or max(1, int(engine_cpus))
     return {
         "num_gpus": num_gpus,
-        "engine_cpus": round(engine_cpus, 3),
+        "engine_cpus": engine_cpus,
         "threads": threads,
+        "omp_wait_policy": r.omp_wait_policy,
         "trial_cpus": r.trial_cpus,
+        "trial_threads": max(1, int(r.trial_cpus)),
         "max_concurrent": slots,
         "device": spec.engine.device if want_gpu or spec.engine.device == "cpu" else "cpu",
     }
@@ -83,7 +95,7 @@ def _engine_config(spec: SweepSpec, family: Any, device: str) -> dict[str, Any]:
         "adapters": [list(a) for a in family.adapters],
         "device": device,
         "dtype": spec.engine.dtype,
-        "max_batch_size": spec.readout.batch_size,
+        "max_batch_size": spec.engine.max_batch_size,  # None: the backend's default (fills the machine)
     }
 
 
@@ -178,10 +190,16 @@ def run_sweep(
                     num_cpus=plan["engine_cpus"], threads=plan["threads"],
                     max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
                     cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
+                    prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
                 )  # fmt: skip
         timings["setup_s"] = time.perf_counter() - t_start
         if engines:
-            ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
+            ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
+            print(f"[sweep] {len(engines)} engine(s), each {plan['engine_cpus']} CPU(s) and {ready[0]['threads']} "
+                  f"thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up to "
+                  f"{ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
+                  f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time",
+                  file=out, flush=True)  # fmt: skip
         timings["engines_ready_s"] = time.perf_counter() - t_start - timings["setup_s"]
         t_trials = time.perf_counter()
         if pending:
@@ -189,7 +207,7 @@ def run_sweep(
                 tracking_uri=spec.tracking.uri, experiment_id=exp_id, parent_id=parent_id, sweep_id=sweep_id,
                 cells={c.cell_id: _cell_meta(c) for c in cells}, replicas=replicas, board=board,
                 B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
-                clean_wait_s=spec.resources.clean_wait_s, run_tags=run_tags,
+                clean_wait_s=spec.resources.clean_wait_s, run_tags=run_tags, threads=plan["trial_threads"],
             )  # fmt: skip
             trainable = tune.with_resources(
                 tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]}

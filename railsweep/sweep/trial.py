@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from railsweep.sweep.actors import ENGINE_NAMESPACE, engine_name, write_files
+from railsweep.sweep.actors import ENGINE_NAMESPACE, apply_thread_budget, engine_name, write_files
 from railsweep.sweep.tracking import (
     RESULTS_DIR,
     TAG_QUESTIONS_FILE,
@@ -46,6 +46,7 @@ class SweepContext:
     score_seed: int = 0
     clean_wait_s: float = 1800.0
     run_tags: dict[str, str] = field(default_factory=dict)
+    threads: int = 1  # the trial's thread budget (it scores and plots; the engines decode)
 
 
 def cell_summary(df: Any) -> dict[str, float]:
@@ -88,6 +89,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     import ray
     from ray import tune
 
+    apply_thread_budget(ctx.threads)
     cid = config["cell_id"]
     meta = ctx.cells[cid]
     tracker = Tracker(ctx.tracking_uri, ctx.experiment_id)
