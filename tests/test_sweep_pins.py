@@ -19,16 +19,17 @@ from railsweep.results.io import read_responses
 from railsweep.sweep.cells import expand
 from railsweep.sweep.spec import FamilySpec, load_spec
 
+# RailCap's cells carry its 'trajectory' parameter (default 'answer') in their resolved config since it was added.
 PINNED_CELL_IDS = [
     "b62bd5b7d0273d4b",
     "d67e7ec1b682757f",
     "355392cdeba80e6f",
-    "8778f2b1da028532",
-    "03631f92d525091b",
+    "c60b5c9899f38fb2",
+    "5787762188b49a1f",
     "65b14462b81a78e6",
     "ee04c99386581a26",
-    "e5fb69369836ebdf",
-    "ee388132715ee687",
+    "49b20c4444cf3bf8",
+    "f3feea2d51152c62",
 ]
 PINNED_WEIGHTS = "70b181e31fa3164c"  # sha256 prefix of the smoke world's llama base safetensors
 # (adapter, cell label) -> (response rows, sha256 prefix of every row's (question, sample, token ids))
