@@ -119,7 +119,8 @@ def test_launcher_ray_start_commands_parse_with_rays_cli(name, key):
     assert params["head"] is (key == "head_start_ray_commands")
     if params["head"]:
         assert params["autoscaling_config"] == "~/ray_bootstrap_config.yaml"
-        assert params["dashboard_host"] == "0.0.0.0"  # `ray dashboard` tunnels to it; the job API lives there
+        # the job API: on the head's loopback only, reached through `ray dashboard`'s SSH tunnel
+        assert params["dashboard_host"] == "127.0.0.1"
     else:
         assert params["address"] == "$RAY_HEAD_IP:6379"
     # Ray starts in the image's WORKDIR (where the code is) with the MLflow URI in its environment

@@ -162,11 +162,36 @@ def test_rayjob_runs_the_paper_table3_sweep_with_the_mlflow_uri_from_the_environ
     assert job["metadata"]["namespace"] == _load(RAYCLUSTER)["metadata"]["namespace"] == uri.split(".")[1]
 
 
-def test_rayjob_sets_ray_auth_mode_explicitly_on_both_sides():
+def test_ray_token_authentication_comes_from_auth_options_not_from_pod_env():
+    """authOptions.mode token makes the operator generate the token Secret and inject RAY_AUTH_MODE/RAY_AUTH_TOKEN
+    into every Ray container and the submitter; a container that set RAY_AUTH_MODE itself would win over it."""
     job = _load(RAYJOB)["spec"]
-    submitter = job["submitterPodTemplate"]["spec"]["containers"][0]
-    head = job["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
-    assert _env(submitter)["RAY_AUTH_MODE"] == _env(head)["RAY_AUTH_MODE"]
+    for spec in (_load(RAYCLUSTER)["spec"], job["rayClusterSpec"]):
+        assert spec["authOptions"] == {"mode": "token"}
+    cluster = job["rayClusterSpec"]
+    pods = [job["submitterPodTemplate"], cluster["headGroupSpec"]["template"]]
+    pods += [g["template"] for g in cluster["workerGroupSpecs"]]
+    for pod in pods:
+        for container in pod["spec"]["containers"]:
+            assert not {"RAY_AUTH_MODE", "RAY_AUTH_TOKEN"} & set(_env(container)), container["name"]
+
+
+def test_auth_options_typo_and_unknown_mode_are_rejected(validators):
+    doc = _load(RAYCLUSTER)
+    doc["spec"]["authOptions"] = {"mode": "tokens"}
+    assert any("authOptions" in e for e in _errors(validators, doc))
+    doc["spec"]["authOptions"] = {"mod": "token"}
+    assert any("mod" in e for e in _errors(validators, doc))
+
+
+def test_trials_log_to_mlflow_with_credentials_from_the_secret():
+    cluster = _load(RAYJOB)["spec"]["rayClusterSpec"]
+    pods = [cluster["headGroupSpec"]["template"]] + [g["template"] for g in cluster["workerGroupSpecs"]]
+    for pod in pods:
+        env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+        for var, key in (("MLFLOW_TRACKING_USERNAME", "username"), ("MLFLOW_TRACKING_PASSWORD", "password")):
+            assert "value" not in env[var]
+            assert env[var]["valueFrom"]["secretKeyRef"] == {"name": "mlflow-auth", "key": key}
 
 
 def test_vendored_schema_loader_adds_strictness_without_touching_preserved_objects():

@@ -32,11 +32,11 @@ def _server_params(argv: list[str]) -> dict:
     return mlflow_server_cli.make_context("server", list(argv[2:])).params
 
 
-def test_manifest_holds_namespace_pvc_deployment_and_service():
-    assert set(_docs()) == {"Namespace", "PersistentVolumeClaim", "Deployment", "Service"}
+def test_manifest_holds_namespace_auth_config_pvc_deployment_and_service():
+    assert set(_docs()) == {"Namespace", "ConfigMap", "PersistentVolumeClaim", "Deployment", "Service"}
 
 
-@pytest.mark.parametrize("kind", ["Namespace", "PersistentVolumeClaim", "Deployment", "Service"])
+@pytest.mark.parametrize("kind", ["Namespace", "ConfigMap", "PersistentVolumeClaim", "Deployment", "Service"])
 def test_each_object_validates_against_the_strict_kubernetes_schema(kind):
     kubernetes_validate.validate(_docs()[kind], K8S_VERSION, strict=True)
 
@@ -61,7 +61,8 @@ def test_server_command_parses_with_mlflow_cli_and_serves_artifacts_with_allowed
     assert params["serve_artifacts"] is True
     assert params["artifacts_destination"]
     assert params["allowed_hosts"]
-    assert params["host"] == "0.0.0.0"
+    assert params["host"] == "0.0.0.0"  # the pod's address, behind a ClusterIP Service and the basic-auth app
+    assert params["app_name"] == "basic-auth"
     assert params["default_artifact_root"] is None  # else workers would write to their own local paths
 
 

@@ -23,6 +23,7 @@ COVERED = {
     "kuberay/rayjob.yaml": "test_cluster_kuberay.py",
     "k8s/mlflow.yaml": "test_cluster_mlflow.py",
     "k8s/data.yaml": "test_cluster_mlflow.py",
+    "mlflow/basic_auth.ini": "test_cluster_security.py",
     "schemas/kuberay-v1.7.0/rayclusters.ray.io.v1.yaml": "test_cluster_kuberay.py",
     "schemas/kuberay-v1.7.0/rayjobs.ray.io.v1.yaml": "test_cluster_kuberay.py",
     "README.md": "test_cluster_readme.py",
