@@ -33,9 +33,16 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke", action="store_true", help="small-and-fast mode on the smoke miniworld (CI)")
     p.add_argument("--cache-dir", default=None, help="miniworld cache for --smoke")
     p.add_argument(
-        "--ray-address", default=None, help="Ray cluster to join (default: a fresh local instance)"
+        "--ray-address",
+        default=None,
+        help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh private instance)",
     )
-    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a fresh local Ray instance")
+    p.add_argument(
+        "--num-cpus",
+        type=int,
+        default=None,
+        help="CPUs of a fresh private Ray instance (ignored when joining a cluster)",
+    )
     add_data_args(p)
     # --data-dir is required for real runs only; --smoke supplies the miniworld's
     for action in p._actions:
@@ -97,19 +104,22 @@ def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    import ray
-    import torch
+    from railsweep.sweep.local import ray_init_kwargs
 
     args = make_parser().parse_args(argv)
     try:
         families, data_dir, config, pq = resolve_jobs(args)
+        # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
+        init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
     except RailsweepError as e:
         print(f"contaminate: error: {e}", file=sys.stderr)
         return 2
-    if args.ray_address:
-        ray.init(address=args.ray_address)
-    else:
-        ray.init(num_cpus=args.num_cpus, include_dashboard=False)
+    import ray
+    import torch
+
+    if init["address"] == "local":
+        init["include_dashboard"] = False
+    ray.init(**init)
     try:
         gpus = ray.cluster_resources().get("GPU", 0) > 0 or torch.cuda.is_available()
         task = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1)(_train_one)

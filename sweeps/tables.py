@@ -50,9 +50,12 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="override: first N questions")
     p.add_argument("--m", type=int, help="override: samples per question")
     p.add_argument(
-        "--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a fresh local instance)"
+        "--ray-address",
+        help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh private instance)",
     )
-    p.add_argument("--num-cpus", type=int, help="CPUs of a fresh local Ray instance")
+    p.add_argument(
+        "--num-cpus", type=int, help="CPUs of a fresh private Ray instance (ignored when joining a cluster)"
+    )
     p.add_argument("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
     return p
 
@@ -61,15 +64,10 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     args = make_parser(table).parse_args(argv)
     table = table or args.table
     try:
-        import ray
-
-        from railsweep.sweep.driver import run_sweep
+        from railsweep.sweep.local import ray_init_kwargs
         from railsweep.sweep.spec import load_spec
         from railsweep.sweep.tracking import check_tracking_uri
 
-        address = args.ray_address or os.environ.get("RAY_ADDRESS")
-        if not address:
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a fresh local instance: no token file needed
         if args.spec and args.preset:
             raise RailsweepError("give --preset or --spec, not both")
         # Validate the spec before Ray starts: a bad spec costs one line, not a cluster.
@@ -77,7 +75,13 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
         if spec is not None:
             spec = _override(spec, args)
             check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
-        ray.init(address=address, num_cpus=None if address else args.num_cpus, log_to_driver=True)
+        # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
+        init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
+        import ray
+
+        from railsweep.sweep.driver import run_sweep
+
+        ray.init(**init, log_to_driver=True)
         if spec is None:
             spec = _override(
                 load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args

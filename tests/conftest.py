@@ -3,7 +3,10 @@ local Ray head and an `mlflow server` on 127.0.0.1), each made once per test ses
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 import torch
@@ -11,8 +14,22 @@ import torch
 from railsweep.testing import make_tiny_model
 
 torch.set_num_threads(1)
-os.environ["RAY_AUTH_MODE"] = "disabled"  # explicit on both sides (ray-mlflow-notes.md §3.2)
+# Ray as railsweep runs it: token authentication on both sides, every port on 127.0.0.1
+# (railsweep.sweep.local), with the tests' own token, so no test reads or writes ~/.ray/auth_token or reaches a
+# Ray head that something else left running on this machine.
+os.environ.update({"RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
+_token_dir = tempfile.mkdtemp(prefix="railsweep-test-ray-")
+atexit.register(shutil.rmtree, _token_dir, ignore_errors=True)
+os.environ["RAY_AUTH_TOKEN_PATH"] = os.path.join(_token_dir, "auth_token")
+for _var in ("RAY_AUTH_TOKEN", "RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
+    os.environ.pop(_var, None)
 os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+
+
+def pytest_configure(config):
+    from railsweep.sweep.local import ensure_ray_token
+
+    ensure_ray_token()  # the tests' token file, mode 0600
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,9 @@ Starts (or reuses) a local Ray head and a local MLflow server on 127.0.0.1,
 submits the ``mini`` sweep (the CPU miniature world: 3 families × 2 domains,
 clean references and every strategy) as a Ray job, streams its progress,
 prints Table 3 (SA-PPG with CIs) and the MLflow UI address.
-``--preset smoke`` runs a seconds-scale version.
+``--preset smoke`` runs a seconds-scale version. The Ray head uses token
+authentication (Ray's token file, ``~/.ray/auth_token``) and listens on
+127.0.0.1 only; it is left running for the next command.
 """
 
 from __future__ import annotations
@@ -34,5 +36,9 @@ def run(args: argparse.Namespace) -> int:
         where = f"{uri}/#/experiments/{exp.experiment_id}" if exp else uri
     except Exception:  # the address is a convenience; never fail the demo over it
         where = uri
-    print(f"\nMLflow UI: {where}  (Ray dashboard: http://127.0.0.1:{args.dashboard_port})", flush=True)
+    from railsweep.sweep.local import ray_token_path
+
+    # The dashboard asks for Ray's token; name the file, never its content.
+    print(f"\nMLflow UI: {where}  (Ray dashboard: http://127.0.0.1:{args.dashboard_port}, "
+          f"token in {ray_token_path()}; `ray stop` ends the Ray head)", flush=True)  # fmt: skip
     return rc

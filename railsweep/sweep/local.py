@@ -1,17 +1,32 @@
 """Start or reuse a local Ray head and a local MLflow tracking server on 127.0.0.1, and submit jobs.
 
 Both are started as separate processes (not inside the caller), so they
-outlive a ``railsweep demo`` run and are reused by the next one. Token
-authentication: Ray 2.60 turns it on for local clusters whenever
-``~/.ray/auth_token`` exists, and ``ray job submit`` then fails with 401 unless
-the client says so; every command here passes ``RAY_AUTH_MODE`` explicitly
-(default ``disabled``, or whatever the caller's environment sets) to the head
-and the client alike.
+outlive a ``railsweep demo`` run and are reused by the next one.
+
+Security, in the order a head is started and used:
+
+1. Token: Ray's own authentication token, in Ray's token file
+   (``$RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``, mode 0600), made by
+   ``ray get-auth-token --generate`` when missing (``$RAY_AUTH_TOKEN``, when set,
+   is used as it is). railsweep never prints, logs or passes the token on a
+   command line; Ray's processes read it from the file.
+2. Head: ``RAY_AUTH_MODE=token`` on the head and on every client this module
+   runs (``ray start``, ``ray job submit``) and in :func:`auth_env` for the
+   caller's own. Every Ray port of the local head (GCS, raylet, object
+   manager, dashboard, dashboard and runtime-env agents, client server,
+   metrics) binds 127.0.0.1: ``ray start --node-ip-address 127.0.0.1`` alone is
+   rewritten by Ray to the machine's address, so the head and its local clients
+   run in Ray's single-machine mode (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``,
+   the mode Ray uses on macOS and Windows), where the node address is loopback.
+3. Reuse: a head already answering on the dashboard port is reused only if it
+   refuses a request without the token and accepts ours; otherwise one
+   :class:`ConfigError` names the head and says how to stop it (``ray stop``).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -25,11 +40,93 @@ from pathlib import Path
 
 from railsweep.errors import ConfigError, MissingDependencyError
 
+# Ray's single-machine mode: the node address (and so every server of the head) is 127.0.0.1.
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
-def auth_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("RAY_AUTH_MODE", "disabled")
+
+def ray_token_path() -> Path:
+    """Where Ray looks for its token file: ``$RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token").expanduser()
+
+
+def ensure_ray_token() -> None:
+    """Make sure Ray's token exists, readable by this user only; never reads it out loud.
+
+    ``$RAY_AUTH_TOKEN`` set: nothing to do. The default file is created by Ray's
+    own ``ray get-auth-token --generate`` (its output, which is the token,
+    discarded) under umask 077; a file named by ``$RAY_AUTH_TOKEN_PATH`` (which
+    Ray's generator does not write) gets a token of the same form (256 random
+    bits, hex). An existing file that others can read is narrowed to 0600.
+    """
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return
+    path = ray_token_path()
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if "RAY_AUTH_TOKEN_PATH" in os.environ:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
+        else:
+            subprocess.run([_exe("ray"), "get-auth-token", "--generate"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False, umask=0o077, env=auth_env())  # fmt: skip
+        if not path.exists():
+            raise ConfigError(f"could not create Ray's authentication token file {path}")
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+
+
+def auth_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a Ray process on this machine: token authentication on, loopback-only node.
+
+    ``RAY_AUTH_MODE`` is always ``token`` (a caller's ``disabled`` is overridden):
+    with authentication off, anyone who reaches the Jobs API or the GCS runs code.
+    """
+    env = dict(os.environ if base is None else base)
+    env["RAY_AUTH_MODE"] = "token"
+    env.update(LOOPBACK_ONLY)
     return env
+
+
+def ray_init_kwargs(
+    address: str | None, *, num_cpus: int | None = None, num_gpus: int | None = None
+) -> dict[str, object]:
+    """Keyword arguments for ``ray.init`` in a ``sweeps/*.py`` entry point; call it before ``import ray``.
+
+    1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets
+       inside a job): join it with token authentication. The cluster has its own
+       resources, so ``num_cpus``/``num_gpus`` (which Ray refuses when joining) are
+       dropped with a note on stderr.
+    2. Otherwise a fresh private instance (``address="local"``: never the head
+       that another process left running), token authentication on, every port
+       on 127.0.0.1, sized by ``num_cpus``/``num_gpus``.
+    """
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        dropped = [flag for flag, v in (("--num-cpus", num_cpus), ("--num-gpus", num_gpus)) if v is not None]
+        if dropped:
+            print(f"[railsweep] joining the Ray cluster at {address}: {' and '.join(dropped)} ignored "
+                  "(they size a new local instance; a running cluster has its own resources)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        return {"address": address}
+    os.environ.update(auth_env({}))
+    ensure_ray_token()
+    kwargs: dict[str, object] = {"address": "local"}
+    if num_cpus is not None:
+        kwargs["num_cpus"] = num_cpus
+    if num_gpus is not None:
+        kwargs["num_gpus"] = num_gpus
+    return kwargs
+
+
+def _bearer() -> dict[str, str]:
+    """The Authorization header Ray's dashboard expects (built in memory, never printed)."""
+    token = os.environ.get("RAY_AUTH_TOKEN")
+    if not token:
+        path = ray_token_path()
+        token = path.read_text().strip() if path.exists() else ""
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def free_port() -> int:
@@ -38,12 +135,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _http_ok(url: str, timeout: float = 2.0) -> bool:
+def _http_status(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0) -> int | None:
+    """The HTTP status of a GET (None when nothing answers)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status == 200
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
     except (urllib.error.URLError, OSError):
-        return False
+        return None
+
+
+def _http_ok(url: str, timeout: float = 2.0, headers: dict[str, str] | None = None) -> bool:
+    return _http_status(url, headers, timeout) == 200
 
 
 def _exe(name: str) -> str:
@@ -121,6 +225,32 @@ class RayHead:
     service: Service
 
 
+def check_head_accepts_token(url: str) -> None:
+    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token.
+
+    Raises one :class:`ConfigError` naming the head and how to stop it otherwise.
+    """
+    stop = "stop it with `ray stop` (this ends every Ray process of this user on the machine) and run again"
+    anonymous = _http_status(url + "/api/jobs/")
+    if anonymous == 200:
+        raise ConfigError(
+            f"the Ray head at {url} runs without token authentication (its Jobs API answers without a token, "
+            f"so anyone who can reach it can run code); {stop}"
+        )
+    if anonymous not in (401, 403):
+        raise ConfigError(
+            f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
+            "choose another port with --dashboard-port"
+        )
+    mine = _http_status(url + "/api/jobs/", _bearer())
+    if mine != 200:
+        where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
+        raise ConfigError(
+            f"the Ray head at {url} does not accept this machine's Ray token ({where}; it answered {mine}): it "
+            f"was started with another token. Point RAY_AUTH_TOKEN_PATH at that head's token file, or {stop}"
+        )
+
+
 def ensure_ray_head(
     *,
     dashboard_port: int = 8265,
@@ -130,19 +260,22 @@ def ensure_ray_head(
     isolated: bool = False,
     timeout: float = 120.0,
 ) -> RayHead:
-    """A local Ray head with its dashboard (needed by ``ray job submit``) on 127.0.0.1.
+    """A local Ray head with token authentication, every port on 127.0.0.1, its dashboard (the job API) too.
 
-    Reused when a dashboard already answers on ``dashboard_port``. ``block=True``
-    keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop`
-    ends exactly this cluster (``ray stop`` would end every Ray on the host).
-    ``isolated=True`` picks free ports and a private temp dir (tests next to
-    other clusters on the same machine).
+    Reused when a dashboard already answers on ``dashboard_port`` and
+    :func:`check_head_accepts_token` passes. ``block=True`` keeps ``ray start``
+    in the foreground as our child, so :meth:`Service.stop` ends exactly this
+    cluster (``ray stop`` would end every Ray on the host). ``isolated=True``
+    picks free ports and a private temp dir (tests next to other clusters on
+    the same machine) and never reuses a running head.
     """
     url = f"http://127.0.0.1:{dashboard_port}"
-    if not isolated and _http_ok(url + "/api/version"):
+    ensure_ray_token()
+    if not isolated and _http_status(url + "/api/version") is not None:
+        check_head_accepts_token(url)
         return RayHead(url, None, Service(url, None))
-    cmd = [_exe("ray"), "start", "--head", "--dashboard-host", "127.0.0.1", "--disable-usage-stats",
-           "--include-dashboard", "true"]  # fmt: skip
+    cmd = [_exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
+           "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
     gcs_port = 6379
     log = None
     if isolated:
@@ -169,7 +302,7 @@ def ensure_ray_head(
             if proc.returncode != 0:
                 raise ConfigError(f"`{' '.join(cmd)}` failed with code {proc.returncode}")
         _wait(
-            lambda: _http_ok(url + "/api/version"),
+            lambda: _http_ok(url + "/api/version", headers=_bearer()),
             timeout,
             "Ray head dashboard",
             proc if block else None,
