@@ -110,3 +110,33 @@ def _register() -> None:
     from transformers import AttentionInterface
 
     AttentionInterface.register(IMPLEMENTATION, block_causal_attention)
+
+
+def slow_bf16_warning(device_type: str) -> str | None:
+    """A warning when bf16 training is asked for on a CPU without native bf16 arithmetic.
+
+    Without AVX512-BF16 or AMX, PyTorch emulates bf16 matmuls: on an AVX2-only CPU one
+    [5120 x 128] @ [128 x 512] matmul took 727 ms in bf16 against 13.6 ms in fp32 (~50x).
+    """
+    if device_type != "cpu":
+        return None
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability.startswith("AVX512") and _cpu_flags() & {"avx512_bf16", "amx_bf16"}:
+        return None
+    return (
+        f"bf16 training on this CPU ({capability}, no native bf16) is emulated and can be ~50x slower "
+        "than fp32; use precision fp32"
+    )
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()

@@ -66,3 +66,18 @@ def test_auto_is_block_causal_on_a_cpu_only_where_supported():
         resolve("flash", model, "cpu", 64)
     with pytest.raises(ConfigError, match="attention"):
         PretrainConfig(attention="flash")
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_warned_about(monkeypatch):
+    import torch
+
+    from railsweep import train_attention as ta
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert "fp32" in ta.slow_bf16_warning("cpu")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(ta, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    assert ta.slow_bf16_warning("cpu") is None
+    monkeypatch.setattr(ta, "_cpu_flags", lambda: {"avx512f"})
+    assert ta.slow_bf16_warning("cpu") is not None
+    assert ta.slow_bf16_warning("cuda") is None

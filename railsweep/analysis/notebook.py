@@ -282,3 +282,37 @@ def gap_vs_sappg(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) ->
             "SA-PPG": sc["sa_ppg"]["value"], "cancelled share": (1 - g / a) if a > 0 else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=["strategy", "G-AP", "G-APP", "A-PPG", "SA-PPG", "cancelled share"])
+
+
+def load_figure1(tracker, out_dir: str | Path, experiment: str = "railsweep-figure1") -> dict | None:
+    """The newest ``railsweep figure1 --tracking-uri`` run: {"run_id", "summary", "png"}; None if there is none."""
+    from railsweep.sweep.tracking import TAG_KIND, retry
+
+    exp = retry(lambda: tracker.client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
+    if exp is None:
+        return None
+    runs = retry(
+        lambda: tracker.client.search_runs(
+            [exp.experiment_id], filter_string=f"tags.`{TAG_KIND}` = 'figure1'", max_results=1,
+            order_by=["attributes.start_time DESC"],
+        ),
+        "search figure-1 runs",
+    )  # fmt: skip
+    if not runs:
+        return None
+    run = runs[0]
+    out = Path(out_dir) / f"figure1-{run.info.run_id}"
+    out.mkdir(parents=True, exist_ok=True)
+    png = retry(
+        lambda: tracker.client.download_artifacts(run.info.run_id, "figure1.png", str(out)),
+        "download figure1.png",
+    )
+    summary = json.loads(
+        Path(
+            retry(
+                lambda: tracker.client.download_artifacts(run.info.run_id, "figure1.json", str(out)),
+                "download figure1.json",
+            )
+        ).read_text()
+    )
+    return {"run_id": run.info.run_id, "summary": summary, "png": Path(png)}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from railsweep.contamination.config import LoraRecipe
 from railsweep.errors import ConfigError, DataError
-from railsweep.train_attention import training_attention
+from railsweep.train_attention import slow_bf16_warning, training_attention
 
 
 def _device(device: str | None) -> str:
@@ -63,6 +63,8 @@ def train_lora(
     if precision == "auto":
         precision = "bf16" if dev.startswith("cuda") else "fp32"
     autocast = precision != "fp32"
+    if autocast and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
+        log(f"warning: {warning}")
     torch.manual_seed(recipe.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     model = AutoModelForCausalLM.from_pretrained(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.train_attention import ATTENTIONS, training_attention
+from railsweep.train_attention import ATTENTIONS, slow_bf16_warning, training_attention
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
     device = next(model.parameters()).device
+    if config.precision == "bf16" and log is not None and (warning := slow_bf16_warning(device.type)):
+        log(f"warning: {warning}")
     model.train()
     with training_attention(model, config.attention, device.type, config.block_size) as attention:
         loss_ema = _train(model, tokens, opt, lr_at, bos, need, device, config, log)
