@@ -215,3 +215,20 @@ def test_the_token_appears_in_no_log_of_the_head(ray_head, job_dir):
     assert len(logs) > 5
     leaked = [str(p) for p in logs if token in p.read_text(errors="replace")]
     assert leaked == []
+
+
+def test_scripts_join_a_running_cluster_without_resource_flags_and_say_so(monkeypatch, capsys):
+    for var in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")  # what Ray sets inside a job
+    assert local.ray_init_kwargs(None, num_cpus=2) == {"address": "127.0.0.1:6379"}
+    assert "--num-cpus ignored" in capsys.readouterr().err
+    assert os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+
+
+def test_scripts_without_a_cluster_start_a_private_instance_with_token_and_loopback(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert local.ray_init_kwargs(None, num_cpus=1) == {"address": "local", "num_cpus": 1}
+    assert os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+    assert local.ray_token_path().is_file()

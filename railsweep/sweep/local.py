@@ -94,7 +94,8 @@ def ray_init_kwargs(
     """Keyword arguments for ``ray.init`` in a ``sweeps/*.py`` entry point; call it before ``import ray``.
 
     1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets
-       inside a job): join it with token authentication. The cluster has its own
+       inside a job): join it with token authentication (in Ray's single-machine
+       mode when the address is 127.0.0.1). The cluster has its own
        resources, so ``num_cpus``/``num_gpus`` (which Ray refuses when joining) are
        dropped with a note on stderr.
     2. Otherwise a fresh private instance (``address="local"``: never the head
@@ -104,6 +105,8 @@ def ray_init_kwargs(
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+        if address.split("://")[-1].rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+            os.environ.update(LOOPBACK_ONLY)  # else Ray rewrites 127.0.0.1 to this machine's address
         dropped = [flag for flag, v in (("--num-cpus", num_cpus), ("--num-gpus", num_gpus)) if v is not None]
         if dropped:
             print(f"[railsweep] joining the Ray cluster at {address}: {' and '.join(dropped)} ignored "
