@@ -5,9 +5,14 @@ Steps:
   2. greedy-decode every prompt once: the RailCap trajectories;
   3. decode the same batch (``--prompts`` x ``--samples`` rows, >= 256) under Identity,
      RailCap cap and RailCap ban, interleaved over ``--repeats`` rounds (order rotated);
-  4. print JSON: tokens per CPU second per arm (best and median of the repeats; other
-     jobs on a shared machine only ever slow a run down, so "best" is the headline),
-     the ratios to Identity (target >= 0.95), and the processor's own cost per step.
+  4. print JSON: tokens per CPU second per arm (best and median of the repeats), the
+     ratios to Identity and the processor's own cost per step.
+
+Headline: ``ratio_cap_vs_identity`` / ``ratio_ban_vs_identity``, the median over rounds of
+the RailCap arm's tokens per CPU second over Identity's in the same round (target >= 0.97).
+Pairing within a round cancels slow drifts in the machine's load, and the median shrugs
+off a round another job disturbed; best-of ratios (``*_best``) swung 0.91-0.98 between
+runs on a loaded machine and are kept only for comparison.
 
 Run: ``python bench/railcap_overhead.py`` (CPU, about 1 min with one thread).
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -99,6 +105,7 @@ def _processor_cost(identity_comps, trajectories, args, vocab: int) -> dict[str,
 
 def main(argv: list[str] | None = None) -> dict:
     args = make_parser().parse_args(argv)
+    load_start = [round(x, 2) for x in os.getloadavg()]
     torch.set_num_threads(args.threads)
     rows = args.prompts * args.samples
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,8 +140,11 @@ def main(argv: list[str] | None = None) -> dict:
         vocab = engine.model.get_output_embeddings().weight.shape[0]
         micro = _processor_cost(comps_by_arm["identity"], trajectories, args, vocab)
         engine.close()
-    best = {k: max(v) for k, v in tps.items()}  # other jobs only ever slow a run down
+    best = {k: max(v) for k, v in tps.items()}
     med = {k: statistics.median(v) for k, v in tps.items()}
+    paired = {
+        k: statistics.median(a / b for a, b in zip(tps[k], tps["identity"])) for k in tps if k != "identity"
+    }
     med_wall = {k: statistics.median(v) for k, v in wall.items()}
     result = {
         "rows_per_batch": rows,
@@ -150,10 +160,14 @@ def main(argv: list[str] | None = None) -> dict:
         "tokens_per_cpu_s_all": tps,
         "tokens_per_wall_s_median": med_wall,
         "triggers_last_repeat": triggers,
-        "ratio_cap_vs_identity": best["railcap_cap_n4"] / best["identity"],
-        "ratio_ban_vs_identity": best["railcap_ban_n4"] / best["identity"],
-        "ratio_cap_vs_identity_median": med["railcap_cap_n4"] / med["identity"],
-        "ratio_ban_vs_identity_median": med["railcap_ban_n4"] / med["identity"],
+        "ratio_cap_vs_identity": paired["railcap_cap_n4"],
+        "ratio_ban_vs_identity": paired["railcap_ban_n4"],
+        "target_ratio": 0.97,
+        "ratio_cap_vs_identity_of_medians": med["railcap_cap_n4"] / med["identity"],
+        "ratio_ban_vs_identity_of_medians": med["railcap_ban_n4"] / med["identity"],
+        "ratio_cap_vs_identity_best": best["railcap_cap_n4"] / best["identity"],
+        "ratio_ban_vs_identity_best": best["railcap_ban_n4"] / best["identity"],
+        "load_average_start_end": [load_start, [round(x, 2) for x in os.getloadavg()]],
         "identity_cpu_ms_per_step": 1e3 * rows / best["identity"],
         **micro,
         "ratio_cap_estimate_from_step_costs": 1
