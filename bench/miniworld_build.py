@@ -10,7 +10,7 @@ Steps:
   3. print JSON: build seconds (total and per family), evaluation seconds (total and per
      cell), samples decoded, torch threads, machine.
 
-Targets (issue 3): build <= 20 min for mini (3 families, both domains) on a 2-core machine,
+Targets: build <= 20 min for mini (3 families, both domains) on a 2-core machine,
 evaluation <= 10 min. Run: ``python bench/miniworld_build.py [--preset mini] [--threads 2]``.
 """
 
