@@ -95,7 +95,12 @@ def test_eval_clean_and_mitigated_then_score_prints_and_writes_the_metric_table(
     clean_cell, clean_df = read_cell(clean_path)
     assert clean_cell.role == "clean" and clean_cell.adapter == "clean" and len(clean_df) == len(QUESTIONS)
     assert 0 < clean_df["solve_prob"].mean() < 1, "degenerate world: golds should be partly reachable"
-    assert read_cell(mitigated[1])[0].strategy_params == {"mode": "cap", "n": 2, "successor": "last"}
+    assert read_cell(mitigated[1])[0].strategy_params == {
+        "mode": "cap",
+        "n": 2,
+        "successor": "last",
+        "trajectory": "answer",
+    }
     assert (read_responses(mitigated[1]).groupby("question_index")["sample_index"].min() == -1).all()
 
     prefix = tmp_path / "report" / "scores"
@@ -117,7 +122,7 @@ def test_eval_clean_and_mitigated_then_score_prints_and_writes_the_metric_table(
     md = (tmp_path / "report" / "scores.md").read_text()
     assert "| identity |" in md and "G-AP" in md
     csv = pd.read_csv(tmp_path / "report" / "scores.csv")
-    assert csv["strategy"].tolist() == ["identity", "railcap mode=cap n=2 successor=last"]
+    assert csv["strategy"].tolist() == ["identity", "railcap mode=cap n=2 successor=last trajectory=answer"]
     assert (csv["sa_ppg_ci_low"] <= csv["sa_ppg"]).all() and (csv["sa_ppg"] <= csv["sa_ppg_ci_high"]).all()
     assert (csv["n_questions"] == len(QUESTIONS)).all()
     # A-PPG recomputed by hand from the two per-question tables

@@ -36,6 +36,10 @@ def _runs(uri, experiment):
 
 
 def _cell_runs(df):
+    if "tags.railsweep.kind" not in df.columns:  # polled before the first run exists: no tag columns yet
+        import pandas as pd
+
+        return pd.DataFrame(columns=["status", "run_id", "tags.railsweep.cell_id"])
     return df[df["tags.railsweep.kind"] == "cell"]
 
 
