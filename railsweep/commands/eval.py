@@ -67,7 +67,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="auto")
     p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
     p.add_argument(
-        "--max-batch-size", type=int, default=256, help="most sequences the engine decodes together"
+        "--max-batch-size",
+        type=int,
+        default=None,
+        help="most sequences the engine decodes together (default: the backend's, which fills the machine)",
     )
     p.add_argument("--cache-dir", default=None, help="where strategies may cache per-model artefacts")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory for the cell's files")
