@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     tmp = out / ".figure1.parquet.tmp"
     rows.to_parquet(tmp, index=False)
     tmp.replace(out / "figure1.parquet")
-    (out / "figure1.json").write_text(json.dumps(fig.summary, indent=1, default=float) + "\n")
+    tmp = out / ".figure1.json.tmp"
+    tmp.write_text(json.dumps(fig.summary, indent=1, default=float) + "\n")
+    tmp.replace(out / "figure1.json")
     figure1_plot(fig.rows, fig.summary, out / "figure1.png")
     if args.tracking_uri:
         from railsweep.sweep.tracking import log_figure1
