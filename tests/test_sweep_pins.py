@@ -1,6 +1,7 @@
 """The smoke sweep's cell ids and samples are pinned: how the engines batch, thread and compact their caches changes
 the speed of a sweep, never its cells or its samples.
 
+Their per-question tables are pinned too (every column, by question).
 The cell ids are computed on fixed placeholder paths (a cell id hashes the model path), so they hold on any machine.
 The sample digests hold for the smoke world whose base weights were pinned with them: a world built elsewhere (its
 training threads follow the machine's CPU count) gets other weights, and that test skips with the reason.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from railsweep.results.io import read_responses
+from railsweep.results.io import read_cell, read_responses
 from railsweep.sweep.cells import expand
 from railsweep.sweep.spec import FamilySpec, load_spec
 
@@ -43,6 +44,20 @@ PINNED_SAMPLES = {
     ("co_pq", "All-Zero"): (0, "e3b0c44298fc1c14"),
     ("co_pq", "RailCap n=2 cap"): (30, "781114afab2aaa76"),
     ("co_pq", "RailCap n=4 cap"): (30, "6c542b6f86f7dffa"),
+}
+
+
+# (adapter, cell label) -> sha256 prefix of the cell's per-question table
+PINNED_TABLES = {
+    ("clean", "Identity"): "e1ab5fa0f7bc037d",
+    ("co_gsm8k", "Identity"): "05058dbf90697b66",
+    ("co_gsm8k", "All-Zero"): "ee16618f5f920bca",
+    ("co_gsm8k", "RailCap n=2 cap"): "e1446136e205771a",
+    ("co_gsm8k", "RailCap n=4 cap"): "ea25f972d0ff657d",
+    ("co_pq", "Identity"): "8b98fde219a8057c",
+    ("co_pq", "All-Zero"): "ee16618f5f920bca",
+    ("co_pq", "RailCap n=2 cap"): "eb9716babf563c10",
+    ("co_pq", "RailCap n=4 cap"): "5c0519b585f97b2e",
 }
 
 
@@ -80,6 +95,12 @@ def _samples_digest(df) -> tuple[int, str]:
     return len(df), h.hexdigest()[:16]
 
 
+def _table_digest(df) -> str:
+    """sha256 prefix of a per-question table's values (every column, rows by question)."""
+    df = df.sort_values("question_index").reset_index(drop=True)
+    return hashlib.sha256(df.to_csv(index=False, float_format="%.12g").encode()).hexdigest()[:16]
+
+
 def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_path):
     from railsweep.sweep import driver
     from railsweep.sweep.actors import EngineServer
@@ -93,10 +114,13 @@ def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_pat
     server = EngineServer(
         driver._engine_config(spec, fam, "cpu"), threads=1, prompts_per_call=spec.readout.batch_size
     )
-    got = {}
+    got, tables = {}, {}
     for cell in expand(spec):
         c = cell.config
-        name, blob = server.run_cell(c.to_dict())["files"]["responses"]
-        (tmp_path / name).write_bytes(blob)
-        got[(c.adapter, cell.label())] = _samples_digest(read_responses(tmp_path / name))
+        files = server.run_cell(c.to_dict())["files"]
+        for name, blob in (files["responses"], files["questions"]):
+            (tmp_path / name).write_bytes(blob)
+        got[(c.adapter, cell.label())] = _samples_digest(read_responses(tmp_path / files["responses"][0]))
+        tables[(c.adapter, cell.label())] = _table_digest(read_cell(tmp_path / files["questions"][0])[1])
     assert got == PINNED_SAMPLES
+    assert tables == PINNED_TABLES
