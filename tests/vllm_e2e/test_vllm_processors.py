@@ -19,12 +19,12 @@ from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
 
-from railsweep.engines.base import BanTopSpec, RailCapSpec
 from railsweep.engines.vllm_processors import (
     RailsweepV1Processor,
     RailsweepV2Processor,
     extra_args_for,
 )
+from railsweep.interventions import BanTopSpec, RailCapSpec
 
 V = 40
 ALPHABET = 6  # tokens 0..5: n-grams repeat
