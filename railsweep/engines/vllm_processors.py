@@ -370,7 +370,9 @@ class _SlotState:
     def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
         live = np.array([i for i, k in enumerate(self.keys) if k is not None], np.int64)
         if len(live):
-            self._retire(live, torch.from_numpy(live).to(self.device))
+            # the runner made these tensors under inference mode; resetting them in place needs it too
+            with torch.inference_mode():
+                self._retire(live, torch.from_numpy(live).to(self.device))
         return self.ledger.pop()
 
 
