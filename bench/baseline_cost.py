@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from railsweep.engines.base import NeuronPatchSpec
 from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.interventions import NeuronPatchSpec
 from railsweep.strategies import build_strategy
 from railsweep.strategies.base import DecodeSettings, EvalContext
 from railsweep.strategies.shortcut.localisation import localise

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from railsweep.engines.base import RailCapSpec, Request, SamplingSpec
+from railsweep.engines.base import Request, SamplingSpec
+from railsweep.engines.hf_processors import RailCapProcessor
 from railsweep.engines.transformers_engine import TransformersEngine
-from railsweep.strategies.railcap.core import apply_railcap
-from railsweep.strategies.railcap.hf_processor import RailCapProcessor
+from railsweep.interventions.railcap import RailCapSpec, apply_railcap
 from railsweep.testing import make_tiny_model
 
 QUESTIONS = [

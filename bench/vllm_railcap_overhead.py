@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = make_parser().parse_args(argv)
     from vllm import SamplingParams
 
-    from railsweep.engines.base import RailCapSpec
     from railsweep.engines.vllm_engine import VLLMEngine
     from railsweep.engines.vllm_processors import extra_args_for
+    from railsweep.interventions import RailCapSpec
 
     with tempfile.TemporaryDirectory() as tmp:
         model_dir, load_format = _model_dir(args, Path(tmp))

@@ -8,9 +8,10 @@ import shutil
 import pytest
 import torch
 
-from railsweep.engines.base import Engine, NeuronPatchSpec, RailCapSpec, Request, SamplingSpec
+from railsweep.engines.base import Engine, Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError, DataError
+from railsweep.interventions import NeuronPatchSpec, RailCapSpec
 
 PROMPTS = [
     "Question: Janet sells 16 eggs every day.\nAnswer:",
@@ -151,7 +152,7 @@ def test_entropy_is_the_full_vocabulary_entropy_of_each_step(engine, tiny_model_
 
 
 def test_neuron_patch_with_the_model_as_its_own_reference_changes_nothing(engine):
-    from railsweep.engines.neuron_patch import mlp_widths
+    from railsweep.interventions.neuron_patch import mlp_widths
 
     spec = NeuronPatchSpec(neurons=((0, tuple(range(mlp_widths(engine.model)[0]))),), reference_adapter="co")
     plain = engine.generate([greedy(p, adapter="co") for p in PROMPTS])

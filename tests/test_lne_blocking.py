@@ -7,9 +7,10 @@ import math
 import pytest
 from baselines_world import make_ctx, make_world, toy_task
 
-from railsweep.engines.base import BanTopSpec, Request, SamplingSpec
+from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
+from railsweep.interventions import BanTopSpec
 from railsweep.strategies import build_strategy, make_config
 from railsweep.strategies.lne_blocking import blocking_count, lne
 

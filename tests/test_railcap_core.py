@@ -7,16 +7,18 @@ import random
 import pytest
 import torch
 
-from railsweep.engines.base import BanTopSpec, RailCapSpec
-from railsweep.strategies.railcap.core import (
+from railsweep.engines.hf_processors import BanTopProcessor, RailCapProcessor
+from railsweep.interventions.ban_top import BanTopSpec
+from railsweep.interventions.ban_top import ban_top as apply_ban_top
+from railsweep.interventions.railcap import (
     MODE_CODES,
     SUCCESSOR_CODES,
+    RailCapSpec,
     apply_railcap,
     cap_or_ban,
     pack_specs,
     railcap_targets,
 )
-from railsweep.strategies.railcap.hf_processor import BanTopProcessor, RailCapProcessor, apply_ban_top
 
 V = 12
 ALPHABET = 4  # tokens 0..3 only: trajectories full of repeated n-grams

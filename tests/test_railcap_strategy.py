@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from railsweep.engines.base import RailCapSpec, Request, SamplingSpec
+from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
+from railsweep.interventions import RailCapSpec
 from railsweep.strategies.base import DecodeSettings, EvalContext, build_strategy, config_dict, make_config
 from railsweep.strategies.railcap.strategy import RailCapConfig
 from railsweep.tasks.base import Grade, Question

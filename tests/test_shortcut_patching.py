@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from railsweep.engines.base import NeuronPatchSpec
-from railsweep.engines.neuron_patch import (
+from railsweep.engines.neuron_patch import make_patched_forward
+from railsweep.errors import ConfigError
+from railsweep.interventions.neuron_patch import (
+    NeuronPatchSpec,
     capture_down_inputs,
     down_projections,
-    make_patched_forward,
     mlp_widths,
     use_adapter,
 )
-from railsweep.errors import ConfigError
 from railsweep.testing import make_tiny_model
 
 PROMPTS = ["Q: Janet has 3 apples and buys 4 more. How many apples?\nA:", "Q: What is 2 plus 5?\nA:"]

@@ -9,10 +9,10 @@ import pytest
 import torch
 from baselines_world import make_ctx, make_world, toy_task
 
-from railsweep.engines.base import NeuronPatchSpec, Request, SamplingSpec
-from railsweep.engines.neuron_patch import capture_down_inputs, use_adapter
+from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
+from railsweep.interventions.neuron_patch import NeuronPatchSpec, capture_down_inputs, use_adapter
 from railsweep.strategies import build_strategy, make_config
 from railsweep.strategies.shortcut import localisation as loc_mod
 from railsweep.strategies.shortcut.localisation import LocalisationParams, localise

@@ -2,8 +2,9 @@
 
 Every strategy: its default config builds, round-trips through make_config /
 config_dict, is JSON-serialisable, and rejects unknown parameters; the same
-seed gives the same outcomes; and where a strategy can be switched off, the
-switched-off strategy reproduces Identity sample for sample.
+seed gives the same outcomes; and every strategy declares whether a setting
+switches it off (its config's ``switched_off``): if one does, the switched-off
+strategy reproduces Identity sample for sample, if none does, it says why.
 """
 
 from __future__ import annotations
@@ -16,17 +17,16 @@ from baselines_world import make_ctx, make_world, toy_task
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, known_strategies, make_config
-from railsweep.strategies.base import config_dict
+from railsweep.strategies.base import NoOffSwitch, config_dict, strategy_classes
 
 ALL = known_strategies()
 
-# Parameters that switch a strategy off: it must then equal Identity exactly.
-# (RailCap with an empty trajectory is covered by the RailCap tests.)
-SWITCHED_OFF = {
-    "ted": {"tau": -1, "dedup": False},
-    "lne_blocking": {"t_task": 0},
-    "shortcut": {"k": 0},
-}
+
+def _switched_off(name):
+    return strategy_classes(name)[1].switched_off
+
+
+HAS_OFF = [n for n in ALL if isinstance(_switched_off(n), dict)]
 
 
 def test_registry_holds_the_six_paper_strategies():
@@ -90,7 +90,36 @@ def test_different_seeds_give_different_samples(engine, name):
     assert [[s.token_ids for s in o.samples] for o in a] != [[s.token_ids for s in o.samples] for o in b]
 
 
-@pytest.mark.parametrize("name", sorted(SWITCHED_OFF))
+@pytest.mark.parametrize("name", ALL)
+def test_every_strategy_declares_its_switched_off_setting_or_why_it_has_none(name):
+    off = _switched_off(name)
+    assert isinstance(off, dict | NoOffSwitch)
+    if isinstance(off, dict):
+        make_config(name, off)  # a valid setting of this strategy
+    else:
+        assert off.reason.strip()
+
+
+def test_only_all_zero_and_railcap_have_no_switched_off_setting():
+    assert {n for n in ALL if isinstance(_switched_off(n), NoOffSwitch)} == {"all_zero", "railcap"}
+    with pytest.raises(ConfigError, match="n=0"):  # RailCap's would-be off switch is not a setting
+        make_config("railcap", {"n": 0})
+
+
+@pytest.mark.parametrize("name", HAS_OFF)
 def test_switched_off_strategy_equals_identity(engine, name):
-    assert name in ALL
-    assert _fingerprint(_run(engine, name, SWITCHED_OFF[name])) == _fingerprint(_run(engine, "identity"))
+    assert _fingerprint(_run(engine, name, _switched_off(name))) == _fingerprint(_run(engine, "identity"))
+
+
+def test_a_strategy_config_without_a_switched_off_declaration_cannot_register():
+    from dataclasses import dataclass
+
+    from railsweep.strategies.base import register
+
+    @dataclass(frozen=True)
+    class Undeclared:
+        knob: int = 1
+
+    with pytest.raises(TypeError, match="Undeclared.switched_off"):
+        register("undeclared", Undeclared)
+    assert "undeclared" not in known_strategies()

@@ -1,7 +1,7 @@
 """An engine actor routes strategies its backend cannot run (Shortcut on vLLM) to a transformers engine."""
 
-from railsweep.engines.base import NeuronPatchSpec
 from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.interventions import NeuronPatchSpec
 from railsweep.sweep.actors import EngineServer
 
 

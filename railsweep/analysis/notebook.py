@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from railsweep.analysis.tables import MAIN_ROWS, paper_tables  # noqa: F401  (paper_tables: the notebook calls nb.paper_tables)
+from railsweep.analysis.tables import MAIN_RAILCAP, MAIN_ROWS, paper_tables  # noqa: F401  (paper_tables: the notebook calls nb.paper_tables)
 from railsweep.errors import ConfigError, DataError
 
 SPEC_ARTIFACT = "sweep_spec.json"  # logged on the parent run by railsweep.sweep.driver
@@ -229,7 +229,7 @@ def figures(sweep: Sweep, scored: Sequence[Mapping[str, Any]], out_dir: str | Pa
     paths: dict[str, Path] = {}
     prim = [s for s in scored if (s["family"], s["domain"]) == tuple(sweep.primary)]
     for s in prim:
-        if s["strategy"] in ("Identity", "RailCap n=4 cap"):
+        if s["strategy"] in ("Identity", MAIN_RAILCAP):
             key = "scatter_" + s["strategy"].split()[0].lower()
             paths[key] = plots.scatter_clean_vs_mitigated(
                 sweep.frames[s["clean_id"]], sweep.frames[s["cell_id"]], out / f"{key}.png",

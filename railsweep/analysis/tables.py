@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from railsweep.errors import ConfigError
+from railsweep.interventions.railcap import DEFAULT_N
 
 LABELS: dict[str, str] = {
     "g_ap": "G-AP",
@@ -323,7 +324,8 @@ def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]
     return paths
 
 
-MAIN_ROWS = ("Identity", "TED", "LNE-blocking", "Shortcut", "RailCap n=4 cap", "All-Zero")
+MAIN_RAILCAP = f"RailCap n={DEFAULT_N} cap"
+MAIN_ROWS = ("Identity", "TED", "LNE-blocking", "Shortcut", MAIN_RAILCAP, "All-Zero")
 ALL_ZERO = "All-Zero"
 
 

@@ -19,9 +19,10 @@ import torch
 
 from railsweep.engines._sampling import SeededSampler
 from railsweep.engines.base import Sample
+from railsweep.interventions.entropy import entropy
 
 if TYPE_CHECKING:
-    from railsweep.strategies.railcap.hf_processor import StepProcessor
+    from railsweep.engines.hf_processors import StepProcessor
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, Any]]
 
@@ -196,7 +197,7 @@ def decode_batch(
             if trig is not None:
                 triggers += (trig & ~finished).long()
         if entropies is not None:
-            entropies[:, step] = torch.special.entr(torch.softmax(logits, dim=-1)).sum(-1)
+            entropies[:, step] = entropy(logits)
         nxt = torch.where(finished, pad_id, sampler(logits, step))
         generated[:, step] = nxt
         # EOS and length end a row on device; stop strings need the text of the few candidate rows.

@@ -4,8 +4,8 @@ A backend receives a batch of :class:`Request` objects and returns one
 :class:`Completion` per request, in order. Requests carry everything that can
 differ per request: the prompt, the LoRA adapter, the sampling settings, the
 seed and an optional, engine-agnostic *decoding intervention* (a frozen spec
-such as :class:`RailCapSpec`), which each backend maps onto its own logits
-processor. Keeping interventions as plain data lets the same request travel
+of :mod:`railsweep.interventions`), which each backend maps onto its own
+adapter. Keeping interventions as plain data lets the same request travel
 to a Ray actor or into vLLM's ``SamplingParams.extra_args`` unchanged.
 """
 
@@ -13,67 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from railsweep.errors import ConfigError
-
-RailCapMode = Literal["cap", "ban"]
-Successor = Literal["last", "first", "all"]
-
-
-@dataclass(frozen=True)
-class RailCapSpec:
-    """RailCap for one request (method.md §3).
-
-    ``trajectory`` is the greedy completion's token ids (cut at the stop
-    sequence, EOS kept if emitted). At every generated step whose last ``n``
-    generated tokens form an n-gram of the trajectory, the successor token(s)
-    are capped to the runner-up logit (``mode="cap"``) or banned (``"ban"``).
-    """
-
-    trajectory: tuple[int, ...]
-    n: int = 4
-    mode: RailCapMode = "cap"
-    successor: Successor = "last"
-
-    def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ConfigError(f"RailCap n must be >= 1, got n={self.n}")
-        if self.mode not in ("cap", "ban"):
-            raise ConfigError(f"RailCap mode must be 'cap' or 'ban', got mode={self.mode!r}")
-        if self.successor not in ("last", "first", "all"):
-            raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {self.successor!r}")
-
-
-@dataclass(frozen=True)
-class BanTopSpec:
-    """LNE-blocking's intervention: ban the current top-1 token at each of the
-    first ``positions`` generated positions (the rest of the decode is untouched)."""
-
-    positions: int
-
-    def __post_init__(self) -> None:
-        if self.positions < 0:
-            raise ConfigError(f"BanTop positions must be >= 0, got {self.positions}")
-
-
-@dataclass(frozen=True)
-class NeuronPatchSpec:
-    """Shortcut-neuron patching: overwrite the selected MLP neurons (inputs of
-    the down projection) of the target model, at every position and step, with
-    the live activations of a reference model run in lockstep on the same
-    tokens. ``reference_adapter=None`` means the base model (adapter disabled).
-    ``neurons`` maps a layer index to the neuron indices patched in that layer.
-    Only engines that expose activations support it (the transformers engine)."""
-
-    neurons: tuple[tuple[int, tuple[int, ...]], ...]
-    reference_adapter: str | None = None
-
-    def as_dict(self) -> dict[int, tuple[int, ...]]:
-        return {layer: idx for layer, idx in self.neurons}
-
-
-Intervention = RailCapSpec | BanTopSpec | NeuronPatchSpec
+from railsweep.interventions import Intervention
 
 
 @dataclass(frozen=True)

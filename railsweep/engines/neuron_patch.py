@@ -17,6 +17,8 @@ act(dense_h_to_4h(x)) (baselines.md §3.2). Patching follows the official
 One copy of the weights serves both models: a peft model is switched between
 adapters (``disable_adapter()`` for the base). Hooks live only for the duration
 of one forward, so nothing leaks into other requests served by the same model.
+The spec and the model-side helpers (where the neurons are, adapter switching)
+live in :mod:`railsweep.interventions.neuron_patch`.
 """
 
 from __future__ import annotations
@@ -29,80 +31,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from railsweep.engines._hf_compat import base_model, lm_step
-from railsweep.engines.base import NeuronPatchSpec
+from railsweep.engines._hf_compat import lm_step
 from railsweep.errors import ConfigError
-
-# (attribute of the decoder layer holding the MLP, attribute of the MLP holding the down projection)
-_DOWN_NAMES = ("down_proj", "dense_4h_to_h")
+from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, Any]]
-
-
-def down_projections(model: nn.Module) -> list[nn.Module]:
-    """The MLP down-projection module of every decoder layer, in layer order.
-
-    Finds the decoder-layer ``ModuleList`` whose layers have ``mlp.down_proj``
-    (Llama, Gemma 1-4, Mistral, Qwen) or ``mlp.dense_4h_to_h`` (GPT-NeoX/Pythia).
-    Under peft the returned module may be a LoRA wrapper; its input is the
-    down projection's input either way.
-    """
-    base = base_model(model)
-    best: list[nn.Module] = []
-    for _, mod in base.named_modules():
-        if not isinstance(mod, nn.ModuleList) or len(mod) <= len(best):
-            continue
-        downs = []
-        for layer in mod:
-            mlp = getattr(layer, "mlp", None)
-            down = next((getattr(mlp, n) for n in _DOWN_NAMES if mlp is not None and hasattr(mlp, n)), None)
-            if down is None:
-                break
-            downs.append(down)
-        else:
-            best = downs
-    if not best:
-        raise ConfigError(
-            f"cannot find MLP down projections (mlp.down_proj / mlp.dense_4h_to_h) in {type(base).__name__}; "
-            "shortcut-neuron patching supports the Llama, Gemma and GPT-NeoX layouts"
-        )
-    return best
-
-
-def mlp_widths(model: nn.Module) -> list[int]:
-    """d_mlp (the down projection's input width) of every layer."""
-    widths = []
-    for down in down_projections(model):
-        base = getattr(down, "base_layer", down)  # peft LoRA wrapper
-        widths.append(int(base.in_features))
-    return widths
-
-
-@contextlib.contextmanager
-def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
-    """Run the enclosed forwards with ``adapter`` active (``None``: the base, adapter disabled).
-
-    A plain (non-peft) model only serves ``None``. The previously active adapter is restored.
-    """
-    if not hasattr(model, "disable_adapter"):
-        if adapter is not None:
-            raise ConfigError(f"adapter {adapter!r} requested but the model has no LoRA adapters")
-        yield
-        return
-    if adapter is None:
-        with model.disable_adapter():
-            yield
-        return
-    known = list(getattr(model, "peft_config", {}) or {})
-    if adapter not in known:
-        raise ConfigError(f"unknown adapter {adapter!r}; the model has {known}")
-    previous = model.active_adapter
-    model.set_adapter(adapter)
-    try:
-        yield
-    finally:
-        if previous != adapter:
-            model.set_adapter(previous)
 
 
 @contextlib.contextmanager
@@ -207,37 +140,3 @@ def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str |
         return logits, state
 
     return forward
-
-
-def spec_from_ranking(ranking: Sequence[tuple[int, int]], reference_adapter: str | None) -> NeuronPatchSpec:
-    """A NeuronPatchSpec patching the given (layer, neuron) pairs, grouped by layer."""
-    by_layer: dict[int, list[int]] = {}
-    for layer, j in ranking:
-        by_layer.setdefault(int(layer), []).append(int(j))
-    neurons = tuple((layer, tuple(sorted(idx))) for layer, idx in sorted(by_layer.items()))
-    return NeuronPatchSpec(neurons=neurons, reference_adapter=reference_adapter)
-
-
-@contextlib.contextmanager
-def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tensor]]]:
-    """Record every layer's down-projection input during the enclosed forwards.
-
-    Yields a dict ``layer -> list of fp32 tensors [B, L, d_mlp]``, one per forward
-    in call order. A forward (post) hook sees the input after every pre-hook, so
-    patched values are recorded as patched.
-    """
-    store: dict[int, list[torch.Tensor]] = {}
-    downs = down_projections(model)
-
-    def make(i: int):
-        def hook(_mod, args, _out):
-            store.setdefault(i, []).append(args[0].detach().float().clone())
-
-        return hook
-
-    handles = [mod.register_forward_hook(make(i)) for i, mod in enumerate(downs)]
-    try:
-        yield store
-    finally:
-        for h in handles:
-            h.remove()

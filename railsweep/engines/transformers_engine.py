@@ -20,8 +20,10 @@ import torch
 from railsweep.engines._cascade import SUPPORTED_TYPES, CascadeStepper, cascade_supported
 from railsweep.engines._hf_compat import lm_step
 from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
-from railsweep.engines.base import BanTopSpec, Completion, NeuronPatchSpec, RailCapSpec, Request, Sample
+from railsweep.engines.base import Completion, Request, Sample
+from railsweep.engines.hf_processors import PROCESSORS, make_processor
 from railsweep.errors import ConfigError, DataError
+from railsweep.interventions import NeuronPatchSpec
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # The default batch (``max_batch_size=None``). On a CPU: 320 rows, where the miniature world's models stop
@@ -180,9 +182,9 @@ class TransformersEngine:
         return list(self._adapters)
 
     def supports(self, intervention: type) -> bool:
-        if intervention in (RailCapSpec, BanTopSpec):
+        if intervention in PROCESSORS:
             return True
-        if intervention is NeuronPatchSpec:
+        if intervention is NeuronPatchSpec:  # a model patch, not a logits processor
             try:
                 import railsweep.engines.neuron_patch  # noqa: F401
             except ImportError:
@@ -289,8 +291,6 @@ class TransformersEngine:
         return lm_step(self.model, input_ids, attention_mask, position_ids, cache)
 
     def _decode(self, adapter: str | None, kind: Any, batch: list) -> list[Sample]:
-        from railsweep.strategies.railcap.hf_processor import make_processor
-
         rows = [row for _, row, _ in batch]
         common = dict(
             tokenizer=self.tokenizer,

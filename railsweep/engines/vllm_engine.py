@@ -7,8 +7,8 @@ tokens, LoRA adapters by name (one ``LoRARequest`` each, so a family's clean
 and contaminated adapters share batches), prefix caching on (the few-shot
 prompt is shared by every request). RailCap, LNE ban-top and per-step entropy
 recording travel as plain data in ``SamplingParams.extra_args`` to the
-processors of :mod:`railsweep.engines.vllm_processors` (requests without them
-are untouched); trigger counts and entropies come back through the worker
+processors of :mod:`railsweep.engines.vllm_processors` (its ``ADAPTERS`` table
+says which interventions; requests without them are untouched); trigger counts and entropies come back through the worker
 extension :mod:`railsweep.engines.vllm_worker_ext`. See ``docs/vllm.md``.
 
 The model runner is chosen explicitly through ``VLLM_USE_V2_MODEL_RUNNER``
@@ -28,13 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from railsweep.engines.base import (
-    BanTopSpec,
-    Completion,
-    RailCapSpec,
-    Request,
-    Sample,
-)
+from railsweep.engines.base import Completion, Request, Sample
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 
 PROCESSORS = {
@@ -184,7 +178,9 @@ class VLLMEngine:
         return list(self._adapter_dirs)
 
     def supports(self, intervention: type) -> bool:
-        return intervention in (RailCapSpec, BanTopSpec)
+        from railsweep.engines.vllm_processors import ADAPTERS
+
+        return intervention in ADAPTERS
 
     def close(self) -> None:
         llm = getattr(self, "_llm", None)

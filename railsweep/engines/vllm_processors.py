@@ -1,126 +1,119 @@
-"""RailCap and LNE ban-top as vLLM logits processors, for both model runners.
+"""RailCap, LNE ban-top and the entropy readout as vLLM logits processors, for both model runners.
 
-Both classes are thin adapters over the pure-torch core
-:func:`railsweep.strategies.railcap.core.apply_railcap` (the transformers
-engine uses the same function), so the maths exists once. Per-request
-settings travel in ``SamplingParams.extra_args["railsweep"]`` as plain data
-(see :func:`extra_args_for`); requests without that key are left untouched.
+Laid out like vLLM's own ``vllm/v1/sample/logits_processor/``: the contract
+first, then the implementations.
 
-- :class:`RailsweepV1Processor` implements the V1-runner interface
-  (``VLLM_USE_V2_MODEL_RUNNER=0``; the only runner of the CPU build). vLLM
-  hands it each request's output tokens as a live Python list, so the one
-  per-row Python step left is reading the last ``N`` tokens of each active
-  row; everything else is one batched call into the core.
-- :class:`RailsweepV2Processor` implements the Model Runner V2 interface (the
-  GPU default). It reads token history from the runner's device buffers and
-  keeps its own per-slot state on the device: ``apply`` has no per-row Python
-  and no device-to-host synchronisation; skip decisions use host mirrors.
+- Contract. Per-request settings travel in ``SamplingParams.extra_args["railsweep"]``
+  as plain, msgpack-safe data (:func:`extra_args_for` writes them,
+  :func:`parse_request` reads and validates them; requests without the key are
+  untouched). :data:`ADAPTERS` is the one table from intervention spec type to
+  its adapter: a new intervention needs one entry there and nothing else here.
+- Adapters (:class:`RailCapSlots`, :class:`BanTopSlots`): one intervention each,
+  a thin layer over its pure-torch math in :mod:`railsweep.interventions`; each
+  keeps its per-slot settings on the device and host mirrors for skip decisions.
+  :class:`EntropySlots` records the per-step entropy of the processed logits.
+- :class:`_SlotState`: what both runners share (the adapters, one batched
+  host-to-device write per step for the slots (re)filled since the last one,
+  per-slot trigger counts) and :class:`_Ledger` (results of retired slots).
+- The two vLLM interfaces: :class:`RailsweepV1Processor` (``VLLM_USE_V2_MODEL_RUNNER=0``,
+  the only runner of the CPU build; a slot is a persistent-batch row, kept with
+  vLLM's ``process_dict_updates``) and :class:`RailsweepV2Processor` (Model
+  Runner V2, the GPU default; a slot is the runner's request slot, token history
+  read from its device buffers, no per-row Python and no device-to-host sync).
 
-Trigger counts (steps where a request's logits changed) and, for requests
-that ask, per-step entropies of the processed logits (LNE's gauge) are kept on
-the device, keyed by ``(key, seed)`` of the request (the parallel-sampling
+Trigger counts (steps where a request's logits changed) and entropies are kept
+on the device, keyed by ``(key, seed)`` of the request (the parallel-sampling
 children of one request share ``extra_args`` but get ``seed + i``), and read
-through the worker extension (:mod:`railsweep.engines.vllm_worker_ext`)
-after ``generate`` returns; ``pop_results`` is the only method that syncs.
-The module imports no model-runner state, so vLLM's frontend can load it to
-run ``validate_params``.
+through the worker extension (:mod:`railsweep.engines.vllm_worker_ext`) after
+``generate`` returns; ``pop_results`` is the only method that syncs. The module
+imports no model-runner state, so vLLM's frontend can load it to run
+``validate_params``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
-from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
+from vllm.v1.sample.logits_processor import BatchUpdate, process_dict_updates
 from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
-from railsweep.strategies.railcap.core import MODE_CODES, SUCCESSOR_CODES, apply_railcap
+from railsweep.interventions.ban_top import BanTopSpec, ban_top
+from railsweep.interventions.entropy import entropy
+from railsweep.interventions.railcap import MODE_CODES, SUCCESSOR_CODES, RailCapSpec, apply_railcap
 
 EXTRA_KEY = "railsweep"
-NONE, RAILCAP, BAN_TOP = 0, 1, 2
-MAX_N = 64  # largest RailCap n-gram accepted
+MAX_TRAJ = (
+    4096  # longest greedy trajectory (and most entropy steps) a slot holds; max_model_len bounds it too
+)
+Key = tuple[str, int | None]
+
+# ------------------------------------------------------------------------------------------ contract
 
 
 @dataclass(frozen=True)
-class RequestIntervention:
-    """One request's parsed ``extra_args["railsweep"]``."""
+class RequestSettings:
+    """One request's parsed ``extra_args["railsweep"]``: at most one intervention, an optional readout."""
 
-    kind: int  # NONE (entropy only), RAILCAP or BAN_TOP
-    key: tuple[str, int | None]  # (request key, per-sample seed) for trigger / entropy accounting
-    traj: tuple[int, ...] = ()
-    n: int = 0
-    mode: int = 0
-    successor: int = 0
-    positions: int = 0
+    key: Key  # (request key, per-sample seed) for trigger / entropy accounting
+    spec: Any = None  # a spec type of ADAPTERS; None = entropy readout only
     entropy: int = 0  # > 0: record the per-step entropy of the processed logits for this many steps
 
 
-def parse_intervention(sampling_params) -> RequestIntervention | None:
-    """The request's intervention, or None; malformed settings raise ValueError (vLLM rejects the request)."""
+def parse_request(sampling_params) -> RequestSettings | None:
+    """The request's settings, or None; malformed settings raise ValueError (vLLM rejects the request).
+
+    An intervention that cannot change any logit (``inert``, e.g. a RailCap trajectory no
+    longer than n) is dropped here: such a request is untouched like one without settings."""
     cfg = (sampling_params.extra_args or {}).get(EXTRA_KEY)
     if not cfg:
         return None
     if not isinstance(cfg, dict):
         raise ValueError(f"extra_args[{EXTRA_KEY!r}] must be a dict, got {type(cfg).__name__}")
-    key = (str(cfg.get("key", "")), sampling_params.seed)
-    entropy = int(cfg.get("entropy", 0))
-    if entropy < 0:
-        raise ValueError(f"entropy steps must be >= 0, got {entropy}")
-    if "railcap" in cfg:
-        rc = cfg["railcap"]
-        n = int(rc.get("n", 4))
-        if not 1 <= n <= MAX_N:
-            raise ValueError(f"railcap n must be in [1, {MAX_N}], got {n}")
-        mode, succ = rc.get("mode", "cap"), rc.get("successor", "last")
-        if mode not in MODE_CODES:
-            raise ValueError(f"railcap mode must be one of {sorted(MODE_CODES)}, got {mode!r}")
-        if succ not in SUCCESSOR_CODES:
-            raise ValueError(f"railcap successor must be one of {sorted(SUCCESSOR_CODES)}, got {succ!r}")
-        traj = tuple(int(t) for t in rc.get("traj", ()))
-        return RequestIntervention(RAILCAP, key, traj, n, MODE_CODES[mode], SUCCESSOR_CODES[succ], 0, entropy)
-    if "ban_top" in cfg:
-        positions = int(cfg["ban_top"])
-        if positions < 0:
-            raise ValueError(f"ban_top positions must be >= 0, got {positions}")
-        return RequestIntervention(BAN_TOP, key, positions=positions, entropy=entropy)
-    if entropy:
-        return RequestIntervention(NONE, key, entropy=entropy)
-    raise ValueError(
-        f"extra_args[{EXTRA_KEY!r}] needs 'railcap', 'ban_top' or 'entropy', got keys {sorted(cfg)}"
-    )
+    entropy_steps = int(cfg.get("entropy", 0))
+    if entropy_steps < 0:
+        raise ValueError(f"entropy steps must be >= 0, got {entropy_steps}")
+    named = [a for a in ADAPTERS.values() if a.wire in cfg]
+    if len(named) > 1:
+        raise ValueError(
+            f"extra_args[{EXTRA_KEY!r}] names more than one intervention: {[a.wire for a in named]}"
+        )
+    if not named and not entropy_steps:
+        wires = ", ".join(repr(a.wire) for a in ADAPTERS.values())
+        raise ValueError(f"extra_args[{EXTRA_KEY!r}] needs {wires} or 'entropy', got keys {sorted(cfg)}")
+    spec = None
+    if named:
+        try:
+            spec = named[0].from_wire(cfg[named[0].wire])
+        except (TypeError, KeyError, AttributeError) as e:
+            raise ValueError(f"malformed {named[0].wire!r} settings {cfg[named[0].wire]!r}: {e}") from e
+        if named[0].inert(spec):
+            spec = None
+    if spec is None and not entropy_steps:
+        return None
+    return RequestSettings((str(cfg.get("key", "")), sampling_params.seed), spec, entropy_steps)
 
 
 def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | None:
-    """``SamplingParams.extra_args`` for a RailCapSpec / BanTopSpec / None, optionally recording entropies
-    for ``entropy_steps`` steps (msgpack-safe plain data); None when there is nothing to do."""
-    from railsweep.engines.base import BanTopSpec, RailCapSpec
-
+    """``SamplingParams.extra_args`` for a spec of :data:`ADAPTERS` (or None), optionally recording
+    entropies for ``entropy_steps`` steps; None when there is nothing to do."""
     cfg: dict = {"key": key}
     if entropy_steps:
         cfg["entropy"] = int(entropy_steps)
-    if isinstance(intervention, RailCapSpec):
-        cfg["railcap"] = {
-            "traj": [int(t) for t in intervention.trajectory],
-            "n": intervention.n,
-            "mode": intervention.mode,
-            "successor": intervention.successor,
-        }
-    elif isinstance(intervention, BanTopSpec):
-        cfg["ban_top"] = intervention.positions
-    elif intervention is not None:
-        raise TypeError(f"no vLLM logits processor for {type(intervention).__name__}")
+    if intervention is not None:
+        adapter = ADAPTERS.get(type(intervention))
+        if adapter is None:
+            raise TypeError(f"no vLLM logits processor for {type(intervention).__name__}")
+        cfg[adapter.wire] = adapter.to_wire(intervention)
     return {EXTRA_KEY: cfg} if len(cfg) > 1 else None
 
 
-def ban_top(logits: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """LNE-blocking's step: set the current argmax to -inf in the ``active`` rows; (logits, triggered)."""
-    top = logits.argmax(dim=-1, keepdim=True)
-    cur = logits.gather(1, top)
-    logits.scatter_(1, top, torch.where(active[:, None], torch.full_like(cur, float("-inf")), cur))
-    return logits, active
+# ------------------------------------------------------------------------------------------ adapters
 
 
 def _to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
@@ -130,12 +123,154 @@ def _to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
     return t.to(device, non_blocking=True)
 
 
-def entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Full-vocabulary entropy (nats) per row of float logits (the transformers engine's formula)."""
-    return torch.special.entr(torch.softmax(logits.float(), dim=-1)).sum(-1)
+class History:
+    """This step's token history of the rows: ``gen_len[B]`` and ``recent(N)``, built by the runner on demand."""
+
+    def __init__(self, gen_len: Callable[[], torch.Tensor], recent: Callable[[int], torch.Tensor]):
+        self._gen_len, self.recent = (
+            gen_len,
+            recent,
+        )  # recent(N): last N generated tokens, right-aligned, -1 padded
+        self._cached: torch.Tensor | None = None
+
+    @property
+    def gen_len(self) -> torch.Tensor:
+        if self._cached is None:
+            self._cached = self._gen_len()
+        return self._cached
 
 
-Key = tuple[str, int | None]
+class RailCapSlots:
+    """RailCap per slot: trajectory and settings on the device; n and trajectory length mirrored on the host."""
+
+    wire = "railcap"
+    MAX_N = 64  # largest n-gram accepted
+
+    @staticmethod
+    def to_wire(spec: RailCapSpec) -> dict:
+        traj = [int(t) for t in spec.trajectory]
+        return {"traj": traj, "n": spec.n, "mode": spec.mode, "successor": spec.successor}
+
+    @classmethod
+    def from_wire(cls, value: dict) -> RailCapSpec:
+        keep = {k: value[k] for k in ("n", "mode", "successor") if k in value}
+        spec = RailCapSpec(tuple(int(t) for t in value.get("traj", ())), **keep)
+        if spec.n > cls.MAX_N:
+            raise ValueError(f"railcap n must be in [1, {cls.MAX_N}], got {spec.n}")
+        if len(spec.trajectory) > MAX_TRAJ:
+            raise ValueError(f"railcap trajectory has {len(spec.trajectory)} tokens, more than {MAX_TRAJ}")
+        return spec
+
+    @staticmethod
+    def inert(spec: RailCapSpec) -> bool:
+        return spec.inert
+
+    def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
+        self.device, self.pin, self.width = device, pin, width
+        self.traj = torch.full((slots, width), -1, dtype=torch.int64, device=device)
+        self.meta = torch.zeros(
+            (4, slots), dtype=torch.int64, device=device
+        )  # traj_len, n (0 = off), successor, mode
+        self.n_np = np.zeros(slots, np.int64)
+        self.len_np = np.zeros(slots, np.int64)
+
+    def write(self, idx: np.ndarray, idx_t: torch.Tensor, specs: list[RailCapSpec | None]) -> None:
+        rows = np.full((len(idx), self.width), -1, np.int64)
+        meta = np.zeros((4, len(idx)), np.int64)
+        for r, s in enumerate(specs):
+            if s is not None:
+                rows[r, : len(s.trajectory)] = s.trajectory
+                meta[:, r] = (len(s.trajectory), s.n, SUCCESSOR_CODES[s.successor], MODE_CODES[s.mode])
+        self.n_np[idx], self.len_np[idx] = meta[1], meta[0]
+        self.traj.index_copy_(0, idx_t, _to_device(rows, self.device, self.pin))
+        self.meta.index_copy_(1, idx_t, _to_device(meta, self.device, self.pin))
+
+    def active(self, slots_np: np.ndarray) -> bool:
+        return bool(self.n_np[slots_np].any())
+
+    def apply(self, logits: torch.Tensor, slots: torch.Tensor, slots_np: np.ndarray, hist: History):
+        n_np = self.n_np[slots_np]
+        on = n_np > 0
+        N, K = int(n_np[on].max()), int(self.len_np[slots_np][on].max())
+        meta = self.meta.index_select(1, slots)  # rows without RailCap have n = 0: untouched
+        traj = self.traj.index_select(0, slots)[:, :K]
+        return apply_railcap(logits, traj, meta[0], hist.recent(N), hist.gen_len, meta[1], meta[2], meta[3])
+
+
+class BanTopSlots:
+    """LNE-blocking's ban-top per slot: the number of banned positions, on the device and mirrored on the host."""
+
+    wire = "ban_top"
+
+    @staticmethod
+    def to_wire(spec: BanTopSpec) -> int:
+        return int(spec.positions)
+
+    @staticmethod
+    def from_wire(value: int) -> BanTopSpec:
+        return BanTopSpec(int(value))
+
+    @staticmethod
+    def inert(spec: BanTopSpec) -> bool:
+        return False
+
+    def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
+        self.device, self.pin = device, pin
+        self.positions = torch.zeros(slots, dtype=torch.int64, device=device)
+        self.on_np = np.zeros(slots, bool)
+
+    def write(self, idx: np.ndarray, idx_t: torch.Tensor, specs: list[BanTopSpec | None]) -> None:
+        pos = np.array([s.positions if s is not None else 0 for s in specs], np.int64)
+        self.on_np[idx] = [s is not None for s in specs]
+        self.positions.index_copy_(0, idx_t, _to_device(pos, self.device, self.pin))
+
+    def active(self, slots_np: np.ndarray) -> bool:
+        return bool(self.on_np[slots_np].any())
+
+    def apply(self, logits: torch.Tensor, slots: torch.Tensor, slots_np: np.ndarray, hist: History):
+        return ban_top(logits, self.positions.index_select(0, slots), hist.gen_len)
+
+
+# The one table of this backend: intervention spec type -> adapter (applied in this order, before the readout).
+ADAPTERS: dict[type, Any] = {RailCapSpec: RailCapSlots, BanTopSpec: BanTopSlots}
+
+
+class EntropySlots:
+    """The entropy readout per slot: steps to record (host mirror: on/off) and the recorded values (NaN = not
+    recorded), allocated on the first request that asks."""
+
+    def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
+        self.device, self.pin, self.width = device, pin, width
+        self.limit = torch.zeros(slots, dtype=torch.int64, device=device)
+        self.on_np = np.zeros(slots, bool)
+        self.values: torch.Tensor | None = None  # [slots, width] float
+
+    def write(self, idx: np.ndarray, idx_t: torch.Tensor, steps: list[int]) -> None:
+        """Called after :meth:`take` emptied these slots."""
+        self.on_np[idx] = [s > 0 for s in steps]
+        if self.values is None and any(steps):
+            self.values = torch.full((len(self.on_np), self.width), float("nan"), device=self.device)
+        self.limit.index_copy_(0, idx_t, _to_device(np.array(steps, np.int64), self.device, self.pin))
+
+    def take(self, idx_t: torch.Tensor) -> torch.Tensor | None:
+        """The recorded rows of these slots (still on the device); the slots restart empty."""
+        if self.values is None:
+            return None
+        rows = self.values.index_select(0, idx_t)
+        self.values.index_fill_(0, idx_t, float("nan"))
+        return rows
+
+    def active(self, slots_np: np.ndarray) -> bool:
+        return bool(self.on_np[slots_np].any())
+
+    def record(self, logits: torch.Tensor, slots: torch.Tensor, hist: History) -> None:
+        """Rows without recording rewrite their current value (fixed shapes, no sync)."""
+        gen_len = hist.gen_len
+        pos = gen_len.clamp(0, self.width - 1)
+        old = self.values[slots, pos]
+        self.values[slots, pos] = torch.where(
+            self.limit.index_select(0, slots) > gen_len, entropy(logits), old
+        )
 
 
 class _Ledger:
@@ -158,7 +293,9 @@ class _Ledger:
             for k, c in zip(keys, counts.tolist()):
                 if k is not None:
                     triggers[k] = triggers.get(k, 0) + int(c)
-        merged: dict[Key, list[float]] = {}  # a request retired twice (batch re-layout) has two partial rows
+        merged: dict[
+            Key, list[float]
+        ] = {}  # a request retired twice (moved to another slot) has two partial rows
         for keys, rows in self._ents:
             for k, row in zip(keys, rows.tolist()):
                 if k is None:
@@ -173,250 +310,191 @@ class _Ledger:
         return triggers, ents
 
 
+class _SlotState:
+    """Per-slot state both runners share: each adapter's settings, the entropy readout, trigger counts.
+
+    Steps of one decode step:
+      1. ``stage(slot, settings)`` for every slot (re)filled (host only);
+      2. ``flush()``: retire the previous occupants' results to the ledger, one batched write per adapter;
+      3. ``apply(logits, slots, slots_np, history)``: every active adapter in table order, then the readout.
+    """
+
+    def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
+        self.device, self.pin = device, pin
+        self.adapters = {t: cls(slots, width, device, pin) for t, cls in ADAPTERS.items()}
+        self.readout = EntropySlots(slots, width, device, pin)
+        self.count = torch.zeros(slots, dtype=torch.int64, device=device)
+        self.keys: list[Key | None] = [None] * slots
+        self.pending: dict[int, RequestSettings | None] = {}
+        self.ledger = _Ledger()
+
+    def stage(self, slot: int, settings: RequestSettings | None) -> None:
+        self.pending[slot] = settings
+
+    def _retire(self, idx: np.ndarray, idx_t: torch.Tensor) -> None:
+        self.ledger.retire(
+            [self.keys[i] for i in idx], self.count.index_select(0, idx_t), self.readout.take(idx_t)
+        )
+        self.count.index_fill_(0, idx_t, 0)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        idx = np.fromiter(self.pending, np.int64, len(self.pending))
+        settings = list(self.pending.values())
+        self.pending.clear()
+        idx_t = _to_device(idx, self.device, self.pin)
+        self._retire(idx, idx_t)  # previous occupants' results stay on the device until pop_results
+        for slot, s in zip(idx, settings):
+            self.keys[slot] = s.key if s is not None else None
+        for t, adapter in self.adapters.items():
+            adapter.write(
+                idx, idx_t, [s.spec if s is not None and type(s.spec) is t else None for s in settings]
+            )
+        self.readout.write(idx, idx_t, [s.entropy if s is not None else 0 for s in settings])
+
+    def apply(
+        self, logits: torch.Tensor, slots: torch.Tensor, slots_np: np.ndarray, hist: History
+    ) -> torch.Tensor:
+        active = [a for a in self.adapters.values() if a.active(slots_np)]
+        if active:
+            triggered = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+            for adapter in active:
+                logits, trig = adapter.apply(logits, slots, slots_np, hist)
+                triggered |= trig
+            self.count.index_add_(0, slots, triggered.to(torch.int64))
+        if self.readout.active(slots_np):  # after every edit: entropy of the processed logits
+            self.readout.record(logits, slots, hist)
+        return logits
+
+    def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
+        live = np.array([i for i, k in enumerate(self.keys) if k is not None], np.int64)
+        if len(live):
+            # the runner made these tensors under inference mode; resetting them in place needs it too
+            with torch.inference_mode():
+                self._retire(live, torch.from_numpy(live).to(self.device))
+        return self.ledger.pop()
+
+
+def _slots_and_width(vllm_config, default_slots: int) -> tuple[int, int]:
+    slots = getattr(getattr(vllm_config, "scheduler_config", None), "max_num_seqs", None) or default_slots
+    max_len = getattr(getattr(vllm_config, "model_config", None), "max_model_len", None) or MAX_TRAJ
+    return int(slots), min(MAX_TRAJ, int(max_len))
+
+
+# ------------------------------------------------------------------------------------------ runners
+
+
 class RailsweepV1Processor(V1LogitsProcessor):
-    """RailCap / ban-top / entropy recording for the V1 model runner (rows = persistent-batch indices)."""
+    """The V1-runner interface (slots = persistent-batch rows). vLLM hands each request's output tokens as a
+    live Python list, so the one per-row Python step left is reading each row's length and last ``N`` tokens."""
+
+    DEFAULT_SLOTS = 1024  # rows held when the config does not say (max_num_seqs)
 
     @classmethod
     def validate_params(cls, sampling_params) -> None:
-        parse_intervention(sampling_params)
+        parse_request(sampling_params)
 
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
-        self.device, self.pin = torch.device(device), bool(is_pin_memory)
-        self.rows: dict[int, tuple[RequestIntervention, list[int]]] = {}  # row -> (settings, live output ids)
-        self.ledger = _Ledger()
-        self._dirty = False
-        self._stack: dict = {}  # batched tensors for the current batch layout
+        device = torch.device(device)
+        slots, width = _slots_and_width(vllm_config, self.DEFAULT_SLOTS)
+        self.state = _SlotState(slots, width, device, bool(is_pin_memory))
+        self.rows: dict[int, tuple[RequestSettings, list[int]]] = {}  # row -> (settings, live output ids)
+        self._staged: dict[int, tuple[RequestSettings, list[int]]] = {}  # what the slots hold now
 
     def is_argmax_invariant(self) -> bool:
         return False  # a capped or banned argmax changes greedy output
 
+    @staticmethod
+    def _new_row(params, _prompt_ids, output_ids):
+        settings = parse_request(params)
+        return None if settings is None else (settings, output_ids)
+
     def update_state(self, batch_update: BatchUpdate | None) -> None:
-        """Apply removed, added, moved in that order (vLLM's contract); rebuild lazily in ``apply``."""
-        if batch_update is None:
+        """vLLM's own helper applies removed / added / moved; changed rows are staged for the next ``apply``."""
+        if not process_dict_updates(self.rows, batch_update, self._new_row):
             return
-        for row in batch_update.removed:
-            self._dirty |= self.rows.pop(row, None) is not None
-        for row, params, _prompt, out_ids in batch_update.added:
-            cfg = parse_intervention(params)
-            if cfg is not None and cfg.kind == RAILCAP and len(cfg.traj) <= cfg.n:
-                cfg = None if not cfg.entropy else RequestIntervention(NONE, cfg.key, entropy=cfg.entropy)
-            if cfg is not None:
-                self.rows[row] = (cfg, out_ids)
-                self._dirty = True
-            elif self.rows.pop(row, None) is not None:
-                self._dirty = True
-        for a, b, direction in batch_update.moved:
-            ea, eb = self.rows.pop(a, None), self.rows.pop(b, None)
-            if ea is not None:
-                self.rows[b] = ea
-            if eb is not None and direction == MoveDirectionality.SWAP:
-                self.rows[a] = eb
-            self._dirty |= ea is not None or eb is not None
-
-    def _retire_all(self) -> None:
-        for st in self._stack.values():
-            self.ledger.retire(st["keys"], st["count"], st.get("ent"))
-
-    def _rebuild(self) -> None:
-        """New batch layout: retire the old counters, stack per-row settings into device tensors."""
-        self._retire_all()
-        self._stack, self._dirty = {}, False
-        dev, pin = self.device, self.pin
-        items = sorted(self.rows.items())
-        rc = [(r, c, o) for r, (c, o) in items if c.kind == RAILCAP]
-        bt = [(r, c, o) for r, (c, o) in items if c.kind == BAN_TOP]
-        en = [(r, c, o) for r, (c, o) in items if c.entropy]
-        if rc:
-            width = max(len(c.traj) for _, c, _ in rc)
-            traj = np.full((len(rc), width), -1, np.int64)
-            for i, (_, c, _) in enumerate(rc):
-                traj[i, : len(c.traj)] = c.traj
-            meta = _to_device(
-                np.array([[r, len(c.traj), c.n, c.successor, c.mode] for r, c, _ in rc]).T, dev, pin
-            )
-            self._stack["rc"] = {
-                "rows": meta[0], "traj": _to_device(traj, dev, pin), "traj_len": meta[1], "n": meta[2],
-                "successor": meta[3], "mode": meta[4], "N": max(c.n for _, c, _ in rc),
-            }  # fmt: skip
-        if bt:
-            meta = _to_device(np.array([[r, c.positions] for r, c, _ in bt], np.int64).T, dev, pin)
-            self._stack["bt"] = {"rows": meta[0], "positions": meta[1]}
-        if en:
-            width = max(c.entropy for _, c, _ in en)
-            meta = _to_device(np.array([[r, c.entropy] for r, c, _ in en], np.int64).T, dev, pin)
-            self._stack["en"] = {
-                "rows": meta[0], "limit": meta[1], "ent": torch.full((len(en), width), float("nan"), device=dev),
-            }  # fmt: skip
-        for name, part in (("rc", rc), ("bt", bt), ("en", en)):
-            if part:
-                st = self._stack[name]
-                st["outs"], st["keys"] = [o for _, _, o in part], [c.key for _, c, _ in part]
-                st["count"] = torch.zeros(len(part), dtype=torch.int64, device=dev)
-
-    def _gen_len(self, outs: list[list[int]]) -> torch.Tensor:
-        return _to_device(np.fromiter((len(o) for o in outs), np.int64, len(outs)), self.device, self.pin)
+        for row in self._staged.keys() | self.rows.keys():
+            now = self.rows.get(row)
+            if now is not self._staged.get(row):
+                self.state.stage(row, now[0] if now is not None else None)
+                if now is None:
+                    del self._staged[row]
+                else:
+                    self._staged[row] = now
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        if self._dirty:
-            self._rebuild()
+        self.state.flush()
         if not self.rows:
             return logits
-        if (st := self._stack.get("rc")) is not None:
-            N, outs = st["N"], st["outs"]
-            recent = np.full((len(outs), N), -1, np.int64)  # right-aligned, left-padded with -1
-            for i, o in enumerate(outs):  # the V1 runner exposes outputs only as Python lists
+        B = logits.shape[0]
+        outs = [self.rows[r][1] if r in self.rows else () for r in range(B)]
+        dev, pin = self.state.device, self.state.pin
+
+        def recent(N: int) -> torch.Tensor:
+            buf = np.full((B, N), -1, np.int64)  # right-aligned, left-padded with -1
+            for i, o in enumerate(outs):
                 tail = o[-N:]
                 if tail:
-                    recent[i, N - len(tail) :] = tail
-            sub = logits.index_select(0, st["rows"])
-            sub, trig = apply_railcap(
-                sub, st["traj"], st["traj_len"], _to_device(recent, self.device, self.pin),
-                self._gen_len(outs), st["n"], st["successor"], st["mode"],
-            )  # fmt: skip
-            logits.index_copy_(0, st["rows"], sub)
-            st["count"] += trig.to(torch.int64)
-        if (st := self._stack.get("bt")) is not None:
-            sub, trig = ban_top(
-                logits.index_select(0, st["rows"]), self._gen_len(st["outs"]) < st["positions"]
-            )
-            logits.index_copy_(0, st["rows"], sub)
-            st["count"] += trig.to(torch.int64)
-        if (st := self._stack.get("en")) is not None:  # after every edit: entropy of the processed logits
-            ent, gen_len = st["ent"], self._gen_len(st["outs"])
-            pos = gen_len.clamp(max=ent.shape[1] - 1)[:, None]
-            h = torch.where(
-                gen_len < st["limit"], entropy(logits.index_select(0, st["rows"])), ent.gather(1, pos)[:, 0]
-            )
-            ent.scatter_(1, pos, h[:, None])
-        return logits
+                    buf[i, N - len(tail) :] = tail
+            return _to_device(buf, dev, pin)
+
+        def gen_len() -> torch.Tensor:
+            return _to_device(np.fromiter((len(o) for o in outs), np.int64, B), dev, pin)
+
+        slots_np = np.arange(B)
+        return self.state.apply(logits, _to_device(slots_np, dev, pin), slots_np, History(gen_len, recent))
 
     def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
         """(trigger counts, entropies) per (key, seed) since the last call; call between ``generate`` calls."""
-        self._retire_all()
-        for st in self._stack.values():
-            st["count"] = torch.zeros_like(st["count"])
-            if "ent" in st:
-                st["ent"] = torch.full_like(st["ent"], float("nan"))
-        return self.ledger.pop()
+        return self.state.pop_results()
 
 
 class RailsweepV2Processor(V2LogitsProcessor):
-    """RailCap / ban-top / entropy recording for Model Runner V2 (state keyed by persistent request slot)."""
-
-    MAX_TRAJ = 4096  # longest greedy trajectory accepted (bounded by max_model_len too)
+    """The Model Runner V2 interface (slots = the runner's request slots): token history from the runner's
+    device buffers, skip decisions and loop bounds from host mirrors; ``apply`` never syncs."""
 
     @classmethod
     def validate_params(cls, sampling_params) -> None:
-        cfg = parse_intervention(sampling_params)
-        if cfg is not None and len(cfg.traj) > cls.MAX_TRAJ:
-            raise ValueError(f"railcap trajectory has {len(cfg.traj)} tokens, more than {cls.MAX_TRAJ}")
+        parse_request(sampling_params)
 
     def __init__(self, vllm_config, req_states) -> None:
         self.rs = req_states
-        dev, R = torch.device(req_states.device), req_states.max_num_reqs
-        max_len = getattr(getattr(vllm_config, "model_config", None), "max_model_len", None) or self.MAX_TRAJ
-        self.W = min(self.MAX_TRAJ, int(max_len))
-        self.device, self.pin = dev, dev.type != "cpu"
-        self.traj = torch.full((R, self.W), -1, dtype=torch.int64, device=dev)
-        # rows: traj_len, n (0 = no RailCap), successor, mode, ban-top positions, entropy steps
-        self.meta = torch.zeros((6, R), dtype=torch.int64, device=dev)
-        self.count = torch.zeros(R, dtype=torch.int64, device=dev)
-        self.ent: torch.Tensor | None = None  # [R, W] float, allocated on the first entropy request
-        self.kind_np = np.zeros(R, np.int64)  # host mirrors for skip decisions and loop bounds
-        self.n_np = np.zeros(R, np.int64)
-        self.len_np = np.zeros(R, np.int64)
-        self.ent_np = np.zeros(R, bool)
-        self.keys: list[Key | None] = [None] * R
-        self._pending: dict[int, RequestIntervention | None] = {}
-        self.ledger = _Ledger()
+        dev = torch.device(req_states.device)
+        _, width = _slots_and_width(vllm_config, req_states.max_num_reqs)
+        self.state = _SlotState(req_states.max_num_reqs, width, dev, dev.type != "cpu")
 
     def add_request(self, req_idx: int, sampling_params) -> bool:
-        cfg = parse_intervention(sampling_params)
-        if cfg is not None and cfg.kind == RAILCAP and len(cfg.traj) <= cfg.n:  # no n-gram has a successor
-            cfg = None if not cfg.entropy else RequestIntervention(NONE, cfg.key, entropy=cfg.entropy)
-        self._pending[req_idx] = cfg
-        self.kind_np[req_idx] = cfg.kind if cfg else NONE
-        self.n_np[req_idx] = cfg.n if cfg else 0
-        self.len_np[req_idx] = len(cfg.traj) if cfg else 0
-        self.ent_np[req_idx] = bool(cfg and cfg.entropy)
-        return cfg is not None
+        settings = parse_request(sampling_params)
+        self.state.stage(req_idx, settings)
+        return settings is not None
 
     def apply_staged_writes(self) -> None:
         """One batched host-to-device write per step for every slot (re)filled since the last step."""
-        if not self._pending:
-            return
-        idx = np.fromiter(self._pending, np.int64, len(self._pending))
-        rows = np.full((len(idx), self.W), -1, np.int64)
-        meta = np.zeros((6, len(idx)), np.int64)
-        old_keys = [self.keys[i] for i in idx]
-        for r, (slot, cfg) in enumerate(self._pending.items()):
-            self.keys[slot] = cfg.key if cfg else None
-            if cfg is not None:
-                rows[r, : len(cfg.traj)] = cfg.traj
-                meta[:, r] = (len(cfg.traj), cfg.n, cfg.successor, cfg.mode, cfg.positions, cfg.entropy)
-        self._pending.clear()
-        if self.ent is None and meta[5].any():
-            self.ent = torch.full((len(self.keys), self.W), float("nan"), device=self.device)
-        idx_t = _to_device(idx, self.device, self.pin)
-        # previous occupants' results stay on the device until pop_results
-        ents = self.ent.index_select(0, idx_t) if self.ent is not None else None
-        self.ledger.retire(old_keys, self.count.index_select(0, idx_t), ents)
-        self.count.index_fill_(0, idx_t, 0)
-        if self.ent is not None:
-            self.ent.index_fill_(0, idx_t, float("nan"))
-        self.traj.index_copy_(0, idx_t, _to_device(rows, self.device, self.pin))
-        self.meta.index_copy_(1, idx_t, _to_device(meta, self.device, self.pin))
+        self.state.flush()
 
     def apply(self, logits: torch.Tensor, ctx) -> torch.Tensor:
-        req_slots = ctx.idx_mapping_np
-        kinds = self.kind_np[req_slots]
-        has_rc, has_bt = bool((kinds == RAILCAP).any()), bool((kinds == BAN_TOP).any())
-        has_en = bool(self.ent_np[req_slots].any())
-        if not (has_rc or has_bt or has_en):  # host-only decision
-            return logits
         slots = ctx.expanded_idx_mapping.long()
-        total = self.rs.total_len.gpu[slots].long()  # prompt + committed outputs
-        prompt = self.rs.prompt_len.gpu[slots].long()  # re-read every step (UVA ring buffer)
-        gen_len = total - prompt
-        meta = self.meta.index_select(1, slots)
-        triggered = torch.zeros_like(gen_len, dtype=torch.bool)
-        if has_rc:
-            active = kinds == RAILCAP
-            N, K = int(self.n_np[req_slots][active].max()), int(self.len_np[req_slots][active].max())
-            all_ids = self.rs.all_token_ids.gpu
-            j = torch.arange(N, device=logits.device)
-            pos = total[:, None] - N + j[None, :]
+        rs, lens = self.rs, []
+
+        def total_prompt() -> tuple[torch.Tensor, torch.Tensor]:
+            if not lens:  # prompt + committed outputs; prompt lengths re-read every step (UVA ring buffer)
+                lens.extend((rs.total_len.gpu[slots].long(), rs.prompt_len.gpu[slots].long()))
+            return lens[0], lens[1]
+
+        def gen_len() -> torch.Tensor:
+            total, prompt = total_prompt()
+            return total - prompt
+
+        def recent(N: int) -> torch.Tensor:
+            total, prompt = total_prompt()
+            all_ids = rs.all_token_ids.gpu
+            pos = total[:, None] - N + torch.arange(N, device=logits.device)[None, :]
             tok = all_ids[slots[:, None], pos.clamp(0, all_ids.shape[1] - 1)].long()
-            recent = torch.where(pos >= prompt[:, None], tok, torch.full_like(tok, -1))
-            logits, trig = apply_railcap(  # meta[1] (n) is 0 for rows without RailCap: untouched
-                logits,
-                self.traj.index_select(0, slots)[:, :K],
-                meta[0],
-                recent,
-                gen_len,
-                meta[1],
-                meta[2],
-                meta[3],
-            )
-            triggered |= trig
-        if has_bt:
-            logits, trig = ban_top(logits, gen_len < meta[4])
-            triggered |= trig
-        self.count.index_add_(0, slots, triggered.to(torch.int64))
-        if has_en:  # rows without entropy recording rewrite their current value (fixed shapes, no sync)
-            pos = gen_len.clamp(0, self.W - 1)
-            old = self.ent[slots, pos]
-            self.ent[slots, pos] = torch.where((meta[5] > gen_len), entropy(logits), old)
-        return logits
+            return torch.where(pos >= prompt[:, None], tok, torch.full_like(tok, -1))
+
+        return self.state.apply(logits, slots, ctx.idx_mapping_np, History(gen_len, recent))
 
     def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
         """(trigger counts, entropies) per (key, seed) since the last call; call between ``generate`` calls."""
-        live = [i for i, k in enumerate(self.keys) if k is not None]
-        if live:
-            idx = torch.tensor(live, dtype=torch.int64, device=self.device)
-            ents = self.ent.index_select(0, idx) if self.ent is not None else None
-            self.ledger.retire([self.keys[i] for i in live], self.count.index_select(0, idx), ents)
-            self.count.index_fill_(0, idx, 0)
-            if self.ent is not None:
-                self.ent.index_fill_(0, idx, float("nan"))
-        return self.ledger.pop()
+        return self.state.pop_results()

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
-from railsweep.strategies.base import EvalContext, QuestionOutcome, register
+from railsweep.strategies.base import EvalContext, NoOffSwitch, QuestionOutcome, register
 from railsweep.tasks.base import Question
 
 
 @dataclass(frozen=True)
 class AllZeroConfig:
-    pass
+    switched_off: ClassVar[NoOffSwitch] = NoOffSwitch(
+        "All-Zero has no parameters and decodes nothing: r = 0 is all it is"
+    )
 
 
 @register("all_zero", AllZeroConfig)

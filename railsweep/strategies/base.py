@@ -78,11 +78,29 @@ class Strategy(Protocol):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]: ...
 
 
+@dataclass(frozen=True)
+class NoOffSwitch:
+    """A strategy config's declaration that no parameter setting switches the strategy off, and why."""
+
+    reason: str
+
+
 _REGISTRY: dict[str, tuple[type, type]] = {}
 
 
 def register(name: str, config_cls: type) -> Callable[[type], type]:
-    """Class decorator: ``@register("railcap", RailCapConfig)``."""
+    """Class decorator: ``@register("railcap", RailCapConfig)``.
+
+    The config class must declare ``switched_off``: the parameters with which the strategy
+    reproduces Identity sample for sample (the conformance suite checks it), or a
+    :class:`NoOffSwitch` saying why no setting does.
+    """
+    off = getattr(config_cls, "switched_off", None)
+    if not isinstance(off, dict | NoOffSwitch) or (isinstance(off, NoOffSwitch) and not off.reason.strip()):
+        raise TypeError(
+            f"strategy {name!r}: {config_cls.__name__}.switched_off must be the parameters that switch it "
+            f"off (a dict) or a NoOffSwitch with a reason, got {off!r}"
+        )
 
     def deco(cls: type) -> type:
         if name in _REGISTRY and _REGISTRY[name][0] is not cls:

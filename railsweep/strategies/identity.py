@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
 from railsweep.tasks.base import Question
@@ -11,7 +12,7 @@ from railsweep.tasks.base import Question
 
 @dataclass(frozen=True)
 class IdentityConfig:
-    pass
+    switched_off: ClassVar[dict[str, Any]] = {}  # Identity is the "off" every other strategy is compared to
 
 
 @register("identity", IdentityConfig)

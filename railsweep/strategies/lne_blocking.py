@@ -27,10 +27,10 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from railsweep.engines.base import BanTopSpec
 from railsweep.errors import ConfigError
+from railsweep.interventions import BanTopSpec
 from railsweep.strategies.base import EvalContext, QuestionOutcome, greedy, register, sample_and_grade
 from railsweep.tasks.base import Question
 
@@ -58,6 +58,7 @@ class LNEBlockingConfig:
     include_stop_step: bool = True
     fixed_n: int | None = None
     xi: float | None = None
+    switched_off: ClassVar[dict[str, Any]] = {"t_task": 0}  # blocks no position
 
     def __post_init__(self) -> None:
         if not self.beta > 0:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -51,6 +52,7 @@ class TEDConfig:
     tau: float = 2.0
     max_length: int = 100
     dedup: bool = True
+    switched_off: ClassVar[dict[str, Any]] = {"tau": -1, "dedup": False}  # keeps every sample
 
     def __post_init__(self) -> None:
         if isinstance(self.tau, bool) or not isinstance(self.tau, int | float) or self.tau != self.tau:

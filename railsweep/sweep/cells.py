@@ -17,6 +17,7 @@ from typing import Any
 
 from railsweep.config import CellConfig
 from railsweep.errors import ConfigError
+from railsweep.interventions.railcap import DEFAULT_N
 from railsweep.sweep.spec import _TABLE_STRATEGIES, TABLES, SweepSpec
 
 
@@ -88,7 +89,7 @@ def strategy_label(strategy: str, params: dict[str, Any]) -> str:
         tail = "" if succ == "last" else f" {succ}"
         if params.get("trajectory", "answer") == "with_stop":
             tail += " with stop"
-        return f"{base} n={params.get('n', 4)} {params.get('mode', 'cap')}{tail}"
+        return f"{base} n={params.get('n', DEFAULT_N)} {params.get('mode', 'cap')}{tail}"
     return base
 
 
@@ -96,7 +97,7 @@ def is_main_railcap(cfg: CellConfig) -> bool:
     p = cfg.strategy_params
     return (
         cfg.strategy == "railcap"
-        and p.get("n") == 4
+        and p.get("n") == DEFAULT_N
         and p.get("mode") == "cap"
         and p.get("successor") == "last"
         and p.get("trajectory", "answer") == "answer"

@@ -48,7 +48,7 @@ PRESET_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "presets"
 PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "smoke")
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
-# Strategies each paper table shows (method.md §6); "railcap_main" = RailCap n=4 cap, last successor.
+# Strategies each paper table shows (method.md §6); "railcap_main" = RailCap at its default n, cap, last successor.
 _TABLE_STRATEGIES = {
     "1": {"identity", "ted", "lne_blocking", "shortcut", "railcap_main"},
     "2": {"identity", "ted", "lne_blocking", "shortcut", "railcap_main", "all_zero"},

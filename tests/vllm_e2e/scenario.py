@@ -49,7 +49,8 @@ def make_assets(root: Path) -> tuple[Path, dict[str, str]]:
 def run(engine) -> dict:
     """Greedy with per-step entropies per (prompt, adapter); then M samples per prompt on adapter "a": identity, RailCap cap/ban on
     the greedy trajectory, an empty-trajectory RailCap (off), and LNE ban-top."""
-    from railsweep.engines.base import BanTopSpec, RailCapSpec, Request, SamplingSpec
+    from railsweep.engines.base import Request, SamplingSpec
+    from railsweep.interventions import BanTopSpec, RailCapSpec
 
     greedy_reqs = [
         Request(p, SamplingSpec(max_new_tokens=MAX_NEW, stop=STOP, return_entropy=True), adapter=a)

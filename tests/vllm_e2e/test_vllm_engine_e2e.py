@@ -18,14 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import scenario  # noqa: E402
 
-from railsweep.engines.base import (  # noqa: E402
-    BanTopSpec,
-    NeuronPatchSpec,
-    RailCapSpec,
-    Request,
-    SamplingSpec,
-)
+from railsweep.engines.base import Request, SamplingSpec  # noqa: E402
 from railsweep.errors import ConfigError  # noqa: E402
+from railsweep.interventions import BanTopSpec, NeuronPatchSpec, RailCapSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ON_RAIL = 4  # "solved" = the sample reproduces the first 4 tokens of the greedy answer

@@ -19,12 +19,12 @@ from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
 
-from railsweep.engines.base import BanTopSpec, RailCapSpec
 from railsweep.engines.vllm_processors import (
     RailsweepV1Processor,
     RailsweepV2Processor,
     extra_args_for,
 )
+from railsweep.interventions import BanTopSpec, RailCapSpec
 
 V = 40
 ALPHABET = 6  # tokens 0..5: n-grams repeat
@@ -297,3 +297,17 @@ def test_malformed_extra_args_are_rejected_at_admission(bad):
     for cls in (RailsweepV1Processor, RailsweepV2Processor):
         with pytest.raises(ValueError):
             cls.validate_params(SamplingParams(extra_args=bad))
+
+
+def test_results_made_under_inference_mode_can_be_popped_outside_it():
+    """vLLM runs the processor under inference mode and the worker extension pops results outside it."""
+    v1 = RailsweepV1Processor(None, torch.device("cpu"), False)
+    spec = RailCapSpec((1, 2, 1, 2, 1), n=1, mode="ban")
+    out = [1]
+    with torch.inference_mode():
+        v1.update_state(
+            BatchUpdate(1, removed=[], added=[(0, _params(spec, "r", 7, 3), None, out)], moved=[])
+        )
+        v1.apply(_logits(random.Random(1), 1))
+    triggers, ents = v1.pop_results()
+    assert triggers == {("r", 7): 1} and len(ents[("r", 7)]) == 1

@@ -1,5 +1,5 @@
 """RailCap (method.md §3): cap the greedy trajectory's successor tokens while sampling.
 
-``core`` holds the batched pure-torch math, ``hf_processor`` the transformers
-adapter, ``strategy`` the registered strategy.
+``strategy`` holds the registered strategy, ``trajectory`` which tokens of the greedy
+completion form the rail; the spec and the math live in :mod:`railsweep.interventions.railcap`.
 """

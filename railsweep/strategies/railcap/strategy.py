@@ -13,32 +13,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
-from railsweep.engines.base import RailCapSpec, Sample
+from railsweep.engines.base import Sample
 from railsweep.errors import ConfigError
-from railsweep.strategies.base import EvalContext, QuestionOutcome, greedy, register, sample_and_grade
+from railsweep.interventions.railcap import DEFAULT_N, RailCapSpec, check_settings
+from railsweep.strategies.base import (
+    EvalContext,
+    NoOffSwitch,
+    QuestionOutcome,
+    greedy,
+    register,
+    sample_and_grade,
+)
 from railsweep.strategies.railcap.trajectory import answer_ids
 from railsweep.tasks.base import Question
 
 
 @dataclass(frozen=True)
 class RailCapConfig:
-    """``n``: n-gram length (paper: 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
+    """``n``: n-gram length (paper: :data:`~railsweep.interventions.railcap.DEFAULT_N` = 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
     ``successor``: which successor of a repeated n-gram is capped ("last", "first" or "all");
     ``trajectory``: "answer" (the greedy completion up to its stop string) or "with_stop"."""
 
-    n: int = 4
+    n: int = DEFAULT_N
     mode: str = "cap"
     successor: str = "last"
     trajectory: str = "answer"
+    switched_off: ClassVar[NoOffSwitch] = NoOffSwitch(
+        "every n >= 1 caps (or bans) a successor once the last n generated tokens repeat an n-gram of the "
+        "greedy trajectory, so no setting is off; RailCap changes nothing only for a question whose "
+        "trajectory has at most n tokens (an input, not a setting: tests/test_railcap_strategy.py)"
+    )
 
     def __post_init__(self) -> None:
-        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
-            raise ConfigError(f"RailCap n must be an integer >= 1, got n={self.n!r}")
-        if self.mode not in ("cap", "ban"):
-            raise ConfigError(f"RailCap mode must be 'cap' or 'ban', got mode={self.mode!r}")
-        if self.successor not in ("last", "first", "all"):
-            raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {self.successor!r}")
+        check_settings(self.n, self.mode, self.successor)
         if self.trajectory not in ("answer", "with_stop"):
             raise ConfigError(f"RailCap trajectory must be 'answer' or 'with_stop', got {self.trajectory!r}")
 

@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from railsweep.engines.base import NeuronPatchSpec, Request, SamplingSpec
-from railsweep.engines.neuron_patch import down_projections, mlp_widths, use_adapter
+from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError, DataError
+from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
 from railsweep.strategies.base import EvalContext
 from railsweep.tasks.base import Question
 

@@ -22,13 +22,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from railsweep.engines.base import NeuronPatchSpec
-from railsweep.engines.neuron_patch import mlp_widths, spec_from_ranking
 from railsweep.errors import ConfigError
+from railsweep.interventions.neuron_patch import NeuronPatchSpec, mlp_widths, spec_from_ranking
 from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
 from railsweep.strategies.shortcut.localisation import LocalisationParams, engine_model, localise
 from railsweep.tasks.base import Question
@@ -57,6 +56,7 @@ class ShortcutConfig:
     loc_questions: int = 64
     loc_blocks: int = 16
     loc_causal: bool = True
+    switched_off: ClassVar[dict[str, Any]] = {"k": 0}  # patches no neuron
 
     def __post_init__(self) -> None:
         if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 0):

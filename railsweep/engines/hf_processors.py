@@ -1,4 +1,8 @@
-"""Transformers-side adapters over the intervention math, for the hand-written decode loop.
+"""The transformers engine's adapters over the intervention math, for its hand-written decode loop.
+
+:data:`PROCESSORS` is the one table from intervention spec type to adapter; an
+intervention that edits logits needs one entry here (and one in
+``railsweep.engines.vllm_processors.ADAPTERS``).
 
 Every processor is called once per decode step as
 ``processor(logits[B, V], generated[B, S], step) -> (logits, triggered[B] | None)``
@@ -17,8 +21,8 @@ from typing import Protocol
 
 import torch
 
-from railsweep.engines.base import BanTopSpec, RailCapSpec
-from railsweep.strategies.railcap.core import cap_or_ban, pack_specs, railcap_targets
+from railsweep.interventions.ban_top import BanTopSpec, ban_top
+from railsweep.interventions.railcap import RailCapSpec, cap_or_ban, pack_specs, railcap_targets
 
 
 class StepProcessor(Protocol):
@@ -62,24 +66,6 @@ class RailCapProcessor:
         return logits, triggered
 
 
-def apply_ban_top(
-    logits: torch.Tensor, positions: torch.Tensor, gen_len: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """LNE-blocking: ban the current top-1 token of every row with ``gen_len < positions``.
-
-    Shapes: ``logits[B, V]`` (modified in place and returned), ``positions[B]``,
-    ``gen_len[B]`` long. Returns ``(logits, triggered[B])``. Sync-free: the ban
-    is an ``amin`` scatter of -inf (active rows) or +inf (no-op rows).
-    """
-    active = gen_len < positions
-    top = logits.argmax(dim=-1, keepdim=True)
-    triggered = active & (logits.gather(1, top)[:, 0] > float("-inf"))
-    inf = torch.tensor(float("inf"), dtype=logits.dtype, device=logits.device)
-    src = torch.where(active, -inf, inf)[:, None]
-    logits.scatter_reduce_(1, top, src, reduce="amin", include_self=True)
-    return logits, triggered
-
-
 class BanTopProcessor:
     """Holds ``positions`` per row (``None`` spec = 0 positions = off)."""
 
@@ -95,11 +81,14 @@ class BanTopProcessor:
         if step >= self.max_positions:
             return logits, None
         self._gen_len.fill_(step)
-        return apply_ban_top(logits, self.positions, self._gen_len)
+        return ban_top(logits, self.positions, self._gen_len)
+
+
+PROCESSORS: dict[type, type] = {RailCapSpec: RailCapProcessor, BanTopSpec: BanTopProcessor}
 
 
 def make_processor(
-    specs: Sequence[RailCapSpec | BanTopSpec | None], device: torch.device | str = "cpu"
+    specs: Sequence[object | None], device: torch.device | str = "cpu"
 ) -> StepProcessor | None:
     """The processor for a batch whose rows share one intervention kind (or have none)."""
     kinds = {type(s) for s in specs if s is not None}
@@ -110,8 +99,6 @@ def make_processor(
             f"one processor serves one intervention kind, got {sorted(k.__name__ for k in kinds)}"
         )
     kind = kinds.pop()
-    if kind is RailCapSpec:
-        return RailCapProcessor(specs, device)  # type: ignore[arg-type]
-    if kind is BanTopSpec:
-        return BanTopProcessor(specs, device)  # type: ignore[arg-type]
-    raise TypeError(f"no logits processor for {kind.__name__}")
+    if kind not in PROCESSORS:
+        raise TypeError(f"no logits processor for {kind.__name__}")
+    return PROCESSORS[kind](specs, device)

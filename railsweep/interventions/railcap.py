@@ -1,4 +1,4 @@
-"""RailCap's math: one batched, pure-torch, sync-free function (method.md §3, paper Algorithm 1).
+"""RailCap (method.md §3, paper Algorithm 1): its spec, its default n, and its batched pure-torch math.
 
 Both engine adapters (the transformers processor and the vLLM logits
 processors) call :func:`apply_railcap` or its two halves (:func:`railcap_targets`
@@ -14,10 +14,53 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-import torch
+from railsweep.errors import ConfigError
 
-from railsweep.engines.base import RailCapSpec
+if TYPE_CHECKING:
+    import torch
+
+DEFAULT_N = 4  # the paper's n-gram length: the one default every layer (spec, strategy, sweep, tables) uses
+RailCapMode = Literal["cap", "ban"]
+Successor = Literal["last", "first", "all"]
+
+
+def check_settings(n: object, mode: object, successor: object) -> None:
+    """ConfigError naming the offending value unless ``n`` is an integer >= 1, ``mode`` "cap" or "ban"
+    and ``successor`` "last", "first" or "all" (the one validation of RailCap's settings)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ConfigError(f"RailCap n must be an integer >= 1, got n={n!r}")
+    if mode not in ("cap", "ban"):
+        raise ConfigError(f"RailCap mode must be 'cap' or 'ban', got mode={mode!r}")
+    if successor not in ("last", "first", "all"):
+        raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {successor!r}")
+
+
+@dataclass(frozen=True)
+class RailCapSpec:
+    """RailCap for one request.
+
+    ``trajectory`` is the greedy completion's token ids (cut at the stop
+    sequence, EOS kept if emitted). At every generated step whose last ``n``
+    generated tokens form an n-gram of the trajectory, the successor token(s)
+    are capped to the runner-up logit (``mode="cap"``) or banned (``"ban"``).
+    A trajectory of at most ``n`` tokens has no n-gram with a successor: RailCap then changes nothing.
+    """
+
+    trajectory: tuple[int, ...]
+    n: int = DEFAULT_N
+    mode: RailCapMode = "cap"
+    successor: Successor = "last"
+
+    def __post_init__(self) -> None:
+        check_settings(self.n, self.mode, self.successor)
+
+    @property
+    def inert(self) -> bool:
+        """True when no n-gram of the trajectory has a successor (the spec changes no logits)."""
+        return len(self.trajectory) <= self.n
+
 
 SUCCESSOR_CODES = {"last": 0, "first": 1, "all": 2}
 MODE_CODES = {"cap": 0, "ban": 1}
@@ -80,6 +123,8 @@ def railcap_targets(
          the row is enabled, has generated >= n tokens and g_{e+1} exists;
       2. keep the last / first / all matching windows (``successor``).
     """
+    import torch
+
     B, T = traj.shape
     N = recent.shape[1]
     dev = traj.device
@@ -125,6 +170,8 @@ def cap_or_ban(
       2. scatter -inf onto hit (and ban) targets; v2 = the row max of the rest;
       3. scatter back min(v2, m1) onto the hits (m1 on a tie: nothing changes).
     """
+    import torch
+
     if index.shape[1] == 0:
         return logits, torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
     ninf = torch.full((), float("-inf"), dtype=logits.dtype, device=logits.device)
@@ -158,6 +205,8 @@ class RailCapBatch:
 
 def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str = "cpu") -> RailCapBatch:
     """Pack one spec per row (``None`` = RailCap off for that row) into padded tensors."""
+    import torch
+
     B = len(specs)
     T = max((len(s.trajectory) for s in specs if s is not None), default=0)
     traj = torch.full((B, T), -1, dtype=torch.long)

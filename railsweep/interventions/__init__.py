@@ -1,0 +1,28 @@
+"""Decoding interventions: one module per intervention, each holding its spec and its batched math.
+
+A spec is a frozen, plain-data description of one request's intervention; it
+travels unchanged to a Ray actor or into vLLM's ``SamplingParams.extra_args``.
+The math is pure torch, batched over rows and free of device-to-host syncs;
+each engine maps a spec type to its own adapter over that math through one
+table (``railsweep.engines.hf_processors.PROCESSORS``,
+``railsweep.engines.vllm_processors.ADAPTERS``).
+
+- :mod:`.railcap`: RailCap (method.md §3), :class:`RailCapSpec`;
+- :mod:`.ban_top`: LNE-blocking's ban of the top-1 token, :class:`BanTopSpec`;
+- :mod:`.neuron_patch`: Shortcut's neuron patching, :class:`NeuronPatchSpec` (a model patch, not a
+  logits edit: the transformers engine implements it in ``railsweep.engines.neuron_patch``);
+- :mod:`.entropy`: the per-step entropy readout (LNE's gauge), not an edit.
+
+The modules import torch inside their functions only, so specs and defaults load
+without torch (the sweep driver, the tables and vLLM's frontend read them).
+"""
+
+from __future__ import annotations
+
+from railsweep.interventions.ban_top import BanTopSpec
+from railsweep.interventions.neuron_patch import NeuronPatchSpec
+from railsweep.interventions.railcap import RailCapSpec
+
+Intervention = RailCapSpec | BanTopSpec | NeuronPatchSpec
+
+__all__ = ["BanTopSpec", "Intervention", "NeuronPatchSpec", "RailCapSpec"]

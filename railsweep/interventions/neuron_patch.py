@@ -1,0 +1,143 @@
+"""Shortcut's intervention: patch selected MLP neurons with a reference model's live activations.
+
+The spec and the model-side helpers shared by the engine and Shortcut's
+localisation live here: where a model's MLP neurons are (a "neuron" is one
+channel of the input of the MLP down projection: Llama/Gemma ``mlp.down_proj``,
+GPT-NeoX ``mlp.dense_4h_to_h``), how wide each layer is, adapter switching and
+recording. The patched forward itself rewrites the model's step, not the
+logits, so the transformers engine implements it (``railsweep.engines.neuron_patch``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from railsweep.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+# (attribute of the decoder layer holding the MLP, attribute of the MLP holding the down projection)
+_DOWN_NAMES = ("down_proj", "dense_4h_to_h")
+
+
+@dataclass(frozen=True)
+class NeuronPatchSpec:
+    """Overwrite the selected MLP neurons (inputs of the down projection) of the target model, at
+    every position and step, with the live activations of a reference model run in lockstep on the
+    same tokens. ``reference_adapter=None`` means the base model (adapter disabled). ``neurons``
+    maps a layer index to the neuron indices patched in that layer. Only engines that expose
+    activations support it (the transformers engine)."""
+
+    neurons: tuple[tuple[int, tuple[int, ...]], ...]
+    reference_adapter: str | None = None
+
+    def as_dict(self) -> dict[int, tuple[int, ...]]:
+        return {layer: idx for layer, idx in self.neurons}
+
+
+def spec_from_ranking(ranking: Sequence[tuple[int, int]], reference_adapter: str | None) -> NeuronPatchSpec:
+    """A NeuronPatchSpec patching the given (layer, neuron) pairs, grouped by layer."""
+    by_layer: dict[int, list[int]] = {}
+    for layer, j in ranking:
+        by_layer.setdefault(int(layer), []).append(int(j))
+    neurons = tuple((layer, tuple(sorted(idx))) for layer, idx in sorted(by_layer.items()))
+    return NeuronPatchSpec(neurons=neurons, reference_adapter=reference_adapter)
+
+
+def down_projections(model: nn.Module) -> list[nn.Module]:
+    """The MLP down-projection module of every decoder layer, in layer order.
+
+    Finds the decoder-layer ``ModuleList`` whose layers have ``mlp.down_proj``
+    (Llama, Gemma 1-4, Mistral, Qwen) or ``mlp.dense_4h_to_h`` (GPT-NeoX/Pythia).
+    Under peft the returned module may be a LoRA wrapper; its input is the
+    down projection's input either way.
+    """
+    from torch import nn
+
+    get_base = getattr(model, "get_base_model", None)  # a peft wrapper's transformers model
+    base = get_base() if callable(get_base) else model
+    best: list[nn.Module] = []
+    for _, mod in base.named_modules():
+        if not isinstance(mod, nn.ModuleList) or len(mod) <= len(best):
+            continue
+        downs = []
+        for layer in mod:
+            mlp = getattr(layer, "mlp", None)
+            down = next((getattr(mlp, n) for n in _DOWN_NAMES if mlp is not None and hasattr(mlp, n)), None)
+            if down is None:
+                break
+            downs.append(down)
+        else:
+            best = downs
+    if not best:
+        raise ConfigError(
+            f"cannot find MLP down projections (mlp.down_proj / mlp.dense_4h_to_h) in {type(base).__name__}; "
+            "shortcut-neuron patching supports the Llama, Gemma and GPT-NeoX layouts"
+        )
+    return best
+
+
+def mlp_widths(model: nn.Module) -> list[int]:
+    """d_mlp (the down projection's input width) of every layer."""
+    widths = []
+    for down in down_projections(model):
+        base = getattr(down, "base_layer", down)  # peft LoRA wrapper
+        widths.append(int(base.in_features))
+    return widths
+
+
+@contextlib.contextmanager
+def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
+    """Run the enclosed forwards with ``adapter`` active (``None``: the base, adapter disabled).
+
+    A plain (non-peft) model only serves ``None``. The previously active adapter is restored.
+    """
+    if not hasattr(model, "disable_adapter"):
+        if adapter is not None:
+            raise ConfigError(f"adapter {adapter!r} requested but the model has no LoRA adapters")
+        yield
+        return
+    if adapter is None:
+        with model.disable_adapter():
+            yield
+        return
+    known = list(getattr(model, "peft_config", {}) or {})
+    if adapter not in known:
+        raise ConfigError(f"unknown adapter {adapter!r}; the model has {known}")
+    previous = model.active_adapter
+    model.set_adapter(adapter)
+    try:
+        yield
+    finally:
+        if previous != adapter:
+            model.set_adapter(previous)
+
+
+@contextlib.contextmanager
+def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tensor]]]:
+    """Record every layer's down-projection input during the enclosed forwards.
+
+    Yields a dict ``layer -> list of fp32 tensors [B, L, d_mlp]``, one per forward
+    in call order. A forward (post) hook sees the input after every pre-hook, so
+    patched values are recorded as patched.
+    """
+    store: dict[int, list[torch.Tensor]] = {}
+    downs = down_projections(model)
+
+    def make(i: int):
+        def hook(_mod, args, _out):
+            store.setdefault(i, []).append(args[0].detach().float().clone())
+
+        return hook
+
+    handles = [mod.register_forward_hook(make(i)) for i, mod in enumerate(downs)]
+    try:
+        yield store
+    finally:
+        for h in handles:
+            h.remove()

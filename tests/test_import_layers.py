@@ -1,0 +1,135 @@
+"""The package's layers import only what their rule allows, function-local imports included.
+
+Every ``import`` / ``from ... import`` of every module under ``railsweep/`` is
+read with ``ast`` (top-level, inside functions and under ``TYPE_CHECKING``
+alike) and checked against :data:`RULES`, a table of one row per rule:
+
+- ``interventions`` (specs and their batched math) is the floor: it imports
+  neither ``engines`` nor ``strategies``; both of those may import it.
+- ``engines`` never import ``strategies``.
+- ``strategies`` use the engines only through their public protocol,
+  ``railsweep.engines.base`` (Request / SamplingSpec / Sample / Completion /
+  Engine); never an engine's internals.
+- ``metrics`` import numpy, the standard library, ``railsweep.metrics`` and
+  ``railsweep.errors`` only (``import railsweep.metrics`` pulls in no torch, no pandas).
+
+A new rule is one more row of :data:`RULES`.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "railsweep"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Modules under ``layer`` may not import anything under ``forbid`` except what is under ``allow``;
+    with ``only`` set, they may import nothing but the standard library and what is under ``only``."""
+
+    name: str
+    layer: str
+    forbid: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    only: tuple[str, ...] | None = None
+
+    def violations(self, imported: str) -> bool:
+        if self.only is not None:
+            top = imported.split(".")[0]
+            return not (top in sys.stdlib_module_names or _under(imported, self.only))
+        return _under(imported, self.forbid) and not _under(imported, self.allow)
+
+
+RULES = (
+    Rule(
+        "interventions import neither engines nor strategies",
+        "railsweep.interventions",
+        forbid=("railsweep.engines", "railsweep.strategies"),
+    ),
+    Rule("engines never import strategies", "railsweep.engines", forbid=("railsweep.strategies",)),
+    Rule(
+        "strategies use only the public engine protocol",
+        "railsweep.strategies",
+        forbid=("railsweep.engines",),
+        allow=("railsweep.engines.base",),
+    ),
+    Rule(
+        "metrics import numpy only",
+        "railsweep.metrics",
+        only=("numpy", "railsweep.metrics", "railsweep.errors"),
+    ),
+)
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(source: str, module: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """``(line, imported name)`` for every import anywhere in ``source``; ``from a import b`` gives
+    both ``a`` and ``a.b`` (b may be a submodule); relative imports are resolved against ``module``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = module.split(".")
+                pkg = pkg if is_package else pkg[:-1]
+                pkg = pkg[: len(pkg) - (node.level - 1)]
+                base = ".".join([*pkg, base] if base else pkg)
+            out.append((node.lineno, base))
+            out += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"]
+    return out
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_every_module_imports_only_what_its_layer_rule_allows(rule):
+    checked, broken = 0, []
+    for path in _modules():
+        mod = module_name(path)
+        if not _under(mod, (rule.layer,)):
+            continue
+        checked += 1
+        for line, name in imports(path.read_text(), mod, path.name == "__init__.py"):
+            if rule.violations(name):
+                broken.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
+    assert checked, f"no module under {rule.layer}: the rule checks nothing"
+    assert not broken, f"{rule.name}:\n" + "\n".join(broken)
+
+
+def test_function_local_and_relative_imports_are_seen():
+    src = (
+        "from __future__ import annotations\n"
+        "def f():\n"
+        "    from railsweep.strategies.railcap import strategy\n"
+        "    from ..strategies import base\n"
+        "    import railsweep.engines._hf_decode\n"
+    )
+    names = {n for _, n in imports(src, "railsweep.engines.foo")}
+    assert {
+        "railsweep.strategies.railcap.strategy",
+        "railsweep.strategies.base",
+        "railsweep.engines._hf_decode",
+    } <= names
+    engines_rule, strategies_rule = RULES[1], RULES[2]
+    assert engines_rule.violations("railsweep.strategies.railcap.strategy")
+    assert strategies_rule.violations("railsweep.engines._hf_decode")
+    assert not strategies_rule.violations("railsweep.engines.base.Request")
+    assert RULES[3].violations("torch") and not RULES[3].violations("numpy.typing")
