@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from railsweep.cli import main
+from railsweep.sweep.spec import PRESET_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = [("Tom has 2 apples and buys 3 more. How many apples?", "5"), ("What is 4 + 4?", "8")] * 2
@@ -63,7 +64,7 @@ def _write_cells(root: Path) -> dict[str, Path]:
     }
 
 
-SMOKE = yaml.safe_load((REPO / "sweeps" / "presets" / "smoke.yaml").read_text())
+SMOKE = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
 
 
 def _spec(**changes) -> dict:
@@ -323,7 +324,7 @@ def test_the_valid_baselines_pass_every_check(inp, tmp_path, monkeypatch, capsys
     with pytest.raises(Tripwire):
         main(sweep_argv(inp, tmp_path))
     with pytest.raises(Tripwire):
-        main(sweep_argv(inp, tmp_path, "--spec", str(REPO / "sweeps" / "presets" / "smoke.yaml")))
+        main(sweep_argv(inp, tmp_path, "--spec", str(PRESET_DIR / "smoke.yaml")))
     assert main(score_argv(inp, tmp_path)) == 0, capsys.readouterr().err
     assert (tmp_path / "report" / "scores.csv").is_file()
     assert list(tmp_path.iterdir()) == [tmp_path / "report"]  # eval and sweep wrote nothing
