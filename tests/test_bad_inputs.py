@@ -281,7 +281,7 @@ def tripwires(monkeypatch):
     def trip(*a, **kw):
         raise Tripwire("a bad input reached the expensive part")
 
-    monkeypatch.setattr("railsweep.config.EngineConfig.build", trip)
+    monkeypatch.setattr("railsweep.engines.factory.build_engine", trip)
     for name in ("ensure_ray_head", "ensure_mlflow_server", "submit_job"):
         monkeypatch.setattr(f"railsweep.sweep.local.{name}", trip)
 
