@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from baselines_world import make_ctx, make_world, toy_task
+from baselines_world import make_ctx, toy_task
 
-from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, known_strategies, make_config
 from railsweep.strategies.base import config_dict
@@ -48,14 +47,6 @@ def test_unknown_parameter_is_rejected_by_name(name):
         make_config(name, {"no_such_knob": 1})
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    base, adapters = make_world(tmp_path_factory.mktemp("conformance"))
-    eng = TransformersEngine(base, adapters, device="cpu", dtype="float32")
-    yield eng
-    eng.close()
-
-
 def _fingerprint(outcomes):
     return [
         (
@@ -71,26 +62,26 @@ def _fingerprint(outcomes):
     ]
 
 
-def _run(engine, name, params=None, seed=0):
+def _run(world_engine, name, params=None, seed=0):
     task = toy_task(3)
-    return build_strategy(name, params).run(make_ctx(engine, task, m=4, seed=seed), task.questions())
+    return build_strategy(name, params).run(make_ctx(world_engine, task, m=4, seed=seed), task.questions())
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_same_seed_gives_identical_outcomes(engine, name):
-    a, b = _run(engine, name), _run(engine, name)
+def test_same_seed_gives_identical_outcomes(world_engine, name):
+    a, b = _run(world_engine, name), _run(world_engine, name)
     assert _fingerprint(a) == _fingerprint(b)
     assert [o.extras for o in a] == [o.extras for o in b]
     assert [o.index for o in a] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("name", [n for n in ALL if n != "all_zero"])
-def test_different_seeds_give_different_samples(engine, name):
-    a, b = _run(engine, name, seed=0), _run(engine, name, seed=1)
+def test_different_seeds_give_different_samples(world_engine, name):
+    a, b = _run(world_engine, name, seed=0), _run(world_engine, name, seed=1)
     assert [[s.token_ids for s in o.samples] for o in a] != [[s.token_ids for s in o.samples] for o in b]
 
 
 @pytest.mark.parametrize("name", sorted(SWITCHED_OFF))
-def test_switched_off_strategy_equals_identity(engine, name):
+def test_switched_off_strategy_equals_identity(world_engine, name):
     assert name in ALL
-    assert _fingerprint(_run(engine, name, SWITCHED_OFF[name])) == _fingerprint(_run(engine, "identity"))
+    assert _fingerprint(_run(world_engine, name, SWITCHED_OFF[name])) == _fingerprint(_run(world_engine, "identity"))
