@@ -252,7 +252,8 @@ SWEEP: dict[str, Case] = {
         for name, (_, needle) in BAD_SPECS.items()
     },
     "spec_missing": (lambda i, o: sweep_argv(i, o, "--spec", str(o / "nope.yaml")), "is neither a preset"),
-    "spec_outside_the_working_directory": (lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / "valid.yaml")), "is outside the working directory"),
+    "cluster_spec_outside_the_working_directory": (lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / "valid.yaml"), "--address", "http://127.0.0.1:1"), "is outside the working directory"),
+    "m_zero": (lambda i, o: sweep_argv(i, o, "--m", "0"), "--m must be >= 1, got 0"),
     "preset_unknown": (lambda i, o: sweep_argv(i, o, "--preset", "huge"), "argument --preset: invalid choice: 'huge'"),
     "table_unknown": (lambda i, o: sweep_argv(i, o, "--table", "9"), "argument --table: invalid choice: '9'"),
     "limit_zero": (lambda i, o: sweep_argv(i, o, "--limit", "0"), "--limit must be >= 1, got 0"),
