@@ -17,14 +17,16 @@ VENV=${RAILSWEEP_WHEEL_VENV:-$WORK/venv}
 RAYTMP=$WORK/r
 
 cleanup() {
-  local pids
-  pids=$(pgrep -f -- "$RAYTMP" || true)  # the private head's processes carry its temp dir
-  if [ -n "$pids" ]; then kill $pids 2>/dev/null || true; fi
-  if [ -n "${MLFLOW_PORT:-}" ]; then  # `mlflow server` runs in its own process group (its workers with it)
-    for pid in $(pgrep -f -- "--port $MLFLOW_PORT" || true); do
-      kill -- "-$(ps -o pgid= -p "$pid" | tr -d ' ')" 2>/dev/null || true
-    done
-  fi
+  # The private head's processes (some renamed `ray::...`) share the process group of its gcs_server, whose
+  # command line carries the private temp dir; `mlflow server` runs in its own process group too.
+  local pid groups=""
+  for pid in $(pgrep -f -- "$RAYTMP/" || true) $(pgrep -f -- "--port ${MLFLOW_PORT:-none} " || true); do
+    groups="$groups $(ps -o pgid= -p "$pid" | tr -d ' ')"
+  done
+  for sig in TERM KILL; do
+    for pid in $(echo "$groups" | tr ' ' '\n' | sort -u); do kill -s "$sig" -- "-$pid" 2>/dev/null || true; done
+    [ "$sig" = TERM ] && sleep 3
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
