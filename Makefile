@@ -7,7 +7,7 @@ STAMP := $(VENV)/.railsweep-installed
 # Subprocesses (Ray jobs, notebook kernels) must find the venv's python and console scripts.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup demo test lint test-fast test-vllm
+.PHONY: setup demo test lint test-fast test-vllm test-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,4 +30,8 @@ test-fast: $(STAMP)
 test-vllm:
 	bash .ci/vllm.sh
 
-test: lint test-fast test-vllm
+# The wheel in a fresh venv outside the checkout: `railsweep demo` and `railsweep sweep` on the smoke preset.
+test-wheel: $(STAMP)
+	BUILD_PY=$(abspath $(BIN))/python bash .ci/wheel.sh
+
+test: lint test-fast test-vllm test-wheel

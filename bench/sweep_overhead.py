@@ -45,6 +45,7 @@ def single_engine(spec, cells, *, batch: int, threads: int) -> dict:
     import torch
 
     from railsweep.config import EngineConfig
+    from railsweep.engines.factory import build_engine
     from railsweep.evaluate import evaluate_cell
 
     torch.set_num_threads(threads)
@@ -54,10 +55,10 @@ def single_engine(spec, cells, *, batch: int, threads: int) -> dict:
         mine = [c for c in cells if c.family == fam.name]
         if not mine:
             continue
-        engine = EngineConfig(
+        engine = build_engine(EngineConfig(
             backend="transformers", model=fam.base, adapters=fam.adapters, device="cpu",
             dtype=spec.engine.dtype, max_batch_size=batch,
-        ).build()  # fmt: skip
+        ))  # fmt: skip
         for cell in mine:
             with tempfile.TemporaryDirectory(prefix="rsw-ref-") as tmp:
                 res = evaluate_cell(cell.config, engine, out_dir=tmp, batch_size=spec.readout.batch_size)

@@ -1,4 +1,5 @@
-"""Frozen, validated configuration for one evaluated cell and for the engine that decodes it.
+"""Frozen, validated records: one evaluated cell (:class:`CellConfig`) and the engine that decodes it
+(:class:`EngineConfig`). Building an engine from its record is :func:`railsweep.engines.factory.build_engine`.
 
 A *cell* is one (model, adapter, strategy, readout) combination evaluated on
 one task; its :attr:`CellConfig.cell_id` is a short hash of the resolved
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from railsweep.errors import ConfigError, DataError, MissingDependencyError
+from railsweep.errors import ConfigError, DataError
 
 Backend = Literal["transformers", "vllm"]
 Role = Literal["clean", "mitigated"]
@@ -101,36 +102,6 @@ class EngineConfig:
         for name, path in self.adapters:
             if not Path(path).expanduser().is_dir():
                 raise DataError(f"adapter {name!r}: directory not found: {path}")
-
-    def build(self) -> Any:
-        """Instantiate the engine (the vLLM backend is imported only when asked for)."""
-        if self.backend == "vllm":
-            try:
-                from railsweep.engines.vllm_engine import VLLMEngine
-            except ModuleNotFoundError as e:
-                if e.name and e.name.split(".")[0] == "vllm":
-                    raise MissingDependencyError(
-                        "vllm", extra="vllm", purpose="the vllm engine backend"
-                    ) from e
-                raise
-            # vLLM places the model itself; device is not one of its arguments.
-            return VLLMEngine(
-                self.model,
-                adapters=self.adapter_dict,
-                dtype=self.dtype,
-                max_num_seqs=self.max_batch_size,
-                llm_kwargs={"trust_remote_code": True} if self.trust_remote_code else None,
-            )
-        from railsweep.engines.transformers_engine import TransformersEngine
-
-        return TransformersEngine(
-            self.model,
-            adapters=self.adapter_dict,
-            device=self.device,
-            dtype=self.dtype,
-            trust_remote_code=self.trust_remote_code,
-            max_batch_size=self.max_batch_size,
-        )
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
-"""Tiny real models for tests and the CPU miniature world.
+"""Tiny real models for tests (a test helper: no module of the library imports it).
 
 :func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and
 ``AutoModelForCausalLM`` load like any Hub checkpoint: a word-level tokenizer
 (exact round trip for GSM-style text: words, numbers 0-1000, punctuation,
 spaces and newlines) and a randomly initialised 2-layer model of the requested
-family, saved as safetensors. Same arguments → byte-identical weights.
+family, saved as safetensors. Same arguments → byte-identical weights. The
+config comes from the library's one tiny-model factory,
+:func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1
+(the family the cascade decode path does not take).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from railsweep.errors import ConfigError
+from railsweep.miniworld.models import family_config
 
 FAMILIES = ("llama", "neox", "gemma")
+_CONFIG_FAMILY = {"llama": "llama", "neox": "neox", "gemma": "gemma1"}  # this module's name → the factory's
 
 SPECIAL_TOKENS = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
 
@@ -101,17 +106,9 @@ def _config(family: str, vocab_size: int, ids: dict[str, int]):
         initializer_range=0.2,  # peaked, non-degenerate next-token distributions
         tie_word_embeddings=False,
     )
-    if family == "llama":
-        from transformers import LlamaConfig
-
-        return LlamaConfig(**common, num_key_value_heads=1, head_dim=32)
-    if family == "gemma":
-        from transformers import GemmaConfig
-
-        return GemmaConfig(**common, num_key_value_heads=1, head_dim=32)
-    from transformers import GPTNeoXConfig
-
-    return GPTNeoXConfig(**common)
+    if family in ("llama", "gemma"):
+        common.update(num_key_value_heads=1, head_dim=32)
+    return family_config(_CONFIG_FAMILY[family], **common)
 
 
 def make_tiny_model(
@@ -160,13 +157,3 @@ def make_tiny_model(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
-
-
-def shared_data_dir() -> Path:
-    """The project's shared data (GSM8K, paraphrases), loaded by path and never copied into the repo:
-    ``$RAILSWEEP_SHARED_DATA``, else ``../shared/data`` beside the checkout, else ``/work/shared/data``."""
-    env = os.environ.get("RAILSWEEP_SHARED_DATA")
-    if env:
-        return Path(env)
-    beside = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return beside if beside.is_dir() else Path("/work/shared/data")

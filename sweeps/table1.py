@@ -1,15 +1,16 @@
 """Table 1 of the paper (method.md §6): `python sweeps/table1.py [--preset mini|smoke|paper]`.
 
-Same options as `sweeps/tables.py` with `--table 1`; works under
+The sweep job of :mod:`railsweep.sweep.job` with `--table 1`; works under
 `ray job submit --working-dir . -- python sweeps/table1.py`.
 """
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# With `ray job submit --working-dir .` the job's cwd is the uploaded checkout; make it importable either way.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tables import main  # noqa: E402
+from railsweep.sweep.job import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(table="1"))

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real tiny model, and the real services of the sweep tests (the smoke miniature world, a
+"""Shared fixtures: a real tiny model, the baseline strategies' tiny world served by an engine, and the real services of the sweep tests (the smoke miniature world, a
 local Ray head and an `mlflow server` on 127.0.0.1), each made once per test session and only when asked for."""
 
 from __future__ import annotations
@@ -36,6 +36,20 @@ def pytest_configure(config):
 def tiny_model_dir(tmp_path_factory):
     """A tiny random llama (word-level tokenizer, 2 layers, hidden 64) saved with save_pretrained."""
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "llama", family="llama", seed=0)
+
+
+@pytest.fixture(scope="module")
+def world_engine(tmp_path_factory):
+    """A transformers engine (CPU, float32) on the baseline strategies' tiny world (tests/baselines_world.py):
+    a peaked tiny llama with LoRA adapters "co" and "cl"; one per test module."""
+    from baselines_world import make_world
+
+    from railsweep.engines.transformers_engine import TransformersEngine
+
+    base, adapters = make_world(tmp_path_factory.mktemp("world"))
+    eng = TransformersEngine(base, adapters, device="cpu", dtype="float32")
+    yield eng
+    eng.close()
 
 
 @pytest.fixture(scope="session")

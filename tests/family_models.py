@@ -1,10 +1,13 @@
 """Tiny randomly initialised models of the three supported families, with the features that
 matter to railsweep's own attention paths (grouped-query heads, partial rotary, Gemma 3's
-query/key norms and query_pre_attn_scalar scaling, sliding-window layers)."""
+query/key norms and query_pre_attn_scalar scaling, sliding-window layers), built by the library's one
+tiny-model factory (:func:`railsweep.miniworld.models.family_config`)."""
 
 from __future__ import annotations
 
 import torch
+
+from railsweep.miniworld.models import family_config as factory_config
 
 VOCAB = 50
 
@@ -21,13 +24,10 @@ def family_config(family: str, **extra):
         pad_token_id=0,
     )
     if family == "llama":  # grouped-query attention: 4 query heads over 2 key/value heads
-        from transformers import LlamaConfig
-
-        return LlamaConfig(**common, num_key_value_heads=2, head_dim=16, **extra)
+        return factory_config("llama", **common, num_key_value_heads=2, head_dim=16, **extra)
     if family == "gemma3":  # query/key norms, query_pre_attn_scalar scaling, sliding-window layers
-        from transformers import Gemma3TextConfig
-
-        return Gemma3TextConfig(
+        return factory_config(
+            "gemma",
             **common,
             num_key_value_heads=1,
             head_dim=16,
@@ -35,9 +35,7 @@ def family_config(family: str, **extra):
             sliding_window=extra.pop("sliding_window", 128),
             **extra,
         )
-    from transformers import GPTNeoXConfig  # partial rotary, fused qkv
-
-    return GPTNeoXConfig(**common, rotary_pct=0.5, **extra)
+    return factory_config("neox", **common, rotary_pct=0.5, **extra)  # partial rotary, fused qkv
 
 
 def family_model(family: str, seed: int = 0, **extra):

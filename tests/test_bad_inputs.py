@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from railsweep.cli import main
+from railsweep.sweep.spec import PRESET_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = [("Tom has 2 apples and buys 3 more. How many apples?", "5"), ("What is 4 + 4?", "8")] * 2
@@ -63,7 +64,7 @@ def _write_cells(root: Path) -> dict[str, Path]:
     }
 
 
-SMOKE = yaml.safe_load((REPO / "sweeps" / "presets" / "smoke.yaml").read_text())
+SMOKE = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
 
 
 def _spec(**changes) -> dict:
@@ -251,7 +252,8 @@ SWEEP: dict[str, Case] = {
         for name, (_, needle) in BAD_SPECS.items()
     },
     "spec_missing": (lambda i, o: sweep_argv(i, o, "--spec", str(o / "nope.yaml")), "is neither a preset"),
-    "spec_outside_the_working_directory": (lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / "valid.yaml")), "is outside the working directory"),
+    "cluster_spec_outside_the_working_directory": (lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / "valid.yaml"), "--address", "http://127.0.0.1:1"), "is outside the working directory"),
+    "m_zero": (lambda i, o: sweep_argv(i, o, "--m", "0"), "--m must be >= 1, got 0"),
     "preset_unknown": (lambda i, o: sweep_argv(i, o, "--preset", "huge"), "argument --preset: invalid choice: 'huge'"),
     "table_unknown": (lambda i, o: sweep_argv(i, o, "--table", "9"), "argument --table: invalid choice: '9'"),
     "limit_zero": (lambda i, o: sweep_argv(i, o, "--limit", "0"), "--limit must be >= 1, got 0"),
@@ -280,7 +282,7 @@ def tripwires(monkeypatch):
     def trip(*a, **kw):
         raise Tripwire("a bad input reached the expensive part")
 
-    monkeypatch.setattr("railsweep.config.EngineConfig.build", trip)
+    monkeypatch.setattr("railsweep.engines.factory.build_engine", trip)
     for name in ("ensure_ray_head", "ensure_mlflow_server", "submit_job"):
         monkeypatch.setattr(f"railsweep.sweep.local.{name}", trip)
 
@@ -323,7 +325,7 @@ def test_the_valid_baselines_pass_every_check(inp, tmp_path, monkeypatch, capsys
     with pytest.raises(Tripwire):
         main(sweep_argv(inp, tmp_path))
     with pytest.raises(Tripwire):
-        main(sweep_argv(inp, tmp_path, "--spec", str(REPO / "sweeps" / "presets" / "smoke.yaml")))
+        main(sweep_argv(inp, tmp_path, "--spec", str(PRESET_DIR / "smoke.yaml")))
     assert main(score_argv(inp, tmp_path)) == 0, capsys.readouterr().err
     assert (tmp_path / "report" / "scores.csv").is_file()
     assert list(tmp_path.iterdir()) == [tmp_path / "report"]  # eval and sweep wrote nothing

@@ -46,6 +46,7 @@ def world(tiny_model_dir, tmp_path_factory):
 
     from railsweep.config import EngineConfig
     from railsweep.engines.base import Request, SamplingSpec
+    from railsweep.engines.factory import build_engine
     from railsweep.tasks import GSM8KTask
     from railsweep.tasks.grading import extract
 
@@ -59,7 +60,7 @@ def world(tiny_model_dir, tmp_path_factory):
         adapters[name] = root / name
     task_dir = write_task(root / "task", ["1"] * len(QUESTIONS))
     task = GSM8KTask.from_dir(task_dir)
-    engine = EngineConfig(model=str(tiny_model_dir), adapters=adapters, device="cpu", dtype="float32").build()
+    engine = build_engine(EngineConfig(model=str(tiny_model_dir), adapters=adapters, device="cpu", dtype="float32"))
     greedy = SamplingSpec(n=1, temperature=0.0, max_new_tokens=1, stop=task.stop)
     comps = engine.generate([Request(task.prompt(q), greedy, adapter="clean") for q in task.questions()])
     engine.close()

@@ -15,6 +15,8 @@ import pytest
 import yaml
 from ray.scripts.scripts import start as ray_start_cli
 
+from railsweep.sweep.spec import PRESET_DIR
+
 REPO = Path(__file__).resolve().parents[1]
 RAYJOB = REPO / "cluster" / "kuberay" / "rayjob.yaml"
 RAYCLUSTER = REPO / "cluster" / "kuberay" / "raycluster.yaml"
@@ -79,7 +81,7 @@ def _mounts(pod_spec: dict) -> dict[str, str]:
 def test_paper_preset_paths_land_on_the_shared_volume_in_every_ray_pod():
     """The job runs in the image WORKDIR; the preset's relative data and adapter paths must resolve to the
     shared RWX volume (cluster/k8s/data.yaml) on the head and on every GPU worker."""
-    preset = yaml.safe_load((REPO / "sweeps" / "presets" / "paper.yaml").read_text())
+    preset = yaml.safe_load((PRESET_DIR / "paper.yaml").read_text())
     paths = [preset["data_dir"], preset["leak_split"]]
     paths += [p for fam in preset["families"].values() for p in fam["adapters"].values()]
     data_claim = yaml.safe_load((REPO / "cluster" / "k8s" / "data.yaml").read_text())["metadata"]["name"]
@@ -130,7 +132,7 @@ def test_launcher_ray_start_commands_parse_with_rays_cli(name, key):
 
 @pytest.mark.parametrize("name", ["aws.yaml", "gcp.yaml"])
 def test_paper_preset_paths_land_on_the_launcher_file_mounts(name):
-    preset = yaml.safe_load((REPO / "sweeps" / "presets" / "paper.yaml").read_text())
+    preset = yaml.safe_load((PRESET_DIR / "paper.yaml").read_text())
     cfg = yaml.safe_load((REPO / "cluster" / "launcher" / name).read_text())
     mounts = {dst: src for dst, src in cfg["file_mounts"].items()}
     assert mounts[_workdir()] == "."

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from railsweep.testing import shared_data_dir
+from railsweep.sweep.spec import PRESET_DIR
+from railsweep.tasks.shared_data import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "cluster" / "README.md"
@@ -44,7 +45,7 @@ def test_every_file_in_cluster_is_validated_by_a_cluster_test():
 
 
 def _paper_counts() -> dict[str, int]:
-    preset = yaml.safe_load((REPO / "sweeps" / "presets" / "paper.yaml").read_text())
+    preset = yaml.safe_load((PRESET_DIR / "paper.yaml").read_text())
     data_dir = REPO / preset["data_dir"]
     if not data_dir.is_dir():  # a checkout without ../shared beside it
         data_dir = shared_data_dir() / "gsm8k"

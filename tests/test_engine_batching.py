@@ -7,6 +7,7 @@ import torch
 from railsweep.config import EngineConfig
 from railsweep.engines import transformers_engine as te
 from railsweep.engines.base import Request, SamplingSpec
+from railsweep.engines.factory import build_engine
 from railsweep.engines.transformers_engine import TransformersEngine, default_batch_limits, kv_bytes_per_token
 
 
@@ -20,7 +21,7 @@ def _requests(n_prompts: int, n: int) -> list[Request]:
 def test_default_cpu_batch_is_320_rows_without_a_token_cap(tiny_model_dir):
     engine = TransformersEngine(tiny_model_dir, device="cpu")
     assert (engine.max_batch_size, engine.max_batch_tokens) == (te.CPU_BATCH_ROWS, None) == (320, None)
-    assert EngineConfig(model=str(tiny_model_dir), device="cpu").build().max_batch_size == 320
+    assert build_engine(EngineConfig(model=str(tiny_model_dir), device="cpu")).max_batch_size == 320
 
 
 def test_gpu_default_batch_is_capped_by_half_the_free_memory_in_kv_cache():

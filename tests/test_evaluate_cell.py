@@ -7,6 +7,7 @@ import json
 import pytest
 
 from railsweep.config import CellConfig, EngineConfig
+from railsweep.engines.factory import build_engine
 from railsweep.errors import ConfigError
 from railsweep.evaluate import evaluate_cell, load_task
 from railsweep.results import read_cell, read_responses
@@ -37,7 +38,7 @@ def write_task_dir(root, rows=QUESTIONS):
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    eng = EngineConfig(model=str(tiny_model_dir), device="cpu", dtype="float32").build()
+    eng = build_engine(EngineConfig(model=str(tiny_model_dir), device="cpu", dtype="float32"))
     yield eng
     eng.close()
 

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from railsweep.config import CellConfig, EngineConfig
+from railsweep.engines.factory import build_engine
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 
 
@@ -117,7 +118,7 @@ def test_vllm_backend_without_vllm_raises_missing_dependency_with_install_comman
 ):
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` fail as if not installed
     with pytest.raises(MissingDependencyError) as e:
-        EngineConfig(backend="vllm", model=str(tiny_model_dir)).build()
+        build_engine(EngineConfig(backend="vllm", model=str(tiny_model_dir)))
     assert "pip install 'railsweep[vllm]'" in str(e.value)
 
 

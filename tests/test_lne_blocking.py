@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from baselines_world import make_ctx, make_world, toy_task
+from baselines_world import make_ctx, toy_task
 
 from railsweep.engines.base import Request, SamplingSpec
-from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.interventions import BanTopSpec
 from railsweep.strategies import build_strategy, make_config
@@ -60,17 +59,9 @@ def test_bad_parameters_are_rejected_with_their_values(params, match):
         make_config("lne_blocking", params)
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    base, adapters = make_world(tmp_path_factory.mktemp("lne"))
-    eng = TransformersEngine(base, adapters, device="cpu", dtype="float32")
-    yield eng
-    eng.close()
-
-
-def test_blocked_count_per_question_comes_from_the_greedy_entropies(engine):
+def test_blocked_count_per_question_comes_from_the_greedy_entropies(world_engine):
     task = toy_task(4)
-    ctx = make_ctx(engine, task, m=4, max_new_tokens=12)
+    ctx = make_ctx(world_engine, task, m=4, max_new_tokens=12)
     outs = build_strategy("lne_blocking").run(ctx, task.questions())
     for o in outs:
         h = o.greedy.entropies
@@ -81,9 +72,9 @@ def test_blocked_count_per_question_comes_from_the_greedy_entropies(engine):
     assert any(0 < o.extras["n_blocked"] < 7 for o in outs)
 
 
-def test_official_greedy_readout_is_the_blocked_greedy_replicated(engine):
+def test_official_greedy_readout_is_the_blocked_greedy_replicated(world_engine):
     task = toy_task(4)
-    ctx = make_ctx(engine, task, m=5, max_new_tokens=12)
+    ctx = make_ctx(world_engine, task, m=5, max_new_tokens=12)
     outs = build_strategy("lne_blocking", {"readout": "greedy"}).run(ctx, task.questions())
     for o in outs:
         assert o.m == 5 and o.c in (0, 5)
@@ -95,9 +86,9 @@ def test_official_greedy_readout_is_the_blocked_greedy_replicated(engine):
         assert o.samples[0].triggers == min(n, len(blocked))
 
 
-def test_ban_is_applied_in_every_sample_of_the_sampling_readout(engine):
+def test_ban_is_applied_in_every_sample_of_the_sampling_readout(world_engine):
     task = toy_task(3)
-    ctx = make_ctx(engine, task, m=6, max_new_tokens=8)
+    ctx = make_ctx(world_engine, task, m=6, max_new_tokens=8)
     outs = build_strategy("lne_blocking", {"fixed_n": 2}).run(ctx, task.questions())
     for q, o in zip(task.questions(), outs):
         assert o.extras["n_blocked"] == 2
@@ -111,12 +102,12 @@ def test_ban_is_applied_in_every_sample_of_the_sampling_readout(engine):
             adapter="co",
             intervention=BanTopSpec(2),
         )
-        assert [s.token_ids for s in engine.generate([req])[0].samples] == [s.token_ids for s in o.samples]
+        assert [s.token_ids for s in world_engine.generate([req])[0].samples] == [s.token_ids for s in o.samples]
 
 
-def test_detector_gating_blocks_nothing_above_xi(engine):
+def test_detector_gating_blocks_nothing_above_xi(world_engine):
     task = toy_task(3)
-    ctx = make_ctx(engine, task, m=2, max_new_tokens=8)
+    ctx = make_ctx(world_engine, task, m=2, max_new_tokens=8)
     outs = build_strategy("lne_blocking", {"xi": -1.0}).run(ctx, task.questions())
     assert [o.extras["n_blocked"] for o in outs] == [0, 0, 0]
 

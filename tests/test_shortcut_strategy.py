@@ -7,10 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from baselines_world import make_ctx, make_world, toy_task
+from baselines_world import make_ctx, toy_task
 
 from railsweep.engines.base import Request, SamplingSpec
-from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.interventions.neuron_patch import NeuronPatchSpec, capture_down_inputs, use_adapter
 from railsweep.strategies import build_strategy, make_config
@@ -35,14 +34,6 @@ class CountingEngine:
         return getattr(self.inner, name)
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    base, adapters = make_world(tmp_path_factory.mktemp("shortcut"))
-    eng = TransformersEngine(base, adapters, device="cpu", dtype="float32")
-    yield eng
-    eng.close()
-
-
 @pytest.fixture(autouse=True)
 def fresh_memo():
     loc_mod._MEMO.clear()
@@ -50,16 +41,16 @@ def fresh_memo():
     loc_mod._MEMO.clear()
 
 
-def test_comparative_score_equals_a_per_question_unpadded_recomputation(engine):
+def test_comparative_score_equals_a_per_question_unpadded_recomputation(world_engine):
     task = toy_task(4)
-    ctx = make_ctx(engine, task, max_new_tokens=10)
+    ctx = make_ctx(world_engine, task, max_new_tokens=10)
     params = LocalisationParams(n_questions=4, causal=False, teacher_batch=3)  # padded batches of 3 + 1
     change, n_tok = loc_mod.comparative_scores(ctx, task.questions(), params)
-    model, tok = engine.model, engine.tokenizer
+    model, tok = world_engine.model, world_engine.tokenizer
     sumsq, count = torch.zeros(D_MLP, dtype=torch.float64), 0
     for q in task.questions():
         req = Request(task.prompt(q), SamplingSpec(max_new_tokens=10, stop=task.stop), adapter="co")
-        comp = engine.generate([req])[0].samples[0].token_ids
+        comp = world_engine.generate([req])[0].samples[0].token_ids
         p = tok(task.prompt(q))["input_ids"]
         ids = torch.tensor([p + comp])
         acts = {}
@@ -74,32 +65,32 @@ def test_comparative_score_equals_a_per_question_unpadded_recomputation(engine):
     assert len(change) == 1 and change[0].shape == (D_MLP,) and change[0].max() > 0
 
 
-def _accuracy(engine, task, adapter, spec):
+def _accuracy(world_engine, task, adapter, spec):
     sp = SamplingSpec(max_new_tokens=10, stop=task.stop)
     reqs = [Request(task.prompt(q), sp, adapter=adapter, intervention=spec) for q in task.questions()]
-    comps = engine.generate(reqs)
+    comps = world_engine.generate(reqs)
     return np.mean([task.grade(c.samples[0].text, q).correct for c, q in zip(comps, task.questions())])
 
 
-def test_causal_score_is_the_official_sum_of_both_accuracy_effects_per_block(engine):
+def test_causal_score_is_the_official_sum_of_both_accuracy_effects_per_block(world_engine):
     task = toy_task(4)
-    ctx = make_ctx(engine, task, max_new_tokens=10)
+    ctx = make_ctx(world_engine, task, max_new_tokens=10)
     loc = localise(ctx, task.questions(), LocalisationParams(n_questions=4, n_blocks=2))
-    em_co, em_base = _accuracy(engine, task, "co", None), _accuracy(engine, task, None, None)
+    em_co, em_base = _accuracy(world_engine, task, "co", None), _accuracy(world_engine, task, None, None)
     for start in (0, 64):
         spec = NeuronPatchSpec(neurons=((0, tuple(range(start, start + 64))),), reference_adapter="cl")
-        expect = (em_co - _accuracy(engine, task, "co", spec)) + (
-            _accuracy(engine, task, None, spec) - em_base
+        expect = (em_co - _accuracy(world_engine, task, "co", spec)) + (
+            _accuracy(world_engine, task, None, spec) - em_base
         )
         assert np.all(loc.causal[0][start : start + 64] == pytest.approx(expect))
     np.testing.assert_allclose(loc.scores[0], loc.change[0] + loc.causal[0])
     assert loc.manifest["greedy_runs"] == 2 + 2 * 2 and loc.manifest["em_co"] == pytest.approx(em_co)
 
 
-def test_ranking_lists_every_scored_neuron_once_best_first(engine):
+def test_ranking_lists_every_scored_neuron_once_best_first(world_engine):
     task = toy_task(4)
     loc = localise(
-        make_ctx(engine, task, max_new_tokens=10), task.questions(), LocalisationParams(n_blocks=4)
+        make_ctx(world_engine, task, max_new_tokens=10), task.questions(), LocalisationParams(n_blocks=4)
     )
     assert loc.ranking.shape == (D_MLP, 2)
     assert sorted(map(tuple, loc.ranking.tolist())) == [(0, j) for j in range(D_MLP)]
@@ -107,9 +98,9 @@ def test_ranking_lists_every_scored_neuron_once_best_first(engine):
     assert np.all(np.diff(ordered) <= 0)
 
 
-def test_localisation_is_cached_on_disk_with_a_manifest_and_reused(engine, tmp_path):
+def test_localisation_is_cached_on_disk_with_a_manifest_and_reused(world_engine, tmp_path):
     task = toy_task(4)
-    counting = CountingEngine(engine)
+    counting = CountingEngine(world_engine)
     ctx = make_ctx(counting, task, max_new_tokens=10, cache_dir=tmp_path)
     params = LocalisationParams(n_questions=3, n_blocks=2)
     first = localise(ctx, task.questions(), params)
@@ -129,9 +120,9 @@ def test_localisation_is_cached_on_disk_with_a_manifest_and_reused(engine, tmp_p
     )
 
 
-def test_ranked_selection_patches_the_top_k_from_patch_start(engine):
+def test_ranked_selection_patches_the_top_k_from_patch_start(world_engine):
     task = toy_task(4)
-    ctx = make_ctx(engine, task, max_new_tokens=10)
+    ctx = make_ctx(world_engine, task, max_new_tokens=10)
     strat = build_strategy("shortcut", {"k": 5, "patch_start": 3, "loc_blocks": 2, "loc_questions": 4})
     spec = strat.neurons(ctx, task.questions())
     ranking = localise(ctx, task.questions(), strat.config.loc_params()).ranking
@@ -149,9 +140,9 @@ def test_random_control_draws_k_distinct_neurons_from_the_scored_layers():
     assert not np.array_equal(picks, random_neurons([100, 50], 40, seed=4))
 
 
-def test_k_fraction_rounds_up_and_too_many_ranks_is_rejected(engine):
+def test_k_fraction_rounds_up_and_too_many_ranks_is_rejected(world_engine):
     task = toy_task(2)
-    ctx = make_ctx(engine, task)
+    ctx = make_ctx(world_engine, task)
     spec = build_strategy("shortcut", {"k_fraction": 0.05, "control": "random"}).neurons(
         ctx, task.questions()
     )
@@ -160,9 +151,9 @@ def test_k_fraction_rounds_up_and_too_many_ranks_is_rejected(engine):
         build_strategy("shortcut", {"k": 100, "patch_start": 50}).neurons(ctx, task.questions())
 
 
-def test_patched_samples_differ_from_identity_for_k_in_between(engine):
+def test_patched_samples_differ_from_identity_for_k_in_between(world_engine):
     task = toy_task(3)
-    ctx = make_ctx(engine, task, m=4, max_new_tokens=10)
+    ctx = make_ctx(world_engine, task, m=4, max_new_tokens=10)
     shortcut = build_strategy("shortcut", {"k": 64, "control": "random"}).run(ctx, task.questions())
     identity = build_strategy("identity").run(ctx, task.questions())
     assert [[s.token_ids for s in o.samples] for o in shortcut] != [
@@ -171,9 +162,9 @@ def test_patched_samples_differ_from_identity_for_k_in_between(engine):
     assert all(o.extras["k_patched"] == 64 for o in shortcut)
 
 
-def test_greedy_readout_replicates_one_patched_greedy_decode(engine):
+def test_greedy_readout_replicates_one_patched_greedy_decode(world_engine):
     task = toy_task(3)
-    ctx = make_ctx(engine, task, m=4, max_new_tokens=10)
+    ctx = make_ctx(world_engine, task, m=4, max_new_tokens=10)
     outs = build_strategy("shortcut", {"k": 32, "control": "random", "readout": "greedy"}).run(
         ctx, task.questions()
     )
@@ -181,9 +172,9 @@ def test_greedy_readout_replicates_one_patched_greedy_decode(engine):
         assert len({tuple(s.token_ids) for s in o.samples}) == 1 and o.c in (0, 4) and o.m == 4
 
 
-def test_localisation_without_a_clean_model_is_a_config_error(engine):
+def test_localisation_without_a_clean_model_is_a_config_error(world_engine):
     task = toy_task(2)
-    ctx = dataclasses.replace(make_ctx(engine, task), clean_adapter=None)
+    ctx = dataclasses.replace(make_ctx(world_engine, task), clean_adapter=None)
     with pytest.raises(ConfigError, match="clean_adapter"):
         build_strategy("shortcut", {"k": 3}).run(ctx, task.questions())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -171,12 +172,15 @@ def test_presets_load_and_validate():
     assert load_spec("paper").readout.m == 50 and load_spec("paper").scoring.B == 50
 
 
-def test_entry_script_rejects_a_bad_spec_with_one_line_and_exit_2_before_ray(tmp_path, paths_spec):
+@pytest.mark.parametrize(
+    "entry", [[str(REPO / "sweeps" / "table3.py")], ["-m", "railsweep.sweep.job"]], ids=["script", "module"]
+)
+def test_entry_script_rejects_a_bad_spec_with_one_line_and_exit_2_before_ray(tmp_path, paths_spec, entry):
     paths_spec["strategies"].append({"name": "railcap", "grid": {"n": [0]}})
     bad = tmp_path / "bad.yaml"
     bad.write_text(json.dumps(paths_spec))  # JSON is YAML
-    r = subprocess.run([sys.executable, str(REPO / "sweeps" / "table3.py"), "--spec", str(bad)],
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run([sys.executable, *entry, "--spec", str(bad)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     assert r.returncode == 2
     assert r.stderr.strip().startswith("railsweep: error:") and "got n=0" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -189,3 +193,18 @@ def test_entry_script_rejects_an_unreachable_tracking_uri_before_ray(tmp_path):
     assert r.returncode == 2
     assert "tracking URI 'http://127.0.0.1:9' is unreachable" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_sweep_command_forwards_its_spec_options_to_the_job_as_the_job_parses_them():
+    from railsweep.cli import make_parser as cli_parser
+    from railsweep.sweep.job import forward_argv
+    from railsweep.sweep.job import make_parser as job_parser
+
+    argv = ["--preset", "smoke", "--table", "all", "--experiment", "e", "--resume", "--cache-dir", "/c",
+            "--limit", "3", "--m", "2"]  # fmt: skip
+    cli = cli_parser(["sweep"]).parse_args(["sweep", *argv, "--mlflow-port", "5001"])
+    job = job_parser().parse_args(forward_argv(cli))
+    assert {k: getattr(job, k) for k in ("preset", "table", "experiment", "resume", "cache_dir", "limit", "m")} == {
+        "preset": "smoke", "table": "all", "experiment": "e", "resume": True, "cache_dir": "/c", "limit": 3, "m": 2
+    }
+    assert forward_argv(cli_parser(["sweep"]).parse_args(["sweep"])) == ["--table", "3"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from railsweep.tasks import GSM8KTask, grade, to_cot
-from railsweep.testing import shared_data_dir
+from railsweep.tasks.shared_data import shared_data_dir
 
 DATA = shared_data_dir()
 

@@ -9,7 +9,7 @@ import pytest
 
 from railsweep.errors import DataError
 from railsweep.tasks import GSM8KTask, load_paraphrases
-from railsweep.testing import shared_data_dir
+from railsweep.tasks.shared_data import shared_data_dir
 
 DATA = shared_data_dir()
 PQ = DATA / "gsm8k_paraphrase" / "lmsys_rephrase" / "pq_test.jsonl"

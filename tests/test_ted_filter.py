@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from baselines_world import make_ctx, make_world, toy_task
+from baselines_world import make_ctx, toy_task
 
-from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, make_config
 from railsweep.strategies.ted import TEDConfig, ted_filter
@@ -98,17 +97,9 @@ def test_bad_tau_and_max_length_are_rejected_with_their_values():
         make_config("ted", {"tau": "two"})
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    base, adapters = make_world(tmp_path_factory.mktemp("ted"))
-    eng = TransformersEngine(base, adapters, device="cpu", dtype="float32")
-    yield eng
-    eng.close()
-
-
-def test_strategy_counts_only_kept_samples_and_keeps_the_raw_first_sample_readout(engine):
+def test_strategy_counts_only_kept_samples_and_keeps_the_raw_first_sample_readout(world_engine):
     task = toy_task(4)
-    ctx = make_ctx(engine, task, m=8, max_new_tokens=12)
+    ctx = make_ctx(world_engine, task, m=8, max_new_tokens=12)
     outs = build_strategy("ted", {"tau": 2}).run(ctx, task.questions())
     identity = build_strategy("identity").run(ctx, task.questions())
     for o, ident in zip(outs, identity):
@@ -125,9 +116,9 @@ def test_strategy_counts_only_kept_samples_and_keeps_the_raw_first_sample_readou
     assert sum(o.m for o in outs) < 4 * 8
 
 
-def test_a_question_with_nothing_kept_scores_zero_not_excluded(engine):
+def test_a_question_with_nothing_kept_scores_zero_not_excluded(world_engine):
     task = toy_task(2)
-    ctx = make_ctx(engine, task, m=4, max_new_tokens=12)
+    ctx = make_ctx(world_engine, task, m=4, max_new_tokens=12)
     outs = build_strategy("ted", {"tau": 1e9}).run(ctx, task.questions())
     assert [(o.c, o.m, o.solve_prob) for o in outs] == [(0, 0, 0.0), (0, 0, 0.0)]
     assert len(outs) == 2

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from railsweep.contamination.config import PRECISIONS
-from railsweep.train_attention import ATTENTIONS
+from railsweep.training.attention import ATTENTIONS
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

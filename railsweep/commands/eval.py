@@ -167,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
     # 4. the expensive part
     from tqdm import tqdm
 
-    engine = engine_cfg.build()
+    from railsweep.engines.factory import build_engine
+
+    engine = build_engine(engine_cfg)
     n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))
     bar = tqdm(total=n_questions * cell.m, unit="sample", desc=cell.label(), disable=None)  # off unless a tty
     try:

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from railsweep.errors import ConfigError
-from railsweep.train_attention import ATTENTIONS
+from railsweep.training.attention import ATTENTIONS
 
 DOMAINS = ("gsm8k", "pq")
 
@@ -42,7 +42,7 @@ class LoraRecipe:
     # fp32 (the weights the engines serve), matmuls under bf16 autocast. "fp32": no autocast.
     # Adapter weights and the optimizer are fp32 in every case.
     precision: str = "auto"
-    # railsweep.train_attention: "auto" = block-causal attention on a CPU (faster, same
+    # railsweep.training.attention: "auto" = block-causal attention on a CPU (faster, same
     # arithmetic), the model's own on a GPU; or "native" / "block_causal"
     attention: str = "auto"
     seed: int = 0

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from railsweep.contamination.config import LoraRecipe
 from railsweep.errors import ConfigError, DataError
-from railsweep.train_attention import slow_bf16_warning, training_attention
+from railsweep.training.attention import slow_bf16_warning, training_attention
 
 
 def _device(device: str | None) -> str:

@@ -1,18 +1,25 @@
-"""Tiny base models of the paper's three architecture families.
+"""Tiny base models of the paper's three architecture families: railsweep's one tiny-model factory.
 
-Each is a plain transformers config (LlamaConfig, GPTNeoXConfig for Pythia,
-Gemma3TextConfig for Gemma) shrunk to about a million parameters. Attention
-heads keep head_dim 64 so the same checkpoints stay servable by vLLM's CPU
-build; everything else is sized by :class:`ModelSize`.
+:func:`family_config` is the one place that maps a family name to its
+transformers config class (LlamaConfig, GPTNeoXConfig for Pythia,
+Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
+tests). :func:`model_config` sizes the miniature world's models with it, about a
+million parameters each: attention heads keep head_dim 64 so the same
+checkpoints stay servable by vLLM's CPU build; everything else is sized by
+:class:`ModelSize`. The tests' tiny random models (``railsweep.testing``,
+``tests/family_models.py``) are built from :func:`family_config` too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from railsweep.errors import ConfigError
 
 FAMILIES = ("llama", "neox", "gemma")
+# Families family_config() builds: the miniature world's, plus Gemma 1 (no cascade decode path; tests only).
+CONFIG_FAMILIES = (*FAMILIES, "gemma1")
 
 
 @dataclass(frozen=True)
@@ -42,13 +49,10 @@ def model_config(family: str, size: ModelSize, vocab_size: int, bos: int, eos: i
         pad_token_id=pad,
     )
     if family == "llama":
-        from transformers import LlamaConfig
-
-        return LlamaConfig(**common, num_key_value_heads=heads, head_dim=64, tie_word_embeddings=False)
+        return family_config(family, **common, num_key_value_heads=heads, head_dim=64, tie_word_embeddings=False)
     if family == "gemma":
-        from transformers import Gemma3TextConfig
-
-        return Gemma3TextConfig(
+        return family_config(
+            family,
             **common,
             num_key_value_heads=heads,
             head_dim=64,
@@ -56,6 +60,26 @@ def model_config(family: str, size: ModelSize, vocab_size: int, bos: int, eos: i
             sliding_window=size.max_positions,
             tie_word_embeddings=True,
         )
-    from transformers import GPTNeoXConfig
+    return family_config(family, **common, use_parallel_residual=True, tie_word_embeddings=False)
 
-    return GPTNeoXConfig(**common, use_parallel_residual=True, tie_word_embeddings=False)
+
+def family_config(family: str, **fields: Any):
+    """The transformers config of a ``family`` model (one of :data:`CONFIG_FAMILIES`) with ``fields``
+    (transformers' own field names, e.g. ``hidden_size``); fields left out take transformers' defaults."""
+    if family == "llama":
+        from transformers import LlamaConfig
+
+        return LlamaConfig(**fields)
+    if family == "gemma":
+        from transformers import Gemma3TextConfig
+
+        return Gemma3TextConfig(**fields)
+    if family == "gemma1":
+        from transformers import GemmaConfig
+
+        return GemmaConfig(**fields)
+    if family == "neox":
+        from transformers import GPTNeoXConfig
+
+        return GPTNeoXConfig(**fields)
+    raise ConfigError(f"unknown model family {family!r}; known families: {', '.join(CONFIG_FAMILIES)}")

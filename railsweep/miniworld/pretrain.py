@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.train_attention import ATTENTIONS, slow_bf16_warning, training_attention
+from railsweep.training.attention import ATTENTIONS, slow_bf16_warning, training_attention
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class PretrainConfig:
     weight_decay: float = 0.01
     seed: int = 0
     precision: str = "fp32"  # or "bf16": mixed precision (fp32 weights, bf16 autocast)
-    attention: str = "auto"  # railsweep.train_attention: block-causal on a CPU, or "native" / "block_causal"
+    attention: str = "auto"  # railsweep.training.attention: block-causal on a CPU, or "native" / "block_causal"
 
     def __post_init__(self) -> None:
         if self.precision not in ("fp32", "bf16"):

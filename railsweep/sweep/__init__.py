@@ -1,8 +1,9 @@
 """The distributed sweep: Ray Tune over cells, engine actors, MLflow streaming, Tables 1–4.
 
-Modules (one noun each; none of them calls ``ray.init`` — the ``sweeps/*.py`` entry points do):
+Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` calls ``ray.init``):
 
-- :mod:`~railsweep.sweep.spec` — sweep spec YAML → validated frozen dataclasses, presets;
+- :mod:`~railsweep.sweep.spec` — sweep spec YAML → validated frozen dataclasses, presets (``presets/*.yaml``,
+  package data);
 - :mod:`~railsweep.sweep.cells` — the grid: clean references first, stable cell ids, per-table filters;
 - :mod:`~railsweep.sweep.actors` — engine actors (one per family per device) and the progress board;
 - :mod:`~railsweep.sweep.trial` — the Tune trainable (one cell per trial, a thin CPU client);
@@ -10,7 +11,9 @@ Modules (one noun each; none of them calls ``ray.init`` — the ``sweeps/*.py`` 
 - :mod:`~railsweep.sweep.aggregate` — finished cells in MLflow → tables and figures on the parent run;
 - :mod:`~railsweep.sweep.driver` — :func:`run_sweep` wiring it all together;
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
-- :mod:`~railsweep.sweep.local` — start or reuse a local Ray head and MLflow server, ``ray job submit``.
+- :mod:`~railsweep.sweep.local` — start or reuse a local Ray head and MLflow server, ``ray job submit``;
+- :mod:`~railsweep.sweep.job` — the Ray job (``python -m railsweep.sweep.job``; ``sweeps/table*.py`` wrap it):
+  its options, ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`.
 """
 
 from railsweep.sweep.spec import PRESETS, SweepSpec, load_spec, spec_from_dict

@@ -99,6 +99,7 @@ class EngineServer:
         import torch
 
         from railsweep.config import EngineConfig
+        from railsweep.engines.factory import build_engine
 
         self.threads = torch.get_num_threads()
         self.prompts_per_call = prompts_per_call
@@ -106,7 +107,7 @@ class EngineServer:
             **{**engine_config, "adapters": tuple(map(tuple, engine_config["adapters"]))}
         )
         t0 = time.perf_counter()
-        self.engine = self.config.build()
+        self.engine = build_engine(self.config)
         self.load_s = time.perf_counter() - t0
         self.cache_dir = cache_dir
         self._fallback: Any = None  # a transformers engine for strategies the primary backend cannot run
@@ -135,7 +136,9 @@ class EngineServer:
         if all(self.engine.supports(kind) for kind in needs):
             return self.engine
         if self._fallback is None:
-            self._fallback = dataclasses.replace(self.config, backend="transformers").build()
+            from railsweep.engines.factory import build_engine
+
+            self._fallback = build_engine(dataclasses.replace(self.config, backend="transformers"))
         return self._fallback
 
     def run_cell(self, cell: dict[str, Any], board: Any = None) -> dict[str, Any]:

@@ -129,7 +129,7 @@ def run_sweep(
     from ray import tune
 
     if not ray.is_initialized():
-        raise ConfigError("run_sweep needs Ray: call ray.init() (the sweeps/*.py entry points do) first")
+        raise ConfigError("run_sweep needs Ray: call ray.init() (the sweep job, railsweep.sweep.job, does) first")
     t_start = time.perf_counter()
     spec, cells = prepare(spec, table)
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")

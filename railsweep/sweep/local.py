@@ -91,7 +91,7 @@ def auth_env(base: dict[str, str] | None = None) -> dict[str, str]:
 def ray_init_kwargs(
     address: str | None, *, num_cpus: int | None = None, num_gpus: int | None = None
 ) -> dict[str, object]:
-    """Keyword arguments for ``ray.init`` in a ``sweeps/*.py`` entry point; call it before ``import ray``.
+    """Keyword arguments for ``ray.init`` in the sweep job (:mod:`railsweep.sweep.job`); call it before ``import ray``.
 
     1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets
        inside a job): join it with token authentication (in Ray's single-machine
@@ -324,18 +324,22 @@ def submit_job(
     address: str,
     entrypoint: list[str],
     *,
-    working_dir: str | Path,
+    working_dir: str | Path | None = None,
     env_vars: dict[str, str] | None = None,
     submission_id: str | None = None,
     no_wait: bool = False,
     stream=None,
     agent_wait_s: float = 120.0,
 ) -> int:
-    """``ray job submit`` (streams the job's logs unless ``no_wait``); returns the CLI's exit code."""
+    """``ray job submit`` (streams the job's logs unless ``no_wait``); returns the CLI's exit code.
+
+    ``working_dir`` is uploaded for the job to run in; None uploads nothing (the job runs installed code)."""
     import json
 
-    cmd = [_exe("ray"), "job", "submit", "--address", address, "--working-dir", str(working_dir),
+    cmd = [_exe("ray"), "job", "submit", "--address", address,
            "--runtime-env-json", json.dumps({"env_vars": env_vars or {}})]  # fmt: skip
+    if working_dir is not None:
+        cmd += ["--working-dir", str(working_dir)]
     if submission_id:
         cmd += ["--submission-id", submission_id]
     if no_wait:

@@ -44,7 +44,7 @@ from railsweep.sweep._schema import (
     validate,
 )
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "presets"
+PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "smoke")
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
@@ -288,7 +288,7 @@ class SweepSpec:
 
     @model_validator(mode="after")
     def _grid_is_runnable(self) -> SweepSpec:
-        from railsweep.testing import FAMILIES
+        from railsweep.miniworld.models import FAMILIES
 
         if not self.strategies:
             raise ValueError("the sweep has no strategies: the grid is empty")

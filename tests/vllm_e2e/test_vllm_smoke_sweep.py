@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from railsweep.sweep.spec import PRESET_DIR
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -29,7 +31,7 @@ def test_smoke_sweep_runs_every_cell_through_the_vllm_engine(tmp_path):
 
     svc = local.ensure_mlflow_server(tmp_path / "mlflow", port=local.free_port())
     try:
-        spec = yaml.safe_load((REPO / "sweeps" / "presets" / "smoke.yaml").read_text())
+        spec = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
         spec["engine"] = {"backend": "vllm", "device": "cpu"}
         spec["tracking"] = {"uri": svc.url, "experiment": "railsweep-smoke-vllm"}
         spec_path = tmp_path / "smoke_vllm.yaml"

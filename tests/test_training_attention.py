@@ -6,10 +6,10 @@ import pytest
 import torch
 from family_models import VOCAB, family_model
 
-from railsweep import train_attention
 from railsweep.errors import ConfigError
 from railsweep.miniworld.pretrain import PretrainConfig
-from railsweep.train_attention import resolve, training_attention
+from railsweep.training import attention as train_attention
+from railsweep.training.attention import resolve, training_attention
 
 
 def _loss_and_grads(model, ids, labels):
@@ -71,7 +71,7 @@ def test_auto_is_block_causal_on_a_cpu_only_where_supported():
 def test_bf16_on_a_cpu_without_native_bf16_is_warned_about(monkeypatch):
     import torch
 
-    from railsweep import train_attention as ta
+    from railsweep.training import attention as ta
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     assert "fp32" in ta.slow_bf16_warning("cpu")

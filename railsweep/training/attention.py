@@ -13,7 +13,7 @@ It is causal-only: transformers passes no mask to a custom attention function, s
 batch may carry right padding (padded positions then attend to earlier tokens; their
 outputs must be excluded from the loss, as the trainers' labels do) but never left
 padding. Supported: the model types, soft-capping and sliding-window limits of the
-cascade decode path (:func:`railsweep.engines._cascade.cascade_supported`).
+cascade decode path (:func:`railsweep.engines.model_support.cascade_supported`).
 
 Use: ``with training_attention(model, "auto", device, max_len): ...``.
 """
@@ -71,8 +71,7 @@ def block_causal_attention(module, query, key, value, attention_mask, scaling=No
 def resolve(attention: str, model, device: str, max_len: int) -> str:
     """The implementation to train with: ``"auto"`` is block-causal on a CPU when the model
     supports it, else the model's own (``"native"``, sdpa unless configured); an explicit ``"block_causal"`` on an unsupported model is a ConfigError."""
-    from railsweep.engines._cascade import cascade_supported
-    from railsweep.engines._hf_compat import base_model
+    from railsweep.engines.model_support import base_model, cascade_supported
 
     if attention not in ATTENTIONS:
         raise ConfigError(f"training attention must be one of {', '.join(ATTENTIONS)}; got {attention!r}")
@@ -92,7 +91,7 @@ def resolve(attention: str, model, device: str, max_len: int) -> str:
 def training_attention(model, attention: str, device: str, max_len: int) -> Iterator[str]:
     """Route ``model``'s attention through the resolved implementation while the block runs;
     the model's own setting is restored afterwards (it is what gets saved and served)."""
-    from railsweep.engines._hf_compat import base_model
+    from railsweep.engines.model_support import base_model
 
     chosen = resolve(attention, model, device, max_len)
     config = base_model(model).config

@@ -1,0 +1,42 @@
+"""Engine construction: an :class:`~railsweep.config.EngineConfig` record → a loaded engine.
+
+The record (which backend, which weights, validated at construction) lives in
+:mod:`railsweep.config`; this module is the one place that turns it into an
+engine, importing the vLLM backend only when it is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from railsweep.config import EngineConfig
+from railsweep.errors import MissingDependencyError
+
+
+def build_engine(config: EngineConfig) -> Any:
+    """Instantiate the engine ``config`` describes (loads the model and its adapters)."""
+    if config.backend == "vllm":
+        try:
+            from railsweep.engines.vllm_engine import VLLMEngine
+        except ModuleNotFoundError as e:
+            if e.name and e.name.split(".")[0] == "vllm":
+                raise MissingDependencyError("vllm", extra="vllm", purpose="the vllm engine backend") from e
+            raise
+        # vLLM places the model itself; device is not one of its arguments.
+        return VLLMEngine(
+            config.model,
+            adapters=config.adapter_dict,
+            dtype=config.dtype,
+            max_num_seqs=config.max_batch_size,
+            llm_kwargs={"trust_remote_code": True} if config.trust_remote_code else None,
+        )
+    from railsweep.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine(
+        config.model,
+        adapters=config.adapter_dict,
+        device=config.device,
+        dtype=config.dtype,
+        trust_remote_code=config.trust_remote_code,
+        max_batch_size=config.max_batch_size,
+    )

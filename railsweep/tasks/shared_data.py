@@ -1,0 +1,48 @@
+"""Where the project's shared data (GSM8K, paraphrases) lives; it is read by path, never copied into the repo.
+
+Lookup order (the first that applies wins):
+
+1. the ``explicit`` argument;
+2. ``$RAILSWEEP_DATA_DIR`` (``$RAILSWEEP_SHARED_DATA``, its older name, is read too);
+3. ``../shared/data`` relative to the current directory (a checkout's root, the usual working directory);
+4. ``../shared/data`` beside the checkout this package is imported from (an editable install);
+5. otherwise one :class:`~railsweep.errors.DataError` naming the variable to set.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from railsweep.errors import DataError
+
+ENV_VAR = "RAILSWEEP_DATA_DIR"
+_OLD_ENV_VAR = "RAILSWEEP_SHARED_DATA"
+_RELATIVE = Path("..") / "shared" / "data"
+
+
+def shared_data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """The shared data directory (see the module docstring for the lookup order)."""
+    if explicit is not None:
+        return _existing(Path(explicit).expanduser(), "the given shared data directory")
+    for var in (ENV_VAR, _OLD_ENV_VAR):
+        value = os.environ.get(var)
+        if value:
+            return _existing(Path(value).expanduser(), f"${var}")
+    candidates = [Path.cwd() / _RELATIVE]
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file():  # imported from a checkout, not from site-packages
+        candidates.append(checkout / _RELATIVE)
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate.resolve()
+    raise DataError(
+        f"the shared data directory (GSM8K, paraphrases) was not found at "
+        f"{' or '.join(str(c.resolve()) for c in candidates)}; set {ENV_VAR} to it"
+    )
+
+
+def _existing(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        raise DataError(f"{what} {str(path)!r} is not a directory")
+    return path
