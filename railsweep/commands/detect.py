@@ -135,14 +135,9 @@ def _path(x: str | None) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
 
-    from railsweep import provenance
-    from railsweep.detection import DetectInputs, Thresholding, detect
-    from railsweep.detection.corpus import check_corpus_paths
-    from railsweep.detection.output import write_atomic, write_detections
+    from railsweep.detection import DetectInputs, Thresholding
     from railsweep.detection.run import check_threshold
-    from railsweep.detection.truth import to_markdown, truth_table
     from railsweep.results.io import check_writable_dir
 
     # 1. check every input before any work
@@ -163,13 +158,28 @@ def run(args: argparse.Namespace) -> int:
         responses=_path(args.responses),
         fewshot=_path(args.fewshot),
     )
-    jobs = []  # (family, domain, test, control, inputs, detectors)
+    scratch = tempfile.TemporaryDirectory(prefix="railsweep-detect-")  # --world's corpus files
+    try:
+        return _run(args, detectors, thresholding, names, base_inputs, Path(scratch.name))
+    finally:
+        scratch.cleanup()
+
+
+def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> int:
+    import dataclasses
+
+    from railsweep import provenance
+    from railsweep.detection import detect
+    from railsweep.detection.corpus import check_corpus_paths
+    from railsweep.detection.output import write_atomic, write_detections
+    from railsweep.detection.truth import to_markdown, truth_table
+
     if args.world:
         if args.test or args.control or args.corpus or args.model:
             raise ConfigError(
                 "--world supplies the items, corpus and models; drop --test/--control/--corpus/--model"
             )
-        jobs = _world_jobs(args, detectors, base_inputs)
+        jobs = _world_jobs(args, detectors, base_inputs, scratch)
     else:
         if not args.test:
             raise ConfigError("give --test FILE (or --world PRESET)")
@@ -222,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _world_jobs(args, detectors, base_inputs):
+def _world_jobs(args, detectors, base_inputs, scratch: Path):
     import dataclasses
 
     from railsweep.detection.world import cached_world, world_corpus, world_items
@@ -240,11 +250,10 @@ def _world_jobs(args, detectors, base_inputs):
     items = world_items(world, args.n_control)
     corpus_side = [d for d in detectors if d.name == "ngram"]
     model_side = [d for d in detectors if d.name != "ngram"]
-    tmp = Path(tempfile.mkdtemp(prefix="railsweep-detect-"))
     jobs = []
     for dom in domains:
         if corpus_side:
-            corpus = tuple(world_corpus(world, dom, tmp / dom))
+            corpus = tuple(world_corpus(world, dom, scratch / dom))
             inputs = dataclasses.replace(base_inputs, corpus=corpus)
             jobs.append((None, dom, items.test, items.control, inputs, corpus_side))
         for fam in families if model_side else ():

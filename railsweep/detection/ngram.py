@@ -53,8 +53,11 @@ class NgramConfig:
 
     def __post_init__(self) -> None:
         ns = (self.n,) if isinstance(self.n, int) else tuple(self.n)
-        if not ns or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in ns):
-            raise ConfigError(f"n-gram order n must be an integer >= 1, got n={self.n!r}")
+        if not ns:
+            raise ConfigError("n-gram order n: give at least one order")
+        for n in ns:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ConfigError(f"n-gram order n must be an integer >= 1, got n={n!r}")
         object.__setattr__(self, "n", ns)
         if self.fields not in ("question", "question+solution"):
             raise ConfigError(f"fields must be 'question' or 'question+solution', got {self.fields!r}")
@@ -93,8 +96,9 @@ def scan(
         t0 = time.perf_counter()
         ids = encoder.encode_stream(chunk.texts, chunk.boundary)
         t1 = time.perf_counter()
-        index.update(np.concatenate([carry, ids]), new_from=carry.size)
-        carry = ids[-keep:] if keep else ids[:0]
+        joined = np.concatenate([carry, ids])
+        index.update(joined, new_from=carry.size)
+        carry = joined[-keep:] if keep else joined[:0]
         out.seconds["tokenise"] += t1 - t0
         out.seconds["hash_lookup"] += time.perf_counter() - t1
         out.chunks += 1
