@@ -71,7 +71,12 @@ class NgramConfig:
 class ScanResult:
     index: NgramIndex
     chunks: int = 0
-    seconds: dict[str, float] = field(default_factory=lambda: {"tokenise": 0.0, "hash_lookup": 0.0})
+    # wall and CPU (this process) seconds of the two phases
+    seconds: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("tokenise", "hash_lookup", "tokenise_cpu", "hash_lookup_cpu"), 0.0
+        )
+    )
 
 
 def make_encoder(config: NgramConfig, texts: Sequence[str]):
@@ -93,14 +98,16 @@ def scan(
     carry = np.empty(0, np.int64)
     keep = index.span - 1
     for chunk in stream_corpus(paths, text_field, config.chunk_chars):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ids = encoder.encode_stream(chunk.texts, chunk.boundary)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         joined = np.concatenate([carry, ids])
         index.update(joined, new_from=carry.size)
         carry = joined[-keep:] if keep else joined[:0]
         out.seconds["tokenise"] += t1 - t0
         out.seconds["hash_lookup"] += time.perf_counter() - t1
+        out.seconds["tokenise_cpu"] += c1 - c0
+        out.seconds["hash_lookup_cpu"] += time.process_time() - c1
         out.chunks += 1
         if progress:
             progress(index.tokens)
