@@ -1,0 +1,112 @@
+"""Throughput and peak memory of the n-gram containment index on a synthetic corpus streamed from disk.
+
+Steps:
+  1. draw ``--items`` test items (60 words each, Zipf-distributed words from a 50k vocabulary);
+  2. write a synthetic JSONL corpus of about ``--gb`` GB (documents of 50-400 Zipf words; every
+     10th test item pasted verbatim into some document) to a temporary directory;
+  3. stream it past the items' index (:func:`railsweep.detection.ngram.scan`, n = 8 and 13);
+  4. print JSON: corpus bytes and tokens, tokenisation time and tokens/s, hashing + lookup time and
+     tokens/s (wall, and per CPU second of this process: the machine may be shared), peak resident memory (ru_maxrss), and whether the pasted items were found.
+
+Run: ``python bench/ngram_index.py`` (0.05 GB, about a minute on one core) or ``--gb 1``. One
+process, so the tokens/s figures are per core. The corpus is written first and not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from railsweep.detection.ngram import NgramConfig, scan
+
+
+def vocabulary(size: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return np.array(["".join(rng.choice(letters, size=int(rng.integers(2, 9)))) for _ in range(size)])
+
+
+def zipf_words(rng, vocab: np.ndarray, count: int) -> np.ndarray:
+    return vocab[np.minimum(rng.zipf(1.2, size=count), vocab.size) - 1]
+
+
+def write_corpus(path: Path, target_bytes: int, items: list[str], vocab: np.ndarray) -> int:
+    rng = np.random.default_rng(1)
+    written = 0
+    paste = items[::10]
+    with open(path, "w", encoding="utf-8") as f:
+        k = 0
+        while written < target_bytes:
+            words = zipf_words(rng, vocab, 200_000)
+            cuts = np.cumsum(rng.integers(50, 400, size=1000))
+            cuts = cuts[cuts < words.size]
+            lines = []
+            for doc in np.split(words, cuts):
+                text = " ".join(doc.tolist())
+                if k < len(paste) and rng.random() < 0.01:
+                    text = f"{text} {paste[k]}"
+                    k += 1
+                lines.append(json.dumps({"text": text}))
+            block = "\n".join(lines) + "\n"
+            f.write(block)
+            written += len(block)
+    return written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gb", type=float, default=0.05, help="corpus size in GB (the acceptance target is 1)")
+    ap.add_argument("--items", type=int, default=1000, help="test items indexed")
+    ap.add_argument("--chunk-mb", type=float, default=8, help="characters per chunk, in millions")
+    args = ap.parse_args()
+    vocab = vocabulary(50_000)
+    rng = np.random.default_rng(2)
+    items = [" ".join(zipf_words(rng, vocab, 60).tolist()) for _ in range(args.items)]
+    with tempfile.TemporaryDirectory(prefix="ngram-bench-") as tmp:
+        corpus = Path(tmp) / "corpus.jsonl"
+        size = write_corpus(corpus, int(args.gb * 1e9), items, vocab)
+        config = NgramConfig(
+            n=(8, 13), fields="question", verbatim=False, chunk_chars=int(args.chunk_mb * 1e6)
+        )
+        t0 = time.perf_counter()
+        result = scan(items, [corpus], config)
+        wall = time.perf_counter() - t0
+    tokens = result.index.tokens
+    tok_s, hash_s = result.seconds["tokenise"], result.seconds["hash_lookup"]
+    found = result.index.containment(13)[::10]
+    print(
+        json.dumps(
+            {
+                "corpus_bytes": size,
+                "corpus_tokens": tokens,
+                "items": args.items,
+                "orders": list(config.n),
+                "chunks": result.chunks,
+                "tokenise_seconds": round(tok_s, 2),
+                "tokenise_tokens_per_s": round(tokens / tok_s),
+                "hash_lookup_seconds": round(hash_s, 2),
+                "hash_lookup_tokens_per_s": round(tokens / hash_s),
+                "hash_lookup_tokens_per_s_per_order": round(tokens * len(config.n) / hash_s),
+                "tokenise_cpu_tokens_per_s": round(tokens / result.seconds["tokenise_cpu"]),
+                "hash_lookup_cpu_tokens_per_s": round(tokens / result.seconds["hash_lookup_cpu"]),
+                "wall_seconds": round(wall, 2),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "pasted_items_found": int((found == 1.0).sum()),
+                "pasted_items_max": len(found),
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""``railsweep detect``: score contamination detectors per item, and against the truth where it is known.
+
+Two ways in:
+- files: ``--test`` (GSM8K-format JSONL; ``--leak-split`` adds the truth), ``--control``
+  (items known to be absent; thresholds are calibrated on them), and each detector's
+  inputs (``--corpus`` for ngram, ``--model``/``--adapter``/``--reference-adapter`` for
+  loss, mink and cdd, ``--responses`` for cdd);
+- ``--world PRESET|DIR``: a miniature world already built. Its test split and leak split,
+  fresh control problems and, per ``--domain``, the adapters' training corpus and the
+  ``co_<domain>`` adapter of every ``--family`` (reference: ``clean``).
+
+Writes ``OUT/detections.parquet`` (one row per item per detector setting, see
+:mod:`railsweep.detection.output`). When the truth is known it also writes
+``OUT/truth.csv`` and ``OUT/truth.md`` and prints the truth table. Every input
+is checked before any scoring, and every file is written under a temporary
+name and then renamed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError
+
+DETECTORS = ("ngram", "loss", "mink", "cdd")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "detect",
+        help="score contamination detectors (ngram, loss, mink, cdd) per item, against the truth when known",
+        description="Contamination detectors from the corpus side and the model side, per item.",
+    )
+    p.add_argument(
+        "--detector",
+        required=True,
+        action="append",
+        metavar="NAME",
+        help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    src = p.add_argument_group("items")
+    src.add_argument("--world", metavar="PRESET|DIR", help="a built miniature world (instead of --test)")
+    src.add_argument("--family", action="append", help="--world: model family (repeatable; default all)")
+    src.add_argument(
+        "--domain", action="append", help="--world: contamination domain (repeatable; default all)"
+    )
+    src.add_argument(
+        "--n-control",
+        type=int,
+        default=None,
+        help="--world: fresh control problems (default: as many as test items)",
+    )
+    src.add_argument("--test", metavar="FILE", help="test items, GSM8K-format JSONL")
+    src.add_argument("--leak-split", metavar="FILE", help='JSON {"leaked": [...]} marking leaked test items')
+    src.add_argument("--control", metavar="FILE", help="control items known to be absent, GSM8K-format JSONL")
+    th = p.add_argument_group("threshold")
+    th.add_argument(
+        "--threshold", type=float, default=None, help="fixed threshold (default: calibrated on the control)"
+    )
+    th.add_argument(
+        "--control-rate",
+        type=float,
+        default=0.01,
+        help="highest control flag rate when calibrating (default 0.01)",
+    )
+    ng = p.add_argument_group("ngram")
+    ng.add_argument(
+        "--corpus", nargs="+", default=[], metavar="FILE", help="corpus files: .jsonl, .parquet, .txt"
+    )
+    ng.add_argument(
+        "--text-field", default=None, help="record field holding the text (default 'text', else all strings)"
+    )
+    ng.add_argument("--n", type=int, nargs="+", default=[13], help="n-gram orders (default 13)")
+    ng.add_argument("--fields", default="question+solution", choices=("question", "question+solution"))
+    ng.add_argument("--tokenizer", default=None, help="use this tokenizer's ids instead of normalised words")
+    ng.add_argument("--bits", type=int, default=64, help="hash width (64; smaller only to test collisions)")
+    md = p.add_argument_group("model side")
+    md.add_argument("--model", metavar="DIR", help="base model directory")
+    md.add_argument("--adapter", metavar="DIR", help="the evaluated LoRA adapter (default: the base itself)")
+    md.add_argument(
+        "--reference-adapter", metavar="DIR", help="loss: the reference adapter (default: the base)"
+    )
+    md.add_argument("--k", type=float, default=20.0, help="mink: percentage of lowest-probability tokens")
+    md.add_argument("--responses", metavar="FILE", help="cdd: a ted/identity cell's responses Parquet")
+    md.add_argument("--fewshot", metavar="FILE", help="cdd without --responses: the few-shot exemplar JSON")
+    md.add_argument("--alpha", type=float, default=0.05, help="cdd: edit-distance share alpha")
+    md.add_argument("--xi", type=float, default=0.01, help="cdd: default threshold xi")
+    md.add_argument("--m", type=int, default=50, help="cdd decoding: samples per item")
+    md.add_argument("--temperature", type=float, default=0.8, help="cdd decoding: temperature")
+    md.add_argument("--max-new-tokens", type=int, default=256, help="cdd decoding: token cap")
+    md.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
+    md.add_argument("--device", default="cpu")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the AUC CI")
+    return p
+
+
+def _detector_names(raw: list[str]) -> list[str]:
+    from railsweep.detection import known_detectors
+
+    names = [n.strip() for r in raw for n in r.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("--detector: give at least one detector")
+    for n in names:
+        if n not in known_detectors():
+            from railsweep.detection.base import detector_classes
+
+            detector_classes(n)  # raises with "did you mean"
+    return list(dict.fromkeys(names))
+
+
+def build_detectors(args: argparse.Namespace):
+    from railsweep.detection import build_detector
+
+    params = {
+        "ngram": {"n": tuple(args.n), "fields": args.fields, "tokenizer": args.tokenizer, "bits": args.bits},
+        "loss": {},
+        "mink": {"k": args.k},
+        "cdd": {
+            "alpha": args.alpha,
+            "xi": args.xi,
+            "m": args.m,
+            "temperature": args.temperature,
+            "max_new_tokens": args.max_new_tokens,
+        },
+    }
+    return [build_detector(n, params.get(n, {})) for n in _detector_names(args.detector)]
+
+
+def _path(x: str | None) -> Path | None:
+    return Path(x) if x else None
+
+
+def run(args: argparse.Namespace) -> int:
+
+    from railsweep.detection import DetectInputs, Thresholding
+    from railsweep.detection.run import check_threshold
+    from railsweep.results.io import check_writable_dir
+
+    # 1. check every input before any work
+    detectors = build_detectors(args)
+    thresholding = Thresholding(args.threshold, args.control_rate)
+    for d in detectors:
+        check_threshold(d, thresholding)
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.n_boot < 1:
+        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
+    check_writable_dir(args.out)
+    names = {d.name for d in detectors}
+    base_inputs = DetectInputs(
+        text_field=args.text_field,
+        batch_size=args.batch_size,
+        device=args.device,
+        responses=_path(args.responses),
+        fewshot=_path(args.fewshot),
+    )
+    scratch = tempfile.TemporaryDirectory(prefix="railsweep-detect-")  # --world's corpus files
+    try:
+        return _run(args, detectors, thresholding, names, base_inputs, Path(scratch.name))
+    finally:
+        scratch.cleanup()
+
+
+def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> int:
+    import dataclasses
+
+    from railsweep import provenance
+    from railsweep.detection import detect
+    from railsweep.detection.corpus import check_corpus_paths
+    from railsweep.detection.output import write_atomic, write_detections
+    from railsweep.detection.truth import to_markdown, truth_table
+
+    if args.world:
+        if args.test or args.control or args.corpus or args.model:
+            raise ConfigError(
+                "--world supplies the items, corpus and models; drop --test/--control/--corpus/--model"
+            )
+        jobs = _world_jobs(args, detectors, base_inputs, scratch)
+    else:
+        if not args.test:
+            raise ConfigError("give --test FILE (or --world PRESET)")
+        from railsweep.detection.items import check_disjoint, read_items
+
+        test = read_items(args.test, "test", args.leak_split)
+        control = read_items(args.control, "control") if args.control else []
+        check_disjoint(test, control)
+        inputs = dataclasses.replace(
+            base_inputs,
+            corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
+            model=_path(args.model),
+            adapter=_path(args.adapter),
+            reference_adapter=_path(args.reference_adapter),
+        )
+        for d in detectors:
+            inputs.require(
+                d.name, *(("corpus",) if d.name == "ngram" else ("model",) if d.name != "cdd" else ())
+            )
+        jobs = [(None, None, test, control, inputs, detectors)]
+
+    # 2. score
+    import pandas as pd
+
+    tables = [
+        detect(dets, test, control, inputs, thresholding, family=fam, domain=dom)
+        for fam, dom, test, control, inputs, dets in jobs
+    ]
+    table = pd.concat(tables, ignore_index=True)
+
+    # 3. write (each file atomically) and print the truth table
+    run_info = {
+        "detectors": {d.name: dataclasses.asdict(d.config) for d in detectors},
+        "world": args.world,
+        "test": args.test,
+        "control": args.control,
+        "threshold": args.threshold,
+        "control_rate": args.control_rate,
+    }
+    out = Path(args.out)
+    has_truth = table.leaked.notna().any()
+    summary = truth_table(table, n_boot=args.n_boot) if has_truth else None
+    write_detections(out, table, run_info, provenance.collect([]))
+    if summary is not None:
+        write_atomic(out / "truth.csv", lambda tmp: summary.to_csv(tmp, index=False))
+        md = to_markdown(summary)
+        write_atomic(out / "truth.md", lambda tmp: tmp.write_text(md, encoding="utf-8"))
+        print(md, end="")
+    print(f"wrote {out / 'detections.parquet'} ({len(table)} rows)")
+    return 0
+
+
+def _world_jobs(args, detectors, base_inputs, scratch: Path):
+    import dataclasses
+
+    from railsweep.detection.world import cached_world, world_corpus, world_items
+
+    world = cached_world(args.world)
+    families = args.family or list(world.families)
+    domains = args.domain or list(world.config.contamination.domains)
+    for f in families:
+        world.family(f)  # unknown family -> ConfigError
+    for d in domains:
+        if d not in world.config.contamination.domains:
+            raise ConfigError(
+                f"--domain {d!r}: this world's domains are {list(world.config.contamination.domains)}"
+            )
+    items = world_items(world, args.n_control)
+    corpus_side = [d for d in detectors if d.name == "ngram"]
+    model_side = [d for d in detectors if d.name != "ngram"]
+    jobs = []
+    for dom in domains:
+        if corpus_side:
+            corpus = tuple(world_corpus(world, dom, scratch / dom))
+            inputs = dataclasses.replace(base_inputs, corpus=corpus)
+            jobs.append((None, dom, items.test, items.control, inputs, corpus_side))
+        for fam in families if model_side else ():
+            models = world.family(fam)
+            inputs = dataclasses.replace(
+                base_inputs,
+                model=models.base_dir,
+                adapter=models.adapters[f"co_{dom}"],
+                reference_adapter=models.adapters["clean"],
+                fewshot=base_inputs.fewshot or world.data_dir / "cot_8shot.json",
+            )
+            jobs.append((fam, dom, items.test, items.control, inputs, model_side))
+    return jobs

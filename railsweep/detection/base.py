@@ -1,0 +1,151 @@
+"""The Detector protocol, the registry, and what a detector scores: items and their inputs.
+
+A detector turns a list of :class:`Item` (test items, then control items known
+to be absent from training) and the :class:`DetectInputs` it needs into one or
+more :class:`Scores`. Each holds one float per item, where higher means more
+likely contaminated. Each detector lives in its own module with a frozen
+config dataclass and one ``@register`` line. :func:`build_detector` validates
+the parameters by name. Thresholds and truth scoring live in
+:mod:`railsweep.detection.scoring`, outside the detectors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+import numpy as np
+
+from railsweep.errors import ConfigError
+
+Group = Literal["test", "control"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question with its gold solution (GSM8K format, ending ``#### N``)."""
+
+    item_id: int  # test: the question's index in the test split; control: its index in the control file
+    group: Group
+    question: str
+    solution: str
+    leaked: bool | None = None  # the truth, where known (test items of the miniature world)
+
+    def text(self, fields: str = "question+solution") -> str:
+        """The item as the corpus side reads it: the question, or question + solution."""
+        if fields == "question":
+            return self.question
+        if fields == "question+solution":
+            return f"{self.question}\n{self.solution}"
+        raise ConfigError(f"fields must be 'question' or 'question+solution', got {fields!r}")
+
+    def training_text(self) -> str:
+        """The item as a model is trained and prompted on it: ``"Q: <question>\\nA: <CoT solution>"``."""
+        from railsweep.tasks import to_cot
+
+        return f"Q: {self.question}\nA: {to_cot(self.solution)}"
+
+
+@dataclass(frozen=True)
+class DetectInputs:
+    """What the detectors read; each detector checks that its own inputs are present.
+
+    corpus, text_field: the training corpus (ngram).
+    model, adapter, reference_adapter: the base model directory, the evaluated LoRA adapter
+        (None = the base itself) and the reference (None = the base) (loss, mink, cdd).
+    responses: a cell's responses Parquet with greedy rows (cdd without decoding).
+    fewshot: the few-shot exemplar JSON the prompts use when cdd decodes itself.
+    """
+
+    corpus: tuple[Path, ...] = ()
+    text_field: str | None = None
+    model: Path | None = None
+    adapter: Path | None = None
+    reference_adapter: Path | None = None
+    responses: Path | None = None
+    fewshot: Path | None = None
+    batch_size: int = 16
+    device: str = "cpu"
+
+    def require(self, detector: str, *names: str) -> None:
+        missing = [n for n in names if not getattr(self, n)]
+        if missing:
+            flags = ", ".join("--" + n.replace("_", "-") for n in missing)
+            raise ConfigError(f"detector {detector!r} needs {flags}")
+
+
+@dataclass
+class Scores:
+    """One score per item (float (N,), higher = more likely contaminated; NaN = undefined)."""
+
+    setting: str  # e.g. "n=13,fields=question"; names the variant in tables
+    score: np.ndarray
+    extras: dict[str, np.ndarray] = field(default_factory=dict)  # more per-item columns
+
+
+class Detector(Protocol):
+    name: ClassVar[str]
+    bounded: ClassVar[bool]  # scores lie in [0, 1], so a given threshold must too
+    config: Any
+
+    def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]: ...
+
+
+_REGISTRY: dict[str, tuple[type, type]] = {}
+
+
+def register(name: str, config_cls: type) -> Callable[[type], type]:
+    """Class decorator: ``@register("ngram", NgramConfig)``."""
+
+    def deco(cls: type) -> type:
+        if name in _REGISTRY and _REGISTRY[name][0] is not cls:
+            raise ConfigError(f"detector {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = (cls, config_cls)
+        return cls
+
+    return deco
+
+
+def _ensure_builtin_loaded() -> None:
+    import railsweep.detection  # noqa: F401  (its __init__ imports every built-in detector)
+
+
+def known_detectors() -> list[str]:
+    _ensure_builtin_loaded()
+    return sorted(_REGISTRY)
+
+
+def detector_classes(name: str) -> tuple[type, type]:
+    """(detector class, config class) for a registered name; unknown name -> ConfigError."""
+    _ensure_builtin_loaded()
+    if name not in _REGISTRY:
+        hint = difflib.get_close_matches(name, _REGISTRY, n=1)
+        did = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise ConfigError(f"unknown detector {name!r}{did}; known detectors: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
+    """Validate ``params`` against the detector's config dataclass and build it."""
+    _, config_cls = detector_classes(name)
+    params = dict(params or {})
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        raise ConfigError(
+            f"unknown parameter(s) {unknown} for detector {name!r}; allowed: {sorted(fields) or 'none'}"
+        )
+    try:
+        return config_cls(**params)
+    except TypeError as e:
+        raise ConfigError(f"bad parameters {params} for detector {name!r}: {e}") from e
+
+
+def build_detector(name: str, params: dict[str, Any] | None = None) -> Detector:
+    cls, _ = detector_classes(name)
+    return cls(make_config(name, params))

@@ -1,0 +1,150 @@
+"""Model side: CDD, contamination detection via output distribution (Dong et al. 2024).
+
+A model that has memorised an item keeps sampling (nearly) its greedy answer.
+The official ``CDD.py`` (baselines.md §1.3), per question:
+
+1. ``G = tokens(greedy)[:max_length]``; for each sample ``s``, ``S = tokens(s)[:max_length]``;
+2. ``d_s = Levenshtein(G, S)`` on token ids (the distance TED uses, via rapidfuzz);
+3. ``ell = max(|G|, max_s |S|)``, each capped at ``max_length`` on its own;
+4. ``peak = #{s : d_s <= alpha * ell} / #samples`` (0 without samples);
+5. contaminated iff ``peak > xi``.
+
+The score is ``peak``, in [0, 1]. Without a control set the threshold is the
+official ``xi``. Samples and greedy decode come from a cell's responses
+Parquet: a ``ted`` or ``identity`` cell that has greedy rows
+(``sample_index == -1``), whose samples are plain samples, so no new sampling
+is needed. Otherwise the transformers engine decodes them with the same
+prompts as ``railsweep eval``; the official settings are m=50 and T=0.8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.errors import ConfigError, DataError
+
+PLAIN_SAMPLE_STRATEGIES = ("identity", "ted")  # cells whose samples are the model's own, unaltered
+
+
+@dataclass(frozen=True)
+class CDDConfig:
+    """CDD (official defaults).
+
+    alpha: a sample is "on the peak" when its distance is <= alpha * ell.
+    xi: the official flag rule peak > xi (the threshold when no control set calibrates one).
+    max_length: tokens compared per response.
+    m, temperature, max_new_tokens, seed: the sampling when CDD decodes itself.
+    """
+
+    alpha: float = 0.05
+    xi: float = 0.01
+    max_length: int = 100
+    m: int = 50
+    temperature: float = 0.8
+    max_new_tokens: int = 256
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.alpha <= 1:
+            raise ConfigError(f"CDD alpha must lie in [0, 1], got alpha={self.alpha!r}")
+        if not 0 <= self.xi <= 1:
+            raise ConfigError(f"CDD xi must lie in [0, 1], got xi={self.xi!r}")
+        for name in ("max_length", "m", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"CDD {name} must be >= 1, got {getattr(self, name)!r}")
+        if not self.temperature > 0:
+            raise ConfigError(f"CDD temperature must be > 0, got {self.temperature!r}")
+
+
+def peakedness(greedy_ids: Sequence[int], sample_ids: Sequence[Sequence[int]], config: CDDConfig) -> float:
+    """CDD's peak for one question (steps 1-4 of the module docstring)."""
+    g = list(greedy_ids[: config.max_length])
+    ell = len(g)
+    dist = []
+    for ids in sample_ids:
+        s = list(ids[: config.max_length])
+        dist.append(Levenshtein.distance(g, s))
+        ell = max(ell, len(s))
+    if not dist:
+        return 0.0
+    return sum(d <= config.alpha * ell for d in dist) / len(dist)
+
+
+def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
+    """{question_index: (greedy ids, [sample ids in sample order])} from a cell's responses Parquet."""
+    from railsweep.results.io import read_metadata, read_responses
+
+    cell = read_metadata(path, kind="responses")["cell"] if str(path).endswith(".responses.parquet") else None
+    df = read_responses(path)
+    if cell is not None and cell.strategy not in PLAIN_SAMPLE_STRATEGIES:
+        raise DataError(
+            f"--responses {path}: a {cell.strategy!r} cell's samples are not the model's own samples; "
+            f"CDD needs a cell of {', '.join(PLAIN_SAMPLE_STRATEGIES)}"
+        )
+    greedy = df[df.sample_index == -1]
+    if greedy.empty:
+        raise DataError(
+            f"--responses {path}: no greedy rows (sample_index -1); a 'ted' cell records them, "
+            "or omit --responses and let CDD decode"
+        )
+    out: dict[int, tuple[list[int], list[list[int]]]] = {}
+    samples = df[df.sample_index >= 0].sort_values(["question_index", "sample_index"])
+    by_q = {q: [list(map(int, ids)) for ids in g.token_ids] for q, g in samples.groupby("question_index")}
+    for q, ids in zip(greedy.question_index, greedy.token_ids):
+        out[int(q)] = (list(map(int, ids)), by_q.get(int(q), []))
+    return out
+
+
+def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDConfig):
+    """Greedy + m samples per item from the transformers engine, as {item position: (greedy, samples)}."""
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
+    from railsweep.tasks import GSM8KTask, parse_gold
+    from railsweep.tasks.base import Question
+    from railsweep.tasks.gsm8k import load_exemplars
+
+    inputs.require("cdd", "model", "fewshot")
+    adapters = {"evaluated": inputs.adapter} if inputs.adapter else {}
+    engine = TransformersEngine(inputs.model, adapters=adapters, device=inputs.device)
+    qs = [Question(k, it.question, it.solution, parse_gold(it.solution)) for k, it in enumerate(items)]
+    task = GSM8KTask(qs, load_exemplars(inputs.fewshot))
+    settings = DecodeSettings(
+        m=config.m,
+        temperature=config.temperature,
+        max_new_tokens=config.max_new_tokens,
+        seed=config.seed,
+        batch_size=inputs.batch_size,
+    )
+    ctx = EvalContext(engine, task, "evaluated" if inputs.adapter else None, settings)
+    greedies = greedy(ctx, qs)
+    comps = decode(ctx, qs, n=config.m, temperature=config.temperature, salt="sample")
+    return {
+        k: (g.token_ids, [s.token_ids for s in c.samples]) for k, (g, c) in enumerate(zip(greedies, comps))
+    }
+
+
+@register("cdd", CDDConfig)
+class CDD:
+    bounded = True
+
+    def __init__(self, config: CDDConfig | None = None):
+        self.config = config or CDDConfig()
+
+    def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
+        c = self.config
+        if inputs.responses is not None:
+            found = responses_by_question(inputs.responses)
+            pairs = [found.get(it.item_id) if it.group == "test" else None for it in items]
+            if not any(pairs):
+                raise DataError(f"--responses {inputs.responses}: none of the test items has responses")
+        else:
+            decoded = decode_responses(items, inputs, c)
+            pairs = [decoded[k] for k in range(len(items))]
+        score = np.array([np.nan if p is None else peakedness(p[0], p[1], c) for p in pairs])
+        n_samples = np.array([np.nan if p is None else len(p[1]) for p in pairs])
+        return [Scores(f"alpha={c.alpha:g}", score, {"n_samples": n_samples})]

@@ -1,0 +1,142 @@
+"""Streaming a training corpus of any size from JSONL, Parquet or plain-text files, in chunks.
+
+A chunk is a list of texts plus ``boundary``. ``boundary`` says whether the
+last text ends a document. JSONL and Parquet hold one document per record. A
+text file is one running document, read in blocks of about ``chunk_chars``
+characters and cut at whitespace; its blocks say ``boundary=False`` until the
+last one. Nothing but the current chunk is held in memory.
+
+Record text: ``text_field`` when given (missing in a record -> DataError).
+Otherwise the record's ``text`` field, or, when it has none, all of its
+string values joined by newlines in record order (GSM8K rows ``{"question",
+"answer"}`` read as question + solution).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.errors import DataError
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+PARQUET_SUFFIXES = (".parquet",)
+TEXT_SUFFIXES = (".txt", ".text", ".md")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    texts: list[str]
+    boundary: bool  # the last text ends a document
+
+
+def check_corpus_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """The corpus files, checked before any work: at least one, each present, non-empty, of a known kind."""
+    if not paths:
+        raise DataError("the corpus is empty: no corpus files given (--corpus FILE ...)")
+    out = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise DataError(f"corpus file not found: {p}")
+        if p.suffix.lower() not in JSONL_SUFFIXES + PARQUET_SUFFIXES + TEXT_SUFFIXES:
+            known = ", ".join(JSONL_SUFFIXES + PARQUET_SUFFIXES + TEXT_SUFFIXES)
+            raise DataError(f"corpus file {p}: unknown kind {p.suffix!r} (known: {known})")
+        if p.stat().st_size == 0:
+            raise DataError(f"corpus file {p} is empty")
+        out.append(p)
+    return out
+
+
+def _record_text(rec, where: str, field: str | None) -> str:
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: expected a JSON object per record, got {type(rec).__name__}")
+    if field is not None:
+        if not isinstance(rec.get(field), str):
+            raise DataError(f"{where}: no string field {field!r} in the record")
+        return rec[field]
+    if isinstance(rec.get("text"), str):
+        return rec["text"]
+    return "\n".join(v for v in rec.values() if isinstance(v, str))
+
+
+def _jsonl(path: Path, field: str | None, chunk_chars: int) -> Iterator[Chunk]:
+    texts: list[str] = []
+    size = 0
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+            text = _record_text(rec, f"{path}:{lineno}", field)
+            texts.append(text)
+            size += len(text)
+            if size >= chunk_chars:
+                yield Chunk(texts, True)
+                texts, size = [], 0
+    if texts:
+        yield Chunk(texts, True)
+
+
+def _parquet(path: Path, field: str | None, chunk_chars: int) -> Iterator[Chunk]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{path}: not a readable Parquet file: {e}") from e
+    names = [
+        f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    if field is not None:
+        if field not in names:
+            raise DataError(f"{path}: no string column {field!r} (string columns: {names})")
+        columns = [field]
+    else:
+        columns = ["text"] if "text" in names else names
+    if not columns:
+        raise DataError(f"{path}: no string column to read text from")
+    for batch in pf.iter_batches(batch_size=max(1, chunk_chars // 512), columns=columns):
+        cols = [batch.column(c).to_pylist() for c in columns]
+        texts = ["\n".join(v for v in row if v is not None) for row in zip(*cols)]
+        if texts:
+            yield Chunk(texts, True)
+
+
+def _text(path: Path, chunk_chars: int) -> Iterator[Chunk]:
+    carry = ""
+    with open(path, encoding="utf-8") as f:
+        while True:
+            block = f.read(chunk_chars)
+            if not block:
+                break
+            block = carry + block
+            cut = max(block.rfind(" "), block.rfind("\n"))
+            if cut <= 0:  # no whitespace in the block: keep reading
+                carry = block
+                continue
+            carry = block[cut:]
+            yield Chunk([block[:cut]], False)
+    yield Chunk([carry], True)
+
+
+def stream_corpus(
+    paths: Sequence[str | Path], text_field: str | None = None, chunk_chars: int = 8 << 20
+) -> Iterator[Chunk]:
+    """Every chunk of every corpus file, in order (see the module docstring)."""
+    for p in check_corpus_paths(paths):
+        suffix = p.suffix.lower()
+        try:
+            if suffix in JSONL_SUFFIXES:
+                yield from _jsonl(p, text_field, chunk_chars)
+            elif suffix in PARQUET_SUFFIXES:
+                yield from _parquet(p, text_field, chunk_chars)
+            else:
+                yield from _text(p, chunk_chars)
+        except UnicodeDecodeError as e:
+            raise DataError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from e

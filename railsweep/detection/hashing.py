@@ -1,0 +1,98 @@
+"""Vectorised 64-bit polynomial hashes of every n-token window of an id array (pure numpy).
+
+For ids ``x_0 .. x_{T-1}`` (0 is reserved as a separator that no window may
+contain) the hash of the window of length ``n`` that starts at ``i`` is
+
+    P(i, n) = sum_{j<n} x_{i+j} * B^(n-1-j)   (mod 2^64),
+
+for all ``i`` at once from one prefix sum; numpy's uint64 arithmetic wraps mod
+2^64. ``B`` is odd, so it has an inverse mod 2^64. With
+``S[i] = sum_{k<i} x_k * B^-k`` we get ``P(i, n) = (S[i+n] - S[i]) * B^(i+n-1)``.
+One prefix sum therefore serves every ``n``. Each token costs a handful of
+vector operations, and a window's hash does not depend on where it sits in
+the array, so test items and a streamed corpus hash identically. The
+polynomial value goes through the splitmix64 finaliser before it is cut to
+``bits`` bits, so even a tiny ``bits`` spreads the windows evenly (the tests
+force collisions that way).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BASE = 0x9E3779B97F4A7C15  # odd, so invertible mod 2^64
+BASE_INV = pow(BASE, -1, 1 << 64)
+_MASK64 = (1 << 64) - 1
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def _powers(base: int, count: int) -> np.ndarray:
+    """uint64 (count,): base^0 .. base^(count-1) mod 2^64."""
+    out = np.full(count, base, dtype=np.uint64)
+    if count:
+        out[0] = 1
+        np.cumprod(out, out=out)  # wraps mod 2^64
+    return out
+
+
+def mix64(h: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, elementwise on uint64 (a bijection of 64-bit words)."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(_M1)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(_M2)
+    return h ^ (h >> np.uint64(31))
+
+
+class WindowHasher:
+    """The prefix sums of one id array; :meth:`hashes` gives the windows of any length from them.
+
+    ids: integer array (T,) with values in [0, 2^63); 0 marks a separator.
+    """
+
+    _pow: np.ndarray = _powers(BASE, 0)
+    _inv: np.ndarray = _powers(BASE_INV, 0)
+
+    def __init__(self, ids: np.ndarray):
+        x = np.asarray(ids).astype(np.uint64, copy=False)
+        t = x.shape[0]
+        if WindowHasher._pow.shape[0] < t + 1:  # grown once, shared by every later array
+            WindowHasher._pow = _powers(BASE, t + 1)
+            WindowHasher._inv = _powers(BASE_INV, t + 1)
+        self.size = t
+        with np.errstate(over="ignore"):
+            self._prefix = np.zeros(t + 1, dtype=np.uint64)
+            np.cumsum(x * WindowHasher._inv[:t], out=self._prefix[1:])
+        self._zeros = np.zeros(t + 1, dtype=np.int32 if t < 2**31 else np.int64)
+        np.cumsum(x == 0, out=self._zeros[1:])
+
+    def hashes(self, n: int, bits: int = 64) -> np.ndarray:
+        """uint64 (W,): the hashes of the separator-free windows of ``n`` ids, in order of position."""
+        t = self.size
+        if n < 1 or t < n:
+            return np.empty(0, np.uint64)
+        with np.errstate(over="ignore"):
+            h = (self._prefix[n:] - self._prefix[:-n]) * WindowHasher._pow[n - 1 : t]
+            h = mix64(h)
+        h = h[self._zeros[n:] == self._zeros[:-n]]
+        if bits < 64:
+            h &= np.uint64((1 << bits) - 1)
+        return h
+
+
+def window_hashes(ids: np.ndarray, n: int, bits: int = 64) -> np.ndarray:
+    """The hashes of every separator-free window of ``n`` ids (see :class:`WindowHasher`)."""
+    return WindowHasher(ids).hashes(n, bits)
+
+
+def naive_window_hash(window, bits: int = 64) -> int:
+    """The hash of one window written out with Python integers (the reference the tests check against)."""
+    p = 0
+    for v in window:
+        p = (p * BASE + int(v)) & _MASK64
+    p ^= p >> 30
+    p = (p * _M1) & _MASK64
+    p ^= p >> 27
+    p = (p * _M2) & _MASK64
+    p ^= p >> 31
+    return p & ((1 << bits) - 1)

@@ -1,0 +1,42 @@
+"""The items a detection run scores: a test split (with its leak split when known) and a control set.
+
+The control set holds items known to be absent from training, such as
+held-out items of the same source or freshly generated problems. Thresholds
+are calibrated on it, so it must not share an item with the test set:
+:func:`check_disjoint` refuses one that does and names the first shared item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from railsweep.detection.base import Item
+from railsweep.errors import ConfigError
+
+
+def read_items(path: str | Path, group: str, leak_split: str | Path | None = None) -> list[Item]:
+    """GSM8K-format JSONL rows ``{"question", "answer"}`` as items (``leaked`` from ``leak_split``)."""
+    from railsweep.tasks.gsm8k import read_jsonl, read_leak_split
+
+    rows = read_jsonl(path)
+    leaked = read_leak_split(leak_split, len(rows)) if leak_split is not None else None
+    return [
+        Item(i, group, r["question"], r["answer"], None if leaked is None else i in leaked)  # type: ignore[arg-type]
+        for i, r in enumerate(rows)
+    ]
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def check_disjoint(test: Sequence[Item], control: Sequence[Item]) -> None:
+    """ConfigError when a control item's question is also a test item's (case and spacing ignored)."""
+    seen = {_key(it.question): it.item_id for it in test}
+    for it in control:
+        if _key(it.question) in seen:
+            raise ConfigError(
+                f"the control set overlaps the test set: control item {it.item_id} is test item "
+                f"{seen[_key(it.question)]} ({it.question[:60]!r}); a control must be known to be absent"
+            )

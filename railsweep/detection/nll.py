@@ -1,0 +1,113 @@
+"""Teacher-forced token log-probabilities of texts under a base model or one of its LoRA adapters.
+
+The loss and min-k% detectors share this. One :class:`TeacherForcer` per base
+model directory holds the model once, with every adapter it has been asked
+for loaded into the same peft model. ``adapter=None`` runs the base with the
+adapters disabled. Texts are tokenised with the model's tokenizer (its
+special tokens included, as the engines prompt it), batched with right
+padding, and run in fp32 on the CPU unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from railsweep.errors import ConfigError, DataError
+
+
+class TeacherForcer:
+    def __init__(self, base: str | Path, device: str = "cpu"):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.base = Path(base)
+        if not (self.base / "config.json").is_file():
+            raise DataError(f"model directory {self.base} has no config.json")
+        self.device = torch.device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.base)
+        model = AutoModelForCausalLM.from_pretrained(self.base, dtype=torch.float32)
+        self.model = model.to(self.device).eval()
+        self._adapters: dict[str, str] = {}  # adapter path -> peft adapter name
+        self._cache: dict[tuple[str | None, tuple[str, ...]], list[np.ndarray]] = {}
+
+    def _adapter_name(self, adapter: str | Path) -> str:
+        from peft import PeftModel
+
+        key = str(Path(adapter).resolve())
+        if key not in self._adapters:
+            if not (Path(adapter) / "adapter_config.json").is_file():
+                raise DataError(f"LoRA adapter directory {adapter} has no adapter_config.json")
+            name = f"a{len(self._adapters)}"
+            if isinstance(self.model, PeftModel):
+                self.model.load_adapter(key, adapter_name=name)
+            else:
+                self.model = PeftModel.from_pretrained(self.model, key, adapter_name=name).eval()
+            self._adapters[key] = name
+        return self._adapters[key]
+
+    @contextlib.contextmanager
+    def _using(self, adapter: str | Path | None):
+        if adapter is None:
+            if hasattr(self.model, "disable_adapter"):
+                with self.model.disable_adapter():
+                    yield
+            else:
+                yield
+        else:
+            name = self._adapter_name(adapter)  # may wrap the model in a PeftModel first
+            self.model.set_adapter(name)
+            yield
+
+    def logprobs(
+        self, texts: Sequence[str], adapter: str | Path | None = None, batch_size: int = 16
+    ) -> list[np.ndarray]:
+        """Per text, float64 (T-1,): log p(token_t | tokens_<t) for t = 1..T-1 (T = its token count)."""
+        import torch
+
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        key = (None if adapter is None else str(Path(adapter).resolve()), tuple(texts))
+        if key in self._cache:
+            return self._cache[key]
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        encoded = [self.tokenizer(t)["input_ids"] for t in texts]
+        out: list[np.ndarray] = [np.empty(0)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))  # similar lengths batch together
+        with torch.no_grad(), self._using(adapter):
+            for lo in range(0, len(order), batch_size):
+                rows = order[lo : lo + batch_size]
+                width = max(len(encoded[i]) for i in rows)
+                ids = torch.full((len(rows), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for r, i in enumerate(rows):
+                    ids[r, : len(encoded[i])] = torch.tensor(encoded[i])
+                    mask[r, : len(encoded[i])] = 1
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+                tok = logp.gather(2, ids[:, 1:, None].to(self.device))[..., 0].double().cpu().numpy()
+                for r, i in enumerate(rows):
+                    out[i] = tok[r, : len(encoded[i]) - 1]
+        if len(self._cache) > 16:
+            self._cache.clear()
+        self._cache[key] = out
+        return out
+
+
+_FORCERS: dict[tuple[str, str], TeacherForcer] = {}
+
+
+def teacher_forcer(base: str | Path, device: str = "cpu") -> TeacherForcer:
+    """The shared :class:`TeacherForcer` of a base model directory (loaded on first use)."""
+    key = (str(Path(base).resolve()), device)
+    if key not in _FORCERS:
+        _FORCERS[key] = TeacherForcer(base, device)
+    return _FORCERS[key]
+
+
+def mean_nll(logprobs: Sequence[np.ndarray]) -> np.ndarray:
+    """float (N,): mean token negative log-likelihood per text (NaN for a text of one token)."""
+    return np.array([-lp.mean() if lp.size else np.nan for lp in logprobs])

@@ -1,0 +1,78 @@
+"""The detection table on disk: one Parquet file, schema version 1, written atomically.
+
+``detections.parquet`` holds one row per item per detector setting, with the
+columns of :data:`railsweep.detection.run.COLUMNS` plus ``x_<name>`` float
+extras. Its key-value metadata: ``railsweep.detection_schema_version`` (``"1"``),
+``railsweep.kind`` (``"detections"``), ``railsweep.detection`` (JSON: the
+detectors, their configs and the inputs) and ``railsweep.provenance``.
+
+The file is written under a temporary name in the same directory and renamed
+into place, so an error never leaves a half-written table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from railsweep.errors import DataError
+
+SCHEMA_VERSION = 1
+KEY_VERSION = "railsweep.detection_schema_version"
+KEY_KIND = "railsweep.kind"
+KEY_RUN = "railsweep.detection"
+KEY_PROVENANCE = "railsweep.provenance"
+FILENAME = "detections.parquet"
+
+
+def write_atomic(path: Path, write) -> Path:
+    """Call ``write(tmp_path)``, then rename the temporary into ``path``; remove it on any error."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return path
+
+
+def write_detections(
+    out_dir: str | Path, table: pd.DataFrame, run: Mapping[str, Any], provenance: Mapping[str, Any]
+) -> Path:
+    """Write ``<out_dir>/detections.parquet`` (see the module docstring); returns its path."""
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    arrow = arrow.replace_schema_metadata(
+        {
+            KEY_VERSION: str(SCHEMA_VERSION),
+            KEY_KIND: "detections",
+            KEY_RUN: json.dumps(dict(run), sort_keys=True, default=str),
+            KEY_PROVENANCE: json.dumps(dict(provenance), sort_keys=True, default=str),
+        }
+    )
+    return write_atomic(Path(out_dir) / FILENAME, lambda tmp: pq.write_table(arrow, tmp))
+
+
+def read_detections(path: str | Path) -> pd.DataFrame:
+    """A detections file (a directory means its ``detections.parquet``); other schema versions refused."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / FILENAME
+    if not p.is_file():
+        raise DataError(f"detections file not found: {p}")
+    meta = pq.read_schema(p).metadata or {}
+    version = meta.get(KEY_VERSION.encode(), b"").decode()
+    if version != str(SCHEMA_VERSION):
+        raise DataError(f"{p}: detection schema version {version or 'missing'!r}, expected {SCHEMA_VERSION}")
+    return pq.read_table(p).to_pandas()

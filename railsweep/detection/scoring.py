@@ -1,0 +1,91 @@
+"""Thresholds calibrated on a control set, and detectors scored against the known truth (pure numpy).
+
+Every score is oriented so that higher means more likely contaminated, and an
+item is flagged when ``score > threshold``. NaN scores (an item too short for
+the n-gram order, an item without responses) are left out of every rate and
+of the AUC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from railsweep.errors import ConfigError, DataError
+
+
+def check_rate(rate: float, name: str = "control flag rate") -> float:
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise ConfigError(f"{name} must lie in [0, 1], got {rate!r}")
+    return float(rate)
+
+
+def calibrate_threshold(control: np.ndarray, rate: float = 0.01) -> float:
+    """The smallest threshold t among the control scores with mean(control > t) <= ``rate``.
+
+    control: float (M,) scores of items known to be absent from training (NaN ignored).
+    """
+    rate = check_rate(rate)
+    c = np.sort(np.asarray(control, dtype=float))
+    c = c[~np.isnan(c)]
+    if not c.size:
+        raise DataError("cannot calibrate a threshold: the control set has no scored item")
+    above = c.size - np.searchsorted(c, c, side="right")  # #control > c[j], for each candidate c[j]
+    ok = above <= rate * c.size
+    return float(c[np.argmax(ok)])  # c sorted ascending and ok monotone, so the first True is the smallest
+
+
+def flag_rate(score: np.ndarray, threshold: float) -> float:
+    """Share of the scored items with score > threshold (NaN when none is scored)."""
+    s = np.asarray(score, dtype=float)
+    s = s[~np.isnan(s)]
+    return float(np.mean(s > threshold)) if s.size else float("nan")
+
+
+def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
+    """ROC AUC by the rank-sum (Mann-Whitney) formula, ties counted one half.
+
+    AUC = (sum of the positives' midranks - P (P + 1) / 2) / (P N), which equals
+    P(score of a random positive > score of a random negative) + P(tie) / 2.
+    score: float (K,); label: bool (K,). NaN scores are dropped; NaN when a class is empty.
+    """
+    s = np.asarray(score, dtype=float)
+    y = np.asarray(label, dtype=bool)
+    keep = ~np.isnan(s)
+    s, y = s[keep], y[keep]
+    p, n = int(y.sum()), int((~y).sum())
+    if p == 0 or n == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(s.size)
+    sorted_s = s[order]
+    # midranks: each run of equal scores gets the mean of its 1-based ranks
+    starts = np.flatnonzero(np.r_[True, sorted_s[1:] != sorted_s[:-1]])
+    ends = np.r_[starts[1:], s.size]
+    mid = (starts + ends + 1) / 2.0
+    ranks[order] = np.repeat(mid, ends - starts)
+    return float((ranks[y].sum() - p * (p + 1) / 2.0) / (p * n))
+
+
+def auc_ci(
+    score: np.ndarray, label: np.ndarray, n_boot: int = 1000, alpha: float = 0.05, rng=None
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of :func:`roc_auc`, resampling positives and negatives apart (stratified).
+
+    rng: a ``numpy.random.Generator`` (default: seeded with 0).
+    """
+    from railsweep.metrics.bootstrap import check_bootstrap_args, percentile_ci
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    check_bootstrap_args(n_boot, alpha, rng)
+    s = np.asarray(score, dtype=float)
+    y = np.asarray(label, dtype=bool)
+    keep = ~np.isnan(s)
+    pos, neg = s[keep & y], s[keep & ~y]
+    if not pos.size or not neg.size:
+        return float("nan"), float("nan")
+    stats = np.empty(n_boot)
+    both = np.r_[np.ones(pos.size, bool), np.zeros(neg.size, bool)]
+    for b in range(n_boot):
+        draw = np.r_[pos[rng.integers(0, pos.size, pos.size)], neg[rng.integers(0, neg.size, neg.size)]]
+        stats[b] = roc_auc(draw, both)
+    return percentile_ci(stats, alpha)
