@@ -1,12 +1,15 @@
-"""notebooks/analysis.ipynb and its library (railsweep.analysis.notebook) against a sweep logged to a real local
-`mlflow server` in the exact layout of railsweep.sweep (parent run + sweep_spec.json, one child run per cell
-tagged mlflow.parentRunId / railsweep.cell_id, per-question and responses Parquet under results/, and the
-tables the sweep's own aggregation logs on the parent).
+"""notebooks/analysis.ipynb and its library (railsweep.sweep.reader, railsweep.analysis.report) against a sweep
+logged to a real local `mlflow server` in the exact layout of railsweep.sweep (parent run + sweep_spec.json, one
+child run per cell tagged mlflow.parentRunId / railsweep.cell_id, per-question and responses Parquet under
+results/, a mitigated cell's scores as metrics tagged with its clean run, and the tables the sweep's own publish
+step logs on the parent).
 
-The cells are written with the real results writer and the sweep's own Tracker, cell expansion and
-aggregation; only the per-question outcomes are drawn from a seeded generator instead of decoding a model, so
+The cells are written with the real results writer and the sweep's own Tracker, cell expansion, scoring and
+publish step; only the per-question outcomes are drawn from a seeded generator instead of decoding a model, so
 the fixture costs seconds (a real smoke sweep builds a miniature world first: minutes on 2 cores) while the
-tables still have several strata and distinct values per strategy.
+tables still have several strata and distinct values per strategy. The llama cells carry their trial's scores;
+the pythia cells carry none (as when a trial's clean reference did not finish in time), so they are scored when
+read back.
 """
 
 from __future__ import annotations
@@ -114,13 +117,21 @@ def _outcomes(cell, clean_c: np.ndarray, rng: np.random.Generator) -> list[Quest
 
 @pytest.fixture(scope="module")
 def sweep_run(mlflow_uri, tmp_path_factory):
-    """A two-family sweep (Table 3 gets two setting columns) logged like railsweep.sweep.driver + trial + aggregate do."""
-    from railsweep.results.io import write_cell
-    from railsweep.sweep.aggregate import aggregate_sweep
+    """A two-family sweep (Table 3 gets two setting columns) logged like railsweep.sweep.driver + trial + publish do."""
+    from railsweep.analysis.scoring import flatten_scores, score_pair
+    from railsweep.results.io import read_cell, write_cell
     from railsweep.sweep.cells import expand
     from railsweep.sweep.driver import _cell_meta
+    from railsweep.sweep.publish import publish_sweep
     from railsweep.sweep.spec import spec_from_dict
-    from railsweep.sweep.tracking import TAG_QUESTIONS_FILE, TAG_RESPONSES_FILE, TAG_ROLE, Tracker
+    from railsweep.sweep.tracking import (
+        TAG_CLEAN_RUN,
+        TAG_QUESTIONS_FILE,
+        TAG_RESPONSES_FILE,
+        TAG_ROLE,
+        Tracker,
+    )
+    from railsweep.sweep.trial import cell_summary
 
     root = tmp_path_factory.mktemp("sweep")
     task = _task_dir(root)
@@ -150,7 +161,7 @@ def sweep_run(mlflow_uri, tmp_path_factory):
     for fam, seed in (("llama", 1), ("pythia", 2)):
         r = np.random.default_rng(seed)
         clean_c[fam] = np.minimum(r.binomial(M, r.beta(0.7, 0.9, N_QUESTIONS)), M)
-    failed = []
+    failed, runs, frames = [], {}, {}
     for cell, meta in zip(cells, metas):
         cfg = cell.config
         run = tracker.start_cell_run(parent, cell.cell_id, run_name=f"{cfg.family}/{cfg.domain}/{meta['label']}",
@@ -163,29 +174,37 @@ def sweep_run(mlflow_uri, tmp_path_factory):
         paths = write_cell(
             root / "cells", cfg, _outcomes(cell, clean_c[cfg.family], rng), questions, provenance={}
         )
-        tracker.log(run, params=meta["params"],
-                    tags={TAG_QUESTIONS_FILE: paths.questions.name, TAG_RESPONSES_FILE: paths.responses.name})  # fmt: skip
+        df = frames[cell.cell_id] = read_cell(paths.questions)[1]
+        metrics = cell_summary(df)
+        tags = {TAG_QUESTIONS_FILE: paths.questions.name, TAG_RESPONSES_FILE: paths.responses.name}
+        if cell.clean_id and cfg.family == "llama":  # the trial's scores; pythia's trial logged none
+            metrics.update(flatten_scores(score_pair(frames[cell.clean_id], df, B=10, n_boot=50, seed=0)))
+            tags[TAG_CLEAN_RUN] = runs[cell.clean_id]
+        tracker.log(run, params=meta["params"], metrics=metrics, tags=tags)
+        runs[cell.cell_id] = run
         tracker.log_artifact(run, paths.questions, "results")
         tracker.log_artifact(run, paths.responses, "results")
         tracker.terminate(run, "FINISHED")
-    agg = aggregate_sweep(mlflow_uri, exp_id, parent, metas, 10, 50, 0, ["llama", "gsm8k"])
+    published = publish_sweep(mlflow_uri, parent)
     tracker.terminate(parent, "FINISHED")
-    return {"uri": mlflow_uri, "parent": parent, "cells": cells, "failed": failed, "agg": agg, "exp": exp_id}
+    return {"uri": mlflow_uri, "parent": parent, "cells": cells, "failed": failed, "published": published,
+            "exp": exp_id}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def loaded(sweep_run):
     """The fixture sweep read back once by parent run id (tests that only analyse it share this)."""
-    from railsweep.analysis import notebook as nb
+    from railsweep.sweep import reader
 
-    return nb.load_sweep(nb.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
+    return reader.read_sweep(reader.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
 
 
-def test_load_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
-    from railsweep.analysis import notebook as nb
+def test_read_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
+    from railsweep.analysis import report
+    from railsweep.sweep import reader
 
-    tracker = nb.connect(sweep_run["uri"])
-    sweep = nb.load_sweep(tracker, "nbsmoke")
+    tracker = reader.connect(sweep_run["uri"])
+    sweep = reader.read_sweep(tracker, "nbsmoke")
     assert sweep.parent_run_id == sweep_run["parent"]
     assert sweep.primary == ("llama", "gsm8k")
     assert sweep.missing == sweep_run["failed"]
@@ -194,49 +213,99 @@ def test_load_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
     assert all(len(df) == N_QUESTIONS and (df["m"] == M).all() for df in sweep.frames.values())
     clean_ids = {c.cell_id for c in sweep_run["cells"] if c.role == "clean"}
     assert set(sweep.responses) == clean_ids
-    overview = nb.cells_frame(sweep)
+    overview = report.cells_frame(sweep)
     assert (overview.set_index("cell_id").loc[sweep_run["failed"], "status"] == "missing").all()
 
 
+def test_records_carry_the_trials_scores_and_the_clean_run_they_compare_against(loaded):
+    llama = [c for c in loaded.cells if c.role == "mitigated" and c.finished and c.family == "llama"]
+    pythia = [c for c in loaded.cells if c.role == "mitigated" and c.family == "pythia"]
+    assert llama and all(c.scores is not None for c in llama)
+    assert all(c.scored_against == loaded.cell(c.clean_id).run_id for c in llama)
+    assert pythia and all(c.scores is None and c.scored_against is None for c in pythia)
+
+
+def test_reused_trial_scores_equal_a_fresh_bootstrap_of_the_same_pair_bit_for_bit(loaded):
+    """Scoring each pair once (in the trial) leaves every table number as a second bootstrap would make it."""
+    import dataclasses
+
+    from railsweep.analysis import report
+    from railsweep.analysis.scoring import score_pair
+
+    # llama's cells without their Parquet: scoring them can only reuse what the trials logged
+    no_tables = dataclasses.replace(
+        loaded,
+        cells=tuple(
+            dataclasses.replace(c, load_questions=None, load_responses=None)
+            for c in loaded.cells
+            if c.family == "llama"
+        ),
+    )
+    reused = report.score_sweep(no_tables)
+    assert reused and all(s["family"] == "llama" for s in reused)
+    scored = report.score_sweep(loaded)
+    assert {s["family"] for s in scored} == {"llama", "pythia"}
+    by_id = {s["cell_id"]: s for s in scored}
+    assert all(by_id[s["cell_id"]] == s for s in reused)
+    for s in scored:
+        fresh = score_pair(loaded.cell(s["clean_id"]).questions, loaded.cell(s["cell_id"]).questions,
+                           B=10, n_boot=50, seed=0)  # fmt: skip
+        assert s["score"] == fresh, s["strategy"]
+
+
+def test_other_bootstrap_settings_score_again_instead_of_reusing_the_trials(loaded):
+    from railsweep.analysis import report
+    from railsweep.analysis.scoring import score_pair
+
+    s = next(x for x in report.score_sweep(loaded, n_boot=40) if x["family"] == "llama")
+    assert s["score"]["n_boot"] == 40
+    fresh = score_pair(loaded.cell(s["clean_id"]).questions, loaded.cell(s["cell_id"]).questions,
+                       B=10, n_boot=40, seed=0)  # fmt: skip
+    assert s["score"] == fresh
+
+
 def test_failed_cell_is_left_out_of_the_tables_not_scored_as_zero(sweep_run, loaded):
-    from railsweep.analysis import notebook as nb
+    from railsweep.analysis import report
 
     sweep = loaded
-    scored = nb.score_sweep(sweep)
+    scored = report.score_sweep(sweep)
     assert not {s["cell_id"] for s in scored} & set(sweep_run["failed"])
-    t4 = nb.paper_tables(scored, sweep.primary)["table4"]
+    t4 = report.paper_tables(scored, sweep.primary)["table4"]
     assert FAILED_LABEL not in t4.formatted.index
     assert "RailCap n=4 ban" in t4.formatted.index
 
 
-def test_notebook_tables_equal_the_tables_the_sweep_logged_on_its_parent_run(sweep_run, loaded, tmp_path):
-    from railsweep.analysis import notebook as nb
+def test_notebook_tables_equal_the_tables_the_sweep_published_on_its_parent_run(sweep_run, loaded, tmp_path):
+    from railsweep.analysis import report
     from railsweep.analysis.tables import to_markdown
+    from railsweep.sweep import reader
 
-    tracker, sweep = loaded.tracker, loaded
-    tables = nb.paper_tables(nb.score_sweep(sweep), sweep.primary)
+    tracker, sweep = reader.connect(sweep_run["uri"]), loaded
+    tables = report.paper_tables(report.score_sweep(sweep), sweep.primary)
     assert set(tables) == {"table1", "table2", "table3", "table4"}
     for name in tables:
         logged = tracker.download(sweep_run["parent"], f"tables/{name}.md", tmp_path / name).read_text()
         assert to_markdown(tables[name]).strip() == logged.strip(), name
     assert list(tables["table3"].formatted.columns) == ["gsm8k × llama", "gsm8k × pythia"]
+    assert sweep_run["published"]["missing"] == sweep_run["failed"]
 
 
 def test_all_zero_looks_better_on_a_ppg_than_on_sa_ppg_in_the_reading_guide(loaded):
     """The guide table backs the notebook's markdown: All-Zero's SA-PPG is the worst of the setting."""
-    from railsweep.analysis import notebook as nb
+    from railsweep.analysis import report
 
     sweep = loaded
-    guide = nb.gap_vs_sappg(nb.score_sweep(sweep), sweep.primary).set_index("strategy")
+    guide = report.gap_vs_sappg(report.score_sweep(sweep), sweep.primary).set_index("strategy")
     assert guide["SA-PPG"].idxmax() == "All-Zero"
     assert ((guide["cancelled share"] >= 0) & (guide["cancelled share"] <= 1)).all()
 
 
-def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(loaded, tmp_path):
-    from railsweep.analysis import notebook as nb
+def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(sweep_run, loaded, tmp_path):
+    from railsweep.analysis import report
+    from railsweep.sweep import reader
 
     sweep = loaded
-    paths = nb.figures(sweep, nb.score_sweep(sweep), tmp_path)
+    paths = report.figures(sweep, report.score_sweep(sweep), tmp_path)
     assert set(paths) == {
         "scatter_identity",
         "scatter_railcap",
@@ -246,24 +315,28 @@ def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(loade
     }
     for p in paths.values():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the sweep published the same figure set on its parent run
+    client = reader.connect(sweep_run["uri"]).client
+    logged = {a.path for a in client.list_artifacts(sweep_run["parent"], "figures")}
+    assert logged == {f"figures/{name}.png" for name in paths}
 
 
 def test_missing_tracking_uri_is_a_config_error_naming_the_variable(monkeypatch):
-    from railsweep.analysis import notebook as nb
+    from railsweep.sweep import reader
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     with pytest.raises(ConfigError, match="MLFLOW_TRACKING_URI"):
-        nb.connect(None)
+        reader.connect(None)
 
 
 def test_unknown_experiment_and_parent_run_are_data_errors(sweep_run):
-    from railsweep.analysis import notebook as nb
+    from railsweep.sweep import reader
 
-    tracker = nb.connect(sweep_run["uri"])
+    tracker = reader.connect(sweep_run["uri"])
     with pytest.raises(DataError, match="no-such-experiment"):
-        nb.load_sweep(tracker, "no-such-experiment")
+        reader.read_sweep(tracker, "no-such-experiment")
     with pytest.raises(DataError, match="0123456789abcdef"):
-        nb.load_sweep(tracker, parent_run_id="0123456789abcdef0123456789abcdef")
+        reader.read_sweep(tracker, parent_run_id="0123456789abcdef0123456789abcdef")
 
 
 def test_notebook_executes_against_the_server_and_shows_the_tables(sweep_run, tmp_path):

@@ -329,27 +329,33 @@ MAIN_ROWS = ("Identity", "TED", "LNE-blocking", "Shortcut", MAIN_RAILCAP, "All-Z
 ALL_ZERO = "All-Zero"
 
 
-def paper_tables(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) -> dict[str, Table]:
-    """Tables 1–4 (``{"table1": Table, ...}``) from scored cells; a table without cells is left out.
+def table_cells(
+    scored: Sequence[Mapping[str, Any]], primary: Sequence[str]
+) -> dict[str, list[Mapping[str, Any]]]:
+    """The scored cells each of Tables 1–4 shows: the one place that decides which rows go where.
 
-    Table 1/2/4 use the primary (family, domain) setting; Table 3 every setting. Rows follow the paper:
-    Tables 1–3 the main strategies (RailCap at n=4 cap; All-Zero only where the paper shows it), Table 4
-    the RailCap ablation plus All-Zero. The sweep's aggregation and the notebook both build their tables here.
+    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting. Rows follow the paper:
+    Tables 1–3 the main strategies (:data:`MAIN_ROWS`: RailCap at n=4 cap; All-Zero only in Tables 2 and 3),
+    Table 4 the RailCap ablation plus All-Zero. The figures draw from the same lists.
     """
     fam, dom = primary
     prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]
     main = set(MAIN_ROWS)
-    inputs = {
-        "table1": (table1, [s for s in prim if s["strategy"] in main - {ALL_ZERO}]),
-        "table2": (table2, [s for s in prim if s["strategy"] in main]),
-        "table3": (table3, [s for s in scored if s["strategy"] in main]),
-        "table4": (
-            table4,
-            [s for s in prim if s.get("strategy_name") == "railcap" or s["strategy"] == ALL_ZERO],
-        ),
-    }
     return {
-        name: build(cells) if name == "table3" else build(cells, family=fam, domain=dom)
-        for name, (build, cells) in inputs.items()
+        "table1": [s for s in prim if s["strategy"] in main - {ALL_ZERO}],
+        "table2": [s for s in prim if s["strategy"] in main],
+        "table3": [s for s in scored if s["strategy"] in main],
+        "table4": [s for s in prim if s.get("strategy_name") == "railcap" or s["strategy"] == ALL_ZERO],
+    }
+
+
+def paper_tables(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) -> dict[str, Table]:
+    """Tables 1–4 (``{"table1": Table, ...}``) from scored cells (rows: :func:`table_cells`); a table without
+    cells is left out. The sweep's published tables and the notebook's are both built here."""
+    fam, dom = primary
+    builders = {"table1": table1, "table2": table2, "table3": table3, "table4": table4}
+    return {
+        name: builders[name](cells) if name == "table3" else builders[name](cells, family=fam, domain=dom)
+        for name, cells in table_cells(scored, primary).items()
         if cells
     }

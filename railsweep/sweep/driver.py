@@ -8,7 +8,7 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 4. create one engine actor per family (× replicas) for the families with work left;
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line;
-6. aggregate as a Ray task (tables + figures on the parent run), print the table;
+6. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.publish`), print the table;
 7. close the parent run (FAILED when some cell failed) and kill the engines.
 """
 
@@ -29,7 +29,7 @@ from railsweep.sweep.actors import create_engine_actor, create_progress_board, e
 from railsweep.sweep.cells import SweepCell, expand
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.spec import SweepSpec
-from railsweep.sweep.tracking import Tracker, check_tracking_uri, provenance_tags
+from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
 from railsweep.sweep.trial import SweepContext, run_cell_trial
 
 
@@ -122,7 +122,7 @@ def run_sweep(
     resume: bool = False,
     storage_path: str | None = None,
     progress_interval: float = 10.0,
-    aggregate: bool = True,
+    publish: bool = True,
     out=sys.stdout,
 ) -> SweepOutcome:
     import ray
@@ -154,7 +154,7 @@ def run_sweep(
                     "limit": spec.readout.limit},
         )  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
-            f = Path(tmp) / "sweep_spec.json"
+            f = Path(tmp) / SPEC_ARTIFACT
             f.write_text(
                 json.dumps({"spec": spec.to_dict(), "cells": [_cell_meta(c) for c in cells]}, indent=1)
             )
@@ -238,25 +238,22 @@ def run_sweep(
             except Exception as e:  # a dead engine must not hide the sweep's results
                 stats[name] = {"error": str(e)}
         tables: dict[str, str] = {}
-        if aggregate:
-            from railsweep.sweep.aggregate import aggregate_sweep
+        if publish:
+            from railsweep.sweep.publish import publish_sweep
 
-            task = ray.remote(aggregate_sweep).options(num_cpus=0.25, max_retries=1)
-            agg = ray.get(
-                task.remote(spec.tracking.uri, exp_id, parent_id, [_cell_meta(c) for c in cells],
-                            spec.scoring.B, spec.scoring.n_boot, spec.scoring.seed, list(spec.primary_setting))
-            )  # fmt: skip
-            tables = agg["markdown"]
+            task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
+            published = ray.get(task.remote(spec.tracking.uri, parent_id))
+            tables = published["markdown"]
             shown = {"all": "table3"}.get(table, f"table{table}")
             if shown in tables:
                 print(
                     f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{tables[shown]}",
                     file=out,
                 )
-            if agg.get("missing"):
-                print(f"[sweep] cells without a FINISHED run: {agg['missing']}", file=out, flush=True)
+            if published.get("missing"):
+                print(f"[sweep] cells without a FINISHED run: {published['missing']}", file=out, flush=True)
         wall = time.perf_counter() - t_start
-        timings["aggregate_s"] = wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
+        timings["publish_s"] = wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
         tracker.log(
             parent_id,
             metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),

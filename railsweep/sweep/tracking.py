@@ -31,7 +31,9 @@ TAG_PARENT = "mlflow.parentRunId"
 TAG_ROLE = "railsweep.role"
 TAG_QUESTIONS_FILE = "railsweep.questions_artifact"
 TAG_RESPONSES_FILE = "railsweep.responses_artifact"
+TAG_CLEAN_RUN = "railsweep.clean_run_id"  # the clean run a mitigated cell's logged scores compare against
 RESULTS_DIR = "results"
+SPEC_ARTIFACT = "sweep_spec.json"  # on the parent run: the resolved spec and every cell of the grid
 
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 # MLflow's own urllib3 retries can stall a call for minutes; ours are bounded and explicit.

@@ -3,9 +3,11 @@
 Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
-3. have the family's engine actor evaluate the cell; materialise its Parquet files;
-4. for a mitigated cell, wait for its clean reference in MLflow, score the pair
-   (SA-PPG and the rest of method.md §2 with CIs) and plot clean vs mitigated;
+3. have the family's engine actor evaluate the cell; write the Parquet bytes it returns, as they are,
+   to a temporary directory (the upload needs files) and decode the per-question table once;
+4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (SA-PPG and the rest
+   of method.md §2 with CIs) and plot clean vs mitigated: the only time a pair is bootstrapped, the
+   sweep's publish step and the notebook reuse these scores (tagged with the clean run they compare against);
 5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
 6. ``tune.report`` the headline numbers.
 """
@@ -20,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.sweep.actors import ENGINE_NAMESPACE, apply_thread_budget, engine_name, write_files
+from railsweep.sweep.reader import download_questions
 from railsweep.sweep.tracking import (
     RESULTS_DIR,
+    TAG_CLEAN_RUN,
     TAG_QUESTIONS_FILE,
     TAG_RESPONSES_FILE,
     TAG_ROLE,
@@ -76,14 +80,6 @@ def _wait_for_clean(tracker: Tracker, clean_id: str, timeout: float) -> Any | No
         delay = min(delay * 1.5, 10.0)
 
 
-def download_questions(tracker: Tracker, run: Any, dst: str | Path) -> Any:
-    from railsweep.results.io import read_cell
-
-    name = run.data.tags[TAG_QUESTIONS_FILE]
-    path = tracker.download(run.info.run_id, f"{RESULTS_DIR}/{name}", dst)
-    return read_cell(path)[1]
-
-
 def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     """Tune function trainable; ``config = {"cell_id": ...}``."""
     import ray
@@ -130,7 +126,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
                     clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
                     scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)
                     metrics.update(flatten_scores(scores))
-                    tags["railsweep.clean_run_id"] = clean_run.info.run_id
+                    tags[TAG_CLEAN_RUN] = clean_run.info.run_id
                     title = f"{cfg['family']}/{cfg.get('domain')} {meta['label']}"
                     plot = scatter_clean_vs_mitigated(
                         clean_df, df, Path(tmp) / "clean_vs_mitigated.png", title=title

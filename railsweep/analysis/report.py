@@ -1,0 +1,167 @@
+"""A sweep's scores, tables and figures from its records: what the sweep publishes and the notebook shows.
+
+Pure pandas over :class:`railsweep.results.records.SweepRecord` (read from MLflow by
+:func:`railsweep.sweep.reader.read_sweep`); the sweep's publish step and ``notebooks/analysis.ipynb`` both
+call these functions, so the logged tables and the notebook's cannot drift apart. Steps:
+1. :func:`score_sweep`: every mitigated cell against its clean reference, reusing the scores its trial
+   logged (each pair is bootstrapped once), scoring only pairs the trial left unscored;
+2. :func:`paper_tables`: Tables 1–4 (rows chosen by :func:`railsweep.analysis.tables.table_cells`);
+3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from railsweep.analysis.tables import MAIN_RAILCAP, paper_tables, table_cells
+from railsweep.results.records import CellRecord, SweepRecord
+
+__all__ = [
+    "cells_frame",
+    "figures",
+    "gap_vs_sappg",
+    "paper_tables",
+    "sappg_frame",
+    "score_sweep",
+    "scores_frame",
+    "setting_label",
+]
+
+ALPHA = 0.05  # score_pair's default: the only level a trial logs
+SCATTER_ROWS = ("Identity", MAIN_RAILCAP)  # the per-question scatters shown side by side
+
+
+def setting_label(family: str, domain: str | None) -> str:
+    return f"{domain or 'all'} × {family}"
+
+
+def cells_frame(sweep: SweepRecord) -> pd.DataFrame:
+    """Overview, one row per cell: id, role, setting, label, status and the mean solve probability."""
+    rows = []
+    for c in sweep.cells:
+        df = c.questions if c.finished else None
+        rows.append({
+            "cell_id": c.cell_id, "role": c.role, "family": c.family, "domain": c.domain,
+            "strategy": c.label, "clean_id": c.clean_id, "status": c.status,
+            "n_questions": None if df is None else len(df),
+            "mean_solve_prob": None if df is None else float(df["solve_prob"].mean()),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _reusable(cell: CellRecord, clean: CellRecord, B: int, n_boot: int, seed: int) -> bool:
+    """The trial's logged scores hold for this request: same clean run, same bootstrap settings."""
+    s = cell.scores
+    return (
+        s is not None
+        and cell.scored_against == clean.run_id
+        and (s.get("B"), s.get("n_boot"), s.get("seed"), s.get("alpha")) == (B, n_boot, seed, ALPHA)
+    )
+
+
+def score_sweep(
+    sweep: SweepRecord, *, B: int | None = None, n_boot: int | None = None, seed: int | None = None
+) -> list[dict[str, Any]]:
+    """Every finished mitigated cell whose clean reference finished, scored against it (the sweep's own
+    scoring settings unless overridden). Scores the trial logged against that same clean run with the same
+    settings are reused; any other pair is scored here (:func:`railsweep.analysis.scoring.score_pair`).
+    Returns the cell dicts :mod:`railsweep.analysis.tables` takes."""
+    from railsweep.analysis.scoring import score_pair
+
+    s = sweep.scoring
+    B, n_boot, seed = B or s["B"], n_boot or s["n_boot"], s["seed"] if seed is None else seed
+    by_id = {c.cell_id: c for c in sweep.cells}
+    scored = []
+    for c in sweep.cells:
+        clean = by_id.get(c.clean_id) if c.clean_id else None
+        if c.role != "mitigated" or not c.finished or clean is None or not clean.finished:
+            continue
+        if _reusable(c, clean, B, n_boot, seed):
+            score = dict(c.scores)
+        else:
+            score = score_pair(clean.questions, c.questions, B=B, n_boot=n_boot, seed=seed)
+        scored.append({
+            "cell_id": c.cell_id, "clean_id": c.clean_id, "family": c.family, "domain": c.domain,
+            "strategy": c.label, "strategy_name": c.strategy, "params": c.config.get("strategy_params"),
+            "score": score,
+        })  # fmt: skip
+    return scored
+
+
+def sappg_frame(scored: Sequence[Mapping[str, Any]], metric: str = "sa_ppg") -> pd.DataFrame:
+    """Long format ``setting, strategy, value, ci_low, ci_high`` of one metric (the bars' input)."""
+    rows = [
+        {"setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
+         **{k: s["score"][metric][k] for k in ("value", "ci_low", "ci_high")}}
+        for s in scored
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["setting", "strategy", "value", "ci_low", "ci_high"])
+
+
+def scores_frame(scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per scored cell: cell_id, setting, strategy and every metric with ``_ci_low``/``_ci_high``."""
+    return pd.DataFrame([
+        {"cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
+         **{f"{k}{'' if kk == 'value' else '_' + kk}": vv
+            for k, v in s["score"].items() if isinstance(v, Mapping) for kk, vv in v.items()}}
+        for s in scored
+    ])  # fmt: skip
+
+
+def gap_vs_sappg(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) -> pd.DataFrame:
+    """For the reading guide: per strategy of the primary setting, G-AP next to A-PPG, G-APP and SA-PPG, and
+    the cancellation share 1 − G-APP/A-PPG (how much of the per-question gap cancels in the average)."""
+    rows = []
+    for s in scored:
+        if (s["family"], s["domain"]) != tuple(primary):
+            continue
+        sc = s["score"]
+        a, g = sc["a_ppg"]["value"], sc["g_app"]["value"]
+        rows.append({
+            "strategy": s["strategy"], "G-AP": sc["g_ap"]["value"], "G-APP": g, "A-PPG": a,
+            "SA-PPG": sc["sa_ppg"]["value"], "cancelled share": (1 - g / a) if a > 0 else float("nan"),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=["strategy", "G-AP", "G-APP", "A-PPG", "SA-PPG", "cancelled share"])
+
+
+def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, Path]:
+    """The sweep's figures as PNG files, keyed by name (a figure without data is left out):
+    ``scatter_identity`` / ``scatter_railcap`` (per question, clean vs mitigated, primary setting),
+    ``stratum_deltas`` (S-Δ+/S-Δ− per stratum, Table 2's rows), ``sappg_bars`` (Table 3 as bars) and
+    ``readout_stability`` (paper Fig. 2, from the clean cells' samples). Only the tables' rows are drawn."""
+    from railsweep.analysis import plots
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    by_id = {c.cell_id: c for c in sweep.cells}
+    rows = table_cells(scored, sweep.primary)
+    prim, title = rows["table2"], setting_label(*sweep.primary)
+    paths: dict[str, Path] = {}
+    for s in prim:
+        if s["strategy"] in SCATTER_ROWS:
+            key = "scatter_" + s["strategy"].split()[0].lower()
+            paths[key] = plots.scatter_clean_vs_mitigated(
+                by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, out / f"{key}.png",
+                title=f"{title}: {s['strategy']}",
+            )  # fmt: skip
+    if prim:
+        paths["stratum_deltas"] = plots.stratum_deltas(
+            by_id[prim[0]["clean_id"]].questions, {s["strategy"]: by_id[s["cell_id"]].questions for s in prim},
+            out / "stratum_deltas.png", B=sweep.scoring["B"], title=title,
+        )  # fmt: skip
+    if rows["table3"]:
+        paths["sappg_bars"] = plots.sappg_bars(sappg_frame(rows["table3"]), out / "sappg_bars.png")
+    curves = {}
+    for c in sweep.cells:
+        if c.finished and c.role == "clean" and c.responses is not None:
+            try:
+                curves[f"M_cl {c.family}"] = plots.stability_curve(c.responses)
+            except ValueError:  # too few samples per question for two batches
+                continue
+    if curves:
+        paths["readout_stability"] = plots.readout_stability_plot(curves, out / "readout_stability.png")
+    return paths

@@ -1,0 +1,44 @@
+"""Publish a sweep: its finished cells in MLflow → Tables 1–4 and figures on the sweep's parent run.
+
+Runs as a Ray task launched by the driver (:func:`publish_sweep`), reading only from MLflow, so it can
+also be rerun later against any sweep. Steps:
+1. read the sweep back (:func:`railsweep.sweep.reader.read_sweep`: spec, cells, newest FINISHED run each);
+2. score every mitigated cell against its clean reference (:func:`railsweep.analysis.report.score_sweep`:
+   the scores its trial logged, bootstrapped once there);
+3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv`` and the figures; Parquet files are fetched
+   only for the figures that draw them (the primary setting's cells, the clean cells' responses);
+4. log them under ``tables/`` and ``figures/`` of the parent run;
+5. return the Markdown of each table (the driver prints one).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from railsweep.sweep.reader import read_sweep
+from railsweep.sweep.tracking import Tracker
+
+
+def publish_sweep(tracking_uri: str, parent_run_id: str) -> dict[str, Any]:
+    """Steps 1–5; returns ``{"markdown": {"tableN": md}, "missing": [cell ids], "n_scored": int}``."""
+    from railsweep.analysis import report
+    from railsweep.analysis.tables import to_markdown, write_table
+
+    tracker = Tracker(tracking_uri)
+    with tempfile.TemporaryDirectory(prefix="railsweep-publish-") as tmp_s:
+        tmp = Path(tmp_s)
+        sweep = read_sweep(tracker, parent_run_id=parent_run_id, download_dir=tmp / "dl")
+        scored = report.score_sweep(sweep)
+        markdown = {}
+        for name, table in report.paper_tables(scored, sweep.primary).items():
+            write_table(table, tmp / "tables", name)
+            markdown[name] = to_markdown(table)
+        (tmp / "tables").mkdir(exist_ok=True)
+        report.scores_frame(scored).to_csv(tmp / "tables" / "all_cells.csv", index=False)
+        report.figures(sweep, scored, tmp / "figures")
+        for sub in ("tables", "figures"):
+            for f in sorted((tmp / sub).iterdir()):
+                tracker.log_artifact(parent_run_id, f, sub)
+    return {"markdown": markdown, "missing": sweep.missing, "n_scored": len(scored)}
