@@ -12,6 +12,12 @@ alike) and checked against :data:`RULES`, a table of one row per rule:
   Engine); never an engine's internals.
 - ``metrics`` import numpy, the standard library, ``railsweep.metrics`` and
   ``railsweep.errors`` only (``import railsweep.metrics`` pulls in no torch, no pandas).
+- only ``sweep/`` (the distributed sweep) and ``commands/`` (CLI entry points that start or query the
+  services) import ``ray`` or ``mlflow``; the entry scripts under ``sweeps/`` are outside the package.
+- ``analysis`` never imports ``sweep``: it reads plain records (:mod:`railsweep.results.records`) that
+  :mod:`railsweep.sweep.reader` fills from MLflow.
+
+``importlib.import_module("...")`` / ``__import__("...")`` with a literal name count as imports.
 
 A new rule is one more row of :data:`RULES`.
 """
@@ -19,6 +25,7 @@ A new rule is one more row of :data:`RULES`.
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +45,7 @@ class Rule:
     forbid: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
     only: tuple[str, ...] | None = None
+    exempt: tuple[str, ...] = ()  # sub-layers of ``layer`` the rule does not apply to
 
     def violations(self, imported: str) -> bool:
         if self.only is not None:
@@ -64,6 +72,13 @@ RULES = (
         "railsweep.metrics",
         only=("numpy", "railsweep.metrics", "railsweep.errors"),
     ),
+    Rule(
+        "only the sweep and the commands import ray or mlflow",
+        "railsweep",
+        forbid=("ray", "mlflow"),
+        exempt=("railsweep.sweep", "railsweep.commands"),
+    ),
+    Rule("analysis never imports the sweep", "railsweep.analysis", forbid=("railsweep.sweep",)),
 )
 
 
@@ -92,6 +107,16 @@ def imports(source: str, module: str, is_package: bool = False) -> list[tuple[in
                 base = ".".join([*pkg, base] if base else pkg)
             out.append((node.lineno, base))
             out += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Call):  # importlib.import_module("x") / __import__("x")
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            arg = node.args[0] if node.args else None
+            if (
+                name in ("import_module", "__import__")
+                and isinstance(arg, ast.Constant)
+                and isinstance(arg.value, str)
+            ):
+                out.append((node.lineno, arg.value))
     return out
 
 
@@ -104,7 +129,7 @@ def test_every_module_imports_only_what_its_layer_rule_allows(rule):
     checked, broken = 0, []
     for path in _modules():
         mod = module_name(path)
-        if not _under(mod, (rule.layer,)):
+        if not _under(mod, (rule.layer,)) or _under(mod, rule.exempt):
             continue
         checked += 1
         for line, name in imports(path.read_text(), mod, path.name == "__init__.py"):
@@ -121,15 +146,31 @@ def test_function_local_and_relative_imports_are_seen():
         "    from railsweep.strategies.railcap import strategy\n"
         "    from ..strategies import base\n"
         "    import railsweep.engines._hf_decode\n"
+        "def g():\n    importlib.import_module('mlflow')\n"
     )
     names = {n for _, n in imports(src, "railsweep.engines.foo")}
     assert {
         "railsweep.strategies.railcap.strategy",
         "railsweep.strategies.base",
         "railsweep.engines._hf_decode",
+        "mlflow",
     } <= names
     engines_rule, strategies_rule = RULES[1], RULES[2]
     assert engines_rule.violations("railsweep.strategies.railcap.strategy")
     assert strategies_rule.violations("railsweep.engines._hf_decode")
     assert not strategies_rule.violations("railsweep.engines.base.Request")
     assert RULES[3].violations("torch") and not RULES[3].violations("numpy.typing")
+
+
+@pytest.mark.parametrize("module", ["railsweep.analysis.report", "railsweep.results.records"])
+def test_the_record_consumers_load_without_ray_or_mlflow(module):
+    """Transitively too: importing the analysis of a sweep's records pulls in neither service."""
+    code = (
+        f"import sys, {module}\n"
+        "loaded = sorted(m for m in ('ray', 'mlflow') if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
