@@ -9,6 +9,16 @@ Two ways in:
   fresh control problems and, per ``--domain``, the adapters' training corpus and the
   ``co_<domain>`` adapter of every ``--family`` (reference: ``clean``).
 
+- ``--detector perturb --original CELL.parquet --paraphrased CELL.parquet``: two per-question
+  tables of one model and strategy, on the original wording and on its paraphrase (the test
+  items are their questions unless ``--test`` is given).
+
+``railsweep detect report --questions CELL.parquet --flags DIR --detector NAME`` reports
+instead: the full-set and clean-subset scores side by side (``--weight w`` adds the
+down-weighted score; ``--clean CELL.parquet`` adds SA-PPG and the other paired metrics
+of ``--questions`` against that clean cell), printed and written to ``OUT/report.csv``,
+``OUT/report.md`` (and ``OUT/report_sa_ppg.csv``). See :mod:`railsweep.detection.report`.
+
 Writes ``OUT/detections.parquet`` (one row per item per detector setting, see
 :mod:`railsweep.detection.output`). When the truth is known it also writes
 ``OUT/truth.csv`` and ``OUT/truth.md`` and prints the truth table. Every input
@@ -25,18 +35,24 @@ from typing import Any
 
 from railsweep.errors import ConfigError
 
-DETECTORS = ("ngram", "loss", "mink", "cdd")
+DETECTORS = ("ngram", "loss", "mink", "cdd", "perturb")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "detect",
-        help="score contamination detectors (ngram, loss, mink, cdd) per item, against the truth when known",
-        description="Contamination detectors from the corpus side and the model side, per item.",
+        help="score contamination detectors (ngram, loss, mink, cdd, perturb) per item; 'report' clean subsets",
+        description="Contamination detectors from the corpus side and the model side, per item; "
+        "'railsweep detect report' puts full-set and clean-subset scores side by side.",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("report",),
+        help="report: full-set vs clean-subset scores for the items a detector flagged",
     )
     p.add_argument(
         "--detector",
-        required=True,
         action="append",
         metavar="NAME",
         help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate",
@@ -94,7 +110,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     md.add_argument("--max-new-tokens", type=int, default=256, help="cdd decoding: token cap")
     md.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     md.add_argument("--device", default="cpu")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the AUC CI")
+    pt = p.add_argument_group("perturb")
+    pt.add_argument(
+        "--original", metavar="FILE", help="per-question Parquet of a cell on the original wording"
+    )
+    pt.add_argument(
+        "--paraphrased", metavar="FILE", help="per-question Parquet of the same model on the paraphrase"
+    )
+    rp = p.add_argument_group("report")
+    rp.add_argument("--questions", metavar="FILE", help="per-question Parquet of the cell to report")
+    rp.add_argument(
+        "--flags", metavar="DIR|FILE", help="a detect run's detections.parquet (or its directory)"
+    )
+    rp.add_argument("--setting", help="the detector setting, when the run has several")
+    rp.add_argument("--weight", type=float, default=None, help="also report flagged items down-weighted to w")
+    rp.add_argument("--readout", default="solve_prob", choices=("solve_prob", "r01"))
+    rp.add_argument(
+        "--clean", metavar="FILE", help="clean cell's per-question Parquet: adds SA-PPG side by side"
+    )
+    rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the CIs")
     return p
 
 
@@ -135,7 +170,12 @@ def _path(x: str | None) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "report":
+        from railsweep.commands.detect_report import run_report
 
+        return run_report(args)
+    if not args.detector:
+        raise ConfigError("give --detector NAME (or 'railsweep detect report ...')")
     from railsweep.detection import DetectInputs, Thresholding
     from railsweep.detection.run import check_threshold
     from railsweep.results.io import check_writable_dir
@@ -157,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         responses=_path(args.responses),
         fewshot=_path(args.fewshot),
+        original=_path(args.original),
+        paraphrased=_path(args.paraphrased),
     )
     scratch = tempfile.TemporaryDirectory(prefix="railsweep-detect-")  # --world's corpus files
     try:
@@ -175,17 +217,28 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
     from railsweep.detection.truth import to_markdown, truth_table
 
     if args.world:
+        if "perturb" in names:
+            raise ConfigError("perturb reads two cells (--original, --paraphrased), not --world")
         if args.test or args.control or args.corpus or args.model:
             raise ConfigError(
                 "--world supplies the items, corpus and models; drop --test/--control/--corpus/--model"
             )
         jobs = _world_jobs(args, detectors, base_inputs, scratch)
     else:
-        if not args.test:
-            raise ConfigError("give --test FILE (or --world PRESET)")
         from railsweep.detection.items import check_disjoint, read_items
 
-        test = read_items(args.test, "test", args.leak_split)
+        if "perturb" in names:
+            from railsweep.detection.perturb import items_of, perturbation_table, read_pair
+
+            base_inputs.require("perturb", "original", "paraphrased")
+            original, paraphrased = read_pair(args.original, args.paraphrased)
+            perturbation_table(original, paraphrased)  # misaligned tables fail here, before any scoring
+        if args.test:
+            test = read_items(args.test, "test", args.leak_split)
+        elif names == {"perturb"}:
+            test = items_of(original)
+        else:
+            raise ConfigError("give --test FILE (or --world PRESET)")
         control = read_items(args.control, "control") if args.control else []
         check_disjoint(test, control)
         inputs = dataclasses.replace(
@@ -196,9 +249,8 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
             reference_adapter=_path(args.reference_adapter),
         )
         for d in detectors:
-            inputs.require(
-                d.name, *(("corpus",) if d.name == "ngram" else ("model",) if d.name != "cdd" else ())
-            )
+            needs = {"ngram": ("corpus",), "cdd": (), "perturb": ("original", "paraphrased")}
+            inputs.require(d.name, *needs.get(d.name, ("model",)))
         jobs = [(None, None, test, control, inputs, detectors)]
 
     # 2. score
@@ -216,6 +268,8 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
         "world": args.world,
         "test": args.test,
         "control": args.control,
+        "original": args.original,
+        "paraphrased": args.paraphrased,
         "threshold": args.threshold,
         "control_rate": args.control_rate,
     }

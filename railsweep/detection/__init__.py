@@ -2,11 +2,12 @@
 
 Importing this package registers every built-in detector: ``ngram`` (corpus
 n-gram containment), ``loss`` (loss against a reference model), ``mink``
-(Min-k% Prob) and ``cdd`` (output peakedness). Torch loads only when a
+(Min-k% Prob), ``cdd`` (output peakedness) and ``perturb`` (solve probability
+original minus paraphrase). Torch loads only when a
 model-side detector scores.
 """
 
-from railsweep.detection import cdd, loss, mink, ngram  # noqa: F401  (each registers itself)
+from railsweep.detection import cdd, loss, mink, ngram, perturb  # noqa: F401  (each registers itself)
 from railsweep.detection.base import (  # noqa: F401
     DetectInputs,
     Item,

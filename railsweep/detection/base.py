@@ -59,6 +59,8 @@ class DetectInputs:
         (None = the base itself) and the reference (None = the base) (loss, mink, cdd).
     responses: a cell's responses Parquet with greedy rows (cdd without decoding).
     fewshot: the few-shot exemplar JSON the prompts use when cdd decodes itself.
+    original, paraphrased: per-question Parquet files of one model and strategy on the original
+        wording and on its paraphrase (perturb).
     """
 
     corpus: tuple[Path, ...] = ()
@@ -68,6 +70,8 @@ class DetectInputs:
     reference_adapter: Path | None = None
     responses: Path | None = None
     fewshot: Path | None = None
+    original: Path | None = None
+    paraphrased: Path | None = None
     batch_size: int = 16
     device: str = "cpu"
 

@@ -1,0 +1,193 @@
+"""What to do with flagged items: the full-set score and the clean-subset score side by side.
+
+For one per-question table (results schema: ``question_index, c, m, solve_prob,
+r01, ...``) and the question indices a detector flagged, :func:`subset_report`:
+
+1. the readout per question (``solve_prob`` by default, or ``r01``) and a keep
+   weight per question: 1 unflagged, ``w`` flagged;
+2. the point estimates: full-set mean, clean-subset mean (unflagged questions only),
+   the contamination rate (share flagged), the difference full − clean (how much
+   the flagged items move the score: it bounds the contamination effect) and, when
+   ``w`` is given, the down-weighted mean ``Σ w_i x_i / Σ w_i`` (w = 0 is the clean
+   subset, w = 1 the full set);
+3. a paired bootstrap over questions: one (n_boot, N) matrix of resampled question
+   indices (:func:`railsweep.metrics.bootstrap.stratified_indices` with one stratum,
+   explicit seed) serves every row, so the difference's CI comes from the same
+   resamples as its two terms. A resample with no unflagged question has no clean
+   score and is left out of those rows' percentile CIs (``n_boot_used``).
+
+:func:`sa_ppg_report` does the same for SA-PPG and the other paired metrics:
+:func:`railsweep.analysis.scoring.score_pair` on all questions and on the
+unflagged ones, side by side, each with its own stratified CI. Their difference
+has no CI here: the clean model's strata differ between the two sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from railsweep.errors import ConfigError, DataError
+from railsweep.metrics.bootstrap import check_bootstrap_args, percentile_ci, stratified_indices
+
+REPORT_COLUMNS = ("statistic", "readout", "value", "ci_low", "ci_high", "n_questions", "n_boot_used")
+
+
+def _flag_mask(question_index: np.ndarray, flagged: Iterable[int]) -> np.ndarray:
+    flagged = {int(q) for q in flagged}
+    unknown = sorted(flagged - set(question_index.tolist()))
+    if unknown:
+        raise DataError(
+            f"flagged question_index {unknown[:10]}{' ...' if len(unknown) > 10 else ''} "
+            f"({len(unknown)}) not in the per-question table"
+        )
+    return np.isin(question_index, list(flagged))
+
+
+def check_weight(weight: float | None) -> None:
+    if weight is not None and not (np.isfinite(weight) and 0.0 <= weight <= 1.0):
+        raise ConfigError(f"weight w for flagged items must lie in [0, 1], got {weight!r}")
+
+
+def weighted_means(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``Σ keep·x / Σ keep`` over the last axis; NaN where the weights sum to 0.
+
+    x, keep: float (..., N).
+    """
+    total = keep.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, (keep * x).sum(axis=-1) / total, np.nan)
+
+
+def subset_report(
+    questions: pd.DataFrame,
+    flagged: Iterable[int],
+    *,
+    readout: str = "solve_prob",
+    weight: float | None = None,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Rows ``full``, ``clean``, ``contamination_rate``, ``full_minus_clean`` (and ``weighted w=<w>``).
+
+    Columns :data:`REPORT_COLUMNS`; ``n_questions`` counts the questions the
+    statistic averages over. The steps are the module docstring's.
+    """
+    if readout not in ("solve_prob", "r01"):
+        raise ConfigError(f"readout must be 'solve_prob' or 'r01', got {readout!r}")
+    check_weight(weight)
+    check_bootstrap_args(n_boot, alpha)
+    for col in ("question_index", readout):
+        if col not in questions.columns:
+            raise DataError(f"per-question table lacks column {col!r}")
+    if questions.empty:
+        raise DataError("per-question table has no rows")
+    qi = questions["question_index"].to_numpy()
+    x = questions[readout].to_numpy(dtype=float)
+    is_flagged = _flag_mask(qi, flagged)
+    if is_flagged.all():
+        raise DataError("every question is flagged: the clean subset is empty")
+    n, n_flagged = x.size, int(is_flagged.sum())
+
+    idx = stratified_indices(np.zeros(n, dtype=np.int64), n_boot, np.random.default_rng(seed))
+    xb, fb = x[idx], is_flagged[idx].astype(float)
+    stats = {
+        "full": (float(x.mean()), xb.mean(axis=1), n),
+        "clean": (float(x[~is_flagged].mean()), weighted_means(xb, 1.0 - fb), n - n_flagged),
+        "contamination_rate": (n_flagged / n, fb.mean(axis=1), n),
+    }
+    stats["full_minus_clean"] = (
+        stats["full"][0] - stats["clean"][0],
+        stats["full"][1] - stats["clean"][1],
+        n,
+    )
+    if weight is not None:
+        keep = np.where(is_flagged, weight, 1.0)
+        stats[f"weighted w={weight:g}"] = (
+            float(weighted_means(x, keep)),
+            weighted_means(xb, keep[idx]),
+            n,
+        )
+    rows = []
+    for name, (value, boot, count) in stats.items():
+        ok = boot[np.isfinite(boot)]
+        lo, hi = percentile_ci(ok, alpha) if ok.size else (np.nan, np.nan)
+        rows.append((name, readout, value, lo, hi, count, int(ok.size)))
+    return pd.DataFrame(rows, columns=list(REPORT_COLUMNS))
+
+
+def sa_ppg_report(
+    clean: pd.DataFrame,
+    mitigated: pd.DataFrame,
+    flagged: Iterable[int],
+    *,
+    B: int = 50,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every :data:`railsweep.metrics.METRICS` aggregate on all questions and on the unflagged ones.
+
+    Columns: metric, full, full_ci_low, full_ci_high, clean_subset, clean_subset_ci_low,
+    clean_subset_ci_high; ``n_questions`` is the last row. The flags must name questions
+    of ``clean``.
+    """
+    from railsweep.analysis.scoring import METRICS, score_pair
+
+    is_flagged = _flag_mask(clean["question_index"].to_numpy(), flagged)
+    if is_flagged.all():
+        raise DataError("every question is flagged: the clean subset is empty")
+    kept = set(clean["question_index"][~is_flagged].tolist())
+    full = score_pair(clean, mitigated, B=B, n_boot=n_boot, seed=seed, alpha=alpha)
+    sub = score_pair(
+        clean[clean["question_index"].isin(kept)],
+        mitigated[mitigated["question_index"].isin(kept)],
+        B=B,
+        n_boot=n_boot,
+        seed=seed,
+        alpha=alpha,
+    )
+    rows = [
+        (m, full[m]["value"], full[m]["ci_low"], full[m]["ci_high"],
+         sub[m]["value"], sub[m]["ci_low"], sub[m]["ci_high"])
+        for m in METRICS
+    ]  # fmt: skip
+    nq = ("n_questions", full["n_questions"], np.nan, np.nan, sub["n_questions"], np.nan, np.nan)
+    return pd.DataFrame(
+        [*rows, nq],
+        columns=["metric", "full", "full_ci_low", "full_ci_high",
+                 "clean_subset", "clean_subset_ci_low", "clean_subset_ci_high"],
+    )  # fmt: skip
+
+
+def flags_from_detections(
+    detections: pd.DataFrame,
+    detector: str,
+    setting: str | None = None,
+    family: str | None = None,
+    domain: str | None = None,
+) -> set[int]:
+    """The test items one detector setting flagged (one setting × family × domain, else ConfigError)."""
+    rows = detections[(detections["detector"] == detector) & (detections["group"] == "test")]
+    if rows.empty:
+        have = sorted(detections["detector"].unique().tolist())
+        raise ConfigError(f"no test rows for detector {detector!r} in the detections; it has {have}")
+    for col, want in (("setting", setting), ("family", family), ("domain", domain)):
+        if want is not None:
+            rows = rows[rows[col] == want]
+            if rows.empty:
+                raise ConfigError(f"no rows for detector {detector!r} with {col}={want!r}")
+    combos = rows[["setting", "family", "domain"]].astype(object).drop_duplicates()
+    if len(combos) > 1:
+        listed = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in r.items() if v is not None and v == v)
+            for r in combos.to_dict("records")
+        )
+        raise ConfigError(
+            f"detector {detector!r} has {len(combos)} settings here ({listed}): pick one with "
+            "--setting/--family/--domain"
+        )
+    return {int(q) for q in rows.loc[rows["flagged"].fillna(False).astype(bool), "item_id"]}
