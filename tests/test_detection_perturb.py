@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from detection_cells import write_cells
 
 from railsweep.detection.base import DetectInputs, Item
 from railsweep.detection.perturb import Perturb, PerturbConfig, perturbation_table
@@ -25,25 +26,6 @@ def naive_wilson(c, m, z):
     centre = (p + z * z / (2 * m)) / (1 + z * z / m)
     half = z * math.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / (1 + z * z / m)
     return centre - half, centre + half
-
-
-def write_cells(tmp_path, c_orig, c_para, m=4, para_indices=None):
-    """Two cells (gsm8k, pq) of one model; returns their per-question paths."""
-    from railsweep.config import CellConfig
-    from railsweep.engines.base import Sample
-    from railsweep.results.io import write_cell
-    from railsweep.strategies.base import QuestionOutcome
-    from railsweep.tasks.base import Grade, Question
-
-    paths = []
-    for domain, cs, indices in (("gsm8k", c_orig, None), ("pq", c_para, para_indices)):
-        indices = list(range(len(cs))) if indices is None else indices
-        qs = [Question(i, f"q{i}", "x\n#### 1", "1", leaked=i % 2 == 0) for i in indices]
-        smp, g = Sample([1], "x", "stop"), Grade(True, "1", "strict")
-        outs = [QuestionOutcome(i, [smp] * m, [g] * m, c, m, int(c > 0)) for i, c in zip(indices, cs)]
-        cell = CellConfig(model="m", strategy="identity", task_dir=str(tmp_path), m=m, domain=domain)
-        paths.append(write_cell(tmp_path / domain, cell, outs, qs, provenance={}).questions)
-    return paths
 
 
 def test_difference_equals_a_naive_per_item_difference_and_ci_is_newcombe():
@@ -118,7 +100,17 @@ def test_cli_misaligned_cells_give_one_error_and_write_nothing(tmp_path, capsys)
 
     orig, para = write_cells(tmp_path, [4, 3, 0], [0, 3, 1], para_indices=[0, 1, 5])
     out = tmp_path / "det"
-    args = ["detect", "--detector", "perturb", "--original", str(orig), "--paraphrased", str(para), "--out", str(out)]
+    args = [
+        "detect",
+        "--detector",
+        "perturb",
+        "--original",
+        str(orig),
+        "--paraphrased",
+        str(para),
+        "--out",
+        str(out),
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "first mismatched question_index=2" in err and err.count("error") == 1
