@@ -37,7 +37,9 @@ def test_nll_gap_and_margin_by_position_match_a_direct_forward_pass(forced, use_
     adapter = adapter if use_adapter else None
     pairs = [continuation_ids(forcer.tokenizer, p, c) for p, c in zip(PROMPTS, CONTS)]
     stats = position_stats(forcer, adapter, [p for p, _ in pairs], [c for _, c in pairs], (0.0, 0.5, 1.0), 1)
-    batched = position_stats(forcer, adapter, [p for p, _ in pairs], [c for _, c in pairs], (0.0, 0.5, 1.0), 2)
+    batched = position_stats(
+        forcer, adapter, [p for p, _ in pairs], [c for _, c in pairs], (0.0, 0.5, 1.0), 2
+    )
     for (p, c), s, b in zip(pairs, stats, batched):
         z = _direct_logits(forcer, adapter, p + c)[len(p) - 1 : len(p) - 1 + len(c)]
         logp = torch.log_softmax(z, dim=1)

@@ -27,11 +27,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="per-token loss fits, regimes and survival predictions vs observed solve rates per temperature",
         description="Memorisation dynamics of a built miniature world's families across sampling temperatures.",
     )
-    p.add_argument("--world", default="mini", metavar="PRESET|DIR", help="a built miniature world (default mini)")
-    p.add_argument("--family", action="append", help="model family (repeatable; default llama)")
-    p.add_argument("--domain", default="gsm8k", help="contamination domain: M_co = co_<domain> (default gsm8k)")
     p.add_argument(
-        "--temperatures", type=float, nargs="+", default=[0.0, 0.3, 0.7, 1.0], help="0 = greedy (default 0 .3 .7 1)"
+        "--world", default="mini", metavar="PRESET|DIR", help="a built miniature world (default mini)"
+    )
+    p.add_argument("--family", action="append", help="model family (repeatable; default llama)")
+    p.add_argument(
+        "--domain", default="gsm8k", help="contamination domain: M_co = co_<domain> (default gsm8k)"
+    )
+    p.add_argument(
+        "--temperatures",
+        type=float,
+        nargs="+",
+        default=[0.0, 0.3, 0.7, 1.0],
+        help="0 = greedy (default 0 .3 .7 1)",
     )
     p.add_argument("--m", type=int, default=10, help="samples per item and temperature (default 10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N test items")
@@ -41,7 +49,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--n-boot-gain", type=int, default=1000, help="resamples for the gain CIs (default 1000)")
     p.add_argument("--min-items", type=int, default=5, help="positions reached by fewer items are not fitted")
     p.add_argument(
-        "--e-cut", type=float, default=E_CUT, help=f"E above this (nats/token) is decoherence (default {E_CUT})"
+        "--e-cut",
+        type=float,
+        default=E_CUT,
+        help=f"E above this (nats/token) is decoherence (default {E_CUT})",
     )
     p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
     p.add_argument("--device", default="cpu")
@@ -87,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         print(f"[dynamics] {msg}", file=sys.stderr, flush=True)
 
-    tables, summary = {}, {"settings": vars(s) | {"temperatures": list(s.temperatures)}, "world": str(world.root)}
+    tables, summary = (
+        {},
+        {"settings": vars(s) | {"temperatures": list(s.temperatures)}, "world": str(world.root)},
+    )
     summary["families"] = {}
     for fam in families:
         t0 = time.time()
@@ -96,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
         summary["families"][fam] = family_summary(tables[fam]) | {
             "items": len(data.items),
             "leaked": int(data.leaked.sum()),
-            "seconds": {**{k: round(v, 1) for k, v in data.seconds.items()}, "total": round(time.time() - t0, 1)},
+            "seconds": {
+                **{k: round(v, 1) for k, v in data.seconds.items()},
+                "total": round(time.time() - t0, 1),
+            },
         }
     summary["provenance"] = provenance.collect([])
     for path in write_run(args.out, tables, summary):

@@ -57,7 +57,10 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
     seconds: dict[str, float] = {}
     t0 = time.time()
     engine = TransformersEngine(
-        fam.base_dir, adapters={a: str(fam.adapters[a]) for a in models.values()}, device=s.device, dtype="float32"
+        fam.base_dir,
+        adapters={a: str(fam.adapters[a]) for a in models.values()},
+        device=s.device,
+        dtype="float32",
     )
     observed = {}
     try:

@@ -74,10 +74,14 @@ def position_stats(
             for r, i in enumerate(rows):
                 ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
                 mask[r, : len(seqs[i])] = 1
-            logits = forcer.model(input_ids=ids.to(forcer.device), attention_mask=mask.to(forcer.device)).logits
+            logits = forcer.model(
+                input_ids=ids.to(forcer.device), attention_mask=mask.to(forcer.device)
+            ).logits
             for r, i in enumerate(rows):
                 start, n = len(prompt_ids[i]), len(cont_ids[i])
-                out[i] = _stats(logits[r, start - 1 : start - 1 + n].double(), list(cont_ids[i]), temperatures)
+                out[i] = _stats(
+                    logits[r, start - 1 : start - 1 + n].double(), list(cont_ids[i]), temperatures
+                )
     return out  # type: ignore[return-value]
 
 

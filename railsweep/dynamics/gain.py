@@ -30,9 +30,10 @@ def _gains(r_co: np.ndarray, r_cl: np.ndarray, leaked: np.ndarray, idx: np.ndarr
     n_un = (~lk).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         model = np.where(lk, r_co[idx] - r_cl[idx], 0.0).sum(axis=-1) / n_lk
-        split = np.where(lk, r_co[idx], 0.0).sum(axis=-1) / n_lk - np.where(~lk, r_co[idx], 0.0).sum(
-            axis=-1
-        ) / n_un
+        split = (
+            np.where(lk, r_co[idx], 0.0).sum(axis=-1) / n_lk
+            - np.where(~lk, r_co[idx], 0.0).sum(axis=-1) / n_un
+        )
     return model, split
 
 

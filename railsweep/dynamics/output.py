@@ -73,7 +73,9 @@ def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]
     written = []
     for name in TABLES:
         df = pd.concat([getattr(t, name) for t in tables.values()], ignore_index=True)
-        written.append(write_atomic(out / f"{name}.parquet", lambda tmp, df=df: df.to_parquet(tmp, index=False)))
+        written.append(
+            write_atomic(out / f"{name}.parquet", lambda tmp, df=df: df.to_parquet(tmp, index=False))
+        )
     import matplotlib.pyplot as plt
 
     for fam, t in tables.items():
@@ -87,7 +89,9 @@ def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]
         }
         for name, fig in figures.items():
             written.append(
-                write_atomic(out / f"{name}_{fam}.png", lambda tmp, f=fig: f.savefig(tmp, format="png", dpi=110))
+                write_atomic(
+                    out / f"{name}_{fam}.png", lambda tmp, f=fig: f.savefig(tmp, format="png", dpi=110)
+                )
             )
             plt.close(fig)
     body = json.dumps(_clean(summary), indent=2, sort_keys=True)

@@ -36,7 +36,7 @@ def nll_by_position(pos: pd.DataFrame, fits: pd.DataFrame):
             t = np.arange(1, mean.index.max() + 1)
             label = f"fit E={f.E:.3f} A={f.A:.2f} α={f.alpha:.2f} ({f.regime})"
             ax.plot(t, loss_curve(t, f.E, f.A, f.alpha), "-", color=color, label=label)
-        ax.set(title=model, xlabel="position t in the gold chain of thought", yscale="symlog")
+        ax.set(title=model, xlabel="position t in the gold chain of thought")
         ax.legend(fontsize=7)
     axes[0].set_ylabel("teacher-forced NLL (nats)")
     fig.tight_layout()
@@ -76,7 +76,9 @@ def calibration(pred: pd.DataFrame, predictor: str = "p_group", target: str = "s
                 ax.scatter(part[predictor], part[target], s=10, marker=marker, color=color, alpha=0.5,
                            label=f"{model} {group}")  # fmt: skip
         ax.plot([0, 1], [0, 1], "k:", lw=1)
-        ax.set(title=f"τ = {tau:g}", xlabel=f"predicted ({predictor})", xlim=(-0.03, 1.03), ylim=(-0.03, 1.03))
+        ax.set(
+            title=f"τ = {tau:g}", xlabel=f"predicted ({predictor})", xlim=(-0.03, 1.03), ylim=(-0.03, 1.03)
+        )
     axes[0][0].set_ylabel(f"observed ({target})")
     axes[0][-1].legend(fontsize=6)
     fig.tight_layout()
