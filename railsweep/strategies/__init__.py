@@ -18,3 +18,4 @@ from railsweep.strategies.lne_blocking import LNEBlocking as _lne_blocking  # no
 from railsweep.strategies.railcap import strategy as _railcap  # noqa: F401,E402
 from railsweep.strategies.shortcut import strategy as _shortcut  # noqa: F401,E402
 from railsweep.strategies.ted import TED as _ted  # noqa: F401,E402
+from railsweep.strategies.temperature import Temperature as _temperature  # noqa: F401,E402

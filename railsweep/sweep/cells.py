@@ -79,6 +79,7 @@ _DISPLAY = {
     "lne_blocking": "LNE-blocking",
     "shortcut": "Shortcut",
     "railcap": "RailCap",
+    "temperature": "Temperature",
 }
 
 
@@ -90,6 +91,9 @@ def strategy_label(strategy: str, params: dict[str, Any]) -> str:
         if params.get("trajectory", "answer") == "with_stop":
             tail += " with stop"
         return f"{base} n={params.get('n', DEFAULT_N)} {params.get('mode', 'cap')}{tail}"
+    if strategy == "temperature":  # one row per tau (None: the readout temperature)
+        tau = params.get("tau", 1.0)
+        return f"{base} tau={'readout' if tau is None else tau}"
     return base
 
 

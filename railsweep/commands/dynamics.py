@@ -1,0 +1,121 @@
+"""``railsweep dynamics``: per-token loss fits and survival predictions against observed solve rates.
+
+On a miniature world already built (never builds one): per ``--family``, M_cl and
+M_co (``co_<domain>``) are sampled ``--m`` times per item at each ``--temperatures``
+value and teacher-forced on the gold chains of thought; the survival theory's
+fits, regimes and predictions are set against what was observed (see
+:mod:`railsweep.dynamics.analyse`). Writes Parquet tables, PNG figures and
+``summary.json`` under ``--out`` (:mod:`railsweep.dynamics.output`). Every input
+is checked before a model is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from railsweep.errors import ConfigError
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from railsweep.dynamics.regimes import E_CUT
+
+    p = subparsers.add_parser(
+        "dynamics",
+        help="per-token loss fits, regimes and survival predictions vs observed solve rates per temperature",
+        description="Memorisation dynamics of a built miniature world's families across sampling temperatures.",
+    )
+    p.add_argument(
+        "--world", default="mini", metavar="PRESET|DIR", help="a built miniature world (default mini)"
+    )
+    p.add_argument("--family", action="append", help="model family (repeatable; default llama)")
+    p.add_argument(
+        "--domain", default="gsm8k", help="contamination domain: M_co = co_<domain> (default gsm8k)"
+    )
+    p.add_argument(
+        "--temperatures",
+        type=float,
+        nargs="+",
+        default=[0.0, 0.3, 0.7, 1.0],
+        help="0 = greedy (default 0 .3 .7 1)",
+    )
+    p.add_argument("--m", type=int, default=10, help="samples per item and temperature (default 10)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N test items")
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-boot", type=int, default=200, help="item resamples for the fit CIs (default 200)")
+    p.add_argument("--n-boot-gain", type=int, default=1000, help="resamples for the gain CIs (default 1000)")
+    p.add_argument("--min-items", type=int, default=5, help="positions reached by fewer items are not fitted")
+    p.add_argument(
+        "--e-cut",
+        type=float,
+        default=E_CUT,
+        help=f"E above this (nats/token) is decoherence (default {E_CUT})",
+    )
+    p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from railsweep.detection.world import cached_world
+    from railsweep.dynamics.settings import DynamicsSettings
+    from railsweep.results.io import check_writable_dir
+
+    # 1. everything cheap first: settings, the world (never built here), families, domain, output
+    s = DynamicsSettings(
+        temperatures=tuple(args.temperatures),
+        m=args.m,
+        limit=args.limit,
+        domain=args.domain,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        n_boot=args.n_boot,
+        n_boot_gain=args.n_boot_gain,
+        min_items=args.min_items,
+        e_cut=args.e_cut,
+        device=args.device,
+    )
+    world = cached_world(args.world)
+    families = list(dict.fromkeys(args.family or ["llama"]))
+    for f in families:
+        if f not in world.families:
+            raise ConfigError(f"--family {f!r}: not in this world; families: {', '.join(world.families)}")
+    from railsweep.dynamics.collect import model_adapters
+
+    model_adapters(world, s.domain)
+    check_writable_dir(args.out, "--out")
+    # 2. per family: collect, analyse
+    from railsweep import provenance
+    from railsweep.dynamics.analyse import analyse
+    from railsweep.dynamics.collect import collect_family
+    from railsweep.dynamics.output import family_summary, write_run
+
+    def log(msg: str) -> None:
+        print(f"[dynamics] {msg}", file=sys.stderr, flush=True)
+
+    tables, summary = (
+        {},
+        {"settings": vars(s) | {"temperatures": list(s.temperatures)}, "world": str(world.root)},
+    )
+    summary["families"] = {}
+    for fam in families:
+        t0 = time.time()
+        data = collect_family(world, fam, s, log)
+        tables[fam] = analyse(data, s)
+        summary["families"][fam] = family_summary(tables[fam]) | {
+            "items": len(data.items),
+            "leaked": int(data.leaked.sum()),
+            "seconds": {
+                **{k: round(v, 1) for k, v in data.seconds.items()},
+                "total": round(time.time() - t0, 1),
+            },
+        }
+    summary["provenance"] = provenance.collect([])
+    for path in write_run(args.out, tables, summary):
+        print(path)
+    return 0

@@ -1,0 +1,106 @@
+"""Collecting one model family's dynamics data from a built miniature world.
+
+Steps of :func:`collect_family`:
+1. the test split (first ``limit`` items) with its leak split; the gold chain of
+   thought of each item, as the adapters saw it in training (``to_cot``);
+2. one transformers engine (fp32) serving M_cl (``clean``) and M_co (``co_<domain>``):
+   per model and temperature the ``temperature`` strategy's readout
+   (:mod:`railsweep.dynamics.observe`), greedy always included;
+3. per model, teacher forcing on the shared TeacherForcer (fp32): the gold chain of thought
+   (NLL, gaps, margins, NLL at each temperature) and the model's own greedy answer (gaps).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from railsweep.dynamics.forcing import PositionStats, continuation_ids, position_stats
+from railsweep.dynamics.observe import Observed, observe
+from railsweep.dynamics.settings import DynamicsSettings
+from railsweep.errors import ConfigError
+
+
+@dataclass
+class FamilyData:
+    family: str
+    items: list[int]  # test indices
+    leaked: np.ndarray  # (N,) bool
+    gold: dict[str, list[PositionStats]]  # model -> per item, along the gold chain of thought
+    greedy: dict[str, list[PositionStats]]  # model -> per item, along the model's greedy answer
+    observed: dict[str, dict[float, Observed]]  # model -> tau -> per item
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def model_adapters(world, domain: str) -> dict[str, str]:
+    """{"M_cl": "clean", "M_co": "co_<domain>"}; an unknown domain -> ConfigError."""
+    domains = tuple(world.config.contamination.domains)
+    if domain not in domains:
+        raise ConfigError(f"unknown contamination domain {domain!r}; this world has {', '.join(domains)}")
+    return {"M_cl": "clean", "M_co": f"co_{domain}"}
+
+
+def collect_family(world, family: str, s: DynamicsSettings, log=print) -> FamilyData:
+    from railsweep.detection.nll import teacher_forcer
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.strategies.railcap.trajectory import answer_ids
+    from railsweep.tasks import GSM8KTask, to_cot
+
+    fam = world.family(family)
+    models = model_adapters(world, s.domain)
+    task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
+    questions = list(task.questions())
+    gold_text = [to_cot(q.solution) for q in questions]
+    temps = tuple(sorted({0.0, *s.temperatures}))
+    seconds: dict[str, float] = {}
+    t0 = time.time()
+    engine = TransformersEngine(
+        fam.base_dir,
+        adapters={a: str(fam.adapters[a]) for a in models.values()},
+        device=s.device,
+        dtype="float32",
+    )
+    observed = {}
+    try:
+        for model, adapter in models.items():
+            log(f"{family} {model}: sampling m={s.m} at tau={list(temps)} on {len(questions)} items")
+            observed[model] = observe(
+                engine,
+                task,
+                questions,
+                adapter,
+                gold_text,
+                temps,
+                m=s.m,
+                max_new_tokens=s.max_new_tokens,
+                seed=s.seed,
+                batch_size=s.batch_size,
+            )
+    finally:
+        engine.close()
+    seconds["sampling"] = time.time() - t0
+    t0 = time.time()
+    forcer = teacher_forcer(fam.base_dir, s.device)
+    tok = forcer.tokenizer
+    pairs = [continuation_ids(tok, task.prompt(q), " " + g) for q, g in zip(questions, gold_text)]
+    prompts = [p for p, _ in pairs]
+    taus = tuple(sorted({1.0, *s.temperatures}))
+    gold, greedy = {}, {}
+    for model, adapter in models.items():
+        path = fam.adapters[adapter]
+        log(f"{family} {model}: teacher forcing the gold and greedy answers")
+        gold[model] = position_stats(forcer, path, prompts, [c for _, c in pairs], taus, s.forcing_batch)
+        own = [answer_ids(smp, tok) for smp in observed[model][0.0].samples]
+        greedy[model] = position_stats(forcer, path, prompts, own, (), s.forcing_batch)
+    seconds["forcing"] = time.time() - t0
+    return FamilyData(
+        family=family,
+        items=[q.index for q in questions],
+        leaked=np.array([bool(q.leaked) for q in questions]),
+        gold=gold,
+        greedy=greedy,
+        observed=observed,
+        seconds=seconds,
+    )

@@ -1,0 +1,99 @@
+"""Writing a dynamics run: Parquet tables, PNG figures and ``summary.json``, each to a temporary name first.
+
+Files under the output directory: ``positions.parquet``, ``fits.parquet``,
+``predictions.parquet``, ``accuracy.parquet``, ``gains.parquet`` (every family's
+rows, a ``family`` column), ``<figure>_<family>.png`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from railsweep.detection.output import write_atomic
+from railsweep.dynamics import plots
+from railsweep.dynamics.analyse import Tables
+
+TABLES = ("positions", "fits", "predictions", "accuracy", "gains")
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
+def family_summary(t: Tables) -> dict:
+    """The headline figures of one family: fits with CIs and regimes, alpha/tau check, accuracy, gains."""
+    nat = t.fits[t.fits["kind"] == "native"]
+    fits = {
+        f"{r.model}/{r.group}": {
+            "E": [r.E, r.E_lo, r.E_hi],
+            "A": [r.A, r.A_lo, r.A_hi],
+            "alpha": [r.alpha, r.alpha_lo, r.alpha_hi],
+            "regime": r.regime,
+            "n_items": r.n_items,
+            "margin_slope": [r.margin_slope, r.margin_slope_lo, r.margin_slope_hi],
+            "greedy_gap_slope": [r.greedy_gap_slope, r.greedy_gap_slope_lo, r.greedy_gap_slope_hi],
+        }
+        for r in nat.itertuples()
+    }
+    tf = t.fits[t.fits["kind"] == "teacher_forced_at_tau"]
+    alpha_tau = {
+        f"{r.model}/{r.group}/tau={r.tau:g}": {"alpha_fit": r.alpha, "alpha_over_tau": r.alpha_over_tau}
+        for r in tf.itertuples()
+    }
+    acc = t.accuracy[t.accuracy["subset"] == "all"]
+    accuracy = {
+        f"{r.model}/tau={r.tau:g}/{r.predictor}->{r.target}": {
+            "mae": r.mae,
+            "spearman": r.spearman,
+            "mean_pred": r.mean_pred,
+            "mean_obs": r.mean_obs,
+        }
+        for r in acc.itertuples()
+    }
+    gains = t.gains.drop(columns=["family"]).to_dict(orient="records")
+    return _clean({"fits": fits, "alpha_tau": alpha_tau, "accuracy": accuracy, "gains": gains})
+
+
+def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]:
+    """Write every table, figure and the summary under ``out``; the paths written."""
+    out = Path(out)
+    written = []
+    for name in TABLES:
+        df = pd.concat([getattr(t, name) for t in tables.values()], ignore_index=True)
+        written.append(
+            write_atomic(out / f"{name}.parquet", lambda tmp, df=df: df.to_parquet(tmp, index=False))
+        )
+    import matplotlib.pyplot as plt
+
+    for fam, t in tables.items():
+        figures = {
+            "nll_by_position": plots.nll_by_position(t.positions, t.fits),
+            "logit_gaps": plots.logit_gaps(t.positions),
+            "calibration": plots.calibration(t.predictions, "p_group", "solve"),
+            "calibration_verbatim": plots.calibration(t.predictions, "p_tf", "verbatim"),
+            "error_by_tau": plots.error_by_tau(t.accuracy, "solve"),
+            "gain_vs_tau": plots.gain_vs_tau(t.gains),
+        }
+        for name, fig in figures.items():
+            written.append(
+                write_atomic(
+                    out / f"{name}_{fam}.png", lambda tmp, f=fig: f.savefig(tmp, format="png", dpi=110)
+                )
+            )
+            plt.close(fig)
+    body = json.dumps(_clean(summary), indent=2, sort_keys=True)
+    written.append(write_atomic(out / "summary.json", lambda tmp: tmp.write_text(body, encoding="utf-8")))
+    return written

@@ -1,0 +1,63 @@
+"""Temperature: M_co sampled at its own temperature ``tau`` instead of the readout's (the "truth serum").
+
+Contamination gains on generative tasks are brittle: sampling hotter divides
+every logit gap by ``tau`` and can knock a memorised trajectory off its rail
+(background: generative contamination, alpha_eff ~ alpha / tau). This strategy
+draws the m readout samples of the model under evaluation at ``tau`` with the
+same per-question seeds Identity uses; ``tau = 0`` is greedy (one decode,
+counted m times, as the readout does at T = 0).
+
+The reference is not this strategy's business: the clean model M_cl is read at
+the readout temperature (``DecodeSettings.temperature``, the sweep's/``eval``'s
+``--temperature``; 0.7 in the paper presets), so the tables score M_co at
+``tau`` against M_cl at the readout temperature. For a reference at the same
+``tau``, run Identity with the readout temperature set to ``tau``.
+
+``tau=None`` means "the readout temperature" and reproduces Identity sample for
+sample (so does an explicit ``tau`` equal to the readout temperature).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from railsweep.errors import ConfigError
+from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
+from railsweep.tasks.base import Question
+
+
+@dataclass(frozen=True)
+class TemperatureConfig:
+    """tau: the sampling temperature of the model under evaluation (>= 0, finite; 0 = greedy;
+    None = the readout temperature, i.e. Identity)."""
+
+    tau: float | None = 1.0
+    switched_off: ClassVar[dict[str, Any]] = {"tau": None}  # the readout's own temperature
+
+    def __post_init__(self) -> None:
+        t = self.tau
+        if t is None:
+            return
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+            raise ConfigError(
+                f"temperature tau must be a finite number >= 0 (0 = greedy) or null, got tau={t!r}"
+            )
+
+
+@register("temperature", TemperatureConfig)
+class Temperature:
+    def __init__(self, config: TemperatureConfig | None = None):
+        self.config = config or TemperatureConfig()
+
+    def temperature(self, ctx: EvalContext) -> float:
+        """The temperature the samples are drawn at."""
+        return ctx.settings.temperature if self.config.tau is None else float(self.config.tau)
+
+    def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
+        settings = dataclasses.replace(ctx.settings, temperature=self.temperature(ctx))
+        # same salt as Identity: at the readout temperature the samples are Identity's
+        return sample_and_grade(dataclasses.replace(ctx, settings=settings), questions)
