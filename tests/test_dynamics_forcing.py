@@ -27,7 +27,7 @@ def forced(tiny_model_dir, tmp_path_factory):
 
 
 def _direct_logits(forcer, adapter, ids):
-    with torch.no_grad(), forcer._using(adapter):
+    with torch.no_grad(), forcer.using(adapter):
         return forcer.model(input_ids=torch.tensor([ids])).logits[0].double()
 
 

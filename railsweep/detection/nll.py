@@ -50,7 +50,8 @@ class TeacherForcer:
         return self._adapters[key]
 
     @contextlib.contextmanager
-    def _using(self, adapter: str | Path | None):
+    def using(self, adapter: str | Path | None):
+        """The model with ``adapter`` active (the base model when None), for a with-block."""
         if adapter is None:
             if hasattr(self.model, "disable_adapter"):
                 with self.model.disable_adapter():
@@ -77,7 +78,7 @@ class TeacherForcer:
         encoded = [self.tokenizer(t)["input_ids"] for t in texts]
         out: list[np.ndarray] = [np.empty(0)] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))  # similar lengths batch together
-        with torch.no_grad(), self._using(adapter):
+        with torch.no_grad(), self.using(adapter):
             for lo in range(0, len(order), batch_size):
                 rows = order[lo : lo + batch_size]
                 width = max(len(encoded[i]) for i in rows)

@@ -65,7 +65,7 @@ def position_stats(
     seqs = [list(p) + list(c) for p, c in zip(prompt_ids, cont_ids)]
     out: list[PositionStats | None] = [None] * len(seqs)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    with torch.no_grad(), forcer._using(adapter):  # the forcer's adapter switch (base when None)
+    with torch.no_grad(), forcer.using(adapter):  # the forcer's adapter switch (base when None)
         for lo in range(0, len(order), batch_size):
             rows = order[lo : lo + batch_size]
             width = max(len(seqs[i]) for i in rows)
