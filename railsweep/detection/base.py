@@ -11,8 +11,6 @@ the parameters by name. Thresholds and truth scoring live in
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any, ClassVar, Literal, Protocol
 import numpy as np
 
 from railsweep.errors import ConfigError
+from railsweep.registry import Registry
 
 Group = Literal["test", "control"]
 
@@ -99,57 +98,27 @@ class Detector(Protocol):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]: ...
 
 
-_REGISTRY: dict[str, tuple[type, type]] = {}
+DETECTORS = Registry("detector", "railsweep.detection")
 
 
 def register(name: str, config_cls: type) -> Callable[[type], type]:
     """Class decorator: ``@register("ngram", NgramConfig)``."""
-
-    def deco(cls: type) -> type:
-        if name in _REGISTRY and _REGISTRY[name][0] is not cls:
-            raise ConfigError(f"detector {name!r} registered twice")
-        cls.name = name
-        _REGISTRY[name] = (cls, config_cls)
-        return cls
-
-    return deco
-
-
-def _ensure_builtin_loaded() -> None:
-    import railsweep.detection  # noqa: F401  (its __init__ imports every built-in detector)
+    return DETECTORS.register(name, config_cls)
 
 
 def known_detectors() -> list[str]:
-    _ensure_builtin_loaded()
-    return sorted(_REGISTRY)
+    return DETECTORS.known()
 
 
 def detector_classes(name: str) -> tuple[type, type]:
     """(detector class, config class) for a registered name; unknown name -> ConfigError."""
-    _ensure_builtin_loaded()
-    if name not in _REGISTRY:
-        hint = difflib.get_close_matches(name, _REGISTRY, n=1)
-        did = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ConfigError(f"unknown detector {name!r}{did}; known detectors: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    return DETECTORS.classes(name)
 
 
 def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
     """Validate ``params`` against the detector's config dataclass and build it."""
-    _, config_cls = detector_classes(name)
-    params = dict(params or {})
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(params) - fields)
-    if unknown:
-        raise ConfigError(
-            f"unknown parameter(s) {unknown} for detector {name!r}; allowed: {sorted(fields) or 'none'}"
-        )
-    try:
-        return config_cls(**params)
-    except TypeError as e:
-        raise ConfigError(f"bad parameters {params} for detector {name!r}: {e}") from e
+    return DETECTORS.make_config(name, params)
 
 
 def build_detector(name: str, params: dict[str, Any] | None = None) -> Detector:
-    cls, _ = detector_classes(name)
-    return cls(make_config(name, params))
+    return DETECTORS.build(name, params)

@@ -10,7 +10,6 @@ Each strategy lives in its own module with a frozen config dataclass and one
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 
 from railsweep.engines.base import Completion, Engine, Intervention, Request, Sample, SamplingSpec
 from railsweep.errors import ConfigError
+from railsweep.registry import Registry
 from railsweep.tasks.base import Grade, Question, Task
 
 
@@ -85,7 +85,7 @@ class NoOffSwitch:
     reason: str
 
 
-_REGISTRY: dict[str, tuple[type, type]] = {}
+STRATEGIES = Registry("strategy", "railsweep.strategies")
 
 
 def register(name: str, config_cls: type) -> Callable[[type], type]:
@@ -102,54 +102,25 @@ def register(name: str, config_cls: type) -> Callable[[type], type]:
             f"off (a dict) or a NoOffSwitch with a reason, got {off!r}"
         )
 
-    def deco(cls: type) -> type:
-        if name in _REGISTRY and _REGISTRY[name][0] is not cls:
-            raise ConfigError(f"strategy {name!r} registered twice")
-        cls.name = name
-        _REGISTRY[name] = (cls, config_cls)
-        return cls
-
-    return deco
-
-
-def _ensure_builtin_loaded() -> None:
-    import railsweep.strategies  # noqa: F401  (its __init__ imports every built-in strategy)
+    return STRATEGIES.register(name, config_cls)
 
 
 def known_strategies() -> list[str]:
-    _ensure_builtin_loaded()
-    return sorted(_REGISTRY)
+    return STRATEGIES.known()
 
 
 def strategy_classes(name: str) -> tuple[type, type]:
     """(strategy class, config class) for a registered name; unknown name → ConfigError."""
-    _ensure_builtin_loaded()
-    if name not in _REGISTRY:
-        hint = difflib.get_close_matches(name, _REGISTRY, n=1)
-        did = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ConfigError(f"unknown strategy {name!r}{did}; known strategies: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    return STRATEGIES.classes(name)
 
 
 def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
     """Validate ``params`` against the strategy's config dataclass and build it."""
-    _, config_cls = strategy_classes(name)
-    params = dict(params or {})
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(params) - fields)
-    if unknown:
-        raise ConfigError(
-            f"unknown parameter(s) {unknown} for strategy {name!r}; allowed: {sorted(fields) or 'none'}"
-        )
-    try:
-        return config_cls(**params)
-    except TypeError as e:  # wrong types surface here
-        raise ConfigError(f"bad parameters {params} for strategy {name!r}: {e}") from e
+    return STRATEGIES.make_config(name, params)
 
 
 def build_strategy(name: str, params: dict[str, Any] | None = None) -> Strategy:
-    cls, _ = strategy_classes(name)
-    return cls(make_config(name, params))
+    return STRATEGIES.build(name, params)
 
 
 def config_dict(config: Any) -> dict[str, Any]:
