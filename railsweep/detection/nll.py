@@ -63,6 +63,28 @@ class TeacherForcer:
             self.model.set_adapter(name)
             yield
 
+    def forward_batches(self, seqs: Sequence[Sequence[int]], adapter: str | Path | None, batch_size: int):
+        """Teacher-forced forward passes over token-id sequences, similar lengths batched together (right-padded):
+        yields ``(rows, ids[B, W], logits[B, W, V])`` with ``rows`` the indices into ``seqs`` of the batch."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        with torch.no_grad(), self.using(adapter):
+            for lo in range(0, len(order), batch_size):
+                rows = order[lo : lo + batch_size]
+                width = max(len(seqs[i]) for i in rows)
+                ids = torch.full((len(rows), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for r, i in enumerate(rows):
+                    ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
+                    mask[r, : len(seqs[i])] = 1
+                yield (
+                    rows,
+                    ids,
+                    self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits,
+                )
+
     def logprobs(
         self, texts: Sequence[str], adapter: str | Path | None = None, batch_size: int = 16
     ) -> list[np.ndarray]:
@@ -74,24 +96,13 @@ class TeacherForcer:
         key = (None if adapter is None else str(Path(adapter).resolve()), tuple(texts))
         if key in self._cache:
             return self._cache[key]
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         encoded = [self.tokenizer(t)["input_ids"] for t in texts]
         out: list[np.ndarray] = [np.empty(0)] * len(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))  # similar lengths batch together
-        with torch.no_grad(), self.using(adapter):
-            for lo in range(0, len(order), batch_size):
-                rows = order[lo : lo + batch_size]
-                width = max(len(encoded[i]) for i in rows)
-                ids = torch.full((len(rows), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(rows), width), dtype=torch.long)
-                for r, i in enumerate(rows):
-                    ids[r, : len(encoded[i])] = torch.tensor(encoded[i])
-                    mask[r, : len(encoded[i])] = 1
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
-                logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-                tok = logp.gather(2, ids[:, 1:, None].to(self.device))[..., 0].double().cpu().numpy()
-                for r, i in enumerate(rows):
-                    out[i] = tok[r, : len(encoded[i]) - 1]
+        for rows, ids, logits in self.forward_batches(encoded, adapter, batch_size):
+            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+            tok = logp.gather(2, ids[:, 1:, None].to(self.device))[..., 0].double().cpu().numpy()
+            for r, i in enumerate(rows):
+                out[i] = tok[r, : len(encoded[i]) - 1]
         if len(self._cache) > 16:
             self._cache.clear()
         self._cache[key] = out

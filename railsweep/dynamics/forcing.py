@@ -54,34 +54,17 @@ def position_stats(
     batch_size: int = 8,
 ) -> list[PositionStats]:
     """Per (prompt, continuation) pair, the statistics of the module docstring over the continuation."""
-    import torch
-
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if len(prompt_ids) != len(cont_ids):
         raise ConfigError(f"{len(prompt_ids)} prompts but {len(cont_ids)} continuations")
-    tok = forcer.tokenizer
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     seqs = [list(p) + list(c) for p, c in zip(prompt_ids, cont_ids)]
     out: list[PositionStats | None] = [None] * len(seqs)
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    with torch.no_grad(), forcer.using(adapter):  # the forcer's adapter switch (base when None)
-        for lo in range(0, len(order), batch_size):
-            rows = order[lo : lo + batch_size]
-            width = max(len(seqs[i]) for i in rows)
-            ids = torch.full((len(rows), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
-                mask[r, : len(seqs[i])] = 1
-            logits = forcer.model(
-                input_ids=ids.to(forcer.device), attention_mask=mask.to(forcer.device)
-            ).logits
-            for r, i in enumerate(rows):
-                start, n = len(prompt_ids[i]), len(cont_ids[i])
-                out[i] = _stats(
-                    logits[r, start - 1 : start - 1 + n].double(), list(cont_ids[i]), temperatures
-                )
+    # the base model when adapter is None
+    for rows, _, logits in forcer.forward_batches(seqs, adapter, batch_size):
+        for r, i in enumerate(rows):
+            start, n = len(prompt_ids[i]), len(cont_ids[i])
+            out[i] = _stats(logits[r, start - 1 : start - 1 + n].double(), list(cont_ids[i]), temperatures)
     return out  # type: ignore[return-value]
 
 
