@@ -144,4 +144,3 @@ def ray_scan(
             + ("" if config.tokenizer else "(no words)")
         )
     return out
-
