@@ -13,6 +13,10 @@ Two ways in:
   tables of one model and strategy, on the original wording and on its paraphrase (the test
   items are their questions unless ``--test`` is given).
 
+``--ray`` scans the ngram detector's corpus as a Ray Data job (:mod:`railsweep.sweep.ngram_scan`;
+the same scores and flags) on the cluster at ``--ray-address``, else on a private local Ray
+instance started and stopped for the run (:mod:`railsweep.commands.detect_ray`).
+
 ``railsweep detect report --questions CELL.parquet --flags DIR --detector NAME`` reports
 instead: the full-set and clean-subset scores side by side (``--weight w`` adds the
 down-weighted score; ``--clean CELL.parquet`` adds SA-PPG and the other paired metrics

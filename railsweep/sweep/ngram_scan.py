@@ -13,10 +13,12 @@ are identical. Steps of :func:`ray_scan`:
    streams it in chunks exactly as the local scan does;
 3. ``map_batches`` with :class:`_Marker` (an actor pool; each actor fetches the index once): per
    batch, clear the marks, feed the batch's documents (:func:`~railsweep.detection.ngram.feed`)
-   and return which key slots were hit and how many corpus tokens passed;
+   and return which key slots were hit and how many corpus tokens passed (bad input, such as a
+   line that is not JSON, comes back as one row holding the DataError's message);
 4. on the driver, OR every batch's hit slots into the index
    (:meth:`~railsweep.detection.ngram_index.NgramIndex.merge_seen`). Containment counts the
-   distinct n-grams of an item found anywhere, so the union over batches is exact.
+   distinct n-grams of an item found anywhere, so the union over batches is exact. A returned
+   DataError is raised here, so bad input is the usual one-line ``railsweep: error``.
 
 Every JSONL or Parquet record is a whole document, so batches of records need no carry between
 them. Paths must be readable from every node of the cluster (shared storage). This module never
@@ -45,6 +47,7 @@ from railsweep.errors import DataError
 
 JSONL_BATCH = 4096  # lines per map_batches call
 PARQUET_BATCH = 4096  # records per map_batches call
+ERROR = "!error"  # the key of a row that carries a worker's DataError message instead of hit slots
 
 
 class _Marker:
@@ -78,7 +81,11 @@ class _Marker:
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         self.index.clear_seen()
         out = ScanResult(self.index)
-        feed(out, self.encoder, self._chunks(batch))
+        try:
+            feed(out, self.encoder, self._chunks(batch))
+        except DataError as e:  # bad corpus input: one row carrying the message to the driver
+            return {"key": np.array([ERROR], dtype=object), "slots": np.array([str(e).encode()], dtype=object),
+                    "tokens": np.zeros(1, np.int64), "chunks": np.zeros(1, np.int64)}  # fmt: skip
         seen = self.index.seen_slots()
         names = list(seen)
         return {
@@ -135,6 +142,8 @@ def ray_scan(
             for key, slots, tokens, chunks in zip(
                 batch["key"], batch["slots"], batch["tokens"], batch["chunks"]
             ):
+                if key == ERROR:
+                    raise DataError(bytes(slots).decode())
                 index.merge_seen({str(key): np.frombuffer(slots, dtype=np.int64)}, int(tokens))
                 out.chunks += int(chunks)
     out.seconds["ray_wall"] = time.perf_counter() - t0
