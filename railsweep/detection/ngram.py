@@ -99,12 +99,17 @@ def scan(
     encoder = make_encoder(config, texts)
     out = ScanResult(build_index(encoder, texts, config))
     feed(out, encoder, stream_corpus(paths, text_field, config.chunk_chars), progress)
+    check_not_empty(out, paths, config)
+    return out
+
+
+def check_not_empty(out: ScanResult, paths: Sequence, config: NgramConfig) -> None:
+    """DataError when the scan met no corpus token (no text, or no words)."""
     if out.index.tokens == 0:
         raise DataError(
             f"the corpus is empty: {', '.join(map(str, paths))} hold no text "
             + ("" if config.tokenizer else "(no words)")
         )
-    return out
 
 
 def build_index(encoder, texts: Sequence[str], config: NgramConfig) -> NgramIndex:

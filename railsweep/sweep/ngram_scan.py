@@ -42,7 +42,14 @@ from railsweep.detection.corpus import (
     row_texts,
     stream_corpus,
 )
-from railsweep.detection.ngram import NgramConfig, ScanResult, build_index, feed, make_encoder
+from railsweep.detection.ngram import (
+    NgramConfig,
+    ScanResult,
+    build_index,
+    check_not_empty,
+    feed,
+    make_encoder,
+)
 from railsweep.errors import DataError
 
 JSONL_BATCH = 4096  # lines per map_batches call
@@ -137,6 +144,8 @@ def ray_scan(
         ds = ray.data.from_items([{"path": p} for p in text], override_num_blocks=len(text))
         parts.append(ds.map_batches(_Marker, fn_constructor_args=(payload, "text"), batch_size=1, **pool))
     out = ScanResult(index)
+    # One part after another: each part's actor pool holds at least one CPU, so running them all at
+    # once (Dataset.union) stalls on a cluster with fewer CPUs than parts.
     for part in parts:
         for batch in part.iter_batches(batch_format="numpy", batch_size=None):
             for key, slots, tokens, chunks in zip(
@@ -147,9 +156,5 @@ def ray_scan(
                 index.merge_seen({str(key): np.frombuffer(slots, dtype=np.int64)}, int(tokens))
                 out.chunks += int(chunks)
     out.seconds["ray_wall"] = time.perf_counter() - t0
-    if index.tokens == 0:
-        raise DataError(
-            f"the corpus is empty: {', '.join(map(str, paths))} hold no text "
-            + ("" if config.tokenizer else "(no words)")
-        )
+    check_not_empty(out, paths, config)
     return out
