@@ -6,10 +6,15 @@ Steps:
      10th test item pasted verbatim into some document) to a temporary directory;
   3. stream it past the items' index (:func:`railsweep.detection.ngram.scan`, n = 8 and 13);
   4. print JSON: corpus bytes and tokens, tokenisation time and tokens/s, hashing + lookup time and
-     tokens/s (wall, and per CPU second of this process: the machine may be shared), peak resident memory (ru_maxrss), and whether the pasted items were found.
+     tokens/s (wall, and per CPU second of this process: the machine may be shared), peak resident
+     memory (ru_maxrss), and whether the pasted items were found;
+  5. with ``--ray``: scan the same files again as a Ray Data job on a private local Ray instance
+     (:func:`railsweep.sweep.ngram_scan.ray_scan`) and add its wall time (Ray's start apart), its
+     tokens/s and whether its containment equals the local scan's, under ``"ray"``.
 
-Run: ``python bench/ngram_index.py`` (0.05 GB, about a minute on one core) or ``--gb 1``. One
-process, so the tokens/s figures are per core. The corpus is written first and not timed.
+Run: ``python bench/ngram_index.py`` (0.05 GB, about a minute on one core) or ``--gb 1``. The
+local scan is one process, so its tokens/s figures are per core. The corpus is written first and
+not timed; ``--shards K`` writes it as K files (Ray Data reads files in parallel).
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ def zipf_words(rng, vocab: np.ndarray, count: int) -> np.ndarray:
     return vocab[np.minimum(rng.zipf(1.2, size=count), vocab.size) - 1]
 
 
-def write_corpus(path: Path, target_bytes: int, items: list[str], vocab: np.ndarray) -> int:
-    rng = np.random.default_rng(1)
+def write_corpus(path: Path, target_bytes: int, items: list[str], vocab: np.ndarray, seed: int = 0) -> int:
+    rng = np.random.default_rng(1 + seed)
     written = 0
     paste = items[::10]
     with open(path, "w", encoding="utf-8") as f:
@@ -60,24 +65,54 @@ def write_corpus(path: Path, target_bytes: int, items: list[str], vocab: np.ndar
     return written
 
 
+def ray_bench(items: list[str], corpus: list[Path], config: NgramConfig, local) -> dict:
+    """Step 5: the same scan as a Ray Data job on a private local Ray instance."""
+    from railsweep.commands.detect_ray import ray_session
+    from railsweep.sweep.ngram_scan import ray_scan
+
+    t0 = time.perf_counter()
+    with ray_session(None):
+        started = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        result = ray_scan(items, corpus, config)
+        wall = time.perf_counter() - t1
+    same = all(
+        np.array_equal(result.index.containment(n), local.index.containment(n), equal_nan=True)
+        for n in config.n
+    )
+    return {
+        "ray_start_seconds": round(started, 2),
+        "wall_seconds": round(wall, 2),
+        "tokens_per_s": round(result.index.tokens / wall),
+        "batches": result.chunks,
+        "containment_identical_to_local": bool(same and result.index.tokens == local.index.tokens),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gb", type=float, default=0.05, help="corpus size in GB (the acceptance target is 1)")
     ap.add_argument("--items", type=int, default=1000, help="test items indexed")
     ap.add_argument("--chunk-mb", type=float, default=8, help="characters per chunk, in millions")
+    ap.add_argument("--shards", type=int, default=1, help="write the corpus as this many JSONL files")
+    ap.add_argument("--ray", action="store_true", help="also time the Ray Data scan on a private local Ray")
     args = ap.parse_args()
     vocab = vocabulary(50_000)
     rng = np.random.default_rng(2)
     items = [" ".join(zipf_words(rng, vocab, 60).tolist()) for _ in range(args.items)]
     with tempfile.TemporaryDirectory(prefix="ngram-bench-") as tmp:
-        corpus = Path(tmp) / "corpus.jsonl"
-        size = write_corpus(corpus, int(args.gb * 1e9), items, vocab)
+        corpus = [Path(tmp) / f"corpus-{k}.jsonl" for k in range(args.shards)]
+        size = sum(
+            write_corpus(c, int(args.gb * 1e9 / args.shards), items, vocab, seed=k)
+            for k, c in enumerate(corpus)
+        )
         config = NgramConfig(
             n=(8, 13), fields="question", verbatim=False, chunk_chars=int(args.chunk_mb * 1e6)
         )
         t0 = time.perf_counter()
-        result = scan(items, [corpus], config)
+        result = scan(items, corpus, config)
         wall = time.perf_counter() - t0
+        ray_figures = ray_bench(items, corpus, config, result) if args.ray else None
     tokens = result.index.tokens
     tok_s, hash_s = result.seconds["tokenise"], result.seconds["hash_lookup"]
     found = result.index.containment(13)[::10]
@@ -102,6 +137,8 @@ def main() -> None:
                 "pasted_items_max": len(found),
                 "python": platform.python_version(),
                 "numpy": np.__version__,
+                "shards": args.shards,
+                "ray": ray_figures,
             },
             indent=1,
         )

@@ -13,6 +13,10 @@ Two ways in:
   tables of one model and strategy, on the original wording and on its paraphrase (the test
   items are their questions unless ``--test`` is given).
 
+``--ray`` scans the ngram detector's corpus as a Ray Data job (:mod:`railsweep.sweep.ngram_scan`;
+the same scores and flags) on the cluster at ``--ray-address``, else on a private local Ray
+instance started and stopped for the run (:mod:`railsweep.commands.detect_ray`).
+
 ``railsweep detect report --questions CELL.parquet --flags DIR --detector NAME`` reports
 instead: the full-set and clean-subset scores side by side (``--weight w`` adds the
 down-weighted score; ``--clean CELL.parquet`` adds SA-PPG and the other paired metrics
@@ -94,6 +98,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     ng.add_argument("--fields", default="question+solution", choices=("question", "question+solution"))
     ng.add_argument("--tokenizer", default=None, help="use this tokenizer's ids instead of normalised words")
     ng.add_argument("--bits", type=int, default=64, help="hash width (64; smaller only to test collisions)")
+    ng.add_argument(
+        "--ray",
+        action="store_true",
+        help="scan the corpus as a Ray Data job (same scores); a private local Ray unless --ray-address",
+    )
+    ng.add_argument("--ray-address", metavar="ADDR", help="--ray: join this Ray cluster (token auth)")
     md = p.add_argument_group("model side")
     md.add_argument("--model", metavar="DIR", help="base model directory")
     md.add_argument("--adapter", metavar="DIR", help="the evaluated LoRA adapter (default: the base itself)")
@@ -191,6 +201,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
     check_writable_dir(args.out)
     names = {d.name for d in detectors}
+    if args.ray_address and not args.ray:
+        raise ConfigError("--ray-address needs --ray")
+    if args.ray and "ngram" not in names:
+        raise ConfigError("--ray runs the ngram detector's corpus scan; add --detector ngram")
     base_inputs = DetectInputs(
         text_field=args.text_field,
         batch_size=args.batch_size,
@@ -253,13 +267,22 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
             inputs.require(d.name, *needs.get(d.name, ("model",)))
         jobs = [(None, None, test, control, inputs, detectors)]
 
-    # 2. score
+    # 2. score (the ngram corpus scan as a Ray Data job with --ray)
+    import contextlib
+
     import pandas as pd
 
-    tables = [
-        detect(dets, test, control, inputs, thresholding, family=fam, domain=dom)
-        for fam, dom, test, control, inputs, dets in jobs
-    ]
+    session = contextlib.nullcontext()
+    if args.ray:
+        from railsweep.commands.detect_ray import ray_session, use_ray
+
+        use_ray(detectors)
+        session = ray_session(args.ray_address)
+    with session:
+        tables = [
+            detect(dets, test, control, inputs, thresholding, family=fam, domain=dom)
+            for fam, dom, test, control, inputs, dets in jobs
+        ]
     table = pd.concat(tables, ignore_index=True)
 
     # 3. write (each file atomically) and print the truth table
@@ -272,6 +295,7 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
         "paraphrased": args.paraphrased,
         "threshold": args.threshold,
         "control_rate": args.control_rate,
+        "ray": bool(args.ray),
     }
     out = Path(args.out)
     has_truth = table.leaked.notna().any()

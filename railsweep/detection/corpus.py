@@ -61,18 +61,25 @@ def _record_text(rec, where: str, field: str | None) -> str:
     return "\n".join(v for v in rec.values() if isinstance(v, str))
 
 
+def jsonl_text(line: str, where: str, field: str | None) -> str | None:
+    """The text of one JSONL line (None for a blank line); ``where`` names it in errors."""
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON ({e.msg})") from e
+    return _record_text(rec, where, field)
+
+
 def _jsonl(path: Path, field: str | None, chunk_chars: int) -> Iterator[Chunk]:
     texts: list[str] = []
     size = 0
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
-            if not line.strip():
+            text = jsonl_text(line, f"{path}:{lineno}", field)
+            if text is None:
                 continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-            text = _record_text(rec, f"{path}:{lineno}", field)
             texts.append(text)
             size += len(text)
             if size >= chunk_chars:
@@ -82,28 +89,44 @@ def _jsonl(path: Path, field: str | None, chunk_chars: int) -> Iterator[Chunk]:
         yield Chunk(texts, True)
 
 
-def _parquet(path: Path, field: str | None, chunk_chars: int) -> Iterator[Chunk]:
+def _parquet_file(path: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{path}: not a readable Parquet file: {e}") from e
+
+
+def parquet_text_columns(path: Path, field: str | None, pf=None) -> list[str]:
+    """The columns a Parquet file's text is read from: ``field``, else ``text``, else every string column."""
+    import pyarrow as pa
+
+    pf = pf or _parquet_file(path)
     names = [
         f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
     ]
     if field is not None:
         if field not in names:
             raise DataError(f"{path}: no string column {field!r} (string columns: {names})")
-        columns = [field]
-    else:
-        columns = ["text"] if "text" in names else names
+        return [field]
+    columns = ["text"] if "text" in names else names
     if not columns:
         raise DataError(f"{path}: no string column to read text from")
+    return columns
+
+
+def row_texts(cols: Sequence[Sequence[str | None]]) -> list[str]:
+    """One text per row of the columns ``cols``: the row's non-null values joined by newlines."""
+    return ["\n".join(v for v in row if v is not None) for row in zip(*cols)]
+
+
+def _parquet(path: Path, field: str | None, chunk_chars: int) -> Iterator[Chunk]:
+    pf = _parquet_file(path)
+    columns = parquet_text_columns(path, field, pf)
     for batch in pf.iter_batches(batch_size=max(1, chunk_chars // 512), columns=columns):
-        cols = [batch.column(c).to_pylist() for c in columns]
-        texts = ["\n".join(v for v in row if v is not None) for row in zip(*cols)]
+        texts = row_texts([batch.column(c).to_pylist() for c in columns])
         if texts:
             yield Chunk(texts, True)
 

@@ -15,18 +15,22 @@ Steps of :func:`scan`:
    lookup time). The last ``span - 1`` ids of a chunk are carried into the next, so a text
    file's n-grams across a chunk border are found;
 3. read off containment per n, and the verbatim flags.
+
+Step 2 is :func:`feed`, shared with the Ray Data path (:mod:`railsweep.sweep.ngram_scan`), which
+runs it on parts of the corpus in parallel and merges the marks; :class:`Ngram` takes either
+scanner (``scanner``), and the scores are the same.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from railsweep.detection.base import DetectInputs, Item, Scores, register
-from railsweep.detection.corpus import check_corpus_paths, stream_corpus
+from railsweep.detection.corpus import Chunk, check_corpus_paths, stream_corpus
 from railsweep.detection.ngram_index import NgramIndex
 from railsweep.detection.text import TokenizerEncoder, WordEncoder
 from railsweep.errors import ConfigError, DataError
@@ -93,11 +97,34 @@ def scan(
     """Index ``texts`` and stream ``corpus`` (file paths) past them; see the module docstring."""
     paths = check_corpus_paths(corpus)
     encoder = make_encoder(config, texts)
-    index = NgramIndex([encoder.encode(t) for t in texts], config.n, config.bits, config.verbatim)
-    out = ScanResult(index)
+    out = ScanResult(build_index(encoder, texts, config))
+    feed(out, encoder, stream_corpus(paths, text_field, config.chunk_chars), progress)
+    check_not_empty(out, paths, config)
+    return out
+
+
+def check_not_empty(out: ScanResult, paths: Sequence, config: NgramConfig) -> None:
+    """DataError when the scan met no corpus token (no text, or no words)."""
+    if out.index.tokens == 0:
+        raise DataError(
+            f"the corpus is empty: {', '.join(map(str, paths))} hold no text "
+            + ("" if config.tokenizer else "(no words)")
+        )
+
+
+def build_index(encoder, texts: Sequence[str], config: NgramConfig) -> NgramIndex:
+    """Step 1: the items' n-gram index."""
+    return NgramIndex([encoder.encode(t) for t in texts], config.n, config.bits, config.verbatim)
+
+
+def feed(
+    out: ScanResult, encoder, chunks: Iterable[Chunk], progress: Callable[[int], None] | None = None
+) -> None:
+    """Step 2: encode each chunk and mark the indexed n-grams it holds, carrying ``span - 1`` ids across chunks."""
+    index = out.index
     carry = np.empty(0, np.int64)
     keep = index.span - 1
-    for chunk in stream_corpus(paths, text_field, config.chunk_chars):
+    for chunk in chunks:
         t0, c0 = time.perf_counter(), time.process_time()
         ids = encoder.encode_stream(chunk.texts, chunk.boundary)
         t1, c1 = time.perf_counter(), time.process_time()
@@ -111,24 +138,20 @@ def scan(
         out.chunks += 1
         if progress:
             progress(index.tokens)
-    if index.tokens == 0:
-        raise DataError(
-            f"the corpus is empty: {', '.join(map(str, paths))} hold no text "
-            + ("" if config.tokenizer else "(no words)")
-        )
-    return out
 
 
 @register("ngram", NgramConfig)
 class Ngram:
     bounded = True
 
-    def __init__(self, config: NgramConfig | None = None):
+    def __init__(self, config: NgramConfig | None = None, scanner: Callable[..., ScanResult] | None = None):
         self.config = config or NgramConfig()
+        # scan(texts, corpus, config, text_field) -> ScanResult: local by default, or the Ray Data one
+        self.scanner = scanner or scan
 
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         inputs.require(self.name, "corpus")
         c = self.config
-        result = scan([it.text(c.fields) for it in items], inputs.corpus, c, inputs.text_field)
+        result = self.scanner([it.text(c.fields) for it in items], inputs.corpus, c, inputs.text_field)
         extras = {"verbatim": result.index.verbatim().astype(float)} if c.verbatim else {}
         return [Scores(f"n={n},fields={c.fields}", result.index.containment(n), dict(extras)) for n in c.n]

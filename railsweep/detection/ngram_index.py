@@ -10,6 +10,11 @@ Steps:
 4. containment of item i = (its distinct n-gram hashes marked) / (its distinct n-gram hashes).
    NaN when the item is shorter than n.
 
+Marks from several copies of one index (each fed a part of the corpus, e.g. by Ray workers)
+combine exactly: :meth:`NgramIndex.seen_slots` lists a copy's marks, :meth:`NgramIndex.merge_seen`
+ORs them into another. Containment counts distinct n-grams found anywhere, so the union of the
+parts' marks is the mark set of the whole corpus.
+
 Memory: the keys, the marks and the bitmap, so proportional to the test set; the corpus
 passes through chunk by chunk. Two different n-grams with the same hash count as one,
 which is a false positive. With 64-bit hashes this is negligible for any test set; ``bits``
@@ -109,6 +114,29 @@ class NgramIndex:
             keyset.mark(hasher.hashes(n, self.bits))
         for size, keyset in self._full.items():
             keyset.mark(hasher.hashes(size, self.bits))
+
+    def _all_sets(self) -> dict[str, _KeySet]:
+        return {
+            **{f"n{n}": s for n, s in self._sets.items()},
+            **{f"full{k}": s for k, s in self._full.items()},
+        }
+
+    def seen_slots(self) -> dict[str, np.ndarray]:
+        """The marked slots of every key set (``"n13"``, ``"full60"``, ...) as int64 arrays."""
+        return {name: np.flatnonzero(s.seen).astype(np.int64) for name, s in self._all_sets().items()}
+
+    def merge_seen(self, seen: dict[str, np.ndarray], tokens: int = 0) -> None:
+        """OR another copy's :meth:`seen_slots` into this index and add its corpus ``tokens``."""
+        sets = self._all_sets()
+        for name, slots in seen.items():
+            sets[name].seen[np.asarray(slots, dtype=np.int64)] = True
+        self.tokens += int(tokens)
+
+    def clear_seen(self) -> None:
+        """Forget every mark and the token count (the keys stay)."""
+        for s in self._all_sets().values():
+            s.seen = np.zeros(s.keys.shape[0], dtype=bool)  # new arrays: a shared copy may be read-only
+        self.tokens = 0
 
     def containment(self, n: int) -> np.ndarray:
         """float (items,): share of each item's distinct n-grams seen; NaN for items shorter than n."""

@@ -14,7 +14,9 @@ Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` cal
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
 - :mod:`~railsweep.sweep.local` — start or reuse a local Ray head and MLflow server, ``ray job submit``;
 - :mod:`~railsweep.sweep.job` — the Ray job (``python -m railsweep.sweep.job``; ``sweeps/table*.py`` wrap it):
-  its options, ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`.
+  its options, ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`;
+- :mod:`~railsweep.sweep.ngram_scan` — the ngram detector's corpus scan as a Ray Data job (``railsweep detect
+  --ray``, whose command module joins or starts Ray).
 """
 
 from railsweep.sweep.spec import PRESETS, SweepSpec, load_spec, spec_from_dict
