@@ -232,3 +232,19 @@ def test_scripts_without_a_cluster_start_a_private_instance_with_token_and_loopb
     assert local.ray_init_kwargs(None, num_cpus=1) == {"address": "local", "num_cpus": 1}
     assert os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
     assert local.ray_token_path().is_file()
+
+
+def test_a_held_default_port_is_replaced_by_a_free_one_and_a_free_one_is_kept():
+    """A second head beside a running one (another dashboard port) must not collide on Ray's fixed default ports."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        other = local.port_or_free(busy)
+        assert other != busy
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", other))  # the replacement is bindable
+    free = local.free_port()
+    assert local.port_or_free(free) == free

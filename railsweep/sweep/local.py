@@ -138,6 +138,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def port_or_free(port: int) -> int:
+    """``port`` when nothing listens on it on 127.0.0.1 (nor on all interfaces), else a free port."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return free_port()
+    return port
+
+
 def _http_status(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0) -> int | None:
     """The HTTP status of a GET (None when nothing answers)."""
     try:
@@ -279,15 +290,19 @@ def ensure_ray_head(
         return RayHead(url, None, Service(url, None))
     cmd = [_exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
            "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
-    gcs_port = 6379
     log = None
     if isolated:
         gcs_port, dashboard_port = free_port(), free_port()
+        client_port, agent_port = free_port(), free_port()
         url = f"http://127.0.0.1:{dashboard_port}"
         tmp = Path(f"/tmp/rsw{os.getpid()}-{gcs_port}")
-        cmd += ["--temp-dir", str(tmp), "--ray-client-server-port", str(free_port()),
-                "--dashboard-agent-listen-port", str(free_port())]  # fmt: skip
+        cmd += ["--temp-dir", str(tmp)]
         log = Path(f"{tmp}.log")
+    else:
+        # Ray's default ports, unless something on this machine holds them (a second head beside a running one,
+        # on another dashboard port, must not collide on the GCS, client or agent port)
+        gcs_port, client_port, agent_port = port_or_free(6379), port_or_free(10001), port_or_free(52365)
+    cmd += ["--ray-client-server-port", str(client_port), "--dashboard-agent-listen-port", str(agent_port)]
     cmd += ["--port", str(gcs_port), "--dashboard-port", str(dashboard_port)]
     if num_cpus is not None:
         cmd += ["--num-cpus", str(num_cpus)]
