@@ -210,3 +210,28 @@ def test_pretraining_precision_changes_the_digest_only_when_not_fp32():
     assert "precision" not in TINY.to_dict()["pretrain"]  # worlds cached before the option keep their digest
     assert bf16.to_dict()["pretrain"]["precision"] == "bf16"
     assert bf16.digest() != TINY.digest() and bf16.base_digest() != TINY.base_digest()
+
+
+def test_the_base_donor_is_the_sibling_world_holding_most_of_the_wanted_bases(tmp_path):
+    import dataclasses
+    import json
+
+    from railsweep.miniworld.presets import preset_config
+    from railsweep.miniworld.world import _base_donor
+
+    config = dataclasses.replace(preset_config("smoke"), families=("llama", "gemma"))
+
+    def world(name, families, digest=None):
+        d = tmp_path / name
+        for f in families:
+            (d / "families" / f / "base").mkdir(parents=True)
+            (d / "families" / f / "base" / "config.json").write_text("{}")
+        d.mkdir(exist_ok=True)
+        (d / "manifest.json").write_text(json.dumps({"base_digest": digest or config.base_digest()}))
+        return d
+
+    world("a-llama-only", ["llama"])
+    both = world("b-both", ["llama", "gemma"])
+    world("c-other-digest", ["llama", "gemma"], digest="0" * 12)
+    (tmp_path / "d-unfinished" / "families").mkdir(parents=True)  # no manifest: never a donor
+    assert _base_donor(tmp_path / "new", config) == both

@@ -155,7 +155,9 @@ def _config_from_dict(d: dict) -> WorldConfig:
 
 
 def _base_donor(root: Path, config: WorldConfig) -> Path | None:
-    """A finished sibling world whose data, tokenizer and base models equal the ones ``config`` builds."""
+    """A finished sibling world whose data, tokenizer and base models equal the ones ``config`` builds; of
+    several, the one holding the most of ``config.families``' base models (the fewest to pretrain)."""
+    best, best_count = None, -1
     for other in sorted(root.parent.iterdir()):
         manifest = other / "manifest.json"
         if other == root or not manifest.is_file():
@@ -164,9 +166,10 @@ def _base_donor(root: Path, config: WorldConfig) -> Path | None:
             same = json.loads(manifest.read_text()).get("base_digest") == config.base_digest()
         except (OSError, ValueError):
             continue
-        if same:
-            return other
-    return None
+        count = sum((other / "families" / f / "base" / "config.json").is_file() for f in config.families)
+        if same and count > best_count:
+            best, best_count = other, count
+    return best
 
 
 def pretraining_texts(train, config: WorldConfig) -> list[str]:
