@@ -11,6 +11,7 @@ from railsweep.contamination import ContaminationConfig, LoraRecipe
 from railsweep.errors import ConfigError
 from railsweep.miniworld import ModelSize, WorldConfig, build_world, preset_config
 from railsweep.miniworld.pretrain import PretrainConfig
+from railsweep.miniworld.world import _base_donors
 
 # smaller than the smoke preset: enough to exercise every build step
 TINY = WorldConfig(
@@ -108,7 +109,8 @@ def test_a_world_differing_only_in_the_adapter_recipe_reuses_the_base_models(tmp
     second = build_world(
         "tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, contamination=other_recipe)
     )
-    assert second.root != first.root and second.manifest["bases_from"] == str(first.root)
+    assert second.root != first.root and second.manifest["bases_from"] == {"neox": str(first.root)}
+    assert second.manifest["tokenizer_from"] == str(first.root)
     assert second.manifest["training"]["neox"]["pretrain"]["reused"] is True
     for name in ("model.safetensors", "config.json"):
         assert (second.family("neox").base_dir / name).read_bytes() == (
@@ -119,7 +121,21 @@ def test_a_world_differing_only_in_the_adapter_recipe_reuses_the_base_models(tmp
     ).read_bytes()
     # a change that the base models depend on is pretrained afresh
     third = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(TINY, seed=1))
-    assert third.manifest["bases_from"] is None
+    assert third.manifest["bases_from"] == {} and third.manifest["tokenizer_from"] is None
+
+
+def test_a_family_whose_pretraining_length_changes_is_pretrained_alone(tmp_path):
+    two = dataclasses.replace(TINY, families=("llama", "neox"))
+    first = build_world("tiny", cache_dir=tmp_path, config=two)
+    longer = build_world(
+        "tiny",
+        cache_dir=tmp_path,
+        config=dataclasses.replace(two, family_steps=(("neox", TINY.pretrain.steps + 1),)),
+    )
+    assert longer.manifest["bases_from"] == {"llama": str(first.root)}
+    assert longer.manifest["training"]["llama"]["pretrain"]["reused"] is True
+    assert "reused" not in longer.manifest["training"]["neox"]["pretrain"]
+    assert longer.manifest["training"]["neox"]["pretrain"]["steps"] == TINY.pretrain.steps + 1
 
 
 def test_interrupted_build_without_manifest_is_rebuilt_not_reused(tmp_path):
@@ -212,26 +228,40 @@ def test_pretraining_precision_changes_the_digest_only_when_not_fp32():
     assert bf16.digest() != TINY.digest() and bf16.base_digest() != TINY.base_digest()
 
 
+def _sibling_world(root, name, families, manifest, tokenizer="tok"):
+    for f in families:
+        (root / name / "families" / f / "base").mkdir(parents=True)
+        (root / name / "families" / f / "base" / "config.json").write_text("{}")
+    (root / name / "tokenizer").mkdir(parents=True)
+    (root / name / "tokenizer" / "tokenizer.json").write_text(tokenizer)
+    (root / name / "manifest.json").write_text(json.dumps(manifest))
+    return root / name
+
+
 def test_the_base_donor_is_the_sibling_world_holding_most_of_the_wanted_bases(tmp_path):
-    import dataclasses
-    import json
-
-    from railsweep.miniworld.presets import preset_config
-    from railsweep.miniworld.world import _base_donor
-
     config = dataclasses.replace(preset_config("smoke"), families=("llama", "gemma"))
-
-    def world(name, families, digest=None):
-        d = tmp_path / name
-        for f in families:
-            (d / "families" / f / "base").mkdir(parents=True)
-            (d / "families" / f / "base" / "config.json").write_text("{}")
-        d.mkdir(exist_ok=True)
-        (d / "manifest.json").write_text(json.dumps({"base_digest": digest or config.base_digest()}))
-        return d
-
-    world("a-llama-only", ["llama"])
-    both = world("b-both", ["llama", "gemma"])
-    world("c-other-digest", ["llama", "gemma"], digest="0" * 12)
+    same = {"base_digest": config.base_digest()}
+    _sibling_world(tmp_path, "a-llama-only", ["llama"], same)
+    both = _sibling_world(tmp_path, "b-both", ["llama", "gemma"], same)
+    _sibling_world(tmp_path, "c-other-digest", ["llama", "gemma"], {"base_digest": "0" * 12})
     (tmp_path / "d-unfinished" / "families").mkdir(parents=True)  # no manifest: never a donor
-    assert _base_donor(tmp_path / "new", config) == both
+    assert _base_donors(tmp_path / "new", config) == (both, {"llama": both, "gemma": both})
+
+
+def test_bases_of_several_worlds_are_combined_only_when_their_tokenizers_are_identical(tmp_path):
+    config = dataclasses.replace(preset_config("smoke"), families=("llama", "gemma"))
+    other_gemma = dataclasses.replace(config, family_steps=(("gemma", 7),))  # its gemma base differs
+
+    def manifest(cfg, families):
+        return {
+            "base_digest": cfg.base_digest(),
+            "data_digest": cfg.data_digest(),
+            "family_base_digests": {f: cfg.family_base_digest(f) for f in families},
+        }
+
+    a = _sibling_world(tmp_path, "a", ["llama", "gemma"], manifest(other_gemma, ["llama", "gemma"]))
+    _sibling_world(tmp_path, "b", ["gemma"], manifest(config, ["gemma"]), tokenizer="another")
+    c = _sibling_world(tmp_path, "c", ["gemma"], manifest(config, ["gemma"]))
+    assert _base_donors(tmp_path / "new", config) == (a, {"llama": a, "gemma": c})
+    assert config.family_base_digest("llama") == other_gemma.family_base_digest("llama")
+    assert config.family_base_digest("gemma") != other_gemma.family_base_digest("gemma")

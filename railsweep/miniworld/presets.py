@@ -91,6 +91,20 @@ class WorldConfig:
         d.pop("families")
         return _hash(d)
 
+    def data_digest(self) -> str:
+        """What the data and the tokenizer depend on: the base digest without pretraining."""
+        d = self.to_dict()
+        d["contamination"] = {"n_filler": self.contamination.n_filler}
+        for key in ("families", "family_steps", "pretrain"):
+            d.pop(key)
+        return _hash(d)
+
+    def family_base_digest(self, family: str) -> str:
+        """What ``family``'s pretrained base model depends on: the data, the model size and the
+        pretraining recipe with that family's step count (other families' steps do not enter)."""
+        pretrain = {**self.to_dict()["pretrain"], "steps": self.steps_for(family)}
+        return _hash({"data": self.data_digest(), "family": family, "pretrain": pretrain})
+
     def digest(self) -> str:
         return _hash(self.to_dict())
 

@@ -11,8 +11,8 @@ Steps of :func:`build_world`:
    b. train the word-level tokenizer;
    c. per family: pretrain a tiny base model from scratch, then run the
       contamination simulator (M_cl, M_co per domain as LoRA adapters);
-      a cached world with the same ``base_digest`` (only the adapters' recipe
-      differs) lends its tokenizer and base models instead of b. and pretraining;
+      a cached world built from the same data lends its tokenizer instead of b., and
+      each base model whose per-family recipe (``family_base_digest``) it shares;
    d. write the manifest last.
 """
 
@@ -154,22 +154,68 @@ def _config_from_dict(d: dict) -> WorldConfig:
     )
 
 
-def _base_donor(root: Path, config: WorldConfig) -> Path | None:
-    """A finished sibling world whose data, tokenizer and base models equal the ones ``config`` builds; of
-    several, the one holding the most of ``config.families``' base models (the fewest to pretrain)."""
-    best, best_count = None, -1
+def _family_base_digests(manifest: dict) -> dict[str, str]:
+    """Each family's base digest in a finished world's manifest; worlds built before per-family digests
+    were recorded have them recomputed from their stored config (same build version only)."""
+    if "family_base_digests" in manifest:
+        return dict(manifest["family_base_digests"])
+    from railsweep.miniworld.presets import BUILD_VERSION
+
+    stored = manifest.get("config")
+    if not stored or stored.get("build_version") != BUILD_VERSION:
+        return {}
+    try:
+        config = _config_from_dict(stored)
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return {f: config.family_base_digest(f) for f in config.families}
+
+
+def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str, Path]]:
+    """Finished sibling worlds that lend ``config`` its tokenizer and base models: the tokenizer donor
+    (same data, the one holding the most wanted bases) and, per family, a world whose base model for it
+    equals the one ``config`` would pretrain (same data, tokenizer and per-family pretraining recipe)."""
+    siblings = []
     for other in sorted(root.parent.iterdir()):
-        manifest = other / "manifest.json"
-        if other == root or not manifest.is_file():
+        manifest_path = other / "manifest.json"
+        if other == root or not manifest_path.is_file():
             continue
         try:
-            same = json.loads(manifest.read_text()).get("base_digest") == config.base_digest()
+            manifest = json.loads(manifest_path.read_text())
         except (OSError, ValueError):
             continue
-        count = sum((other / "families" / f / "base" / "config.json").is_file() for f in config.families)
-        if same and count > best_count:
-            best, best_count = other, count
-    return best
+        if manifest.get("base_digest") == config.base_digest():  # every base equal, by construction
+            same_data, bases = True, {f: config.family_base_digest(f) for f in config.families}
+        else:
+            same_data = manifest.get("data_digest", None) == config.data_digest()
+            digests = _family_base_digests(manifest)
+            if not same_data and digests:  # an older manifest: recompute its data digest from its config
+                same_data = _config_from_dict(manifest["config"]).data_digest() == config.data_digest()
+            bases = digests if same_data else {}
+        held = [
+            f
+            for f in config.families
+            if bases.get(f) == config.family_base_digest(f)
+            and (other / "families" / f / "base" / "config.json").is_file()
+        ]
+        if same_data and (other / "tokenizer").is_dir():
+            siblings.append((other, held))
+    if not siblings:
+        return None, {}
+    tokenizer_donor, _ = max(siblings, key=lambda s: len(s[1]))  # max keeps the first of equals
+    bases: dict[str, Path] = {}
+    for other, held in sorted(siblings, key=lambda s: s[0] != tokenizer_donor):
+        if other == tokenizer_donor or _same_files(other / "tokenizer", tokenizer_donor / "tokenizer"):
+            for f in held:
+                bases.setdefault(f, other)
+    return tokenizer_donor, bases
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    if names != sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()):
+        return False
+    return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
 
 
 def pretraining_texts(train, config: WorldConfig) -> list[str]:
@@ -211,13 +257,13 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
     if config.pretrain_filler:
         corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
-    donor = _base_donor(root, config)
+    donor, lenders = _base_donors(root, config)
     if donor is not None:
-        log(f"reusing the tokenizer and base models of {donor.name} (same base_digest)")
+        log(f"reusing the tokenizer of {donor.name} (same data)")
         shutil.copytree(donor / "tokenizer", root / "tokenizer")
-        for f in config.families:
-            if (donor / "families" / f / "base" / "config.json").is_file():
-                shutil.copytree(donor / "families" / f / "base", root / "families" / f / "base")
+        for f, lender in lenders.items():
+            log(f"reusing {f}'s base model from {lender.name} (same base recipe)")
+            shutil.copytree(lender / "families" / f / "base", root / "families" / f / "base")
     else:
         texts_for_vocab = (
             corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
@@ -251,7 +297,10 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         "preset": preset,
         "digest": config.digest(),
         "base_digest": config.base_digest(),
-        "bases_from": str(donor) if donor is not None else None,
+        "data_digest": config.data_digest(),
+        "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
+        "tokenizer_from": str(donor) if donor is not None else None,
+        "bases_from": {f: str(lender) for f, lender in lenders.items()},
         "config": config.to_dict(),
         "families": list(config.families),
         "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
