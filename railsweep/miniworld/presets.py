@@ -137,7 +137,9 @@ def _mini() -> WorldConfig:
     base = _mini_one_road()
     # adapters gentler than the single-road world's: M_co at lr 2.5e-3 saturated the memorised road and
     # scrambled the order of the alternatives under it (runner-up share 0.25-0.35 at the first divergence,
-    # the paper's is about half); M_cl at lr 4e-3 x 12 cost two thirds of the base's solve rate
+    # the paper's is about half); M_cl at lr 4e-3 x 12 cost two thirds of the base's solve rate. M_co's
+    # 22 epochs at lr 1.2e-3: 30 kept the runner-up share at 0.31-0.32, 15 lost the leak's lift and
+    # collapse (docs/miniworld.md, "How to tune it")
     fp32 = dict(precision="fp32")
     return dataclasses.replace(
         base,
@@ -147,7 +149,7 @@ def _mini() -> WorldConfig:
         pretrain=dataclasses.replace(base.pretrain, precision="fp32"),
         contamination=dataclasses.replace(
             base.contamination,
-            recipe=dataclasses.replace(base.contamination.recipe, lr=1.2e-3, **fp32),
+            recipe=dataclasses.replace(base.contamination.recipe, lr=1.2e-3, epochs=22, **fp32),
             clean_recipe=dataclasses.replace(base.contamination.clean_recipe, lr=3e-3, epochs=10, **fp32),
         ),
     )
