@@ -68,7 +68,11 @@ def _runnable(job, skipped: list[str]) -> list[Any]:
 
 
 def detect_sweep(
-    spec: SweepSpec, parent_run_id: str, readouts: Sequence[dict[str, str]], threads: int = 1
+    spec: SweepSpec,
+    experiment_id: str,
+    parent_run_id: str,
+    readouts: Sequence[dict[str, str]],
+    threads: int = 1,
 ) -> dict[str, Any]:
     """Steps 1-6; returns ``{"markdown", "n_rows", "skipped", "wall_s"}``."""
     import pandas as pd
@@ -84,7 +88,7 @@ def detect_sweep(
 
     t0 = time.perf_counter()
     apply_thread_budget(threads)
-    tracker = Tracker(spec.tracking.uri)
+    tracker = Tracker(spec.tracking.uri, experiment_id)
     specs = {d.name: d for d in spec.detectors}
     skipped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="railsweep-detect-") as tmp_s:
@@ -133,10 +137,12 @@ def detect_sweep(
     return {"markdown": md, "n_rows": len(table), "skipped": skipped, "wall_s": wall}
 
 
-def run_detection(spec: SweepSpec, parent_run_id: str, readouts: Sequence[dict[str, str]]) -> dict[str, Any]:
+def run_detection(
+    spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]]
+) -> dict[str, Any]:
     """:func:`detect_sweep` as a Ray task holding the CPUs of the largest node (engines must be gone)."""
     import ray
 
     cpus = max([float(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")] + [1.0])
     task = ray.remote(detect_sweep).options(num_cpus=cpus, max_retries=1)
-    return ray.get(task.remote(spec, parent_run_id, list(readouts), max(1, int(cpus))))
+    return ray.get(task.remote(spec, experiment_id, parent_run_id, list(readouts), max(1, int(cpus))))

@@ -278,7 +278,7 @@ def run_sweep(
             t_detect = time.perf_counter()
             _kill(engines)  # the model-side detectors get the engines' CPUs
             engines = {}
-            detected = run_detection(spec, parent_id, readouts)
+            detected = run_detection(spec, exp_id, parent_id, readouts)
             tables["detection"] = detected["markdown"]
             timings["detect_s"] = time.perf_counter() - t_detect
             print(f"\nDetection against the truth ({len(spec.detectors)} detector(s), "
