@@ -87,3 +87,28 @@ def test_a_sweep_with_detectors_logs_the_truth_scored_table_on_its_parent_run(
     assert "detect.loss.reference_clean.llama.gsm8k.auc" in metrics
     assert "detect.ngram.n_13_fields_question_solution.corpus.pq.control_rate" in metrics
     assert metrics["time.detect_s"] > 0
+
+    # the notebook's detection section shows the truth table and the ROC figure of this sweep
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "analysis.ipynb", as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    params.source += (
+        f"\nTRACKING_URI = {mlflow_server!r}\nEXPERIMENT = 'e2e-detect'\nPARENT_RUN_ID = {out.parent_run_id!r}\n"
+        f"OUT_DIR = {str(tmp_path / 'nb')!r}\n"
+    )
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": tempfile.mkdtemp()}}).execute()  # fmt: skip
+    section = next(i for i, c in enumerate(nb.cells) if c.source.startswith("## Contamination detection"))
+    outputs = nb.cells[section + 1].outputs
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    shown = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
+    assert "| loss | reference=clean | llama | gsm8k |" in shown
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 1
+    assert os.path.isfile(tmp_path / "nb" / "detection_roc.png")
+    print("timings", out.timings)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from railsweep.detection.scoring import roc_curve
@@ -52,7 +51,8 @@ def roc_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def roc_figure(table: pd.DataFrame, path: str | Path, title: str = "") -> Path | None:
-    """ROC curves of every detector setting x family, one panel per domain (None when no curve exists)."""
+    """ROC curves of every detector setting x family, one panel per domain (None when no curve exists):
+    one colour per detector setting, one line style per family."""
     from railsweep.analysis.plots import _plt, _save
 
     roc = roc_frame(table)
@@ -61,15 +61,15 @@ def roc_figure(table: pd.DataFrame, path: str | Path, title: str = "") -> Path |
     plt = _plt()
     domains = list(dict.fromkeys(roc["domain"]))
     fig, axes = plt.subplots(1, len(domains), figsize=(4.6 * len(domains), 4.4), squeeze=False)
-    detectors = list(dict.fromkeys(roc["detector"]))
-    colours = {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(detectors)}
+    settings = list(dict.fromkeys(zip(roc["detector"], roc["setting"])))  # one colour per detector setting
+    colours = {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(settings)}
     families = [f for f in dict.fromkeys(roc["family"]) if f is not None and f == f]
     styles = {f: s for f, s in zip(families, ["-", "--", ":", "-."] * 4)}
     for ax, dom in zip(axes[0], domains):
         part = roc[roc["domain"] == dom]
         for key, g in part.groupby(["detector", "setting", "family"], dropna=False, sort=False):
             det, setting, fam = key
-            ax.plot(g["fpr"], g["tpr"], color=colours[det], linestyle=styles.get(fam, "-"), linewidth=1.3,
+            ax.plot(g["fpr"], g["tpr"], color=colours[det, setting], linestyle=styles.get(fam, "-"), linewidth=1.3,
                     label=curve_label(det, setting, fam), drawstyle="default")  # fmt: skip
         ax.plot([0, 1], [0, 1], color="0.7", linewidth=0.8, linestyle=":")
         ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="FPR (unleaked test items)", ylabel="TPR (leaked test items)",
@@ -77,7 +77,3 @@ def roc_figure(table: pd.DataFrame, path: str | Path, title: str = "") -> Path |
         ax.legend(fontsize=6.5, loc="lower right")
     return _save(fig, path)
 
-
-def auc_of(roc: pd.DataFrame) -> float:
-    """Area under one group's ROC corners by the trapezoid rule (equals :func:`roc_auc` with ties at 1/2)."""
-    return float(np.trapezoid(roc["tpr"].to_numpy(float), roc["fpr"].to_numpy(float)))
