@@ -311,37 +311,10 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
 
 
 def _world_jobs(args, detectors, base_inputs, scratch: Path):
-    import dataclasses
-
-    from railsweep.detection.world import cached_world, world_corpus, world_items
+    from railsweep.detection.world import cached_world, world_jobs
 
     world = cached_world(args.world)
     families = args.family or list(world.families)
     domains = args.domain or list(world.config.contamination.domains)
-    for f in families:
-        world.family(f)  # unknown family -> ConfigError
-    for d in domains:
-        if d not in world.config.contamination.domains:
-            raise ConfigError(
-                f"--domain {d!r}: this world's domains are {list(world.config.contamination.domains)}"
-            )
-    items = world_items(world, args.n_control)
-    corpus_side = [d for d in detectors if d.name == "ngram"]
-    model_side = [d for d in detectors if d.name != "ngram"]
-    jobs = []
-    for dom in domains:
-        if corpus_side:
-            corpus = tuple(world_corpus(world, dom, scratch / dom))
-            inputs = dataclasses.replace(base_inputs, corpus=corpus)
-            jobs.append((None, dom, items.test, items.control, inputs, corpus_side))
-        for fam in families if model_side else ():
-            models = world.family(fam)
-            inputs = dataclasses.replace(
-                base_inputs,
-                model=models.base_dir,
-                adapter=models.adapters[f"co_{dom}"],
-                reference_adapter=models.adapters["clean"],
-                fewshot=base_inputs.fewshot or world.data_dir / "cot_8shot.json",
-            )
-            jobs.append((fam, dom, items.test, items.control, inputs, model_side))
-    return jobs
+    jobs = world_jobs(world, detectors, base_inputs, families, domains, scratch, n_control=args.n_control)
+    return [(j.family, j.domain, j.test, j.control, j.inputs, list(j.detectors)) for j in jobs]

@@ -89,3 +89,25 @@ def auc_ci(
         draw = np.r_[pos[rng.integers(0, pos.size, pos.size)], neg[rng.integers(0, neg.size, neg.size)]]
         stats[b] = roc_auc(draw, both)
     return percentile_ci(stats, alpha)
+
+
+def roc_curve(score: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ROC curve's corners (FPR, TPR), each float (K + 1,), from (0, 0) to (1, 1).
+
+    One corner per distinct score, highest first: flagging every item with score >= s.
+    Tied scores move both rates at once (the diagonal step whose area :func:`roc_auc`
+    counts one half). score: float (N,); label: bool (N,); NaN scores dropped; both
+    arrays empty when a class is empty.
+    """
+    s = np.asarray(score, dtype=float)
+    y = np.asarray(label, dtype=bool)
+    keep = ~np.isnan(s)
+    s, y = s[keep], y[keep]
+    p, n = int(y.sum()), int((~y).sum())
+    if p == 0 or n == 0:
+        return np.empty(0), np.empty(0)
+    order = np.argsort(-s, kind="mergesort")
+    s, y = s[order], y[order]
+    last = np.r_[s[1:] != s[:-1], True]  # the last item of each run of equal scores
+    tp, fp = np.cumsum(y)[last], np.cumsum(~y)[last]
+    return np.r_[0.0, fp / n], np.r_[0.0, tp / p]

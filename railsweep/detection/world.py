@@ -7,16 +7,23 @@
   the test or train split, so known to be absent from every model's training;
 - corpus of domain d: the pretraining source (``train.jsonl``) and the fine-tuning texts of
   the ``clean`` and ``co_<d>`` adapters, regenerated with
-  :func:`railsweep.contamination.simulator.training_mixes` exactly as the build made them.
+  :func:`railsweep.contamination.simulator.training_mixes` exactly as the build made them;
+- the paraphrased test split (:func:`paraphrase_split`): each test question in its PQ wording
+  with the original solution, GSM8K format, for a readout on the paraphrase (perturb);
+- the jobs of a detection run over families x domains (:func:`world_jobs`): the corpus-side
+  detectors once per domain, the model-side ones per family and domain on ``co_<d>`` with
+  ``clean`` as the reference, plus per-pair inputs a caller already has (a sweep's readouts).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from railsweep.detection.base import Item
+from railsweep.detection.base import DetectInputs, Detector, Item
 from railsweep.detection.items import read_items
 from railsweep.detection.output import write_atomic
 
@@ -91,3 +98,84 @@ def cached_world(name: str):
             f"'railsweep miniworld build --preset {name}'"
         )
     return load_world(found[0].parent)
+
+
+PARAPHRASE_SPLIT = "test"  # the file name (without .jsonl) of the paraphrased split in its own directory
+
+
+def paraphrase_split(world, out_dir: str | Path) -> Path:
+    """Write ``<out_dir>/test.jsonl``: every test question in its paraphrased wording with the original
+    solution (GSM8K format, same order and indices as the test split; an empty paraphrase keeps the original
+    wording, as the PQ adapters were trained). Rewritten only when its content changes; returns the path."""
+    from railsweep.contamination.simulator import load_pq
+    from railsweep.tasks.gsm8k import read_jsonl
+
+    test = read_jsonl(world.data_dir / "test.jsonl")
+    pq = load_pq(world.data_dir / "pq_test.jsonl", test)
+    body = "".join(json.dumps({"question": pq[i], "answer": r["answer"]}) + "\n" for i, r in enumerate(test))
+    path = Path(out_dir) / f"{PARAPHRASE_SPLIT}.jsonl"
+    if path.is_file() and path.read_text(encoding="utf-8") == body:
+        return path
+    return write_atomic(path, lambda tmp: tmp.write_text(body, encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class WorldJob:
+    """One detection call: these detectors on these items and inputs (family None for the corpus side)."""
+
+    family: str | None
+    domain: str
+    test: list[Item]
+    control: list[Item]
+    inputs: DetectInputs
+    detectors: tuple[Detector, ...]
+
+
+def world_jobs(
+    world,
+    detectors: Sequence[Detector],
+    base_inputs: DetectInputs,
+    families: Sequence[str],
+    domains: Sequence[str],
+    scratch: str | Path,
+    *,
+    n_control: int | None = None,
+    pair_inputs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+) -> list[WorldJob]:
+    """The jobs of a detection run on ``world`` (see the module docstring); unknown family/domain -> ConfigError.
+
+    ``pair_inputs[(family, domain)]``: more :class:`DetectInputs` fields for that pair's model-side job
+    (``responses`` for cdd, ``original``/``paraphrased`` for perturb); ``scratch`` holds the corpus files.
+    """
+    import dataclasses
+
+    from railsweep.errors import ConfigError
+
+    for f in families:
+        world.family(f)  # unknown family -> ConfigError
+    for d in domains:
+        if d not in world.config.contamination.domains:
+            raise ConfigError(
+                f"--domain {d!r}: this world's domains are {list(world.config.contamination.domains)}"
+            )
+    items = world_items(world, n_control)
+    corpus_side = tuple(d for d in detectors if d.name == "ngram")
+    model_side = tuple(d for d in detectors if d.name != "ngram")
+    jobs = []
+    for dom in domains:
+        if corpus_side:
+            corpus = tuple(world_corpus(world, dom, Path(scratch) / dom))
+            inputs = dataclasses.replace(base_inputs, corpus=corpus)
+            jobs.append(WorldJob(None, dom, items.test, items.control, inputs, corpus_side))
+        for fam in families if model_side else ():
+            models = world.family(fam)
+            inputs = dataclasses.replace(
+                base_inputs,
+                model=models.base_dir,
+                adapter=models.adapters[f"co_{dom}"],
+                reference_adapter=models.adapters["clean"],
+                fewshot=base_inputs.fewshot or world.data_dir / "cot_8shot.json",
+                **dict((pair_inputs or {}).get((fam, dom), {})),
+            )
+            jobs.append(WorldJob(fam, dom, items.test, items.control, inputs, model_side))
+    return jobs

@@ -26,7 +26,8 @@ class SweepCell:
     """One grid point: the CellConfig evaluated plus the sweep's bookkeeping."""
 
     config: CellConfig
-    clean_id: str | None  # the reference cell's id (None for clean cells)
+    clean_id: str | None  # the reference cell's id (None for clean cells and detection readouts)
+    note: str = ""  # shown after the strategy label (a detection readout says which wording it reads)
 
     @property
     def cell_id(self) -> str:
@@ -46,7 +47,8 @@ class SweepCell:
 
     def label(self) -> str:
         """Display label used in the tables, e.g. ``RailCap n=4 cap``."""
-        return strategy_label(self.config.strategy, self.config.strategy_params)
+        label = strategy_label(self.config.strategy, self.config.strategy_params)
+        return f"{label} ({self.note})" if self.note else label
 
     def flat_params(self) -> dict[str, str]:
         """Flat, UI-comparable MLflow params."""
@@ -112,6 +114,8 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
     if table not in TABLES:
         raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
+    if not spec.strategies:  # a detection-only sweep: its cells are the detectors' readouts (detect_cells)
+        return []
     r = spec.readout
     common = dict(
         m=r.m,

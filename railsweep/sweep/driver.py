@@ -9,7 +9,12 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line;
 6. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.publish`), print the table;
-7. close the parent run (FAILED when some cell failed) and kill the engines.
+7. with ``detectors``: kill the engines, run the detection step as a Ray task (truth-scored table, per-item
+   Parquet and ROC figure on the parent run, :mod:`~railsweep.sweep.detection`), print its table;
+8. close the parent run (FAILED when some cell failed) and kill the engines.
+
+A spec with ``detectors`` adds the readout cells cdd and perturb read (:mod:`~railsweep.sweep.detect_cells`)
+to the grid; a detection-only spec (no strategies) has only those, and publishes no paper tables.
 """
 
 from __future__ import annotations
@@ -109,10 +114,23 @@ def _cell_meta(cell: SweepCell) -> dict[str, Any]:
 
 
 def prepare(spec: SweepSpec, table: str = "all") -> tuple[SweepSpec, list[SweepCell]]:
-    """Steps 1: validation that needs no Ray (tracking server, model paths, grid)."""
+    """Steps 1: validation that needs no Ray (tracking server, model paths, grid, detection readouts)."""
+    resolved, cells, _ = _prepare(spec, table)
+    return resolved, cells
+
+
+def _prepare(spec: SweepSpec, table: str) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
     check_tracking_uri(spec.tracking.uri)
     resolved = spec.resolve()
-    return resolved, expand(resolved, table)
+    cells = expand(resolved, table)
+    readouts: list[dict[str, str]] = []
+    if resolved.detectors:
+        from railsweep.sweep.detect_cells import readout_cells
+
+        extra, readouts = readout_cells(resolved)
+        have = {c.cell_id for c in cells}
+        cells += [c for c in extra if c.cell_id not in have]
+    return resolved, cells, readouts
 
 
 def run_sweep(
@@ -131,12 +149,12 @@ def run_sweep(
     if not ray.is_initialized():
         raise ConfigError("run_sweep needs Ray: call ray.init() (the sweep job, railsweep.sweep.job, does) first")
     t_start = time.perf_counter()
-    spec, cells = prepare(spec, table)
+    spec, cells, readouts = _prepare(spec, table)
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
 
     tracker = Tracker(spec.tracking.uri)
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
-    p = prov.collect(cells[0].config.task_files())
+    p = prov.collect(cells[0].config.task_files() if cells else [Path(spec.data_dir) / "test.jsonl"])
     run_tags = provenance_tags(p)
     parent_id, reused = tracker.parent_run(
         sweep_id,
@@ -151,12 +169,14 @@ def run_sweep(
                     "temperature": spec.readout.temperature, "B": spec.scoring.B, "n_boot": spec.scoring.n_boot,
                     "families": ",".join(f.name for f in spec.families), "domains": ",".join(spec.domains),
                     "strategies": ",".join(s.name for s in spec.strategies), "engine_backend": spec.engine.backend,
-                    "limit": spec.readout.limit},
+                    "limit": spec.readout.limit,
+                    **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {})},
         )  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / SPEC_ARTIFACT
             f.write_text(
-                json.dumps({"spec": spec.to_dict(), "cells": [_cell_meta(c) for c in cells]}, indent=1)
+                json.dumps({"spec": spec.to_dict(), "cells": [_cell_meta(c) for c in cells],
+                            **({"detection_readouts": readouts} if spec.detectors else {})}, indent=1)  # fmt: skip
             )
             tracker.log_artifact(parent_id, f)
     print(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
@@ -238,7 +258,7 @@ def run_sweep(
             except Exception as e:  # a dead engine must not hide the sweep's results
                 stats[name] = {"error": str(e)}
         tables: dict[str, str] = {}
-        if publish:
+        if publish and spec.strategies:
             from railsweep.sweep.publish import publish_sweep
 
             task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
@@ -252,8 +272,23 @@ def run_sweep(
                 )
             if published.get("missing"):
                 print(f"[sweep] cells without a FINISHED run: {published['missing']}", file=out, flush=True)
+        if spec.detectors:
+            from railsweep.sweep.detection import run_detection
+
+            t_detect = time.perf_counter()
+            _kill(engines)  # the model-side detectors get the engines' CPUs
+            engines = {}
+            detected = run_detection(spec, exp_id, parent_id, readouts)
+            tables["detection"] = detected["markdown"]
+            timings["detect_s"] = time.perf_counter() - t_detect
+            print(f"\nDetection against the truth ({len(spec.detectors)} detector(s), "
+                  f"{detected['n_rows']} item rows):\n{detected['markdown']}", file=out)  # fmt: skip
+            for line in detected["skipped"]:
+                print(f"[sweep] detection skipped {line}", file=out, flush=True)
         wall = time.perf_counter() - t_start
-        timings["publish_s"] = wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
+        timings["publish_s"] = (
+            wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"] - timings.get("detect_s", 0.0)
+        )
         tracker.log(
             parent_id,
             metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pandas as pd
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.records import FINISHED, MISSING, CellRecord, SweepRecord
 from railsweep.sweep.tracking import (
+    DETECTION_DIR,
     RESULTS_DIR,
     SPEC_ARTIFACT,
     TAG_CLEAN_RUN,
@@ -125,6 +126,31 @@ def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFr
     if not name:
         return None
     return read_responses(tracker.download(run.info.run_id, f"{RESULTS_DIR}/{name}", dst))
+
+
+def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> dict[str, dict[str, Path]]:
+    """``{cell_id: {"questions": path, "responses": path}}``: the Parquet files of each cell's newest FINISHED
+    run, downloaded under ``dst``; a cell without a FINISHED run is left out."""
+    out = {}
+    for cid, run in tracker.finished_cells(cell_ids).items():
+        tags = run.data.tags
+        out[cid] = {
+            kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{tags[tag]}", Path(dst) / cid)
+            for kind, tag in (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
+        }
+    return out
+
+
+def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
+    """The per-item detection table a sweep with ``detectors`` logged on its parent run
+    (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
+    from railsweep.detection.output import FILENAME
+    from railsweep.detection.output import read_detections as read_table
+
+    listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts")
+    if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
+        return None
+    return read_table(tracker.download(parent_run_id, f"{DETECTION_DIR}/{FILENAME}", dst))
 
 
 def _parent(tracker: Tracker, experiment: str | None, parent_run_id: str | None) -> Any:

@@ -16,6 +16,13 @@ Cells: one clean reference per (family, clean adapter) — strategy Identity on
 M_cl — and one mitigated cell per (family, domain, strategy, parameter point),
 evaluated on M_co of that domain. Every cell has a stable id (the hash of its
 resolved config, see ``railsweep.config.CellConfig.cell_id``).
+
+Detection: ``detectors`` (names or ``{name, params, threshold}``, checked against
+:mod:`railsweep.detection`'s registry) makes the sweep also score those detectors
+for every family x domain of the miniature world against its leak split
+(:mod:`railsweep.sweep.detection`); cdd and perturb add the readout cells they
+read (:mod:`railsweep.sweep.detect_cells`). With detectors, ``strategies`` may be
+empty: a detection-only sweep.
 """
 
 from __future__ import annotations
@@ -26,10 +33,10 @@ import itertools
 import json
 from dataclasses import field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import field_validator, model_validator
+from pydantic import Field, Strict, field_validator, model_validator
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.sweep._schema import (
@@ -45,7 +52,7 @@ from railsweep.sweep._schema import (
 )
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
-PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "smoke")
+PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "smoke")
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
 # Strategies each paper table shows (method.md §6); "railcap_main" = RailCap at its default n, cap, last successor.
@@ -132,6 +139,53 @@ class StrategyGrid:
         return out
 
 
+@schema("detectors", inputs=("name", "params", "threshold"))
+class DetectorSpec:
+    """A detector of :mod:`railsweep.detection` with its ``params`` (its config fields) and an optional
+    fixed ``threshold`` (None: calibrated on the control items, else the detector's own default).
+
+    The name, the params and the threshold are checked through the detector's own config and
+    :func:`railsweep.detection.run.check_threshold` (unknown names get a "did you mean").
+    """
+
+    name: Text
+    params: tuple[tuple[str, Any], ...] = ()
+    threshold: Annotated[float, Strict()] | None = None
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _params(cls, v: Any) -> Any:
+        if v is None:
+            return ()
+        if isinstance(v, dict):  # YAML: {param: value}
+            return tuple(sorted((k, tuple(x) if isinstance(x, list) else x) for k, x in v.items()))
+        return v
+
+    @model_validator(mode="after")
+    def _is_a_known_detector(self) -> DetectorSpec:
+        from railsweep.detection.run import Thresholding, check_threshold
+
+        check_threshold(self.build(), Thresholding(self.threshold))
+        return self
+
+    def build(self) -> Any:
+        """The detector object (its config validated)."""
+        from railsweep.detection import build_detector
+
+        return build_detector(self.name, dict(self.params))
+
+
+@schema("detection")
+class Detection:
+    """How the ``detectors`` are scored: ``control_rate``, the highest flag rate on the control items when a
+    threshold is calibrated on them; ``n_control``, fresh control problems (None = as many as test items);
+    ``batch_size``, texts per forward pass of the model-side detectors."""
+
+    control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01
+    n_control: PosInt | None = None
+    batch_size: PosInt = 16
+
+
 # Fields take the constrained types of railsweep.sweep._schema (PosInt, NonNegFloat, ...): a plain ``int``
 # would accept '4' and 0.
 
@@ -195,7 +249,8 @@ class Tracking:
 class SweepSpec:
     """The whole sweep; its fields are the YAML keys. ``families``: a list of miniature-world family names
     or a mapping name → {base, adapters}; ``strategies``: names or {name, params, grid} mappings;
-    ``primary``: {family, domain}."""
+    ``primary``: {family, domain}; ``detectors``: names or {name, params, threshold} mappings (scored in
+    the same sweep, see the module docstring); ``detection``: their scoring settings."""
 
     name: Text
     source: Literal["miniworld", "paths"] = "miniworld"
@@ -212,8 +267,10 @@ class SweepSpec:
     engine: EngineSpec = field(default_factory=EngineSpec)
     resources: Resources = field(default_factory=Resources)
     tracking: Tracking = field(default_factory=Tracking)
+    detectors: tuple[DetectorSpec, ...] = ()
+    detection: Detection = field(default_factory=Detection)
 
-    @field_validator("readout", "scoring", "engine", "resources", "tracking", mode="before")
+    @field_validator("readout", "scoring", "engine", "resources", "tracking", "detection", mode="before")
     @classmethod
     def _empty_section(cls, v: Any) -> Any:
         return {} if v is None else v  # "readout:" with nothing under it = the defaults
@@ -263,6 +320,18 @@ class SweepSpec:
             raise ValueError("must be a list of strategy names or {name, params, grid} mappings")
         return tuple({"name": s} if isinstance(s, str) else s for s in v)
 
+    @field_validator("detectors", mode="before")
+    @classmethod
+    def _detectors(cls, v: Any) -> Any:
+        """A list of detector names or mappings {name, params, threshold}."""
+        if v is None:
+            return ()
+        if not isinstance(v, list | tuple):
+            raise ValueError("must be a list of detector names or {name, params, threshold} mappings")
+        if isinstance(v, list) and not v:
+            raise ValueError("is an empty list (leave 'detectors' out for a sweep without detection)")
+        return tuple({"name": d} if isinstance(d, str) else d for d in v)
+
     @field_validator("primary", mode="before")
     @classmethod
     def _primary(cls, v: Any) -> Any:
@@ -290,8 +359,17 @@ class SweepSpec:
     def _grid_is_runnable(self) -> SweepSpec:
         from railsweep.miniworld.models import FAMILIES
 
-        if not self.strategies:
+        if not self.strategies and not self.detectors:
             raise ValueError("the sweep has no strategies: the grid is empty")
+        if self.detectors:
+            det_names = [d.name for d in self.detectors]
+            twice = sorted({n for n in det_names if det_names.count(n) > 1})
+            if twice:
+                raise ValueError(f"detector {twice[0]!r} is listed twice (one entry per detector)")
+            if self.source != "miniworld":
+                raise ValueError(
+                    "detectors are scored against the miniature world's leak split: they need source 'miniworld'"
+                )
         names = [f.name for f in self.families]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -327,6 +405,9 @@ class SweepSpec:
         d = self.to_dict()
         for k in ("tracking", "resources"):
             d.pop(k)
+        if not d["detectors"]:  # a sweep without detection keeps the id it had before detection existed
+            d.pop("detectors")
+            d.pop("detection")
         d["engine"].pop("max_batch_size")  # the engine's batch changes speed, never samples
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]

@@ -34,6 +34,7 @@ TAG_RESPONSES_FILE = "railsweep.responses_artifact"
 TAG_CLEAN_RUN = "railsweep.clean_run_id"  # the clean run a mitigated cell's logged scores compare against
 RESULTS_DIR = "results"
 SPEC_ARTIFACT = "sweep_spec.json"  # on the parent run: the resolved spec and every cell of the grid
+DETECTION_DIR = "detection"  # on the parent run: detections.parquet, truth.csv/.md, roc.png (sweep.detection)
 
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 # MLflow's own urllib3 retries can stall a call for minutes; ours are bounded and explicit.
