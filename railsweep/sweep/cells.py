@@ -116,8 +116,9 @@ def is_main_railcap(cfg: CellConfig) -> bool:
 class TemperatureGroup:
     """One (family, domain) of the temperature dimension: the models' weights and their cell per tau.
 
-    ``adapters``: ``(("M_cl", path), ("M_co", path))``; ``cells``: ``(model, tau, cell_id)`` triples, tau 0
-    = greedy (always present); ``temperatures``: the spec's own list (what the dynamics step analyses);
+    ``adapters``: ``(("M_cl", path), ("M_co", path))``; ``cells``: ``(model, tau, cell_id)`` triples;
+    ``temperatures``: every tau sampled, the spec's list plus greedy (0), which is always sampled (the
+    collapse factor's reference and the greedy trajectory the logit gaps are read along);
     ``task_cell``: the M_cl greedy cell's config (``CellConfig.to_dict()``: the task its cells evaluated)."""
 
     family: str
@@ -189,7 +190,7 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
                         ("M_co", adapters[f"co_{domain}"]),
                     ),
                     cells=tuple((m, t, c.cell_id) for m, t, c in cells),
-                    temperatures=spec.temperatures,
+                    temperatures=tuple(sorted({0.0, *spec.temperatures})),
                     task_cell=cells[0][2].config.to_dict(),
                 )
             )

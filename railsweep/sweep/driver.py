@@ -247,8 +247,9 @@ def run_sweep(
 
             _kill(engines)  # idle now: their CPUs go to the teacher forcing
             t_dyn = time.perf_counter()
-            dynamics = run_dynamics(spec, groups, tracker, parent_id, num_cpus=min(1.0, _cluster_resources()[0]),
-                                    out=out)  # fmt: skip
+            cpus = _cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
+            per_group = min(cpus, max(1.0, float(int(cpus // len(groups)))))
+            dynamics = run_dynamics(spec, groups, tracker, parent_id, num_cpus=per_group, out=out)
             timings["dynamics_s"] = time.perf_counter() - t_dyn
         tables: dict[str, str] = {}
         if publish:

@@ -177,7 +177,7 @@ def run_dynamics(
         metrics: dict[str, float] = {}
         tags: dict[str, str] = {}
         summary: dict[str, Any] = {
-            "settings": {**dataclasses.asdict(d), "temperatures": list(spec.temperatures)},
+            "settings": {**dataclasses.asdict(d), "temperatures": list(groups[0].temperatures)},
             "groups": {},
         }
         for name, (g, res) in done.items():
@@ -194,7 +194,9 @@ def run_dynamics(
             )
             for f in files:
                 tracker.log_artifact(parent_id, f, DYNAMICS_DIR)
-        tracker.log(parent_id, metrics=metrics, tags=tags)
+        items = list(metrics.items())
+        for i in range(0, len(items), 1000):  # log_batch takes at most 1000 metrics
+            tracker.log(parent_id, metrics=dict(items[i : i + 1000]), tags=tags if i == 0 else None)
     seconds = time.time() - t0
     print(f"[sweep] dynamics: {len(done)} group(s) analysed and logged under {DYNAMICS_DIR}/ of the parent run "
           f"in {seconds:.0f} s" + (f"; skipped {sorted(skipped)}" if skipped else "")
