@@ -128,3 +128,33 @@ def test_notebook_helpers_show_the_logged_dynamics(dyn_sweep, tmp_path):
     paths = dynamics.figures(tables, tmp_path)
     assert sorted(paths) == ["calibration_llama_gsm8k", "gain_vs_tau_llama_gsm8k"]
     assert all(p.stat().st_size > 1000 for p in paths.values())
+
+
+def test_notebook_shows_gain_vs_tau_and_predicted_vs_observed_of_the_sweep(dyn_sweep, tmp_path):
+    import tempfile
+    from pathlib import Path
+
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "analysis.ipynb", as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    params.source += (
+        f"\nTRACKING_URI = {dyn_sweep['uri']!r}\nPARENT_RUN_ID = {dyn_sweep['out'].parent_run_id!r}\n"
+        f"OUT_DIR = {str(tmp_path / 'figures')!r}\n"
+    )
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": tempfile.mkdtemp()}}
+    ).execute()
+    text, images = [], 0
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            assert o["output_type"] != "error", o
+            data = o.get("data", {})
+            text.append(o.get("text", "") + data.get("text/markdown", "") + data.get("text/plain", ""))
+            images += "image/png" in data
+    text = "\n".join(text)
+    assert "Contamination gain vs τ" in text and "Predicted P(T)" in text
+    assert any(regime in text for regime in ("decoherence", "brittle", "lock-in"))  # the fits table
+    assert "gain_vs_tau_llama_gsm8k" in text and "calibration_llama_gsm8k" in text
+    assert images >= 2 and (tmp_path / "figures" / "gain_vs_tau_llama_gsm8k.png").is_file()
