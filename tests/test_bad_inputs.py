@@ -109,7 +109,7 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "domain_unknown": (_spec(domains=["gsm8k", "mmlu"]), "unknown domain 'mmlu'"),
     "family_unknown": (_spec(families=["llama", "mamba"]), "unknown family 'mamba'"),
     "primary_outside_grid": (_spec(families=["llama"], primary={"family": "gemma", "domain": "pq"}), "primary family 'gemma' is not one of the sweep's families ['llama']"),
-    "strategies_empty": (_spec(strategies=[]), "the sweep has no strategies: the grid is empty"),
+    "strategies_empty": (_spec(strategies=[]), "the sweep has no strategies, detectors or temperatures: the grid is empty"),
     "strategy_unknown": (_spec(strategies=["identity", "nonesuch"]), "unknown strategy 'nonesuch'"),
     "railcap_n_zero": (_spec(strategies=[{"name": "railcap", "grid": {"n": [0, 4]}}]), "got n=0"),
     "source_unknown": (_spec(source="hub"), "source: input should be 'miniworld' or 'paths', got 'hub'"),

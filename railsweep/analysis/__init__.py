@@ -1,7 +1,8 @@
 """Scoring a mitigated cell against its clean reference, and the paper's tables.
 
 (Plots live in ``railsweep.analysis.plots``; import it explicitly, it needs matplotlib. A sweep's scores, tables
-and figures from its records live in ``railsweep.analysis.report``. No module here imports ``railsweep.sweep``,
+and figures from its records live in ``railsweep.analysis.report``; the dynamics tables of a sweep with
+``temperatures`` are shaped in ``railsweep.analysis.dynamics``. No module here imports ``railsweep.sweep``,
 ray or mlflow.)
 """
 

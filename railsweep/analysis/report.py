@@ -156,7 +156,10 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     if rows["table3"]:
         paths["sappg_bars"] = plots.sappg_bars(sappg_frame(rows["table3"]), out / "sappg_bars.png")
     curves = {}
+    readout_t = (sweep.spec.get("readout") or {}).get("temperature")
     for c in sweep.cells:
+        if readout_t is not None and c.config.get("temperature") != readout_t:
+            continue  # M_cl at another temperature (a sweep's temperature dimension) is not the reference
         if c.finished and c.role == "clean" and c.responses is not None:
             try:
                 curves[f"M_cl {c.family}"] = plots.stability_curve(c.responses)

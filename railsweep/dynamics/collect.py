@@ -7,7 +7,8 @@ Steps of :func:`collect_family`:
    per model and temperature the ``temperature`` strategy's readout
    (:mod:`railsweep.dynamics.observe`), greedy always included;
 3. per model, teacher forcing on the shared TeacherForcer (fp32): the gold chain of thought
-   (NLL, gaps, margins, NLL at each temperature) and the model's own greedy answer (gaps).
+   (NLL, gaps, margins, NLL at each temperature) and the model's own greedy answer (gaps)
+   (:func:`force_models`, which the sweep's dynamics step calls on the samples its cells logged).
 """
 
 from __future__ import annotations
@@ -43,9 +44,7 @@ def model_adapters(world, domain: str) -> dict[str, str]:
 
 
 def collect_family(world, family: str, s: DynamicsSettings, log=print) -> FamilyData:
-    from railsweep.detection.nll import teacher_forcer
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.strategies.railcap.trajectory import answer_ids
     from railsweep.tasks import GSM8KTask, to_cot
 
     fam = world.family(family)
@@ -82,18 +81,15 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
         engine.close()
     seconds["sampling"] = time.time() - t0
     t0 = time.time()
-    forcer = teacher_forcer(fam.base_dir, s.device)
-    tok = forcer.tokenizer
-    pairs = [continuation_ids(tok, task.prompt(q), " " + g) for q, g in zip(questions, gold_text)]
-    prompts = [p for p, _ in pairs]
-    taus = tuple(sorted({1.0, *s.temperatures}))
-    gold, greedy = {}, {}
-    for model, adapter in models.items():
-        path = fam.adapters[adapter]
-        log(f"{family} {model}: teacher forcing the gold and greedy answers")
-        gold[model] = position_stats(forcer, path, prompts, [c for _, c in pairs], taus, s.forcing_batch)
-        own = [answer_ids(smp, tok) for smp in observed[model][0.0].samples]
-        greedy[model] = position_stats(forcer, path, prompts, own, (), s.forcing_batch)
+    gold, greedy = force_models(
+        fam.base_dir,
+        {model: fam.adapters[adapter] for model, adapter in models.items()},
+        [task.prompt(q) for q in questions],
+        gold_text,
+        {model: observed[model][0.0].samples for model in models},
+        s,
+        log=lambda msg: log(f"{family} {msg}"),
+    )
     seconds["forcing"] = time.time() - t0
     return FamilyData(
         family=family,
@@ -104,3 +100,25 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
         observed=observed,
         seconds=seconds,
     )
+
+
+def force_models(base_dir, adapter_paths, prompts, gold_text, greedy_samples, s: DynamicsSettings, log=print):
+    """Per model: position statistics along the gold chains of thought (with the NLL at 1 and every tau of
+    ``s``) and along the model's own greedy samples (gaps). ``adapter_paths``: model -> adapter directory;
+    ``greedy_samples``: model -> per item, its greedy :class:`~railsweep.engines.base.Sample`.
+    Returns ``(gold, greedy)``, each model -> list of PositionStats."""
+    from railsweep.detection.nll import teacher_forcer
+    from railsweep.strategies.railcap.trajectory import answer_ids
+
+    forcer = teacher_forcer(base_dir, s.device)
+    tok = forcer.tokenizer
+    pairs = [continuation_ids(tok, p, " " + g) for p, g in zip(prompts, gold_text)]
+    prompt_ids = [p for p, _ in pairs]
+    taus = tuple(sorted({1.0, *s.temperatures}))
+    gold, greedy = {}, {}
+    for model, path in adapter_paths.items():
+        log(f"{model}: teacher forcing the gold and greedy answers")
+        gold[model] = position_stats(forcer, path, prompt_ids, [c for _, c in pairs], taus, s.forcing_batch)
+        own = [answer_ids(smp, tok) for smp in greedy_samples[model]]
+        greedy[model] = position_stats(forcer, path, prompt_ids, own, (), s.forcing_batch)
+    return gold, greedy

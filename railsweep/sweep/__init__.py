@@ -12,6 +12,8 @@ Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` cal
 - :mod:`~railsweep.sweep.publish` — finished cells in MLflow → tables and figures on the parent run;
 - :mod:`~railsweep.sweep.detect_cells` — the readout cells a spec's ``detectors`` (cdd, perturb) read;
 - :mod:`~railsweep.sweep.detection` — the detectors on every family × domain, truth-scored, on the parent run;
+- :mod:`~railsweep.sweep.dynamics_step` — a spec's ``temperatures`` cells → fits, gains and predictions
+  (:mod:`railsweep.dynamics`) under ``dynamics/`` of the parent run;
 - :mod:`~railsweep.sweep.driver` — :func:`run_sweep` wiring it all together;
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
 - :mod:`~railsweep.sweep.local` — start or reuse a local Ray head and MLflow server, ``ray job submit``;

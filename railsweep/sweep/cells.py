@@ -6,8 +6,12 @@ Steps:
    domain is evaluated on the same original test questions);
 2. one mitigated cell per (family, domain, strategy, parameter point) on
    ``co_<domain>``, pointing at its clean reference by id;
-3. optional filter to what one paper table needs (``--table 1..4``);
-4. clean cells first, so they are scheduled before the cells that need them.
+3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy always
+   included): M_cl sampled at tau (Identity with the readout temperature set to tau, a clean cell) and M_co
+   sampled at tau (the ``temperature`` strategy, scored against that M_cl cell); the dynamics step reads
+   them (:func:`temperature_groups`). A spec without ``temperatures`` gets exactly the cells it had;
+4. optional filter to what one paper table needs (``--table 1..4``);
+5. clean cells first, so they are scheduled before the cells that need them.
 """
 
 from __future__ import annotations
@@ -110,14 +114,34 @@ def is_main_railcap(cfg: CellConfig) -> bool:
     )
 
 
-def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
-    """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
-    if table not in TABLES:
-        raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
-    if not spec.strategies:  # a detection-only sweep: its cells are the detectors' readouts (detect_cells)
-        return []
+@dataclass(frozen=True)
+class TemperatureGroup:
+    """One (family, domain) of the temperature dimension: the models' weights and their cell per tau.
+
+    ``adapters``: ``(("M_cl", path), ("M_co", path))``; ``cells``: ``(model, tau, cell_id)`` triples;
+    ``temperatures``: every tau sampled, the spec's list plus greedy (0), which is always sampled (the
+    collapse factor's reference and the greedy trajectory the logit gaps are read along);
+    ``task_cell``: the M_cl greedy cell's config (``CellConfig.to_dict()``: the task its cells evaluated)."""
+
+    family: str
+    domain: str
+    base: str
+    adapters: tuple[tuple[str, str], ...]
+    cells: tuple[tuple[str, float, str], ...]
+    temperatures: tuple[float, ...]
+    task_cell: dict[str, Any]
+
+    def cell_id(self, model: str, tau: float) -> str:
+        return next(c for m, t, c in self.cells if m == model and t == tau)
+
+    @property
+    def cell_ids(self) -> list[str]:
+        return [c for _, _, c in self.cells]
+
+
+def _common(spec: SweepSpec) -> dict[str, Any]:
     r = spec.readout
-    common = dict(
+    return dict(
         m=r.m,
         temperature=r.temperature,
         seed=r.seed,
@@ -126,9 +150,67 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
         task_dir=spec.data_dir,
         leak_split=spec.leak_split,
     )
+
+
+def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
+    """``(model, tau, cell)`` for M_cl and M_co at every tau of the spec, greedy included."""
+    common = _common(spec)
+    cname = fam.clean_adapter(domain)
+    out = []
+    for tau in sorted({0.0, *spec.temperatures}):
+        clean = SweepCell(
+            CellConfig(
+                model=fam.base, adapter=cname, strategy="identity", family=fam.name,
+                domain=domain if cname != "clean" else None, role="clean", **{**common, "temperature": tau},
+            ),
+            None,
+        )  # fmt: skip
+        co = CellConfig(
+            model=fam.base, adapter=f"co_{domain}", strategy="temperature", strategy_params={"tau": tau},
+            family=fam.name, domain=domain, role="mitigated", clean_adapter=cname, **common,
+        )  # fmt: skip
+        out += [("M_cl", tau, clean), ("M_co", tau, SweepCell(co, clean.cell_id))]
+    return out
+
+
+def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
+    """The temperature dimension of a resolved spec, one group per (family, domain); [] without it."""
+    if not spec.temperatures:
+        return []
+    groups = []
+    for fam in spec.families:
+        adapters = fam.adapter_dict()
+        for domain in spec.domains:
+            cells = _temperature_cells(spec, fam, domain)
+            groups.append(
+                TemperatureGroup(
+                    family=fam.name,
+                    domain=domain,
+                    base=fam.base,
+                    adapters=(
+                        ("M_cl", adapters[fam.clean_adapter(domain)]),
+                        ("M_co", adapters[f"co_{domain}"]),
+                    ),
+                    cells=tuple((m, t, c.cell_id) for m, t, c in cells),
+                    temperatures=tuple(sorted({0.0, *spec.temperatures})),
+                    task_cell=cells[0][2].config.to_dict(),
+                )
+            )
+    return groups
+
+
+def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
+    """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
+    if table not in TABLES:
+        raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
+    if not spec.strategies and not spec.temperatures:  # detection only: the detectors' readouts (detect_cells)
+        return []
+    common = _common(spec)
     primary = spec.primary_setting
     clean: dict[tuple[str, str], SweepCell] = {}
     mitigated: list[SweepCell] = []
+    tau_clean: list[SweepCell] = []
+    tau_co: list[SweepCell] = []
     for fam in spec.families:
         for domain in spec.domains:
             if table in ("1", "2", "4") and (fam.name, domain) != primary:
@@ -162,9 +244,13 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
                     if table != "all" and not _in_table(cfg, table):
                         continue
                     mitigated.append(SweepCell(cfg, clean[key].cell_id))
+            if table == "all" and spec.temperatures:
+                for model, _, cell in _temperature_cells(spec, fam, domain):
+                    (tau_clean if model == "M_cl" else tau_co).append(cell)
+    mitigated += tau_co
     seen: set[str] = set()
     cells = []
-    for c in [*clean.values(), *mitigated]:
+    for c in [*clean.values(), *tau_clean, *mitigated]:
         if c.cell_id not in seen:
             seen.add(c.cell_id)
             cells.append(c)

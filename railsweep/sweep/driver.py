@@ -8,10 +8,12 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 4. create one engine actor per family (× replicas) for the families with work left;
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line;
-6. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.publish`), print the table;
-7. with ``detectors``: kill the engines, run the detection step as a Ray task (truth-scored table, per-item
+6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
+   (:mod:`~railsweep.sweep.dynamics_step`: fits, gains and predictions per temperature on the parent run);
+7. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.publish`), print the table;
+8. with ``detectors``: kill the engines, run the detection step as a Ray task (truth-scored table, per-item
    Parquet and ROC figure on the parent run, :mod:`~railsweep.sweep.detection`), print its table;
-8. close the parent run (FAILED when some cell failed) and kill the engines.
+9. close the parent run (FAILED when some cell failed or the dynamics step failed) and kill the engines.
 
 A spec with ``detectors`` adds the readout cells cdd and perturb read (:mod:`~railsweep.sweep.detect_cells`)
 to the grid; a detection-only spec (no strategies) has only those, and publishes no paper tables.
@@ -31,7 +33,7 @@ from typing import Any
 from railsweep import provenance as prov
 from railsweep.errors import ConfigError
 from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
-from railsweep.sweep.cells import SweepCell, expand
+from railsweep.sweep.cells import SweepCell, expand, temperature_groups
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
@@ -49,6 +51,7 @@ class SweepOutcome:
     engine_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     tables: dict[str, str] = field(default_factory=dict)  # table name → markdown
     timings: dict[str, float] = field(default_factory=dict)  # seconds per driver phase
+    dynamics: dict[str, Any] | None = None  # the dynamics step's result (sweeps with temperatures)
 
 
 def _cluster_resources() -> tuple[float, float]:
@@ -257,8 +260,19 @@ def run_sweep(
                 stats[name] = ray.get(handle.stats.remote(), timeout=60)
             except Exception as e:  # a dead engine must not hide the sweep's results
                 stats[name] = {"error": str(e)}
+        dynamics = None
+        groups = temperature_groups(spec) if table == "all" and publish else []
+        if groups:
+            from railsweep.sweep.dynamics_step import run_dynamics
+
+            _kill(engines)  # idle now: their CPUs go to the teacher forcing
+            t_dyn = time.perf_counter()
+            cpus = _cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
+            per_group = min(cpus, max(1.0, float(int(cpus // len(groups)))))
+            dynamics = run_dynamics(spec, groups, tracker, parent_id, num_cpus=per_group, out=out)
+            timings["dynamics_s"] = time.perf_counter() - t_dyn
         tables: dict[str, str] = {}
-        if publish and spec.strategies:
+        if publish and (spec.strategies or spec.temperatures):
             from railsweep.sweep.publish import publish_sweep
 
             task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
@@ -287,15 +301,18 @@ def run_sweep(
                 print(f"[sweep] detection skipped {line}", file=out, flush=True)
         wall = time.perf_counter() - t_start
         timings["publish_s"] = (
-            wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"] - timings.get("detect_s", 0.0)
+            wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
+            - timings.get("detect_s", 0.0) - timings.get("dynamics_s", 0.0)
         )
+        dyn_failed = bool(dynamics and dynamics["errors"])
         tracker.log(
             parent_id,
             metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
                      "cells_total": float(len(cells)), **{f"time.{k}": v for k, v in timings.items()}},
-            tags={"railsweep.failed_cells": ",".join(map(str, failed))} if failed else None,
+            tags={**({"railsweep.failed_cells": ",".join(map(str, failed))} if failed else {}),
+                  **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})} or None,
         )  # fmt: skip
-        tracker.terminate(parent_id, "FAILED" if failed else "FINISHED")
+        tracker.terminate(parent_id, "FAILED" if failed or dyn_failed else "FINISHED")
     except BaseException:
         try:
             tracker.terminate(parent_id, "KILLED")
@@ -304,7 +321,7 @@ def run_sweep(
         raise
     _kill(engines)
     return SweepOutcome(
-        parent_id, exp_id, [c.cell_id for c in cells], skipped, failed, wall, stats, tables, timings
+        parent_id, exp_id, [c.cell_id for c in cells], skipped, failed, wall, stats, tables, timings, dynamics
     )
 
 

@@ -8,6 +8,9 @@ The one reader of sweep runs: the sweep's publish step, the notebook and any scr
    content-addressed, so a resumed sweep finds cells finished under an earlier parent);
 4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged (and the clean run
    they were computed against), and loaders that fetch its Parquet files on first use.
+
+:func:`read_dynamics` reads the tables the dynamics step of a sweep with ``temperatures`` logged on its
+parent run (``dynamics/*.parquet``, :mod:`railsweep.sweep.dynamics_step`).
 """
 
 from __future__ import annotations
@@ -229,3 +232,25 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     png = tracker.download(run.info.run_id, "figure1.png", out)
     summary = json.loads(tracker.download(run.info.run_id, "figure1.json", out).read_text())
     return {"run_id": run.info.run_id, "summary": summary, "png": png}
+
+
+DYNAMICS_DIR = "dynamics"  # railsweep.sweep.dynamics_step.DYNAMICS_DIR
+
+
+def read_dynamics(
+    tracker: Tracker, parent_run_id: str, download_dir: str | Path | None = None
+) -> dict[str, pd.DataFrame]:
+    """The dynamics tables on a sweep's parent run, by name (``gains``, ``fits``, ``predictions``,
+    ``accuracy``, ``positions``; every group's rows, ``family`` and ``domain`` columns); ``{}`` when the sweep
+    has no temperature dimension."""
+    files = retry(
+        lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR), "list dynamics artifacts"
+    )
+    dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))
+    out = {}
+    for f in files:
+        if f.path.endswith(".parquet"):
+            out[Path(f.path).stem] = pd.read_parquet(
+                tracker.download(parent_run_id, f.path, dst / parent_run_id)
+            )
+    return out

@@ -31,6 +31,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -38,6 +39,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Field, Strict, field_validator, model_validator
 
+from railsweep.dynamics.regimes import E_CUT
 from railsweep.errors import ConfigError, DataError
 from railsweep.sweep._schema import (
     Device,
@@ -52,7 +54,7 @@ from railsweep.sweep._schema import (
 )
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
-PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "smoke")
+PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "smoke")
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
 # Strategies each paper table shows (method.md §6); "railcap_main" = RailCap at its default n, cap, last successor.
@@ -245,12 +247,53 @@ class Tracking:
     experiment: Text = "railsweep"
 
 
+@schema("dynamics")
+class DynamicsSpec:
+    """The dynamics step of a sweep with ``temperatures`` (railsweep.dynamics.settings.DynamicsSettings):
+    ``n_boot``: item resamples for the fit CIs; ``n_boot_gain``: for the gain CIs; ``min_items``: positions
+    reached by fewer items are left out of a group's mean NLL curve; ``e_cut``: nats per token above which
+    E is decoherence; ``forcing_batch``: sequences per teacher-forcing forward pass; ``device``: where the
+    teacher forcing runs; ``seed``: the bootstrap RNG."""
+
+    n_boot: PosInt = 200
+    n_boot_gain: PosInt = 1000
+    min_items: PosInt = 5
+    e_cut: PosFloat = E_CUT
+    forcing_batch: PosInt = 8
+    device: Device = "cpu"
+    seed: NonNegInt = 0
+
+
+def parse_temperatures(v: Any) -> tuple[float, ...]:
+    """``temperatures:`` of a spec → sorted floats (``greedy`` = 0.0); a bad or repeated value → ValueError
+    naming it."""
+    if not isinstance(v, list | tuple):
+        raise ValueError(f"must be a list of temperatures ('greedy' or numbers >= 0), got {v!r}")
+    if not v:
+        raise ValueError("is an empty list (leave 'temperatures' out for no temperature dimension)")
+    out: list[float] = []
+    for t in v:
+        if isinstance(t, str) and t.strip().lower() == "greedy":
+            t = 0.0
+        elif isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+            raise ValueError(
+                f"bad temperature {t!r}: each must be 'greedy' or a finite number >= 0 (0 = greedy)"
+            )
+        if float(t) in out:
+            shown = "greedy (0)" if float(t) == 0 else repr(t)
+            raise ValueError(f"lists the temperature {shown} twice: {list(v)}")
+        out.append(float(t))
+    return tuple(sorted(out))
+
+
 @schema("")
 class SweepSpec:
     """The whole sweep; its fields are the YAML keys. ``families``: a list of miniature-world family names
     or a mapping name → {base, adapters}; ``strategies``: names or {name, params, grid} mappings;
     ``primary``: {family, domain}; ``detectors``: names or {name, params, threshold} mappings (scored in
-    the same sweep, see the module docstring); ``detection``: their scoring settings."""
+    the same sweep, see the module docstring); ``detection``: their scoring settings; ``temperatures``: a
+    sweep dimension of sampling temperatures (``greedy`` or numbers >= 0) at which both M_cl and M_co are
+    sampled, followed by the dynamics step (``dynamics``, see :mod:`railsweep.sweep.dynamics_step`)."""
 
     name: Text
     source: Literal["miniworld", "paths"] = "miniworld"
@@ -269,6 +312,13 @@ class SweepSpec:
     tracking: Tracking = field(default_factory=Tracking)
     detectors: tuple[DetectorSpec, ...] = ()
     detection: Detection = field(default_factory=Detection)
+    temperatures: tuple[NonNegFloat, ...] = ()  # () = no temperature dimension
+    dynamics: DynamicsSpec | None = None  # None (or "dynamics:" with nothing under it) = the defaults
+
+    @field_validator("temperatures", mode="before")
+    @classmethod
+    def _temperatures(cls, v: Any) -> Any:
+        return () if v is None or v == () else parse_temperatures(v)
 
     @field_validator("readout", "scoring", "engine", "resources", "tracking", "detection", mode="before")
     @classmethod
@@ -359,8 +409,10 @@ class SweepSpec:
     def _grid_is_runnable(self) -> SweepSpec:
         from railsweep.miniworld.models import FAMILIES
 
-        if not self.strategies and not self.detectors:
-            raise ValueError("the sweep has no strategies: the grid is empty")
+        if not self.strategies and not self.detectors and not self.temperatures:
+            raise ValueError("the sweep has no strategies, detectors or temperatures: the grid is empty")
+        if self.dynamics is not None and not self.temperatures:
+            raise ValueError("a 'dynamics' block needs a 'temperatures' list to sample at")
         if self.detectors:
             det_names = [d.name for d in self.detectors]
             twice = sorted({n for n in det_names if det_names.count(n) > 1})
@@ -409,6 +461,9 @@ class SweepSpec:
             d.pop("detectors")
             d.pop("detection")
         d["engine"].pop("max_batch_size")  # the engine's batch changes speed, never samples
+        if not self.temperatures:  # specs without the temperature dimension keep their ids
+            d.pop("temperatures")
+            d.pop("dynamics")
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -445,7 +500,17 @@ class SweepSpec:
         else:
             spec = self
         spec._check_paths()
+        if spec.temperatures and not spec.leak_split:
+            raise ConfigError(
+                f"sweep {spec.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
+                "the dynamics step compares leaked and unleaked items"
+            )
         return spec
+
+    @property
+    def dynamics_settings(self) -> DynamicsSpec:
+        """The dynamics step's settings (the defaults when the spec has temperatures but no block)."""
+        return self.dynamics if self.dynamics is not None else DynamicsSpec()
 
     def _check_paths(self) -> None:
         if not self.data_dir or not Path(self.data_dir).is_dir():
