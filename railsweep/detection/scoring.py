@@ -41,6 +41,15 @@ def flag_rate(score: np.ndarray, threshold: float) -> float:
     return float(np.mean(s > threshold)) if s.size else float("nan")
 
 
+def _labelled(score, label) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Scores and labels with NaN scores dropped, and the counts of positives and negatives."""
+    s = np.asarray(score, dtype=float)
+    y = np.asarray(label, dtype=bool)
+    keep = ~np.isnan(s)
+    s, y = s[keep], y[keep]
+    return s, y, int(y.sum()), int((~y).sum())
+
+
 def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
     """ROC AUC by the rank-sum (Mann-Whitney) formula, ties counted one half.
 
@@ -48,11 +57,7 @@ def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
     P(score of a random positive > score of a random negative) + P(tie) / 2.
     score: float (K,); label: bool (K,). NaN scores are dropped; NaN when a class is empty.
     """
-    s = np.asarray(score, dtype=float)
-    y = np.asarray(label, dtype=bool)
-    keep = ~np.isnan(s)
-    s, y = s[keep], y[keep]
-    p, n = int(y.sum()), int((~y).sum())
+    s, y, p, n = _labelled(score, label)
     if p == 0 or n == 0:
         return float("nan")
     order = np.argsort(s, kind="mergesort")
@@ -99,11 +104,7 @@ def roc_curve(score: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndar
     counts one half). score: float (N,); label: bool (N,); NaN scores dropped; both
     arrays empty when a class is empty.
     """
-    s = np.asarray(score, dtype=float)
-    y = np.asarray(label, dtype=bool)
-    keep = ~np.isnan(s)
-    s, y = s[keep], y[keep]
-    p, n = int(y.sum()), int((~y).sum())
+    s, y, p, n = _labelled(score, label)
     if p == 0 or n == 0:
         return np.empty(0), np.empty(0)
     order = np.argsort(-s, kind="mergesort")
