@@ -364,23 +364,15 @@ class SweepSpec:
     @classmethod
     def _strategies(cls, v: Any) -> Any:
         """A list of strategy names or mappings {name, params, grid}."""
-        if v is None:
-            return ()
-        if not isinstance(v, list | tuple):
-            raise ValueError("must be a list of strategy names or {name, params, grid} mappings")
-        return tuple({"name": s} if isinstance(s, str) else s for s in v)
+        return _names_or_mappings(v, "strategy names or {name, params, grid} mappings")
 
     @field_validator("detectors", mode="before")
     @classmethod
     def _detectors(cls, v: Any) -> Any:
         """A list of detector names or mappings {name, params, threshold}."""
-        if v is None:
-            return ()
-        if not isinstance(v, list | tuple):
-            raise ValueError("must be a list of detector names or {name, params, threshold} mappings")
         if isinstance(v, list) and not v:
             raise ValueError("is an empty list (leave 'detectors' out for a sweep without detection)")
-        return tuple({"name": d} if isinstance(d, str) else d for d in v)
+        return _names_or_mappings(v, "detector names or {name, params, threshold} mappings")
 
     @field_validator("primary", mode="before")
     @classmethod
@@ -571,3 +563,12 @@ def load_spec(preset_or_path: str | Path) -> SweepSpec:
         what = " ".join(str(getattr(e, "problem", None) or e).split())
         raise DataError(f"{p}{where}: not valid YAML ({what})") from e
     return spec_from_dict({} if data is None else data, name=p.stem)
+
+
+def _names_or_mappings(v: Any, what: str) -> Any:
+    """A YAML list of names or mappings, each name as ``{"name": name}``; None is the empty tuple."""
+    if v is None:
+        return ()
+    if not isinstance(v, list | tuple):
+        raise ValueError(f"must be a list of {what}")
+    return tuple({"name": x} if isinstance(x, str) else x for x in v)
