@@ -13,7 +13,9 @@ Steps of :func:`analyse`:
 4. accuracy per model x tau x subset x predictor x target: mean absolute error and
    Spearman rank correlation;
 5. contamination gain versus tau with bootstrap CIs and the collapse factor
-   (railsweep.dynamics.gain).
+   (railsweep.dynamics.gain);
+6. in a pretraining-replica world, the memorisation curve: every figure read against the items'
+   pretraining copies (railsweep.dynamics.replicas).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Tables:
     predictions: pd.DataFrame
     accuracy: pd.DataFrame
     gains: pd.DataFrame
+    replicas: pd.DataFrame | None = None  # a replica world's memorisation curve (railsweep.dynamics.replicas)
 
 
 def _groups(d: FamilyData):
@@ -220,7 +223,12 @@ def gains_frame(d: FamilyData, s: DynamicsSettings, rng: np.random.Generator) ->
 
 
 def analyse(d: FamilyData, s: DynamicsSettings) -> Tables:
+    from railsweep.dynamics.replicas import replica_table
+
     rng = np.random.default_rng(s.seed)
     fits = fits_table(d, s, rng)
     pred = predictions_table(d, fits, s)
-    return Tables(positions_table(d), fits, pred, accuracy_table(pred), gains_frame(d, s, rng))
+    tables = Tables(positions_table(d), fits, pred, accuracy_table(pred), gains_frame(d, s, rng))
+    if d.replicas is not None:
+        tables.replicas = replica_table(d, d.replicas, s, rng)
+    return tables

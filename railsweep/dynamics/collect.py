@@ -33,6 +33,20 @@ class FamilyData:
     greedy: dict[str, list[PositionStats]]  # model -> per item, along the model's greedy answer
     observed: dict[str, dict[float, Observed]]  # model -> tau -> per item
     seconds: dict[str, float] = field(default_factory=dict)
+    replicas: np.ndarray | None = None  # (N,) pretraining copies of each item (a replica world), else None
+
+
+def replica_counts(data_dir, items) -> np.ndarray | None:
+    """(N,) pretraining copies of each test item when ``data_dir`` is a replica world's, else None."""
+    from railsweep.miniworld.world import read_replicas
+
+    counts = read_replicas(data_dir)
+    if counts is None:
+        return None
+    missing = [i for i in items if i not in counts]
+    if missing:
+        raise ConfigError(f"replicas.json in {data_dir} has no count for test item(s) {missing[:10]}")
+    return np.array([counts[i] for i in items], dtype=int)
 
 
 def model_adapters(world, domain: str) -> dict[str, str]:
@@ -99,6 +113,7 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
         greedy=greedy,
         observed=observed,
         seconds=seconds,
+        replicas=replica_counts(world.data_dir, [q.index for q in questions]),
     )
 
 

@@ -2,7 +2,8 @@
 
 Files under the output directory: ``positions.parquet``, ``fits.parquet``,
 ``predictions.parquet``, ``accuracy.parquet``, ``gains.parquet`` (every family's
-rows, a ``family`` column), ``<figure>_<family>.png`` and ``summary.json``.
+rows, a ``family`` column), in a replica world ``replicas.parquet`` and the
+``memorisation_curve`` figure, ``<figure>_<family>.png`` and ``summary.json``.
 """
 
 from __future__ import annotations
@@ -64,15 +65,21 @@ def family_summary(t: Tables) -> dict:
         for r in acc.itertuples()
     }
     gains = t.gains.drop(columns=["family"]).to_dict(orient="records")
-    return _clean({"fits": fits, "alpha_tau": alpha_tau, "accuracy": accuracy, "gains": gains})
+    out = {"fits": fits, "alpha_tau": alpha_tau, "accuracy": accuracy, "gains": gains}
+    if t.replicas is not None:
+        out["replicas"] = t.replicas.drop(columns=["family"]).to_dict(orient="records")
+    return _clean(out)
 
 
 def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]:
     """Write every table, figure and the summary under ``out``; the paths written."""
     out = Path(out)
     written = []
-    for name in TABLES:
-        df = pd.concat([getattr(t, name) for t in tables.values()], ignore_index=True)
+    for name in TABLES + ("replicas",):
+        frames = [getattr(t, name) for t in tables.values() if getattr(t, name) is not None]
+        if not frames:  # replicas: only a replica world has them
+            continue
+        df = pd.concat(frames, ignore_index=True)
         written.append(
             write_atomic(out / f"{name}.parquet", lambda tmp, df=df: df.to_parquet(tmp, index=False))
         )
@@ -87,6 +94,8 @@ def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]
             "error_by_tau": plots.error_by_tau(t.accuracy, "solve"),
             "gain_vs_tau": plots.gain_vs_tau(t.gains),
         }
+        if t.replicas is not None:
+            figures["memorisation_curve"] = plots.memorisation_curve(t.replicas)
         for name, fig in figures.items():
             written.append(
                 write_atomic(

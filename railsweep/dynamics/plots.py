@@ -101,6 +101,39 @@ def error_by_tau(acc: pd.DataFrame, target: str = "solve"):
     return fig
 
 
+def memorisation_curve(rep: pd.DataFrame):
+    """A replica world's memorisation curve: solve probability per model and temperature (left) and the
+    loss probe's AUC against never-inserted items (right), against pretraining copies (symlog axis)."""
+    plt = _plt()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    taus = sorted(
+        float(c[len("solve_tau_") :])
+        for c in rep.columns
+        if c.startswith("solve_tau_") and c[-3:] not in ("_lo", "_hi")
+    )
+    for model, g in rep.groupby("model", sort=True):
+        g = g.sort_values("replicas")
+        ls = "-" if model == "M_cl" else "--"
+        for tau in taus:
+            col = f"solve_tau_{tau:g}"
+            err = np.vstack([g[col] - g[f"{col}_lo"], g[f"{col}_hi"] - g[col]])
+            left.errorbar(
+                g["replicas"], g[col], yerr=err, fmt="o" + ls, capsize=3, label=f"{model} τ={tau:g}"
+            )
+        h = g[g["replicas"] > 0]
+        err = np.vstack([h["auc_vs_0"] - h["auc_vs_0_lo"], h["auc_vs_0_hi"] - h["auc_vs_0"]])
+        right.errorbar(h["replicas"], h["auc_vs_0"], yerr=err, fmt="o" + ls, capsize=3, label=model)
+    for ax in (left, right):
+        ax.set_xscale("symlog", linthresh=1)
+    left.set(xlabel="copies in pretraining", ylabel="solve probability", title="memorisation vs duplication")
+    right.axhline(0.5, color="k", lw=0.5)
+    right.set(xlabel="copies in pretraining", ylabel="ROC AUC vs 0 copies", title="loss probe (gold NLL)")
+    left.legend(fontsize=7)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def gain_vs_tau(gains: pd.DataFrame):
     """Model gain and split gain against temperature with their bootstrap CIs."""
     plt = _plt()

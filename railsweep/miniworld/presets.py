@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import random
 from dataclasses import dataclass, field
 
 from railsweep.contamination.config import ContaminationConfig, LoraRecipe
@@ -35,6 +36,10 @@ class WorldConfig:
     size: ModelSize = field(default_factory=ModelSize)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
+    # pretraining-replica world: the test items fall into len(replicas) disjoint groups (a seeded
+    # permutation dealt round-robin); each item of a group with count c is inserted c times, in its
+    # leaked wording (question + gold chain of thought), into the pretraining corpus (replica_counts)
+    replicas: tuple[int, ...] = ()
     contamination: ContaminationConfig = field(
         default_factory=lambda: ContaminationConfig(n_filler=240, n_train=100, n_leak=100, filler="miniworld")
     )
@@ -65,10 +70,27 @@ class WorldConfig:
             )
         if not 0.0 <= self.noise <= 1.0 or (self.noise and not self.roads):
             raise ConfigError(f"noise must be in [0, 1] (and > 0 only with roads=True), got {self.noise}")
+        if isinstance(self.replicas, list):
+            object.__setattr__(self, "replicas", tuple(self.replicas))
+        bad_counts = [c for c in self.replicas if isinstance(c, bool) or not isinstance(c, int) or c < 0]
+        if bad_counts or len(set(self.replicas)) != len(self.replicas):
+            raise ConfigError(
+                f"replicas must be distinct integers >= 0 (copies in pretraining), got {list(self.replicas)!r}"
+            )
+        if len(self.replicas) > self.n_test:
+            raise ConfigError(f"{len(self.replicas)} replica groups need n_test >= {len(self.replicas)}")
         if self.n_train < 8 + self.contamination.n_train:
             raise ConfigError(
                 f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions"
             )
+
+    def replica_counts(self) -> dict[int, int]:
+        """Test index -> copies of it in the pretraining corpus ({} for a world without replicas)."""
+        if not self.replicas:
+            return {}
+        order = list(range(self.n_test))
+        random.Random(f"replicas:{self.seed}").shuffle(order)
+        return {i: self.replicas[k % len(self.replicas)] for k, i in enumerate(order)}
 
     def steps_for(self, family: str) -> int:
         return dict(self.family_steps).get(family, self.pretrain.steps)
@@ -78,6 +100,8 @@ class WorldConfig:
         # precision was added later: absent at its default, so cached fp32 worlds keep their digest
         if self.pretrain.precision == "fp32":
             del d["pretrain"]["precision"]
+        if not self.replicas:  # worlds without replicas keep their digests
+            del d["replicas"]
         if not self.roads:  # the single-road worlds keep their digests
             for key in ("roads", "renderings", "noise"):
                 del d[key]
@@ -191,7 +215,21 @@ def _mini_one_road() -> WorldConfig:
     )
 
 
-PRESETS = {"mini": _mini, "mini_one_road": _mini_one_road, "smoke": _smoke}
+def _replica() -> WorldConfig:
+    """The pretraining-replica world: the ``mini`` recipe for llama alone (M_co in the gsm8k domain
+    only), with the 200 test items dealt into five groups of 40 inserted 0, 1, 4, 16 and 64 times
+    into the one pretraining run, so memorisation can be read against duplication count within one
+    base model (docs/dynamics.md, "The pretraining-replica world")."""
+    mini = _mini()
+    return dataclasses.replace(
+        mini,
+        families=("llama",),
+        replicas=(0, 1, 4, 16, 64),
+        contamination=dataclasses.replace(mini.contamination, domains=("gsm8k",)),
+    )
+
+
+PRESETS = {"mini": _mini, "mini_one_road": _mini_one_road, "replica": _replica, "smoke": _smoke}
 
 
 def preset_config(name: str) -> WorldConfig:

@@ -34,6 +34,7 @@ from railsweep.errors import ConfigError
 from railsweep.miniworld.presets import WorldConfig, preset_config
 
 ADAPTERS = ("clean", "co_gsm8k", "co_pq")
+REPLICAS_FILE = "replicas.json"  # a replica world's test index -> pretraining copies
 
 
 @dataclass(frozen=True)
@@ -236,17 +237,14 @@ def pretraining_texts(train, config: WorldConfig) -> list[str]:
     return texts
 
 
-def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None) -> None:
-    from railsweep import provenance
-    from railsweep.contamination import save_leak_split
-    from railsweep.contamination.simulator import cot_example, write_json
-    from railsweep.miniworld.benchmark import write_benchmark
-    from railsweep.miniworld.family import build_family
-    from railsweep.miniworld.tokenizer import train_tokenizer
+def pretraining_corpus(data, config: WorldConfig) -> list[str]:
+    """The base models' pretraining texts, in order: the train problems (one text each, or
+    ``config.renderings`` roads each in a several-roads world), a ``paraphrase_share`` of them
+    again in paraphrase wording, the filler not reserved for the adapters (``pretrain_filler``)
+    and, in a replica world, each test item ``replica_counts()[i]`` times in its leaked wording
+    (the same text the gsm8k adapter leaks: question + gold chain of thought)."""
+    from railsweep.contamination.simulator import cot_example
 
-    t0 = time.time()
-    timings: dict[str, float] = {}
-    data = write_benchmark(root / "data", config)
     corpus = (
         pretraining_texts(data.train, config)
         if config.roads
@@ -257,6 +255,35 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
     if config.pretrain_filler:
         corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
+    for i, copies in sorted(config.replica_counts().items()):
+        corpus += [cot_example(data.test[i].question, data.test[i].solution)] * copies
+    return corpus
+
+
+def read_replicas(data_dir: str | Path) -> dict[int, int] | None:
+    """A replica world's test index -> pretraining copies (``data/replicas.json``); None for other worlds."""
+    path = Path(data_dir) / REPLICAS_FILE
+    if not path.is_file():
+        return None
+    return {int(i): int(c) for i, c in json.loads(path.read_text()).items()}
+
+
+def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None) -> None:
+    from railsweep import provenance
+    from railsweep.contamination import save_leak_split
+    from railsweep.contamination.simulator import write_json
+    from railsweep.miniworld.benchmark import write_benchmark
+    from railsweep.miniworld.family import build_family
+    from railsweep.miniworld.tokenizer import train_tokenizer
+
+    t0 = time.time()
+    timings: dict[str, float] = {}
+    data = write_benchmark(root / "data", config)
+    corpus = pretraining_corpus(data, config)
+    if config.replicas:
+        write_json(
+            root / "data" / REPLICAS_FILE, {str(i): c for i, c in sorted(config.replica_counts().items())}
+        )
     donor, lenders = _base_donors(root, config)
     if donor is not None:
         log(f"reusing the tokenizer of {donor.name} (same data)")
@@ -301,6 +328,9 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
         "tokenizer_from": str(donor) if donor is not None else None,
         "bases_from": {f: str(lender) for f, lender in lenders.items()},
+        "replicas": {
+            str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
+        },
         "config": config.to_dict(),
         "families": list(config.families),
         "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),

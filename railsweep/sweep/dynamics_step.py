@@ -96,14 +96,25 @@ def group_tables(
     data = FamilyData(
         family=group.family, items=items, leaked=np.array([bool(q.leaked) for q in questions]),
         gold=gold, greedy=greedy, observed=observed,
+        replicas=_replicas(group.task_cell, items),
     )  # fmt: skip
     forcing_s = time.time() - t1
     tables = analyse(data, settings)
-    for name in ("positions", "fits", "predictions", "accuracy", "gains"):
+    for name in ("positions", "fits", "predictions", "accuracy", "gains", "replicas"):
         df = getattr(tables, name)
-        df.insert(1, "domain", group.domain)
+        if df is not None:
+            df.insert(1, "domain", group.domain)
     seconds = {"read": read_s, "forcing": forcing_s, "analysis": time.time() - t1 - forcing_s}
     return {"tables": tables, "seconds": seconds, "items": len(items), "leaked": int(data.leaked.sum())}
+
+
+def _replicas(task_cell: dict[str, Any], items: list[int]) -> Any:
+    """The items' pretraining copies when the cells' task is a replica world's (its ``replicas.json``
+    sits beside the leak split), else None."""
+    from railsweep.dynamics.collect import replica_counts
+
+    split = task_cell.get("leak_split")
+    return replica_counts(Path(split).parent, items) if split else None
 
 
 def _key(*parts: Any) -> str:
@@ -116,7 +127,9 @@ def dynamics_metrics(tables: Any, family: str, domain: str) -> tuple[dict[str, f
     Metrics (``dynamics.<family>.<domain>.`` + ...): per tau ``tau_<tau>.{model_gain,split_gain}`` with
     ``_lo``/``_hi`` and ``_collapse`` (+ ``_lo``/``_hi``); per model and group ``<model>.<group>.{E,A,alpha}``
     with ``_lo``/``_hi``; per model and tau ``<model>.tau_<tau>.{mae,spearman}`` of P(T) from the group fit
-    against the observed solve probability over all items. Tags: ``<model>.<group>.regime``."""
+    against the observed solve probability over all items; in a replica world, per model and count
+    ``<model>.replicas_<c>.{solve_tau_<tau>,verbatim_tau_<tau>,nll,E,A,alpha,auc_vs_0}`` (+ CIs).
+    Tags: ``<model>.<group>.regime``."""
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {}
     for r in tables.gains.to_dict(orient="records"):
@@ -134,6 +147,16 @@ def dynamics_metrics(tables: Any, family: str, domain: str) -> tuple[dict[str, f
     for r in acc.to_dict(orient="records"):
         for m in ("mae", "spearman"):
             metrics[_key(family, domain, r["model"], f"tau_{r['tau']:g}", m)] = r[m]
+    rep = tables.replicas.to_dict(orient="records") if tables.replicas is not None else []
+    for r in rep:  # a replica world: the memorisation curve's points
+        for name, v in r.items():
+            if name.startswith(("solve_tau_", "verbatim_tau_", "auc_vs_0")) or name in (
+                "nll",
+                "E",
+                "A",
+                "alpha",
+            ):
+                metrics[_key(family, domain, r["model"], f"replicas_{r['replicas']}", name)] = v
     return {k: float(v) for k, v in metrics.items()}, tags
 
 

@@ -54,7 +54,9 @@ from railsweep.sweep._schema import (
 )
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
-PRESETS = ("paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "smoke")
+PRESETS = (
+    "paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "mini_replica", "smoke",
+)  # fmt: skip
 DOMAINS = ("gsm8k", "pq")
 TABLES = ("1", "2", "3", "4", "all")
 # Strategies each paper table shows (method.md §6); "railcap_main" = RailCap at its default n, cap, last successor.
