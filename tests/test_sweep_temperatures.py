@@ -196,3 +196,9 @@ def test_notebook_frames_show_gains_with_intervals_and_predictions_per_tau():
     )  # fmt: skip
     p = dynamics.prediction_frame(acc)
     assert p["tau"].tolist() == [0.0, 1.0] and p["mae"].tolist() == [0.1, 0.3]
+
+
+def test_a_sweep_of_temperatures_alone_runs_its_cells_whatever_paper_table_is_asked():
+    spec = dataclasses.replace(_paths_spec(load_spec("smoke")), strategies=(), temperatures=(1.0,))
+    ids = [c.cell_id for c in expand(spec, "all")]
+    assert ids and [c.cell_id for c in expand(spec, "3")] == ids

@@ -205,6 +205,8 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
         raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
     if not spec.strategies and not spec.temperatures:  # detection only: the detectors' readouts (detect_cells)
         return []
+    if not spec.strategies:  # temperatures only: no paper table to narrow to, every temperature cell runs
+        table = "all"
     common = _common(spec)
     primary = spec.primary_setting
     clean: dict[tuple[str, str], SweepCell] = {}
