@@ -161,3 +161,21 @@ def test_the_mini_replica_preset_samples_both_models_at_greedy_and_tau_1_on_the_
     spec = load_spec("mini_replica")
     assert spec.miniworld_preset == "replica" and [f.name for f in spec.families] == ["llama"]
     assert spec.temperatures == (0.0, 1.0) and spec.readout.limit is None
+
+
+def test_the_notebook_frame_and_figures_show_the_curve_read_back_from_a_sweep(replica_tables, tmp_path):
+    from railsweep.analysis import dynamics
+
+    read = {}  # as reader.read_dynamics returns them: every table with a domain column
+    for name in ("gains", "predictions", "replicas"):
+        df = getattr(replica_tables, name).copy()
+        df.insert(1, "domain", "gsm8k")
+        read[name] = df
+    frame = dynamics.replica_frame(read["replicas"])
+    assert frame["replicas"].tolist() == [0, 4, 64, 0, 4, 64]
+    assert frame["solve τ=0"].iloc[2].startswith("0.95 [") and frame["loss AUC vs 0"].iloc[0] == "n/a"
+    paths = dynamics.figures(read, tmp_path)
+    assert paths["memorisation_curve_llama_gsm8k"].is_file()
+    assert "memorisation_curve_llama_gsm8k" not in dynamics.figures(
+        {k: read[k] for k in ("gains", "predictions")}, tmp_path
+    )

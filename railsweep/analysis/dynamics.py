@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["figures", "fits_frame", "gain_frame", "groups", "prediction_frame"]
+__all__ = ["figures", "fits_frame", "gain_frame", "groups", "prediction_frame", "replica_frame"]
 
 
 def _ci(df: pd.DataFrame, name: str, digits: int = 2) -> pd.Series:
@@ -87,9 +87,25 @@ def prediction_frame(
     return a.sort_values(["family", "domain", "model", "tau"])[cols].reset_index(drop=True)
 
 
+def replica_frame(replicas: pd.DataFrame) -> pd.DataFrame:
+    """A replica world's memorisation curve per group × model × pretraining copies: solve probability at each
+    sampled tau with 95 % CIs, the gold NLL (nats/token), its fit and regime, and the loss probe's ROC AUC
+    against the never-inserted items (:mod:`railsweep.dynamics.replicas`)."""
+    r = replicas.sort_values(["family", "domain", "model", "replicas"]).reset_index(drop=True)
+    out = {c: r[c] for c in ("family", "domain", "model", "replicas", "n_items")}
+    solve = [c for c in r.columns if c.startswith("solve_tau_") and not c.endswith(("_lo", "_hi"))]
+    for c in sorted(solve, key=lambda c: float(c[len("solve_tau_") :])):
+        out[f"solve τ={c[len('solve_tau_') :]}"] = _ci(r, c)
+    out["gold NLL"] = r["nll"].round(3)
+    out["E"], out["alpha"], out["regime"] = _ci(r, "E", 3), _ci(r, "alpha"), r["regime"]
+    out["loss AUC vs 0"] = _ci(r, "auc_vs_0")
+    return pd.DataFrame(out)
+
+
 def figures(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> dict[str, Path]:
-    """Per group, ``gain_vs_tau_<family>_<domain>.png`` and ``calibration_<family>_<domain>.png`` (P(T) from
-    the group fit against the observed solve probability, one panel per tau); the paths by name."""
+    """Per group, ``gain_vs_tau_<family>_<domain>.png``, ``calibration_<family>_<domain>.png`` (P(T) from
+    the group fit against the observed solve probability, one panel per tau) and, for a replica world,
+    ``memorisation_curve_<family>_<domain>.png``; the paths by name."""
     import matplotlib.pyplot as plt
 
     from railsweep.dynamics import plots
@@ -102,10 +118,16 @@ def figures(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> dict[str
             tables[n][(tables[n]["family"] == fam) & (tables[n]["domain"] == dom)]
             for n in ("gains", "predictions")
         )
-        for name, fig in (
+        drawn = [
             (f"gain_vs_tau_{fam}_{dom}", plots.gain_vs_tau(gains)),
             (f"calibration_{fam}_{dom}", plots.calibration(pred, "p_group", "solve")),
-        ):
+        ]
+        if "replicas" in tables:
+            rep = tables["replicas"]
+            rep = rep[(rep["family"] == fam) & (rep["domain"] == dom)]
+            if len(rep):
+                drawn.append((f"memorisation_curve_{fam}_{dom}", plots.memorisation_curve(rep)))
+        for name, fig in drawn:
             paths[name] = out / f"{name}.png"
             fig.savefig(paths[name], dpi=100)
             plt.close(fig)
