@@ -202,3 +202,11 @@ def test_a_sweep_of_temperatures_alone_runs_its_cells_whatever_paper_table_is_as
     spec = dataclasses.replace(_paths_spec(load_spec("smoke")), strategies=(), temperatures=(1.0,))
     ids = [c.cell_id for c in expand(spec, "all")]
     assert ids and [c.cell_id for c in expand(spec, "3")] == ids
+
+
+def test_only_a_spec_with_strategies_narrows_to_the_asked_paper_table():
+    from railsweep.sweep.cells import effective_table
+
+    spec = _paths_spec(load_spec("smoke"))
+    assert effective_table(spec, "3") == "3"
+    assert effective_table(dataclasses.replace(spec, strategies=(), temperatures=(1.0,)), "3") == "all"

@@ -199,14 +199,19 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
     return groups
 
 
+def effective_table(spec: SweepSpec, table: str) -> str:
+    """The table a sweep runs for: ``table``, or "all" for a spec without strategies (temperatures and/or
+    detectors only), which has no paper table to narrow to: every cell and step runs whatever was asked."""
+    return table if spec.strategies else "all"
+
+
 def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
     if table not in TABLES:
         raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
     if not spec.strategies and not spec.temperatures:  # detection only: the detectors' readouts (detect_cells)
         return []
-    if not spec.strategies:  # temperatures only: no paper table to narrow to, every temperature cell runs
-        table = "all"
+    table = effective_table(spec, table)
     common = _common(spec)
     primary = spec.primary_setting
     clean: dict[tuple[str, str], SweepCell] = {}

@@ -33,7 +33,7 @@ from typing import Any
 from railsweep import provenance as prov
 from railsweep.errors import ConfigError
 from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
-from railsweep.sweep.cells import SweepCell, expand, temperature_groups
+from railsweep.sweep.cells import SweepCell, effective_table, expand, temperature_groups
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
@@ -152,6 +152,7 @@ def run_sweep(
     if not ray.is_initialized():
         raise ConfigError("run_sweep needs Ray: call ray.init() (the sweep job, railsweep.sweep.job, does) first")
     t_start = time.perf_counter()
+    table = effective_table(spec, table)
     spec, cells, readouts = _prepare(spec, table)
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
 
