@@ -212,15 +212,18 @@ def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str =
 
     B = len(specs)
     T = max((len(s.trajectory) for s in specs if s is not None), default=0)
-    traj = torch.full((B, T), -1, dtype=torch.long)
-    meta = torch.zeros((4, B), dtype=torch.long)
-    for r, s in enumerate(specs):
+    flat: list[int] = []  # one tensor from one flat list: a decode batch packs its specs every call
+    rows: list[list[int]] = []
+    for s in specs:
         if s is None:
-            continue
-        traj[r, : len(s.trajectory)] = torch.tensor(s.trajectory, dtype=torch.long)
-        meta[:, r] = torch.tensor(
-            [len(s.trajectory), s.n, SUCCESSOR_CODES[s.successor], MODE_CODES[s.mode]], dtype=torch.long
-        )
+            flat += [-1] * T
+            rows.append([0, 0, 0, 0])
+        else:
+            flat += s.trajectory
+            flat += [-1] * (T - len(s.trajectory))
+            rows.append([len(s.trajectory), s.n, SUCCESSOR_CODES[s.successor], MODE_CODES[s.mode]])
+    traj = torch.tensor(flat, dtype=torch.long).view(B, T)
+    meta = torch.tensor(rows, dtype=torch.long).view(B, 4).T.contiguous()
     ns = [s.n for s in specs if s is not None]
     meta = meta.to(device)
     return RailCapBatch(
