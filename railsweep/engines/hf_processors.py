@@ -70,7 +70,7 @@ class RailCapProcessor:
         for t in range(self._seen, step):
             advance_runs_(self._runs, self.table, generated[:, t])
         self._seen = step
-        if step < b.min_n or bool(self._runs.amax() < 0):  # no row can match / none does
+        if step < b.min_n or self._runs.amax().item() < 0:  # no row can match / none does
             return logits, None
         # Host-side shortcut (this engine syncs every step anyway): only rows with a target
         # pay for the logits update, which reads the whole vocabulary.
