@@ -11,8 +11,12 @@ Steps:
 Headline: ``ratio_cap_vs_identity`` / ``ratio_ban_vs_identity``, the median over rounds of
 the RailCap arm's tokens per CPU second over Identity's in the same round (target >= 0.97).
 Pairing within a round cancels slow drifts in the machine's load, and the median shrugs
-off a round another job disturbed; best-of ratios (``*_best``) swung 0.91-0.98 between
-runs on a loaded machine and are kept only for comparison.
+off a round another job disturbed; best-of ratios (``*_best``) swung 0.88-1.04 between
+runs on a loaded machine and are kept only for comparison. On 2 shared cores (load
+average 3-8) single rounds still scatter (standard deviation about 0.1), so one run's
+median moves by a few hundredths (cap: 0.92-1.02 over seven runs; 0.977 pooled over
+their 105 rounds); ``ratio_cap_estimate_from_step_costs`` is the steadier figure (0.98-0.99,
+the processor taking 0.16-0.30 ms of a 256-row step of 16-20 ms).
 
 Run: ``python bench/railcap_overhead.py`` (CPU, about 1 min with one thread).
 """
@@ -73,8 +77,9 @@ def _processor_cost(identity_comps, trajectories, args, vocab: int) -> dict[str,
     """CPU ms per decode step of the RailCap processor alone, replayed on the Identity samples.
 
     Low-noise companion of the end-to-end ratios: (a) the processor as the engine
-    runs it (host skip + row subset), (b) the core forced onto every row (the
-    cost when every row has a target, as with a heavily contaminated model).
+    runs it (match runs, host skip, row subset), (b) the stateless core
+    (:func:`apply_railcap`, as the vLLM processors run it) forced onto every row
+    (the cost when every row has a target, as with a heavily contaminated model).
     """
     samples = [s.token_ids for c in identity_comps for s in c.samples]
     B, S = len(samples), args.max_new_tokens

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -14,10 +15,15 @@ from railsweep.interventions.railcap import (
     MODE_CODES,
     SUCCESSOR_CODES,
     RailCapSpec,
+    RunTable,
+    advance_runs_,
     apply_railcap,
     cap_or_ban,
     pack_specs,
     railcap_targets,
+    run_table,
+    run_targets,
+    start_runs,
 )
 
 V = 12
@@ -217,3 +223,84 @@ def test_cap_handles_tied_and_duplicated_targets_like_the_naive_reference(row, t
     got, trig = run_core(rows, logits, N=1)
     want, want_trig = naive_railcap(logits[0], list(traj), [7], 1, successor, "cap")
     assert torch.equal(got[0], want) and bool(trig[0]) == want_trig == changed
+
+
+def _random_batch(rng: random.Random, B: int, traj_len: int):
+    specs = []
+    for b in range(B):
+        traj = tuple(
+            rng.randrange(ALPHABET) for _ in range(rng.choice([0, 1, 2, rng.randrange(0, traj_len)]))
+        )
+        specs.append(
+            None
+            if b % 9 == 0
+            else RailCapSpec(
+                traj,
+                n=rng.randint(1, 6),
+                mode=rng.choice(["cap", "ban"]),
+                successor=rng.choice(["last", "first", "all"]),
+            )
+        )
+    return specs
+
+
+def _subset(table: RunTable, rows: torch.Tensor) -> RunTable:
+    return RunTable(*(getattr(table, f.name).index_select(1, rows) for f in dataclasses.fields(RunTable)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_match_runs_give_the_targets_of_railcap_targets_while_rows_are_dropped(seed):
+    rng = random.Random(seed)
+    B, S = 60, 30
+    b = pack_specs(_random_batch(rng, B, 40))
+    table, runs = run_table(b), None
+    runs = start_runs(table)
+    alive = torch.arange(B)  # original row of each row of the run state
+    generated = torch.randint(0, ALPHABET, (B, S), generator=torch.Generator().manual_seed(seed))
+    N, kept = b.max_n, 0
+    for step in range(S + 1):
+        recent = torch.full((B, N), -1, dtype=torch.long)
+        tail = generated[:, max(0, step - N) : step]
+        recent[:, N - tail.shape[1] :] = tail
+        gen_len = torch.full((B,), step, dtype=torch.long)
+        want = railcap_targets(b.traj, b.traj_len, recent, gen_len, b.n, b.successor)
+        got = run_targets(runs, table, torch.arange(len(alive)))
+        assert torch.equal(got[1], want[1][alive]), step
+        assert torch.equal(got[0], want[0][alive]), step
+        kept += int(got[1].any(1).sum())
+        if step == S:
+            break
+        if step % 7 == 3:  # drop a random subset of rows from the state, as a batch drops finished rows
+            keep = torch.tensor(sorted(rng.sample(range(len(alive)), k=max(1, len(alive) * 3 // 4))))
+            runs, table, alive = runs[:, keep], _subset(table, keep), alive[keep]
+        advance_runs_(runs, table, generated[alive, step])
+    assert len(alive) < B and kept > 0
+
+
+@pytest.mark.parametrize("successor", ["last", "first", "all"])
+def test_processor_equals_naive_reference_step_by_step_and_after_a_restart(successor):
+    rng = random.Random(len(successor))
+    B, S = 40, 14
+    specs = [
+        None if s is None else dataclasses.replace(s, successor=successor) for s in _random_batch(rng, B, 40)
+    ]
+    # rows follow their own trajectory (long matching runs): the first decode its start, the
+    # second (a restart at step 0 that also skips steps) where the first left off
+    road = torch.randint(0, ALPHABET, (B, 2 * S), generator=torch.Generator().manual_seed(0))
+    for b, s in enumerate(specs):
+        if s is not None and b % 2 == 0:
+            road[b, : len(s.trajectory[: 2 * S])] = torch.tensor(s.trajectory[: 2 * S], dtype=torch.long)
+    proc = RailCapProcessor(specs)
+    for generated, steps in [(road[:, :S], range(S)), (road[:, S - 1 :], range(0, S, 3))]:
+        for step in steps:
+            logits = torch.randn(B, V, generator=torch.Generator().manual_seed(step))
+            logits[:, :ALPHABET] += 2.0
+            out, trig = proc(logits.clone(), generated, step)
+            for b, s in enumerate(specs):
+                if s is None:
+                    want, wt = logits[b], False
+                else:
+                    gen = generated[b, :step].tolist()
+                    want, wt = naive_railcap(logits[b], list(s.trajectory), gen, s.n, s.successor, s.mode)
+                assert torch.equal(out[b], want), (steps, step, b)
+                assert (trig is not None and bool(trig[b])) == wt, (steps, step, b)

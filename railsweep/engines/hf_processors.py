@@ -22,7 +22,15 @@ from typing import Protocol
 import torch
 
 from railsweep.interventions.ban_top import BanTopSpec, ban_top
-from railsweep.interventions.railcap import RailCapSpec, cap_or_ban, pack_specs, railcap_targets
+from railsweep.interventions.railcap import (
+    RailCapSpec,
+    advance_runs_,
+    cap_or_ban,
+    pack_specs,
+    run_table,
+    run_targets,
+    start_runs,
+)
 
 
 class StepProcessor(Protocol):
@@ -32,34 +40,45 @@ class StepProcessor(Protocol):
 
 
 class RailCapProcessor:
-    """Holds the packed trajectories of a batch (one spec per row; ``None`` = off)."""
+    """Holds the packed trajectories of a batch (one spec per row; ``None`` = off) and their match runs.
+
+    The match runs (:func:`~railsweep.interventions.railcap.advance_runs_`) take in
+    each generated token once, so a step costs one compare of the trajectories with
+    the newest token instead of n. A call at an earlier step than the last one (a new
+    decode) restarts them.
+
+    Steps of a call:
+      1. feed the tokens generated since the last call to the runs;
+      2. stop when no window of any row matches (the common step: one ``amax`` and a sync);
+      3. only for the rows with a match, find the targets and cap or ban their logits.
+    """
 
     def __init__(self, specs: Sequence[RailCapSpec | None], device: torch.device | str = "cpu"):
         self.batch = pack_specs(specs, device)
-        self._gen_len = torch.zeros(len(specs), dtype=torch.long, device=device)
+        self.table = run_table(self.batch)
+        self._runs = start_runs(self.table)
+        self._seen = 0  # tokens of each row fed to the runs
 
     def __call__(
         self, logits: torch.Tensor, generated: torch.Tensor, step: int
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         b = self.batch
-        if b.min_n == 0 or step < b.min_n:  # no row can have n generated tokens yet
+        if b.min_n == 0:  # no row has RailCap
             return logits, None
-        N = b.max_n
-        recent = generated[:, max(0, step - N) : step]
-        if recent.shape[1] < N:  # right-align, left-pad with -1
-            recent = torch.nn.functional.pad(recent, (N - recent.shape[1], 0), value=-1)
-        self._gen_len.fill_(step)
-        index, keep = railcap_targets(
-            b.traj, b.traj_len, recent, self._gen_len, b.n, b.successor, uniform_n=b.min_n == b.max_n
-        )
+        if step < self._seen:
+            self._runs, self._seen = start_runs(self.table), 0
+        for t in range(self._seen, step):
+            advance_runs_(self._runs, self.table, generated[:, t])
+        self._seen = step
+        if step < b.min_n or self._runs.amax().item() < 0:  # no row can match / none does
+            return logits, None
         # Host-side shortcut (this engine syncs every step anyway): only rows with a target
-        # pay for the logits update, which reads the whole vocabulary (topk).
-        rows = keep.any(1).nonzero().flatten()
-        if rows.numel() == 0:
-            return logits, None
+        # pay for the logits update, which reads the whole vocabulary.
+        rows = (self._runs.amax(0) >= 0).nonzero().flatten()
+        index, keep = run_targets(self._runs, self.table, rows)
         if rows.numel() == logits.shape[0]:
             return cap_or_ban(logits, index, keep, b.mode)
-        sub, trig = cap_or_ban(logits[rows], index[rows], keep[rows], b.mode[rows])
+        sub, trig = cap_or_ban(logits[rows], index, keep, b.mode[rows])
         logits[rows] = sub
         triggered = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
         triggered[rows] = trig
