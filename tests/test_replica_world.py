@@ -179,3 +179,24 @@ def test_the_notebook_frame_and_figures_show_the_curve_read_back_from_a_sweep(re
     assert "memorisation_curve_llama_gsm8k" not in dynamics.figures(
         {k: read[k] for k in ("gains", "predictions")}, tmp_path
     )
+
+
+def test_dynamics_base_adds_a_base_model_cell_per_tau_and_a_base_model_to_the_group():
+    from railsweep.sweep.cells import expand, temperature_groups
+    from railsweep.sweep.spec import FamilySpec, load_spec
+
+    spec = load_spec("mini_replica")
+    assert spec.dynamics_settings.base
+    fam = FamilySpec("llama", "/p/base", (("clean", "/p/clean"), ("co_gsm8k", "/p/co")))
+    spec = dataclasses.replace(
+        spec, source="paths", families=(fam,), data_dir="/d", leak_split="/d/leak_split.json"
+    )
+    cells = expand(spec)
+    base = [c for c in cells if c.config.adapter is None]
+    assert sorted(c.config.temperature for c in base) == [0.0, 1.0]
+    assert all(c.config.role == "clean" and c.config.strategy == "identity" for c in base)
+    assert len(cells) == 7  # M_cl at greedy, 0.7 (the clean reference) and 1; M_co and base at greedy and 1
+    (group,) = temperature_groups(spec)
+    assert dict(group.adapters)["base"] is None and {m for m, _, _ in group.cells} == {"M_cl", "M_co", "base"}
+    without = dataclasses.replace(spec, dynamics=dataclasses.replace(spec.dynamics_settings, base=False))
+    assert [c.cell_id for c in expand(without)] == [c.cell_id for c in cells if c.config.adapter is not None]

@@ -56,6 +56,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
     p.add_argument("--device", default="cpu")
+    p.add_argument(
+        "--base",
+        action="store_true",
+        help="also sample and teacher-force the base model without an adapter (model 'base'; "
+        "in a pretraining-replica world, the model the duplicates went into)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     return p
 
@@ -79,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         min_items=args.min_items,
         e_cut=args.e_cut,
         device=args.device,
+        base=args.base,
     )
     world = cached_world(args.world)
     families = list(dict.fromkeys(args.family or ["llama"]))

@@ -3,7 +3,8 @@
 Steps of :func:`collect_family`:
 1. the test split (first ``limit`` items) with its leak split; the gold chain of
    thought of each item, as the adapters saw it in training (``to_cot``);
-2. one transformers engine (fp32) serving M_cl (``clean``) and M_co (``co_<domain>``):
+2. one transformers engine (fp32) serving M_cl (``clean``) and M_co (``co_<domain>``), and with
+   ``settings.base`` the base model without an adapter (model ``base``):
    per model and temperature the ``temperature`` strategy's readout
    (:mod:`railsweep.dynamics.observe`), greedy always included;
 3. per model, teacher forcing on the shared TeacherForcer (fp32): the gold chain of thought
@@ -62,7 +63,7 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
     from railsweep.tasks import GSM8KTask, to_cot
 
     fam = world.family(family)
-    models = model_adapters(world, s.domain)
+    models: dict[str, str | None] = {**model_adapters(world, s.domain), **({"base": None} if s.base else {})}
     task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
     questions = list(task.questions())
     gold_text = [to_cot(q.solution) for q in questions]
@@ -71,7 +72,7 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
     t0 = time.time()
     engine = TransformersEngine(
         fam.base_dir,
-        adapters={a: str(fam.adapters[a]) for a in models.values()},
+        adapters={a: str(fam.adapters[a]) for a in models.values() if a is not None},
         device=s.device,
         dtype="float32",
     )
@@ -97,7 +98,7 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
     t0 = time.time()
     gold, greedy = force_models(
         fam.base_dir,
-        {model: fam.adapters[adapter] for model, adapter in models.items()},
+        {model: fam.adapters[adapter] if adapter else None for model, adapter in models.items()},
         [task.prompt(q) for q in questions],
         gold_text,
         {model: observed[model][0.0].samples for model in models},
@@ -119,8 +120,8 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
 
 def force_models(base_dir, adapter_paths, prompts, gold_text, greedy_samples, s: DynamicsSettings, log=print):
     """Per model: position statistics along the gold chains of thought (with the NLL at 1 and every tau of
-    ``s``) and along the model's own greedy samples (gaps). ``adapter_paths``: model -> adapter directory;
-    ``greedy_samples``: model -> per item, its greedy :class:`~railsweep.engines.base.Sample`.
+    ``s``) and along the model's own greedy samples (gaps). ``adapter_paths``: model -> adapter directory
+    (None: the base model); ``greedy_samples``: model -> per item, its greedy :class:`~railsweep.engines.base.Sample`.
     Returns ``(gold, greedy)``, each model -> list of PositionStats."""
     from railsweep.detection.nll import teacher_forcer
     from railsweep.strategies.railcap.trajectory import answer_ids

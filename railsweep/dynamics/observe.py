@@ -34,7 +34,7 @@ def observe(
     engine,
     task,
     questions: Sequence,
-    adapter: str,
+    adapter: str | None,
     gold: Sequence[str],
     temperatures: Sequence[float],
     *,
@@ -43,7 +43,8 @@ def observe(
     seed: int,
     batch_size: int,
 ) -> dict[float, Observed]:
-    """{tau: Observed} for one model (adapter name in ``engine``); ``gold`` are the gold chains of thought."""
+    """{tau: Observed} for one model (adapter name in ``engine``, None = the base model); ``gold`` are the
+    gold chains of thought."""
     from railsweep.strategies import build_strategy
     from railsweep.strategies.base import DecodeSettings, EvalContext
 

@@ -113,7 +113,7 @@ def memorisation_curve(rep: pd.DataFrame):
     )
     for model, g in rep.groupby("model", sort=True):
         g = g.sort_values("replicas")
-        ls = "-" if model == "M_cl" else "--"
+        ls = {"M_cl": "-", "M_co": "--"}.get(model, ":")
         for tau in taus:
             col = f"solve_tau_{tau:g}"
             err = np.vstack([g[col] - g[f"{col}_lo"], g[f"{col}_hi"] - g[col]])

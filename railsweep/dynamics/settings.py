@@ -17,7 +17,8 @@ class DynamicsSettings:
     domain: the contamination domain whose ``co_<domain>`` adapter is M_co;
     n_boot: item resamples for the fit intervals; n_boot_gain: for the gain intervals;
     min_items: positions reached by fewer items are left out of a group's mean curve;
-    e_cut: nats per token above which E counts as large (railsweep.dynamics.regimes)."""
+    e_cut: nats per token above which E counts as large (railsweep.dynamics.regimes);
+    base: also read the base model without an adapter, as model ``base``."""
 
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.7, 1.0)
     m: int = 10
@@ -32,6 +33,7 @@ class DynamicsSettings:
     min_items: int = 5
     e_cut: float = E_CUT
     device: str = "cpu"
+    base: bool = False
 
     def __post_init__(self) -> None:
         if not self.temperatures:

@@ -118,7 +118,8 @@ def is_main_railcap(cfg: CellConfig) -> bool:
 class TemperatureGroup:
     """One (family, domain) of the temperature dimension: the models' weights and their cell per tau.
 
-    ``adapters``: ``(("M_cl", path), ("M_co", path))``; ``cells``: ``(model, tau, cell_id)`` triples;
+    ``adapters``: ``(("M_cl", path), ("M_co", path))``, plus ``("base", None)`` with ``dynamics.base``;
+    ``cells``: ``(model, tau, cell_id)`` triples;
     ``temperatures``: every tau sampled, the spec's list plus greedy (0), which is always sampled (the
     collapse factor's reference and the greedy trajectory the logit gaps are read along);
     ``task_cell``: the M_cl greedy cell's config (``CellConfig.to_dict()``: the task its cells evaluated)."""
@@ -126,7 +127,7 @@ class TemperatureGroup:
     family: str
     domain: str
     base: str
-    adapters: tuple[tuple[str, str], ...]
+    adapters: tuple[tuple[str, str | None], ...]
     cells: tuple[tuple[str, float, str], ...]
     temperatures: tuple[float, ...]
     task_cell: dict[str, Any]
@@ -153,7 +154,8 @@ def _common(spec: SweepSpec) -> dict[str, Any]:
 
 
 def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
-    """``(model, tau, cell)`` for M_cl and M_co at every tau of the spec, greedy included."""
+    """``(model, tau, cell)`` for M_cl and M_co at every tau of the spec, greedy included, and with
+    ``dynamics.base`` for the base model without an adapter (Identity at tau, like M_cl; model ``base``)."""
     common = _common(spec)
     cname = fam.clean_adapter(domain)
     out = []
@@ -170,6 +172,12 @@ def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str
             family=fam.name, domain=domain, role="mitigated", clean_adapter=cname, **common,
         )  # fmt: skip
         out += [("M_cl", tau, clean), ("M_co", tau, SweepCell(co, clean.cell_id))]
+        if spec.dynamics_settings.base:
+            base = CellConfig(
+                model=fam.base, adapter=None, strategy="identity", family=fam.name, role="clean",
+                **{**common, "temperature": tau},
+            )  # fmt: skip
+            out.append(("base", tau, SweepCell(base, None)))
     return out
 
 
@@ -190,7 +198,8 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
                     adapters=(
                         ("M_cl", adapters[fam.clean_adapter(domain)]),
                         ("M_co", adapters[f"co_{domain}"]),
-                    ),
+                    )
+                    + ((("base", None),) if spec.dynamics_settings.base else ()),
                     cells=tuple((m, t, c.cell_id) for m, t, c in cells),
                     temperatures=tuple(sorted({0.0, *spec.temperatures})),
                     task_cell=cells[0][2].config.to_dict(),
@@ -209,7 +218,9 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
     if table not in TABLES:
         raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
-    if not spec.strategies and not spec.temperatures:  # detection only: the detectors' readouts (detect_cells)
+    if (
+        not spec.strategies and not spec.temperatures
+    ):  # detection only: the detectors' readouts (detect_cells)
         return []
     table = effective_table(spec, table)
     common = _common(spec)
@@ -253,7 +264,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
                     mitigated.append(SweepCell(cfg, clean[key].cell_id))
             if table == "all" and spec.temperatures:
                 for model, _, cell in _temperature_cells(spec, fam, domain):
-                    (tau_clean if model == "M_cl" else tau_co).append(cell)
+                    (tau_co if model == "M_co" else tau_clean).append(cell)
     mitigated += tau_co
     seen: set[str] = set()
     cells = []

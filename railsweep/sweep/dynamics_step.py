@@ -44,6 +44,7 @@ def settings_for(spec: SweepSpec, group: TemperatureGroup) -> Any:
         temperatures=group.temperatures, m=r.m, limit=r.limit, domain=group.domain,
         max_new_tokens=r.max_new_tokens, seed=d.seed, batch_size=r.batch_size, forcing_batch=d.forcing_batch,
         n_boot=d.n_boot, n_boot_gain=d.n_boot_gain, min_items=d.min_items, e_cut=d.e_cut, device=d.device,
+        base=d.base,
     )  # fmt: skip
 
 
@@ -76,7 +77,7 @@ def group_tables(
     questions = list(task.questions())
     items = [q.index for q in questions]
     gold_text = [to_cot(q.solution) for q in questions]
-    observed: dict[str, dict[float, Any]] = {"M_cl": {}, "M_co": {}}
+    observed: dict[str, dict[float, Any]] = {model: {} for model, _ in group.adapters}
     with tempfile.TemporaryDirectory(prefix="railsweep-dynamics-") as tmp:
         for model, tau, cid in group.cells:
             run = runs[cid]

@@ -255,7 +255,8 @@ class DynamicsSpec:
     ``n_boot``: item resamples for the fit CIs; ``n_boot_gain``: for the gain CIs; ``min_items``: positions
     reached by fewer items are left out of a group's mean NLL curve; ``e_cut``: nats per token above which
     E is decoherence; ``forcing_batch``: sequences per teacher-forcing forward pass; ``device``: where the
-    teacher forcing runs; ``seed``: the bootstrap RNG."""
+    teacher forcing runs; ``seed``: the bootstrap RNG; ``base``: also sample and teacher-force each family's base
+    model without an adapter, as model ``base`` (the model a pretraining-replica world's duplicates went into)."""
 
     n_boot: PosInt = 200
     n_boot_gain: PosInt = 1000
@@ -264,6 +265,7 @@ class DynamicsSpec:
     forcing_batch: PosInt = 8
     device: Device = "cpu"
     seed: NonNegInt = 0
+    base: bool = False
 
 
 def parse_temperatures(v: Any) -> tuple[float, ...]:
