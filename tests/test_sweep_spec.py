@@ -208,3 +208,21 @@ def test_the_sweep_command_forwards_its_spec_options_to_the_job_as_the_job_parse
         "preset": "smoke", "table": "all", "experiment": "e", "resume": True, "cache_dir": "/c", "limit": 3, "m": 2
     }
     assert forward_argv(cli_parser(["sweep"]).parse_args(["sweep"])) == ["--table", "3"]
+
+
+def test_a_local_job_runs_this_railsweep_even_from_another_checkouts_directory(tmp_path):
+    """A Ray job inherits the head's working directory; another checkout's package there must not shadow ours."""
+    from railsweep.commands.sweep import _this_railsweep_env
+
+    fake = tmp_path / "railsweep"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise SystemExit('the other checkout')\n")
+    (fake / "__main__.py").write_text("")
+    env = {**os.environ, **_this_railsweep_env()}
+    out = subprocess.run([sys.executable, "-m", "railsweep", "--version"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0 and "the other checkout" not in out.stderr, out.stderr
+    shadowed = subprocess.run([sys.executable, "-m", "railsweep", "--version"], cwd=tmp_path,
+                              env={k: v for k, v in env.items() if k != "PYTHONSAFEPATH"},
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "the other checkout" in shadowed.stderr  # the hazard the setting removes

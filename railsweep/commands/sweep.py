@@ -119,12 +119,17 @@ def submit(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def _this_railsweep_env() -> dict[str, str]:
-    """``PYTHONPATH`` for a local job when railsweep is imported from a checkout (not installed), so that the
-    job runs the same code as this command; empty for an installed railsweep."""
+    """The environment that makes a local job run the same railsweep as this command.
+
+    ``PYTHONSAFEPATH=1`` (Python >= 3.11): ``python -m`` puts no working directory on ``sys.path``. A job
+    inherits the Ray head's working directory, and when the head was started from another checkout that
+    checkout's ``railsweep`` would shadow this one. ``PYTHONPATH``: this checkout, when railsweep is imported
+    from one (not installed)."""
+    env = {"PYTHONSAFEPATH": "1"}
     root = Path(railsweep.__file__).resolve().parents[1]
-    if not (root / "pyproject.toml").is_file():
-        return {}
-    return {"PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
+    if (root / "pyproject.toml").is_file():
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))
+    return env
 
 
 def run(args: argparse.Namespace) -> int:
