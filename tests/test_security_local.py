@@ -248,3 +248,29 @@ def test_a_held_default_port_is_replaced_by_a_free_one_and_a_free_one_is_kept():
             probe.bind(("127.0.0.1", other))  # the replacement is bindable
     free = local.free_port()
     assert local.port_or_free(free) == free
+
+
+def _fake_proc(tmp_path, heads):
+    proc = tmp_path / "proc"
+    for pid, (python, port) in enumerate(heads, start=100):
+        (proc / str(pid)).mkdir(parents=True)
+        argv = [python, "/x/site-packages/ray/dashboard/dashboard.py", "--host=127.0.0.1", f"--port={port}"]
+        (proc / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (proc / "7").mkdir()
+    (proc / "7" / "cmdline").write_bytes(b"python\0-m\0something\0")
+    return proc
+
+
+def test_a_running_head_from_another_environment_is_refused_naming_both(tmp_path):
+    import sys
+
+    from railsweep.errors import ConfigError
+    from railsweep.sweep.local import check_head_environment, head_interpreters
+
+    other = "/elsewhere/.venv/bin/python3"
+    proc = _fake_proc(tmp_path, [(other, 8265), (f"{sys.prefix}/bin/python", 8999)])
+    assert head_interpreters(8265, proc) == [other]
+    with pytest.raises(ConfigError, match=r"8265 runs /elsewhere/.venv/bin/python3, not this environment"):
+        check_head_environment(8265, proc)
+    check_head_environment(8999, proc)  # a head of this environment is reused
+    check_head_environment(8300, proc)  # no dashboard found on that port: nothing to compare

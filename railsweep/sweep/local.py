@@ -265,6 +265,35 @@ def check_head_accepts_token(url: str) -> None:
         )
 
 
+def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
+    """The Python interpreters of the local Ray dashboards started with ``--port=<dashboard_port>`` (from
+    their command lines under ``proc``); [] where that cannot be read (no procfs)."""
+    found = []
+    for cmdline in proc.glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        args = [a.decode(errors="replace") for a in argv if a]
+        if len(args) > 1 and args[1].endswith("dashboard/dashboard.py") and f"--port={dashboard_port}" in args:
+            found.append(args[0])
+    return found
+
+
+def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> None:
+    """A running local head may be reused only if it runs in this Python environment: its workers run its
+    interpreter, so a head started from another virtual environment (another checkout) would run that
+    environment's railsweep in every actor and trial. Raises one :class:`ConfigError` naming both."""
+    heads = head_interpreters(dashboard_port, proc)
+    mine = Path(sys.prefix).resolve()
+    if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
+        raise ConfigError(
+            f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment ({mine}): its "
+            "workers would run that environment's railsweep. Stop it with `ray stop` (this ends every Ray "
+            "process of this user on the machine), or start another head with --dashboard-port"
+        )
+
+
 def ensure_ray_head(
     *,
     dashboard_port: int = 8265,
@@ -277,8 +306,8 @@ def ensure_ray_head(
     """A local Ray head with token authentication, every port on 127.0.0.1, its dashboard (the job API) too.
 
     Reused when a dashboard already answers on ``dashboard_port`` and
-    :func:`check_head_accepts_token` passes. ``block=True`` keeps ``ray start``
-    in the foreground as our child, so :meth:`Service.stop` ends exactly this
+    :func:`check_head_accepts_token` and :func:`check_head_environment` pass.
+    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this
     cluster (``ray stop`` would end every Ray on the host). ``isolated=True``
     picks free ports and a private temp dir (tests next to other clusters on
     the same machine) and never reuses a running head.
@@ -287,6 +316,7 @@ def ensure_ray_head(
     ensure_ray_token()
     if not isolated and _http_status(url + "/api/version") is not None:
         check_head_accepts_token(url)
+        check_head_environment(dashboard_port)
         return RayHead(url, None, Service(url, None))
     cmd = [_exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
            "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
