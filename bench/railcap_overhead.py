@@ -16,7 +16,9 @@ runs on a loaded machine and are kept only for comparison. On 2 shared cores (lo
 average 3-8) single rounds still scatter (standard deviation about 0.1), so one run's
 median moves by a few hundredths (cap: 0.92-1.02 over seven runs; 0.977 pooled over
 their 105 rounds); ``ratio_cap_estimate_from_step_costs`` is the steadier figure (0.98-0.99,
-the processor taking 0.16-0.30 ms of a 256-row step of 16-20 ms).
+the processor taking 0.16-0.30 ms of a 256-row step of 16-20 ms). On a quiet machine (load
+average about 1) three runs gave cap 0.957, 0.973 and 0.971 (``--repeats 30``), ban 0.987,
+1.021 and 0.978.
 
 Run: ``python bench/railcap_overhead.py`` (CPU, about 1 min with one thread).
 """
