@@ -200,3 +200,27 @@ def test_dynamics_base_adds_a_base_model_cell_per_tau_and_a_base_model_to_the_gr
     assert dict(group.adapters)["base"] is None and {m for m, _, _ in group.cells} == {"M_cl", "M_co", "base"}
     without = dataclasses.replace(spec, dynamics=dataclasses.replace(spec.dynamics_settings, base=False))
     assert [c.cell_id for c in expand(without)] == [c.cell_id for c in cells if c.config.adapter is not None]
+
+
+def test_railsweep_dynamics_with_base_reads_the_base_model_beside_m_cl_and_m_co(smoke_world, tmp_path):
+    from railsweep.cli import main
+    from railsweep.miniworld import build_world
+
+    world = build_world("smoke", cache_dir=smoke_world)
+    argv = [
+        "dynamics",
+        "--world",
+        str(world.root),
+        "--base",
+        "--limit",
+        "4",
+        "--m",
+        "2",
+        "--temperatures",
+        "0",
+        "1",
+    ]
+    assert main([*argv, "--n-boot", "5", "--n-boot-gain", "20", "--out", str(tmp_path / "out")]) == 0
+    fits = pd.read_parquet(tmp_path / "out" / "fits.parquet")
+    assert set(fits["model"]) == {"M_cl", "M_co", "base"}
+    assert not (tmp_path / "out" / "replicas.parquet").exists()  # the smoke world has no replicas
