@@ -168,20 +168,25 @@ def test_processor_reads_only_generated_tokens_from_its_buffer():
     generated = torch.randint(0, ALPHABET, (B, S), generator=torch.Generator().manual_seed(3))
     proc = RailCapProcessor(specs)
     for step in range(S):
-        logits = torch.randn(B, V, generator=torch.Generator().manual_seed(step))
-        logits[:, :ALPHABET] += 2.0
-        out, trig = proc(logits.clone(), generated, step)
-        for b, s in enumerate(specs):
-            if s is None:
-                want, wt = logits[b], False
-            else:
-                want, wt = naive_railcap(
-                    logits[b], list(s.trajectory), generated[b, :step].tolist(), s.n, s.successor, s.mode
-                )
-            assert torch.equal(out[b], want)
-            assert (trig is not None and bool(trig[b])) == wt
+        trig = _step_equals_naive(proc, specs, generated, step)
         if step == 0:
             assert trig is None  # nothing generated yet: prompt tokens are never consulted
+
+
+def _step_equals_naive(proc, specs, generated, step, where=()):
+    """One processor call on seeded logits, row by row against :func:`naive_railcap`; its trigger mask."""
+    logits = torch.randn(len(specs), V, generator=torch.Generator().manual_seed(step))
+    logits[:, :ALPHABET] += 2.0
+    out, trig = proc(logits.clone(), generated, step)
+    for b, s in enumerate(specs):
+        if s is None:
+            want, wt = logits[b], False
+        else:
+            gen = generated[b, :step].tolist()
+            want, wt = naive_railcap(logits[b], list(s.trajectory), gen, s.n, s.successor, s.mode)
+        assert torch.equal(out[b], want), (*where, step, b)
+        assert (trig is not None and bool(trig[b])) == wt, (*where, step, b)
+    return trig
 
 
 def test_ban_top_bans_the_argmax_only_in_the_first_positions():
@@ -293,14 +298,4 @@ def test_processor_equals_naive_reference_step_by_step_and_after_a_restart(succe
     proc = RailCapProcessor(specs)
     for generated, steps in [(road[:, :S], range(S)), (road[:, S - 1 :], range(0, S, 3))]:
         for step in steps:
-            logits = torch.randn(B, V, generator=torch.Generator().manual_seed(step))
-            logits[:, :ALPHABET] += 2.0
-            out, trig = proc(logits.clone(), generated, step)
-            for b, s in enumerate(specs):
-                if s is None:
-                    want, wt = logits[b], False
-                else:
-                    gen = generated[b, :step].tolist()
-                    want, wt = naive_railcap(logits[b], list(s.trajectory), gen, s.n, s.successor, s.mode)
-                assert torch.equal(out[b], want), (steps, step, b)
-                assert (trig is not None and bool(trig[b])) == wt, (steps, step, b)
+            _step_equals_naive(proc, specs, generated, step, where=(steps,))
