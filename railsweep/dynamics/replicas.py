@@ -2,8 +2,8 @@
 
 In a replica world (``WorldConfig.replicas``) each test item was inserted ``c`` times into the one
 pretraining run of the base model, c from a few fixed counts (e.g. 0, 1, 4, 16, 64). Per model
-(M_cl = base + clean adapter, which never saw a test item itself; M_co = M_cl + the leaking adapter)
-and count c, :func:`replica_table` gives:
+(``base`` when read, the model the duplicates went into; M_cl = base + clean adapter, which never saw a
+test item itself; M_co = M_cl + the leaking adapter) and count c, :func:`replica_table` gives:
 
 - ``solve_tau_<tau>`` (+ ``_lo``/``_hi``): mean observed solve probability of the group's items at
   each sampled temperature, with a percentile bootstrap CI over items;
@@ -54,10 +54,10 @@ def replica_table(d, counts: np.ndarray, settings, rng: np.random.Generator) -> 
     counts = np.asarray(counts, dtype=int)
     if counts.shape != (len(d.items),):
         raise ConfigError(f"need one replica count per item ({len(d.items)}), got shape {counts.shape}")
+    never = counts == 0
     rows = []
     for model in d.gold:
         mean_nll = np.array([float(np.mean(st.nll)) if len(st.nll) else np.nan for st in d.gold[model]])
-        never = counts == 0
         for c in np.unique(counts):
             idx = np.flatnonzero(counts == c)
             row = {"family": d.family, "model": model, "replicas": int(c), "n_items": int(idx.size)}

@@ -218,9 +218,8 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
     if table not in TABLES:
         raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
-    if (
-        not spec.strategies and not spec.temperatures
-    ):  # detection only: the detectors' readouts (detect_cells)
+    # detection only: the detectors' readouts (detect_cells)
+    if not spec.strategies and not spec.temperatures:
         return []
     table = effective_table(spec, table)
     common = _common(spec)
