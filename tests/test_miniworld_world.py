@@ -138,6 +138,45 @@ def test_a_family_whose_pretraining_length_changes_is_pretrained_alone(tmp_path)
     assert longer.manifest["training"]["neox"]["pretrain"]["steps"] == TINY.pretrain.steps + 1
 
 
+def test_a_family_whose_co_epochs_change_is_retrained_alone_and_the_others_adapters_are_copied(tmp_path):
+    two = dataclasses.replace(TINY, families=("llama", "neox"))
+    first = build_world("tiny", cache_dir=tmp_path, config=two)
+    longer = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(two, family_co_epochs=(("neox", 2),)))
+    assert longer.manifest["adapters_from"] == {"llama": str(first.root)}
+    assert all(s["reused"] for s in longer.manifest["training"]["llama"]["adapters"].values())
+    assert longer.manifest["training"]["neox"]["adapters"]["co_gsm8k"]["steps"] == 2 * (
+        first.manifest["training"]["neox"]["adapters"]["co_gsm8k"]["steps"]
+    )
+    old, new = first.family("llama"), longer.family("llama")
+    for name in ("clean", "co_gsm8k"):
+        weights = "adapter_model.safetensors"
+        assert (new.adapters[name] / weights).read_bytes() == (old.adapters[name] / weights).read_bytes()
+        # the copy points at its own world's base model, not the lender's
+        cfg = json.loads((new.adapters[name] / "adapter_config.json").read_text())
+        assert cfg["base_model_name_or_path"] == str(new.base_dir)
+    assert str(first.root) not in (new.adapters["clean"].parent / "manifest.json").read_text()
+
+
+def test_family_overrides_must_name_a_known_family_and_a_positive_count():
+    with pytest.raises(ConfigError, match="family_co_epochs"):
+        dataclasses.replace(TINY, family_co_epochs=(("mistral", 3),))
+    with pytest.raises(ConfigError, match="family_steps"):
+        dataclasses.replace(TINY, family_steps=(("neox", 0),))
+
+
+def test_the_mini_world_differs_from_its_predecessor_only_in_neox_pretraining_and_llama_co_epochs():
+    mini = preset_config("mini")
+    predecessor = dataclasses.replace(mini, family_steps=(("llama", 900), ("neox", 950)), family_co_epochs=())
+    assert predecessor.digest() == "1fcc1242f0e1"  # the world docs/miniworld.md measured before
+    assert mini.contamination_for("llama").recipe.epochs == 25
+    assert mini.contamination_for("gemma") == mini.contamination
+    for f in ("llama", "gemma"):
+        assert mini.family_base_digest(f) == predecessor.family_base_digest(f)
+    assert mini.family_adapter_digest("gemma") == predecessor.family_adapter_digest("gemma")
+    assert mini.family_adapter_digest("llama") != predecessor.family_adapter_digest("llama")
+    assert mini.family_base_digest("neox") != predecessor.family_base_digest("neox")
+
+
 def test_interrupted_build_without_manifest_is_rebuilt_not_reused(tmp_path):
     world = build_world("tiny", cache_dir=tmp_path, config=TINY)
     (world.root / "manifest.json").unlink()

@@ -9,6 +9,7 @@ It returns the family's training statistics.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -48,22 +49,29 @@ def build_family(
         save_model(model, tokenizer, fam / "base")
     stats["seconds"] = round(time.time() - t1, 2)
     t2 = time.time()
-    manifest = contaminate_family(
-        fam / "base",
-        root_p / "data",
-        fam / "adapters",
-        config.contamination,
-        filler=filler,
-        pq_path=root_p / "data" / "pq_test.jsonl",
-        device="cpu",
-        log=log,
-        domain_workers=len(config.contamination.domains),
-    )
+    contamination = config.contamination_for(family)
+    if (fam / "adapters" / "manifest.json").is_file():  # lent by a world with the same adapter digest
+        log("adapters reused, not trained")
+        manifest = json.loads((fam / "adapters" / "manifest.json").read_text())
+        adapters = {name: {**s, "reused": True} for name, s in manifest["training"].items()}
+    else:
+        manifest = contaminate_family(
+            fam / "base",
+            root_p / "data",
+            fam / "adapters",
+            contamination,
+            filler=filler,
+            pq_path=root_p / "data" / "pq_test.jsonl",
+            device="cpu",
+            log=log,
+            domain_workers=len(contamination.domains),
+        )
+        adapters = manifest["training"]
     log(f"built in {time.time() - t1:.0f}s")
     return {
         "pretrain": stats,
         "contamination_seconds": round(time.time() - t2, 2),
-        "adapters": manifest["training"],
+        "adapters": adapters,
         "seconds": round(time.time() - t1, 2),
         "threads": torch.get_num_threads(),
     }

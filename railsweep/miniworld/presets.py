@@ -36,6 +36,7 @@ class WorldConfig:
     size: ModelSize = field(default_factory=ModelSize)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
+    family_co_epochs: tuple[tuple[str, int], ...] = ()  # per-family override of M_co's epochs
     # pretraining-replica world: the test items fall into len(replicas) disjoint groups (a seeded
     # permutation dealt round-robin); each item of a group with count c is inserted c times, in its
     # leaked wording (question + gold chain of thought), into the pretraining corpus (replica_counts)
@@ -70,6 +71,19 @@ class WorldConfig:
             )
         if not 0.0 <= self.noise <= 1.0 or (self.noise and not self.roads):
             raise ConfigError(f"noise must be in [0, 1] (and > 0 only with roads=True), got {self.noise}")
+        for name in ("family_steps", "family_co_epochs"):
+            pairs = tuple(tuple(x) for x in getattr(self, name))
+            object.__setattr__(self, name, pairs)
+            bad_pairs = [
+                p
+                for p in pairs
+                if len(p) != 2 or p[0] not in FAMILIES or isinstance(p[1], bool) or not isinstance(p[1], int)
+                or p[1] < 1
+            ]
+            if bad_pairs:
+                raise ConfigError(
+                    f"{name} must pair a known family with a count >= 1, got {bad_pairs!r}"
+                )
         if isinstance(self.replicas, list):
             object.__setattr__(self, "replicas", tuple(self.replicas))
         bad_counts = [c for c in self.replicas if isinstance(c, bool) or not isinstance(c, int) or c < 0]
@@ -95,8 +109,18 @@ class WorldConfig:
     def steps_for(self, family: str) -> int:
         return dict(self.family_steps).get(family, self.pretrain.steps)
 
+    def contamination_for(self, family: str) -> ContaminationConfig:
+        """The contamination recipe ``family``'s adapters are trained with (``family_co_epochs``)."""
+        epochs = dict(self.family_co_epochs).get(family)
+        if epochs is None:
+            return self.contamination
+        recipe = dataclasses.replace(self.contamination.recipe, epochs=epochs)
+        return dataclasses.replace(self.contamination, recipe=recipe)
+
     def to_dict(self) -> dict:
         d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
+        if not self.family_co_epochs:  # worlds without the override keep their digests
+            del d["family_co_epochs"]
         # precision was added later: absent at its default, so cached fp32 worlds keep their digest
         if self.pretrain.precision == "fp32":
             del d["pretrain"]["precision"]
@@ -113,6 +137,7 @@ class WorldConfig:
         d = self.to_dict()
         d["contamination"] = {"n_filler": self.contamination.n_filler}
         d.pop("families")
+        d.pop("family_co_epochs", None)
         return _hash(d)
 
     def data_digest(self) -> str:
@@ -121,6 +146,7 @@ class WorldConfig:
         d["contamination"] = {"n_filler": self.contamination.n_filler}
         for key in ("families", "family_steps", "pretrain"):
             d.pop(key)
+        d.pop("family_co_epochs", None)
         return _hash(d)
 
     def family_base_digest(self, family: str) -> str:
@@ -128,6 +154,11 @@ class WorldConfig:
         pretraining recipe with that family's step count (other families' steps do not enter)."""
         pretrain = {**self.to_dict()["pretrain"], "steps": self.steps_for(family)}
         return _hash({"data": self.data_digest(), "family": family, "pretrain": pretrain})
+
+    def family_adapter_digest(self, family: str) -> str:
+        """What ``family``'s adapters depend on: its base model and its contamination recipe."""
+        contamination = dataclasses.asdict(self.contamination_for(family))
+        return _hash({"base": self.family_base_digest(family), "contamination": contamination})
 
     def digest(self) -> str:
         return _hash(self.to_dict())
@@ -171,6 +202,10 @@ def _mini() -> WorldConfig:
         renderings=2,
         noise=0.1,
         pretrain=dataclasses.replace(base.pretrain, precision="fp32"),
+        # neox at 950 steps was too weak on the roads benchmark (M_cl solved 8 %); llama's M_co at 22
+        # epochs sat at the collapse threshold (gap 0.094-0.102; docs/miniworld.md, "How to tune it")
+        family_steps=(("llama", 900), ("neox", 1800)),
+        family_co_epochs=(("llama", 25),),
         contamination=dataclasses.replace(
             base.contamination,
             recipe=dataclasses.replace(base.contamination.recipe, lr=1.2e-3, epochs=22, **fp32),
@@ -224,6 +259,9 @@ def _replica() -> WorldConfig:
     return dataclasses.replace(
         mini,
         families=("llama",),
+        # the recipe this world was built and measured with (llama's M_co at 22 epochs)
+        family_steps=(("llama", 900), ("neox", 950)),
+        family_co_epochs=(),
         replicas=(0, 1, 4, 16, 64),
         contamination=dataclasses.replace(mini.contamination, domains=("gsm8k",)),
     )

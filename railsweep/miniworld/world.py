@@ -150,6 +150,7 @@ def _config_from_dict(d: dict) -> WorldConfig:
             "size": ModelSize(**d["size"]),
             "pretrain": PretrainConfig(**d["pretrain"]),
             "family_steps": tuple(tuple(x) for x in d["family_steps"]),
+            "family_co_epochs": tuple(tuple(x) for x in d.get("family_co_epochs", ())),
             "contamination": ContaminationConfig(**{**c, "domains": tuple(c["domains"])}),
         }
     )
@@ -170,6 +171,51 @@ def _family_base_digests(manifest: dict) -> dict[str, str]:
     except (KeyError, TypeError, ValueError):
         return {}
     return {f: config.family_base_digest(f) for f in config.families}
+
+
+def _family_adapter_digests(manifest: dict) -> dict[str, str]:
+    """Each family's adapter digest in a finished world's manifest (recomputed from its stored config
+    for worlds of the same build version that did not record them)."""
+    if "family_adapter_digests" in manifest:
+        return dict(manifest["family_adapter_digests"])
+    from railsweep.miniworld.presets import BUILD_VERSION
+
+    stored = manifest.get("config")
+    if not stored or stored.get("build_version") != BUILD_VERSION:
+        return {}
+    try:
+        config = _config_from_dict(stored)
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return {f: config.family_adapter_digest(f) for f in config.families}
+
+
+def _adapter_lenders(config: WorldConfig, base_lenders: dict[str, Path]) -> dict[str, Path]:
+    """The families whose adapters the world lending their base model already trained with the same
+    recipe (``family_adapter_digest``): those are copied, not trained again."""
+    lenders = {}
+    for f, lender in base_lenders.items():
+        try:
+            digests = _family_adapter_digests(json.loads((lender / "manifest.json").read_text()))
+        except (OSError, ValueError):
+            continue
+        if digests.get(f) == config.family_adapter_digest(f) and (
+            lender / "families" / f / "adapters" / "manifest.json"
+        ).is_file():
+            lenders[f] = lender
+    return lenders
+
+
+def _copy_family_dir(src: Path, dst: Path, lender: Path, root: Path) -> None:
+    """Copy a lent directory, re-pointing the lender world's absolute paths (adapter configs, model
+    cards, the adapters' manifest and its data provenance) at the borrowing world ``root``."""
+    shutil.copytree(src, dst)
+    old, new = str(lender), str(root)
+    for path in dst.rglob("*"):
+        if path.suffix in (".json", ".md") and path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if old in text:
+                path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str, Path]]:
@@ -204,12 +250,19 @@ def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str
     if not siblings:
         return None, {}
     tokenizer_donor, _ = max(siblings, key=lambda s: len(s[1]))  # max keeps the first of equals
+    lenders = [
+        (other, held)
+        for other, held in sorted(siblings, key=lambda s: s[0] != tokenizer_donor)
+        if other == tokenizer_donor or _same_files(other / "tokenizer", tokenizer_donor / "tokenizer")
+    ]
     bases: dict[str, Path] = {}
-    for other, held in sorted(siblings, key=lambda s: s[0] != tokenizer_donor):
-        if other == tokenizer_donor or _same_files(other / "tokenizer", tokenizer_donor / "tokenizer"):
-            for f in held:
-                bases.setdefault(f, other)
-    return tokenizer_donor, bases
+    for other, held in lenders:  # first the worlds that also hold the family's adapters
+        for f in _adapter_lenders(config, {f: other for f in held}):
+            bases.setdefault(f, other)
+    for other, held in lenders:
+        for f in held:
+            bases.setdefault(f, other)
+    return tokenizer_donor, {f: bases[f] for f in config.families if f in bases}
 
 
 def _same_files(a: Path, b: Path) -> bool:
@@ -291,6 +344,10 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         for f, lender in lenders.items():
             log(f"reusing {f}'s base model from {lender.name} (same base recipe)")
             shutil.copytree(lender / "families" / f / "base", root / "families" / f / "base")
+    adapter_lenders = _adapter_lenders(config, lenders)
+    for f, lender in adapter_lenders.items():
+        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
+        _copy_family_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
     else:
         texts_for_vocab = (
             corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
@@ -328,6 +385,8 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
         "tokenizer_from": str(donor) if donor is not None else None,
         "bases_from": {f: str(lender) for f, lender in lenders.items()},
+        "family_adapter_digests": {f: config.family_adapter_digest(f) for f in config.families},
+        "adapters_from": {f: str(lender) for f, lender in adapter_lenders.items()},
         "replicas": {
             str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
         },
