@@ -205,7 +205,7 @@ def _mini() -> WorldConfig:
         # neox at 950 steps was too weak on the roads benchmark (M_cl solved 8 %); llama's M_co at 22
         # epochs sat at the collapse threshold (gap 0.094-0.102; docs/miniworld.md, "How to tune it")
         family_steps=(("llama", 900), ("neox", 1800)),
-        family_co_epochs=(("llama", 25),),
+        family_co_epochs=(("llama", 24),),
         contamination=dataclasses.replace(
             base.contamination,
             recipe=dataclasses.replace(base.contamination.recipe, lr=1.2e-3, epochs=22, **fp32),
