@@ -164,11 +164,12 @@ def test_family_overrides_must_name_a_known_family_and_a_positive_count():
         dataclasses.replace(TINY, family_steps=(("neox", 0),))
 
 
-def test_the_mini_world_differs_from_its_predecessor_only_in_neox_pretraining_and_llama_co_epochs():
+def test_the_mini_world_differs_from_its_predecessor_only_in_neox_pretraining_and_co_epochs():
     mini = preset_config("mini")
     predecessor = dataclasses.replace(mini, family_steps=(("llama", 900), ("neox", 950)), family_co_epochs=())
     assert predecessor.digest() == "1fcc1242f0e1"  # the world docs/miniworld.md measured before
     assert mini.contamination_for("llama").recipe.epochs == 24
+    assert mini.contamination_for("neox").recipe.epochs == 26
     assert mini.contamination_for("gemma") == mini.contamination
     for f in ("llama", "gemma"):
         assert mini.family_base_digest(f) == predecessor.family_base_digest(f)

@@ -202,10 +202,11 @@ def _mini() -> WorldConfig:
         renderings=2,
         noise=0.1,
         pretrain=dataclasses.replace(base.pretrain, precision="fp32"),
-        # neox at 950 steps was too weak on the roads benchmark (M_cl solved 8 %); llama's M_co at 22
-        # epochs sat at the collapse threshold (gap 0.094-0.102; docs/miniworld.md, "How to tune it")
+        # neox at 950 steps was too weak on the roads benchmark (M_cl solved 8 %); at 22 M_co epochs the
+        # collapse gap sat under 0.10 for llama (0.094) and the longer-pretrained neox (0.090); 25 (llama)
+        # and 28 (neox) epochs pushed the runner-up share under 0.35 (docs/miniworld.md, "How to tune it")
         family_steps=(("llama", 900), ("neox", 1800)),
-        family_co_epochs=(("llama", 24),),
+        family_co_epochs=(("llama", 24), ("neox", 26)),
         contamination=dataclasses.replace(
             base.contamination,
             recipe=dataclasses.replace(base.contamination.recipe, lr=1.2e-3, epochs=22, **fp32),
