@@ -156,11 +156,12 @@ def _config_from_dict(d: dict) -> WorldConfig:
     )
 
 
-def _family_base_digests(manifest: dict) -> dict[str, str]:
-    """Each family's base digest in a finished world's manifest; worlds built before per-family digests
-    were recorded have them recomputed from their stored config (same build version only)."""
-    if "family_base_digests" in manifest:
-        return dict(manifest["family_base_digests"])
+def _family_digests(manifest: dict, kind: str) -> dict[str, str]:
+    """Each family's ``kind`` ("base" or "adapter") digest in a finished world's manifest; worlds built
+    before those digests were recorded have them recomputed from their stored config (same build
+    version only)."""
+    if f"family_{kind}_digests" in manifest:
+        return dict(manifest[f"family_{kind}_digests"])
     from railsweep.miniworld.presets import BUILD_VERSION
 
     stored = manifest.get("config")
@@ -170,24 +171,7 @@ def _family_base_digests(manifest: dict) -> dict[str, str]:
         config = _config_from_dict(stored)
     except (KeyError, TypeError, ValueError):
         return {}
-    return {f: config.family_base_digest(f) for f in config.families}
-
-
-def _family_adapter_digests(manifest: dict) -> dict[str, str]:
-    """Each family's adapter digest in a finished world's manifest (recomputed from its stored config
-    for worlds of the same build version that did not record them)."""
-    if "family_adapter_digests" in manifest:
-        return dict(manifest["family_adapter_digests"])
-    from railsweep.miniworld.presets import BUILD_VERSION
-
-    stored = manifest.get("config")
-    if not stored or stored.get("build_version") != BUILD_VERSION:
-        return {}
-    try:
-        config = _config_from_dict(stored)
-    except (KeyError, TypeError, ValueError):
-        return {}
-    return {f: config.family_adapter_digest(f) for f in config.families}
+    return {f: getattr(config, f"family_{kind}_digest")(f) for f in config.families}
 
 
 def _adapter_lenders(config: WorldConfig, base_lenders: dict[str, Path]) -> dict[str, Path]:
@@ -196,7 +180,7 @@ def _adapter_lenders(config: WorldConfig, base_lenders: dict[str, Path]) -> dict
     lenders = {}
     for f, lender in base_lenders.items():
         try:
-            digests = _family_adapter_digests(json.loads((lender / "manifest.json").read_text()))
+            digests = _family_digests(json.loads((lender / "manifest.json").read_text()), "adapter")
         except (OSError, ValueError):
             continue
         if digests.get(f) == config.family_adapter_digest(f) and (
@@ -235,7 +219,7 @@ def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str
             same_data, bases = True, {f: config.family_base_digest(f) for f in config.families}
         else:
             same_data = manifest.get("data_digest", None) == config.data_digest()
-            digests = _family_base_digests(manifest)
+            digests = _family_digests(manifest, "base")
             if not same_data and digests:  # an older manifest: recompute its data digest from its config
                 same_data = _config_from_dict(manifest["config"]).data_digest() == config.data_digest()
             bases = digests if same_data else {}
