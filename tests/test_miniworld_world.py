@@ -138,9 +138,18 @@ def test_a_family_whose_pretraining_length_changes_is_pretrained_alone(tmp_path)
     assert longer.manifest["training"]["neox"]["pretrain"]["steps"] == TINY.pretrain.steps + 1
 
 
-def test_a_family_whose_co_epochs_change_is_retrained_alone_and_the_others_adapters_are_copied(tmp_path):
+def test_a_family_whose_co_epochs_change_is_retrained_alone_and_the_others_adapters_are_copied(
+    tmp_path, monkeypatch
+):
+    from railsweep.miniworld import tokenizer
+
     two = dataclasses.replace(TINY, families=("llama", "neox"))
     first = build_world("tiny", cache_dir=tmp_path, config=two)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the lent tokenizer was trained again")
+
+    monkeypatch.setattr(tokenizer, "train_tokenizer", no_training)
     longer = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(two, family_co_epochs=(("neox", 2),)))
     assert longer.manifest["adapters_from"] == {"llama": str(first.root)}
     assert all(s["reused"] for s in longer.manifest["training"]["llama"]["adapters"].values())

@@ -328,15 +328,15 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         for f, lender in lenders.items():
             log(f"reusing {f}'s base model from {lender.name} (same base recipe)")
             shutil.copytree(lender / "families" / f / "base", root / "families" / f / "base")
-    adapter_lenders = _adapter_lenders(config, lenders)
-    for f, lender in adapter_lenders.items():
-        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
-        _copy_family_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
     else:
         texts_for_vocab = (
             corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
         )
         train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+    adapter_lenders = _adapter_lenders(config, lenders)
+    for f, lender in adapter_lenders.items():
+        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
+        _copy_family_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
