@@ -6,9 +6,11 @@ Steps:
      ``--cache-dir``, default ``$RAILSWEEP_CACHE`` or ``~/.cache/railsweep``, instead);
   2. time the demo's evaluation on the cached world: per family, the clean reference
      (Identity on M_cl) and, per domain, Identity, All-Zero and RailCap (n=4, cap) on M_co,
-     with the mini sweep's readout (m=20, T=0.7, max 96 new tokens, the first ``limit`` questions);
+     with the mini sweep's readout (m=20, T=0.7, max 96 new tokens, the first ``limit`` questions),
+     ``--workers`` cells at a time (default one per CPU), each in a process of ``--eval-threads``
+     torch threads (default 1), as the demo's Ray sweep runs one cell per CPU on one thread;
   3. print JSON: build seconds (total and per family), evaluation seconds (total and per
-     cell), samples decoded, torch threads, machine.
+     cell), samples decoded, workers and threads, machine.
 
 Targets: build <= 20 min for mini (3 families, both domains) on a 2-core machine,
 evaluation <= 10 min. Run: ``python bench/miniworld_build.py [--preset mini] [--threads 2]``.
@@ -18,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,7 +37,14 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="mini")
     p.add_argument("--cache-dir", default=None, help="default: a fresh temporary directory")
     p.add_argument("--reuse", action="store_true", help="allow a cached world (time only what is missing)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2, help="torch threads of the build")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="evaluation cells run at once, one process each (default: one per CPU, as the demo)",
+    )
+    p.add_argument("--eval-threads", type=int, default=1, help="torch threads per evaluation worker")
     p.add_argument("--m", type=int, default=20)
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
@@ -41,37 +52,77 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
-def evaluate_demo(world, m: int, max_new_tokens: int, limit: int | None) -> dict:
-    from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.strategies import build_strategy
-    from railsweep.strategies.base import DecodeSettings, EvalContext
+_ENGINES: dict = {}  # this worker's engines, one per family, loaded on first use
+
+
+def _task(world, limit: int | None):
     from railsweep.tasks import GSM8KTask
 
-    settings = DecodeSettings(m=m, temperature=0.7, max_new_tokens=max_new_tokens, seed=0, batch_size=64)
-    cells, samples = {}, 0
-    task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=limit)
-    questions = list(task.questions())
-    for family in world.families:
+    return GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=limit)
+
+
+def demo_cell(
+    root: str,
+    family: str,
+    adapter: str,
+    name: str,
+    params: dict,
+    m: int,
+    max_new_tokens: int,
+    limit: int | None,
+    threads: int,
+) -> tuple[str, float, int]:
+    """One cell of the demo's evaluation in this process: (cell name, seconds, samples decoded)."""
+    import torch
+
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.miniworld.world import load_world
+    from railsweep.strategies import build_strategy
+    from railsweep.strategies.base import DecodeSettings, EvalContext
+
+    torch.set_num_threads(threads)
+    world = load_world(root)
+    if family not in _ENGINES:
         fam = world.family(family)
-        engine = TransformersEngine(
+        _ENGINES[family] = TransformersEngine(
             fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device="cpu"
         )
-        plan = [("clean", "identity", {})]
+    settings = DecodeSettings(m=m, temperature=0.7, max_new_tokens=max_new_tokens, seed=0, batch_size=64)
+    task = _task(world, limit)
+    t = time.time()
+    ctx = EvalContext(
+        engine=_ENGINES[family], task=task, adapter=adapter, settings=settings, clean_adapter="clean"
+    )
+    outs = build_strategy(name, params).run(ctx, list(task.questions()))
+    return f"{family}/{adapter}/{name}", round(time.time() - t, 2), sum(len(o.samples) for o in outs)
+
+
+def evaluate_demo(world, m: int, max_new_tokens: int, limit: int | None, workers: int, threads: int) -> dict:
+    """The demo's cells (per family: Identity on M_cl; per domain: Identity, All-Zero and RailCap n=4 cap on
+    M_co), ``workers`` at a time, each in a spawned process of ``threads`` torch threads, as the demo's Ray sweep
+    runs one cell per CPU on one thread."""
+    plan = []
+    for family in world.families:
+        plan.append((family, "clean", "identity", {}))
         for domain in world.config.contamination.domains:
             plan += [
-                (f"co_{domain}", name, params)
+                (family, f"co_{domain}", name, params)
                 for name, params in (("identity", {}), ("all_zero", {}), ("railcap", {"n": 4, "mode": "cap"}))
             ]
-        for adapter, name, params in plan:
-            t = time.time()
-            ctx = EvalContext(
-                engine=engine, task=task, adapter=adapter, settings=settings, clean_adapter="clean"
-            )
-            outs = build_strategy(name, params).run(ctx, questions)
-            samples += sum(len(o.samples) for o in outs)
-            cells[f"{family}/{adapter}/{name}"] = round(time.time() - t, 2)
-        engine.close()
-    return {"cells_s": cells, "samples": samples, "questions": len(questions)}
+    calls = [(str(world.root), *cell, m, max_new_tokens, limit, threads) for cell in plan]
+    if workers == 1:
+        done = [demo_cell(*c) for c in calls]
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            done = list(pool.map(demo_cell, *zip(*calls)))
+    return {
+        "cells_s": {name: s for name, s, _ in done},
+        "samples": sum(n for _, _, n in done),
+        "questions": len(list(_task(world, limit).questions())),
+        "workers": workers,
+        "threads_per_worker": threads,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not args.skip_eval:
         t1 = time.time()
-        out["eval"] = evaluate_demo(world, args.m, args.max_new_tokens, args.limit)
+        out["eval"] = evaluate_demo(
+            world, args.m, args.max_new_tokens, args.limit, args.workers, args.eval_threads
+        )
         out["eval_s"] = round(time.time() - t1, 1)
         out["eval_target_s"] = 600
     print(json.dumps(out, indent=1))
