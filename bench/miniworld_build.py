@@ -23,6 +23,7 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -32,22 +33,33 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def count(text: str) -> int:
+    """An integer >= 1 (threads, workers, samples, tokens, questions)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="mini")
     p.add_argument("--cache-dir", default=None, help="default: a fresh temporary directory")
     p.add_argument("--reuse", action="store_true", help="allow a cached world (time only what is missing)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads of the build")
+    p.add_argument("--threads", type=count, default=2, help="torch threads of the build")
     p.add_argument(
         "--workers",
-        type=int,
+        type=count,
         default=os.cpu_count() or 1,
         help="evaluation cells run at once, one process each (default: one per CPU, as the demo)",
     )
-    p.add_argument("--eval-threads", type=int, default=1, help="torch threads per evaluation worker")
-    p.add_argument("--m", type=int, default=20)
-    p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
+    p.add_argument("--eval-threads", type=count, default=1, help="torch threads per evaluation worker")
+    p.add_argument("--m", type=count, default=20)
+    p.add_argument("--max-new-tokens", type=count, default=96)
+    p.add_argument("--limit", type=count, default=None, help="evaluate only the first N questions")
     p.add_argument("--skip-eval", action="store_true")
     return p
 
@@ -128,9 +140,16 @@ def evaluate_demo(world, m: int, max_new_tokens: int, limit: int | None, workers
 def main(argv: list[str] | None = None) -> int:
     import torch
 
+    from railsweep.errors import ConfigError
     from railsweep.miniworld import build_world
+    from railsweep.miniworld.presets import preset_config
 
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        preset_config(args.preset)
+    except ConfigError as e:
+        parser.error(str(e))
     torch.set_num_threads(args.threads)
     if args.cache_dir:
         cache = args.cache_dir
@@ -141,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cache = tempfile.mkdtemp(prefix="railsweep-bench-")
     t0 = time.time()
-    world = build_world(args.preset, cache_dir=cache, force=not args.reuse)
+    try:
+        world = build_world(args.preset, cache_dir=cache, force=not args.reuse)
+    except BaseException:
+        if cache != args.cache_dir and not args.reuse:  # our temporary directory: leave nothing behind
+            shutil.rmtree(cache, ignore_errors=True)
+        raise
     build_s = time.time() - t0
     out = {
         "preset": args.preset,
