@@ -124,6 +124,9 @@ def evaluate_demo(world, m: int, max_new_tokens: int, limit: int | None, workers
     calls = [(str(world.root), *cell, m, max_new_tokens, limit, threads) for cell in plan]
     if workers == 1:
         done = [demo_cell(*c) for c in calls]
+        for engine in _ENGINES.values():
+            engine.close()
+        _ENGINES.clear()
     else:
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
