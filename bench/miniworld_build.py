@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         parser.error(str(e))
     torch.set_num_threads(args.threads)
+    temporary = not args.cache_dir and not args.reuse  # a fresh directory of ours: removed if the build fails
     if args.cache_dir:
         cache = args.cache_dir
     elif args.reuse:
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         world = build_world(args.preset, cache_dir=cache, force=not args.reuse)
     except BaseException:
-        if cache != args.cache_dir and not args.reuse:  # our temporary directory: leave nothing behind
+        if temporary:
             shutil.rmtree(cache, ignore_errors=True)
         raise
     build_s = time.time() - t0
