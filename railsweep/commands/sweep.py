@@ -1,4 +1,4 @@
-"""``railsweep sweep``: submit a sweep (``python -m railsweep.sweep.job``) as a Ray job and stream its logs.
+"""railsweep sweep: submit a sweep (python -m railsweep.sweep.job) as a Ray job and stream its logs.
 
 Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow
 server on 127.0.0.1 first (:mod:`railsweep.sweep.local`) and runs the job with
