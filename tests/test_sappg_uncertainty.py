@@ -92,7 +92,9 @@ def test_across_interval_leaves_the_within_strata_intervals_where_they_were():
     strata = stratify(c_cl, ms, 50)
     idx = stratified_indices(strata, 200, np.random.default_rng(5))
     delta = cell / m - c_cl / m
-    assert (s["sa_ppg"]["ci_low"], s["sa_ppg"]["ci_high"]) == pytest.approx(percentile_ci(sa_ppg(delta[idx], strata)))
+    assert (s["sa_ppg"]["ci_low"], s["sa_ppg"]["ci_high"]) == pytest.approx(
+        percentile_ci(sa_ppg(delta[idx], strata))
+    )
 
 
 def test_paired_difference_of_identical_cells_is_zero_in_both_intervals():
@@ -101,7 +103,9 @@ def test_paired_difference_of_identical_cells_is_zero_in_both_intervals():
     cl, co = Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms)
     d = paired_difference_counts(cl, co, co, "sa_ppg", n_boot=100, rng=np.random.default_rng(0))
     assert (d["ci_low_across"], d["ci_high_across"]) == (0.0, 0.0)
-    assert "ci_low_across" not in paired_difference_counts(cl, co, co, "a_ppg", n_boot=10, rng=np.random.default_rng(0))
+    assert "ci_low_across" not in paired_difference_counts(
+        cl, co, co, "a_ppg", n_boot=10, rng=np.random.default_rng(0)
+    )
 
 
 def test_weight_concentration_counts_the_sparsest_strata_up_to_half_the_weight():

@@ -174,9 +174,11 @@ def paired_markdown(frame: pd.DataFrame) -> str:
             f"| {r.setting} | {r.strategy} | {r.difference:+.4f} | [{r.ci_low:+.2f}, {r.ci_high:+.2f}] | "
             f"[{r.ci_low_across:+.2f}, {r.ci_high_across:+.2f}] | {r.frac_lower:.2f} |"
         )
-    return "**Paired SA-PPG differences against Identity (same questions, same resamples)**\n\n" + "\n".join(
-        lines
-    ) + "\n"
+    return (
+        "**Paired SA-PPG differences against Identity (same questions, same resamples)**\n\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, Path]:

@@ -174,7 +174,9 @@ def metric_table(
     shown = [*metrics, ACROSS] if "sa_ppg" in metrics and ACROSS not in metrics else list(metrics)
     values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in shown}
     f, d = str(setting[0]["family"]), str(setting[0]["domain"])
-    table = _assemble(title or f"{f} × {d}", values, order, [LABELS[m] for m in shown], best, digits, ci_digits)
+    table = _assemble(
+        title or f"{f} × {d}", values, order, [LABELS[m] for m in shown], best, digits, ci_digits
+    )
     if "sa_ppg" not in metrics:
         return table
     return dataclasses.replace(table, notes=tuple(f"{r}: {sappg_note(by_label[r])}" for r in order))
@@ -262,7 +264,9 @@ def table3(
     cols = [f"{d} × {f}" for d in domains for f in families if (d, f) in present]
     order = _row_order([str(c["strategy"]) for c in cells], rows)
     shown = [c for c in cells if str(c["strategy"]) in order]
-    values = {(str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric) for c in shown}
+    values = {
+        (str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric) for c in shown
+    }
     table = _assemble(title, values, order, cols, cols, digits, ci_digits)
     if metric != "sa_ppg":
         return table

@@ -38,7 +38,9 @@ def sappg_note(score: Mapping[str, Any]) -> str:
     questions) 0.00:84 0.10:22 ...; 39 questions (19.5 %) in the 6 sparsest of 11 strata carry 54.5 % ...``"""
     sa = score.get("sa_ppg")
     value = f"{sa['value']:.4f}" if isinstance(sa, Mapping) else "—"
-    parts = [f"SA-PPG {value}, within-strata CI {_interval(sa)}, across-strata CI {_interval(score.get(ACROSS))}"]
+    parts = [
+        f"SA-PPG {value}, within-strata CI {_interval(sa)}, across-strata CI {_interval(score.get(ACROSS))}"
+    ]
     if score.get("stratum_n") is not None:
         parts.append(f"strata (lower edge:questions) {describe_occupancy(score['stratum_n'])}")
     conc = concentration_of(score)

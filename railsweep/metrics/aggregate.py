@@ -91,7 +91,10 @@ def _across(cl: Readouts, co: Readouts, strata: np.ndarray, idx: np.ndarray, B: 
     """SA-PPG (eq 13) on across-strata resamples ``idx`` (n_boot, N), each re-stratified; (n_boot,)."""
     delta = solve_prob(co.c, co.m) - solve_prob(cl.c, cl.m)
     return np.concatenate(
-        [sa_ppg_restratified(delta[idx[i : i + rows]], strata[idx[i : i + rows]], B) for i in range(0, len(idx), rows)]
+        [
+            sa_ppg_restratified(delta[idx[i : i + rows]], strata[idx[i : i + rows]], B)
+            for i in range(0, len(idx), rows)
+        ]
     )
 
 
