@@ -39,15 +39,15 @@ def test_format_estimate_matches_paper_style():
 
 def test_table1_rows_strategies_cols_gap_metrics_without_all_zero(cells):
     t = table1(cells, family="llama", domain="GSM8K")
-    assert list(t.formatted.columns) == ["G-AP", "SA-PPG"]
+    assert list(t.formatted.columns) == ["G-AP", "SA-PPG", "SA-PPG across strata"]
     assert list(t.formatted.index) == ["Identity", "LNE-blocking", "RailCap n=4 cap"]
-    assert t.best.loc["RailCap n=4 cap"].all() and t.best.sum().sum() == 2
+    assert t.best.loc["RailCap n=4 cap", ["G-AP", "SA-PPG"]].all() and t.best.sum().sum() == 2
     assert t.numeric.loc["Identity", ("SA-PPG", "value")] == pytest.approx(0.33 + 5 / 100)
 
 
 def test_table2_keeps_all_zero_but_never_marks_it_best(cells):
     t = table2(cells, family="llama", domain="GSM8K")
-    assert list(t.formatted.columns) == ["Δ+", "Δ−", "A-PPG", "G-APP", "SA-PPG"]
+    assert list(t.formatted.columns) == ["Δ+", "Δ−", "A-PPG", "G-APP", "SA-PPG", "SA-PPG across strata"]
     assert "All-Zero" in t.formatted.index
     assert not t.best.loc["All-Zero"].any()
     assert not t.best[["Δ+", "Δ−"]].any().any()  # components are descriptive, not ranked
@@ -75,7 +75,7 @@ def test_table3_leaves_a_missing_cell_blank(cells):
 
 def test_table4_columns_and_explicit_row_order(cells):
     t = table4(cells, family="llama", domain="GSM8K", rows=["RailCap n=4 cap", "All-Zero"])
-    assert list(t.formatted.columns) == ["S-Δ+", "S-Δ−", "SA-PPG"]
+    assert list(t.formatted.columns) == ["S-Δ+", "S-Δ−", "SA-PPG", "SA-PPG across strata"]
     assert list(t.formatted.index) == ["RailCap n=4 cap", "All-Zero"]
     assert t.best["SA-PPG"].tolist() == [True, False] and not t.best[["S-Δ+", "S-Δ−"]].any().any()
 
@@ -100,8 +100,8 @@ def test_unknown_row_raises_config_error(cells):
 def test_markdown_bolds_best_and_escapes_pipes(cells):
     md = to_markdown(table1(cells, family="llama", domain="GSM8K"))
     lines = md.strip().splitlines()
-    assert lines[2] == "| strategy | G-AP | SA-PPG |"
-    assert "| RailCap n=4 cap | **0.1900 [0.18, 0.28]** | **0.2400 [0.18, 0.28]** |" in lines
+    assert lines[2] == "| strategy | G-AP | SA-PPG | SA-PPG across strata |"
+    assert "| RailCap n=4 cap | **0.1900 [0.18, 0.28]** | **0.2400 [0.18, 0.28]** | — |" in lines
     assert "a\\|b" in to_markdown(pd.DataFrame({"x": ["a|b"]}))
 
 

@@ -6,7 +6,9 @@ call these functions, so the logged tables and the notebook's cannot drift apart
 1. :func:`score_sweep`: every mitigated cell against its clean reference, reusing the scores its trial
    logged (each pair is bootstrapped once), scoring only pairs the trial left unscored;
 2. :func:`paper_tables`: Tables 1–4 (rows chosen by :func:`railsweep.analysis.tables.table_cells`);
-3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2).
+3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2);
+4. :func:`paired_against_identity`: every strategy's SA-PPG minus Identity's on the same questions, with the
+   within-strata and the across-strata interval of the difference.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ from typing import Any
 import pandas as pd
 
 from railsweep.analysis.tables import MAIN_RAILCAP, paper_tables, table_cells
+from railsweep.analysis.uncertainty import with_occupancy
+from railsweep.metrics.aggregate import ACROSS, CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
 
 __all__ = [
     "cells_frame",
     "figures",
     "gap_vs_sappg",
+    "paired_against_identity",
+    "paired_markdown",
     "paper_tables",
     "sappg_frame",
     "score_sweep",
@@ -58,6 +64,7 @@ def _reusable(cell: CellRecord, clean: CellRecord, B: int, n_boot: int, seed: in
     s = cell.scores
     return (
         s is not None
+        and ACROSS in s  # scores logged before SA-PPG had its across-strata interval are recomputed
         and cell.scored_against == clean.run_id
         and (s.get("B"), s.get("n_boot"), s.get("seed"), s.get("alpha")) == (B, n_boot, seed, ALPHA)
     )
@@ -81,7 +88,7 @@ def score_sweep(
         if c.role != "mitigated" or not c.finished or clean is None or not clean.finished:
             continue
         if _reusable(c, clean, B, n_boot, seed):
-            score = dict(c.scores)
+            score = with_occupancy(c.scores, clean.questions)  # MLflow holds numbers, not the strata list
         else:
             score = score_pair(clean.questions, c.questions, B=B, n_boot=n_boot, seed=seed)
         scored.append({
@@ -103,11 +110,13 @@ def sappg_frame(scored: Sequence[Mapping[str, Any]], metric: str = "sa_ppg") -> 
 
 
 def scores_frame(scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per scored cell: cell_id, setting, strategy and every metric with ``_ci_low``/``_ci_high``."""
+    """One row per scored cell: cell_id, setting, strategy, every metric with ``_ci_low``/``_ci_high``
+    (SA-PPG's across-strata interval as ``sa_ppg_across_*``) and SA-PPG's weight concentration ``sappg_*``."""
     return pd.DataFrame([
         {"cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
          **{f"{k}{'' if kk == 'value' else '_' + kk}": vv
-            for k, v in s["score"].items() if isinstance(v, Mapping) for kk, vv in v.items()}}
+            for k, v in s["score"].items() if isinstance(v, Mapping) for kk, vv in v.items()},
+         **{f"sappg_{k}": s["score"][f"sappg_{k}"] for k in CONCENTRATION if f"sappg_{k}" in s["score"]}}
         for s in scored
     ])  # fmt: skip
 
@@ -126,6 +135,50 @@ def gap_vs_sappg(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) ->
             "SA-PPG": sc["sa_ppg"]["value"], "cancelled share": (1 - g / a) if a > 0 else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=["strategy", "G-AP", "G-APP", "A-PPG", "SA-PPG", "cancelled share"])
+
+
+PAIRED_COLUMNS = ["setting", "strategy", "SA-PPG", "Identity", "difference", "ci_low", "ci_high",
+                  "ci_low_across", "ci_high_across", "frac_lower"]  # fmt: skip
+
+
+def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """SA-PPG(strategy) − SA-PPG(Identity) per setting on the same questions (same resamples for both),
+    with both intervals of the difference (:func:`railsweep.analysis.scoring.paired_difference`, the
+    sweep's scoring settings). Settings without an Identity cell are left out."""
+    from railsweep.analysis.scoring import paired_difference
+
+    by_id, sc = {c.cell_id: c for c in sweep.cells}, sweep.scoring
+    ident = {(s["family"], s["domain"]): s for s in scored if s["strategy"] == "Identity"}
+    rows = []
+    for s in scored:
+        ref = ident.get((s["family"], s["domain"]))
+        if ref is None or s is ref or s["clean_id"] != ref["clean_id"]:
+            continue
+        d = paired_difference(
+            by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, by_id[ref["cell_id"]].questions,
+            "sa_ppg", B=sc["B"], n_boot=sc["n_boot"], seed=sc["seed"],
+        )  # fmt: skip
+        rows.append({
+            "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"], "SA-PPG": d["value_a"],
+            "Identity": d["value_b"], **{k: d[k] for k in PAIRED_COLUMNS[4:9]}, "frac_lower": d["frac_a_lower"],
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+
+
+def paired_markdown(frame: pd.DataFrame) -> str:
+    """The paired differences as a Markdown table: ``+0.1260 [0.10, 0.15] [0.05, 0.20]`` per row."""
+    lines = ["| setting | strategy | SA-PPG − Identity | within-strata CI | across-strata CI | share lower |",
+             "|---|---|:---:|:---:|:---:|:---:|"]  # fmt: skip
+    for r in frame.itertuples(index=False):
+        lines.append(
+            f"| {r.setting} | {r.strategy} | {r.difference:+.4f} | [{r.ci_low:+.2f}, {r.ci_high:+.2f}] | "
+            f"[{r.ci_low_across:+.2f}, {r.ci_high_across:+.2f}] | {r.frac_lower:.2f} |"
+        )
+    return (
+        "**Paired SA-PPG differences against Identity (same questions, same resamples)**\n\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, Path]:

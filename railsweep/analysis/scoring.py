@@ -22,6 +22,7 @@ from railsweep.metrics import (
     score_counts,
     solve_prob,
 )
+from railsweep.metrics.aggregate import ACROSS
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("question_index", "c", "m", "solve_prob", "r01")
 
@@ -87,8 +88,11 @@ def score_pair(
 
     Returns ``{metric: {"value", "ci_low", "ci_high"} for metric in METRICS}``
     (g_ap, g_app, a_ppg, delta_plus, delta_minus, sa_ppg, s_delta_plus,
-    s_delta_minus) plus ``n_questions``, ``n_strata`` (non-empty), ``B``,
-    ``n_boot``, ``alpha`` and ``seed``. Same inputs and seed -> same numbers.
+    s_delta_minus) and ``sa_ppg_across`` (SA-PPG with its across-strata
+    interval) plus ``n_questions``, ``n_strata`` (non-empty), ``B``,
+    ``n_boot``, ``alpha``, ``seed``, ``stratum_n`` (questions per stratum) and
+    the weight concentration ``sappg_*`` (:mod:`railsweep.metrics.concentration`).
+    Same inputs and seed -> same numbers.
     """
     r = _aligned(clean=clean, mitigated=mitigated)
     out = score_counts(
@@ -136,7 +140,9 @@ def readout_stability_pair(batch_a: pd.DataFrame, batch_b: pd.DataFrame) -> dict
 
 
 def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
-    """``{"sa_ppg": v, "sa_ppg_ci_low": lo, "sa_ppg_ci_high": hi, ..., "n_questions": n, ...}`` (for MLflow)."""
+    """``{"sa_ppg": v, "sa_ppg_ci_low": lo, "sa_ppg_ci_high": hi, ..., "n_questions": n, ...}`` (for MLflow).
+
+    Lists (``stratum_n``) are left out: a reader recomputes them from the clean cell's counts."""
     flat: dict[str, float] = {}
     for key, val in score.items():
         if isinstance(val, Mapping):
@@ -148,10 +154,15 @@ def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
     return flat
 
 
+_INT_KEYS = frozenset(
+    {"n_questions", "n_strata", "B", "n_boot", "seed", "sappg_sparse_questions", "sappg_sparse_strata"}
+)
+
+
 def unflatten_scores(flat: Mapping[str, float]) -> dict[str, Any]:
     """Inverse of :func:`flatten_scores` (e.g. for metrics read back from MLflow)."""
     out: dict[str, Any] = {}
-    for name in METRICS:
+    for name in (*METRICS, ACROSS):
         if name in flat:
             out[name] = {
                 "value": float(flat[name]),
@@ -160,7 +171,7 @@ def unflatten_scores(flat: Mapping[str, float]) -> dict[str, Any]:
             }
     for key, val in flat.items():
         if key not in out and not key.endswith(("_ci_low", "_ci_high")):
-            out[key] = int(val) if key in ("n_questions", "n_strata", "B", "n_boot", "seed") else val
+            out[key] = int(val) if key in _INT_KEYS else bool(val) if key == "sappg_concentrated" else val
     return out
 
 

@@ -6,11 +6,15 @@ A cell is a dict ``{"family", "domain", "strategy", "score"}``: the setting
 Each builder returns a :class:`Table`: formatted strings "0.1914 [0.17, 0.21]",
 the numeric values with their CI bounds, and which cells are the best (lowest)
 in their column where that is meaningful. Reference rows (All-Zero) are shown
-but never marked best.
+but never marked best. A table that shows SA-PPG also shows its across-strata
+interval (a column in Tables 1, 2 and 4) and one note per cell with both
+intervals, the stratum occupancy and the weight concentration
+(:mod:`railsweep.analysis.uncertainty`), printed under the Markdown and HTML.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import tempfile
@@ -22,8 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
 from railsweep.interventions.railcap import DEFAULT_N
+from railsweep.metrics.aggregate import ACROSS
 
 LABELS: dict[str, str] = {
     "g_ap": "G-AP",
@@ -34,6 +40,7 @@ LABELS: dict[str, str] = {
     "sa_ppg": "SA-PPG",
     "s_delta_plus": "S-Δ+",
     "s_delta_minus": "S-Δ−",
+    ACROSS: "SA-PPG across strata",
 }
 REFERENCE_ROWS: frozenset[str] = frozenset({"All-Zero", "all_zero", "AllZero"})
 STATS = ("value", "ci_low", "ci_high")
@@ -41,12 +48,14 @@ STATS = ("value", "ci_low", "ci_high")
 
 @dataclass(frozen=True)
 class Table:
-    """formatted: str (rows × cols); numeric: float (rows × (col, stat)); best: bool (rows × cols)."""
+    """formatted: str (rows × cols); numeric: float (rows × (col, stat)); best: bool (rows × cols);
+    notes: lines shown under the table (Markdown, HTML)."""
 
     title: str
     formatted: pd.DataFrame
     numeric: pd.DataFrame
     best: pd.DataFrame
+    notes: tuple[str, ...] = ()
 
 
 def format_estimate(value: float, lo: float, hi: float, digits: int = 4, ci_digits: int = 2) -> str:
@@ -161,12 +170,16 @@ def metric_table(
     labels = [str(c["strategy"]) for c in setting]
     order = _row_order(labels, rows, exclude)
     by_label = {str(c["strategy"]): c["score"] for c in setting}
-    values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in metrics}
     best = [LABELS[m] for m in (metrics if best_metrics is None else best_metrics)]
+    shown = [*metrics, ACROSS] if "sa_ppg" in metrics and ACROSS not in metrics else list(metrics)
+    values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in shown}
     f, d = str(setting[0]["family"]), str(setting[0]["domain"])
-    return _assemble(
-        title or f"{f} × {d}", values, order, [LABELS[m] for m in metrics], best, digits, ci_digits
+    table = _assemble(
+        title or f"{f} × {d}", values, order, [LABELS[m] for m in shown], best, digits, ci_digits
     )
+    if "sa_ppg" not in metrics:
+        return table
+    return dataclasses.replace(table, notes=tuple(f"{r}: {sappg_note(by_label[r])}" for r in order))
 
 
 def table1(
@@ -250,12 +263,16 @@ def table3(
     present = {(str(c["domain"]), str(c["family"])) for c in cells}
     cols = [f"{d} × {f}" for d in domains for f in families if (d, f) in present]
     order = _row_order([str(c["strategy"]) for c in cells], rows)
+    shown = [c for c in cells if str(c["strategy"]) in order]
     values = {
-        (str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric)
-        for c in cells
-        if str(c["strategy"]) in order
+        (str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric) for c in shown
     }
-    return _assemble(title, values, order, cols, cols, digits, ci_digits)
+    table = _assemble(title, values, order, cols, cols, digits, ci_digits)
+    if metric != "sa_ppg":
+        return table
+    shown.sort(key=lambda c: (cols.index(f"{c['domain']} × {c['family']}"), order.index(str(c["strategy"]))))
+    notes = tuple(f"{c['strategy']} ({c['domain']} × {c['family']}): {sappg_note(c['score'])}" for c in shown)
+    return dataclasses.replace(table, notes=notes)
 
 
 # ---------------------------------------------------------------- writers
@@ -279,7 +296,9 @@ def to_markdown(table: Table | pd.DataFrame) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(df.columns)) + "|"]
     lines += ["| " + " | ".join([str(i), *map(str, row)]) + " |" for i, row in zip(df.index, df.to_numpy())]
     title = f"**{table.title}**\n\n" if isinstance(table, Table) and table.title else ""
-    return title + "\n".join(lines) + "\n"
+    notes = table.notes if isinstance(table, Table) else ()
+    tail = "\n" + "".join(f"- {n}\n" for n in notes) if notes else ""
+    return title + "\n".join(lines) + "\n" + tail
 
 
 def to_html(table: Table | pd.DataFrame) -> str:
@@ -287,7 +306,9 @@ def to_html(table: Table | pd.DataFrame) -> str:
     df = _frame(table, ("<b>", "</b>"), html.escape)
     body = df.to_html(escape=False, border=0)
     title = f"<h3>{html.escape(table.title)}</h3>\n" if isinstance(table, Table) and table.title else ""
-    return title + body + "\n"
+    notes = table.notes if isinstance(table, Table) else ()
+    tail = "<ul>\n" + "".join(f"<li>{html.escape(n)}</li>\n" for n in notes) + "</ul>\n" if notes else ""
+    return title + body + "\n" + tail
 
 
 def to_csv(table: Table | pd.DataFrame) -> str:

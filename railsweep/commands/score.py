@@ -1,7 +1,8 @@
 """``railsweep score``: compare mitigated cells against their clean reference cell.
 
 Prints the metric table (each aggregate with its bootstrap confidence
-interval) as Markdown and writes ``PREFIX.csv`` (numbers) and ``PREFIX.md``.
+interval; SA-PPG also with its across-strata interval, stratum occupancy and
+weight concentration under the table) as Markdown and writes ``PREFIX.csv`` (numbers) and ``PREFIX.md``.
 All inputs are read and checked before anything is written.
 """
 
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from railsweep.analysis.scoring import flatten_scores, score_pair
     from railsweep.analysis.tables import metric_table, to_markdown
     from railsweep.metrics import METRICS
+    from railsweep.metrics.concentration import describe_occupancy
     from railsweep.results.io import read_cell
 
     check_args(args)
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 "m": cell.m,
                 "file": str(path),
                 **flatten_scores(score),
+                "stratum_occupancy": describe_occupancy(score["stratum_n"]),
             }
         )
     title = (
@@ -111,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
         f"{1 - args.alpha:.0%} CI)"
     )
     markdown = to_markdown(metric_table(scored, list(METRICS), title=title))
+    paired = _paired_with_identity(args, clean_df, cells, labels, rows)
+    if paired:
+        markdown += "\n" + paired
     # 3. write both files atomically, then print
     prefix = Path(args.out)
     csv_path, md_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")
@@ -118,6 +124,39 @@ def run(args: argparse.Namespace) -> int:
     print(markdown)
     print(f"wrote {csv_path} and {md_path}")
     return 0
+
+
+def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[dict]) -> str:
+    """With one Identity cell among ``cells``: SA-PPG of every other cell minus Identity's on the same questions
+    (both intervals), added to ``rows`` as ``sa_ppg_vs_identity*`` and returned as Markdown ("" otherwise)."""
+    from railsweep.analysis.scoring import paired_difference
+
+    ident = [i for i, (_, cell, _) in enumerate(cells) if cell.strategy == "identity"]
+    if len(ident) != 1:
+        return ""
+    ref = cells[ident[0]][2]
+    lines = [
+        f"**Paired SA-PPG differences against {labels[ident[0]]} (same questions, same resamples)**",
+        "",
+        "| strategy | SA-PPG − Identity | within-strata CI | across-strata CI | share lower |",
+        "|---|:---:|:---:|:---:|:---:|",
+    ]
+    for i, (_, _, df) in enumerate(cells):
+        if i == ident[0]:
+            continue
+        d = paired_difference(
+            clean_df, df, ref, "sa_ppg", B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha
+        )
+        rows[i].update({
+            "sa_ppg_vs_identity": d["difference"], "sa_ppg_vs_identity_ci_low": d["ci_low"],
+            "sa_ppg_vs_identity_ci_high": d["ci_high"], "sa_ppg_vs_identity_ci_low_across": d["ci_low_across"],
+            "sa_ppg_vs_identity_ci_high_across": d["ci_high_across"],
+        })  # fmt: skip
+        lines.append(
+            f"| {labels[i]} | {d['difference']:+.4f} | [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}] | "
+            f"[{d['ci_low_across']:+.2f}, {d['ci_high_across']:+.2f}] | {d['frac_a_lower']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _split_checksum(path: str, cell: Any) -> str | None:

@@ -26,6 +26,7 @@ from railsweep.interventions.railcap import (
     RailCapSpec,
     advance_runs_,
     cap_or_ban,
+    departures,
     pack_specs,
     run_table,
     run_targets,
@@ -48,16 +49,30 @@ class RailCapProcessor:
     decode) restarts them.
 
     Steps of a call:
-      1. feed the tokens generated since the last call to the runs;
-      2. stop when no window of any row matches (the common step: one ``amax`` and a sync);
+      1. feed the tokens generated since the last call to the runs; with ``stop_after_departure``
+         rows, mark the rows whose last capped step sampled none of its targets (:func:`departures`);
+      2. stop when no window of any row still capping matches (the common step: one ``amax`` and a sync);
       3. only for the rows with a match, find the targets and cap or ban their logits.
     """
 
     def __init__(self, specs: Sequence[RailCapSpec | None], device: torch.device | str = "cpu"):
         self.batch = pack_specs(specs, device)
         self.table = run_table(self.batch)
+        self._restart()
+
+    def _restart(self) -> None:
         self._runs = start_runs(self.table)
         self._seen = 0  # tokens of each row fed to the runs
+        self.departed = torch.zeros(self.batch.n.shape[0], dtype=torch.bool, device=self.batch.n.device)
+        self._armed: tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    def _settle(self, generated: torch.Tensor, step: int) -> None:
+        """Step 1's departure check: the last capped step's sampled token against its targets."""
+        if self._armed is None or self._armed[0] >= step:
+            return
+        at, rows, index, keep, trig = self._armed
+        self.departed[rows] |= departures(index, keep, trig, generated[rows, at]) & self.batch.stop[rows]
+        self._armed = None
 
     def __call__(
         self, logits: torch.Tensor, generated: torch.Tensor, step: int
@@ -66,22 +81,33 @@ class RailCapProcessor:
         if b.min_n == 0:  # no row has RailCap
             return logits, None
         if step < self._seen:
-            self._runs, self._seen = start_runs(self.table), 0
+            self._restart()
         for t in range(self._seen, step):
             advance_runs_(self._runs, self.table, generated[:, t])
         self._seen = step
+        if b.stop is not None:
+            self._settle(generated, step)
         if step < b.min_n or self._runs.amax().item() < 0:  # no row can match / none does
             return logits, None
         # Host-side shortcut (this engine syncs every step anyway): only rows with a target
         # pay for the logits update, which reads the whole vocabulary.
-        rows = (self._runs.amax(0) >= 0).nonzero().flatten()
+        live = self._runs.amax(0) >= 0
+        if b.stop is not None:
+            live &= ~self.departed
+        rows = live.nonzero().flatten()
+        if rows.numel() == 0:
+            return logits, None
         index, keep = run_targets(self._runs, self.table, rows)
         if rows.numel() == logits.shape[0]:
-            return cap_or_ban(logits, index, keep, b.mode)
-        sub, trig = cap_or_ban(logits[rows], index, keep, b.mode[rows])
-        logits[rows] = sub
-        triggered = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
-        triggered[rows] = trig
+            logits, triggered = cap_or_ban(logits, index, keep, b.mode)
+            trig = triggered
+        else:
+            sub, trig = cap_or_ban(logits[rows], index, keep, b.mode[rows])
+            logits[rows] = sub
+            triggered = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+            triggered[rows] = trig
+        if b.stop is not None:
+            self._armed = (step, rows, index, keep, trig)
         return logits, triggered
 
 

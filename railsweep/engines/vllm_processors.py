@@ -43,9 +43,17 @@ from vllm.v1.sample.logits_processor import BatchUpdate, process_dict_updates
 from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
+from railsweep.errors import ConfigError
 from railsweep.interventions.ban_top import BanTopSpec, ban_top
 from railsweep.interventions.entropy import entropy
-from railsweep.interventions.railcap import MODE_CODES, SUCCESSOR_CODES, RailCapSpec, apply_railcap
+from railsweep.interventions.railcap import (
+    MODE_CODES,
+    SUCCESSOR_CODES,
+    RailCapSpec,
+    cap_or_ban,
+    departures,
+    railcap_targets,
+)
 
 EXTRA_KEY = "railsweep"
 MAX_TRAJ = (
@@ -141,7 +149,13 @@ class History:
 
 
 class RailCapSlots:
-    """RailCap per slot: trajectory and settings on the device; n and trajectory length mirrored on the host."""
+    """RailCap per slot: trajectory and settings on the device; n and trajectory length mirrored on the host.
+
+    The restrictions: ``free[slot, e]`` (g_{e+1} is not spared) and, for ``stop_after_departure``, the
+    slot's own state, carried along when vLLM moves a request to another slot (:meth:`snapshot` /
+    :meth:`restore`): ``armed[slot, e]`` (the targets of the slot's last step whose logits changed, until
+    the token it then sampled is read back at its next step) and ``departed[slot]``. That check assumes
+    one generated token per step (no speculative decoding)."""
 
     wire = "railcap"
     MAX_N = 64  # largest n-gram accepted
@@ -149,12 +163,24 @@ class RailCapSlots:
     @staticmethod
     def to_wire(spec: RailCapSpec) -> dict:
         traj = [int(t) for t in spec.trajectory]
-        return {"traj": traj, "n": spec.n, "mode": spec.mode, "successor": spec.successor}
+        out = {"traj": traj, "n": spec.n, "mode": spec.mode, "successor": spec.successor}
+        if spec.stop_after_departure:  # restrictions travel only when on: the default wire is unchanged
+            out["stop"] = True
+        if spec.spare:
+            out["spare"] = [int(t) for t in spec.spare]
+        return out
 
     @classmethod
     def from_wire(cls, value: dict) -> RailCapSpec:
         keep = {k: value[k] for k in ("n", "mode", "successor") if k in value}
-        spec = RailCapSpec(tuple(int(t) for t in value.get("traj", ())), **keep)
+        if "stop" in value:
+            keep["stop_after_departure"] = value["stop"]
+        if "spare" in value:
+            keep["spare"] = tuple(value["spare"])
+        try:
+            spec = RailCapSpec(tuple(int(t) for t in value.get("traj", ())), **keep)
+        except ConfigError as e:
+            raise ValueError(str(e)) from e
         if spec.n > cls.MAX_N:
             raise ValueError(f"railcap n must be in [1, {cls.MAX_N}], got {spec.n}")
         if len(spec.trajectory) > MAX_TRAJ:
@@ -173,17 +199,45 @@ class RailCapSlots:
         )  # traj_len, n (0 = off), successor, mode
         self.n_np = np.zeros(slots, np.int64)
         self.len_np = np.zeros(slots, np.int64)
+        self.free = torch.ones((slots, width), dtype=torch.bool, device=device)
+        self.spare_np = np.zeros(slots, bool)
+        self.stop = torch.zeros(slots, dtype=torch.bool, device=device)
+        self.stop_np = np.zeros(slots, bool)
+        self.armed = torch.zeros((slots, width), dtype=torch.bool, device=device)
+        self.departed = torch.zeros(slots, dtype=torch.bool, device=device)
 
     def write(self, idx: np.ndarray, idx_t: torch.Tensor, specs: list[RailCapSpec | None]) -> None:
         rows = np.full((len(idx), self.width), -1, np.int64)
         meta = np.zeros((4, len(idx)), np.int64)
+        free = np.ones((len(idx), self.width), bool)
         for r, s in enumerate(specs):
             if s is not None:
                 rows[r, : len(s.trajectory)] = s.trajectory
                 meta[:, r] = (len(s.trajectory), s.n, SUCCESSOR_CODES[s.successor], MODE_CODES[s.mode])
+                if s.spare:
+                    free[r, : len(s.trajectory) - 1] = s.free()
         self.n_np[idx], self.len_np[idx] = meta[1], meta[0]
+        self.spare_np[idx] = [s is not None and bool(s.spare) for s in specs]
+        self.stop_np[idx] = [s is not None and s.stop_after_departure for s in specs]
         self.traj.index_copy_(0, idx_t, _to_device(rows, self.device, self.pin))
         self.meta.index_copy_(1, idx_t, _to_device(meta, self.device, self.pin))
+        if self.spare_np.any() or self.stop_np.any() or self._touched:
+            self._touched = True  # from now on keep the restriction state of (re)filled slots clean
+            self.free.index_copy_(0, idx_t, _to_device(free, self.device, self.pin))
+            self.stop.index_copy_(0, idx_t, _to_device(self.stop_np[idx], self.device, self.pin))
+            self.armed.index_fill_(0, idx_t, False)
+            self.departed.index_fill_(0, idx_t, False)
+
+    _touched = False
+
+    def snapshot(self, src_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The departure state of the slots a request leaves (read before they are rewritten)."""
+        return self.armed.index_select(0, src_t), self.departed.index_select(0, src_t)
+
+    def restore(self, dst_t: torch.Tensor, snap: tuple[torch.Tensor, torch.Tensor]) -> None:
+        """Put a moved request's departure state into its new slots (after :meth:`write`)."""
+        self.armed.index_copy_(0, dst_t, snap[0])
+        self.departed.index_copy_(0, dst_t, snap[1])
 
     def active(self, slots_np: np.ndarray) -> bool:
         return bool(self.n_np[slots_np].any())
@@ -194,7 +248,29 @@ class RailCapSlots:
         N, K = int(n_np[on].max()), int(self.len_np[slots_np][on].max())
         meta = self.meta.index_select(1, slots)  # rows without RailCap have n = 0: untouched
         traj = self.traj.index_select(0, slots)[:, :K]
-        return apply_railcap(logits, traj, meta[0], hist.recent(N), hist.gen_len, meta[1], meta[2], meta[3])
+        free = self.free.index_select(0, slots)[:, : max(K - 1, 0)] if self.spare_np[slots_np].any() else None
+        stop = bool(self.stop_np[slots_np].any())
+        if stop:
+            gone = self._settle(slots, traj, hist)[:, None]
+            free = ~gone.expand(-1, max(K - 1, 0)) if free is None else free & ~gone
+        index, keep = railcap_targets(
+            traj, meta[0], hist.recent(N), hist.gen_len, meta[1], meta[2], free=free
+        )
+        logits, trig = cap_or_ban(logits, index, keep, meta[3])
+        if stop:  # arm this step's targets where the logits changed; read back at the slot's next step
+            armed = torch.zeros((len(slots_np), self.width), dtype=torch.bool, device=logits.device)
+            armed[:, : keep.shape[1]] = keep & (trig & self.stop.index_select(0, slots))[:, None]
+            self.armed.index_copy_(0, slots, armed)
+        return logits, trig
+
+    def _settle(self, slots: torch.Tensor, traj: torch.Tensor, hist: History) -> torch.Tensor:
+        """``departed[R]`` of these slots after reading the token each sampled at its last armed step."""
+        K = traj.shape[1]
+        armed = self.armed.index_select(0, slots)[:, : max(K - 1, 0)]
+        newest = hist.recent(1)[:, 0]
+        gone = self.departed.index_select(0, slots) | departures(traj[:, 1:], armed, armed.any(1), newest)
+        self.departed.index_copy_(0, slots, gone)
+        return gone
 
 
 class BanTopSlots:
@@ -326,10 +402,14 @@ class _SlotState:
         self.count = torch.zeros(slots, dtype=torch.int64, device=device)
         self.keys: list[Key | None] = [None] * slots
         self.pending: dict[int, RequestSettings | None] = {}
+        self.moved: dict[int, int] = {}  # new slot -> old slot of a request vLLM moved
         self.ledger = _Ledger()
 
-    def stage(self, slot: int, settings: RequestSettings | None) -> None:
+    def stage(self, slot: int, settings: RequestSettings | None, moved_from: int | None = None) -> None:
+        """``moved_from``: the slot the same request held before (its per-request state moves with it)."""
         self.pending[slot] = settings
+        if moved_from is not None:
+            self.moved[slot] = moved_from
 
     def _retire(self, idx: np.ndarray, idx_t: torch.Tensor) -> None:
         self.ledger.retire(
@@ -347,10 +427,18 @@ class _SlotState:
         self._retire(idx, idx_t)  # previous occupants' results stay on the device until pop_results
         for slot, s in zip(idx, settings):
             self.keys[slot] = s.key if s is not None else None
+        moved, self.moved = self.moved, {}
+        carry = {}
+        if moved:  # read the moved requests' state before any slot is rewritten (a swap reads both)
+            dst = _to_device(np.fromiter(moved, np.int64, len(moved)), self.device, self.pin)
+            src = _to_device(np.fromiter(moved.values(), np.int64, len(moved)), self.device, self.pin)
+            carry = {t: a.snapshot(src) for t, a in self.adapters.items() if hasattr(a, "snapshot")}
         for t, adapter in self.adapters.items():
             adapter.write(
                 idx, idx_t, [s.spec if s is not None and type(s.spec) is t else None for s in settings]
             )
+            if t in carry:
+                adapter.restore(dst, carry[t])
         self.readout.write(idx, idx_t, [s.entropy if s is not None else 0 for s in settings])
 
     def apply(
@@ -412,12 +500,14 @@ class RailsweepV1Processor(V1LogitsProcessor):
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
         """vLLM's own helper applies removed / added / moved; changed rows are staged for the next ``apply``."""
+        before = {id(v): row for row, v in self._staged.items()}  # where each request sat
         if not process_dict_updates(self.rows, batch_update, self._new_row):
             return
         for row in self._staged.keys() | self.rows.keys():
             now = self.rows.get(row)
             if now is not self._staged.get(row):
-                self.state.stage(row, now[0] if now is not None else None)
+                moved_from = before.get(id(now)) if now is not None else None
+                self.state.stage(row, now[0] if now is not None else None, moved_from)
                 if now is None:
                     del self._staged[row]
                 else:

@@ -8,6 +8,13 @@ token of its batch in order, keeps match runs that one compare per step advances
 (:func:`run_table`, :func:`start_runs`, :func:`advance_runs_`, :func:`run_targets`:
 the same targets for a fraction of the work).
 
+Two restrictions, off by default (then every result is the paper's Algorithm 1):
+``stop_after_departure`` leaves a sample alone once it has actually departed (a step
+whose logits RailCap changed sampled none of that step's targets; :func:`departures`),
+and ``spare`` lists token ids never capped or banned (the strategy fills it with the
+trajectory's number tokens). A spared target is dropped after the successor is chosen:
+an n-gram whose successor is spared caps nothing, it does not fall back to another one.
+
 Everything is fixed-shape tensor work (``unfold`` / ``where`` /
 ``gather`` / ``scatter_reduce_``): no per-row Python loop, no boolean-mask indexing, no
 ``.item()``, so the function never forces a GPU→CPU synchronisation.
@@ -40,6 +47,17 @@ def check_settings(n: object, mode: object, successor: object) -> None:
         raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {successor!r}")
 
 
+def check_restrictions(stop_after_departure: object, spare: object) -> None:
+    """ConfigError naming the offending value unless ``stop_after_departure`` is a bool and ``spare`` a
+    tuple of token ids (integers >= 0)."""
+    if not isinstance(stop_after_departure, bool):
+        raise ConfigError(f"RailCap stop_after_departure must be true or false, got {stop_after_departure!r}")
+    if not isinstance(spare, tuple) or not all(
+        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in spare
+    ):
+        raise ConfigError(f"RailCap spare must be a tuple of token ids >= 0, got {spare!r}")
+
+
 @dataclass(frozen=True)
 class RailCapSpec:
     """RailCap for one request.
@@ -49,20 +67,31 @@ class RailCapSpec:
     generated tokens form an n-gram of the trajectory, the successor token(s)
     are capped to the runner-up logit (``mode="cap"``) or banned (``"ban"``).
     A trajectory of at most ``n`` tokens has no n-gram with a successor: RailCap then changes nothing.
+    Restrictions (default off): ``stop_after_departure`` (no caps after the sample's first actual
+    departure) and ``spare`` (token ids that are never targets).
     """
 
     trajectory: tuple[int, ...]
     n: int = DEFAULT_N
     mode: RailCapMode = "cap"
     successor: Successor = "last"
+    stop_after_departure: bool = False
+    spare: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check_settings(self.n, self.mode, self.successor)
+        check_restrictions(self.stop_after_departure, self.spare)
 
     @property
     def inert(self) -> bool:
-        """True when no n-gram of the trajectory has a successor (the spec changes no logits)."""
-        return len(self.trajectory) <= self.n
+        """True when no n-gram of the trajectory has a successor it may target (the spec changes no logits)."""
+        spare = set(self.spare)
+        return len(self.trajectory) <= self.n or all(t in spare for t in self.trajectory[self.n :])
+
+    def free(self) -> list[bool]:
+        """Per trajectory position e ≥ 1 (``len - 1`` entries): may g_{e+1} be a target (not spared)."""
+        spare = set(self.spare)
+        return [t not in spare for t in self.trajectory[1:]]
 
 
 SUCCESSOR_CODES = {"last": 0, "first": 1, "all": 2}
@@ -80,6 +109,7 @@ def apply_railcap(
     n: torch.Tensor,
     successor: torch.Tensor,
     mode: torch.Tensor,
+    free: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cap (or ban) the trajectory successor of the last ``n`` generated tokens, row by row.
 
@@ -88,7 +118,9 @@ def apply_railcap(
     ``recent[B, N]`` long, the last N generated tokens right-aligned and
     left-padded with -1 (N >= max n); ``gen_len[B]`` tokens generated so far;
     ``n[B]`` (0 disables the row); ``successor[B]`` (:data:`SUCCESSOR_CODES`);
-    ``mode[B]`` (:data:`MODE_CODES`).
+    ``mode[B]`` (:data:`MODE_CODES`); ``free[B, T-1]`` bool (optional): whether
+    g_{e+1} may be a target (False where spared, or for a row that has departed
+    under ``stop_after_departure``).
 
     With ``H = {(g_k..g_{k+n-1}) -> g_{k+n} : 1 <= k <= T-n}``, a row whose last
     n generated tokens are a key of H has each selected successor x set to
@@ -99,7 +131,7 @@ def apply_railcap(
     followed by :func:`cap_or_ban` (the logits update); an adapter may skip or
     row-subset the second half when no row has a target.
     """
-    index, keep = railcap_targets(traj, traj_len, recent, gen_len, n, successor)
+    index, keep = railcap_targets(traj, traj_len, recent, gen_len, n, successor, free=free)
     return cap_or_ban(logits, index, keep, mode)
 
 
@@ -111,6 +143,7 @@ def railcap_targets(
     n: torch.Tensor,
     successor: torch.Tensor,
     uniform_n: bool = False,
+    free: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The successor tokens to cap: ``(index[B, T-1] long, keep[B, T-1] bool)``; arguments as in apply_railcap.
 
@@ -124,7 +157,8 @@ def railcap_targets(
     Steps:
       1. window e matches when its last n tokens equal the last n generated tokens,
          the row is enabled, has generated >= n tokens and g_{e+1} exists;
-      2. keep the last / first / all matching windows (``successor``).
+      2. keep the last / first / all matching windows (``successor``);
+      3. drop the kept targets that are not ``free`` (spared tokens, departed rows).
     """
     import torch
 
@@ -154,6 +188,8 @@ def railcap_targets(
     rank = torch.where((successor == _FIRST)[:, None], (T - 1 - e16)[None, :], e16[None, :])
     best = torch.where(match, rank, -1).amax(1, keepdim=True)
     keep = (match & ((rank == best) | (successor == _ALL)[:, None]))[:, : T - 1]  # g_T has no successor
+    if free is not None:  # 3.
+        keep &= free[:, : T - 1]
     index = torch.where(keep, traj[:, 1:], 0)  # g_{e+1}
     return index, keep
 
@@ -193,6 +229,22 @@ def cap_or_ban(
     return logits, triggered
 
 
+def departures(
+    index: torch.Tensor, keep: torch.Tensor, triggered: torch.Tensor, token: torch.Tensor
+) -> torch.Tensor:
+    """Rows that actually departed at a step: ``[R]`` bool.
+
+    ``index, keep [R, K]`` and ``triggered [R]`` are that step's targets and
+    :func:`cap_or_ban`'s result, ``token [R]`` the token then sampled. A row
+    departed when RailCap changed its logits and it sampled none of the targets
+    (a ban always departs; a cap departs when the sample took another token
+    than the one it tied with the runner-up).
+    """
+    armed = keep & triggered[:, None]
+    stayed = (armed & (index == token[:, None])).any(1)
+    return armed.any(1) & ~stayed
+
+
 @dataclass(frozen=True)
 class RailCapBatch:
     """Per-row RailCap state as padded tensors (the arguments of :func:`apply_railcap`)."""
@@ -204,6 +256,8 @@ class RailCapBatch:
     mode: torch.Tensor  # [B] long
     max_n: int  # host mirror: width of the recent-token buffer
     min_n: int  # host mirror: smallest enabled n (0 when no row is enabled)
+    free: torch.Tensor | None = None  # [B, T-1] bool, g_{e+1} may be a target; None = every one may
+    stop: torch.Tensor | None = None  # [B] bool, stop_after_departure; None = no row stops
 
 
 def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str = "cpu") -> RailCapBatch:
@@ -226,6 +280,15 @@ def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str =
     meta = torch.tensor(rows, dtype=torch.long).view(B, 4).T.contiguous()
     ns = [s.n for s in specs if s is not None]
     meta = meta.to(device)
+    free = stop = None
+    if any(s is not None and s.spare for s in specs):
+        rows_free = [s.free() if s is not None else [] for s in specs]
+        free = torch.tensor(
+            [f + [True] * (max(T - 1, 0) - len(f)) for f in rows_free], dtype=torch.bool
+        ).view(B, max(T - 1, 0))
+        free = free.to(device)
+    if any(s is not None and s.stop_after_departure for s in specs):
+        stop = torch.tensor([s is not None and s.stop_after_departure for s in specs], device=device)
     return RailCapBatch(
         traj=traj.to(device),
         traj_len=meta[0],
@@ -234,6 +297,8 @@ def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str =
         mode=meta[3],
         max_n=max(ns, default=0),
         min_n=min(ns, default=0),
+        free=free,
+        stop=stop,
     )
 
 
@@ -249,7 +314,8 @@ class RunTable:
     in disabled rows, so those windows never match. ``reset[0, b]`` is ``-n``
     (disabled rows: -1), the run value when no token matches. ``rank[e, b]`` ranks
     the window to keep highest (last: e; first: T-1-e; all: 0, so every match
-    ties for best); ``succ[e, b]`` is g_{e+1}. Time-major because the run update
+    ties for best); ``succ[e, b]`` is g_{e+1}; ``free[e, b]`` whether g_{e+1} may be a
+    target (False where spared). Time-major because the run update
     shifts along the trajectory: then every operand is contiguous.
     """
 
@@ -257,6 +323,7 @@ class RunTable:
     reset: torch.Tensor  # [1, B] long
     rank: torch.Tensor  # [T-1, B] long
     succ: torch.Tensor  # [T-1, B] long
+    free: torch.Tensor  # [T-1, B] bool
 
 
 def run_table(batch: RailCapBatch) -> RunTable:
@@ -272,9 +339,9 @@ def run_table(batch: RailCapBatch) -> RunTable:
     reset = torch.where(on, -batch.n, -1)[None, :]
     rank = torch.where((batch.successor == _FIRST)[None, :], T - 1 - e, e)
     rank = torch.where((batch.successor == _ALL)[None, :], 0, rank)[: max(T - 1, 0)]
-    return RunTable(
-        tokens=tokens.contiguous(), reset=reset, rank=rank.contiguous(), succ=batch.traj.T[1:].contiguous()
-    )
+    succ = batch.traj.T[1:].contiguous()
+    free = torch.ones_like(succ, dtype=torch.bool) if batch.free is None else batch.free.T.contiguous()
+    return RunTable(tokens=tokens.contiguous(), reset=reset, rank=rank.contiguous(), succ=succ, free=free)
 
 
 def start_runs(table: RunTable) -> torch.Tensor:
@@ -306,8 +373,8 @@ def advance_runs_(runs: torch.Tensor, table: RunTable, token: torch.Tensor) -> t
 def run_targets(runs: torch.Tensor, table: RunTable, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`railcap_targets`' ``(index[R, T-1], keep[R, T-1])`` for the rows ``rows[R]``, from match runs.
 
-    Step 2 of :func:`railcap_targets` on ``match = runs >= 0``: keep the highest-ranked
-    matching windows of each row.
+    Steps 2–3 of :func:`railcap_targets` on ``match = runs >= 0``: keep the highest-ranked
+    matching windows of each row, then drop the targets that are not free.
     """
     import torch
 
@@ -315,6 +382,6 @@ def run_targets(runs: torch.Tensor, table: RunTable, rows: torch.Tensor) -> tupl
     match = runs[1:T].index_select(1, rows) >= 0  # windows with a successor: [T-1, R]
     rank = table.rank.index_select(1, rows)
     best = torch.where(match, rank, -1).amax(0, keepdim=True)
-    keep = match & (rank == best)
+    keep = match & (rank == best) & table.free.index_select(1, rows)
     index = torch.where(keep, table.succ.index_select(1, rows), 0)
     return index.T.contiguous(), keep.T.contiguous()

@@ -6,17 +6,36 @@ Per-question estimates (``readout``, ``ppg``) are kept apart from aggregation
 """
 
 from railsweep.metrics.aggregate import METRICS, Readouts, paired_difference_counts, score_counts
-from railsweep.metrics.bootstrap import abs_interval, bootstrap_ci, percentile_ci, stratified_indices
+from railsweep.metrics.bootstrap import (
+    abs_interval,
+    across_strata_indices,
+    bootstrap_ci,
+    percentile_ci,
+    stratified_indices,
+)
+from railsweep.metrics.concentration import (
+    question_weights,
+    stratum_counts,
+    weight_concentration,
+)
 from railsweep.metrics.gap import g_ap, g_app
 from railsweep.metrics.ppg import a_ppg, delta_minus, delta_plus, ppg
 from railsweep.metrics.readout import readout_stability, solve_prob
-from railsweep.metrics.stratified import s_delta_minus, s_delta_plus, sa_ppg, stratify, stratum_table
+from railsweep.metrics.stratified import (
+    s_delta_minus,
+    s_delta_plus,
+    sa_ppg,
+    sa_ppg_restratified,
+    stratify,
+    stratum_table,
+)
 
 __all__ = [
     "METRICS",
     "Readouts",
     "a_ppg",
     "abs_interval",
+    "across_strata_indices",
     "bootstrap_ci",
     "delta_minus",
     "delta_plus",
@@ -25,13 +44,17 @@ __all__ = [
     "paired_difference_counts",
     "percentile_ci",
     "ppg",
+    "question_weights",
     "readout_stability",
     "s_delta_minus",
     "s_delta_plus",
     "sa_ppg",
+    "sa_ppg_restratified",
     "score_counts",
     "solve_prob",
     "stratified_indices",
     "stratify",
+    "stratum_counts",
     "stratum_table",
+    "weight_concentration",
 ]

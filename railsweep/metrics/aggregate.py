@@ -5,7 +5,11 @@ Steps of :func:`score_counts`:
   2. strata of the clean model (eq 12, B bins);
   3. point estimates of all aggregates on the original questions;
   4. the same aggregates on ``n_boot`` stratified resamples (same indices for
-     every metric); percentile CI per metric, G-AP/G-APP via their signed mean.
+     every metric); percentile CI per metric, G-AP/G-APP via their signed mean;
+  5. SA-PPG on ``n_boot`` across-strata resamples, each re-stratified
+     (``sa_ppg_across``: the same point value, a second interval), drawn after
+     step 4 from the same generator so step 4's intervals do not move;
+  6. stratum occupancy and weight concentration (``stratum_n``, ``sappg_*``).
 """
 
 from __future__ import annotations
@@ -16,10 +20,17 @@ import numpy as np
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.metrics._arrays import as_binary, as_counts
-from railsweep.metrics.bootstrap import abs_interval, check_bootstrap_args, percentile_ci, stratified_indices
+from railsweep.metrics.bootstrap import (
+    abs_interval,
+    across_strata_indices,
+    check_bootstrap_args,
+    percentile_ci,
+    stratified_indices,
+)
+from railsweep.metrics.concentration import stratum_counts, weight_concentration
 from railsweep.metrics.ppg import a_ppg, delta_minus, delta_plus
 from railsweep.metrics.readout import solve_prob
-from railsweep.metrics.stratified import s_delta_minus, s_delta_plus, sa_ppg, stratify
+from railsweep.metrics.stratified import s_delta_minus, s_delta_plus, sa_ppg, sa_ppg_restratified, stratify
 
 METRICS: tuple[str, ...] = (
     "g_ap",
@@ -32,6 +43,8 @@ METRICS: tuple[str, ...] = (
     "s_delta_minus",
 )
 ABS_OF_MEAN = frozenset({"g_ap", "g_app"})  # |mean difference|: bootstrapped signed, then |.|
+ACROSS = "sa_ppg_across"  # SA-PPG with the across-strata (re-stratified) interval
+CONCENTRATION = ("sparse_questions", "sparse_share", "sparse_weight", "sparse_strata", "concentrated")
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,23 @@ def _chunked(
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
+def _across(cl: Readouts, co: Readouts, strata: np.ndarray, idx: np.ndarray, B: int, rows: int = 256):
+    """SA-PPG (eq 13) on across-strata resamples ``idx`` (n_boot, N), each re-stratified; (n_boot,)."""
+    delta = solve_prob(co.c, co.m) - solve_prob(cl.c, cl.m)
+    return np.concatenate(
+        [
+            sa_ppg_restratified(delta[idx[i : i + rows]], strata[idx[i : i + rows]], B)
+            for i in range(0, len(idx), rows)
+        ]
+    )
+
+
+def concentration_fields(strata: np.ndarray, B: int) -> dict[str, object]:
+    """``stratum_n`` (B ints) and ``sappg_<field>`` of :func:`weight_concentration` for a score dict."""
+    conc = weight_concentration(strata, B)
+    return {"stratum_n": stratum_counts(strata, B).tolist(), **{f"sappg_{k}": conc[k] for k in CONCENTRATION}}
+
+
 def _check_pair(cl: Readouts, *others: Readouts) -> int:
     n = cl.c.shape[0]
     for o in others:
@@ -108,9 +138,12 @@ def score_counts(
         if name in ABS_OF_MEAN:
             value, (lo, hi) = abs(value), abs_interval(lo, hi)
         out[name] = {"value": value, "ci_low": lo, "ci_high": hi}
+    lo, hi = percentile_ci(_across(clean, mitigated, strata, across_strata_indices(n, n_boot, rng), B), alpha)
+    out[ACROSS] = {"value": out["sa_ppg"]["value"], "ci_low": lo, "ci_high": hi}
     out.update(
         n_questions=n, n_strata=int(np.unique(strata).size), B=int(B), n_boot=int(n_boot), alpha=float(alpha)
     )
+    out.update(concentration_fields(strata, B))
     return out
 
 
@@ -128,7 +161,9 @@ def paired_difference_counts(
     """metric(a) − metric(b) on the same questions, CI from the SAME resampled indices for both.
 
     Also ``frac_a_lower``: the share of resamples in which a scores lower
-    (better) than b.
+    (better) than b. For SA-PPG also ``ci_low_across`` / ``ci_high_across``: the
+    interval of the difference over across-strata resamples (shared by a and b,
+    each re-stratified), drawn after the within-strata ones.
     """
     if metric not in METRICS:
         raise ConfigError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
@@ -144,7 +179,7 @@ def paired_difference_counts(
     point_a, point_b = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
     diff = final(a, idx) - final(b, idx)
     lo, hi = percentile_ci(diff, alpha)
-    return {
+    out: dict[str, float | str] = {
         "metric": metric,
         "value_a": point_a,
         "value_b": point_b,
@@ -153,3 +188,9 @@ def paired_difference_counts(
         "ci_high": hi,
         "frac_a_lower": float(np.mean(diff < 0)),
     }
+    if metric == "sa_ppg":
+        ix = across_strata_indices(n, n_boot, rng)
+        out["ci_low_across"], out["ci_high_across"] = percentile_ci(
+            _across(clean, a, strata, ix, B) - _across(clean, b, strata, ix, B), alpha
+        )
+    return out

@@ -5,6 +5,12 @@ so every resample keeps each stratum's size: column j of the index matrix always
 draws from question j's own stratum, hence a resample's strata are the original
 ``strata`` array and SA-PPG never meets an empty or new stratum. Confidence
 intervals are percentile intervals of the resampled statistic.
+
+That interval cannot see the variance of a one-question stratum (its only
+question is redrawn every time). :func:`across_strata_indices` resamples the
+whole question set instead; each resample is then re-stratified by its own
+clean c/m (empty strata dropped), as
+:func:`railsweep.metrics.stratified.sa_ppg_restratified` does.
 """
 
 from __future__ import annotations
@@ -37,6 +43,16 @@ def stratified_indices(strata, n_boot: int, rng: np.random.Generator) -> np.ndar
         members = np.flatnonzero(strata == s)
         out[:, members] = members[rng.integers(0, members.size, size=(int(n_boot), members.size))]
     return out
+
+
+def across_strata_indices(n_questions: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Resampled question indices, int (n_boot, N): all N questions drawn with replacement, strata ignored.
+
+    Strata sizes vary between resamples and a sparse stratum may vanish or
+    double, which is the variance the within-strata bootstrap leaves out.
+    """
+    check_bootstrap_args(n_boot, 0.5, rng)
+    return rng.integers(0, int(n_questions), size=(int(n_boot), int(n_questions)), dtype=np.intp)
 
 
 def percentile_ci(samples, alpha: float = 0.05) -> tuple[float, float]:

@@ -124,8 +124,17 @@ def build_strategy(name: str, params: dict[str, Any] | None = None) -> Strategy:
 
 
 def config_dict(config: Any) -> dict[str, Any]:
-    """A config dataclass as a plain dict (the inverse of :func:`make_config`)."""
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(config).items()}
+    """A config dataclass as a plain dict (the inverse of :func:`make_config`).
+
+    Fields named in the class's ``implicit_defaults`` are left out while they hold their default:
+    options added after cells were evaluated, so that the cells without them keep their ids."""
+    quiet = getattr(type(config), "implicit_defaults", frozenset())
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    return {
+        k: (list(v) if isinstance(v, tuple) else v)
+        for k, v in dataclasses.asdict(config).items()
+        if not (k in quiet and v == defaults[k])
+    }
 
 
 # ---------------------------------------------------------------- shared readout

@@ -96,6 +96,10 @@ def strategy_label(strategy: str, params: dict[str, Any]) -> str:
         tail = "" if succ == "last" else f" {succ}"
         if params.get("trajectory", "answer") == "with_stop":
             tail += " with stop"
+        if params.get("stop_after_departure"):
+            tail += " stop at departure"
+        if params.get("spare_numbers"):
+            tail += " spare numbers"
         return f"{base} n={params.get('n', DEFAULT_N)} {params.get('mode', 'cap')}{tail}"
     if strategy == "temperature":  # one row per tau (None: the readout temperature)
         tau = params.get("tau", 1.0)
@@ -111,6 +115,8 @@ def is_main_railcap(cfg: CellConfig) -> bool:
         and p.get("mode") == "cap"
         and p.get("successor") == "last"
         and p.get("trajectory", "answer") == "answer"
+        and not p.get("stop_after_departure")
+        and not p.get("spare_numbers")
     )
 
 

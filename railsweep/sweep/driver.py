@@ -285,6 +285,8 @@ def run_sweep(
                     f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{tables[shown]}",
                     file=out,
                 )
+            if "paired_identity" in tables:
+                print(f"\n{tables['paired_identity']}", file=out)
             if published.get("missing"):
                 print(f"[sweep] cells without a FINISHED run: {published['missing']}", file=out, flush=True)
         if spec.detectors:

@@ -5,8 +5,8 @@ also be rerun later against any sweep. Steps:
 1. read the sweep back (:func:`railsweep.sweep.reader.read_sweep`: spec, cells, newest FINISHED run each);
 2. score every mitigated cell against its clean reference (:func:`railsweep.analysis.report.score_sweep`:
    the scores its trial logged, bootstrapped once there);
-3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv`` and the figures; Parquet files are fetched
-   only for the figures that draw them (the primary setting's cells, the clean cells' responses);
+3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired SA-PPG differences against
+   Identity (``paired_identity.csv`` / ``.md``: they read every cell's per-question table) and the figures;
 4. log them under ``tables/`` and ``figures/`` of the parent run;
 5. return the Markdown of each table (the driver prints one).
 """
@@ -37,6 +37,11 @@ def publish_sweep(tracking_uri: str, parent_run_id: str) -> dict[str, Any]:
             markdown[name] = to_markdown(table)
         (tmp / "tables").mkdir(exist_ok=True)
         report.scores_frame(scored).to_csv(tmp / "tables" / "all_cells.csv", index=False)
+        paired = report.paired_against_identity(sweep, scored)
+        if len(paired):
+            paired.to_csv(tmp / "tables" / "paired_identity.csv", index=False)
+            markdown["paired_identity"] = report.paired_markdown(paired)
+            (tmp / "tables" / "paired_identity.md").write_text(markdown["paired_identity"], encoding="utf-8")
         report.figures(sweep, scored, tmp / "figures")
         for sub in ("tables", "figures"):
             for f in sorted((tmp / sub).iterdir()):

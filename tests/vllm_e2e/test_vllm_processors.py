@@ -42,14 +42,25 @@ def _random_spec(rng: random.Random):
         n=rng.randint(1, 8),
         mode=rng.choice(["cap", "ban"]),
         successor=rng.choice(["last", "first", "all"]),
+        stop_after_departure=rng.random() < 0.3,
+        spare=(rng.randrange(ALPHABET),) if rng.random() < 0.3 else (),
     )
 
 
-def _reference(logits: torch.Tensor, spec, out: list[int]) -> tuple[torch.Tensor, bool]:
-    """Per-row textbook RailCap (method.md §3) and ban-top-1."""
+def _reference(
+    logits: torch.Tensor, spec, out: list[int], req: dict | None = None
+) -> tuple[torch.Tensor, bool]:
+    """Per-row textbook RailCap (method.md §3) and ban-top-1; with ``req`` (the request's own state across
+    steps) also RailCap's restrictions: spared targets dropped, no caps after the first actual departure."""
     row = logits.clone()
     if spec is None:
         return row, False
+    if isinstance(spec, RailCapSpec) and req is not None:
+        armed = req.pop("armed", None)  # the targets of its last changed step, against what it then sampled
+        if armed is not None and out[-1] not in armed:
+            req["departed"] = True
+        if spec.stop_after_departure and req.get("departed"):
+            return row, False
     if isinstance(spec, BanTopSpec):
         if len(out) < spec.positions:
             row[int(row.argmax())] = float("-inf")
@@ -63,6 +74,7 @@ def _reference(logits: torch.Tensor, spec, out: list[int]) -> tuple[torch.Tensor
     if not succ:
         return row, False
     chosen = {"last": succ[-1:], "first": succ[:1], "all": succ}[spec.successor]
+    chosen = [x for x in chosen if x not in spec.spare]
     v2 = torch.topk(logits, 2).values[1]
     val = float("-inf") if spec.mode == "ban" else v2
     changed = False
@@ -70,6 +82,8 @@ def _reference(logits: torch.Tensor, spec, out: list[int]) -> tuple[torch.Tensor
         if row[x] > val:
             row[x] = val
             changed = True
+    if changed and req is not None:
+        req["armed"] = set(chosen)
     return row, changed
 
 
@@ -147,7 +161,7 @@ def test_v1_processor_matches_reference_under_add_remove_move_and_slot_reuse(see
         for row, req in enumerate(batch):
             if req is None:
                 continue
-            want[row], trig = _reference(logits[row], req["spec"], req["out"])
+            want[row], trig = _reference(logits[row], req["spec"], req["out"], req)
             if req["spec"] is not None:
                 expected_triggers[req["key"]] = expected_triggers.get(req["key"], 0) + int(trig)
             if len(req["out"]) < req["ent"]:
@@ -226,7 +240,7 @@ def test_v2_processor_matches_reference_with_shuffled_rows_and_recycled_slots(se
         want = logits.clone()
         for row, slot in enumerate(order):
             req = live[slot]
-            want[row], trig = _reference(logits[row], req["spec"], req["out"])
+            want[row], trig = _reference(logits[row], req["spec"], req["out"], req)
             if req["spec"] is not None:
                 expected_triggers[req["key"]] = expected_triggers.get(req["key"], 0) + int(trig)
             if len(req["out"]) < req["ent"]:
@@ -287,6 +301,8 @@ def test_requests_without_railsweep_args_leave_logits_bitwise_untouched():
         {"railsweep": {"key": "a", "railcap": {"traj": [1, 2], "n": 0}}},
         {"railsweep": {"key": "a", "railcap": {"traj": [1, 2], "n": 2, "mode": "soft"}}},
         {"railsweep": {"key": "a", "railcap": {"traj": [1, 2], "n": 2, "successor": "middle"}}},
+        {"railsweep": {"key": "a", "railcap": {"traj": [1, 2, 3], "n": 1, "stop": "yes"}}},
+        {"railsweep": {"key": "a", "railcap": {"traj": [1, 2, 3], "n": 1, "spare": [-1]}}},
         {"railsweep": {"key": "a", "ban_top": -1}},
         {"railsweep": {"key": "a"}},
         {"railsweep": {"key": "a", "entropy": -3}},

@@ -7,6 +7,10 @@ tokens are left out (``trajectory="answer"``, :mod:`.trajectory`; EOS is kept).
 With ``trajectory="with_stop"`` they stay in, RailCap also caps the step into
 the stop string, and many samples run on to the token limit (docs/miniworld.md
 has the measured difference).
+
+Two restrictions, documented options and Table 4 rows, never the default:
+``stop_after_departure`` (no caps once a sample has actually departed from the
+rail) and ``spare_numbers`` (number tokens, :mod:`.numbers`, are never capped).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from railsweep.strategies.base import (
     register,
     sample_and_grade,
 )
+from railsweep.strategies.railcap.numbers import number_token_ids
 from railsweep.strategies.railcap.trajectory import answer_ids
 from railsweep.tasks.base import Question
 
@@ -34,12 +39,19 @@ from railsweep.tasks.base import Question
 class RailCapConfig:
     """``n``: n-gram length (paper: :data:`~railsweep.interventions.railcap.DEFAULT_N` = 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
     ``successor``: which successor of a repeated n-gram is capped ("last", "first" or "all");
-    ``trajectory``: "answer" (the greedy completion up to its stop string) or "with_stop"."""
+    ``trajectory``: "answer" (the greedy completion up to its stop string) or "with_stop";
+    ``stop_after_departure``: no caps after the sample's first actual departure (a step whose logits
+    RailCap changed sampled none of its targets); ``spare_numbers``: never cap a number token
+    (:mod:`railsweep.strategies.railcap.numbers`). Both default off (the paper's Algorithm 1)."""
 
     n: int = DEFAULT_N
     mode: str = "cap"
     successor: str = "last"
     trajectory: str = "answer"
+    stop_after_departure: bool = False
+    spare_numbers: bool = False
+    # added after RailCap cells were evaluated: left out of the resolved params while off (cell ids hold)
+    implicit_defaults: ClassVar[frozenset[str]] = frozenset({"stop_after_departure", "spare_numbers"})
     switched_off: ClassVar[NoOffSwitch] = NoOffSwitch(
         "every n >= 1 caps (or bans) a successor once the last n generated tokens repeat an n-gram of the "
         "greedy trajectory, so no setting is off; RailCap changes nothing only for a question whose "
@@ -50,9 +62,19 @@ class RailCapConfig:
         check_settings(self.n, self.mode, self.successor)
         if self.trajectory not in ("answer", "with_stop"):
             raise ConfigError(f"RailCap trajectory must be 'answer' or 'with_stop', got {self.trajectory!r}")
+        for name in ("stop_after_departure", "spare_numbers"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"RailCap {name} must be true or false, got {name}={getattr(self, name)!r}")
 
-    def spec(self, trajectory: Sequence[int]) -> RailCapSpec:
-        return RailCapSpec(tuple(trajectory), n=self.n, mode=self.mode, successor=self.successor)  # type: ignore[arg-type]
+    def spec(self, trajectory: Sequence[int], spare: Sequence[int] = ()) -> RailCapSpec:
+        return RailCapSpec(
+            tuple(trajectory),
+            n=self.n,
+            mode=self.mode,  # type: ignore[arg-type]
+            successor=self.successor,  # type: ignore[arg-type]
+            stop_after_departure=self.stop_after_departure,
+            spare=tuple(spare),
+        )
 
 
 @register("railcap", RailCapConfig)
@@ -63,7 +85,8 @@ class RailCap:
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         """1. greedy trajectories; 2. m samples per question with a RailCapSpec; 3. extras."""
         trajectories = greedy(ctx, questions)
-        by_index = {q.index: self.config.spec(self._rail(ctx, g)) for q, g in zip(questions, trajectories)}
+        rails = [self._rail(ctx, g) for g in trajectories]
+        by_index = {q.index: self.config.spec(r, self._spare(ctx, r)) for q, r in zip(questions, rails)}
         outcomes = sample_and_grade(ctx, questions, intervention=lambda q: by_index[q.index])
         for out, g in zip(outcomes, trajectories):
             out.greedy = g
@@ -74,10 +97,19 @@ class RailCap:
     def _rail(self, ctx: EvalContext, g: Sample) -> list[int]:
         if self.config.trajectory == "with_stop":
             return g.token_ids
-        tokenizer = getattr(ctx.engine, "tokenizer", None)
-        if tokenizer is None:
-            raise ConfigError(
-                f"RailCap trajectory='answer' needs the engine's tokenizer; engine "
-                f"{getattr(ctx.engine, 'name', ctx.engine)!r} has none (use trajectory='with_stop')"
-            )
-        return answer_ids(g, tokenizer)
+        return answer_ids(g, _tokenizer(ctx, "trajectory='answer'", " (use trajectory='with_stop')"))
+
+    def _spare(self, ctx: EvalContext, rail: list[int]) -> tuple[int, ...]:
+        if not self.config.spare_numbers:
+            return ()
+        return number_token_ids(_tokenizer(ctx, "spare_numbers=true"), rail)
+
+
+def _tokenizer(ctx: EvalContext, why: str, hint: str = ""):
+    tokenizer = getattr(ctx.engine, "tokenizer", None)
+    if tokenizer is None:
+        raise ConfigError(
+            f"RailCap {why} needs the engine's tokenizer; engine "
+            f"{getattr(ctx.engine, 'name', ctx.engine)!r} has none{hint}"
+        )
+    return tokenizer
