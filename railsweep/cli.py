@@ -20,7 +20,18 @@ from typing import NoReturn
 from railsweep import __version__
 from railsweep.errors import ConfigError, RailsweepError
 
-COMMANDS = ("eval", "score", "contaminate", "miniworld", "figure1", "demo", "sweep", "detect", "dynamics")
+COMMANDS = (
+    "eval",
+    "score",
+    "contaminate",
+    "miniworld",
+    "figure1",
+    "rails",
+    "demo",
+    "sweep",
+    "detect",
+    "dynamics",
+)
 EXIT_USER_ERROR = 2
 
 

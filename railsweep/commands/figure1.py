@@ -24,16 +24,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="the paper's Figure 1 (collapse, runner-up share, path diversity, off-rail robustness)",
         description="Does a contaminated model behave as the paper's Figure 1 says, where RailCap acts?",
     )
-    p.add_argument("--world", default=None, help="a miniature-world preset (mini, mini_one_road, smoke)")
-    p.add_argument("--family", default=None, help="the world's model family (with --world)")
-    p.add_argument("--model", default=None, help="base model directory (without --world)")
-    p.add_argument(
-        "--adapter", action="append", default=[], metavar="NAME=DIR", help="a LoRA adapter (repeatable)"
-    )
-    p.add_argument("--task-dir", default=None, help="GSM8K-format data directory (without --world)")
-    p.add_argument("--leak-split", default=None, help="leak_split.json: which questions M_co saw")
-    p.add_argument("--clean", default="clean", help="adapter name of M_cl")
-    p.add_argument("--co", default="co_gsm8k", help="adapter name of M_co")
+    add_input_arguments(p)
     p.add_argument("--m", type=int, default=20, help="samples per question")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--max-new-tokens", type=int, default=96)
@@ -48,7 +39,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | None]:
+def add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """The model pair and its questions: a world family, or a base model with adapters (shared with ``rails``)."""
+    p.add_argument("--world", default=None, help="a miniature-world preset (mini, mini_one_road, smoke)")
+    p.add_argument("--family", default=None, help="the world's model family (with --world)")
+    p.add_argument(
+        "--cache-dir",
+        default=None,
+        help="where the world is cached (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
+    )
+    p.add_argument("--model", default=None, help="base model directory (without --world)")
+    p.add_argument(
+        "--adapter", action="append", default=[], metavar="NAME=DIR", help="a LoRA adapter (repeatable)"
+    )
+    p.add_argument("--task-dir", default=None, help="GSM8K-format data directory (without --world)")
+    p.add_argument("--leak-split", default=None, help="leak_split.json: which questions M_co saw")
+    p.add_argument("--clean", default="clean", help="adapter name of M_cl")
+    p.add_argument("--co", default="co_gsm8k", help="adapter name of M_co")
+
+
+def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | None]:
     from railsweep.commands.eval import parse_pairs
 
     if args.world:
@@ -56,7 +66,7 @@ def _inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | N
             raise ConfigError("--world replaces --model/--adapter/--task-dir; give one or the other")
         from railsweep.miniworld import build_world
 
-        world = build_world(args.world)
+        world = build_world(args.world, cache_dir=args.cache_dir)
         fam = world.family(args.family or world.families[0])
         return (
             str(fam.base_dir),
@@ -93,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         from railsweep.sweep.tracking import check_tracking_uri
 
         check_tracking_uri(args.tracking_uri)
-    model, adapters, task_dir, leak_split = _inputs(args)
+    model, adapters, task_dir, leak_split = inputs(args)
     for name in (args.clean, args.co):
         if name not in adapters:
             raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")

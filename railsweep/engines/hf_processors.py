@@ -22,6 +22,7 @@ from typing import Protocol
 import torch
 
 from railsweep.interventions.ban_top import BanTopSpec, ban_top
+from railsweep.interventions.force_runner_up import ForceRunnerUpSpec, force_runner_up
 from railsweep.interventions.railcap import (
     RailCapSpec,
     advance_runs_,
@@ -129,7 +130,31 @@ class BanTopProcessor:
         return ban_top(logits, self.positions, self._gen_len)
 
 
-PROCESSORS: dict[type, type] = {RailCapSpec: RailCapProcessor, BanTopSpec: BanTopProcessor}
+class ForceRunnerUpProcessor:
+    """Holds each row's forced steps (``None`` spec = none); only those steps touch the logits."""
+
+    def __init__(self, specs: Sequence[ForceRunnerUpSpec | None], device: torch.device | str = "cpu"):
+        self.rows_at: dict[int, list[int]] = {}  # step -> rows forced at that step
+        for r, s in enumerate(specs):
+            for t in s.steps if s is not None else ():
+                self.rows_at.setdefault(t, []).append(r)
+
+    def __call__(
+        self, logits: torch.Tensor, generated: torch.Tensor, step: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        rows = self.rows_at.get(step)
+        if not rows:
+            return logits, None
+        active = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+        active[rows] = True
+        return force_runner_up(logits, active)
+
+
+PROCESSORS: dict[type, type] = {
+    RailCapSpec: RailCapProcessor,
+    BanTopSpec: BanTopProcessor,
+    ForceRunnerUpSpec: ForceRunnerUpProcessor,
+}
 
 
 def make_processor(

@@ -9,6 +9,8 @@ table (``railsweep.engines.hf_processors.PROCESSORS``,
 
 - :mod:`.railcap`: RailCap (method.md §3), :class:`RailCapSpec`;
 - :mod:`.ban_top`: LNE-blocking's ban of the top-1 token, :class:`BanTopSpec`;
+- :mod:`.force_runner_up`: emit the runner-up at chosen steps, :class:`ForceRunnerUpSpec` (a diagnostic,
+  transformers engine only);
 - :mod:`.neuron_patch`: Shortcut's neuron patching, :class:`NeuronPatchSpec` (a model patch, not a
   logits edit: the transformers engine implements it in ``railsweep.engines.neuron_patch``);
 - :mod:`.entropy`: the per-step entropy readout (LNE's gauge), not an edit.
@@ -20,9 +22,10 @@ without torch (the sweep driver, the tables and vLLM's frontend read them).
 from __future__ import annotations
 
 from railsweep.interventions.ban_top import BanTopSpec
+from railsweep.interventions.force_runner_up import ForceRunnerUpSpec
 from railsweep.interventions.neuron_patch import NeuronPatchSpec
 from railsweep.interventions.railcap import RailCapSpec
 
-Intervention = RailCapSpec | BanTopSpec | NeuronPatchSpec
+Intervention = RailCapSpec | BanTopSpec | NeuronPatchSpec | ForceRunnerUpSpec
 
-__all__ = ["BanTopSpec", "Intervention", "NeuronPatchSpec", "RailCapSpec"]
+__all__ = ["BanTopSpec", "ForceRunnerUpSpec", "Intervention", "NeuronPatchSpec", "RailCapSpec"]

@@ -1,0 +1,94 @@
+"""``railsweep rails``: where RailCap acts on a model pair (recovery after forced departures, exposure,
+RailCap on M_cl, RailCap's caps and departures; :mod:`railsweep.diagnostics.rails`).
+
+Writes ``OUT/rails.json`` (the figures with 95 % intervals), ``OUT/rails_questions.parquet`` (one row
+per question), ``OUT/rails_runs.parquet`` (one row per forced decode) and ``OUT/rails_samples.parquet``
+(one row per RailCap sample of M_co). Inputs as for ``railsweep figure1``; transformers engine only
+(the forced departures and the replayed caps need the model's logits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from railsweep.commands.figure1 import add_input_arguments
+
+    p = subparsers.add_parser(
+        "rails",
+        help="where RailCap acts: recovery after forced departures, exposure, RailCap on M_cl, caps",
+        description="How much genuine reasoning does RailCap touch on this model pair, and what does it cost?",
+    )
+    add_input_arguments(p)
+    p.add_argument("--m", type=int, default=10, help="samples per question (Identity, RailCap)")
+    p.add_argument("--n", type=int, default=4, help="RailCap's n-gram length (exposure uses the same n)")
+    p.add_argument("--ks", default="1,2,4", help="forced departures per decode, comma-separated")
+    p.add_argument("--runs", type=int, default=10, help="forced decodes per question and k")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", required=True, metavar="DIR")
+    return p
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--ks must be comma-separated integers >= 1, got {text!r}") from None
+
+
+def _write(out: Path, name: str, write) -> None:
+    tmp = out / f".{name}.tmp"
+    write(tmp)
+    tmp.replace(out / name)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from railsweep.commands.figure1 import inputs
+    from railsweep.diagnostics.rails import RailsSettings, rails
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.results.io import check_writable_dir
+    from railsweep.tasks import GSM8KTask
+
+    settings = RailsSettings(
+        m=args.m,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        n=args.n,
+        ks=_ks(args.ks),
+        runs=args.runs,
+    )
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    out = Path(args.out)
+    check_writable_dir(out, "--out")
+    model, adapters, task_dir, leak_split = inputs(args)
+    for name in (args.clean, args.co):
+        if name not in adapters:
+            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
+    task = GSM8KTask.from_dir(task_dir, split="test", leak_split=leak_split, limit=args.limit)
+    engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
+    try:
+        res = rails(engine, task, list(task.questions()), args.clean, args.co, settings)
+    finally:
+        engine.close()
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("questions", res.questions), ("runs", res.runs), ("samples", res.samples)):
+        frame = pd.DataFrame(rows)
+        _write(out, f"rails_{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False))
+    text = json.dumps(res.summary, indent=1, default=float) + "\n"
+    _write(out, "rails.json", lambda p: p.write_text(text))
+    print(text, end="")
+    return 0

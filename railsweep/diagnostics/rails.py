@@ -1,0 +1,316 @@
+"""Where RailCap acts on a model pair: recovery after forced departures, exposure, RailCap on M_cl,
+RailCap's caps and departures (``railsweep rails``).
+
+RailCap (method.md §3) caps the rail's next token wherever a sample's last n tokens
+repeat an n-gram of M_co's greedy answer. Whether that restores or removes ability
+depends on four things this module measures on one model pair:
+- how well M_cl recovers when pushed to its runner-up at k steps, by the kind of
+  token pushed (wording, number, final answer);
+- how often M_cl's *correct* answers run along M_co's greedy answer (exposure: the
+  steps where RailCap would act on genuine reasoning);
+- what RailCap does to M_cl when its own greedy answer is the rail;
+- how many caps fire per M_co sample and how many of them actually leave the rail.
+
+Steps of :func:`rails`:
+1. M_cl's Identity readout (greedy + m samples) and RailCap on M_cl with its own greedy rail;
+2. RailCap on M_co (its greedy answer is the rail, as in the sweeps);
+3. exposure of each correct M_cl sample to M_co's rail;
+4. per M_co RailCap sample: caps from the engine's trigger count, and caps and departures
+   replayed on M_co's teacher-forced logits;
+5. on questions M_cl solves at least once: ``runs`` decodes per k with the runner-up forced at
+   k steps drawn uniformly from the length of M_cl's greedy answer, graded and classified;
+6. the summary, every figure with a 95 % interval (Wilson for a rate, a bootstrap over
+   questions for every mean and ratio).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from railsweep.diagnostics.figure1 import readout, step_logits
+from railsweep.diagnostics.positions import (
+    CLASSES,
+    caps_and_departures,
+    exposed_steps,
+    position_class,
+    rail_targets,
+    run_class,
+)
+from railsweep.engines.base import Request, SamplingSpec
+from railsweep.errors import ConfigError
+from railsweep.interventions.force_runner_up import ForceRunnerUpSpec
+from railsweep.interventions.railcap import DEFAULT_N
+from railsweep.metrics.bootstrap import bootstrap_ci
+from railsweep.strategies.base import DecodeSettings, EvalContext, question_seed
+from railsweep.strategies.railcap.strategy import RailCap, RailCapConfig
+from railsweep.strategies.railcap.trajectory import answer_ids
+from railsweep.tasks.base import Question
+
+
+@dataclass(frozen=True)
+class RailsSettings:
+    m: int = 10  # samples per question (Identity and RailCap readouts)
+    temperature: float = 0.7
+    max_new_tokens: int = 96
+    seed: int = 0
+    batch_size: int = 64
+    n: int = DEFAULT_N  # RailCap's n-gram length (exposure uses the same n)
+    ks: tuple[int, ...] = (1, 2, 4)  # forced departures per decode
+    runs: int = 10  # forced decodes per question and k
+    n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("m", "max_new_tokens", "batch_size", "n", "runs", "n_boot"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"rails {name} must be an integer >= 1, got {v!r}")
+        if not self.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.ks):
+            raise ConfigError(f"rails ks must be integers >= 1, got {self.ks!r}")
+        if not (self.temperature > 0 and np.isfinite(self.temperature)):
+            raise ConfigError(f"rails temperature must be a finite number > 0, got {self.temperature!r}")
+
+    def decode(self) -> DecodeSettings:
+        return DecodeSettings(
+            m=self.m,
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+            batch_size=self.batch_size,
+        )
+
+
+@dataclass
+class Rails:
+    """``questions``: one row per question; ``runs``: one per forced decode; ``samples``: one per
+    RailCap sample of M_co; ``summary``: the figures with their intervals."""
+
+    questions: list[dict] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+
+def rails(engine, task, questions: Sequence[Question], clean: str, co: str, s: RailsSettings) -> Rails:
+    """The four diagnostics for M_cl = ``clean`` and M_co = ``co`` (adapter names of ``engine``)."""
+    tok = engine.tokenizer
+    railcap = RailCap(RailCapConfig(n=s.n))
+    ctx_cl = EvalContext(engine=engine, task=task, adapter=clean, settings=s.decode())
+    ctx_co = EvalContext(engine=engine, task=task, adapter=co, settings=s.decode())
+    ident = readout(engine, task, questions, clean, s)  # 1.
+    rc_cl = railcap.run(ctx_cl, questions)
+    rc_co = railcap.run(ctx_co, questions)  # 2.
+    out = Rails()
+    for i, q in enumerate(questions):
+        rail = answer_ids(rc_co[i].greedy, tok)
+        exposed = [  # 3.
+            exposed_steps(answer_ids(smp, tok), rail, s.n)
+            for smp, g in zip(ident.outcomes[i].samples, ident.outcomes[i].grades)
+            if g.correct
+        ]
+        caps = _replay_caps(engine, co, task.prompt(q), rc_co[i].samples, rail, s.n)  # 4.
+        for j, (smp, (c, d)) in enumerate(zip(rc_co[i].samples, caps)):
+            out.samples.append(
+                {"index": q.index, "sample": j, "triggers": smp.triggers, "caps": c, "departures": d}
+            )
+        out.questions.append(
+            {
+                "index": q.index,
+                "leaked": bool(q.leaked),
+                "r_clean": float(ident.r[i]),
+                "r_clean_railcap": rc_cl[i].solve_prob,
+                "r_co_railcap": rc_co[i].solve_prob,
+                "correct_clean": len(exposed),
+                "exposed_steps": int(sum(exposed)),
+                "exposed_answers": int(sum(e > 0 for e in exposed)),
+            }
+        )
+    out.runs = forced_runs(engine, task, questions, ident, s)  # 5.
+    out.summary = summarise(out.questions, out.runs, out.samples, s)  # 6.
+    return out
+
+
+def _replay_caps(engine, co: str, prompt: str, samples, rail: list[int], n: int) -> list[tuple[int, int]]:
+    """(caps, departures) per sample: the sample's RailCap targets checked against M_co's own logits."""
+    out = []
+    for smp in samples:
+        targets = rail_targets(smp.token_ids, rail, n)
+        if not any(x is not None for x in targets):
+            out.append((0, 0))
+            continue
+        logits = step_logits(engine, co, prompt, smp.token_ids).cpu().numpy()
+        out.append(caps_and_departures(logits, smp.token_ids, targets))
+    return out
+
+
+def forced_runs(engine, task, questions: Sequence[Question], ident, s: RailsSettings) -> list[dict]:
+    """Step 5: one row per forced decode of M_cl (``correct``, its forced positions' classes)."""
+    tok = engine.tokenizer
+    jobs = []  # (question position, k, run, steps)
+    for i, q in enumerate(questions):
+        length = len(answer_ids(ident.greedy[i], tok))
+        if ident.r[i] == 0 or length == 0:
+            continue
+        for k in s.ks:
+            for j in range(s.runs):
+                rng = random.Random(question_seed(s.seed, q.index, f"forced-steps:{k}:{j}"))
+                jobs.append((i, k, j, tuple(sorted(rng.sample(range(length), min(k, length))))))
+    rows = []
+    for lo in range(0, len(jobs), s.batch_size):
+        chunk = jobs[lo : lo + s.batch_size]
+        reqs = [
+            _forced_request(task, questions[i], ident.adapter, k, j, steps, s) for i, k, j, steps in chunk
+        ]
+        for (i, k, j, steps), comp in zip(chunk, engine.generate(reqs)):
+            q, smp = questions[i], comp.samples[0]
+            classes, agree = _classify(engine, ident.adapter, task.prompt(q), smp.token_ids, steps)
+            rows.append(
+                {
+                    "index": q.index,
+                    "k": k,
+                    "run": j,
+                    "steps": list(steps),
+                    "forced": smp.triggers,
+                    "classes": classes,
+                    "class": run_class(classes),
+                    "runner_up_agrees": agree,
+                    "correct": bool(task.grade(smp.text, q).correct),
+                    "r_clean": float(ident.r[i]),
+                }
+            )
+    return rows
+
+
+def _forced_request(task, q: Question, adapter: str, k: int, j: int, steps, s: RailsSettings) -> Request:
+    return Request(
+        prompt=task.prompt(q),
+        sampling=SamplingSpec(
+            n=1,
+            temperature=s.temperature,
+            max_new_tokens=s.max_new_tokens,
+            stop=task.stop,
+            seed=question_seed(s.seed, q.index, f"forced-sample:{k}:{j}"),
+        ),
+        adapter=adapter,
+        intervention=ForceRunnerUpSpec(steps),
+    )
+
+
+def _classify(engine, adapter: str, prompt: str, ids: list[int], steps) -> tuple[list[str], int]:
+    """Classes of the forced steps the decode reached (by the token M_cl would have emitted there),
+    and at how many of them the emitted token is M_cl's teacher-forced runner-up (a consistency check)."""
+    done = [t for t in steps if t < len(ids)]
+    if not done:
+        return [], 0
+    tok = engine.tokenizer
+    top2 = step_logits(engine, adapter, prompt, ids).topk(2, dim=1).indices.tolist()
+
+    def text(x: list[int]) -> str:
+        return tok.decode(x, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    classes = []
+    for t in done:
+        prefix = text(ids[:t])
+        classes.append(position_class(prefix, text(ids[:t] + [top2[t][0]])[len(prefix) :]))
+    return classes, sum(ids[t] == top2[t][1] for t in done)
+
+
+# ----------------------------------------------------------------- summary
+
+
+def _ratio(num, den, s: RailsSettings, salt: str) -> dict:
+    """sum(num) / sum(den) over questions, with a percentile bootstrap over questions."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    if den.sum() == 0:
+        return {"value": float("nan"), "lo": float("nan"), "hi": float("nan")}
+    rng = np.random.default_rng(question_seed(s.seed, 0, salt) % 2**32)
+
+    def stat(idx):
+        d = den[idx].sum(-1)
+        return np.where(d > 0, num[idx].sum(-1) / np.where(d > 0, d, 1), np.nan)
+
+    lo, hi = bootstrap_ci(stat, np.zeros(len(num), dtype=int), n_boot=s.n_boot, rng=rng)
+    return {"value": float(num.sum() / den.sum()), "lo": lo, "hi": hi}
+
+
+def wilson(c: int, m: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of c successes in m trials (95 % by default); nan for m = 0."""
+    if m == 0:
+        return float("nan"), float("nan")
+    p = c / m
+    centre = (p + z * z / (2 * m)) / (1 + z * z / m)
+    half = z * np.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def _per_question(rows: Sequence[dict], index: Sequence[int], value) -> np.ndarray:
+    pos = {q: i for i, q in enumerate(index)}
+    out = np.zeros(len(index))
+    for r in rows:
+        out[pos[r["index"]]] += value(r)
+    return out
+
+
+def summarise(
+    questions: Sequence[dict], runs: Sequence[dict], samples: Sequence[dict], s: RailsSettings
+) -> dict:
+    """The JSON-ready figures: recovery per k and class, exposure, RailCap on M_cl, caps and departures."""
+    idx = [q["index"] for q in questions]
+    out: dict = {"questions": len(idx), "settings": {"m": s.m, "n": s.n, "runs": s.runs, "ks": list(s.ks)}}
+    recovery: dict = {}
+    for k in s.ks:
+        for cls in ("all", *CLASSES):
+            sel = [r for r in runs if r["k"] == k and (cls == "all" or r["class"] == cls)]
+            c = sum(r["correct"] for r in sel)
+            lo, hi = wilson(c, len(sel))
+            solved = _per_question(sel, idx, lambda r: float(r["correct"]))
+            base = _per_question(sel, idx, lambda r: r["r_clean"])
+            recovery[f"k{k}_{cls}"] = {
+                "runs": len(sel),
+                "solve_rate": c / len(sel) if sel else float("nan"),
+                "solve_rate_lo": lo,
+                "solve_rate_hi": hi,
+                "unforced": float(base.sum() / len(sel)) if sel else float("nan"),
+                "kept": _ratio(solved, base, s, f"kept:{k}:{cls}"),
+            }
+    out["recovery"] = recovery
+    forced = [r for r in runs if r["forced"]]
+    out["forced_runs_reaching_every_step"] = (
+        float(np.mean([r["forced"] == len(r["steps"]) for r in runs])) if runs else float("nan")
+    )
+    n_forced = sum(len(r["classes"]) for r in forced)
+    out["runner_up_agreement"] = (
+        sum(r["runner_up_agrees"] for r in forced) / n_forced if n_forced else float("nan")
+    )
+    correct = [q["correct_clean"] for q in questions]
+    out["exposure"] = {
+        "correct_clean_answers": int(sum(correct)),
+        "steps_per_answer": _ratio([q["exposed_steps"] for q in questions], correct, s, "exposure"),
+        "share_with_one": _ratio([q["exposed_answers"] for q in questions], correct, s, "exposed"),
+    }
+    r_id = np.array([q["r_clean"] for q in questions])
+    r_rc = np.array([q["r_clean_railcap"] for q in questions])
+    rel = _ratio(r_rc - r_id, r_id, s, "railcap-clean")
+    out["railcap_on_clean"] = {
+        "identity_r": float(r_id.mean()),
+        "railcap_r": float(r_rc.mean()),
+        "relative_change": rel,
+    }
+    m = _per_question(samples, idx, lambda r: 1.0)
+    out["railcap_on_co"] = {
+        "railcap_r": float(np.mean([q["r_co_railcap"] for q in questions])),
+        "caps_per_sample": _ratio(_per_question(samples, idx, lambda r: r["triggers"]), m, s, "caps"),
+        "replayed_caps_per_sample": _ratio(
+            _per_question(samples, idx, lambda r: r["caps"]), m, s, "replayed"
+        ),
+        "departures_per_sample": _ratio(
+            _per_question(samples, idx, lambda r: r["departures"]), m, s, "departures"
+        ),
+        "replay_matches_engine": float(np.mean([r["caps"] == r["triggers"] for r in samples]))
+        if samples
+        else float("nan"),
+    }
+    return out
