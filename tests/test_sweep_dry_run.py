@@ -4,6 +4,7 @@ and the token estimate against the tokens a smoke sweep's cells really generate.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 
@@ -178,3 +179,47 @@ def test_an_unknown_preset_is_refused(tripwire, capsys):
 def test_the_job_dry_run_without_a_preset_is_refused(tripwire, capsys):
     assert job.main(["--dry-run"], table="3") == 2
     assert "--dry-run needs --preset or --spec" in capsys.readouterr().err
+
+
+class _TokenCounter:
+    """The engine, counting the responses and generated tokens of every call."""
+
+    def __init__(self, engine):
+        self._engine, self.samples, self.tokens = engine, 0, 0
+
+    def generate(self, requests):
+        out = self._engine.generate(requests)
+        self.samples += sum(len(c.samples) for c in out)
+        self.tokens += sum(len(s.token_ids) for c in out for s in c.samples)
+        return out
+
+    def __getattr__(self, item):
+        return getattr(self._engine, item)
+
+
+def test_shipped_gold_lengths_are_the_smoke_worlds_own(smoke_world):
+    from railsweep.miniworld import build_world
+    from railsweep.miniworld.lengths import gold_token_lengths, shipped_lengths
+
+    world = build_world("smoke", cache_dir=smoke_world)
+    measured = gold_token_lengths(world.data_dir / "test.jsonl", world.root / "tokenizer" / "tokenizer.json")
+    assert shipped_lengths("smoke") == measured
+
+
+def test_smoke_token_estimate_is_within_20_percent_of_the_tokens_its_cells_generate(smoke_world, tmp_path):
+    """Every cell of `railsweep sweep --preset smoke` (table 3) evaluated in this process, as the engine actors
+    evaluate them (same cells, same seeds: the same samples), counting what the engine generates."""
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.evaluate import evaluate_cell
+    from railsweep.sweep.cells import expand
+
+    spec = load_spec("smoke")
+    price = price_sweep(spec, "3", load_throughput())
+    resolved = dataclasses.replace(spec, cache_dir=str(smoke_world)).resolve()
+    cells = expand(resolved, "3")
+    fam = resolved.families[0]
+    engine = _TokenCounter(TransformersEngine(fam.base, fam.adapter_dict(), device="cpu", dtype="float32"))
+    for cell in cells:
+        evaluate_cell(cell.config, engine, out_dir=tmp_path / cell.cell_id, cache_dir=tmp_path / "cache")
+    assert engine.samples == price.samples
+    assert abs(price.tokens - engine.tokens) <= 0.2 * engine.tokens, (price.tokens, engine.tokens)

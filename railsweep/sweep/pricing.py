@@ -274,7 +274,8 @@ def _cluster(
     for e in engines:
         rate = throughput.rate(spec.engine.backend, kind, e.model)
         if rate is None:
-            notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} in {throughput.path}: measure it "
+            where = f"in {throughput.path}" if throughput.rates else "(no throughput table)"
+            notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} {where}: measure it "
                          "with bench/throughput.py on the target hardware and pass --throughput")  # fmt: skip
             return ClusterCost(units, n_engines, None, None, "no throughput measured")
         wall = max(wall, e.total_tokens / (rate.per_unit * per_engine * replicas))

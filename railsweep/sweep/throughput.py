@@ -9,8 +9,8 @@ A table is JSON written by ``bench/throughput.py``::
 ``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>`` for
 the miniature world, the path or hub id otherwise; ``"*"`` matches any model of that backend and device);
 ``units`` are the devices the engine used: CPU cores (its threads) or GPUs. ``railsweep sweep --dry-run``
-turns a sweep's token count into wall time with it (:mod:`railsweep.sweep.pricing`). The shipped default,
-``presets/throughput_cpu.json``, was measured on the developers' 2-core CPU machine.
+turns a sweep's token count into wall time with it (:mod:`railsweep.sweep.pricing`). Without ``--throughput``
+it reads ``presets/throughput_cpu.json`` when the package ships one, else prices no wall time and says so.
 """
 
 from __future__ import annotations
@@ -59,7 +59,10 @@ class ThroughputTable:
 
 
 def load_throughput(path: str | Path | None = None) -> ThroughputTable:
-    """Read and check a table (default: the shipped CPU one); a malformed one is a ConfigError naming it."""
+    """Read and check a table (default: the shipped CPU one, or an empty table when none is shipped); a missing or
+    malformed file the user names is a ConfigError naming it."""
+    if path is None and not DEFAULT_TABLE.is_file():
+        return ThroughputTable("no throughput table", "run bench/throughput.py and pass --throughput", ())
     path = Path(path) if path is not None else DEFAULT_TABLE
     if not path.is_file():
         raise ConfigError(f"--throughput {str(path)!r}: no such file (write one with bench/throughput.py)")
