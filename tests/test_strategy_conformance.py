@@ -115,3 +115,51 @@ def test_a_strategy_config_without_a_switched_off_declaration_cannot_register():
     with pytest.raises(TypeError, match="Undeclared.switched_off"):
         register("undeclared", Undeclared)
     assert "undeclared" not in known_strategies()
+
+
+class _Counting:
+    """The engine, counting every response it decodes (what ``railsweep sweep --dry-run`` prices)."""
+
+    def __init__(self, engine):
+        self._engine, self.decoded = engine, 0
+
+    def generate(self, requests):
+        out = self._engine.generate(requests)
+        self.decoded += sum(len(c.samples) for c in out)
+        return out
+
+    def __getattr__(self, item):
+        return getattr(self._engine, item)
+
+
+DECODE_CASES = [(n, None) for n in ALL] + [
+    ("lne_blocking", {"readout": "greedy"}),
+    ("shortcut", {"readout": "greedy", "loc_blocks": 3}),
+    ("shortcut", {"control": "random"}),
+    ("shortcut", {"k": 0}),
+    ("temperature", {"tau": 0.0}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), DECODE_CASES)
+def test_declared_decodes_count_every_response_the_strategy_decodes(world_engine, name, params):
+    from railsweep.interventions.neuron_patch import mlp_widths
+    from railsweep.strategies.shortcut import localisation
+
+    localisation._MEMO.clear()  # a localisation memoised by an earlier test would decode nothing
+    task = toy_task(3)
+    engine = _Counting(world_engine)
+    ctx = make_ctx(engine, task, m=4)
+    strategy = build_strategy(name, params)
+    strategy.run(ctx, task.questions())
+    want = len(task.questions()) * strategy.decodes(ctx.settings)
+    one_off = getattr(strategy, "one_off", None)
+    leaked = {q.index for q in task.questions() if q.leaked}
+    planned = one_off([0, 1, 2], leaked, mlp_widths(world_engine.model)) if one_off else None
+    if planned is not None:
+        want += sum(len(qs) * runs for qs, runs in planned[1])
+    assert engine.decoded == want
+    localises = (
+        name == "shortcut" and (params or {}).get("control") != "random" and (params or {}).get("k") != 0
+    )
+    assert (planned is not None) == localises

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from railsweep.commands.sweep import add_arguments, submit
+from railsweep.sweep.job import dry_run
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -25,6 +26,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return dry_run(args, args.table)
     rc, uri = submit(args)
     try:
         from mlflow import MlflowClient

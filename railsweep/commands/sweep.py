@@ -21,7 +21,7 @@ from typing import Any
 
 import railsweep
 from railsweep.errors import ConfigError
-from railsweep.sweep.job import add_spec_arguments, forward_argv
+from railsweep.sweep.job import add_spec_arguments, dry_run, forward_argv
 
 
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
@@ -51,7 +51,9 @@ def check_args(args: argparse.Namespace) -> None:
     directories the local services would write.
     """
     from railsweep.results.io import check_writable_dir
+    from railsweep.sweep.pricing import check_cluster_sizes
     from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.throughput import load_throughput
     from railsweep.sweep.tracking import check_tracking_uri
 
     for flag, value in (("--limit", args.limit), ("--m", args.m)):
@@ -62,11 +64,14 @@ def check_args(args: argparse.Namespace) -> None:
             raise ConfigError(f"{flag} must be a TCP port in 1..65535, got {port}")
     if args.spec:
         load_spec(args.spec)  # fail here, not in the job
-        if args.address and os.path.relpath(Path(args.spec).resolve(), Path.cwd()).startswith(".."):
+    for flag, path in (("--spec", args.spec), ("--throughput", args.throughput)):
+        if path and args.address and os.path.relpath(Path(path).resolve(), Path.cwd()).startswith(".."):
             raise ConfigError(
-                f"--spec {args.spec} is outside the working directory {Path.cwd()}, which is what the job "
-                "on the cluster receives; copy the spec into it"
+                f"{flag} {path} is outside the working directory {Path.cwd()}, which is what the job "
+                "on the cluster receives; copy the file into it"
             )
+    load_throughput(args.throughput)
+    check_cluster_sizes(args.cluster_sizes)
     if args.address and not args.tracking_uri:
         raise ConfigError("--address needs --tracking-uri (an MLflow HTTP server every node can reach)")
     if args.tracking_uri:
@@ -113,6 +118,9 @@ def submit(args: argparse.Namespace) -> tuple[int, str]:
     entry = [python, "-m", "railsweep.sweep.job", *forward_argv(forwarded), "--tracking-uri", uri]
     if spec:
         entry += ["--spec", spec]
+    if args.throughput:  # like the spec: in the uploaded working directory, or this machine's path
+        where = Path(args.throughput).resolve()
+        entry += ["--throughput", os.path.relpath(where, Path.cwd()) if args.address else str(where)]
     print(f"[railsweep] submitting `{' '.join(entry)}` to {address}", flush=True)
     rc = submit_job(address, entry, working_dir=working_dir, env_vars=env, no_wait=args.no_wait)
     return rc, uri
@@ -133,6 +141,8 @@ def _this_railsweep_env() -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return dry_run(args, args.table)
     rc, uri = submit(args)
     print(f"[railsweep] MLflow UI: {uri}", flush=True)
     return rc

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from railsweep.strategies.base import EvalContext, NoOffSwitch, QuestionOutcome, register
+from railsweep.strategies.base import DecodeSettings, EvalContext, NoOffSwitch, QuestionOutcome, register
 from railsweep.tasks.base import Question
 
 
@@ -30,3 +30,6 @@ class AllZero:
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         m = ctx.settings.m
         return [QuestionOutcome(index=q.index, samples=[], grades=[], c=0, m=m, r01=0) for q in questions]
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        return 0

@@ -72,10 +72,16 @@ class QuestionOutcome:
 
 
 class Strategy(Protocol):
+    """``decodes``: responses the strategy decodes per question (greedy trajectories included), which
+    ``railsweep sweep --dry-run`` prices a sweep with; a strategy with a one-off step shared by its cells
+    (Shortcut's localisation) also has ``one_off``."""
+
     name: ClassVar[str]
     config: Any  # the frozen config dataclass instance
 
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]: ...
+
+    def decodes(self, settings: DecodeSettings) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -187,6 +193,11 @@ def decode(
 def greedy(ctx: EvalContext, questions: Sequence[Question], **kw: Any) -> list[Sample]:
     """One greedy decode per question (the trajectory RailCap, TED and LNE start from)."""
     return [c.samples[0] for c in decode(ctx, questions, n=1, temperature=0.0, salt="greedy", **kw)]
+
+
+def sampled_per_question(settings: DecodeSettings) -> int:
+    """Responses :func:`sample_and_grade` decodes per question: m, or 1 at temperature 0 (replicated m times)."""
+    return 1 if settings.temperature == 0 else settings.m
 
 
 def sample_and_grade(

@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
+from railsweep.strategies.base import (
+    DecodeSettings,
+    EvalContext,
+    QuestionOutcome,
+    register,
+    sample_and_grade,
+    sampled_per_question,
+)
 from railsweep.tasks.base import Question
 
 
@@ -22,3 +29,6 @@ class Identity:
 
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         return sample_and_grade(ctx, questions)
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        return sampled_per_question(settings)

@@ -31,7 +31,15 @@ from typing import Any, ClassVar, Literal
 
 from railsweep.errors import ConfigError
 from railsweep.interventions import BanTopSpec
-from railsweep.strategies.base import EvalContext, QuestionOutcome, greedy, register, sample_and_grade
+from railsweep.strategies.base import (
+    DecodeSettings,
+    EvalContext,
+    QuestionOutcome,
+    greedy,
+    register,
+    sample_and_grade,
+    sampled_per_question,
+)
 from railsweep.tasks.base import Question
 
 Rounding = Literal["floor", "round", "ceil"]
@@ -135,3 +143,8 @@ class LNEBlocking:
             out.greedy = g
             out.extras.update({"lne": lnes[out.index], "n_blocked": counts[out.index]})
         return outcomes
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        if self.config.readout == "greedy":
+            settings = dataclasses.replace(settings, temperature=0.0)
+        return 1 + sampled_per_question(settings)  # the greedy decode LNE is read from, then the readout

@@ -32,7 +32,15 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from railsweep.errors import ConfigError
-from railsweep.strategies.base import EvalContext, QuestionOutcome, greedy, register, sample_and_grade
+from railsweep.strategies.base import (
+    DecodeSettings,
+    EvalContext,
+    QuestionOutcome,
+    greedy,
+    register,
+    sample_and_grade,
+    sampled_per_question,
+)
 from railsweep.tasks.base import Question
 
 # Edges of the per-question distance histogram recorded in extras: [0], [1,2], [3,5], [6,10], [11,25], [26,∞).
@@ -113,3 +121,6 @@ class TED:
             out.extras = {"n_kept": out.m, "n_dup": n_dup, "n_close": len(keep) - out.m - n_dup}
             out.extras.update(_distance_summary(dist))
         return outcomes
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        return 1 + sampled_per_question(settings)  # the greedy reference, then Identity's samples

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from railsweep.errors import ConfigError
-from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
+from railsweep.strategies.base import (
+    DecodeSettings,
+    EvalContext,
+    QuestionOutcome,
+    register,
+    sample_and_grade,
+    sampled_per_question,
+)
 from railsweep.tasks.base import Question
 
 
@@ -61,3 +68,7 @@ class Temperature:
         settings = dataclasses.replace(ctx.settings, temperature=self.temperature(ctx))
         # same salt as Identity: at the readout temperature the samples are Identity's
         return sample_and_grade(dataclasses.replace(ctx, settings=settings), questions)
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        tau = settings.temperature if self.config.tau is None else float(self.config.tau)
+        return sampled_per_question(dataclasses.replace(settings, temperature=tau))

@@ -37,10 +37,11 @@ def paraphrase_dir(spec: SweepSpec) -> Path:
     return Path(spec.data_dir).parent / "detection" / "paraphrased"
 
 
-def readout_cells(spec: SweepSpec) -> tuple[list[SweepCell], list[dict[str, str]]]:
+def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:
     """The readout cells of a resolved spec and, per family x domain, which cell holds which wording:
     ``[{"family", "domain", "original": cell_id[, "paraphrased": cell_id]}]`` (both empty when no
-    detector needs a readout). Writes the paraphrased split when perturb is among the detectors."""
+    detector needs a readout). Writes the paraphrased split when perturb is among the detectors, unless
+    ``write`` is False (a dry run prices the cells of a world it does not build)."""
     needed = {w for d in spec.detectors for w in NEEDS_READOUT.get(d.name, ())}
     wordings = [w for w in WORDINGS if w in needed]
     if not wordings:
@@ -52,7 +53,8 @@ def readout_cells(spec: SweepSpec) -> tuple[list[SweepCell], list[dict[str, str]
         from railsweep.miniworld.world import load_world
 
         out = paraphrase_dir(spec)
-        paraphrase_split(load_world(data_dir.parent), out)
+        if write:
+            paraphrase_split(load_world(data_dir.parent), out)
         tasks["paraphrased"] = {"task_dir": str(out), "fewshot": str(data_dir / "cot_8shot.json")}
     r = spec.readout
     cells, pairs = [], []

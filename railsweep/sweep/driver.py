@@ -145,7 +145,10 @@ def run_sweep(
     progress_interval: float = 10.0,
     publish: bool = True,
     out=sys.stdout,
+    params: dict[str, str] | None = None,
 ) -> SweepOutcome:
+    """Run ``spec`` (steps in the module docstring); ``params``: more parameters of a new parent run (the
+    sweep job logs its price, :func:`railsweep.sweep.pricing.price_params`)."""
     import ray
     from ray import tune
 
@@ -174,7 +177,8 @@ def run_sweep(
                     "families": ",".join(f.name for f in spec.families), "domains": ",".join(spec.domains),
                     "strategies": ",".join(s.name for s in spec.strategies), "engine_backend": spec.engine.backend,
                     "limit": spec.readout.limit,
-                    **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {})},
+                    **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {}),
+                    **(params or {})},
         )  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / SPEC_ARTIFACT

@@ -22,12 +22,15 @@ import dataclasses
 import os
 import sys
 
-from railsweep.errors import RailsweepError
-from railsweep.sweep.spec import PRESETS, TABLES
+from railsweep.errors import ConfigError, RailsweepError
+from railsweep.sweep.pricing import SweepPrice, check_cluster_sizes, format_price, price_params, price_sweep
+from railsweep.sweep.spec import PRESETS, TABLES, SweepSpec, load_spec
+from railsweep.sweep.throughput import load_throughput
 
-# Options of add_spec_arguments that forward_argv passes on (dest names); --spec and --tracking-uri are
-# forwarded by the caller, which knows where the job will find them.
-_FORWARDED = ("table", "preset", "experiment", "resume", "cache_dir", "limit", "m")
+# Options of add_spec_arguments that forward_argv passes on (dest names); --spec, --throughput and
+# --tracking-uri are forwarded by the caller, which knows where the job will find them; --dry-run never
+# reaches a job.
+_FORWARDED = ("table", "preset", "experiment", "resume", "cache_dir", "limit", "m", "cluster_sizes")
 
 
 def add_spec_arguments(
@@ -53,6 +56,19 @@ def add_spec_arguments(
     )
     p.add_argument("--limit", type=int, help="override: first N questions")
     p.add_argument("--m", type=int, help="override: samples per question")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the sweep's cells, samples, tokens per engine and wall time per cluster size; start nothing",
+    )
+    p.add_argument(
+        "--throughput",
+        help="tokens/s table written by bench/throughput.py on the target hardware (default: the shipped CPU one)",
+    )
+    p.add_argument(
+        "--cluster-sizes",
+        help="comma-separated CPU cores or GPUs to price (default 2,4,8,16 cores; 1-8 GPUs per family)",
+    )
 
 
 def forward_argv(args: argparse.Namespace) -> list[str]:
@@ -85,20 +101,45 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def chosen_spec(args: argparse.Namespace) -> SweepSpec | None:
+    """The spec ``--preset``/``--spec`` name, with the command line's overrides; None when neither is given."""
+    if args.spec and args.preset:
+        raise RailsweepError("give --preset or --spec, not both")
+    for flag, value in (("--limit", args.limit), ("--m", args.m)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    spec = load_spec(args.spec) if args.spec else (load_spec(args.preset) if args.preset else None)
+    return None if spec is None else _override(spec, args)
+
+
+def sweep_price(spec: SweepSpec, table: str, args: argparse.Namespace) -> SweepPrice:
+    """The price of ``spec`` for ``table`` with the command line's throughput table and cluster sizes."""
+    return price_sweep(spec, table, load_throughput(args.throughput), check_cluster_sizes(args.cluster_sizes))
+
+
+def dry_run(args: argparse.Namespace, table: str) -> int:
+    """``--dry-run``: print what the sweep would cost; nothing is started, built, loaded or written."""
+    spec = chosen_spec(args)
+    if spec is None:
+        raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
+                          "of the cluster it joins)")  # fmt: skip
+    print(format_price(sweep_price(spec, table, args)), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None, table: str | None = None) -> int:
     args = make_parser(table).parse_args(argv)
     table = table or args.table
     try:
         from railsweep.sweep.local import ray_init_kwargs
-        from railsweep.sweep.spec import load_spec
         from railsweep.sweep.tracking import check_tracking_uri
 
-        if args.spec and args.preset:
-            raise RailsweepError("give --preset or --spec, not both")
-        # Validate the spec before Ray starts: a bad spec costs one line, not a cluster.
-        spec = load_spec(args.spec) if args.spec else (load_spec(args.preset) if args.preset else None)
+        if args.dry_run:
+            return dry_run(args, table)
+        # Validate the spec and the pricing options before Ray starts: a bad spec costs one line, not a cluster.
+        spec = chosen_spec(args)
+        price = sweep_price(spec, table, args) if spec is not None else None
         if spec is not None:
-            spec = _override(spec, args)
             check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
         # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
         init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
@@ -111,7 +152,10 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
             spec = _override(
                 load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args
             )
-        outcome = run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval)
+            price = sweep_price(spec, table, args)
+        print(format_price(price), flush=True)
+        outcome = run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval,
+                            params=price_params(price))  # fmt: skip
     except RailsweepError as e:
         print(f"railsweep: error: {e}", file=sys.stderr)
         return 2

@@ -23,12 +23,14 @@ from railsweep.engines.base import Sample
 from railsweep.errors import ConfigError
 from railsweep.interventions.railcap import DEFAULT_N, RailCapSpec, check_settings
 from railsweep.strategies.base import (
+    DecodeSettings,
     EvalContext,
     NoOffSwitch,
     QuestionOutcome,
     greedy,
     register,
     sample_and_grade,
+    sampled_per_question,
 )
 from railsweep.strategies.railcap.numbers import number_token_ids
 from railsweep.strategies.railcap.trajectory import answer_ids
@@ -93,6 +95,9 @@ class RailCap:
             out.extras["trajectory_len"] = len(by_index[out.index].trajectory)
             out.extras["triggers"] = sum(s.triggers for s in out.samples)
         return outcomes
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        return 1 + sampled_per_question(settings)  # the greedy trajectory, then the m samples
 
     def _rail(self, ctx: EvalContext, g: Sample) -> list[int]:
         if self.config.trajectory == "with_stop":

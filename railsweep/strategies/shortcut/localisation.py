@@ -35,7 +35,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -91,10 +91,35 @@ def engine_model(ctx: EvalContext):
 
 
 def _select(questions: Sequence[Question], n: int, leaked_first: bool) -> list[Question]:
-    qs = list(questions)
-    if leaked_first and any(q.leaked for q in qs):
-        qs = [q for q in qs if q.leaked]
-    return qs[:n]
+    by_index = {q.index: q for q in questions}
+    leaked = {q.index for q in questions if q.leaked}
+    return [by_index[i] for i in select_indices([q.index for q in questions], leaked, n, leaked_first)]
+
+
+def select_indices(indices: Sequence[int], leaked: Collection[int], n: int, leaked_first: bool) -> list[int]:
+    """The first ``n`` of ``indices``; with ``leaked_first``, of the leaked ones when any is leaked."""
+    chosen = list(indices)
+    if leaked_first and any(i in leaked for i in chosen):
+        chosen = [i for i in chosen if i in leaked]
+    return chosen[:n]
+
+
+def greedy_plan(
+    indices: Sequence[int], leaked: Collection[int], params: LocalisationParams, widths: Sequence[int]
+) -> list[tuple[tuple[int, ...], int]]:
+    """The greedy decodes of one localisation, without a model: ``[(question indices, runs)]``.
+
+    Step 1 decodes the comparative term's questions once with M_co (its teacher-forced passes decode
+    nothing); step 2 runs 2 unpatched and 2 patched greedy passes per neuron block of layers 0..L−2
+    over the causal term's questions. ``widths``: d_mlp of every layer (the model's ``mlp_widths``).
+    """
+    plan = [(tuple(select_indices(indices, leaked, params.n_questions, leaked_first=True)), 1)]
+    if params.causal:
+        blocks = sum(len(range(0, w, math.ceil(w / params.n_blocks))) for w in widths[:-1])
+        plan.append(
+            (tuple(select_indices(indices, leaked, params.n_questions, leaked_first=False)), 2 + 2 * blocks)
+        )
+    return plan
 
 
 def _greedy_requests(ctx, qs, adapter, spec=None) -> list[Request]:

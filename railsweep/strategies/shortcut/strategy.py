@@ -19,8 +19,9 @@ K=0 patches nothing, skips localisation, and reproduces Identity.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -28,8 +29,15 @@ import numpy as np
 
 from railsweep.errors import ConfigError
 from railsweep.interventions.neuron_patch import NeuronPatchSpec, mlp_widths, spec_from_ranking
-from railsweep.strategies.base import EvalContext, QuestionOutcome, register, sample_and_grade
-from railsweep.strategies.shortcut.localisation import LocalisationParams, engine_model, localise
+from railsweep.strategies.base import (
+    DecodeSettings,
+    EvalContext,
+    QuestionOutcome,
+    register,
+    sample_and_grade,
+    sampled_per_question,
+)
+from railsweep.strategies.shortcut.localisation import LocalisationParams, engine_model, greedy_plan, localise
 from railsweep.tasks.base import Question
 
 
@@ -138,3 +146,24 @@ class Shortcut:
         for out in outcomes:
             out.extras = {"k_patched": k, "layers_patched": len(spec.neurons)}
         return outcomes
+
+    def decodes(self, settings: DecodeSettings) -> int:
+        if self.config.readout == "greedy":
+            settings = dataclasses.replace(settings, temperature=0.0)
+        return sampled_per_question(settings)
+
+    def one_off(
+        self, indices: Sequence[int], leaked: Collection[int], widths: Sequence[int]
+    ) -> tuple[str, list[tuple[tuple[int, ...], int]]] | None:
+        """The localisation this run needs, as (key, greedy plan), or None when it needs none.
+
+        ``indices``: the cell's question indices, in order; ``leaked``: which of them M_co saw;
+        ``widths``: d_mlp of every layer. Cells with the same key share one localisation (it is cached);
+        the plan is :func:`~railsweep.strategies.shortcut.localisation.greedy_plan`'s.
+        """
+        c = self.config
+        if c.control != "ranked" or resolve_k(c, sum(widths[:-1])) == 0:
+            return None
+        params = c.loc_params()
+        plan = greedy_plan(indices, leaked, params, widths)
+        return json.dumps({"params": dataclasses.asdict(params), "plan": plan}, sort_keys=True), plan

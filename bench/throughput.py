@@ -1,0 +1,146 @@
+"""Engine throughput on this hardware: the table `railsweep sweep --dry-run --throughput FILE` prices sweeps with.
+
+    python bench/throughput.py --preset mini [--families llama,neox,gemma] [--questions 40] [--m 20]
+        [--threads 1] [--device cpu] [--backend transformers] [--out FILE]
+    python bench/throughput.py --model PATH --adapter co=PATH [--task-dir DIR] --device cuda --backend vllm ...
+
+Steps:
+  1. the engines to measure: every family of a miniature world (``--preset``, built or reused under
+     ``--cache-dir``; keyed ``miniworld:<preset>/<family>`` as sweep specs name them), or one ``--model`` with
+     its ``--adapter`` (keyed by ``--model`` as written, as a ``paths`` spec names it) on ``--task-dir``;
+  2. per engine: load it with ``--threads`` torch threads (not timed), then decode Identity on its contaminated
+     adapter (the adapter most of a sweep's cells read), the first ``--questions`` test questions with ``--m``
+     samples each, as a sweep cell does; tokens/s = generated tokens (every response's ids, cut after the stop
+     string) / wall time;
+  3. merge one entry per engine into ``--out`` (replacing an entry with the same backend, device and model),
+     with the hardware description, the command and the load average before and after each measurement.
+
+``units`` in an entry: the CPU threads the engine ran (a CPU table prices per core), or 1 GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from railsweep.config import EngineConfig  # noqa: E402
+from railsweep.engines.factory import build_engine  # noqa: E402
+from railsweep.strategies import build_strategy  # noqa: E402
+from railsweep.strategies.base import DecodeSettings, EvalContext  # noqa: E402
+from railsweep.sweep.throughput import DEFAULT_TABLE  # noqa: E402
+from railsweep.tasks.gsm8k import GSM8KTask  # noqa: E402
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _hardware(device: str) -> str:
+    if device != "cpu":
+        import torch
+
+        return f"{torch.cuda.get_device_name(0)} ({platform.node()})"
+    flags = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        text = cpuinfo.read_text()
+        model = next(
+            (ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), ""
+        )
+        simd = [f for f in ("avx512_bf16", "avx512f", "avx2") if f" {f} " in text]
+        flags = f"{model}, {simd[0] if simd else 'no AVX2'}"
+    return f"{os.cpu_count()}-core CPU ({flags or platform.processor()})"
+
+
+def measure(engine, task: GSM8KTask, adapter: str, m: int, max_new_tokens: int) -> dict:
+    """Decode Identity on ``adapter`` over ``task``'s questions; generated tokens, samples and wall time."""
+    settings = DecodeSettings(m=m, temperature=0.7, max_new_tokens=max_new_tokens, seed=0)
+    ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=settings)
+    load_before = _load()
+    t0 = time.perf_counter()
+    outcomes = build_strategy("identity").run(ctx, task.questions())
+    wall = time.perf_counter() - t0
+    tokens = sum(len(s.token_ids) for o in outcomes for s in o.samples)
+    samples = sum(len(o.samples) for o in outcomes)
+    return {"tokens": tokens, "samples": samples, "wall_s": round(wall, 2), "tokens_per_s": round(tokens / wall, 1),
+            "mean_tokens_per_sample": round(tokens / samples, 2), "load_before": load_before, "load_after": _load()}  # fmt: skip
+
+
+def _targets(args) -> list[tuple[str, str, dict[str, str], Path, str | None]]:
+    """(key, base, adapters, task dir, leak split) per engine to measure."""
+    if args.model:
+        adapters = dict(a.split("=", 1) for a in args.adapter)
+        return [(args.model, args.model, adapters, Path(args.task_dir), None)]
+    from railsweep.miniworld import build_world
+
+    world = build_world(args.preset, cache_dir=args.cache_dir)
+    names = args.families.split(",") if args.families else world.families
+    out = []
+    for name in names:
+        fam = world.family(name)
+        adapters = {k: str(v) for k, v in fam.adapters.items()}
+        out.append((f"miniworld:{args.preset}/{name}", str(fam.base_dir), adapters, world.data_dir,
+                    str(world.leak_split_path)))  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="mini", help="miniature world whose families are measured")
+    p.add_argument("--families", help="comma-separated families of the world (default: all)")
+    p.add_argument(
+        "--cache-dir", help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)"
+    )
+    p.add_argument("--model", help="a base model (path or hub id) instead of a miniature world")
+    p.add_argument("--adapter", action="append", default=[], help="NAME=PATH of --model's adapters")
+    p.add_argument("--task-dir", help="GSM8K-format task directory for --model")
+    p.add_argument("--measure-adapter", default="co_gsm8k", help="adapter decoded (default co_gsm8k)")
+    p.add_argument("--questions", type=int, default=40)
+    p.add_argument("--m", type=int, default=20)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--threads", type=int, default=1, help="torch threads of a CPU engine")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
+    p.add_argument("--dtype", default="auto")
+    p.add_argument(
+        "--out", type=Path, default=DEFAULT_TABLE, help=f"table to write (default {DEFAULT_TABLE})"
+    )
+    args = p.parse_args(argv)
+    if args.model and not args.task_dir:
+        p.error("--model needs --task-dir")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    kind = "cuda" if args.device.startswith("cuda") else args.device
+    table = json.loads(args.out.read_text()) if args.out.is_file() else {"entries": []}
+    entries = table["entries"]
+    for key, base, adapters, task_dir, leak in _targets(args):
+        engine = build_engine(EngineConfig(backend=args.backend, model=base, adapters=adapters, device=args.device,
+                                           dtype=args.dtype))  # fmt: skip
+        task = GSM8KTask.from_dir(task_dir, limit=args.questions, leak_split=leak)
+        got = measure(engine, task, args.measure_adapter, args.m, args.max_new_tokens)
+        getattr(engine, "close", lambda: None)()
+        entry = {"backend": args.backend, "device": kind, "model": key, "units": args.threads if kind == "cpu" else 1,
+                 "questions": args.questions, "m": args.m, "max_new_tokens": args.max_new_tokens, **got}  # fmt: skip
+        entries[:] = [
+            e for e in entries if (e["backend"], e["device"], e["model"]) != (args.backend, kind, key)
+        ]
+        entries.append(entry)
+        print(json.dumps(entry), flush=True)
+    table.update(
+        hardware=_hardware(args.device),
+        command="python bench/throughput.py " + " ".join(argv or sys.argv[1:]),
+    )
+    args.out.write_text(json.dumps(table, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

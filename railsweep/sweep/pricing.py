@@ -1,0 +1,356 @@
+"""What a sweep costs, known before it starts: cells, samples and generated tokens per engine, wall time per cluster.
+
+Nothing is built, loaded or started (``railsweep sweep --dry-run`` prints :func:`format_price`; a sweep that
+starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep`:
+
+1. a stand-in resolution (:func:`dry_resolve`): the miniature world's families, adapter names, test size and
+   leak split come from its preset's config (the same seeded split the build makes), not from a build; a
+   ``paths`` spec keeps its paths (its questions are counted in ``data_dir/test.jsonl`` when it exists);
+2. the driver's own grid: :func:`~railsweep.sweep.cells.expand` for the table, plus the detectors' readout cells;
+3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
+   expected to be as long as its question's gold answer under the world's tokenizer, capped at
+   ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), or ``max_new_tokens`` itself, labelled as an upper
+   bound, where no lengths were measured; one-off steps (Shortcut's localisation) once per family and domain;
+4. per cluster size: the engines the driver would create (one per family, replicated over GPUs), each family's
+   tokens over its engines' measured tokens/s (:mod:`railsweep.sweep.throughput`); the slowest family sets the
+   wall time, and device-hours are the cluster's units x that time.
+
+Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics step's teacher forcing
+and the detection step's forward passes (they decode nothing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from railsweep.contamination.leak import make_leak_split
+from railsweep.errors import ConfigError
+from railsweep.miniworld.lengths import shipped_lengths
+from railsweep.miniworld.presets import preset_config
+from railsweep.strategies import build_strategy
+from railsweep.sweep.cells import SweepCell, effective_table, expand
+from railsweep.sweep.spec import FamilySpec, SweepSpec
+from railsweep.sweep.throughput import ThroughputTable, device_kind
+
+GSM8K_TEST_SIZE = 1319  # questions in GSM8K's test split, assumed when a paths spec's data_dir is absent
+
+
+@dataclass(frozen=True)
+class Questions:
+    """The test questions every cell reads from: their count, which were leaked (None: unknown), each one's
+    expected response length in tokens (None: unmeasured) and where those figures come from."""
+
+    n: int
+    leaked: frozenset[int] | None
+    lengths: tuple[int, ...] | None
+    source: str
+    length_source: str
+
+
+@dataclass(frozen=True)
+class EngineCost:
+    """One family's engine(s): its cells, the questions they read, responses decoded, tokens generated."""
+
+    family: str
+    model: str
+    cells: int
+    questions: int
+    samples: int
+    tokens: int
+    one_off_samples: int
+    one_off_tokens: int
+
+    @property
+    def total_samples(self) -> int:
+        return self.samples + self.one_off_samples
+
+    @property
+    def total_tokens(self) -> int:
+        return self.tokens + self.one_off_tokens
+
+
+@dataclass(frozen=True)
+class ClusterCost:
+    units: int  # CPU cores or GPUs
+    engines: int
+    wall_s: float | None  # None: not priced (see note)
+    device_hours: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SweepPrice:
+    name: str
+    table: str
+    cells: int
+    clean_cells: int
+    m: int
+    max_new_tokens: int
+    questions: Questions
+    device: str  # cpu | cuda | mps
+    backend: str
+    engines: tuple[EngineCost, ...]
+    clusters: tuple[ClusterCost, ...]
+    throughput: str  # the table's path and hardware
+    notes: tuple[str, ...]
+
+    @property
+    def samples(self) -> int:
+        return sum(e.total_samples for e in self.engines)
+
+    @property
+    def tokens(self) -> int:
+        return sum(e.total_tokens for e in self.engines)
+
+
+def dry_resolve(spec: SweepSpec) -> SweepSpec:
+    """``spec`` with the miniature world's families filled in from its config (stand-in paths, nothing built);
+    a ``paths`` spec unchanged. Unknown families and missing adapters fail as :meth:`SweepSpec.resolve` would."""
+    if spec.source != "miniworld":
+        return spec
+    cfg = preset_config(spec.miniworld_preset)
+    world = f"miniworld:{spec.miniworld_preset}"
+    adapters = ("clean",) + tuple(f"co_{d}" for d in cfg.contamination.domains)
+    families = []
+    for name in [f.name for f in spec.families] or list(cfg.families):
+        if name not in cfg.families:
+            raise ConfigError(
+                f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; known: {list(cfg.families)}"
+            )
+        families.append(
+            FamilySpec(name, f"{world}/{name}", tuple((a, f"{world}/{name}/{a}") for a in adapters))
+        )
+    for d in spec.domains:
+        if f"co_{d}" not in adapters:
+            raise ConfigError(
+                f"family {families[0].name!r} has no adapter 'co_{d}' (needed for domain {d!r}); adapters: {list(adapters)}"
+            )
+    return dataclasses.replace(
+        spec, families=tuple(families), data_dir=f"{world}/data", leak_split=f"{world}/data/leak_split.json"
+    )
+
+
+def sweep_questions(spec: SweepSpec) -> Questions:
+    """The test questions of ``spec`` (unresolved) and their expected response lengths, without a build."""
+    if spec.source == "miniworld":
+        cfg = preset_config(spec.miniworld_preset)
+        split = make_leak_split(cfg.n_test, cfg.contamination.n_leak, cfg.contamination.seed)
+        lengths = shipped_lengths(spec.miniworld_preset)
+        source = f"the {spec.miniworld_preset!r} miniature world's test split"
+        if lengths is None:
+            return Questions(cfg.n_test, frozenset(split.leaked), None, source,
+                             f"max_new_tokens (upper bound: no gold lengths shipped for the {spec.miniworld_preset!r} world)")  # fmt: skip
+        return Questions(cfg.n_test, frozenset(split.leaked), tuple(lengths), source,
+                         f"gold answers of the {spec.miniworld_preset!r} world under its tokenizer, capped at max_new_tokens")  # fmt: skip
+    test = Path(spec.data_dir or "") / "test.jsonl"
+    bound = "max_new_tokens (upper bound: no gold lengths measured for these models' tokenizers)"
+    if not test.is_file():
+        return Questions(GSM8K_TEST_SIZE, None, None, f"GSM8K's test split assumed ({test} not found)", bound)
+    n = sum(1 for line in test.read_text(encoding="utf-8").splitlines() if line.strip())
+    leaked = None
+    if spec.leak_split and Path(spec.leak_split).is_file():
+        leaked = frozenset(json.loads(Path(spec.leak_split).read_text(encoding="utf-8"))["leaked"])
+    return Questions(n, leaked, None, str(test), bound)
+
+
+def mlp_widths_of(spec: SweepSpec, family: FamilySpec) -> list[int] | None:
+    """d_mlp of every layer of ``family``'s base model, from its config (never its weights); None if unknown."""
+    if spec.source == "miniworld":
+        size = preset_config(spec.miniworld_preset).size
+        return [size.intermediate] * size.layers
+    path = Path(family.base).expanduser() / "config.json"
+    if not path.is_file():
+        try:  # optional dependency: a hub id's config from the local cache, never a download
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:
+            return None
+        cached = try_to_load_from_cache(family.base, "config.json")
+        if not isinstance(cached, str):
+            return None
+        path = Path(cached)
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    cfg = cfg.get("text_config", cfg)
+    layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")
+    width = cfg.get("intermediate_size") or cfg.get("n_inner") or 4 * cfg.get("hidden_size", 0)
+    if not layers or not width:
+        return None
+    return [int(w) for w in width] if isinstance(width, list) else [int(width)] * int(layers)
+
+
+def price_sweep(
+    spec: SweepSpec, table: str, throughput: ThroughputTable, cluster_sizes: Sequence[int] | None = None
+) -> SweepPrice:
+    """The cost of running ``spec`` (unresolved) for ``table``; see the module docstring."""
+    spec = dry_resolve(spec)
+    table = effective_table(spec, table)
+    cells = expand(spec, table)
+    if spec.detectors:
+        from railsweep.sweep.detect_cells import readout_cells
+
+        extra, _ = readout_cells(spec, write=False)
+        have = {c.cell_id for c in cells}
+        cells += [c for c in extra if c.cell_id not in have]
+    qs = sweep_questions(spec)
+    notes: list[str] = []
+    engines = [_engine_cost(spec, fam, [c for c in cells if c.family == fam.name], qs, notes)
+               for fam in spec.families if any(c.family == fam.name for c in cells)]  # fmt: skip
+    kind = device_kind(spec.engine.device)
+    sizes = list(cluster_sizes or _default_sizes(kind, len(engines)))
+    clusters = tuple(_cluster(spec, kind, engines, n, throughput, notes) for n in sizes)
+    return SweepPrice(
+        spec.name, table, len(cells), sum(c.role == "clean" for c in cells), spec.readout.m,
+        spec.readout.max_new_tokens, qs, kind, spec.engine.backend, tuple(engines), clusters,
+        f"{throughput.path} ({throughput.hardware})", tuple(dict.fromkeys(notes)),
+    )  # fmt: skip
+
+
+def _default_sizes(kind: str, families: int) -> list[int]:
+    return [2, 4, 8, 16] if kind == "cpu" else [max(families, 1) * k for k in (1, 2, 4, 8)]
+
+
+def _tokens(qs: Questions, indices: Sequence[int], cap: int) -> int:
+    """Expected generated tokens of one response to each of ``indices``."""
+    if qs.lengths is None:
+        return cap * len(indices)
+    return sum(min(qs.lengths[i], cap) for i in indices)
+
+
+def _engine_cost(
+    spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions, notes: list[str]
+) -> EngineCost:
+    samples = tokens = one_samples = one_tokens = questions = 0
+    done: set[tuple[Any, ...]] = set()
+    for cell in cells:
+        cfg = cell.config
+        indices = list(range(min(cfg.limit or qs.n, qs.n)))
+        strategy = build_strategy(cfg.strategy, cfg.strategy_params)
+        per_q = strategy.decodes(cfg.decode_settings())
+        questions += len(indices)
+        samples += per_q * len(indices)
+        tokens += per_q * _tokens(qs, indices, cfg.max_new_tokens)
+        one_off = getattr(strategy, "one_off", None)
+        if one_off is None:
+            continue
+        widths = mlp_widths_of(spec, fam)
+        if widths is None:
+            notes.append(f"{cfg.strategy}'s one-off step for {fam.name} is not priced: {fam.base}'s config.json "
+                         "(its layer widths) is not on this machine")  # fmt: skip
+            continue
+        leaked = qs.leaked if qs.leaked is not None else frozenset(indices)
+        planned = one_off(indices, leaked, widths)
+        if planned is None or (cfg.adapter, cfg.clean_adapter, planned[0]) in done:
+            continue
+        done.add((cfg.adapter, cfg.clean_adapter, planned[0]))
+        for chosen, runs in planned[1]:
+            one_samples += runs * len(chosen)
+            one_tokens += runs * _tokens(qs, chosen, cfg.max_new_tokens)
+    return EngineCost(fam.name, fam.base, len(cells), questions, samples, tokens, one_samples, one_tokens)
+
+
+def _cluster(
+    spec: SweepSpec,
+    kind: str,
+    engines: list[EngineCost],
+    units: int,
+    throughput: ThroughputTable,
+    notes: list[str],
+) -> ClusterCost:
+    """Wall time on ``units`` cores or GPUs: each family's tokens over its engines' tokens/s, the slowest last."""
+    fams = max(len(engines), 1)
+    gpu = kind != "cpu"
+    replicas = spec.resources.engine_replicas or (max(1, units // fams) if gpu else 1)
+    n_engines = fams * replicas
+    if gpu and units < n_engines:
+        return ClusterCost(
+            units, n_engines, None, None, f"needs >= {n_engines} GPUs (one engine per family and GPU)"
+        )
+    per_engine = 1.0 if gpu else units / n_engines
+    wall = 0.0
+    for e in engines:
+        rate = throughput.rate(spec.engine.backend, kind, e.model)
+        if rate is None:
+            where = f"in {throughput.path}" if throughput.rates else "(no throughput table)"
+            notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} {where}: measure it "
+                         "with bench/throughput.py on the target hardware and pass --throughput")  # fmt: skip
+            return ClusterCost(units, n_engines, None, None, "no throughput measured")
+        wall = max(wall, e.total_tokens / (rate.per_unit * per_engine * replicas))
+    return ClusterCost(units, n_engines, wall, units * wall / 3600.0)
+
+
+def format_price(p: SweepPrice) -> str:
+    """The dry run's printout: the grid, per-engine counts and the cluster table."""
+    unit, hours = ("cores", "CPU-hours") if p.device == "cpu" else ("GPUs", "GPU-hours")
+    q = p.questions
+    lines = [
+        f"[dry-run] sweep {p.name!r}, table {p.table}: nothing started (no Ray, no MLflow, no world built, no model loaded)",
+        f"cells: {p.cells}, of which clean references: {p.clean_cells}; m = {p.m}; max_new_tokens = {p.max_new_tokens}",
+        f"questions: {q.n} in {q.source}",
+        f"response length: {q.length_source}",
+        "",
+        f"{'engine (family)':<16} {'model':<32} {'cells':>5} {'questions':>9} {'samples':>10} {'tokens':>12} "
+        f"{'one-off samples':>15} {'one-off tokens':>14}",
+    ]  # fmt: skip
+    for e in p.engines:
+        lines.append(f"{e.family:<16} {e.model:<32} {e.cells:>5} {e.questions:>9,} {e.samples:>10,} {e.tokens:>12,} "
+                     f"{e.one_off_samples:>15,} {e.one_off_tokens:>14,}")  # fmt: skip
+    lines += [
+        f"{'total':<16} {'':<32} {p.cells:>5} {sum(e.questions for e in p.engines):>9,} {p.samples:>10,} "
+        f"{p.tokens:>12,}   (samples and tokens include the one-off steps)",
+        "",
+        f"throughput: {p.throughput}",
+        f"{'cluster':>8} {'engines':>7} {'wall time':>11} {hours:>10}",
+    ]  # fmt: skip
+    for c in p.clusters:
+        wall = _duration(c.wall_s) if c.wall_s is not None else "-"
+        dh = f"{c.device_hours:.2f}" if c.device_hours is not None else "-"
+        lines.append(f"{c.units:>3} {unit:<4} {c.engines:>7} {wall:>11} {dh:>10}  {c.note}".rstrip())
+    lines.append("(decoding only: engine start-up, scoring and MLflow logging add seconds per cell"
+                 + ("; tokens/s assumed to grow linearly with cores)" if p.device == "cpu" else ")"))  # fmt: skip
+    lines += [f"note: {n}" for n in p.notes]
+    return "\n".join(lines)
+
+
+def _duration(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def price_params(p: SweepPrice) -> dict[str, str]:
+    """The price as flat MLflow parameters of the sweep's parent run (``cost.*``)."""
+    out: dict[str, Any] = {
+        "cost.cells": p.cells, "cost.questions": p.questions.n, "cost.samples": p.samples, "cost.tokens": p.tokens,
+        "cost.length_source": p.questions.length_source, "cost.throughput": p.throughput,
+    }  # fmt: skip
+    for e in p.engines:
+        out[f"cost.samples.{e.family}"] = e.total_samples
+        out[f"cost.tokens.{e.family}"] = e.total_tokens
+    unit = "cores" if p.device == "cpu" else "gpus"
+    for c in p.clusters:
+        if c.wall_s is not None:
+            out[f"cost.wall_s.{c.units}{unit}"] = round(c.wall_s, 1)
+            out[f"cost.device_hours.{c.units}{unit}"] = round(c.device_hours or 0.0, 3)
+    return {k: str(v)[:500] for k, v in out.items()}
+
+
+def check_cluster_sizes(text: str | None) -> list[int] | None:
+    """``--cluster-sizes 2,4,8`` → [2, 4, 8]; anything but positive integers is a ConfigError naming it."""
+    if text is None:
+        return None
+    sizes = []
+    for part in text.split(","):
+        try:
+            n = int(part.strip())
+        except ValueError:
+            raise ConfigError(f"--cluster-sizes {text!r}: {part.strip()!r} is not an integer") from None
+        if n < 1:
+            raise ConfigError(f"--cluster-sizes {text!r}: a cluster size must be >= 1, got {n}")
+        sizes.append(n)
+    return sizes

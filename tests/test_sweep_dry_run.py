@@ -1,0 +1,225 @@
+"""``--dry-run`` prices a sweep without starting anything: every shipped preset, both entry points
+(``railsweep sweep`` and the sweep job behind ``sweeps/*.py``), the documented sample counts, bad values,
+and the token estimate against the tokens a smoke sweep's cells really generate."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+
+import pytest
+
+from railsweep import cli
+from railsweep.sweep import job
+from railsweep.sweep.pricing import price_params, price_sweep
+from railsweep.sweep.spec import PRESETS, load_spec
+from railsweep.sweep.throughput import load_throughput
+
+
+class Tripped(AssertionError):
+    pass
+
+
+@pytest.fixture
+def tripwire(monkeypatch, tmp_path):
+    """Fail the test if anything starts: Ray, the local services, a world build, a model load, a process;
+    run in an empty directory with an empty cache, which must stay empty."""
+    import ray
+    import transformers
+
+    import railsweep.miniworld
+    import railsweep.miniworld.world
+    from railsweep.sweep import local
+
+    def trip(what):
+        def fail(*a, **k):
+            raise Tripped(f"--dry-run started {what}")
+
+        return fail
+
+    monkeypatch.setattr(ray, "init", trip("ray.init"))
+    for name in ("ensure_mlflow_server", "ensure_ray_head", "submit_job"):
+        monkeypatch.setattr(local, name, trip(name))
+    monkeypatch.setattr(railsweep.miniworld, "build_world", trip("a world build"))
+    monkeypatch.setattr(railsweep.miniworld.world, "build_world", trip("a world build"))
+    monkeypatch.setattr(railsweep.miniworld.world, "load_world", trip("a world load"))
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", trip("a model load"))
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", trip("a model load"))
+    monkeypatch.setattr(subprocess.Popen, "__init__", trip("a process"))
+    work, cache = tmp_path / "cwd", tmp_path / "cache"
+    work.mkdir()
+    cache.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("RAILSWEEP_CACHE", str(cache))
+    yield
+    assert not any(work.iterdir()) and not any(cache.iterdir()), "--dry-run wrote files"
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_dry_run_of_every_shipped_preset_prints_the_price_and_starts_nothing(tripwire, capsys, preset):
+    assert cli.main(["sweep", "--preset", preset, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"[dry-run] sweep {preset!r}" in out and "nothing started" in out
+    assert "engine (family)" in out and "\ntotal " in out
+    assert "wall time" in out and ("CPU-hours" in out or "GPU-hours" in out)
+
+
+@pytest.mark.parametrize("table", ["1", "3", "4"])
+def test_the_sweep_scripts_dry_run_through_the_same_option_builder(tripwire, capsys, table):
+    assert job.main(["--preset", "mini_ablation", "--dry-run"], table=table) == 0
+    assert f"sweep 'mini_ablation', table {table}" in capsys.readouterr().out
+
+
+# Sample counts the docs and the presets' comments quote for real runs (docs/mini_six.md, README).
+DOCUMENTED = [("mini", "3", 21, 61_200), ("mini_six", "all", 7, 18_624), ("mini_dynamics", "all", 36, 12_300),
+              ("mini_replica", "all", 7, 7_000)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("preset", "table", "cells", "samples"), DOCUMENTED)
+def test_priced_cells_and_samples_equal_what_the_documented_sweeps_decoded(preset, table, cells, samples):
+    price = price_sweep(load_spec(preset), table, load_throughput())
+    assert (price.cells, price.samples) == (cells, samples)
+
+
+def test_limit_narrows_the_price_as_it_narrows_the_sweep():
+    """bench/sweep_overhead.py --preset mini --limit 40 decoded 12,240 samples (README, Benchmarks)."""
+    args = job.make_parser("3").parse_args(["--preset", "mini", "--limit", "40"])
+    assert job.sweep_price(job.chosen_spec(args), "3", args).samples == 12_240
+
+
+def test_cpu_wall_time_is_the_slowest_familys_tokens_over_its_cores_share(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"hardware": "x", "entries": [
+        {"backend": "transformers", "device": "cpu", "model": "miniworld:mini/llama", "units": 2, "tokens_per_s": 800},
+        {"backend": "transformers", "device": "cpu", "model": "*", "units": 1, "tokens_per_s": 1000}]}))  # fmt: skip
+    price = price_sweep(load_spec("mini"), "3", load_throughput(path), [6])
+    by = {e.family: e.total_tokens for e in price.engines}
+    # 6 cores over 3 engines: llama 400 tokens/s per core x 2 cores, the others 1000 x 2
+    want = max(by["llama"] / 800, by["neox"] / 2000, by["gemma"] / 2000)
+    assert price.clusters[0].wall_s == pytest.approx(want)
+    assert price.clusters[0].device_hours == pytest.approx(6 * want / 3600)
+
+
+def test_a_gpu_sweep_needs_one_gpu_per_family_and_replicates_over_the_rest(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"entries": [{"backend": "vllm", "device": "cuda", "model": "*", "units": 1,
+                                             "tokens_per_s": 5000}]}))  # fmt: skip
+    price = price_sweep(load_spec("paper"), "3", load_throughput(path), [2, 3, 6])
+    short, one, two = price.clusters
+    assert short.wall_s is None and "needs >= 3 GPUs" in short.note
+    assert (one.engines, two.engines) == (3, 6)
+    assert two.wall_s == pytest.approx(one.wall_s / 2)
+
+
+def test_the_sweep_job_logs_the_price_as_parent_run_parameters(monkeypatch):
+    import ray
+
+    import railsweep.sweep.driver as driver
+    import railsweep.sweep.tracking as tracking
+
+    seen = {}
+
+    def fake_run_sweep(spec, **kw):
+        seen.update(kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(tracking, "check_tracking_uri", lambda uri: None)
+    monkeypatch.setattr(ray, "init", lambda **kw: None)
+    monkeypatch.setattr(driver, "run_sweep", fake_run_sweep)
+    with pytest.raises(SystemExit):
+        job.main(["--preset", "mini_six", "--cluster-sizes", "2"], table="3")
+    want = price_params(price_sweep(load_spec("mini_six"), "3", load_throughput(), [2]))
+    assert seen["params"] == want and want["cost.samples"] == "18624"
+
+
+def _error(capsys, argv):
+    rc = cli.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    return rc, err
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--cluster-sizes", "2,-4"], "-4"),
+        (["--cluster-sizes", "0"], "got 0"),
+        (["--cluster-sizes", "two"], "'two'"),
+        (["--throughput", "THROUGHPUT"], "THROUGHPUT"),
+        (["--spec", "SPEC"], "SPEC"),
+    ],
+)
+def test_bad_dry_run_values_are_one_clear_error_with_exit_2(tripwire, capsys, tmp_path, extra, named):
+    bad_tp = tmp_path / "tp.json"
+    bad_tp.write_text('{"entries": [{"backend": "transformers", "device": "cpu", "model": "*", "units": 1, '
+                      '"tokens_per_s": -3}]}')  # fmt: skip
+    bad_spec = tmp_path / "spec.yaml"
+    bad_spec.write_text("strategies: [no_such_strategy]\n")
+    extra = [str(bad_tp) if x == "THROUGHPUT" else str(bad_spec) if x == "SPEC" else x for x in extra]
+    named = str(bad_tp) if named == "THROUGHPUT" else str(bad_spec) if named == "SPEC" else named
+    argv = ["sweep", "--dry-run", *extra] + ([] if "--spec" in extra else ["--preset", "mini"])
+    rc, err = _error(capsys, argv)
+    assert rc == 2 and len(err) == 1 and err[0].startswith("railsweep: error:")
+    assert named in err[0] or "no_such_strategy" in err[0]
+
+
+def test_a_malformed_throughput_file_is_refused_naming_the_file(tripwire, capsys, tmp_path):
+    for text in ("not json", '{"entries": []}', '{"entries": [{"backend": "transformers"}]}'):
+        path = tmp_path / "t.json"
+        path.write_text(text)
+        rc, err = _error(capsys, ["sweep", "--preset", "smoke", "--dry-run", "--throughput", str(path)])
+        assert rc == 2 and len(err) == 1 and str(path) in err[0]
+
+
+def test_an_unknown_preset_is_refused(tripwire, capsys):
+    rc, err = _error(capsys, ["sweep", "--preset", "nope", "--dry-run"])
+    assert rc == 2 and len(err) == 1 and "'nope'" in err[0]
+
+
+def test_the_job_dry_run_without_a_preset_is_refused(tripwire, capsys):
+    assert job.main(["--dry-run"], table="3") == 2
+    assert "--dry-run needs --preset or --spec" in capsys.readouterr().err
+
+
+class _TokenCounter:
+    """The engine, counting the responses and generated tokens of every call."""
+
+    def __init__(self, engine):
+        self._engine, self.samples, self.tokens = engine, 0, 0
+
+    def generate(self, requests):
+        out = self._engine.generate(requests)
+        self.samples += sum(len(c.samples) for c in out)
+        self.tokens += sum(len(s.token_ids) for c in out for s in c.samples)
+        return out
+
+    def __getattr__(self, item):
+        return getattr(self._engine, item)
+
+
+def test_shipped_gold_lengths_are_the_smoke_worlds_own(smoke_world):
+    from railsweep.miniworld import build_world
+    from railsweep.miniworld.lengths import gold_token_lengths, shipped_lengths
+
+    world = build_world("smoke", cache_dir=smoke_world)
+    measured = gold_token_lengths(world.data_dir / "test.jsonl", world.root / "tokenizer" / "tokenizer.json")
+    assert shipped_lengths("smoke") == measured
+
+
+def test_smoke_token_estimate_is_within_20_percent_of_the_tokens_its_cells_generate(smoke_world, tmp_path):
+    """Every cell of `railsweep sweep --preset smoke` (table 3) evaluated in this process, as the engine actors
+    evaluate them (same cells, same seeds: the same samples), counting what the engine generates."""
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.evaluate import evaluate_cell
+    from railsweep.sweep.cells import expand
+
+    spec = load_spec("smoke")
+    price = price_sweep(spec, "3", load_throughput())
+    resolved = dataclasses.replace(spec, cache_dir=str(smoke_world)).resolve()
+    cells = expand(resolved, "3")
+    fam = resolved.families[0]
+    engine = _TokenCounter(TransformersEngine(fam.base, fam.adapter_dict(), device="cpu", dtype="float32"))
+    for cell in cells:
+        evaluate_cell(cell.config, engine, out_dir=tmp_path / cell.cell_id, cache_dir=tmp_path / "cache")
+    assert engine.samples == price.samples
+    assert abs(price.tokens - engine.tokens) <= 0.2 * engine.tokens, (price.tokens, engine.tokens)
