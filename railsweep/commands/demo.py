@@ -20,11 +20,13 @@ from railsweep.commands.sweep import add_arguments, submit
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("demo", help="local Ray + MLflow, the mini sweep as a Ray job, Table 3",
                               description=__doc__.split("\n\n")[1])  # fmt: skip
-    add_arguments(p, preset_default="mini")
+    add_arguments(p, preset_default=None)  # mini unless --preset or --spec (not both)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.spec and not args.preset:
+        args.preset = "mini"
     rc, uri = submit(args)
     try:
         from mlflow import MlflowClient
