@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import railsweep
-from railsweep.errors import ConfigError
 from railsweep import argtypes as at
+from railsweep.errors import ConfigError
 from railsweep.sweep.job import add_spec_arguments, check_preset_or_spec, forward_argv
 
 
