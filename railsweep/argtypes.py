@@ -46,8 +46,10 @@ def integer(lo: int = 1, hi: int = INT64_MAX, *, bytes_each: int = 0, of: str = 
             value = int(text, 10)
         except ValueError:
             _bad(text, rule)
-        if not lo <= value <= hi:
+        if value < lo:
             _bad(text, rule)
+        if value > hi:
+            _bad(text, f"an integer in [{lo}, {hi}]")
         if bytes_each:
             try:
                 check_fits(text, value * bytes_each, of)

@@ -42,7 +42,7 @@ def add_spec_arguments(
     if table is None:
         p.add_argument("--table", default="3", choices=TABLES, help="which paper table to print (default 3)")
     p.add_argument("--preset", default=preset_default, choices=PRESETS, help=preset_help)
-    p.add_argument("--spec", type=at.existing_file, help="a sweep spec YAML instead of a preset")
+    p.add_argument("--spec", help="a sweep spec YAML instead of a preset")
     p.add_argument("--experiment", type=at.text, help="MLflow experiment name (default: the spec's)")
     p.add_argument(
         "--resume",
