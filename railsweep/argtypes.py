@@ -64,6 +64,8 @@ def integer(lo: int = 1, hi: int = INT64_MAX, *, bytes_each: int = 0, of: str = 
 def real(lo: float = 0.0, hi: float = math.inf, *, open_lo: bool = False, open_hi: bool = False):
     """An argument type: a finite float in the interval [lo, hi] (``open_*``: that end excluded)."""
     rule = f"a finite number in {'(' if open_lo else '['}{lo:g}, {hi:g}{')' if open_hi or hi == math.inf else ']'}"
+    if lo == -math.inf and hi == math.inf:
+        rule = "a finite number"
 
     def parse(text: str) -> float:
         try:
@@ -205,3 +207,15 @@ model = _checked(model_problem)  # a base model folder with config.json, or a hu
 adapter = _checked(lambda v: model_problem(v, "adapter_config.json"))  # a peft adapter folder
 adapter.__name__ = "adapter"
 tokenizer = _checked(tokenizer_problem)
+
+
+def existing_path(value: str) -> str:
+    if not Path(value).expanduser().exists():
+        _bad(value, "an existing file or directory")
+    return value
+
+
+finite = real(-math.inf)
+percentage = real(0.0, 100.0, open_lo=True)
+hash_bits = integer(1, 64)
+count = integer(0)  # a number of items where 0 means none
