@@ -59,7 +59,7 @@ def check_args(args: argparse.Namespace) -> None:
         spec = load_spec(args.spec or args.preset)  # fail here, not in the job
         if not args.address:  # a cluster's paths are the cluster's; a local job's are this machine's
             spec.check_inputs()
-        if args.address and os.path.relpath(Path(args.spec).resolve(), Path.cwd()).startswith(".."):
+        if args.address and args.spec and os.path.relpath(Path(args.spec).resolve(), Path.cwd()).startswith(".."):
             raise ConfigError(
                 f"--spec {args.spec} is outside the working directory {Path.cwd()}, which is what the job "
                 "on the cluster receives; copy the spec into it"
