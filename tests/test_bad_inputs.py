@@ -503,7 +503,7 @@ SPECIAL = [
     ("score", "--B", "B_2_to_the_63", lambda i, o: score_argv(i, o, "--B", str(2**63)), f"must be an integer in [1, {2**63 - 1}], got '{2**63}'"),
     ("score", "--n-boot", "n_boot_beyond_memory", lambda i, o: score_argv(i, o, "--n-boot", "1000000000000000"), "1000000000000000 needs ~16,000,000 GB of bootstrap indices"),
     # sweep and demo: a preset and a spec together; a spec naming what this machine lacks
-    ("sweep", "--spec", "preset_and_spec", lambda i, o: sweep_argv(i, o, "--spec", _spec_file(i, o, "valid")), "give --preset or --spec, not both"),
+    ("sweep", "--spec", "preset_and_spec", lambda i, o: [*BASE["sweep"](i, o), "--spec", _spec_file(i, o, "valid")], "give --preset or --spec, not both"),
     ("demo", "--spec", "preset_and_spec", lambda i, o: [*BASE["demo"](i, o), "--spec", _spec_file(i, o, "valid")], "give --preset or --spec, not both"),
     ("demo", "--spec", "spec_missing", lambda i, o: ["demo", "--run-dir", str(o / "runs"), "--spec", str(o / "nope.yaml")], "is neither a preset"),
     ("demo", "--tracking-uri", "tracking_uri_not_http", lambda i, o: [*BASE["demo"](i, o), "--tracking-uri", "sqlite:///m.db"], "'sqlite:///m.db' is not an HTTP(S) MLflow server"),
