@@ -15,10 +15,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
 
 from railsweep import __version__
-from railsweep.errors import ConfigError, RailsweepError
+from railsweep.argtypes import Parser
+from railsweep.errors import RailsweepError
 
 COMMANDS = (
     "eval",
@@ -46,16 +46,9 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with its usage errors raised as ConfigError, so they print like every other bad input."""
-
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"{message} (see '{self.prog} --help')")
-
-
 def make_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     """The top-level parser with each available command; ``args._run`` is the command's ``run``."""
-    parser = _Parser(
+    parser = Parser(
         prog="railsweep",
         description="Did a decoding strategy restore a contaminated model's ability, question by question?",
     )

@@ -19,27 +19,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from railsweep import argtypes as at  # noqa: E402
 from railsweep.errors import ConfigError, RailsweepError  # noqa: E402
 
 
 def make_parser() -> argparse.ArgumentParser:
     from railsweep.commands.contaminate import add_data_args
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = at.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--family", action="append", default=[], metavar="NAME=BASE", help="a family and its base model"
     )
-    p.add_argument("--out", required=True, help="output root; each family writes OUT/<name>/")
+    p.add_argument("--out", type=at.writable_dir, required=True, help="output root; each family writes OUT/<name>/")
     p.add_argument("--smoke", action="store_true", help="small-and-fast mode on the smoke miniworld (CI)")
-    p.add_argument("--cache-dir", default=None, help="miniworld cache for --smoke")
+    p.add_argument("--cache-dir", type=at.writable_dir, default=None, help="miniworld cache for --smoke")
     p.add_argument(
         "--ray-address",
+        type=at.text,
         default=None,
         help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh private instance)",
     )
     p.add_argument(
         "--num-cpus",
-        type=int,
+        type=at.positive,
         default=None,
         help="CPUs of a fresh private Ray instance (ignored when joining a cluster)",
     )
@@ -97,8 +99,9 @@ def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, 
         name, sep, base = spec.partition("=")
         if not sep or not name or not base:
             raise ConfigError(f"--family must be NAME=BASE_MODEL_DIR, got {spec!r}")
-        if not (Path(base) / "config.json").is_file():
-            raise ConfigError(f"base model of family {name!r} not found (no config.json): {base}")
+        why = at.model_problem(base)
+        if why:
+            raise ConfigError(f"--family {name}: base model {why}")
         families.append((name, base))
     return families, args.data_dir, config_from_args(args), args.pq
 
@@ -106,13 +109,14 @@ def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, 
 def main(argv: list[str] | None = None) -> int:
     from railsweep.sweep.local import ray_init_kwargs
 
-    args = make_parser().parse_args(argv)
     try:
+        args = make_parser().parse_args(argv)
         families, data_dir, config, pq = resolve_jobs(args)
         # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
         init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
     except RailsweepError as e:
-        print(f"contaminate: error: {e}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        print(f"railsweep: error: {message}", file=sys.stderr)
         return 2
     import ray
     import torch

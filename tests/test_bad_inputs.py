@@ -1,25 +1,37 @@
-"""A catalogue of bad inputs to ``railsweep eval``, ``score``, ``sweep`` and sweep-spec loading.
+"""A catalogue of bad inputs to every command, every ``sweeps/*.py`` script and every sweep-spec field.
 
-Each one must give exit code 2 and exactly one stderr line ``railsweep: error: ...`` that names the
-offending value, before any model is loaded, any service started or any file written. The CLI runs
-in-process (``railsweep.cli.main``); the engine and the local Ray/MLflow services are replaced by
-tripwires, so a check that comes too late fails the test instead of starting them. Models and adapters
-are empty directories: every check here must fire before anything is loaded from them.
+Each case must give exit code 2 and exactly one stderr line ``railsweep: error: ...`` that names the
+offending value, before any model is loaded, any world built, any service started or any file written.
+Commands run in-process (``railsweep.cli.main``, ``railsweep.sweep.job.main``, ``sweeps/contaminate.py``'s
+``main``); weight loading (transformers / peft ``from_pretrained``, the engines), world building, Ray
+(``ray.init``, the local head, job submission) and MLflow are replaced by tripwires, so a check that comes
+too late fails the case instead of starting them. Models and adapters are folders holding only their
+config file: every check here must fire before anything is loaded from them.
+
+The catalogue is data: :data:`CATALOGUE` is a list of :class:`Case` (command, option, command line,
+words the error must contain), built from one table of bad values per argument type
+(:data:`BAD_VALUES`) applied to each command's options (:data:`OPTION_KINDS`), plus the cases a type
+cannot express (:func:`register`). Another test file can add cases with :func:`register`;
+:func:`test_every_option_and_spec_field_has_a_bad_value_case` walks the argparse parsers and the spec
+schema and fails when an option or field has none.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from railsweep.cli import main
+from railsweep.cli import main, make_parser
 from railsweep.sweep.spec import PRESET_DIR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,6 +129,39 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "not_a_mapping": ("- identity\n- railcap\n", "a sweep spec must be a mapping of keys, got list"),
     "not_yaml": ("readout: {m: 4\nstrategies: [identity]\n", "not_yaml.yaml:2:11: not valid YAML (expected ',' or '}', but got ':')"),
     "not_utf8": (b"# " + LATIN1 + b"\nstrategies: [identity]\n", ":1:6: not UTF-8 text (byte 0xe9)"),
+    "miniworld_preset_unknown": (_spec(miniworld_preset="huge"), "'huge'"),
+    "cache_dir_a_number": (_spec(cache_dir=5), "cache_dir"),
+    "leak_split_a_number": (_spec(leak_split=5), "leak_split"),
+    "data_dir_a_list": (_spec(data_dir=["a"]), "data_dir"),
+    "detectors_unknown": (_spec(detectors=["nosuch"]), "'nosuch'"),
+    "detection_control_rate_above_one": (_spec(detectors=["ngram"], detection={"control_rate": 2}), "got 2"),
+    "detection_n_control_zero": (_spec(detectors=["ngram"], detection={"n_control": 0}), "detection.n_control: input should be greater than or equal to 1, got 0"),
+    "detection_batch_size_zero": (_spec(detectors=["ngram"], detection={"batch_size": 0}), "detection.batch_size: input should be greater than or equal to 1, got 0"),
+    "scoring_seed_negative": (_spec(scoring={"seed": -1}), "scoring.seed: input should be greater than or equal to 0, got -1"),
+    "engine_max_batch_size_zero": (_spec(engine={"max_batch_size": 0}), "engine.max_batch_size: input should be greater than or equal to 1, got 0"),
+    "engine_replicas_zero": (_spec(resources={"engine_replicas": 0}), "resources.engine_replicas: input should be greater than or equal to 1, got 0"),
+    "engine_cpus_zero": (_spec(resources={"engine_cpus": 0}), "resources.engine_cpus: input should be greater than 0, got 0"),
+    "max_task_retries_below_unlimited": (_spec(resources={"max_task_retries": -2}), "resources.max_task_retries: input should be greater than or equal to -1, got -2"),
+    "max_failures_below_unlimited": (_spec(resources={"max_failures": -2}), "resources.max_failures: input should be greater than or equal to -1, got -2"),
+    "clean_wait_zero": (_spec(resources={"clean_wait_s": 0}), "resources.clean_wait_s: input should be greater than 0, got 0"),
+    "engine_threads_zero": (_spec(resources={"engine_threads": 0}), "resources.engine_threads: input should be greater than or equal to 1, got 0"),
+    "omp_wait_policy_unknown": (_spec(resources={"omp_wait_policy": "BUSY"}), "got 'BUSY'"),
+    "tracking_experiment_empty": (_spec(tracking={"experiment": ""}), "tracking.experiment: string should have at least 1 character, got ''"),
+    "temperatures_negative": (_spec(temperatures=[-1]), "bad temperature -1"),
+    "temperatures_inf": ("temperatures: [.inf]\nstrategies: [identity]\n", "bad temperature inf"),
+    **{
+        f"dynamics_{k}": (_spec(temperatures=[0.7], dynamics={k: v}), needle)
+        for k, v, needle in (
+            ("n_boot", 0, "dynamics.n_boot: input should be greater than or equal to 1, got 0"),
+            ("n_boot_gain", 0, "dynamics.n_boot_gain: input should be greater than or equal to 1, got 0"),
+            ("min_items", 0, "dynamics.min_items: input should be greater than or equal to 1, got 0"),
+            ("e_cut", 0, "dynamics.e_cut: input should be greater than 0, got 0"),
+            ("forcing_batch", 0, "dynamics.forcing_batch: input should be greater than or equal to 1, got 0"),
+            ("device", "gpu", "dynamics.device: must be auto, cpu, mps, cuda or cuda:N, got 'gpu'"),
+            ("seed", -1, "dynamics.seed: input should be greater than or equal to 0, got -1"),
+            ("base", "yes", "dynamics.base: input should be a valid boolean, got 'yes'"),
+        )
+    },
 }  # fmt: skip
 
 
@@ -125,9 +170,15 @@ def inp(tmp_path_factory) -> dict[str, Path]:
     """Every input file the catalogue points at; valid unless its name says otherwise."""
     root = tmp_path_factory.mktemp("inputs")
     paths = {"root": root}
-    for d in ("model", "adapters/clean", "adapters/co"):
+    for d, conf in (("model", "config.json"), ("adapters/clean", "adapter_config.json"),
+                    ("adapters/co", "adapter_config.json"), ("tokenizer", "tokenizer.json")):  # fmt: skip
         (root / d).mkdir(parents=True)
-    paths["model"] = root / "model"
+        (root / d / conf).write_text("{}")
+    (root / "empty_dir").mkdir()
+    paths.update(model=root / "model", empty_dir=root / "empty_dir", tokenizer=root / "tokenizer")
+    (root / "corpus.txt").write_text("Tom has 2 apples and buys 3 more.\n")
+    (root / "latin1_corpus.txt").write_bytes(b"ok\n" + LATIN1 + b"\n")
+    paths.update(corpus=root / "corpus.txt", latin1_corpus=root / "latin1_corpus.txt")
     paths["task"] = _write_task(root / "task")
     (root / "leak.json").write_text(json.dumps({"leaked": [0, 2]}))
     paths["leak"] = root / "leak.json"
@@ -158,133 +209,407 @@ def inp(tmp_path_factory) -> dict[str, Path]:
         )
         (specs / f"{name}.yaml").write_bytes(data)
     (specs / "valid.yaml").write_text(yaml.safe_dump(SMOKE))
+    (specs / "valid_paths.yaml").write_text(yaml.safe_dump(_paths_spec(paths)))
+    for name, (spec_of, _) in PATH_SPECS.items():
+        (specs / f"path_{name}.yaml").write_text(yaml.safe_dump(spec_of(paths)))
     paths["specs"] = specs
     return paths
 
 
-def eval_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
-    """A valid ``railsweep eval`` command line (see test_the_valid_baselines_pass_every_check) plus ``extra``;
-    argparse keeps the last value of a repeated option."""
-    return [
+# The spec field each BAD_SPECS case is about ("" = the spec as a whole).
+SPEC_FIELD = {
+    "readout_m_string": "readout.m", "scoring_B_word": "scoring.B", "primary_a_name": "primary",
+    "primary_without_domain": "primary", "temperature_nan": "readout.temperature", "temperature_inf": "readout.temperature",
+    "temperature_negative": "readout.temperature", "m_fractional": "readout.m", "m_boolean": "readout.m", "m_zero": "readout.m",
+    "max_new_tokens_zero": "readout.max_new_tokens", "seed_negative": "readout.seed", "batch_size_zero": "readout.batch_size",
+    "limit_zero": "readout.limit", "readout_not_a_mapping": "readout", "readout_unknown_key": "readout",
+    "n_boot_zero": "scoring.n_boot", "engine_device_gpu": "engine.device", "engine_backend": "engine.backend",
+    "engine_dtype": "engine.dtype", "trial_cpus_negative": "resources.trial_cpus", "slots_zero": "resources.slots_per_engine",
+    "max_restarts_below_unlimited": "resources.max_restarts", "tracking_uri_empty": "tracking.uri", "domains_empty": "domains",
+    "families_empty": "families", "domain_unknown": "domains", "family_unknown": "families", "primary_outside_grid": "primary",
+    "strategies_empty": "strategies", "strategy_unknown": "strategies", "railcap_n_zero": "strategies", "source_unknown": "source",
+    "top_level_unknown_key": "", "not_a_mapping": "", "not_yaml": "", "not_utf8": "",
+    "miniworld_preset_unknown": "miniworld_preset", "cache_dir_a_number": "cache_dir", "leak_split_a_number": "leak_split",
+    "data_dir_a_list": "data_dir", "detectors_unknown": "detectors", "detection_control_rate_above_one": "detection.control_rate",
+    "detection_n_control_zero": "detection.n_control", "detection_batch_size_zero": "detection.batch_size",
+    "scoring_seed_negative": "scoring.seed", "engine_max_batch_size_zero": "engine.max_batch_size",
+    "engine_replicas_zero": "resources.engine_replicas", "engine_cpus_zero": "resources.engine_cpus",
+    "max_task_retries_below_unlimited": "resources.max_task_retries", "max_failures_below_unlimited": "resources.max_failures",
+    "clean_wait_zero": "resources.clean_wait_s", "engine_threads_zero": "resources.engine_threads",
+    "omp_wait_policy_unknown": "resources.omp_wait_policy", "tracking_experiment_empty": "tracking.experiment",
+    "temperatures_negative": "temperatures", "temperatures_inf": "temperatures",
+    **{f"dynamics_{k}": f"dynamics.{k}" for k in ("n_boot", "n_boot_gain", "min_items", "e_cut", "forcing_batch", "device", "seed", "base")},
+}  # fmt: skip
+
+
+def _paths_spec(i: dict[str, Path], *, base=None, adapter=None, data_dir=None, leak_split=None) -> dict:
+    """A valid ``source: paths`` spec over the fixture's model folders, with one path replaced."""
+    ad = str(adapter or i["root"] / "adapters/co")
+    spec = {"source": "paths", "domains": ["gsm8k"], "strategies": ["identity"], "data_dir": str(data_dir or i["task"]),
+            "families": {"llama": {"base": str(base or i["model"]), "adapters": {"clean": ad, "co_gsm8k": ad}}}}  # fmt: skip
+    if leak_split:
+        spec["leak_split"] = str(leak_split)
+    return spec
+
+
+# Specs that load but name inputs this machine lacks: refused by SweepSpec.check_inputs, before Ray starts.
+PATH_SPECS: dict[str, tuple[Callable[[dict[str, Path]], dict], Callable[[dict[str, Path]], str]]] = {
+    "base_missing": (lambda i: _paths_spec(i, base=i["root"] / "nope"), lambda i: f"base model {i['root'] / 'nope'}: no such directory"),
+    "base_without_config": (lambda i: _paths_spec(i, base=i["empty_dir"]), lambda i: f"{i['empty_dir']}: the directory has no config.json"),
+    "adapter_missing": (lambda i: _paths_spec(i, adapter=i["root"] / "nope"), lambda i: f"{i['root'] / 'nope'}: no such directory"),
+    "adapter_without_adapter_config": (lambda i: _paths_spec(i, adapter=i["empty_dir"]), lambda i: f"{i['empty_dir']}: the directory has no adapter_config.json"),
+    "data_dir_missing": (lambda i: _paths_spec(i, data_dir=i["root"] / "nope"), lambda i: f"data_dir '{i['root'] / 'nope'}' is not a directory"),
+    "leak_split_missing": (lambda i: _paths_spec(i, leak_split=i["root"] / "nope.json"), lambda i: f"'{i['root'] / 'nope.json'}' does not exist"),
+    "family_not_in_the_world": (lambda i: _spec(families=["gemma"]), lambda i: "unknown family 'gemma' for the 'smoke' miniature world"),
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------- the catalogue
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad command line: ``command`` (a CLI command, ``job`` for sweeps/tables.py and table1-4.py, or
+    ``contaminate.py``), the ``option`` (or spec field, ``spec:readout.m``) it is about, the command line,
+    and the words the one error line must contain."""
+
+    name: str
+    command: str
+    option: str
+    argv: Callable[[dict[str, Path], Path], list[str]]
+    needles: tuple[str | Callable[[dict[str, Path]], str], ...]
+
+
+CATALOGUE: list[Case] = []
+
+
+def register(command: str, option: str, name: str, argv, *needles) -> None:
+    """Add a case (another test file may call this at import time to grow the catalogue)."""
+    CATALOGUE.append(Case(f"{command}-{name}", command, option, argv, needles))
+
+
+def _args(i: dict[str, Path], o: Path, *parts) -> list[str]:
+    """Command-line parts; a callable part is filled in from the fixture's inputs and the output dir."""
+    return [str(p(i, o)) if callable(p) else str(p) for p in parts]
+
+
+# A valid command line per command; argparse keeps the last value of a repeated option.
+BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
+    "eval": lambda i, o: [
         "eval", "--model", str(i["model"]), "--adapter", f"clean={i['root'] / 'adapters/clean'}",
         "--adapter", f"co={i['root'] / 'adapters/co'}", "--use-adapter", "co", "--clean-adapter", "clean",
         "--task-dir", str(i["task"]), "--leak-split", str(i["leak"]), "--strategy", "identity",
-        "--m", "2", "--temperature", "0.7", "--device", "cpu", "--out", str(out / "cells"), *extra,
-    ]  # fmt: skip
+        "--m", "2", "--temperature", "0.7", "--device", "cpu", "--out", str(o / "cells")],
+    "score": lambda i, o: ["score", "--clean", str(i["clean"]), "--mitigated", str(i["co"]), "--B", "4",
+                           "--n-boot", "20", "--out", str(o / "report" / "scores")],
+    "sweep": lambda i, o: ["sweep", "--preset", "smoke", "--run-dir", str(o / "runs")],
+    "demo": lambda i, o: ["demo", "--preset", "smoke", "--run-dir", str(o / "runs")],
+    "detect": lambda i, o: ["detect", "--detector", "loss", "--test", str(i["task"] / "test.jsonl"),
+                            "--model", str(i["model"]), "--device", "cpu", "--out", str(o / "det")],
+    "figure1": lambda i, o: ["figure1", "--model", str(i["model"]), "--adapter", f"clean={i['root'] / 'adapters/clean'}",
+                             "--adapter", f"co_gsm8k={i['root'] / 'adapters/co'}", "--task-dir", str(i["task"]),
+                             "--leak-split", str(i["leak"]), "--out", str(o / "fig")],
+    "miniworld": lambda i, o: ["miniworld", "check", "--preset", "smoke", "--cache-dir", str(o / "cache")],
+    "dynamics": lambda i, o: ["dynamics", "--world", "smoke", "--out", str(o / "dyn")],
+    "contaminate": lambda i, o: ["contaminate", "--base", str(i["model"]), "--data-dir", str(i["task"]),
+                                 "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
+    "job": lambda i, o: ["--preset", "smoke", "--num-cpus", "1"],
+    "contaminate.py": lambda i, o: ["--family", f"llama={i['model']}", "--data-dir", str(i["task"]),
+                                    "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
+}  # fmt: skip
+
+# Bad values per argument type: (case name, value); the error line must name the option and the value.
+_WRITABLE = [("a_file", lambda i, o: i["a_file"]), ("under_a_file", lambda i, o: i["a_file"] / "sub"),
+             ("not_creatable", lambda i, o: "/proc/railsweep-x")]  # fmt: skip
+BAD_VALUES: dict[str, list[tuple[str, object]]] = {
+    "seed": [("negative", "-1"), ("above_32_bits", str(2**32)), ("fractional", "1.5"), ("word", "x")],
+    "temperature": [("inf", "inf"), ("nan", "nan"), ("negative", "-0.5"), ("word", "warm")],
+    "samples": [("zero", "0"), ("negative", "-3"), ("fractional", "2.5"), ("beyond_memory", "100000000000000")],
+    "new_tokens": [("zero", "0"), ("negative", "-1"), ("beyond_memory", "99999999999999")],
+    "limit": [("zero", "0"), ("negative", "-1"), ("word", "all")],
+    "positive": [("zero", "0"), ("negative", "-4"), ("word", "x")],
+    "count": [("negative", "-1"), ("word", "many")],
+    "n_boot": [("zero", "0"), ("beyond_memory", "1000000000000000")],
+    "device": [("gpu", "gpu"), ("cuda_word", "cuda:x"), ("upper_case", "CPU")],
+    "threads": [("zero", "0"), ("negative", "-2"), ("beyond_the_cpus", str((os.cpu_count() or 1) + 1))],
+    "text": [("empty", ""), ("control_character", "a\tb")],
+    "probability": [("zero", "0"), ("one", "1"), ("nan", "nan")],
+    "fraction": [("negative", "-0.1"), ("above_one", "1.5"), ("nan", "nan")],
+    "positive_real": [("zero", "0"), ("negative", "-1"), ("nan", "nan"), ("inf", "inf")],
+    "finite": [("nan", "nan"), ("inf", "inf")],
+    "percentage": [("zero", "0"), ("above_100", "101")],
+    "hash_bits": [("zero", "0"), ("above_64", "65")],
+    "ngram_order": [("zero", "0"), ("beyond_memory", "1000000000000000")],
+    "strata": [("zero", "0"), ("beyond_int64", str(2**63))],
+    "port": [("zero", "0"), ("above_65535", "70000")],
+    "choice": [("unknown", "nonesuch")],
+    "writable_dir": _WRITABLE,
+    "existing_file": [("missing", lambda i, o: o / "nope.jsonl"), ("a_directory", lambda i, o: i["root"])],
+    "existing_dir": [("missing", lambda i, o: o / "nope"), ("a_file", lambda i, o: i["a_file"])],
+    "existing_path": [("missing", lambda i, o: o / "nope")],
+    "model": [("missing", lambda i, o: i["root"] / "nope"), ("without_config", lambda i, o: i["empty_dir"])],
+    "adapter": [("missing", lambda i, o: i["root"] / "nope"), ("without_adapter_config", lambda i, o: i["empty_dir"])],
+    "tokenizer": [("missing", lambda i, o: i["root"] / "nope"), ("without_tokenizer_files", lambda i, o: i["empty_dir"])],
+}  # fmt: skip
+
+_SPEC = ["--experiment:text", "--cache-dir:writable_dir", "--limit:limit", "--m:samples", "--preset:choice", "--table:choice"]
+_SWEEP = [*_SPEC, "--address:text", "--tracking-uri:text", "--run-dir:text", "--mlflow-port:port", "--dashboard-port:port"]
+_RECIPE = ["--data-dir:existing_dir", "--pq:existing_file", "--filler:text", "--domain:choice", "--n-filler:count",
+           "--n-train:count", "--n-leak:count", "--seed:seed", "--r:positive", "--alpha:positive", "--lr:positive_real",
+           "--epochs:positive", "--global-batch:positive", "--micro-batch:positive", "--max-length:positive",
+           "--precision:choice", "--attention:choice", "--device:device"]  # fmt: skip
+# option -> argument type, per command (the options a type checks; the rest are in SPECIAL below)
+OPTION_KINDS: dict[str, list[str]] = {
+    "eval": ["--model:model", "--split:text", "--strategy:text", "--m:samples", "--temperature:temperature", "--seed:seed",
+             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice",
+             "--backend:choice", "--device:device", "--batch-size:positive", "--max-batch-size:positive",
+             "--cache-dir:writable_dir", "--out:writable_dir"],
+    "score": ["--B:strata", "--n-boot:n_boot", "--alpha:probability", "--seed:seed"],
+    "sweep": _SWEEP, "demo": _SWEEP,
+    "detect": ["action:choice", "--out:writable_dir", "--world:text", "--family:text", "--domain:text", "--n-control:positive",
+               "--test:existing_file", "--leak-split:existing_file", "--control:existing_file", "--threshold:finite",
+               "--control-rate:fraction", "--corpus:existing_file", "--text-field:text", "--n:ngram_order", "--fields:choice",
+               "--tokenizer:tokenizer", "--bits:hash_bits", "--ray-address:text", "--model:model", "--adapter:adapter",
+               "--reference-adapter:adapter", "--k:percentage", "--responses:existing_file", "--fewshot:existing_file",
+               "--alpha:fraction", "--xi:fraction", "--m:samples", "--temperature:temperature", "--max-new-tokens:new_tokens",
+               "--batch-size:positive", "--device:device", "--original:existing_file", "--paraphrased:existing_file",
+               "--questions:existing_file", "--flags:existing_path", "--setting:text", "--weight:fraction",
+               "--readout:choice", "--clean:existing_file", "--seed:seed", "--n-boot:n_boot"],
+    "figure1": ["--world:choice", "--family:text", "--model:model", "--task-dir:existing_dir", "--leak-split:existing_file",
+                "--clean:text", "--co:text", "--m:samples", "--temperature:temperature", "--max-new-tokens:new_tokens",
+                "--departures:positive", "--limit:limit", "--seed:seed", "--device:device", "--tracking-uri:text",
+                "--out:writable_dir"],
+    "miniworld": ["action:choice", "--preset:choice", "--cache-dir:writable_dir", "--family:text", "--m:samples",
+                  "--limit:limit", "--threads:threads", "--device:device", "--batch-size:positive"],
+    "dynamics": ["--world:text", "--family:text", "--domain:text", "--temperatures:temperature", "--m:samples",
+                 "--limit:limit", "--max-new-tokens:new_tokens", "--seed:seed", "--n-boot:n_boot", "--n-boot-gain:n_boot",
+                 "--min-items:positive", "--e-cut:positive_real", "--batch-size:positive", "--device:device",
+                 "--out:writable_dir"],
+    "contaminate": ["--base:model", "--out:writable_dir", *_RECIPE],
+    "job": [*_SPEC, "--tracking-uri:text", "--ray-address:text", "--num-cpus:positive", "--progress-interval:positive_real"],
+    "contaminate.py": ["--out:writable_dir", "--cache-dir:writable_dir", "--ray-address:text", "--num-cpus:positive", *_RECIPE],
+}  # fmt: skip
+
+
+def _with(command: str, option: str, value) -> Callable[[dict[str, Path], Path], list[str]]:
+    """The command's valid line with ``option`` set to ``value`` (a positional replaces the action word)."""
+
+    def argv(i: dict[str, Path], o: Path) -> list[str]:
+        base = BASE[command](i, o)
+        v = str(value(i, o)) if callable(value) else value
+        if option == "action":
+            return [base[0], v, *base[2 if command == "miniworld" else 1 :]]
+        return [*base, f"{option}={v}"]
+
+    return argv
+
+
+def _shown(value) -> object:
+    """What the error line shows of a bad value: a path in full, an empty or tabbed word quoted."""
+    if callable(value):
+        return lambda i, o: str(value(i, o))
+    return repr(value) if not value.strip() or "\t" in value else value
+
+
+for _command, _kinds in OPTION_KINDS.items():
+    for _entry in _kinds:
+        _option, _kind = _entry.split(":")
+        for _name, _value in BAD_VALUES[_kind]:
+            register(_command, _option, f"{_option.strip('-')}-{_name}", _with(_command, _option, _value),
+                     f"argument {_option}:", _shown(_value))  # fmt: skip
+
+
+def eval_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [*BASE["eval"](i, out), *extra]
 
 
 def score_argv(i: dict[str, Path], out: Path, *extra: str, clean=None, mitigated=None) -> list[str]:
-    return [
-        "score", "--clean", str(clean or i["clean"]), "--mitigated", str(mitigated or i["co"]),
-        "--B", "4", "--n-boot", "20", "--out", str(out / "report" / "scores"), *extra,
-    ]  # fmt: skip
+    argv = [*BASE["score"](i, out), *extra]
+    if clean:
+        argv[argv.index("--clean") + 1] = str(clean)
+    if mitigated:
+        argv[argv.index("--mitigated") + 1] = str(mitigated)
+    return argv
 
 
 def sweep_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
-    return ["sweep", "--preset", "smoke", "--run-dir", str(out / "runs"), *extra]
+    """The valid sweep line plus ``extra``; a ``--spec`` replaces its preset (the two are refused together)."""
+    base = BASE["sweep"](i, out)
+    return [*(base[:1] + base[3:] if "--spec" in extra else base), *extra]
 
 
-Case = tuple[Callable[[dict[str, Path], Path], list[str]], str | Callable[[dict[str, Path]], str]]
+def detect_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [*BASE["detect"](i, out), *extra]
 
-EVAL: dict[str, Case] = {
-    "temperature_inf": (lambda i, o: eval_argv(i, o, "--temperature", "inf"), "temperature=inf"),
-    "temperature_nan": (lambda i, o: eval_argv(i, o, "--temperature", "nan"), "temperature=nan"),
-    "temperature_minus_inf": (lambda i, o: eval_argv(i, o, "--temperature=-inf"), "temperature=-inf"),
-    "temperature_negative": (lambda i, o: eval_argv(i, o, "--temperature", "-0.5"), "temperature=-0.5"),
-    "temperature_word": (lambda i, o: eval_argv(i, o, "--temperature", "warm"), "invalid float value: 'warm'"),
-    "m_zero": (lambda i, o: eval_argv(i, o, "--m", "0"), "m=0"),
-    "m_fractional": (lambda i, o: eval_argv(i, o, "--m", "2.5"), "invalid int value: '2.5'"),
-    "max_new_tokens_zero": (lambda i, o: eval_argv(i, o, "--max-new-tokens", "0"), "max_new_tokens=0"),
-    "seed_negative": (lambda i, o: eval_argv(i, o, "--seed", "-1"), "seed=-1"),
-    "limit_zero": (lambda i, o: eval_argv(i, o, "--limit", "0"), "limit=0"),
-    "batch_size_zero": (lambda i, o: eval_argv(i, o, "--batch-size", "0"), "--batch-size must be >= 1, got 0"),
-    "max_batch_size_zero": (lambda i, o: eval_argv(i, o, "--max-batch-size", "0"), "max_batch_size must be an integer >= 1, got 0"),
-    "device_gpu": (lambda i, o: eval_argv(i, o, "--device", "gpu"), "device='gpu'"),
-    "dtype_float8": (lambda i, o: eval_argv(i, o, "--dtype", "float8"), "dtype='float8'"),
-    "backend_unknown": (lambda i, o: eval_argv(i, o, "--backend", "tgi"), "invalid choice: 'tgi'"),
-    "role_unknown": (lambda i, o: eval_argv(i, o, "--role", "judge"), "invalid choice: 'judge'"),
-    "out_is_a_file": (lambda i, o: eval_argv(i, o, "--out", str(i["a_file"])), lambda i: f"--out {i['a_file']}: {i['a_file']} is a file, not a directory"),
-    "out_under_a_file": (lambda i, o: eval_argv(i, o, "--out", str(i["a_file"] / "cells")), lambda i: f"{i['a_file']} is a file, not a directory"),
-    "out_not_creatable": (lambda i, o: eval_argv(i, o, "--out", "/proc/railsweep-cells"), "--out /proc/railsweep-cells: cannot create files in /proc"),
-    "cache_dir_is_a_file": (lambda i, o: eval_argv(i, o, "--cache-dir", str(i["a_file"])), lambda i: f"--cache-dir {i['a_file']}"),
-    "task_dir_missing": (lambda i, o: eval_argv(i, o, "--task-dir", str(o / "nope")), "task directory not found"),
-    "task_not_utf8": (lambda i, o: eval_argv(i, o, "--task-dir", str(i["latin1_task"])), "test.jsonl:2:18: not UTF-8 text (byte 0xe9)"),
-    "fewshot_not_utf8": (lambda i, o: eval_argv(i, o, "--task-dir", str(i["latin1_shots"])), "cot_8shot.json:1:19: not UTF-8 text (byte 0xe9)"),
-    "leak_split_not_utf8": (lambda i, o: eval_argv(i, o, "--leak-split", str(i["latin1_leak"])), "latin1_leak.json:1:29: not UTF-8 text (byte 0xe9)"),
-    "task_line_broken": (lambda i, o: eval_argv(i, o, "--task-dir", str(i["broken_task"])), "test.jsonl:2: not valid JSON"),
-    "split_missing": (lambda i, o: eval_argv(i, o, "--split", "dev", "--leak-split", str(i["leak"]), "--limit", "1"), "leak_split indexes the test split; got split='dev'"),
-    "leak_split_out_of_range": (lambda i, o: eval_argv(i, o, "--leak-split", str(i["far_leak"])), "leaked indices out of range [0, 4): [99]"),
-    "leak_split_missing": (lambda i, o: eval_argv(i, o, "--leak-split", str(o / "nope.json")), "--leak-split: file not found"),
-    "fewshot_missing": (lambda i, o: eval_argv(i, o, "--fewshot", str(o / "nope.json")), "--fewshot: file not found"),
-    "model_missing": (lambda i, o: eval_argv(i, o, "--model", str(o / "nope")), "--model: directory not found"),
-    "adapter_malformed": (lambda i, o: eval_argv(i, o, "--adapter", "clean"), "--adapter must look like NAME=VALUE, got 'clean'"),
-    "adapter_twice": (lambda i, o: eval_argv(i, o, "--adapter", f"co={i['root'] / 'adapters/co'}"), "--adapter 'co' given more than once"),
-    "adapter_missing_dir": (lambda i, o: eval_argv(i, o, "--adapter", f"extra={o / 'nope'}"), "--adapter extra: directory not found"),
-    "use_adapter_unknown": (lambda i, o: eval_argv(i, o, "--use-adapter", "ghost"), "--use-adapter 'ghost': adapter not found"),
-    "strategy_unknown": (lambda i, o: eval_argv(i, o, "--strategy", "nosuch"), "unknown strategy 'nosuch'"),
-    "railcap_n_zero": (lambda i, o: eval_argv(i, o, "--strategy", "railcap", "--param", "n=0"), "n=0"),
-    "param_malformed": (lambda i, o: eval_argv(i, o, "--param", "oops"), "--param must look like NAME=VALUE, got 'oops'"),
-    "clean_role_not_identity": (lambda i, o: eval_argv(i, o, "--role", "clean", "--strategy", "all_zero"), "strategy='all_zero'"),
-}  # fmt: skip
 
-SCORE: dict[str, Case] = {
-    "out_is_a_directory": (lambda i, o: score_argv(i, o, "--out", str(i["root"])), lambda i: f"got a directory: {i['root']}"),
-    "out_under_a_file": (lambda i, o: score_argv(i, o, "--out", str(i["a_file"] / "scores")), lambda i: f"--out {i['a_file'] / 'scores'}: {i['a_file']} is a file, not a directory"),
-    "out_not_creatable": (lambda i, o: score_argv(i, o, "--out", "/proc/railsweep/scores"), "--out /proc/railsweep/scores: cannot create files in /proc"),
-    "out_csv_is_a_directory": (lambda i, o: score_argv(i, o, "--out", str(i["csv_is_a_dir"])), lambda i: f"{i['root'] / 'report.csv'} is a directory"),
-    "B_zero": (lambda i, o: score_argv(i, o, "--B", "0"), "B=0"),
-    "B_word": (lambda i, o: score_argv(i, o, "--B", "x"), "argument --B: invalid int value: 'x'"),
-    "n_boot_zero": (lambda i, o: score_argv(i, o, "--n-boot", "0"), "--n-boot must be >= 1, got 0"),
-    "alpha_above_one": (lambda i, o: score_argv(i, o, "--alpha", "1.5"), "--alpha must lie in (0, 1), got 1.5"),
-    "alpha_nan": (lambda i, o: score_argv(i, o, "--alpha", "nan"), "--alpha must lie in (0, 1), got nan"),
-    "seed_negative": (lambda i, o: score_argv(i, o, "--seed", "-1"), "--seed must be >= 0, got -1"),
-    "clean_missing": (lambda i, o: score_argv(i, o, clean=o / "nope.parquet"), "results file not found"),
-    "clean_not_parquet": (lambda i, o: score_argv(i, o, clean=i["garbage"]), "garbage.parquet: not a readable Parquet file"),
-    "clean_is_mitigated": (lambda i, o: score_argv(i, o, clean=i["co"]), "got role='mitigated'"),
-    "clean_is_a_directory": (lambda i, o: score_argv(i, o, clean=i["root"]), lambda i: f"results file not found: {i['root']}"),
-    "mitigated_fewer_questions": (lambda i, o: score_argv(i, o, mitigated=i["fewer"]), "missing from mitigated: [3]"),
-    "mitigated_responses_file": (lambda i, o: score_argv(i, o, mitigated=str(i["co"]).replace(".parquet", ".responses.parquet")), "this is a responses file"),
-}  # fmt: skip
+def figure1_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [*BASE["figure1"](i, out), *extra]
 
-SWEEP: dict[str, Case] = {
-    **{
-        f"spec_{name}": ((lambda n: lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / f"{n}.yaml")))(name), needle)
-        for name, (_, needle) in BAD_SPECS.items()
-    },
-    "spec_missing": (lambda i, o: sweep_argv(i, o, "--spec", str(o / "nope.yaml")), "is neither a preset"),
-    "cluster_spec_outside_the_working_directory": (lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / "valid.yaml"), "--address", "http://127.0.0.1:1"), "is outside the working directory"),
-    "m_zero": (lambda i, o: sweep_argv(i, o, "--m", "0"), "--m must be >= 1, got 0"),
-    "preset_unknown": (lambda i, o: sweep_argv(i, o, "--preset", "huge"), "argument --preset: invalid choice: 'huge'"),
-    "table_unknown": (lambda i, o: sweep_argv(i, o, "--table", "9"), "argument --table: invalid choice: '9'"),
-    "limit_zero": (lambda i, o: sweep_argv(i, o, "--limit", "0"), "--limit must be >= 1, got 0"),
-    "limit_word": (lambda i, o: sweep_argv(i, o, "--limit", "all"), "invalid int value: 'all'"),
-    "mlflow_port_zero": (lambda i, o: sweep_argv(i, o, "--mlflow-port", "0"), "--mlflow-port must be a TCP port in 1..65535, got 0"),
-    "dashboard_port_too_big": (lambda i, o: sweep_argv(i, o, "--dashboard-port", "70000"), "--dashboard-port must be a TCP port in 1..65535, got 70000"),
-    "address_without_tracking_uri": (lambda i, o: sweep_argv(i, o, "--address", "http://10.0.0.1:8265"), "--address needs --tracking-uri"),
-    "tracking_uri_not_http": (lambda i, o: sweep_argv(i, o, "--tracking-uri", "sqlite:///mlflow.db"), "tracking URI 'sqlite:///mlflow.db' is not an HTTP(S) MLflow server"),
-    "tracking_uri_unreachable": (lambda i, o: sweep_argv(i, o, "--tracking-uri", "http://127.0.0.1:9"), "tracking URI 'http://127.0.0.1:9' is unreachable"),
-    "run_dir_is_a_file": (lambda i, o: sweep_argv(i, o, "--run-dir", str(i["a_file"])), lambda i: f"--run-dir {i['a_file']}: {i['a_file']} is a file"),
-    "run_dir_not_creatable": (lambda i, o: sweep_argv(i, o, "--run-dir", "/proc/railsweep-runs"), "--run-dir /proc/railsweep-runs: cannot create files in /proc"),
-    "cache_dir_under_a_file": (lambda i, o: sweep_argv(i, o, "--cache-dir", str(i["a_file"] / "cache")), lambda i: f"--cache-dir {i['a_file'] / 'cache'}: cannot create the directory"),
-}  # fmt: skip
 
-CATALOGUE = {
-    **{f"eval-{k}": v for k, v in EVAL.items()},
-    **{f"score-{k}": v for k, v in SCORE.items()},
-    **{f"sweep-{k}": v for k, v in SWEEP.items()},
-}
+def _spec_file(i: dict[str, Path], o: Path, name: str) -> str:
+    return str(i["specs"] / f"{name}.yaml")
+
+
+# Cases a type cannot express: (command, option, name, command line, words of the error line).
+SPECIAL = [
+    ("eval", "--dtype", "dtype_float8", lambda i, o: eval_argv(i, o, "--dtype", "float8"), "dtype='float8'"),
+    ("eval", "--backend", "backend_unknown", lambda i, o: eval_argv(i, o, "--backend", "tgi"), "invalid choice: 'tgi'"),
+    ("eval", "--role", "role_unknown", lambda i, o: eval_argv(i, o, "--role", "judge"), "invalid choice: 'judge'"),
+    ("eval", "--out", "out_under_a_file", lambda i, o: eval_argv(i, o, "--out", str(i["a_file"] / "cells")), lambda i, o: f"{i['a_file']} is a file, not a directory"),
+    ("eval", "--task-dir", "task_dir_missing", lambda i, o: eval_argv(i, o, "--task-dir", str(o / "nope")), "task directory not found"),
+    ("eval", "--task-dir", "task_not_utf8", lambda i, o: eval_argv(i, o, "--task-dir", str(i["latin1_task"])), "test.jsonl:2:18: not UTF-8 text (byte 0xe9)"),
+    ("eval", "--task-dir", "fewshot_not_utf8", lambda i, o: eval_argv(i, o, "--task-dir", str(i["latin1_shots"])), "cot_8shot.json:1:19: not UTF-8 text (byte 0xe9)"),
+    ("eval", "--leak-split", "leak_split_not_utf8", lambda i, o: eval_argv(i, o, "--leak-split", str(i["latin1_leak"])), "latin1_leak.json:1:29: not UTF-8 text (byte 0xe9)"),
+    ("eval", "--task-dir", "task_line_broken", lambda i, o: eval_argv(i, o, "--task-dir", str(i["broken_task"])), "test.jsonl:2: not valid JSON"),
+    ("eval", "--split", "split_missing", lambda i, o: eval_argv(i, o, "--split", "dev", "--leak-split", str(i["leak"]), "--limit", "1"), "leak_split indexes the test split; got split='dev'"),
+    ("eval", "--leak-split", "leak_split_out_of_range", lambda i, o: eval_argv(i, o, "--leak-split", str(i["far_leak"])), "leaked indices out of range [0, 4): [99]"),
+    ("eval", "--leak-split", "leak_split_missing", lambda i, o: eval_argv(i, o, "--leak-split", str(o / "nope.json")), "--leak-split: file not found"),
+    ("eval", "--fewshot", "fewshot_missing", lambda i, o: eval_argv(i, o, "--fewshot", str(o / "nope.json")), "--fewshot: file not found"),
+    ("eval", "--model", "model_missing", lambda i, o: eval_argv(i, o, "--model", str(o / "nope")), lambda i, o: f"argument --model: {o / 'nope'}: no such directory"),
+    ("eval", "--adapter", "adapter_malformed", lambda i, o: eval_argv(i, o, "--adapter", "clean"), "--adapter must look like NAME=VALUE, got 'clean'"),
+    ("eval", "--adapter", "adapter_twice", lambda i, o: eval_argv(i, o, "--adapter", f"co={i['root'] / 'adapters/co'}"), "--adapter 'co' given more than once"),
+    ("eval", "--adapter", "adapter_missing_dir", lambda i, o: eval_argv(i, o, "--adapter", f"extra={o / 'nope'}"), lambda i, o: f"--adapter extra: {o / 'nope'}: no such directory"),
+    ("eval", "--use-adapter", "use_adapter_unknown", lambda i, o: eval_argv(i, o, "--use-adapter", "ghost"), "--use-adapter 'ghost': adapter not found"),
+    ("eval", "--strategy", "strategy_unknown", lambda i, o: eval_argv(i, o, "--strategy", "nosuch"), "unknown strategy 'nosuch'"),
+    ("eval", "--strategy", "railcap_n_zero", lambda i, o: eval_argv(i, o, "--strategy", "railcap", "--param", "n=0"), "n=0"),
+    ("eval", "--param", "param_malformed", lambda i, o: eval_argv(i, o, "--param", "oops"), "--param must look like NAME=VALUE, got 'oops'"),
+    ("eval", "--role", "clean_role_not_identity", lambda i, o: eval_argv(i, o, "--role", "clean", "--strategy", "all_zero"), "strategy='all_zero'"),
+    ("score", "--out", "out_is_a_directory", lambda i, o: score_argv(i, o, "--out", str(i["root"])), lambda i, o: f"got a directory: {i['root']}"),
+    ("score", "--out", "out_under_a_file", lambda i, o: score_argv(i, o, "--out", str(i["a_file"] / "scores")), lambda i, o: f"--out {i['a_file'] / 'scores'}: {i['a_file']} is a file, not a directory"),
+    ("score", "--out", "out_not_creatable", lambda i, o: score_argv(i, o, "--out", "/proc/railsweep/scores"), "--out /proc/railsweep/scores: cannot create files in /proc"),
+    ("score", "--out", "out_csv_is_a_directory", lambda i, o: score_argv(i, o, "--out", str(i["csv_is_a_dir"])), lambda i, o: f"{i['root'] / 'report.csv'} is a directory"),
+    ("score", "--clean", "clean_missing", lambda i, o: score_argv(i, o, clean=o / "nope.parquet"), "results file not found"),
+    ("score", "--clean", "clean_not_parquet", lambda i, o: score_argv(i, o, clean=i["garbage"]), "garbage.parquet: not a readable Parquet file"),
+    ("score", "--clean", "clean_is_mitigated", lambda i, o: score_argv(i, o, clean=i["co"]), "got role='mitigated'"),
+    ("score", "--clean", "clean_is_a_directory", lambda i, o: score_argv(i, o, clean=i["root"]), lambda i, o: f"results file not found: {i['root']}"),
+    ("score", "--mitigated", "mitigated_fewer_questions", lambda i, o: score_argv(i, o, mitigated=i["fewer"]), "missing from mitigated: [3]"),
+    ("score", "--mitigated", "mitigated_responses_file", lambda i, o: score_argv(i, o, mitigated=str(i["co"]).replace(".parquet", ".responses.parquet")), "this is a responses file"),
+    ("sweep", "--spec", "spec_missing", lambda i, o: sweep_argv(i, o, "--spec", str(o / "nope.yaml")), "is neither a preset"),
+    ("sweep", "--spec", "cluster_spec_outside_the_working_directory", lambda i, o: sweep_argv(i, o, "--spec", str(i["specs"] / "valid.yaml"), "--address", "http://127.0.0.1:1"), "is outside the working directory"),
+    ("sweep", "--preset", "preset_unknown", lambda i, o: sweep_argv(i, o, "--preset", "huge"), "argument --preset: invalid choice: 'huge'"),
+    ("sweep", "--table", "table_unknown", lambda i, o: sweep_argv(i, o, "--table", "9"), "argument --table: invalid choice: '9'"),
+    ("sweep", "--address", "address_without_tracking_uri", lambda i, o: sweep_argv(i, o, "--address", "http://10.0.0.1:8265"), "--address needs --tracking-uri"),
+    ("sweep", "--tracking-uri", "tracking_uri_not_http", lambda i, o: sweep_argv(i, o, "--tracking-uri", "sqlite:///mlflow.db"), "tracking URI 'sqlite:///mlflow.db' is not an HTTP(S) MLflow server"),
+    ("sweep", "--tracking-uri", "tracking_uri_unreachable", lambda i, o: sweep_argv(i, o, "--tracking-uri", "http://127.0.0.1:9"), "tracking URI 'http://127.0.0.1:9' is unreachable"),
+    ("sweep", "--run-dir", "run_dir_is_a_file", lambda i, o: sweep_argv(i, o, "--run-dir", str(i["a_file"])), lambda i, o: f"--run-dir {i['a_file']}: {i['a_file']} is a file"),
+    ("sweep", "--run-dir", "run_dir_not_creatable", lambda i, o: sweep_argv(i, o, "--run-dir", "/proc/railsweep-runs"), "--run-dir /proc/railsweep-runs: cannot create files in /proc"),
+    # eval: the model and adapter folders are checked before the engine is built
+    ("eval", "--adapter", "adapter_without_adapter_config", lambda i, o: eval_argv(i, o, "--adapter", f"x={i['empty_dir']}"), lambda i, o: f"{i['empty_dir']}: the directory has no adapter_config.json"),
+    ("eval", "--clean-adapter", "clean_adapter_unknown", lambda i, o: eval_argv(i, o, "--clean-adapter", "ghost"), "--clean-adapter 'ghost': adapter not found"),
+    ("eval", "--base-adapter", "base_adapter_unknown", lambda i, o: eval_argv(i, o, "--base-adapter", "ghost"), "--base-adapter 'ghost': adapter not found"),
+    ("eval", "--dtype", "dtype_word", lambda i, o: eval_argv(i, o, "--dtype", "big"), "'big'"),
+    ("eval", "--m", "m_times_max_new_tokens_beyond_memory", lambda i, o: eval_argv(i, o, "--m", "10000000", "--max-new-tokens", "100000"), "--m 10000000 with --max-new-tokens 100000 needs ~8,000 GB of token ids; the limit on this machine is"),
+    # score
+    ("score", "--B", "B_2_to_the_63", lambda i, o: score_argv(i, o, "--B", str(2**63)), f"must be an integer in [1, {2**63 - 1}], got '{2**63}'"),
+    ("score", "--n-boot", "n_boot_beyond_memory", lambda i, o: score_argv(i, o, "--n-boot", "1000000000000000"), "1000000000000000 needs ~16,000,000 GB of bootstrap indices"),
+    # sweep and demo: a preset and a spec together; a spec naming what this machine lacks
+    ("sweep", "--spec", "preset_and_spec", lambda i, o: [*BASE["sweep"](i, o), "--spec", _spec_file(i, o, "valid")], "give --preset or --spec, not both"),
+    ("demo", "--spec", "preset_and_spec", lambda i, o: [*BASE["demo"](i, o), "--spec", _spec_file(i, o, "valid")], "give --preset or --spec, not both"),
+    ("demo", "--spec", "spec_missing", lambda i, o: ["demo", "--run-dir", str(o / "runs"), "--spec", str(o / "nope.yaml")], "is neither a preset"),
+    ("demo", "--tracking-uri", "tracking_uri_not_http", lambda i, o: [*BASE["demo"](i, o), "--tracking-uri", "sqlite:///m.db"], "'sqlite:///m.db' is not an HTTP(S) MLflow server"),
+    ("demo", "--address", "address_without_tracking_uri", lambda i, o: [*BASE["demo"](i, o), "--address", "http://10.0.0.1:8265"], "--address needs --tracking-uri"),
+    ("demo", "--run-dir", "run_dir_is_a_file", lambda i, o: [*BASE["demo"](i, o), "--run-dir", str(i["a_file"])], lambda i, o: f"--run-dir {i['a_file']}"),
+    # the sweep job (sweeps/tables.py, table1-4.py): a 0 override is refused, not dropped
+    ("table3.py", "--m", "m_zero", lambda i, o: ["--preset", "smoke", "--m", "0"], "argument --m: must be an integer >= 1, got '0'"),
+    ("table3.py", "--limit", "limit_zero", lambda i, o: ["--preset", "smoke", "--limit", "0"], "argument --limit: must be an integer >= 1, got '0'"),
+    ("table3.py", "--spec", "preset_and_spec", lambda i, o: ["--preset", "smoke", "--spec", _spec_file(i, o, "valid")], "give --preset or --spec, not both"),
+    ("job", "--spec", "spec_file_not_utf8", lambda i, o: ["--spec", _spec_file(i, o, "not_utf8")], "not UTF-8 text"),
+    ("job", "--progress-interval", "progress_interval_minus_inf", lambda i, o: ["--preset", "smoke", "--progress-interval=-inf"], "got '-inf'"),
+    # detect: every input before a model loads or the corpus is scanned
+    ("detect", "--detector", "detector_unknown", lambda i, o: detect_argv(i, o, "--detector", "losss"), "'losss'"),
+    ("detect", "--temperature", "cdd_temperature_inf", lambda i, o: detect_argv(i, o, "--detector", "cdd", "--temperature", "inf"), "argument --temperature: must be a finite number in [0, inf), got 'inf'"),
+    ("detect", "--n-control", "n_control_negative", lambda i, o: detect_argv(i, o, "--n-control=-5"), "got '-5'"),
+    ("detect", "--tokenizer", "tokenizer_missing_folder", lambda i, o: detect_argv(i, o, "--detector", "ngram", "--corpus", str(i["corpus"]), "--tokenizer", str(o / "tok")), lambda i, o: f"{o / 'tok'}: no such directory"),
+    ("detect", "--adapter", "adapter_without_adapter_config", lambda i, o: detect_argv(i, o, "--adapter", str(i["empty_dir"])), lambda i, o: f"{i['empty_dir']}: the directory has no adapter_config.json"),
+    ("detect", "--corpus", "corpus_not_utf8_with_a_model_side_detector", lambda i, o: detect_argv(i, o, "--detector", "loss,ngram", "--corpus", str(i["latin1_corpus"])), "latin1_corpus.txt:2: not UTF-8 text (byte 0xe9"),
+    ("detect", "--corpus", "corpus_unknown_kind", lambda i, o: detect_argv(i, o, "--detector", "ngram", "--corpus", str(i["leak"])), "unknown kind '.json'"),
+    ("detect", "--ray-address", "ray_address_without_ray", lambda i, o: detect_argv(i, o, "--ray-address", "ray://x:1"), "--ray-address needs --ray"),
+    ("detect", "--m", "cdd_m_times_tokens_beyond_memory", lambda i, o: detect_argv(i, o, "--detector", "cdd", "--m", "10000000", "--max-new-tokens", "100000"), "--m 10000000 with --max-new-tokens 100000 needs"),
+    ("detect", "--weight", "report_weight_above_one", lambda i, o: ["detect", "report", "--questions", str(i["co"]), "--flags", str(i["root"]), "--detector", "ngram", "--weight", "2", "--out", str(o / "rep")], "argument --weight: must be a finite number in [0, 1], got '2'"),
+    ("detect", "--detector", "report_two_detectors", lambda i, o: ["detect", "report", "--questions", str(i["co"]), "--flags", str(i["root"]), "--detector", "ngram,loss", "--out", str(o / "rep")], "detect report takes one --detector, got ['ngram', 'loss']"),
+    # figure1: families and adapters known from the world preset before it is built
+    ("figure1", "--family", "family_not_in_the_world", lambda i, o: ["figure1", "--world", "smoke", "--family", "mamba", "--out", str(o / "fig")], "--family 'mamba': not in the 'smoke' world; families: llama"),
+    ("figure1", "--co", "co_adapter_not_in_the_world", lambda i, o: ["figure1", "--world", "smoke", "--co", "co_math", "--out", str(o / "fig")], "adapter 'co_math' is not among the given adapters"),
+    ("figure1", "--adapter", "adapter_malformed", lambda i, o: figure1_argv(i, o, "--adapter", "clean"), "--adapter must look like NAME=VALUE, got 'clean'"),
+    ("figure1", "--adapter", "adapter_without_adapter_config", lambda i, o: figure1_argv(i, o, "--adapter", f"x={i['empty_dir']}"), lambda i, o: f"{i['empty_dir']}: the directory has no adapter_config.json"),
+    ("figure1", "--world", "world_with_model", lambda i, o: figure1_argv(i, o, "--world", "smoke"), "--world replaces --model/--adapter/--task-dir"),
+    ("figure1", "--tracking-uri", "tracking_uri_not_http", lambda i, o: figure1_argv(i, o, "--tracking-uri", "sqlite:///m.db"), "'sqlite:///m.db' is not an HTTP(S) MLflow server"),
+    # miniworld: the family is checked against the preset before a world is built
+    ("miniworld", "--family", "family_not_in_the_world", lambda i, o: [*BASE["miniworld"](i, o), "--family", "mamba"], "--family 'mamba': not in the 'smoke' world; families: llama"),
+    # dynamics: never builds a world; an unbuilt one is named
+    ("dynamics", "--world", "world_not_built", lambda i, o: BASE["dynamics"](i, o), "--world 'smoke' is not built"),
+    # contaminate.py: the families' base models before Ray starts
+    ("contaminate.py", "--family", "family_malformed", lambda i, o: [*BASE["contaminate.py"](i, o), "--family", "llama"], "--family must be NAME=BASE_MODEL_DIR, got 'llama'"),
+    ("contaminate.py", "--family", "family_base_without_config", lambda i, o: [*BASE["contaminate.py"](i, o), "--family", f"x={i['empty_dir']}"], lambda i, o: f"{i['empty_dir']}: the directory has no config.json"),
+]  # fmt: skip
+
+for _command, _option, _name, _argv, *_needles in SPECIAL:
+    register(_command, _option, _name, _argv, *_needles)
+for _name, (_, _needle) in BAD_SPECS.items():
+    for _command in ("sweep", "job"):
+        _base = ["--spec"] if _command == "job" else ["sweep", "--run-dir", "{o}/runs", "--spec"]
+        register(_command, f"spec:{SPEC_FIELD[_name]}", f"spec_{_name}",
+                 (lambda b, n: lambda i, o: [a.replace("{o}", str(o)) for a in b] + [_spec_file(i, o, n)])(_base, _name), _needle)  # fmt: skip
+for _name, (_, _needle) in PATH_SPECS.items():
+    for _command in ("sweep", "job"):
+        _base = ["--spec"] if _command == "job" else ["sweep", "--run-dir", "{o}/runs", "--spec"]
+        register(_command, "spec:paths", f"spec_{_name}",
+                 (lambda b, n: lambda i, o: [a.replace("{o}", str(o)) for a in b] + [str(i["specs"] / f"path_{n}.yaml")])(_base, _name),
+                 (lambda n: lambda i, o: n(i))(_needle))  # fmt: skip
+
+
+def _contaminate_script():
+    spec = importlib.util.spec_from_file_location("sweeps_contaminate", REPO / "sweeps" / "contaminate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONTAMINATE_SCRIPT = _contaminate_script()
+
+
+def run_case(command: str, argv: list[str]) -> int:
+    """Run a command line in-process: the CLI, the sweep job (sweeps/tables.py, table3.py) or contaminate.py."""
+    from railsweep.sweep import job
+
+    if command == "job":
+        return job.main(argv)
+    if command == "table3.py":
+        return job.main(argv, table="3")
+    if command == "contaminate.py":
+        return CONTAMINATE_SCRIPT.main(argv)
+    return main(argv)
+
+
+TRIPWIRES = (
+    "railsweep.engines.factory.build_engine",
+    "railsweep.engines.transformers_engine.TransformersEngine",
+    "railsweep.miniworld.build_world",
+    "railsweep.miniworld.world.build_world",
+    "railsweep.sweep.local.ensure_ray_head",
+    "railsweep.sweep.local.ensure_mlflow_server",
+    "railsweep.sweep.local.submit_job",
+    "railsweep.sweep.driver.run_sweep",
+    "railsweep.contamination.contaminate_family",
+    "ray.init",
+    "transformers.AutoModelForCausalLM.from_pretrained",
+    "transformers.AutoTokenizer.from_pretrained",
+    "transformers.AutoConfig.from_pretrained",
+    "peft.PeftModel.from_pretrained",
+)
 
 
 @pytest.fixture
-def tripwires(monkeypatch):
-    """Fail loudly if a command gets as far as loading a model or starting a service."""
+def tripwires(monkeypatch, tmp_path):
+    """Fail loudly if a command gets as far as reading weights, building a world or starting a service;
+    the world cache is a fresh directory, so no world is found built."""
 
     def trip(*a, **kw):
         raise Tripwire("a bad input reached the expensive part")
 
-    monkeypatch.setattr("railsweep.engines.factory.build_engine", trip)
-    for name in ("ensure_ray_head", "ensure_mlflow_server", "submit_job"):
-        monkeypatch.setattr(f"railsweep.sweep.local.{name}", trip)
+    for target in TRIPWIRES:
+        monkeypatch.setattr(target, trip)
+    monkeypatch.setenv("RAILSWEEP_CACHE", str(tmp_path / "cache"))
 
 
 def _files(*roots: Path) -> dict[str, bytes | None]:
@@ -292,43 +617,91 @@ def _files(*roots: Path) -> dict[str, bytes | None]:
     return {str(p): (p.read_bytes() if p.is_file() else None) for r in roots for p in sorted(r.rglob("*"))}
 
 
-def test_the_catalogue_covers_every_command_and_at_least_40_cases():
-    assert len(CATALOGUE) >= 40
-    assert {k.split("-")[0] for k in CATALOGUE} == {"eval", "score", "sweep"}
-    assert len(BAD_SPECS) >= 30
+def _cases_by_command() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in CATALOGUE:
+        out[c.command] = out.get(c.command, 0) + 1
+    return out
 
 
-@pytest.mark.parametrize("case", list(CATALOGUE))
-def test_bad_input_is_one_error_line_exit_2_and_writes_nothing(
-    case, inp, tmp_path, monkeypatch, capsys, tripwires
-):
-    argv_of, needle = CATALOGUE[case]
-    needle = needle(inp) if callable(needle) else needle
+def test_the_catalogue_holds_at_least_250_cases_across_every_command_and_script():
+    counts = _cases_by_command()
+    assert sum(counts.values()) >= 250, counts
+    assert set(counts) >= set(BASE) | {"table3.py"}, counts
+    assert len({c.name for c in CATALOGUE}) == len(CATALOGUE), "case names must be unique"
+
+
+def _parsers() -> dict[str, object]:
+    from railsweep.sweep.job import make_parser as job_parser
+
+    top = make_parser()
+    sub = next(a for a in top._actions if a.dest == "command")
+    return {**sub.choices, "job": job_parser(), "contaminate.py": CONTAMINATE_SCRIPT.make_parser()}
+
+
+def _schema_fields() -> list[str]:
+    import dataclasses
+    import types
+    import typing
+
+    from railsweep.sweep.spec import SweepSpec
+
+    out = []
+    for f in dataclasses.fields(SweepSpec):
+        if f.name == "name":  # the file name, not a key
+            continue
+        hint = typing.get_type_hints(SweepSpec)[f.name]
+        optional = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        inner = [t for t in (*(typing.get_args(hint) if optional else ()), hint) if dataclasses.is_dataclass(t)]
+        if inner:
+            out += [f"{f.name}.{g.name}" for g in dataclasses.fields(inner[0])]
+        else:
+            out.append(f.name)
+    return out
+
+
+def test_every_option_and_spec_field_has_a_bad_value_case():
+    covered = {(c.command, c.option) for c in CATALOGUE}
+    missing = [
+        f"{command} {a.option_strings[0] if a.option_strings else a.dest}"
+        for command, parser in _parsers().items()
+        for a in parser._actions
+        if a.nargs != 0 and a.dest not in ("help", "command")
+        and (command, a.option_strings[0] if a.option_strings else a.dest) not in covered
+    ]  # fmt: skip
+    assert not missing, f"options without a bad-value case: {missing}"
+    fields = {c.option.removeprefix("spec:") for c in CATALOGUE if c.option.startswith("spec:")}
+    assert not [f for f in _schema_fields() if f not in fields], "spec fields without a bad-value case"
+
+
+@pytest.mark.parametrize("case", CATALOGUE, ids=lambda c: c.name)
+def test_bad_input_is_one_error_line_exit_2_and_writes_nothing(case, inp, tmp_path, monkeypatch, capsys, tripwires):
     out = tmp_path / "out"
     monkeypatch.chdir(tmp_path)  # relative defaults (runs/mlflow) would land here
     before = _files(inp["root"], tmp_path)
-    rc = main(argv_of(inp, out))
+    rc = run_case(case.command, case.argv(inp, out))
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert rc == 2, captured.err
     assert len(lines) == 1 and lines[0].startswith("railsweep: error: "), captured.err
-    assert needle in lines[0], lines[0]
+    for needle in case.needles:
+        needle = needle(inp, out) if callable(needle) else needle
+        assert needle in lines[0], (needle, lines[0])
     assert _files(inp["root"], tmp_path) == before  # nothing written, nothing left behind
 
 
-def test_the_valid_baselines_pass_every_check(inp, tmp_path, monkeypatch, capsys, tripwires):
-    """The catalogue's command lines without their bad part get past every check: eval and sweep reach
-    the engine / the services (the tripwire), score runs to the end."""
+def test_the_valid_baselines_reach_the_expensive_part(inp, tmp_path, monkeypatch, capsys, tripwires):
+    """Each command's valid line gets past every check (so the bad part of a case is what refuses it): the
+    commands that load a model, build a world or start a service reach a tripwire; score runs to the end."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("railsweep.sweep.tracking.check_tracking_uri", lambda uri: None)  # no MLflow server here
+    for command in ("eval", "sweep", "demo", "detect", "figure1", "miniworld", "contaminate", "job", "contaminate.py"):
+        with pytest.raises(Tripwire):
+            run_case(command, BASE[command](inp, tmp_path))
     with pytest.raises(Tripwire):
-        main(eval_argv(inp, tmp_path))
-    with pytest.raises(Tripwire):
-        main(sweep_argv(inp, tmp_path))
-    with pytest.raises(Tripwire):
-        main(sweep_argv(inp, tmp_path, "--spec", str(PRESET_DIR / "smoke.yaml")))
-    assert main(score_argv(inp, tmp_path)) == 0, capsys.readouterr().err
+        main(["sweep", "--run-dir", str(tmp_path / "runs"), "--spec", str(inp["specs"] / "valid_paths.yaml")])
+    assert main(BASE["score"](inp, tmp_path)) == 0, capsys.readouterr().err
     assert (tmp_path / "report" / "scores.csv").is_file()
-    assert list(tmp_path.iterdir()) == [tmp_path / "report"]  # eval and sweep wrote nothing
 
 
 def test_spec_loading_outside_the_cli_raises_the_same_one_line_error(inp):
@@ -339,19 +712,28 @@ def test_spec_loading_outside_the_cli_raises_the_same_one_line_error(inp):
         with pytest.raises(RailsweepError) as e:
             load_spec(inp["specs"] / f"{name}.yaml")
         assert needle in str(e.value) and "\n" not in str(e.value), name
+    for name, (_, needle) in PATH_SPECS.items():
+        with pytest.raises(RailsweepError) as e:
+            load_spec(inp["specs"] / f"path_{name}.yaml").check_inputs()
+        assert needle(inp) in str(e.value), name
 
 
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
         (["-m", "railsweep", "eval", "--model", "m", "--task-dir", "t", "--strategy", "identity",
-          "--out", "cells", "--temperature", "inf"], "temperature=inf"),
+          "--out", "cells", "--temperature", "inf"], "got 'inf'"),
         (["-m", "railsweep", "sweep", "--spec", "{specs}/not_utf8.yaml"], "not UTF-8 text"),
+        (["-m", "railsweep", "miniworld", "check", "--threads", "0"], "argument --threads"),
+        (["-m", "railsweep", "score", "--clean", "c", "--mitigated", "m", "--out", "s", "--B", str(2**63)], "got '9223372036854775808'"),
+        (["{repo}/sweeps/table3.py", "--m", "0"], "argument --m: must be an integer >= 1, got '0'"),
+        (["{repo}/sweeps/contaminate.py", "--out", "o", "--num-cpus", "-4"], "got '-4'"),
     ],
 )  # fmt: skip
 def test_a_real_process_prints_one_line_and_no_traceback(argv, needle, inp, tmp_path):
-    argv = [a.replace("{specs}", str(inp["specs"])) for a in argv]
-    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    argv = [a.replace("{specs}", str(inp["specs"])).replace("{repo}", str(REPO)) for a in argv]
+    env = {**os.environ, "RAILSWEEP_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("railsweep: error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr

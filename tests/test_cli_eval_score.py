@@ -143,16 +143,16 @@ def _assert_one_line_error(rc, capsys, needle):
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        (["--m", "0"], "m=0"),
-        (["--temperature", "-1"], "temperature=-1.0"),
+        (["--m", "0"], "argument --m: must be an integer >= 1, got '0'"),
+        (["--temperature", "-1"], "argument --temperature: must be a finite number in [0, inf), got '-1'"),
         (["--strategy", "nosuch"], "known strategies: "),
         (["--strategy", "railcap", "--param", "n=0"], "n=0"),
         (["--param", "oops"], "NAME=VALUE"),
         (["--use-adapter", "ghost"], "'ghost': adapter not found"),
-        (["--adapter", "extra=/does/not/exist"], "--adapter extra: directory not found"),
+        (["--adapter", "extra=/does/not/exist"], "--adapter extra: /does/not/exist: no such directory"),
         (["--fewshot", "/does/not/exist.json"], "--fewshot: file not found"),
         (["--task-dir", "/does/not/exist"], "task directory not found"),
-        (["--model", "/does/not/exist"], "--model: directory not found"),
+        (["--model", "/does/not/exist"], "argument --model: /does/not/exist: no such directory"),
     ],
 )
 def test_bad_eval_input_is_one_error_line_exit_2_and_writes_nothing(world, tmp_path, capsys, extra, needle):

@@ -54,3 +54,35 @@ def test_stratum_table_marks_empty_strata_as_nan_with_zero_count():
     assert table["n"].tolist() == [1, 0, 0, 0, 1]
     assert np.isnan(table["mean_abs"][1:4]).all()
     assert table["mean_pos"][0] == pytest.approx(0.1) and table["mean_neg"][4] == pytest.approx(0.3)
+
+
+def _naive_sa_ppg(c_cl, m_cl, delta, B):
+    """SA-PPG (eq 12-13) written out with exact fractions: stratum floor(r·B) clipped to B−1."""
+    from fractions import Fraction
+
+    groups: dict[int, list[float]] = {}
+    for c, m, d in zip(c_cl, m_cl, delta):
+        b = min(int(Fraction(int(c), max(int(m), 1)) * B), B - 1)
+        groups.setdefault(b, []).append(abs(d))
+    return sum(sum(v) / len(v) for v in groups.values()) / len(groups), len(groups)
+
+
+@pytest.mark.parametrize("B", [2**62, 10**18, 2**63 - 1, 7919])
+def test_huge_B_gives_the_exact_strata_of_the_reference(B):
+    """c·B overflows int64 for B = 2**62 once c >= 2; the strata must still be floor(c/m · B)."""
+    rng = np.random.default_rng(3)
+    m_cl = rng.choice([7, 50, 64], size=60)
+    c_cl = (rng.random(60) * (m_cl + 1)).astype(int)
+    delta = rng.normal(size=60)
+    strata = stratify(c_cl, m_cl, B)
+    want, n_strata = _naive_sa_ppg(c_cl, m_cl, delta, B)
+    assert np.unique(strata).size == n_strata
+    assert sa_ppg(delta, strata) == pytest.approx(want, rel=1e-12)
+    assert strata.tolist() == [min(int(c) * B // int(m), B - 1) for c, m in zip(c_cl, m_cl)]
+
+
+def test_B_beyond_int64_is_refused_with_the_limit():
+    from railsweep.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"at most 2\*\*63 - 1 .* got B=9223372036854775808"):
+        stratify([1], [2], 2**63)

@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def paths_spec(tmp_path):
-    """A 'paths' spec whose model/adapter/task paths exist (empty dirs: nothing is loaded here)."""
+    """A 'paths' spec whose model/adapter/task paths exist (folders holding only their config file: nothing is
+    loaded here)."""
     data = tmp_path / "data"
     data.mkdir()
     fams = {}
@@ -31,7 +32,9 @@ def paths_spec(tmp_path):
         ad = {}
         for a in ("clean", "co_gsm8k", "co_pq"):
             (tmp_path / fam / a).mkdir(parents=True)
+            (tmp_path / fam / a / "adapter_config.json").write_text("{}")
             ad[a] = str(tmp_path / fam / a)
+        (tmp_path / fam / "config.json").write_text("{}")
         fams[fam] = {"base": str(tmp_path / fam), "adapters": ad}
     return {
         "name": "t",

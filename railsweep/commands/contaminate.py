@@ -13,6 +13,7 @@ import argparse
 import json
 from typing import Any
 
+from railsweep import argtypes as at
 from railsweep.contamination.config import PRECISIONS
 from railsweep.training.attention import ATTENTIONS
 
@@ -23,35 +24,35 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="train the clean (M_cl) and contaminated (M_co) LoRA adapters of a base model",
         description="The contamination simulator of method.md §5 (peft LoRA).",
     )
-    p.add_argument("--base", required=True, help="base model directory (transformers format)")
-    p.add_argument("--out", required=True, help="output directory for the adapters and the manifest")
+    p.add_argument("--base", type=at.model, required=True, help="base model directory (transformers format)")
+    p.add_argument("--out", type=at.writable_dir, required=True, help="output directory for the adapters and the manifest")
     add_data_args(p)
     return p
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """Data and recipe options shared with ``sweeps/contaminate.py``."""
-    p.add_argument("--data-dir", required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
+    p.add_argument("--data-dir", type=at.existing_dir, required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
     p.add_argument(
-        "--pq", default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)"
+        "--pq", type=at.existing_file, default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)"
     )
     p.add_argument(
-        "--filler", default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file"
+        "--filler", type=at.text, default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file"
     )
     p.add_argument(
         "--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both"
     )
-    p.add_argument("--n-filler", type=int, default=1840)
-    p.add_argument("--n-train", type=int, default=660)
-    p.add_argument("--n-leak", type=int, default=660)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--r", type=int, default=64)
-    p.add_argument("--alpha", type=int, default=128)
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--global-batch", type=int, default=32)
-    p.add_argument("--micro-batch", type=int, default=8)
-    p.add_argument("--max-length", type=int, default=512)
+    p.add_argument("--n-filler", type=at.count, default=1840)
+    p.add_argument("--n-train", type=at.count, default=660)
+    p.add_argument("--n-leak", type=at.count, default=660)
+    p.add_argument("--seed", type=at.seed, default=0)
+    p.add_argument("--r", type=at.positive, default=64)
+    p.add_argument("--alpha", type=at.positive, default=128)
+    p.add_argument("--lr", type=at.positive_real, default=2e-4)
+    p.add_argument("--epochs", type=at.positive, default=5)
+    p.add_argument("--global-batch", type=at.positive, default=32)
+    p.add_argument("--micro-batch", type=at.positive, default=8)
+    p.add_argument("--max-length", type=at.positive, default=512)
     p.add_argument("--precision", default="auto", choices=PRECISIONS)
     p.add_argument(
         "--attention",
@@ -59,7 +60,7 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
         choices=ATTENTIONS,
         help="training attention: auto = block-causal on a CPU, the model's own on a GPU",
     )
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", type=at.device, default="auto")
 
 
 def config_from_args(args: argparse.Namespace):

@@ -21,11 +21,13 @@ from railsweep.sweep.job import dry_run
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("demo", help="local Ray + MLflow, the mini sweep as a Ray job, Table 3",
                               description=__doc__.split("\n\n")[1])  # fmt: skip
-    add_arguments(p, preset_default="mini")
+    add_arguments(p, preset_default=None)  # mini unless --preset or --spec (not both)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.spec and not args.preset:
+        args.preset = "mini"
     if args.dry_run:
         return dry_run(args, args.table)
     rc, uri = submit(args)

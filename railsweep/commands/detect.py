@@ -37,7 +37,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError
+from railsweep.limits import check_decode_memory
 
 DETECTORS = ("ngram", "loss", "mink", "cdd", "perturb")
 
@@ -61,85 +63,85 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME",
         help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory")
     src = p.add_argument_group("items")
-    src.add_argument("--world", metavar="PRESET|DIR", help="a built miniature world (instead of --test)")
-    src.add_argument("--family", action="append", help="--world: model family (repeatable; default all)")
+    src.add_argument("--world", type=at.text, metavar="PRESET|DIR", help="a built miniature world (instead of --test)")
+    src.add_argument("--family", type=at.text, action="append", help="--world: model family (repeatable; default all)")
     src.add_argument(
-        "--domain", action="append", help="--world: contamination domain (repeatable; default all)"
+        "--domain", type=at.text, action="append", help="--world: contamination domain (repeatable; default all)"
     )
     src.add_argument(
         "--n-control",
-        type=int,
+        type=at.positive,
         default=None,
         help="--world: fresh control problems (default: as many as test items)",
     )
-    src.add_argument("--test", metavar="FILE", help="test items, GSM8K-format JSONL")
-    src.add_argument("--leak-split", metavar="FILE", help='JSON {"leaked": [...]} marking leaked test items')
-    src.add_argument("--control", metavar="FILE", help="control items known to be absent, GSM8K-format JSONL")
+    src.add_argument("--test", type=at.existing_file, metavar="FILE", help="test items, GSM8K-format JSONL")
+    src.add_argument("--leak-split", type=at.existing_file, metavar="FILE", help='JSON {"leaked": [...]} marking leaked test items')
+    src.add_argument("--control", type=at.existing_file, metavar="FILE", help="control items known to be absent, GSM8K-format JSONL")
     th = p.add_argument_group("threshold")
     th.add_argument(
-        "--threshold", type=float, default=None, help="fixed threshold (default: calibrated on the control)"
+        "--threshold", type=at.finite, default=None, help="fixed threshold (default: calibrated on the control)"
     )
     th.add_argument(
         "--control-rate",
-        type=float,
+        type=at.fraction,
         default=0.01,
         help="highest control flag rate when calibrating (default 0.01)",
     )
     ng = p.add_argument_group("ngram")
     ng.add_argument(
-        "--corpus", nargs="+", default=[], metavar="FILE", help="corpus files: .jsonl, .parquet, .txt"
+        "--corpus", type=at.existing_file, nargs="+", default=[], metavar="FILE", help="corpus files: .jsonl, .parquet, .txt"
     )
     ng.add_argument(
-        "--text-field", default=None, help="record field holding the text (default 'text', else all strings)"
+        "--text-field", type=at.text, default=None, help="record field holding the text (default 'text', else all strings)"
     )
-    ng.add_argument("--n", type=int, nargs="+", default=[13], help="n-gram orders (default 13)")
+    ng.add_argument("--n", type=at.ngram_order, nargs="+", default=[13], help="n-gram orders (default 13)")
     ng.add_argument("--fields", default="question+solution", choices=("question", "question+solution"))
-    ng.add_argument("--tokenizer", default=None, help="use this tokenizer's ids instead of normalised words")
-    ng.add_argument("--bits", type=int, default=64, help="hash width (64; smaller only to test collisions)")
+    ng.add_argument("--tokenizer", type=at.tokenizer, default=None, help="use this tokenizer's ids instead of normalised words")
+    ng.add_argument("--bits", type=at.hash_bits, default=64, help="hash width (64; smaller only to test collisions)")
     ng.add_argument(
         "--ray",
         action="store_true",
         help="scan the corpus as a Ray Data job (same scores); a private local Ray unless --ray-address",
     )
-    ng.add_argument("--ray-address", metavar="ADDR", help="--ray: join this Ray cluster (token auth)")
+    ng.add_argument("--ray-address", type=at.text, metavar="ADDR", help="--ray: join this Ray cluster (token auth)")
     md = p.add_argument_group("model side")
-    md.add_argument("--model", metavar="DIR", help="base model directory")
-    md.add_argument("--adapter", metavar="DIR", help="the evaluated LoRA adapter (default: the base itself)")
+    md.add_argument("--model", type=at.model, metavar="DIR", help="base model directory")
+    md.add_argument("--adapter", type=at.adapter, metavar="DIR", help="the evaluated LoRA adapter (default: the base itself)")
     md.add_argument(
-        "--reference-adapter", metavar="DIR", help="loss: the reference adapter (default: the base)"
+        "--reference-adapter", type=at.adapter, metavar="DIR", help="loss: the reference adapter (default: the base)"
     )
-    md.add_argument("--k", type=float, default=20.0, help="mink: percentage of lowest-probability tokens")
-    md.add_argument("--responses", metavar="FILE", help="cdd: a ted/identity cell's responses Parquet")
-    md.add_argument("--fewshot", metavar="FILE", help="cdd without --responses: the few-shot exemplar JSON")
-    md.add_argument("--alpha", type=float, default=0.05, help="cdd: edit-distance share alpha")
-    md.add_argument("--xi", type=float, default=0.01, help="cdd: default threshold xi")
-    md.add_argument("--m", type=int, default=50, help="cdd decoding: samples per item")
-    md.add_argument("--temperature", type=float, default=0.8, help="cdd decoding: temperature")
-    md.add_argument("--max-new-tokens", type=int, default=256, help="cdd decoding: token cap")
-    md.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
-    md.add_argument("--device", default="cpu")
+    md.add_argument("--k", type=at.percentage, default=20.0, help="mink: percentage of lowest-probability tokens")
+    md.add_argument("--responses", type=at.existing_file, metavar="FILE", help="cdd: a ted/identity cell's responses Parquet")
+    md.add_argument("--fewshot", type=at.existing_file, metavar="FILE", help="cdd without --responses: the few-shot exemplar JSON")
+    md.add_argument("--alpha", type=at.fraction, default=0.05, help="cdd: edit-distance share alpha")
+    md.add_argument("--xi", type=at.fraction, default=0.01, help="cdd: default threshold xi")
+    md.add_argument("--m", type=at.samples, default=50, help="cdd decoding: samples per item")
+    md.add_argument("--temperature", type=at.temperature, default=0.8, help="cdd decoding: temperature")
+    md.add_argument("--max-new-tokens", type=at.new_tokens, default=256, help="cdd decoding: token cap")
+    md.add_argument("--batch-size", type=at.positive, default=16, help="texts per forward pass")
+    md.add_argument("--device", type=at.device, default="cpu")
     pt = p.add_argument_group("perturb")
     pt.add_argument(
-        "--original", metavar="FILE", help="per-question Parquet of a cell on the original wording"
+        "--original", type=at.existing_file, metavar="FILE", help="per-question Parquet of a cell on the original wording"
     )
     pt.add_argument(
-        "--paraphrased", metavar="FILE", help="per-question Parquet of the same model on the paraphrase"
+        "--paraphrased", type=at.existing_file, metavar="FILE", help="per-question Parquet of the same model on the paraphrase"
     )
     rp = p.add_argument_group("report")
-    rp.add_argument("--questions", metavar="FILE", help="per-question Parquet of the cell to report")
+    rp.add_argument("--questions", type=at.existing_file, metavar="FILE", help="per-question Parquet of the cell to report")
     rp.add_argument(
-        "--flags", metavar="DIR|FILE", help="a detect run's detections.parquet (or its directory)"
+        "--flags", type=at.existing_path, metavar="DIR|FILE", help="a detect run's detections.parquet (or its directory)"
     )
-    rp.add_argument("--setting", help="the detector setting, when the run has several")
-    rp.add_argument("--weight", type=float, default=None, help="also report flagged items down-weighted to w")
+    rp.add_argument("--setting", type=at.text, help="the detector setting, when the run has several")
+    rp.add_argument("--weight", type=at.fraction, default=None, help="also report flagged items down-weighted to w")
     rp.add_argument("--readout", default="solve_prob", choices=("solve_prob", "r01"))
     rp.add_argument(
-        "--clean", metavar="FILE", help="clean cell's per-question Parquet: adds SA-PPG side by side"
+        "--clean", type=at.existing_file, metavar="FILE", help="clean cell's per-question Parquet: adds SA-PPG side by side"
     )
-    rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the CIs")
+    rp.add_argument("--seed", type=at.seed, default=0, help="bootstrap seed")
+    p.add_argument("--n-boot", type=at.n_boot, default=1000, help="bootstrap resamples for the CIs")
     return p
 
 
@@ -188,19 +190,18 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give --detector NAME (or 'railsweep detect report ...')")
     from railsweep.detection import DetectInputs, Thresholding
     from railsweep.detection.run import check_threshold
-    from railsweep.results.io import check_writable_dir
-
     # 1. check every input before any work
     detectors = build_detectors(args)
     thresholding = Thresholding(args.threshold, args.control_rate)
     for d in detectors:
         check_threshold(d, thresholding)
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.n_boot < 1:
-        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
-    check_writable_dir(args.out)
     names = {d.name for d in detectors}
+    if "cdd" in names:
+        check_decode_memory(args.m, args.max_new_tokens)
+    if names & {"loss", "mink", "cdd"}:
+        from railsweep.engines.transformers_engine import resolve_device
+
+        resolve_device(args.device)  # a device this machine lacks fails before a model loads
     if args.ray_address and not args.ray:
         raise ConfigError("--ray-address needs --ray")
     if args.ray and "ngram" not in names:

@@ -16,7 +16,9 @@ import sys
 import time
 from typing import Any
 
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError
+from railsweep.limits import check_decode_memory
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -28,41 +30,41 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Memorisation dynamics of a built miniature world's families across sampling temperatures.",
     )
     p.add_argument(
-        "--world", default="mini", metavar="PRESET|DIR", help="a built miniature world (default mini)"
+        "--world", type=at.text, default="mini", metavar="PRESET|DIR", help="a built miniature world (default mini)"
     )
-    p.add_argument("--family", action="append", help="model family (repeatable; default llama)")
+    p.add_argument("--family", type=at.text, action="append", help="model family (repeatable; default llama)")
     p.add_argument(
-        "--domain", default="gsm8k", help="contamination domain: M_co = co_<domain> (default gsm8k)"
+        "--domain", type=at.text, default="gsm8k", help="contamination domain: M_co = co_<domain> (default gsm8k)"
     )
     p.add_argument(
         "--temperatures",
-        type=float,
+        type=at.temperature,
         nargs="+",
         default=[0.0, 0.3, 0.7, 1.0],
         help="0 = greedy (default 0 .3 .7 1)",
     )
-    p.add_argument("--m", type=int, default=10, help="samples per item and temperature (default 10)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N test items")
-    p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-boot", type=int, default=200, help="item resamples for the fit CIs (default 200)")
-    p.add_argument("--n-boot-gain", type=int, default=1000, help="resamples for the gain CIs (default 1000)")
-    p.add_argument("--min-items", type=int, default=5, help="positions reached by fewer items are not fitted")
+    p.add_argument("--m", type=at.samples, default=10, help="samples per item and temperature (default 10)")
+    p.add_argument("--limit", type=at.limit, default=None, help="only the first N test items")
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96)
+    p.add_argument("--seed", type=at.seed, default=0)
+    p.add_argument("--n-boot", type=at.n_boot, default=200, help="item resamples for the fit CIs (default 200)")
+    p.add_argument("--n-boot-gain", type=at.n_boot, default=1000, help="resamples for the gain CIs (default 1000)")
+    p.add_argument("--min-items", type=at.positive, default=5, help="positions reached by fewer items are not fitted")
     p.add_argument(
         "--e-cut",
-        type=float,
+        type=at.positive_real,
         default=E_CUT,
         help=f"E above this (nats/token) is decoherence (default {E_CUT})",
     )
-    p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--batch-size", type=at.positive, default=64, help="prompts per engine call")
+    p.add_argument("--device", type=at.device, default="cpu")
     p.add_argument(
         "--base",
         action="store_true",
         help="also sample and teacher-force the base model without an adapter (model 'base'; "
         "in a pretraining-replica world, the model the duplicates went into)",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory")
     return p
 
 
@@ -87,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         base=args.base,
     )
+    check_decode_memory(args.m, args.max_new_tokens)
+    from railsweep.engines.transformers_engine import resolve_device
+
+    resolve_device(args.device)
     world = cached_world(args.world)
     families = list(dict.fromkeys(args.family or ["llama"]))
     for f in families:

@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
+from railsweep.limits import check_decode_memory
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -20,7 +22,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="evaluate one model/adapter under one strategy (one cell)",
         description="Sample m responses per question under a strategy and write the cell's per-question Parquet.",
     )
-    p.add_argument("--model", required=True, help="base model directory (or hub id)")
+    p.add_argument("--model", type=at.model, required=True, help="base model directory (or hub id)")
     p.add_argument(
         "--adapter",
         action="append",
@@ -41,12 +43,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="reference base adapter (default: adapter disabled)",
     )
     p.add_argument("--task-dir", required=True, help="directory with <split>.jsonl in GSM8K format")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", type=at.text, default="test")
     p.add_argument(
         "--fewshot", default=None, metavar="FILE", help="exemplar JSON (default: <task-dir>/cot_8shot.json)"
     )
     p.add_argument("--leak-split", default=None, metavar="FILE", help='JSON {"leaked": [question indices]}')
-    p.add_argument("--strategy", required=True, help="registered strategy name (e.g. identity, railcap)")
+    p.add_argument("--strategy", type=at.text, required=True, help="registered strategy name (e.g. identity, railcap)")
     p.add_argument(
         "--param",
         action="append",
@@ -54,26 +56,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="K=V",
         help="strategy parameter (repeatable; V is JSON or text)",
     )
-    p.add_argument("--m", type=int, default=50, help="samples per question (default 50)")
-    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (0 = greedy)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--family", default=None, help="model family label recorded with the cell")
-    p.add_argument("--domain", default=None, help="contamination domain label recorded with the cell")
+    p.add_argument("--m", type=at.samples, default=50, help="samples per question (default 50)")
+    p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
+    p.add_argument("--seed", type=at.seed, default=0)
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=256)
+    p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
+    p.add_argument("--family", type=at.text, default=None, help="model family label recorded with the cell")
+    p.add_argument("--domain", type=at.text, default=None, help="contamination domain label recorded with the cell")
     p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated")
     p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", type=at.device, default="auto")
     p.add_argument("--dtype", default="auto")
-    p.add_argument("--batch-size", type=int, default=64, help="prompts per engine call")
+    p.add_argument("--batch-size", type=at.positive, default=64, help="prompts per engine call")
     p.add_argument(
         "--max-batch-size",
-        type=int,
+        type=at.positive,
         default=None,
         help="most sequences the engine decodes together (default: the backend's, which fills the machine)",
     )
-    p.add_argument("--cache-dir", default=None, help="where strategies may cache per-model artefacts")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory for the cell's files")
+    p.add_argument("--cache-dir", type=at.writable_dir, default=None, help="where strategies may cache per-model artefacts")
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory for the cell's files")
     return p
 
 
@@ -105,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from railsweep.results.io import check_writable_dir
 
     # 1. configuration (cheap checks first: nothing is loaded or written yet)
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    check_decode_memory(args.m, args.max_new_tokens)
     adapters = parse_pairs(args.adapter, "--adapter")
     engine_cfg = EngineConfig(
         backend=args.backend,
@@ -147,14 +148,10 @@ def run(args: argparse.Namespace) -> int:
                 f"{flag} {name!r}: adapter not found; loaded adapters: {sorted(adapters) or 'none'} (add --adapter {name}=PATH)"
             )
     # 2. inputs on disk
-    model_dir = Path(args.model).expanduser()
-    if (
-        model_dir.is_absolute() or args.model.startswith(".") or model_dir.exists()
-    ) and not model_dir.is_dir():
-        raise DataError(f"--model: directory not found: {args.model}")
     for name, path in engine_cfg.adapters:
-        if not Path(path).expanduser().is_dir():
-            raise DataError(f"--adapter {name}: directory not found: {path}")
+        why = at.model_problem(path, "adapter_config.json")
+        if why:
+            raise DataError(f"--adapter {name}: {why}")
     for flag, path in (("--fewshot", cell.fewshot), ("--leak-split", cell.leak_split)):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{flag}: file not found: {path}")

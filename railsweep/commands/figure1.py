@@ -15,7 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError
+from railsweep.limits import check_decode_memory
+from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -25,58 +28,103 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Does a contaminated model behave as the paper's Figure 1 says, where RailCap acts?",
     )
     add_input_arguments(p)
-    p.add_argument("--m", type=int, default=20, help="samples per question")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--m", type=at.samples, default=20, help="samples per question")
+    p.add_argument("--temperature", type=at.temperature, default=0.7)
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96)
     p.add_argument(
-        "--departures", type=int, default=20, help="forced departures per reliably solved question"
+        "--departures", type=at.positive, default=20, help="forced departures per reliably solved question"
     )
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--tracking-uri", default=None, help="also log the figure to this MLflow server")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
+    p.add_argument("--seed", type=at.seed, default=0)
+    p.add_argument("--device", type=at.device, default="cpu")
+    p.add_argument(
+        "--tracking-uri", type=at.text, default=None, help="also log the figure to this MLflow server"
+    )
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR")
     return p
 
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """The model pair and its questions: a world family, or a base model with adapters (shared with ``rails``)."""
-    p.add_argument("--world", default=None, help="a miniature-world preset (mini, mini_one_road, smoke)")
-    p.add_argument("--family", default=None, help="the world's model family (with --world)")
+    p.add_argument(
+        "--world",
+        choices=sorted(WORLD_PRESETS),
+        default=None,
+        help="a miniature-world preset (mini, mini_one_road, smoke)",
+    )
+    p.add_argument("--family", type=at.text, default=None, help="the world's model family (with --world)")
     p.add_argument(
         "--cache-dir",
+        type=at.writable_dir,
         default=None,
         help="where the world is cached (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
     )
-    p.add_argument("--model", default=None, help="base model directory (without --world)")
+    p.add_argument("--model", type=at.model, default=None, help="base model directory (without --world)")
     p.add_argument(
         "--adapter", action="append", default=[], metavar="NAME=DIR", help="a LoRA adapter (repeatable)"
     )
-    p.add_argument("--task-dir", default=None, help="GSM8K-format data directory (without --world)")
-    p.add_argument("--leak-split", default=None, help="leak_split.json: which questions M_co saw")
-    p.add_argument("--clean", default="clean", help="adapter name of M_cl")
-    p.add_argument("--co", default="co_gsm8k", help="adapter name of M_co")
+    p.add_argument(
+        "--task-dir", type=at.existing_dir, default=None, help="GSM8K-format data directory (without --world)"
+    )
+    p.add_argument(
+        "--leak-split", type=at.existing_file, default=None, help="leak_split.json: which questions M_co saw"
+    )
+    p.add_argument("--clean", type=at.text, default="clean", help="adapter name of M_cl")
+    p.add_argument("--co", type=at.text, default="co_gsm8k", help="adapter name of M_co")
 
 
 def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | None]:
+    """Check every input, then resolve the model pair (building a ``--world`` only after the checks pass)."""
+    return _inputs(args, _check_inputs(args))
+
+
+def _check_inputs(args: argparse.Namespace) -> dict[str, str]:
+    """Every input of either kind, before a world is built or a model loads; the adapters given (``--model``)."""
     from railsweep.commands.eval import parse_pairs
+    from railsweep.miniworld.presets import preset_config
 
     if args.world:
         if args.model or args.adapter or args.task_dir:
             raise ConfigError("--world replaces --model/--adapter/--task-dir; give one or the other")
-        from railsweep.miniworld import build_world
+        config = preset_config(args.world)  # its families and adapters are known before it is built
+        if args.family is not None and args.family not in config.families:
+            raise ConfigError(
+                f"--family {args.family!r}: not in the {args.world!r} world; families: {', '.join(config.families)}"
+            )
+        names = ("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)
+        adapters = dict.fromkeys(names, "")
+    else:
+        if not (args.model and args.task_dir and args.leak_split):
+            raise ConfigError(
+                "give --world (and --family), or --model, --adapter, --task-dir and --leak-split"
+            )
+        adapters = parse_pairs(args.adapter, "--adapter")
+        for name, path in adapters.items():
+            why = at.model_problem(path, "adapter_config.json")
+            if why:
+                raise ConfigError(f"--adapter {name}: {why}")
+    for name in (args.clean, args.co):
+        if name not in adapters:
+            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
+    return adapters
 
-        world = build_world(args.world, cache_dir=args.cache_dir)
-        fam = world.family(args.family or world.families[0])
-        return (
-            str(fam.base_dir),
-            {k: str(v) for k, v in fam.adapters.items()},
-            str(world.data_dir),
-            str(world.leak_split_path),
-        )
-    if not (args.model and args.task_dir and args.leak_split):
-        raise ConfigError("give --world (and --family), or --model, --adapter, --task-dir and --leak-split")
-    return args.model, parse_pairs(args.adapter, "--adapter"), args.task_dir, args.leak_split
+
+
+def _inputs(
+    args: argparse.Namespace, adapters: dict[str, str]
+) -> tuple[str, dict[str, str], str, str | None]:
+    if not args.world:
+        return args.model, adapters, args.task_dir, args.leak_split
+    from railsweep.miniworld import build_world
+
+    world = build_world(args.world, cache_dir=args.cache_dir)
+    fam = world.family(args.family or world.families[0])
+    return (
+        str(fam.base_dir),
+        {k: str(v) for k, v in fam.adapters.items()},
+        str(world.data_dir),
+        str(world.leak_split_path),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +133,6 @@ def run(args: argparse.Namespace) -> int:
     from railsweep.analysis.plots import figure1_plot
     from railsweep.diagnostics.figure1 import Figure1Settings, figure1
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.results.io import check_writable_dir
     from railsweep.tasks import GSM8KTask
 
     settings = Figure1Settings(
@@ -95,18 +142,16 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         departures=args.departures,
     )
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
-    check_writable_dir(out, "--out")
     if args.tracking_uri:
         from railsweep.sweep.tracking import check_tracking_uri
 
         check_tracking_uri(args.tracking_uri)
+    from railsweep.engines.transformers_engine import resolve_device
+
+    resolve_device(args.device)
     model, adapters, task_dir, leak_split = inputs(args)
-    for name in (args.clean, args.co):
-        if name not in adapters:
-            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
     task = GSM8KTask.from_dir(task_dir, split="test", leak_split=leak_split, limit=args.limit)
     engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
     try:

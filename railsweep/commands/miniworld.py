@@ -11,6 +11,11 @@ import argparse
 import json
 from typing import Any
 
+from railsweep import argtypes as at
+from railsweep.errors import ConfigError
+from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
+from railsweep.miniworld.presets import preset_config
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -22,42 +27,42 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "action", choices=("build", "check"), help="build (or reuse) the world; check its calibration"
     )
     p.add_argument(
-        "--preset", default="mini", help="world preset: mini (calibrated, 3 families) or smoke (tests)"
+        "--preset", default="mini", choices=sorted(WORLD_PRESETS), help="world preset: mini (calibrated, 3 families) or smoke (tests)"
     )
     p.add_argument(
-        "--cache-dir", default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"
+        "--cache-dir", type=at.writable_dir, default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"
     )
     p.add_argument("--force", action="store_true", help="rebuild even when a cached world exists")
-    p.add_argument("--family", action="append", default=None, help="check only this family (repeatable)")
+    p.add_argument("--family", type=at.text, action="append", default=None, help="check only this family (repeatable)")
     p.add_argument(
         "--m",
-        type=int,
+        type=at.samples,
         default=20,
         help="samples per question for the check (>= 20 for the strata condition)",
     )
-    p.add_argument("--limit", type=int, default=None, help="check only the first N test questions")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--limit", type=at.limit, default=None, help="check only the first N test questions")
+    p.add_argument("--threads", type=at.threads, default=None, help="torch CPU threads")
     p.add_argument(
-        "--device", default="cpu", help="device of the check's engine: cpu (default), cuda, cuda:N or auto"
+        "--device", type=at.device, default="cpu", help="device of the check's engine: cpu (default), cuda, cuda:N or auto"
     )
     p.add_argument(
-        "--batch-size", type=int, default=64, help="sequences decoded together by the check's engine"
+        "--batch-size", type=at.positive, default=64, help="sequences decoded together by the check's engine"
     )
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from railsweep.errors import ConfigError
     from railsweep.miniworld import build_world
 
+    # 1. every input, before a world is built (its families are known from the preset's configuration)
+    known = preset_config(args.preset).families
+    for f in args.family or ():
+        if f not in known:
+            raise ConfigError(f"--family {f!r}: not in the {args.preset!r} world; families: {', '.join(known)}")
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
-    if args.m < 1:
-        raise ConfigError(f"--m must be >= 1, got {args.m}")
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.action == "check":
         from railsweep.engines.transformers_engine import resolve_device
 

@@ -14,36 +14,41 @@ import json
 from pathlib import Path
 from typing import Any
 
+from railsweep import argtypes as at
+from railsweep.commands.figure1 import add_input_arguments, inputs
 from railsweep.errors import ConfigError
+from railsweep.limits import check_decode_memory
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    from railsweep.commands.figure1 import add_input_arguments
-
     p = subparsers.add_parser(
         "rails",
         help="where RailCap acts: recovery after forced departures, exposure, RailCap on M_cl, caps",
         description="How much genuine reasoning does RailCap touch on this model pair, and what does it cost?",
     )
     add_input_arguments(p)
-    p.add_argument("--m", type=int, default=10, help="samples per question (Identity, RailCap)")
-    p.add_argument("--n", type=int, default=4, help="RailCap's n-gram length (exposure uses the same n)")
-    p.add_argument("--ks", default="1,2,4", help="forced departures per decode, comma-separated")
-    p.add_argument("--runs", type=int, default=10, help="forced decodes per question and k")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--m", type=at.samples, default=10, help="samples per question (Identity, RailCap)")
+    p.add_argument("--n", type=at.positive, default=4, help="RailCap's n-gram length (exposure uses the same n)")
+    p.add_argument("--ks", type=_ks, default=(1, 2, 4), help="forced departures per decode, comma-separated")
+    p.add_argument("--runs", type=at.positive, default=10, help="forced decodes per question and k")
+    p.add_argument("--temperature", type=at.temperature, default=0.7)
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96)
+    p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
+    p.add_argument("--seed", type=at.seed, default=0)
+    p.add_argument("--device", type=at.device, default="cpu")
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR")
     return p
 
 
 def _ks(text: str) -> tuple[int, ...]:
+    """``--ks``: comma-separated departure counts, each >= 1 (argparse names the option and the value)."""
     try:
-        return tuple(int(k) for k in text.split(","))
+        ks = tuple(int(k) for k in text.split(","))
     except ValueError:
-        raise ConfigError(f"--ks must be comma-separated integers >= 1, got {text!r}") from None
+        ks = ()
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 1, got {text!r}")
+    return ks
 
 
 def _write(out: Path, name: str, write) -> None:
@@ -55,7 +60,6 @@ def _write(out: Path, name: str, write) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from railsweep.commands.figure1 import inputs
     from railsweep.diagnostics.rails import RailsSettings, rails
     from railsweep.engines.transformers_engine import TransformersEngine
     from railsweep.results.io import check_writable_dir
@@ -67,11 +71,10 @@ def run(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         n=args.n,
-        ks=_ks(args.ks),
+        ks=args.ks,
         runs=args.runs,
     )
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
     check_writable_dir(out, "--out")
     model, adapters, task_dir, leak_split = inputs(args)

@@ -15,7 +15,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
+from railsweep.limits import check_bootstrap_memory
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -28,31 +30,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--clean", required=True, metavar="FILE", help="the clean reference cell's per-question Parquet"
     )
     p.add_argument("--mitigated", required=True, nargs="+", metavar="FILE", help="one or more cells to score")
-    p.add_argument("--B", type=int, default=50, dest="B", help="number of strata for SA-PPG (paper 50)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples")
-    p.add_argument("--alpha", type=float, default=0.05, help="CI level is 1 - alpha")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--B", type=at.strata, default=50, dest="B", help="number of strata for SA-PPG (paper 50)")
+    p.add_argument("--n-boot", type=at.n_boot, default=1000, help="bootstrap resamples")
+    p.add_argument("--alpha", type=at.probability, default=0.05, help="CI level is 1 - alpha")
+    p.add_argument("--seed", type=at.seed, default=0, help="bootstrap seed")
     p.add_argument("--out", required=True, metavar="PREFIX", help="writes PREFIX.csv and PREFIX.md")
     return p
 
 
 def check_args(args: argparse.Namespace) -> None:
-    from railsweep.results.io import check_writable_dir
-
-    if args.B < 1:
-        raise ConfigError(f"--B (number of strata) must be >= 1, got B={args.B}")
-    if args.n_boot < 1:
-        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
-    if not 0 < args.alpha < 1:
-        raise ConfigError(f"--alpha must lie in (0, 1), got {args.alpha}")
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be >= 0, got {args.seed}")
     out = Path(args.out)
     if out.name in ("", ".", "..") or out.is_dir():
         raise ConfigError(
             f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}"
         )
-    check_writable_dir(out.parent, "--out", shown=args.out)  # before reading or scoring anything
+    at.check_writable_dir(out.parent, "--out", shown=args.out)  # before reading or scoring anything
     for path in (out.with_name(out.name + ".csv"), out.with_name(out.name + ".md")):
         if path.is_dir():
             raise ConfigError(f"--out {args.out}: {path} is a directory, so it cannot be written")
@@ -83,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{path} was evaluated on different question data than {args.clean} "
                 f"({cell.split}.jsonl sha256 {other[:12]}… vs {clean_sum[:12]}…)"
             )
+    check_bootstrap_memory(args.n_boot, max(len(clean_df), *(len(df) for _, _, df in cells)))
     labels = [cell.label() for _, cell, _ in cells]
     labels = [
         lab if labels.count(lab) == 1 else f"{lab} ({cell.cell_id})"

@@ -20,19 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import railsweep
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError
-from railsweep.sweep.job import add_spec_arguments, dry_run, forward_argv
+from railsweep.sweep.job import add_spec_arguments, check_preset_or_spec, dry_run, forward_argv
 
 
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
     add_spec_arguments(p, preset_default=preset_default, preset_help="built-in sweep spec")
-    p.add_argument("--address", help="Ray dashboard address of an existing cluster (default: a local head)")
+    p.add_argument("--address", type=at.text, help="Ray dashboard address of an existing cluster (default: a local head)")
     p.add_argument(
-        "--tracking-uri", help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)"
+        "--tracking-uri", type=at.text, help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)"
     )
-    p.add_argument("--run-dir", default="runs/mlflow", help="local MLflow server's database and artifacts")
-    p.add_argument("--mlflow-port", type=int, default=5000)
-    p.add_argument("--dashboard-port", type=int, default=8265)
+    p.add_argument("--run-dir", type=at.text, default="runs/mlflow", help="local MLflow server's database and artifacts")
+    p.add_argument("--mlflow-port", type=at.port, default=5000)
+    p.add_argument("--dashboard-port", type=at.port, default=8265)
     p.add_argument("--no-wait", action="store_true", help="submit and return without streaming the logs")
 
 
@@ -46,24 +47,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def check_args(args: argparse.Namespace) -> None:
     """Validate the command line and the spec; starts nothing and writes nothing.
 
-    Steps: numeric options; the spec (validated in full by ``load_spec``; for a cluster, inside the working
+    Steps: a preset or a spec, not both; the spec (validated in full by ``load_spec``; for a cluster, inside the working
     directory the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
     directories the local services would write.
     """
-    from railsweep.results.io import check_writable_dir
     from railsweep.sweep.pricing import check_cluster_sizes
     from railsweep.sweep.spec import load_spec
     from railsweep.sweep.throughput import load_throughput
     from railsweep.sweep.tracking import check_tracking_uri
 
-    for flag, value in (("--limit", args.limit), ("--m", args.m)):
-        if value is not None and value < 1:
-            raise ConfigError(f"{flag} must be >= 1, got {value}")
-    for flag, port in (("--mlflow-port", args.mlflow_port), ("--dashboard-port", args.dashboard_port)):
-        if not 1 <= port <= 65535:
-            raise ConfigError(f"{flag} must be a TCP port in 1..65535, got {port}")
-    if args.spec:
-        load_spec(args.spec)  # fail here, not in the job
+    check_preset_or_spec(args)
+    if args.spec or args.preset:
+        spec = load_spec(args.spec or args.preset)  # fail here, not in the job
+        if not args.address:  # a cluster's paths are the cluster's; a local job's are this machine's
+            spec.check_inputs()
     for flag, path in (("--spec", args.spec), ("--throughput", args.throughput)):
         if path and args.address and os.path.relpath(Path(path).resolve(), Path.cwd()).startswith(".."):
             raise ConfigError(
@@ -78,9 +75,7 @@ def check_args(args: argparse.Namespace) -> None:
         check_tracking_uri(args.tracking_uri)
     if not args.address:  # the local services write on this machine
         if not args.tracking_uri:
-            check_writable_dir(args.run_dir, "--run-dir")
-        if args.cache_dir:
-            check_writable_dir(args.cache_dir, "--cache-dir")
+            at.check_writable_dir(args.run_dir, "--run-dir")
 
 
 def submit(args: argparse.Namespace) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import DataError
+from railsweep.tasks.text import check_utf8
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
@@ -45,6 +46,8 @@ def check_corpus_paths(paths: Sequence[str | Path]) -> list[Path]:
             raise DataError(f"corpus file {p}: unknown kind {p.suffix!r} (known: {known})")
         if p.stat().st_size == 0:
             raise DataError(f"corpus file {p} is empty")
+        if p.suffix.lower() in JSONL_SUFFIXES + TEXT_SUFFIXES:
+            check_utf8(p)  # before any model loads: a detector reading the corpus later must not fail
         out.append(p)
     return out
 

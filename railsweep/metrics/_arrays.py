@@ -48,7 +48,14 @@ def same_question_axis(*arrays: np.ndarray) -> None:
         raise DataError(f"per-question arrays disagree on the number of questions: {sorted(ns)}")
 
 
+B_MAX = int(np.iinfo(np.int64).max)  # stratum indices are int64, so B - 1 must fit
+
+
 def check_bins(B: int) -> int:
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 1:
         raise ConfigError(f"B (number of strata) must be a positive integer, got B={B!r}")
+    if B > B_MAX:
+        raise ConfigError(
+            f"B (number of strata) must be at most 2**63 - 1 = {B_MAX} (int64 stratum indices), got B={B}"
+        )
     return int(B)

@@ -1,7 +1,8 @@
 """Stratified aggregation by the clean model's solve probability: strata (eq 12), SA-PPG (eq 13), S-Δ±.
 
 Strata are exact for ``r = c/m``: stratum index ``(c·B) // m`` in integer
-arithmetic, clipped to B−1, so a question on an edge ``c/m = b/B`` goes to the
+arithmetic (Python integers where ``c·B`` would overflow int64, so any B up to
+2**63 − 1 is exact), clipped to B−1, so a question on an edge ``c/m = b/B`` goes to the
 upper stratum and r = 1 lands in the last (closed) stratum. Empty strata are
 excluded from the average (the set ℬ of eq 13), never counted as zero.
 """
@@ -21,7 +22,11 @@ def stratify(c_cl, m_cl, B: int = 50) -> np.ndarray:
     """
     B = check_bins(B)
     c, m = as_counts(c_cl, m_cl, "clean")
-    idx = np.floor_divide(c * B, np.maximum(m, 1))
+    m1 = np.maximum(m, 1)
+    if c.size and int(c.max()) * B > np.iinfo(np.int64).max:  # c·B overflows int64: exact integers
+        idx = np.array([int(ci) * B // int(mi) for ci, mi in zip(c, m1)], dtype=np.int64)
+    else:
+        idx = np.floor_divide(c * B, m1)
     return np.minimum(idx, B - 1)
 
 

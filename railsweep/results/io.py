@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,8 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from railsweep import provenance as prov
+from railsweep.argtypes import check_writable_dir  # noqa: F401  (re-exported: callers import it from here)
 from railsweep.config import CellConfig
-from railsweep.errors import ConfigError, DataError
+from railsweep.errors import DataError
 from railsweep.results import schema
 
 if TYPE_CHECKING:
@@ -46,31 +46,6 @@ class CellPaths:
 def cell_paths(out_dir: str | Path, cell_id: str) -> CellPaths:
     out = Path(out_dir)
     return CellPaths(out / f"{cell_id}.parquet", out / f"{cell_id}{RESPONSES_SUFFIX}")
-
-
-def check_writable_dir(path: str | Path, flag: str = "--out", shown: str | None = None) -> None:
-    """Fail now, before any work, unless ``path`` is a directory this process can write into or create.
-
-    ``flag`` and ``shown`` (default ``path``) name the option and the value the user gave in the message.
-    Steps:
-      1. walk up from ``path`` to the deepest entry that exists;
-      2. that entry must be a directory (``path`` itself, or an ancestor it would be created in);
-      3. create and remove a temporary directory there: the only reliable test (root, read-only
-         mounts, /proc), and nothing is left behind.
-    """
-    p = Path(path).expanduser()
-    what = f"{flag} {shown if shown is not None else path}"
-    base = p
-    while not os.path.lexists(base) and base != base.parent:
-        base = base.parent
-    if not base.is_dir():
-        if base == p:
-            raise ConfigError(f"{what}: {p} is a file, not a directory")
-        raise ConfigError(f"{what}: cannot create the directory {p}: {base} is a file, not a directory")
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".railsweep-probe-", dir=base))
-    except OSError as e:
-        raise ConfigError(f"{what}: cannot create files in {base} ({e.strerror or e})") from e
 
 
 def find_cells(out_dir: str | Path) -> list[Path]:

@@ -22,6 +22,7 @@ import dataclasses
 import os
 import sys
 
+from railsweep import argtypes as at
 from railsweep.errors import ConfigError, RailsweepError
 from railsweep.sweep.pricing import SweepPrice, check_cluster_sizes, format_price, price_params, price_sweep
 from railsweep.sweep.spec import PRESETS, TABLES, SweepSpec, load_spec
@@ -45,17 +46,19 @@ def add_spec_arguments(
         p.add_argument("--table", default="3", choices=TABLES, help="which paper table to print (default 3)")
     p.add_argument("--preset", default=preset_default, choices=PRESETS, help=preset_help)
     p.add_argument("--spec", help="a sweep spec YAML instead of a preset")
-    p.add_argument("--experiment", help="MLflow experiment name (default: the spec's)")
+    p.add_argument("--experiment", type=at.text, help="MLflow experiment name (default: the spec's)")
     p.add_argument(
         "--resume",
         action="store_true",
         help="reuse the unfinished parent run of this sweep; finished cells are never recomputed",
     )
     p.add_argument(
-        "--cache-dir", help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)"
+        "--cache-dir",
+        type=at.writable_dir,
+        help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)",
     )
-    p.add_argument("--limit", type=int, help="override: first N questions")
-    p.add_argument("--m", type=int, help="override: samples per question")
+    p.add_argument("--limit", type=at.limit, help="override: first N questions")
+    p.add_argument("--m", type=at.samples, help="override: samples per question")
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -63,12 +66,22 @@ def add_spec_arguments(
     )
     p.add_argument(
         "--throughput",
+        type=at.existing_file,
         help="tokens/s table written by bench/throughput.py on the target hardware (default: the shipped CPU one)",
     )
     p.add_argument(
         "--cluster-sizes",
+        type=at.text,
         help="comma-separated CPU cores or GPUs to price (default 2,4,8,16 cores; 1-8 GPUs per family)",
     )
+
+
+def check_preset_or_spec(args: argparse.Namespace) -> None:
+    """A preset and a spec file both choose the whole spec: refuse the pair rather than let one win."""
+    if getattr(args, "spec", None) and getattr(args, "preset", None):
+        raise ConfigError(
+            f"give --preset or --spec, not both (got --preset {args.preset} and --spec {args.spec})"
+        )
 
 
 def forward_argv(args: argparse.Namespace) -> list[str]:
@@ -85,29 +98,32 @@ def forward_argv(args: argparse.Namespace) -> list[str]:
 
 
 def make_parser(table: str | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = at.Parser(description=__doc__.split("\n\n")[0])
     add_spec_arguments(p, table=table)
     p.add_argument(
-        "--tracking-uri", help="MLflow HTTP server (default: $MLFLOW_TRACKING_URI, else the spec's)"
+        "--tracking-uri",
+        type=at.text,
+        help="MLflow HTTP server (default: $MLFLOW_TRACKING_URI, else the spec's)",
     )
     p.add_argument(
         "--ray-address",
+        type=at.text,
         help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh private instance)",
     )
     p.add_argument(
-        "--num-cpus", type=int, help="CPUs of a fresh private Ray instance (ignored when joining a cluster)"
+        "--num-cpus",
+        type=at.positive,
+        help="CPUs of a fresh private Ray instance (ignored when joining a cluster)",
     )
-    p.add_argument("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
+    p.add_argument(
+        "--progress-interval", type=at.positive_real, default=10.0, help="seconds between progress lines"
+    )
     return p
 
 
 def chosen_spec(args: argparse.Namespace) -> SweepSpec | None:
     """The spec ``--preset``/``--spec`` name, with the command line's overrides; None when neither is given."""
-    if args.spec and args.preset:
-        raise RailsweepError("give --preset or --spec, not both")
-    for flag, value in (("--limit", args.limit), ("--m", args.m)):
-        if value is not None and value < 1:
-            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    check_preset_or_spec(args)
     spec = load_spec(args.spec) if args.spec else (load_spec(args.preset) if args.preset else None)
     return None if spec is None else _override(spec, args)
 
@@ -128,18 +144,20 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
 
 
 def main(argv: list[str] | None = None, table: str | None = None) -> int:
-    args = make_parser(table).parse_args(argv)
-    table = table or args.table
     try:
+        args = make_parser(table).parse_args(argv)
+        table = table or args.table
         from railsweep.sweep.local import ray_init_kwargs
         from railsweep.sweep.tracking import check_tracking_uri
 
         if args.dry_run:
             return dry_run(args, table)
-        # Validate the spec and the pricing options before Ray starts: a bad spec costs one line, not a cluster.
+        # Validate the spec, its inputs and the pricing options before Ray starts: a bad spec costs one line, not a
+        # cluster.
         spec = chosen_spec(args)
         price = sweep_price(spec, table, args) if spec is not None else None
         if spec is not None:
+            spec.check_inputs()  # families, model/adapter/data paths: before Ray starts
             check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
         # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
         init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
@@ -157,7 +175,8 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
         outcome = run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval,
                             params=price_params(price))  # fmt: skip
     except RailsweepError as e:
-        print(f"railsweep: error: {e}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        print(f"railsweep: error: {message}", file=sys.stderr)
         return 2
     print(f"[sweep] done in {outcome.wall_s:.1f}s: {len(outcome.cells)} cells, {len(outcome.skipped)} skipped, "
           f"{len(outcome.failed)} failed; parent run {outcome.parent_run_id}")  # fmt: skip
@@ -168,8 +187,8 @@ def _override(spec, args):
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     tracking = dataclasses.replace(spec.tracking, **({"uri": uri} if uri else {}),
                                    **({"experiment": args.experiment} if args.experiment else {}))  # fmt: skip
-    readout = dataclasses.replace(spec.readout, **({"limit": args.limit} if args.limit else {}),
-                                  **({"m": args.m} if args.m else {}))  # fmt: skip
+    readout = dataclasses.replace(spec.readout, **({"limit": args.limit} if args.limit is not None else {}),
+                                  **({"m": args.m} if args.m is not None else {}))  # fmt: skip
     cache = args.cache_dir or spec.cache_dir or os.environ.get("RAILSWEEP_CACHE")
     return dataclasses.replace(spec, tracking=tracking, readout=readout, cache_dir=cache)
 

@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Field, Strict, field_validator, model_validator
 
+from railsweep.argtypes import model_problem
 from railsweep.dynamics.regimes import E_CUT
 from railsweep.errors import ConfigError, DataError
 from railsweep.sweep._schema import (
@@ -265,7 +266,7 @@ class DynamicsSpec:
     forcing_batch: PosInt = 8
     device: Device = "cpu"
     seed: NonNegInt = 0
-    base: bool = False
+    base: Annotated[bool, Strict()] = False
 
 
 def parse_temperatures(v: Any) -> tuple[float, ...]:
@@ -503,6 +504,28 @@ class SweepSpec:
             )
         return spec
 
+    def check_inputs(self) -> None:
+        """The cheap part of :meth:`resolve`, run before Ray or any service starts: a miniworld spec's
+        families must be in its world preset's configuration (known without building the world); a paths
+        spec's base models, adapters, data folder and leak split must exist on this machine."""
+        if self.source == "miniworld":
+            from railsweep.miniworld.presets import preset_config
+
+            known = preset_config(self.miniworld_preset).families
+            for f in self.families:
+                if f.name not in known:
+                    raise ConfigError(
+                        f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
+                        f"known: {list(known)}"
+                    )
+            return
+        self._check_paths()
+        if self.temperatures and not self.leak_split:
+            raise ConfigError(
+                f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
+                "the dynamics step compares leaked and unleaked items"
+            )
+
     @property
     def dynamics_settings(self) -> DynamicsSpec:
         """The dynamics step's settings (the defaults when the spec has temperatures but no block)."""
@@ -514,9 +537,9 @@ class SweepSpec:
         if self.leak_split and not Path(self.leak_split).is_file():
             raise DataError(f"leak_split file {self.leak_split!r} does not exist")
         for fam in self.families:
-            local = Path(fam.base)
-            if fam.base.startswith(("/", ".", "~")) and not local.expanduser().exists():
-                raise DataError(f"family {fam.name!r}: base model {fam.base!r} does not exist")
+            why = model_problem(fam.base)
+            if why:
+                raise DataError(f"family {fam.name!r}: base model {why}")
             names = fam.adapter_dict()
             for d in self.domains:
                 for need in (fam.clean_adapter(d), f"co_{d}"):
@@ -526,8 +549,9 @@ class SweepSpec:
                             f"adapters: {sorted(names)}"
                         )
             for aname, apath in fam.adapters:
-                if not Path(apath).expanduser().exists():
-                    raise DataError(f"family {fam.name!r}: adapter {aname!r} path {apath!r} does not exist")
+                why = model_problem(apath, "adapter_config.json")
+                if why:
+                    raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
 
     @property
     def primary_setting(self) -> tuple[str, str]:

@@ -1,0 +1,221 @@
+"""The argument types every command line shares, so one flag means one thing everywhere.
+
+``railsweep eval``, ``detect``, ``figure1``, ``dynamics``, ``miniworld``, ``score``, ``sweep`` and the
+``sweeps/*.py`` jobs all declare ``--seed``, ``--temperature``, ``--m``, ``--limit``, ``--device``,
+``--threads``, ``--cache-dir`` and ``--out`` with the types below; a bad value is refused while the
+command line is parsed, before anything is loaded, started or written, with the same words
+everywhere (argparse prefixes the flag: ``argument --seed: must be an integer in [0, 4294967295],
+got '-1'``). :class:`Parser` turns argparse's usage errors into a
+:class:`~railsweep.errors.ConfigError`, which every entry point prints as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from railsweep.errors import ConfigError
+from railsweep.limits import INT64_MAX, SEED_MAX, TOKEN_ID_BYTES, check_fits
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its usage errors raised as ConfigError, so they print like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see '{self.prog} --help')")
+
+
+def _bad(text: str, rule: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+
+
+def integer(lo: int = 1, hi: int = INT64_MAX, *, bytes_each: int = 0, of: str = "") -> Callable[[str], int]:
+    """An argument type: an integer in [lo, hi]; with ``bytes_each``, ``value * bytes_each`` must fit in memory."""
+    rule = f"an integer >= {lo}" if hi == INT64_MAX else f"an integer in [{lo}, {hi}]"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            _bad(text, rule)
+        if value < lo:
+            _bad(text, rule)
+        if value > hi:
+            _bad(text, f"an integer in [{lo}, {hi}]")
+        if bytes_each:
+            try:
+                check_fits(text, value * bytes_each, of)
+            except ConfigError as e:
+                raise argparse.ArgumentTypeError(str(e)) from e
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def real(lo: float = 0.0, hi: float = math.inf, *, open_lo: bool = False, open_hi: bool = False):
+    """An argument type: a finite float in the interval [lo, hi] (``open_*``: that end excluded)."""
+    rule = f"a finite number in {'(' if open_lo else '['}{lo:g}, {hi:g}{')' if open_hi or hi == math.inf else ']'}"
+    if lo == -math.inf and hi == math.inf:
+        rule = "a finite number"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            _bad(text, rule)
+        inside = (lo < value if open_lo else lo <= value) and (value < hi if open_hi else value <= hi)
+        if not math.isfinite(value) or not inside:
+            _bad(text, rule)
+        return value
+
+    parse.__name__ = "real"
+    return parse
+
+
+def text(value: str) -> str:
+    """A non-empty string without control characters (a label, a name)."""
+    if not value.strip() or any(ord(ch) < 32 for ch in value):
+        _bad(value, "a non-empty name without control characters")
+    return value
+
+
+def device(value: str) -> str:
+    """auto, cpu, mps, cuda or cuda:N (whether that device exists is checked before a model loads)."""
+    if not _DEVICE_RE.match(value):
+        _bad(value, "auto, cpu, mps, cuda or cuda:N")
+    return value
+
+
+def threads(value: str) -> int:
+    """CPU threads: 1 up to this machine's logical CPUs (more only time-slices the same cores)."""
+    return integer(1, os.cpu_count() or 1)(value)
+
+
+def writable_dir(value: str) -> str:
+    """A directory this process can write into or create (checked without leaving anything behind)."""
+    try:
+        check_writable_dir(value, "")
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).strip()) from e
+    return value
+
+
+def existing_file(value: str) -> str:
+    if not Path(value).expanduser().is_file():
+        _bad(value, "an existing file")
+    return value
+
+
+def existing_dir(value: str) -> str:
+    if not Path(value).expanduser().is_dir():
+        _bad(value, "an existing directory")
+    return value
+
+
+# The shared flags' types.
+seed = integer(0, SEED_MAX)
+temperature = real(0.0)  # 0 = greedy
+samples = integer(1, bytes_each=TOKEN_ID_BYTES, of="token ids (at least one per sample)")  # --m
+new_tokens = integer(1, bytes_each=TOKEN_ID_BYTES, of="token ids")  # --max-new-tokens
+limit = integer(1)  # --limit: the first N questions
+positive = integer(1)
+n_boot = integer(1, bytes_each=16, of="bootstrap indices (at least one question)")
+strata = integer(1, INT64_MAX)  # --B: stratum indices are int64
+ngram_order = integer(1, bytes_each=4 * TOKEN_ID_BYTES, of="carried token ids and window hashes")
+port = integer(1, 65535)
+probability = real(0.0, 1.0, open_lo=True, open_hi=True)
+fraction = real(0.0, 1.0)
+positive_real = real(0.0, open_lo=True)
+
+
+def check_writable_dir(path: str | Path, flag: str = "--out", shown: str | None = None) -> None:
+    """Fail now, before any work, unless ``path`` is a directory this process can write into or create.
+
+    ``flag`` and ``shown`` (default ``path``) name the option and the value the user gave in the message.
+    Steps:
+      1. walk up from ``path`` to the deepest entry that exists;
+      2. that entry must be a directory (``path`` itself, or an ancestor it would be created in);
+      3. create and remove a temporary directory there: the only reliable test (root, read-only
+         mounts, /proc), and nothing is left behind.
+    """
+    p = Path(path).expanduser()
+    what = f"{flag} {shown if shown is not None else path}"
+    base = p
+    while not os.path.lexists(base) and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        if base == p:
+            raise ConfigError(f"{what}: {p} is a file, not a directory")
+        raise ConfigError(f"{what}: cannot create the directory {p}: {base} is a file, not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".railsweep-probe-", dir=base))
+    except OSError as e:
+        raise ConfigError(f"{what}: cannot create files in {base} ({e.strerror or e})") from e
+
+
+def _looks_local(value: str) -> bool:
+    """A filesystem path rather than a hub id (``name`` or ``org/name``): it exists, or is absolute,
+    starts with ``.`` or ``~``, or has more than one ``/``. A missing local path never reaches a hub client."""
+    return Path(value).expanduser().exists() or value.startswith(("/", ".", "~")) or value.count("/") > 1
+
+
+def model_problem(value: str, needs: str = "config.json") -> str | None:
+    """Why ``value`` is not a usable local model folder (one holding ``needs``); None when it is, or is a hub id."""
+    if not _looks_local(value):
+        return None
+    p = Path(value).expanduser()
+    if not p.is_dir():
+        return f"{value}: no such directory"
+    if not (p / needs).is_file():
+        return f"{value}: the directory has no {needs}"
+    return None
+
+
+def tokenizer_problem(value: str) -> str | None:
+    """Why ``value`` is not a local tokenizer folder; None when it is one, or is a hub id."""
+    if not _looks_local(value):
+        return None
+    p = Path(value).expanduser()
+    if not p.is_dir():
+        return f"{value}: no such directory"
+    if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+        return f"{value}: the directory has no tokenizer.json, tokenizer_config.json or tokenizer.model"
+    return None
+
+
+def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        why = problem(value)
+        if why:
+            raise argparse.ArgumentTypeError(why)
+        return value
+
+    parse.__name__ = problem.__name__.removesuffix("_problem")
+    return parse
+
+
+model = _checked(model_problem)  # a base model folder with config.json, or a hub id
+adapter = _checked(lambda v: model_problem(v, "adapter_config.json"))  # a peft adapter folder
+adapter.__name__ = "adapter"
+tokenizer = _checked(tokenizer_problem)
+
+
+def existing_path(value: str) -> str:
+    if not Path(value).expanduser().exists():
+        _bad(value, "an existing file or directory")
+    return value
+
+
+finite = real(-math.inf)
+percentage = real(0.0, 100.0, open_lo=True)
+hash_bits = integer(1, 64)
+count = integer(0)  # a number of items where 0 means none
