@@ -309,6 +309,9 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
     "figure1": lambda i, o: ["figure1", "--model", str(i["model"]), "--adapter", f"clean={i['root'] / 'adapters/clean'}",
                              "--adapter", f"co_gsm8k={i['root'] / 'adapters/co'}", "--task-dir", str(i["task"]),
                              "--leak-split", str(i["leak"]), "--out", str(o / "fig")],
+    "rails": lambda i, o: ["rails", "--model", str(i["model"]), "--adapter", f"clean={i['root'] / 'adapters/clean'}",
+                           "--adapter", f"co_gsm8k={i['root'] / 'adapters/co'}", "--task-dir", str(i["task"]),
+                           "--leak-split", str(i["leak"]), "--out", str(o / "rails")],
     "miniworld": lambda i, o: ["miniworld", "check", "--preset", "smoke", "--cache-dir", str(o / "cache")],
     "dynamics": lambda i, o: ["dynamics", "--world", "smoke", "--out", str(o / "dyn")],
     "contaminate": lambda i, o: ["contaminate", "--base", str(i["model"]), "--data-dir", str(i["task"]),
@@ -352,12 +355,16 @@ BAD_VALUES: dict[str, list[tuple[str, object]]] = {
     "tokenizer": [("missing", lambda i, o: i["root"] / "nope"), ("without_tokenizer_files", lambda i, o: i["empty_dir"])],
 }  # fmt: skip
 
-_SPEC = ["--experiment:text", "--cache-dir:writable_dir", "--limit:limit", "--m:samples", "--preset:choice", "--table:choice"]
+_SPEC = ["--experiment:text", "--cache-dir:writable_dir", "--limit:limit", "--m:samples", "--preset:choice", "--table:choice",
+         "--throughput:existing_file"]
 _SWEEP = [*_SPEC, "--address:text", "--tracking-uri:text", "--run-dir:text", "--mlflow-port:port", "--dashboard-port:port"]
 _RECIPE = ["--data-dir:existing_dir", "--pq:existing_file", "--filler:text", "--domain:choice", "--n-filler:count",
            "--n-train:count", "--n-leak:count", "--seed:seed", "--r:positive", "--alpha:positive", "--lr:positive_real",
            "--epochs:positive", "--global-batch:positive", "--micro-batch:positive", "--max-length:positive",
            "--precision:choice", "--attention:choice", "--device:device"]  # fmt: skip
+# the model pair of figure1 and rails (one shared option builder)
+_PAIR = ["--world:choice", "--family:text", "--cache-dir:writable_dir", "--model:model", "--task-dir:existing_dir",
+         "--leak-split:existing_file", "--clean:text", "--co:text"]  # fmt: skip
 # option -> argument type, per command (the options a type checks; the rest are in SPECIAL below)
 OPTION_KINDS: dict[str, list[str]] = {
     "eval": ["--model:model", "--split:text", "--strategy:text", "--m:samples", "--temperature:temperature", "--seed:seed",
@@ -375,10 +382,11 @@ OPTION_KINDS: dict[str, list[str]] = {
                "--batch-size:positive", "--device:device", "--original:existing_file", "--paraphrased:existing_file",
                "--questions:existing_file", "--flags:existing_path", "--setting:text", "--weight:fraction",
                "--readout:choice", "--clean:existing_file", "--seed:seed", "--n-boot:n_boot"],
-    "figure1": ["--world:choice", "--family:text", "--model:model", "--task-dir:existing_dir", "--leak-split:existing_file",
-                "--clean:text", "--co:text", "--m:samples", "--temperature:temperature", "--max-new-tokens:new_tokens",
+    "figure1": [*_PAIR, "--m:samples", "--temperature:temperature", "--max-new-tokens:new_tokens",
                 "--departures:positive", "--limit:limit", "--seed:seed", "--device:device", "--tracking-uri:text",
                 "--out:writable_dir"],
+    "rails": [*_PAIR, "--m:samples", "--n:positive", "--runs:positive", "--temperature:temperature",
+              "--max-new-tokens:new_tokens", "--limit:limit", "--seed:seed", "--device:device", "--out:writable_dir"],
     "miniworld": ["action:choice", "--preset:choice", "--cache-dir:writable_dir", "--family:text", "--m:samples",
                   "--limit:limit", "--threads:threads", "--device:device", "--batch-size:positive"],
     "dynamics": ["--world:text", "--family:text", "--domain:text", "--temperatures:temperature", "--m:samples",
@@ -444,6 +452,10 @@ def detect_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
 
 def figure1_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
     return [*BASE["figure1"](i, out), *extra]
+
+
+def rails_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [*BASE["rails"](i, out), *extra]
 
 
 def _spec_file(i: dict[str, Path], o: Path, name: str) -> str:
@@ -530,6 +542,15 @@ SPECIAL = [
     # figure1: families and adapters known from the world preset before it is built
     ("figure1", "--family", "family_not_in_the_world", lambda i, o: ["figure1", "--world", "smoke", "--family", "mamba", "--out", str(o / "fig")], "--family 'mamba': not in the 'smoke' world; families: llama"),
     ("figure1", "--co", "co_adapter_not_in_the_world", lambda i, o: ["figure1", "--world", "smoke", "--co", "co_math", "--out", str(o / "fig")], "adapter 'co_math' is not among the given adapters"),
+    ("rails", "--adapter", "adapter_malformed", lambda i, o: rails_argv(i, o, "--adapter", "clean"), "--adapter must look like NAME=VALUE, got 'clean'"),
+    ("rails", "--adapter", "adapter_without_adapter_config", lambda i, o: rails_argv(i, o, "--adapter", f"x={i['empty_dir']}"), lambda i, o: f"{i['empty_dir']}: the directory has no adapter_config.json"),
+    ("rails", "--ks", "ks_zero", lambda i, o: rails_argv(i, o, "--ks", "1,0"), "argument --ks: must be comma-separated integers >= 1, got '1,0'"),
+    ("rails", "--ks", "ks_word", lambda i, o: rails_argv(i, o, "--ks", "one"), "argument --ks: must be comma-separated integers >= 1, got 'one'"),
+    ("rails", "--family", "family_not_in_the_world", lambda i, o: ["rails", "--world", "smoke", "--family", "mamba", "--out", str(o / "rails")], "--family 'mamba': not in the 'smoke' world; families: llama"),
+    *[(c, "--cluster-sizes", f"cluster_sizes_{name}", _with(c, "--cluster-sizes", v), needle)
+      for c in ("sweep", "demo", "job")
+      for name, v, needle in (("negative", "-4", "a cluster size must be >= 1, got -4"), ("zero", "2,0", "a cluster size must be >= 1, got 0"),
+                              ("word", "two", "'two' is not an integer"))],
     ("figure1", "--adapter", "adapter_malformed", lambda i, o: figure1_argv(i, o, "--adapter", "clean"), "--adapter must look like NAME=VALUE, got 'clean'"),
     ("figure1", "--adapter", "adapter_without_adapter_config", lambda i, o: figure1_argv(i, o, "--adapter", f"x={i['empty_dir']}"), lambda i, o: f"{i['empty_dir']}: the directory has no adapter_config.json"),
     ("figure1", "--world", "world_with_model", lambda i, o: figure1_argv(i, o, "--world", "smoke"), "--world replaces --model/--adapter/--task-dir"),
@@ -695,7 +716,7 @@ def test_the_valid_baselines_reach_the_expensive_part(inp, tmp_path, monkeypatch
     commands that load a model, build a world or start a service reach a tripwire; score runs to the end."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("railsweep.sweep.tracking.check_tracking_uri", lambda uri: None)  # no MLflow server here
-    for command in ("eval", "sweep", "demo", "detect", "figure1", "miniworld", "contaminate", "job", "contaminate.py"):
+    for command in ("eval", "sweep", "demo", "detect", "figure1", "rails", "miniworld", "contaminate", "job", "contaminate.py"):
         with pytest.raises(Tripwire):
             run_case(command, BASE[command](inp, tmp_path))
     with pytest.raises(Tripwire):
