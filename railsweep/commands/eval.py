@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.tasks.base import ANSWER_RULES, DEFAULT_ANSWER_RULE
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -62,6 +63,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--family", default=None, help="model family label recorded with the cell")
     p.add_argument("--domain", default=None, help="contamination domain label recorded with the cell")
     p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated")
+    p.add_argument(
+        "--answer-rule",
+        choices=ANSWER_RULES,
+        default=DEFAULT_ANSWER_RULE,
+        help="how a response's answer is read: final = the last 'The answer is N', else the last number "
+        "(default); first = the first 'The answer is N', else the last number; lm_eval = "
+        "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does",
+    )
     p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto")
@@ -136,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         role=args.role,
         clean_adapter=args.clean_adapter,
         base_adapter=args.base_adapter,
+        answer_rule=args.answer_rule,
     )
     for flag, name in (
         ("--use-adapter", cell.adapter),
