@@ -22,7 +22,9 @@ from railsweep.tasks.agreement import rule_agreement
 from railsweep.tasks.base import ANSWER_RULES, Question
 from railsweep.tasks.lm_eval_gsm8k import FALLBACK, cut_until, flexible_extract, strict_match
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "lm_eval_gsm8k_cot.json").read_text(encoding="utf-8"))
+FIXTURE = json.loads(
+    (Path(__file__).parent / "fixtures" / "lm_eval_gsm8k_cot.json").read_text(encoding="utf-8")
+)
 ROWS = FIXTURE["rows"]
 
 
@@ -72,7 +74,12 @@ def test_rule_agreement_counts_the_harness_scores_of_the_fixture():
         # a corrected first guess: final reads the correction, first and lm_eval the guess
         ("The answer is 3. No: 3 * 6 = 18. The answer is 18.", "final", "18", True),
         ("The answer is 3. No: 3 * 6 = 18. The answer is 18.", "first", "3", False),
-        ("The answer is 3. No: 3 * 6 = 18. The answer is 18.", "lm_eval", "3.", False),  # its group takes the period
+        (
+            "The answer is 3. No: 3 * 6 = 18. The answer is 18.",
+            "lm_eval",
+            "3.",
+            False,
+        ),  # its group takes the period
         # the harness's strict regex needs one more character after the number
         ("So 9 * 2 = 18. The answer is 18", "final", "18", True),
         ("So 9 * 2 = 18. The answer is 18", "first", "18", True),
@@ -103,7 +110,9 @@ KNOWN = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("response", "gold", "rule"), [(r, g, rule) for r, g, _ in KNOWN for rule in ANSWER_RULES])
+@pytest.mark.parametrize(
+    ("response", "gold", "rule"), [(r, g, rule) for r, g, _ in KNOWN for rule in ANSWER_RULES]
+)
 def test_known_misses_read_as_decided(response, gold, rule):
     """A space never groups digits ("18 000" reads 18, or 000 as the last number) under every rule; a comma-grouped
     decimal and a dollar amount are right under final and first (numeric comparison), wrong under lm_eval unless
@@ -114,7 +123,9 @@ def test_known_misses_read_as_decided(response, gold, rule):
 
 
 def test_an_unknown_answer_rule_is_refused_naming_it():
-    with pytest.raises(ConfigError, match="answer_rule must be one of final, first, lm_eval, got answer_rule='last'"):
+    with pytest.raises(
+        ConfigError, match="answer_rule must be one of final, first, lm_eval, got answer_rule='last'"
+    ):
         grade("The answer is 1.", "1", rule="last")
     with pytest.raises(ConfigError, match="got answer_rule='strict'"):
         GSM8KTask([], [], answer_rule="strict")
@@ -143,7 +154,10 @@ def test_rule_agreement_matches_a_naive_recount_on_lopsided_responses():
         assert a.n_disagree >= 30  # the 30 unterminated answers: lm_eval reads "1"
 
 
-QUESTIONS = [("Tom has 9 apples and doubles them. How many?", "9 * 2 = 18\n#### 18"), ("What is 3 * 4?", "#### 12")]
+QUESTIONS = [
+    ("Tom has 9 apples and doubles them. How many?", "9 * 2 = 18\n#### 18"),
+    ("What is 3 * 4?", "#### 12"),
+]
 SCRIPT = {  # question → the responses the scripted engine returns, in order
     0: ["So 9 * 2 = 18. The answer is 18", "The answer is 3. No, 18. The answer is 18.", "It is 18."],
     1: ["The answer is 12.", "3 * 4 = 12", "The answer is 12.00."],
@@ -176,14 +190,18 @@ class ScriptedEngine:
 def task_dir(tmp_path):
     root = tmp_path / "task"
     root.mkdir()
-    (root / "test.jsonl").write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS))
+    (root / "test.jsonl").write_text(
+        "".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS)
+    )
     (root / "cot_8shot.json").write_text(json.dumps([{"question": "1 + 1?", "answer": "The answer is 2."}]))
     return root
 
 
 @pytest.mark.parametrize("rule", ANSWER_RULES)
 def test_a_cell_records_its_rule_and_how_many_responses_the_rules_grade_differently(rule, task_dir, tmp_path):
-    cell = CellConfig(model="m", strategy="identity", task_dir=str(task_dir), m=3, temperature=1.0, answer_rule=rule)
+    cell = CellConfig(
+        model="m", strategy="identity", task_dir=str(task_dir), m=3, temperature=1.0, answer_rule=rule
+    )
     result = evaluate_cell(cell, ScriptedEngine(), out_dir=tmp_path / "out")
     got_cell, df = read_cell(result.paths.questions)
     grading = read_metadata(result.paths.questions)["grading"]
@@ -210,7 +228,9 @@ def test_a_cell_records_its_rule_and_how_many_responses_the_rules_grade_differen
 
 def test_a_task_graded_under_another_rule_than_its_cell_is_refused(task_dir, tmp_path):
     cell = CellConfig(model="m", strategy="identity", task_dir=str(task_dir), m=1, answer_rule="first")
-    with pytest.raises(ConfigError, match="the task grades under answer_rule='final' but the cell says answer_rule='first'"):
+    with pytest.raises(
+        ConfigError, match="the task grades under answer_rule='final' but the cell says answer_rule='first'"
+    ):
         evaluate_cell(cell, ScriptedEngine(), GSM8KTask.from_dir(task_dir), out_dir=tmp_path / "out")
     assert load_task(cell).answer_rule == "first"
     assert not (tmp_path / "out").exists()
