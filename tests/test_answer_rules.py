@@ -234,3 +234,30 @@ def test_a_task_graded_under_another_rule_than_its_cell_is_refused(task_dir, tmp
         evaluate_cell(cell, ScriptedEngine(), GSM8KTask.from_dir(task_dir), out_dir=tmp_path / "out")
     assert load_task(cell).answer_rule == "first"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_rule_reaches_every_cell_and_the_default_keeps_the_sweep_id():
+    import dataclasses
+
+    from railsweep.sweep.cells import expand
+    from railsweep.sweep.spec import FamilySpec, load_spec
+
+    adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
+    spec = dataclasses.replace(
+        load_spec("smoke"),
+        source="paths",
+        families=(FamilySpec("llama", "/p/base", adapters),),
+        data_dir="/p/data",
+    )
+    lm = dataclasses.replace(spec, readout=dataclasses.replace(spec.readout, answer_rule="lm_eval"))
+    explicit = dataclasses.replace(spec, readout=dataclasses.replace(spec.readout, answer_rule="final"))
+    assert explicit.sweep_id == spec.sweep_id != lm.sweep_id
+    cells, lm_cells = expand(spec), expand(lm)
+    assert {c.config.answer_rule for c in cells} == {"final"}
+    assert {c.config.answer_rule for c in lm_cells} == {"lm_eval"}
+    assert {c.flat_params()["answer_rule"] for c in lm_cells} == {"lm_eval"}
+    assert not {c.cell_id for c in cells} & {c.cell_id for c in lm_cells}
+    by_label = {
+        (c.config.adapter, c.label()): c for c in lm_cells
+    }  # mitigated cells point at their lm_eval clean cell
+    assert all(c.clean_id in {x.cell_id for x in lm_cells} for c in by_label.values() if c.clean_id)
