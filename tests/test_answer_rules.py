@@ -17,6 +17,7 @@ from railsweep.engines.base import Completion, Sample
 from railsweep.errors import ConfigError
 from railsweep.evaluate import evaluate_cell, load_task
 from railsweep.results import read_cell, read_metadata, read_responses
+from railsweep.sweep.trial import grading_metrics
 from railsweep.tasks import GSM8KTask, grade
 from railsweep.tasks.agreement import rule_agreement
 from railsweep.tasks.base import ANSWER_RULES, Question
@@ -224,6 +225,9 @@ def test_a_cell_records_its_rule_and_how_many_responses_the_rules_grade_differen
     assert responses["correct"].tolist() == [verdicts[t][col] for t in responses["text"]]
     assert df["c"].sum() == grading["n_correct"][rule]
     assert f"answer rule {rule} (3 of 6 responses graded differently" in result.summary()
+    metrics = grading_metrics(grading)  # what a sweep logs to the cell's MLflow run
+    assert metrics["n_rule_disagree"] == 3 and metrics[f"grading.correct_{rule}"] == grading["n_correct"][rule]
+    assert metrics["grading.lm_eval_strict_match"] == 1 and grading_metrics(None) == {}
 
 
 def test_a_task_graded_under_another_rule_than_its_cell_is_refused(task_dir, tmp_path):
