@@ -4,7 +4,9 @@
 A *cell* is one (model, adapter, strategy, readout) combination evaluated on
 one task; its :attr:`CellConfig.cell_id` is a short hash of the resolved
 config (strategy defaults filled in), so the same cell always gets the same id
-and reruns are idempotent. Every field is checked at construction and an
+and reruns are idempotent. A cell graded under the default answer rule
+(``final``) leaves the rule out of its dict and so keeps the id it had before
+answer rules could be chosen. Every field is checked at construction and an
 invalid value raises :class:`~railsweep.errors.ConfigError` naming it.
 """
 
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE
+from railsweep.tasks.grading import check_answer_rule
 
 Backend = Literal["transformers", "vllm"]
 Role = Literal["clean", "mitigated"]
@@ -126,6 +130,8 @@ class CellConfig:
         role: ``"clean"`` for the reference cell (strategy identity on M_cl), else ``"mitigated"``.
         clean_adapter / base_adapter: the M_cl / base adapters of the same family for strategies
             that compare against them (Shortcut); None when unused / base model.
+        answer_rule: how a response's answer is read (``final``, ``first`` or ``lm_eval``, see
+            :mod:`railsweep.tasks.grading`); in the dict and the id only when it is not ``final``.
     """
 
     model: str
@@ -146,6 +152,7 @@ class CellConfig:
     role: Role = "mitigated"
     clean_adapter: str | None = None
     base_adapter: str | None = None
+    answer_rule: str = DEFAULT_ANSWER_RULE
 
     def __post_init__(self) -> None:
         from railsweep.strategies.base import config_dict, make_config
@@ -159,6 +166,7 @@ class CellConfig:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, str(value))
+        check_answer_rule(self.answer_rule)
         _check_int("m", self.m, minimum=1)
         _check_int("seed", self.seed, minimum=0)
         _check_int("max_new_tokens", self.max_new_tokens, minimum=1)
@@ -191,9 +199,15 @@ class CellConfig:
     # ---------------------------------------------------------------- identity
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``."""
+        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``.
+
+        The default answer rule is left out, so a default cell's dict, id and results metadata are
+        what they were before the rule was a field (its results record the rule in ``railsweep.grading``).
+        """
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["strategy_params"] = dict(self.strategy_params)
+        if self.answer_rule == DEFAULT_ANSWER_RULE:
+            del d["answer_rule"]
         return d
 
     @classmethod

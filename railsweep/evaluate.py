@@ -19,6 +19,7 @@ from railsweep.engines.base import Engine
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import CellPaths, write_cell
 from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
+from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
 
 
@@ -29,6 +30,7 @@ class CellResult:
     outcomes: list[QuestionOutcome]
     wall_s: float
     n_samples: int  # responses decoded (greedy trajectories included)
+    agreement: RuleAgreement  # how the other answer rules would have graded the same responses
 
     @property
     def n_questions(self) -> int:
@@ -43,11 +45,13 @@ class CellResult:
         return sum(o.r01 for o in self.outcomes) / max(len(self.outcomes), 1)
 
     def summary(self) -> str:
-        """One line: id, label, size, mean solve probability, mean 0/1 readout, time."""
+        """One line: id, label, size, mean solve probability, mean 0/1 readout, answer rule, time."""
+        a = self.agreement
         return (
             f"cell {self.cell.cell_id} [{self.cell.role}] {self.cell.label()} adapter={self.cell.adapter}: "
             f"{self.n_questions} questions, m={self.cell.m}, mean r={self.mean_solve_prob:.4f}, "
-            f"mean r01={self.mean_r01:.4f}, {self.n_samples} samples in {self.wall_s:.1f}s"
+            f"mean r01={self.mean_r01:.4f}, answer rule {a.answer_rule} ({a.n_disagree} of {a.n_responses} "
+            f"responses graded differently by another rule), {self.n_samples} samples in {self.wall_s:.1f}s"
         )
 
 
@@ -59,7 +63,12 @@ def load_task(cell: CellConfig) -> Task:
     if not root.is_dir():
         raise DataError(f"task directory not found: {root}")
     return GSM8KTask.from_dir(
-        root, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit, leak_split=cell.leak_split
+        root,
+        split=cell.split,
+        fewshot_path=cell.fewshot,
+        limit=cell.limit,
+        leak_split=cell.leak_split,
+        answer_rule=cell.answer_rule,
     )
 
 
@@ -79,10 +88,12 @@ def evaluate_cell(
     Steps:
 
     1. check the engine serves the cell's adapters (and the clean/base ones it names);
-    2. load the task from the cell when none is given, keep the first ``cell.limit`` questions;
+    2. load the task from the cell when none is given (a given task that grades under another answer
+       rule than the cell's is refused), keep the first ``cell.limit`` questions;
     3. build the strategy from the registry with the cell's parameters;
     4. run it in an :class:`EvalContext` with the cell's readout settings;
-    5. check one outcome per question, then write the cell atomically (:func:`write_cell`).
+    5. check one outcome per question, re-grade every response under every answer rule
+       (:func:`rule_agreement`), then write the cell atomically (:func:`write_cell`).
     """
     served = set(engine.adapters())
     for what, name in (
@@ -96,6 +107,11 @@ def evaluate_cell(
             )
     if task is None:
         task = load_task(cell)
+    task_rule = getattr(task, "answer_rule", cell.answer_rule)  # a task without rules grades its own way
+    if task_rule != cell.answer_rule:
+        raise ConfigError(
+            f"the task grades under answer_rule={task_rule!r} but the cell says answer_rule={cell.answer_rule!r}"
+        )
     questions: Sequence[Question] = list(task.questions())
     if cell.limit is not None:
         questions = questions[: cell.limit]
@@ -132,7 +148,15 @@ def evaluate_cell(
             f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
             f" (missing question_index {missing})"
         )
+    gold = {q.index: q.gold for q in questions}
+    agreement = rule_agreement(
+        ((s.text, gold[o.index]) for o in outcomes for s in o.samples), cell.answer_rule, tuple(task.stop)
+    )
     if provenance is None:
         provenance = prov.collect(cell.task_files())
-    paths = write_cell(out_dir, cell, outcomes, questions, provenance=provenance)
-    return CellResult(cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded)
+    paths = write_cell(
+        out_dir, cell, outcomes, questions, provenance=provenance, grading=agreement.to_dict()
+    )
+    return CellResult(
+        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement
+    )

@@ -147,6 +147,7 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "engine_threads_zero": (_spec(resources={"engine_threads": 0}), "resources.engine_threads: input should be greater than or equal to 1, got 0"),
     "omp_wait_policy_unknown": (_spec(resources={"omp_wait_policy": "BUSY"}), "got 'BUSY'"),
     "tracking_experiment_empty": (_spec(tracking={"experiment": ""}), "tracking.experiment: string should have at least 1 character, got ''"),
+    "answer_rule_unknown": (_spec(readout={"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
     "temperatures_negative": (_spec(temperatures=[-1]), "bad temperature -1"),
     "temperatures_inf": ("temperatures: [.inf]\nstrategies: [identity]\n", "bad temperature inf"),
     **{
@@ -237,7 +238,7 @@ SPEC_FIELD = {
     "max_task_retries_below_unlimited": "resources.max_task_retries", "max_failures_below_unlimited": "resources.max_failures",
     "clean_wait_zero": "resources.clean_wait_s", "engine_threads_zero": "resources.engine_threads",
     "omp_wait_policy_unknown": "resources.omp_wait_policy", "tracking_experiment_empty": "tracking.experiment",
-    "temperatures_negative": "temperatures", "temperatures_inf": "temperatures",
+    "temperatures_negative": "temperatures", "temperatures_inf": "temperatures", "answer_rule_unknown": "readout.answer_rule",
     **{f"dynamics_{k}": f"dynamics.{k}" for k in ("n_boot", "n_boot_gain", "min_items", "e_cut", "forcing_batch", "device", "seed", "base")},
 }  # fmt: skip
 
@@ -368,7 +369,7 @@ _PAIR = ["--world:choice", "--family:text", "--cache-dir:writable_dir", "--model
 # option -> argument type, per command (the options a type checks; the rest are in SPECIAL below)
 OPTION_KINDS: dict[str, list[str]] = {
     "eval": ["--model:model", "--split:text", "--strategy:text", "--m:samples", "--temperature:temperature", "--seed:seed",
-             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice",
+             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice", "--answer-rule:choice",
              "--backend:choice", "--device:device", "--batch-size:positive", "--max-batch-size:positive",
              "--cache-dir:writable_dir", "--out:writable_dir"],
     "score": ["--B:strata", "--n-boot:n_boot", "--alpha:probability", "--seed:seed"],

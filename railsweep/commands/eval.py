@@ -14,6 +14,7 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
+from railsweep.tasks.base import ANSWER_RULES, DEFAULT_ANSWER_RULE
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -64,6 +65,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--family", type=at.text, default=None, help="model family label recorded with the cell")
     p.add_argument("--domain", type=at.text, default=None, help="contamination domain label recorded with the cell")
     p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated")
+    p.add_argument(
+        "--answer-rule",
+        choices=ANSWER_RULES,
+        default=DEFAULT_ANSWER_RULE,
+        help="how a response's answer is read: final = the last 'The answer is N', else the last number "
+        "(default); first = the first 'The answer is N', else the last number; lm_eval = "
+        "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does",
+    )
     p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
     p.add_argument("--device", type=at.device, default="auto")
     p.add_argument("--dtype", default="auto")
@@ -137,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         role=args.role,
         clean_adapter=args.clean_adapter,
         base_adapter=args.base_adapter,
+        answer_rule=args.answer_rule,
     )
     for flag, name in (
         ("--use-adapter", cell.adapter),

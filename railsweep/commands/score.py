@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{path} was evaluated on different question data than {args.clean} "
                 f"({cell.split}.jsonl sha256 {other[:12]}… vs {clean_sum[:12]}…)"
             )
+        if cell.answer_rule != clean_cell.answer_rule:  # a solve probability means what its rule reads
+            raise DataError(
+                f"{path} was graded under answer_rule {cell.answer_rule!r} but the clean cell {args.clean} under "
+                f"{clean_cell.answer_rule!r}; score cells graded under the same rule"
+            )
     check_bootstrap_memory(args.n_boot, max(len(clean_df), *(len(df) for _, _, df in cells)))
     labels = [cell.label() for _, cell, _ in cells]
     labels = [
@@ -97,13 +102,15 @@ def run(args: argparse.Namespace) -> int:
                 "cell_id": cell.cell_id,
                 "adapter": cell.adapter,
                 "m": cell.m,
+                "answer_rule": cell.answer_rule,
                 "file": str(path),
                 **flatten_scores(score),
                 "stratum_occupancy": describe_occupancy(score["stratum_n"]),
             }
         )
     title = (
-        f"Scores vs clean cell {clean_cell.cell_id} (B={args.B}, {args.n_boot} bootstrap resamples, "
+        f"Scores vs clean cell {clean_cell.cell_id} (answer rule {clean_cell.answer_rule}, B={args.B}, "
+        f"{args.n_boot} bootstrap resamples, "
         f"{1 - args.alpha:.0%} CI)"
     )
     markdown = to_markdown(metric_table(scored, list(METRICS), title=title))

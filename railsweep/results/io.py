@@ -67,11 +67,14 @@ def write_cell(
     questions: Sequence[Question],
     *,
     provenance: Mapping[str, Any] | None = None,
+    grading: Mapping[str, Any] | None = None,
 ) -> CellPaths:
     """Write the cell's per-question and responses Parquet files; returns their paths.
 
     ``provenance`` defaults to :func:`railsweep.provenance.collect` over the
-    cell's data files.
+    cell's data files; ``grading`` (the answer rules' counts,
+    :meth:`railsweep.tasks.agreement.RuleAgreement.to_dict`) goes into both
+    files' metadata when given.
     """
     q_table = schema.questions_table(outcomes, questions)
     r_table = schema.responses_table(outcomes)
@@ -79,10 +82,10 @@ def write_cell(
         provenance = prov.collect(cell.task_files())
     cell_dict = cell.to_dict()
     q_table = q_table.replace_schema_metadata(
-        schema.metadata("questions", cell.cell_id, cell_dict, provenance)
+        schema.metadata("questions", cell.cell_id, cell_dict, provenance, grading)
     )
     r_table = r_table.replace_schema_metadata(
-        schema.metadata("responses", cell.cell_id, cell_dict, provenance)
+        schema.metadata("responses", cell.cell_id, cell_dict, provenance, grading)
     )
 
     out = Path(out_dir)
@@ -140,7 +143,8 @@ def _read_table(path: str | Path) -> pa.Table:
 
 
 def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
-    """``{"cell": CellConfig, "cell_id": str, "provenance": dict}`` of a results file, schema-checked."""
+    """``{"cell": CellConfig, "cell_id": str, "provenance": dict, "grading": dict | None}`` of a results file,
+    schema-checked."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"results file not found: {p}")

@@ -30,9 +30,15 @@ trajectory a strategy decoded first, when it did), ``text`` string,
 Both files carry Parquet key-value metadata (UTF-8 JSON values):
 ``railsweep.schema_version`` (``"1"``), ``railsweep.kind`` (``"questions"`` or
 ``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the resolved
-``CellConfig.to_dict()``) and ``railsweep.provenance`` (git commit + dirty
-flag, package versions, sha256 of the data files; see
-:mod:`railsweep.provenance`). Readers refuse any other schema version.
+``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the
+default ``final``), ``railsweep.provenance`` (git commit + dirty flag, package
+versions, sha256 of the data files; see :mod:`railsweep.provenance`) and, for
+every cell :func:`railsweep.evaluate.evaluate_cell` writes, ``railsweep.grading``
+(:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was
+graded under, and over its graded responses the correct count under every rule,
+how many each other rule grades differently, how many the rules do not all
+grade the same, and lm-evaluation-harness's strict-match and flexible-extract
+correct counts). Readers refuse any other schema version.
 Adding a column or key is version 1 compatible only if readers may ignore it;
 anything else bumps :data:`SCHEMA_VERSION`.
 """
@@ -60,6 +66,7 @@ KEY_KIND = "railsweep.kind"
 KEY_CELL_ID = "railsweep.cell_id"
 KEY_CELL = "railsweep.cell"
 KEY_PROVENANCE = "railsweep.provenance"
+KEY_GRADING = "railsweep.grading"
 
 EXTRA_PREFIX = "x_"
 
@@ -92,15 +99,23 @@ _EXTRA_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 def metadata(
-    kind: str, cell_id: str, cell: Mapping[str, Any], provenance: Mapping[str, Any]
+    kind: str,
+    cell_id: str,
+    cell: Mapping[str, Any],
+    provenance: Mapping[str, Any],
+    grading: Mapping[str, Any] | None = None,
 ) -> dict[bytes, bytes]:
-    return {
+    """The key-value metadata of a results file; ``grading`` is left out when None (a readers-may-ignore key)."""
+    meta = {
         KEY_VERSION.encode(): str(SCHEMA_VERSION).encode(),
         KEY_KIND.encode(): kind.encode(),
         KEY_CELL_ID.encode(): cell_id.encode(),
         KEY_CELL.encode(): json.dumps(dict(cell), sort_keys=True).encode(),
         KEY_PROVENANCE.encode(): json.dumps(dict(provenance), sort_keys=True, default=str).encode(),
     }
+    if grading is not None:
+        meta[KEY_GRADING.encode()] = json.dumps(dict(grading), sort_keys=True).encode()
+    return meta
 
 
 def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Question]) -> pa.Table:
@@ -167,7 +182,8 @@ def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
 
 
 def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -> dict[str, Any]:
-    """Decode and check a file's key-value metadata; returns ``{"cell": ..., "provenance": ..., "cell_id": ...}``."""
+    """Decode and check a file's key-value metadata; returns ``{"cell", "provenance", "cell_id", "grading"}``
+    (``grading`` None for a file written without it)."""
     meta = meta or {}
     raw = meta.get(KEY_VERSION.encode())
     if raw is None:
@@ -184,9 +200,10 @@ def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -
         cell = json.loads(meta[KEY_CELL.encode()])
         provenance = json.loads(meta.get(KEY_PROVENANCE.encode(), b"{}"))
         cell_id = meta[KEY_CELL_ID.encode()].decode()
+        grading = json.loads(meta[KEY_GRADING.encode()]) if KEY_GRADING.encode() in meta else None
     except (KeyError, ValueError) as e:
         raise DataError(f"{source}: malformed railsweep metadata: {e}") from e
-    return {"cell": cell, "provenance": provenance, "cell_id": cell_id}
+    return {"cell": cell, "provenance": provenance, "cell_id": cell_id, "grading": grading}
 
 
 def check_columns(schema: pa.Schema, expected: Sequence[pa.Field], source: str, *, extras: bool) -> None:

@@ -71,6 +71,7 @@ class SweepCell:
             "seed": c.seed,
             "max_new_tokens": c.max_new_tokens,
             "limit": c.limit,
+            "answer_rule": c.answer_rule,
             "clean_cell_id": self.clean_id,
         }
         for k, v in c.strategy_params.items():
@@ -156,6 +157,7 @@ def _common(spec: SweepSpec) -> dict[str, Any]:
         limit=r.limit,
         task_dir=spec.data_dir,
         leak_split=spec.leak_split,
+        answer_rule=r.answer_rule,
     )
 
 

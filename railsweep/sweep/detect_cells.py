@@ -66,7 +66,7 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
                     model=fam.base, adapter=f"co_{domain}", strategy=READOUT_STRATEGY,
                     strategy_params=READOUT_PARAMS, family=fam.name, domain=domain, role="mitigated",
                     m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens,
-                    limit=r.limit, leak_split=spec.leak_split, **tasks[wording],
+                    limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, **tasks[wording],
                 )  # fmt: skip
                 cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
                 pair[wording] = cfg.cell_id

@@ -53,6 +53,7 @@ from railsweep.sweep._schema import (
     schema,
     validate,
 )
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, AnswerRule
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (
@@ -197,12 +198,17 @@ class Detection:
 
 @schema("readout")
 class Readout:
+    """``answer_rule``: how every cell's responses are graded (railsweep.tasks.grading): ``final`` (the
+    last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
+    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison)."""
+
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
     max_new_tokens: PosInt = 256
     seed: NonNegInt = 0
     batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
     limit: PosInt | None = None  # first N test questions (None = all)
+    answer_rule: AnswerRule = DEFAULT_ANSWER_RULE
 
 
 @schema("scoring")
@@ -461,6 +467,8 @@ class SweepSpec:
         if not self.temperatures:  # specs without the temperature dimension keep their ids
             d.pop("temperatures")
             d.pop("dynamics")
+        if d["readout"]["answer_rule"] == DEFAULT_ANSWER_RULE:  # so do specs graded by the default rule
+            d["readout"].pop("answer_rule")
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 

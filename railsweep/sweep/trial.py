@@ -8,7 +8,8 @@ Steps of a trial:
 4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (SA-PPG and the rest
    of method.md §2 with CIs) and plot clean vs mitigated: the only time a pair is bootstrapped, the
    sweep's publish step and the notebook reuse these scores (tagged with the clean run they compare against);
-5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
+5. log params (the answer rule among them), metrics (the answer rules' counts among them, see
+   :func:`grading_metrics`), provenance, artifacts; mark the run FINISHED (FAILED on error);
 6. ``tune.report`` the headline numbers.
 """
 
@@ -69,6 +70,20 @@ def cell_summary(df: Any) -> dict[str, float]:
     return out
 
 
+def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
+    """A cell's ``railsweep.grading`` counts as MLflow metrics: ``n_rule_disagree`` (responses the answer
+    rules do not all grade the same) and, under ``grading.``, the correct count under every rule, each other
+    rule's count of responses graded differently, and lm-eval's strict-match / flexible-extract counts."""
+    if not grading:
+        return {}
+    out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}
+    out.update({f"grading.correct_{rule}": float(n) for rule, n in grading["n_correct"].items()})
+    out.update({f"grading.differ_{rule}": float(n) for rule, n in grading["n_differ"].items()})
+    for key in ("lm_eval_strict_match", "lm_eval_flexible_extract"):
+        out[f"grading.{key}"] = float(grading[key])
+    return out
+
+
 def _wait_for_clean(tracker: Tracker, clean_id: str, timeout: float) -> Any | None:
     deadline = time.time() + timeout
     delay = 1.0
@@ -110,10 +125,11 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         metrics = {"busy_s": out["busy_s"], "eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
         with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
             paths = write_files(out["files"], tmp)
-            from railsweep.results.io import read_cell
+            from railsweep.results.io import read_cell, read_metadata
 
             _, df = read_cell(paths["questions"])
             metrics.update(cell_summary(df))
+            metrics.update(grading_metrics(read_metadata(paths["questions"])["grading"]))
             tags = {TAG_QUESTIONS_FILE: paths["questions"].name, TAG_RESPONSES_FILE: paths["responses"].name}
             if meta.get("clean_id"):
                 clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 GradeRule = Literal["strict", "flexible", "none"]
+# How a GSM8K response's answer is read (railsweep.tasks.grading): the last "The answer is N" (default),
+# the first one, or lm-evaluation-harness gsm8k_cot's own filters and comparison.
+AnswerRule = Literal["final", "first", "lm_eval"]
+ANSWER_RULES: tuple[str, ...] = get_args(AnswerRule)
+DEFAULT_ANSWER_RULE = "final"
 
 
 @dataclass(frozen=True)
@@ -22,7 +27,7 @@ class Question:
 class Grade:
     correct: bool
     pred: str | None  # the extracted answer, normalised; None when no number was found
-    rule: GradeRule  # which rule extracted it
+    rule: GradeRule  # which step of the answer rule extracted it
 
 
 class Task(Protocol):

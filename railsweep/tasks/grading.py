@@ -1,24 +1,33 @@
-"""Grade a GSM8K chain-of-thought response against the gold answer.
+"""Grade a GSM8K chain-of-thought response against the gold answer, under a chosen answer rule.
 
-Steps, after lm-evaluation-harness ``gsm8k_cot`` (its "strict-match" and
-"flexible-extract" filters):
+Steps of the ``final`` rule (the default) and the ``first`` rule, after
+lm-evaluation-harness ``gsm8k_cot`` (its "strict-match" and "flexible-extract"
+filters):
 
 1. **cut** the response at its first stop string (:data:`STOP`, the task's
    stop strings): a response ends where the model starts a new "Q:", so text an
    engine would not have returned (a run-on into an invented next question and
    its answer) is never graded;
-2. **strict**: the LAST "The answer is N" of what is left (case-insensitive,
-   an optional colon, ``$`` and spaces allowed before N, the trailing period
-   optional), so a corrected answer ("I first thought the answer is 3, but
-   3 * 6 = 18. The answer is 18.") counts, not the first guess;
+2. **strict**: ``final`` takes the LAST "The answer is N" of what is left, so a
+   corrected answer ("I first thought the answer is 3, but 3 * 6 = 18. The
+   answer is 18.") counts, not the first guess; ``first`` takes the FIRST one,
+   as the harness's strict-match does. Case-insensitive, an optional colon,
+   ``$`` and spaces allowed before N, the trailing period optional;
 3. **flexible**, only when no strict match exists: the LAST number anywhere in
-   what is left.
+   what is left (both rules).
 
 A number is normalised before comparison: thousands commas and ``$`` removed,
 a trailing sentence period ignored, then compared as a decimal, so "18",
-"18.00" and "$18." are all equal to gold "18". A minus sign counts only when it
-is not a binary minus (``5-3`` reads as 3, not -3). The rule that produced the
-prediction is recorded ("none" when no number was found).
+"18.00" and "$18." are all equal to gold "18" ("$3.50" is gold 3.5 and
+"1,200.50" is gold 1200.5). A space never groups digits: "18 000" reads 18
+after "The answer is" and 000 as the last number, because GSM8K, its exemplars
+and so the models write thousands with commas, and in worked arithmetic a
+space separates two numbers ("5 100-dollar bills"). A minus sign counts only
+when it is not a binary minus (``5-3`` reads as 3, not -3). The step that
+produced the prediction is recorded ("none" when no number was found).
+
+The ``lm_eval`` rule is the harness's own filters and string comparison, byte
+for byte (:mod:`railsweep.tasks.lm_eval_gsm8k`), after the same cut.
 """
 
 from __future__ import annotations
@@ -26,7 +35,9 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from railsweep.tasks.base import Grade
+from railsweep.errors import ConfigError
+from railsweep.tasks.base import ANSWER_RULES, DEFAULT_ANSWER_RULE, Grade
+from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval
 
 # sign (not a binary minus: nothing word-like just before it), optional $, then
 # either comma-grouped thousands or plain digits, then an optional decimal part
@@ -66,23 +77,38 @@ def cut_at_stop(response: str, stop: tuple[str, ...] = STOP) -> str:
     return response[: min(hits)] if hits else response
 
 
-def extract(response: str, stop: tuple[str, ...] = STOP) -> tuple[str | None, str]:
-    """(normalised prediction or None, rule) for a response, steps as in the module docstring."""
+def check_answer_rule(rule: object, what: str = "answer_rule") -> str:
+    """``rule`` if it names an answer rule, else ConfigError naming the value and the choices."""
+    if rule not in ANSWER_RULES:
+        raise ConfigError(f"{what} must be one of {', '.join(ANSWER_RULES)}, got {what}={rule!r}")
+    return rule  # type: ignore[return-value]
+
+
+def extract(
+    response: str, stop: tuple[str, ...] = STOP, rule: str = DEFAULT_ANSWER_RULE
+) -> tuple[str | None, str]:
+    """(normalised prediction or None, step) under the ``final`` or ``first`` rule (module docstring)."""
+    if rule not in ("final", "first"):
+        raise ConfigError(f"extract reads the final and first rules, got rule={rule!r}")
     response = cut_at_stop(response, stop)
     strict = list(_STRICT_RE.finditer(response))
     if strict:
-        return _from_match(strict[-1]), "strict"
+        return _from_match(strict[-1 if rule == "final" else 0]), "strict"
     matches = list(_NUMBER_RE.finditer(response))
     if matches:
         return _from_match(matches[-1]), "flexible"
     return None, "none"
 
 
-def grade(response: str, gold: str, stop: tuple[str, ...] = STOP) -> Grade:
-    """Grade one response: correct when the extracted number equals ``gold`` numerically."""
-    pred, rule = extract(response, stop)
+def grade(response: str, gold: str, stop: tuple[str, ...] = STOP, rule: str = DEFAULT_ANSWER_RULE) -> Grade:
+    """Grade one response under ``rule``: ``final``/``first`` compare the extracted number with ``gold``
+    numerically; ``lm_eval`` compares the harness's filter output with ``gold`` as the harness does."""
+    check_answer_rule(rule)
+    if rule == "lm_eval":
+        return grade_lm_eval(cut_at_stop(response, stop), gold)
+    pred, step = extract(response, stop, rule)
     if pred is None:
         return Grade(correct=False, pred=None, rule="none")
     gold_norm = normalize_number(gold)
     correct = pred == gold_norm if gold_norm is not None else pred == gold.strip()
-    return Grade(correct=correct, pred=pred, rule=rule)  # type: ignore[arg-type]
+    return Grade(correct=correct, pred=pred, rule=step)  # type: ignore[arg-type]

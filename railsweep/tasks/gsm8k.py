@@ -11,6 +11,9 @@ Stop strings **[decision]**: lm-eval's ``until`` for gsm8k_cot is ``"Q:"`` (plus
 next exemplar), with the longer variants first so that an engine cutting at
 the first matching stop string also drops the blank line before it.
 
+The grader reads each response under the task's ``answer_rule`` (``final``,
+``first`` or ``lm_eval``, see :mod:`railsweep.tasks.grading`).
+
 Question indices are 0-based line numbers in the split's JSONL file (GSM8K
 test index); ``leaked`` comes from a leak-split JSON ``{"leaked": [...]}``.
 """
@@ -26,8 +29,8 @@ from typing import Any
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks.answers import parse_gold
-from railsweep.tasks.base import Grade, Question
-from railsweep.tasks.grading import STOP, grade
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, Grade, Question
+from railsweep.tasks.grading import STOP, check_answer_rule, grade
 from railsweep.tasks.text import read_utf8
 
 HUB_DATASET = ("openai/gsm8k", "main")
@@ -116,7 +119,8 @@ def _build_questions(rows: Sequence[dict[str, Any]], leaked: frozenset[int] | No
     ]
 
 
-def _check_args(split: str, limit: int | None, leak_split: str | Path | None) -> None:
+def _check_args(split: str, limit: int | None, leak_split: str | Path | None, answer_rule: str) -> None:
+    check_answer_rule(answer_rule)
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"limit must be a positive integer or None, got {limit!r}")
     if leak_split is not None and split != "test":
@@ -124,14 +128,19 @@ def _check_args(split: str, limit: int | None, leak_split: str | Path | None) ->
 
 
 class GSM8KTask:
-    """GSM8K questions + the 8-shot CoT prompt + the strict/flexible grader (implements ``Task``)."""
+    """GSM8K questions + the 8-shot CoT prompt + the grader under ``answer_rule`` (implements ``Task``)."""
 
     name = "gsm8k"
     stop = STOP
 
     def __init__(
-        self, questions: Sequence[Question], exemplars: Sequence[dict[str, str]], split: str = "test"
+        self,
+        questions: Sequence[Question],
+        exemplars: Sequence[dict[str, str]],
+        split: str = "test",
+        answer_rule: str = DEFAULT_ANSWER_RULE,
     ):
+        self.answer_rule = check_answer_rule(answer_rule)
         self._questions = tuple(questions)
         self.exemplars = tuple(exemplars)
         self.split = split
@@ -146,15 +155,17 @@ class GSM8KTask:
         fewshot_path: str | Path | None = None,
         limit: int | None = None,
         leak_split: str | Path | None = None,
+        answer_rule: str = DEFAULT_ANSWER_RULE,
     ) -> GSM8KTask:
         """Read ``<data_dir>/<split>.jsonl`` and the exemplars (default ``<data_dir>/cot_8shot.json``)."""
-        _check_args(split, limit, leak_split)
+        _check_args(split, limit, leak_split, answer_rule)
         data_dir = Path(data_dir)
         data_path = data_dir / f"{split}.jsonl"
         fewshot = Path(fewshot_path) if fewshot_path is not None else data_dir / "cot_8shot.json"
         rows = read_jsonl(data_path)
         leaked = read_leak_split(leak_split, len(rows)) if leak_split is not None else None
-        task = cls(_build_questions(rows, leaked)[:limit], load_exemplars(fewshot), split=split)
+        questions = _build_questions(rows, leaked)[:limit]
+        task = cls(questions, load_exemplars(fewshot), split=split, answer_rule=answer_rule)
         task.files = tuple(p for p in (data_path, fewshot, Path(leak_split) if leak_split else None) if p)
         return task
 
@@ -165,6 +176,7 @@ class GSM8KTask:
         fewshot_path: str | Path | None = None,
         limit: int | None = None,
         leak_split: str | Path | None = None,
+        answer_rule: str = DEFAULT_ANSWER_RULE,
     ) -> GSM8KTask:
         """Load ``openai/gsm8k`` (config ``main``) with ``datasets``; same order as the official JSONL.
 
@@ -172,7 +184,7 @@ class GSM8KTask:
         ``RAILSWEEP_DATA_DIR`` (then ``$RAILSWEEP_DATA_DIR/gsm8k/cot_8shot.json``).
         Offline, or when the hub refuses, this raises :class:`DataError`.
         """
-        _check_args(split, limit, leak_split)
+        _check_args(split, limit, leak_split, answer_rule)
         if fewshot_path is None:
             env = os.environ.get("RAILSWEEP_DATA_DIR")
             if not env:
@@ -192,7 +204,7 @@ class GSM8KTask:
             ) from e
         rows = [{"question": r["question"], "answer": r["answer"]} for r in ds]
         leaked = read_leak_split(leak_split, len(rows)) if leak_split is not None else None
-        return cls(_build_questions(rows, leaked)[:limit], exemplars, split=split)
+        return cls(_build_questions(rows, leaked)[:limit], exemplars, split=split, answer_rule=answer_rule)
 
     def questions(self) -> Sequence[Question]:
         return self._questions
@@ -201,4 +213,4 @@ class GSM8KTask:
         return f"{self.prefix}Q: {question.question}\nA:"
 
     def grade(self, response: str, question: Question) -> Grade:
-        return grade(response, question.gold, self.stop)
+        return grade(response, question.gold, self.stop, self.answer_rule)

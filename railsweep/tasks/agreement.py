@@ -1,0 +1,76 @@
+"""How differently the answer rules grade one cell's responses.
+
+A cell is graded under one answer rule (``final``, ``first`` or ``lm_eval``),
+but a reader comparing with lm-evaluation-harness numbers, or judging whether
+the rule matters for a cell, needs to know how many responses another rule
+would have graded the other way. Every graded response is therefore re-graded
+under every rule; the counts go into the cell's results
+(``railsweep.grading``, see :mod:`railsweep.results.schema`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from railsweep.tasks.base import ANSWER_RULES
+from railsweep.tasks.grading import STOP, check_answer_rule, cut_at_stop, grade
+from railsweep.tasks.lm_eval_gsm8k import flexible_extract_correct, strict_match_correct
+
+
+@dataclass(frozen=True)
+class RuleAgreement:
+    """Counts over a cell's graded responses (greedy trajectories, which are not graded, excluded).
+
+    Fields:
+        answer_rule: the rule the cell was graded under.
+        n_responses: graded responses.
+        n_correct: ``{rule: responses that rule grades correct}`` for every rule.
+        n_differ: ``{other rule: responses it grades differently from answer_rule}``.
+        n_disagree: responses the rules do not all grade the same (the cell's disagreement count).
+        lm_eval_strict_match / lm_eval_flexible_extract: responses correct under the harness's
+            ``exact_match,strict-match`` / ``exact_match,flexible-extract`` (its two reported scores).
+    """
+
+    answer_rule: str
+    n_responses: int = 0
+    n_correct: dict[str, int] = field(default_factory=dict)
+    n_differ: dict[str, int] = field(default_factory=dict)
+    n_disagree: int = 0
+    lm_eval_strict_match: int = 0
+    lm_eval_flexible_extract: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer_rule": self.answer_rule,
+            "n_responses": self.n_responses,
+            "n_correct": dict(self.n_correct),
+            "n_differ": dict(self.n_differ),
+            "n_disagree": self.n_disagree,
+            "lm_eval_strict_match": self.lm_eval_strict_match,
+            "lm_eval_flexible_extract": self.lm_eval_flexible_extract,
+        }
+
+
+def rule_agreement(
+    responses: Iterable[tuple[str, str]], answer_rule: str, stop: tuple[str, ...] = STOP
+) -> RuleAgreement:
+    """Grade every ``(response text, gold)`` under every rule and count where they part ways."""
+    check_answer_rule(answer_rule)
+    others = [r for r in ANSWER_RULES if r != answer_rule]
+    n = disagree = strict = flexible = 0
+    correct = dict.fromkeys(ANSWER_RULES, 0)
+    differ = dict.fromkeys(others, 0)
+    for text, gold in responses:
+        verdicts = {rule: grade(text, gold, stop, rule).correct for rule in ANSWER_RULES}
+        n += 1
+        for rule, ok in verdicts.items():
+            correct[rule] += ok
+        for rule in others:
+            differ[rule] += verdicts[rule] != verdicts[answer_rule]
+        disagree += len(set(verdicts.values())) > 1
+        cut = cut_at_stop(text, stop)  # as the lm_eval rule reads it (railsweep.tasks.grading.grade)
+        strict += strict_match_correct(cut, gold)
+        flexible += flexible_extract_correct(cut, gold)
+    return RuleAgreement(answer_rule, n, correct, differ, disagree, strict, flexible)

@@ -1,0 +1,102 @@
+"""lm-evaluation-harness ``gsm8k_cot``'s answer filters and its comparison, re-implemented with ``re``.
+
+The harness (``lm_eval/tasks/gsm8k/gsm8k-cot.yaml``, task version 3.0) cuts a
+response at each of its ``until`` strings in turn (``"Q:"``, ``"</s>"``,
+``"<|im_end|>"``; text after any of them is never read), then reads it through
+two independent filter chains and scores each with ``exact_match``:
+
+1. **strict-match**: regex ``The answer is (\\-?[0-9\\.\\,]+).`` (case-sensitive;
+   the final ``.`` is any character but a newline, so "The answer is 18" at the
+   very end reads "1"), the FIRST match's group, stripped;
+2. **flexible-extract**: regex ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, the LAST match,
+   its first non-empty group, stripped;
+3. either chain gives the fallback ``"[invalid]"`` when its regex finds nothing
+   (then ``take_first`` keeps the one response per question);
+4. **exact_match** against the target ``answer.split('####')[-1].strip()``: on
+   both strings delete ``,``, ``$``, everything up to a last ``"#### "`` and one
+   trailing ``.``, in that order, lower-case both, then compare as strings
+   ("18.00" is not "18").
+
+railsweep's ``lm_eval`` answer rule grades with the strict-match output and
+falls back to the flexible-extract output only when strict-match is
+``"[invalid]"``: the harness's two filters in the same two-step structure as
+railsweep's own rule. The harness's two scores themselves
+(:func:`strict_match_correct`, :func:`flexible_extract_correct`) are counted per
+cell as well. ``tests/fixtures/lm_eval_gsm8k_cot.jsonl`` holds the harness's own
+outputs for a few hundred responses, which these functions must reproduce.
+"""
+
+from __future__ import annotations
+
+import re
+
+from railsweep.tasks.base import Grade
+
+FALLBACK = "[invalid]"
+UNTIL = ("Q:", "</s>", "<|im_end|>")  # gsm8k_cot's generation_kwargs.until
+STRICT = re.compile(r"The answer is (\-?[0-9\.\,]+).")
+FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
+# exact_match's regexes_to_ignore, applied in this order to prediction and target alike
+_IGNORE = tuple(re.compile(p) for p in (",", r"\$", r"(?s).*#### ", r"\.$"))
+
+
+def _regex_filter(pattern: re.Pattern[str], response: str, group_select: int) -> str:
+    """The harness's ``regex`` filter on one response: the selected match, its first non-empty group."""
+    found = pattern.findall(response)
+    if not found:
+        return FALLBACK
+    hit = found[group_select]
+    if isinstance(hit, tuple):  # several groups: the first that matched
+        hit = next((g for g in hit if g), FALLBACK)
+    return hit.strip()
+
+
+def cut_until(response: str) -> str:
+    """The response as the harness's ``generate_until`` returns it: split at each ``until`` string in turn."""
+    for term in UNTIL:
+        response = response.split(term)[0]
+    return response
+
+
+def strict_match(response: str) -> str:
+    """The strict-match filter's output: the first "The answer is N?" number, or ``"[invalid]"``."""
+    return _regex_filter(STRICT, response, 0)
+
+
+def flexible_extract(response: str) -> str:
+    """The flexible-extract filter's output: the last number-like run, or ``"[invalid]"``."""
+    return _regex_filter(FLEXIBLE, response, -1)
+
+
+def _canonical(text: str) -> str:
+    for pattern in _IGNORE:
+        text = pattern.sub("", text)
+    return text.lower()
+
+
+def exact_match(prediction: str, target: str) -> bool:
+    """gsm8k_cot's ``exact_match`` (ignore_case, regexes_to_ignore; punctuation and digits kept)."""
+    return _canonical(prediction) == _canonical(target)
+
+
+def strict_match_correct(response: str, target: str) -> bool:
+    """The harness's ``exact_match,strict-match`` for one response (cut at ``until`` first)."""
+    return exact_match(strict_match(cut_until(response)), target)
+
+
+def flexible_extract_correct(response: str, target: str) -> bool:
+    """The harness's ``exact_match,flexible-extract`` for one response (cut at ``until`` first)."""
+    return exact_match(flexible_extract(cut_until(response)), target)
+
+
+def grade_lm_eval(response: str, target: str) -> Grade:
+    """railsweep's ``lm_eval`` rule: strict-match, else flexible-extract, after the ``until`` cut; ``pred`` is
+    the filter output as the harness logs it (not normalised), None when both filters give ``"[invalid]"``."""
+    response = cut_until(response)
+    pred = strict_match(response)
+    rule = "strict"
+    if pred == FALLBACK:
+        pred, rule = flexible_extract(response), "flexible"
+    if pred == FALLBACK:
+        return Grade(correct=False, pred=None, rule="none")
+    return Grade(correct=exact_match(pred, target), pred=pred, rule=rule)  # type: ignore[arg-type]

@@ -1,0 +1,183 @@
+"""Bad answer rules: ``railsweep eval --answer-rule``, the spec's ``readout.answer_rule``, and ``score`` given cells
+graded under different rules.
+
+Same contract as ``tests/test_bad_inputs.py``: exit code 2, exactly one stderr line ``railsweep: error: ...``
+naming the value, nothing written, and no model loaded or service started (tripwires on the engine factory and
+the local Ray/MLflow services). Models and adapters are empty directories.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from railsweep.cli import main
+from railsweep.sweep.spec import PRESET_DIR
+
+SMOKE = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
+
+
+class Tripwire(Exception):
+    """Raised where the expensive part starts: a bad input got that far."""
+
+
+def _spec(readout: dict | None = None, **top) -> dict:
+    spec = copy.deepcopy(SMOKE)
+    if readout is not None:
+        spec["readout"] = {**(spec.get("readout") or {}), **readout}
+    spec.update(top)
+    return spec
+
+
+# name → a bad spec and the words the error line must contain
+BAD_SPECS: dict[str, tuple[dict, str]] = {
+    "answer_rule_unknown": (_spec({"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
+    "answer_rule_upper_case": (_spec({"answer_rule": "LM_EVAL"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'LM_EVAL'"),
+    "answer_rule_empty": (_spec({"answer_rule": ""}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got ''"),
+    "answer_rule_null": (_spec({"answer_rule": None}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got None"),
+    "answer_rule_number": (_spec({"answer_rule": 1}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 1"),
+    "answer_rule_list": (_spec({"answer_rule": ["final", "lm_eval"]}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got ['final', 'lm_eval']"),
+    "answer_rule_at_top_level": (_spec(answer_rule="first"), "unknown key 'answer_rule' in the sweep spec"),
+}  # fmt: skip
+
+
+def _write_task(root: Path) -> Path:
+    root.mkdir(parents=True)
+    rows = [{"question": "What is 4 + 4?", "answer": "4 + 4 = 8\n#### 8"}] * 2
+    (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "cot_8shot.json").write_text(json.dumps([{"question": "1 + 1?", "answer": "The answer is 2."}]))
+    return root
+
+
+def _write_cells(root: Path) -> dict[str, Path]:
+    """A clean cell graded under final and mitigated cells graded under final and lm_eval, without a model."""
+    from railsweep.config import CellConfig
+    from railsweep.engines.base import Sample
+    from railsweep.results import write_cell
+    from railsweep.strategies.base import QuestionOutcome
+    from railsweep.tasks.base import Grade, Question
+
+    qs = [Question(i, "q", "#### 1", "1") for i in range(4)]
+    outcomes = [
+        QuestionOutcome(i, [Sample([1], "x", "stop")] * 2, [Grade(False, None, "none")] * 2, 1, 2, 0)
+        for i in range(4)
+    ]
+
+    def cell(role, adapter, rule):
+        return CellConfig(
+            model="m",
+            strategy="identity",
+            task_dir=str(root),
+            adapter=adapter,
+            m=2,
+            role=role,
+            answer_rule=rule,
+        )
+
+    return {
+        "clean": write_cell(root, cell("clean", "clean", "final"), outcomes, qs).questions,
+        "co": write_cell(root, cell("mitigated", "co", "final"), outcomes, qs).questions,
+        "co_lm_eval": write_cell(root, cell("mitigated", "co", "lm_eval"), outcomes, qs).questions,
+    }
+
+
+@pytest.fixture(scope="module")
+def inp(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("inputs")
+    (root / "model").mkdir()
+    paths = {
+        "root": root,
+        "model": root / "model",
+        "task": _write_task(root / "task"),
+        **_write_cells(root / "cells"),
+    }
+    specs = root / "specs"
+    specs.mkdir()
+    for name, (data, _) in BAD_SPECS.items():
+        (specs / f"{name}.yaml").write_text(yaml.safe_dump(data))
+    (specs / "valid.yaml").write_text(yaml.safe_dump(_spec({"answer_rule": "lm_eval"})))
+    paths["specs"] = specs
+    return paths
+
+
+def eval_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [
+        "eval", "--model", str(i["model"]), "--task-dir", str(i["task"]), "--strategy", "identity",
+        "--m", "2", "--device", "cpu", "--out", str(out / "cells"), *extra,
+    ]  # fmt: skip
+
+
+def score_argv(i: dict[str, Path], out: Path, mitigated: str) -> list[str]:
+    return ["score", "--clean", str(i["clean"]), "--mitigated", str(i[mitigated]), "--B", "2", "--n-boot", "10",
+            "--out", str(out / "report" / "scores")]  # fmt: skip
+
+
+def sweep_argv(i: dict[str, Path], out: Path, spec: str) -> list[str]:
+    return ["sweep", "--spec", str(i["specs"] / f"{spec}.yaml"), "--run-dir", str(out / "runs")]
+
+
+Case = tuple[Callable[[dict[str, Path], Path], list[str]], str | Callable[[dict[str, Path]], str]]
+
+CATALOGUE: dict[str, Case] = {
+    "eval-answer_rule_unknown": (lambda i, o: eval_argv(i, o, "--answer-rule", "last"), "argument --answer-rule: invalid choice: 'last'"),
+    "eval-answer_rule_upper_case": (lambda i, o: eval_argv(i, o, "--answer-rule", "LM_EVAL"), "argument --answer-rule: invalid choice: 'LM_EVAL'"),
+    "eval-answer_rule_empty": (lambda i, o: eval_argv(i, o, "--answer-rule", ""), "argument --answer-rule: invalid choice: ''"),
+    "eval-answer_rule_missing_value": (lambda i, o: eval_argv(i, o, "--answer-rule"), "argument --answer-rule: expected one argument"),
+    "score-mitigated_graded_under_another_rule": (
+        lambda i, o: score_argv(i, o, "co_lm_eval"),
+        lambda i: f"{i['co_lm_eval']} was graded under answer_rule 'lm_eval' but the clean cell {i['clean']} under 'final'",
+    ),
+    **{
+        f"sweep-spec_{name}": ((lambda n: lambda i, o: sweep_argv(i, o, n))(name), needle)
+        for name, (_, needle) in BAD_SPECS.items()
+    },
+}  # fmt: skip
+
+
+@pytest.fixture
+def tripwires(monkeypatch):
+    def trip(*a, **kw):
+        raise Tripwire("a bad input reached the expensive part")
+
+    monkeypatch.setattr("railsweep.engines.factory.build_engine", trip)
+    for name in ("ensure_ray_head", "ensure_mlflow_server", "submit_job"):
+        monkeypatch.setattr(f"railsweep.sweep.local.{name}", trip)
+
+
+def _files(*roots: Path) -> dict[str, bytes | None]:
+    return {str(p): (p.read_bytes() if p.is_file() else None) for r in roots for p in sorted(r.rglob("*"))}
+
+
+@pytest.mark.parametrize("case", list(CATALOGUE))
+def test_a_bad_answer_rule_is_one_error_line_exit_2_and_writes_nothing(
+    case, inp, tmp_path, monkeypatch, capsys, tripwires
+):
+    argv_of, needle = CATALOGUE[case]
+    needle = needle(inp) if callable(needle) else needle
+    monkeypatch.chdir(tmp_path)
+    before = _files(inp["root"], tmp_path)
+    rc = main(argv_of(inp, tmp_path / "out"))
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert rc == 2, captured.err
+    assert len(lines) == 1 and lines[0].startswith("railsweep: error: "), captured.err
+    assert needle in lines[0], lines[0]
+    assert _files(inp["root"], tmp_path) == before
+
+
+def test_every_answer_rule_passes_the_checks(inp, tmp_path, monkeypatch, capsys, tripwires):
+    """The same command lines with a good rule get past every check: eval and sweep reach the tripwire, score of
+    cells graded under the same rule runs to the end."""
+    monkeypatch.chdir(tmp_path)
+    for rule in ("final", "first", "lm_eval"):
+        with pytest.raises(Tripwire):
+            main(eval_argv(inp, tmp_path, "--answer-rule", rule))
+    with pytest.raises(Tripwire):
+        main(sweep_argv(inp, tmp_path, "valid"))
+    assert main(score_argv(inp, tmp_path, "co")) == 0, capsys.readouterr().err
+    assert "answer rule final" in (tmp_path / "report" / "scores.md").read_text()
