@@ -3,7 +3,7 @@ graded under different rules.
 
 Same contract as ``tests/test_bad_inputs.py``: exit code 2, exactly one stderr line ``railsweep: error: ...``
 naming the value, nothing written, and no model loaded or service started (tripwires on the engine factory and
-the local Ray/MLflow services). Models and adapters are empty directories.
+the local Ray/MLflow services). The model folder holds only its config file.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def _write_cells(root: Path) -> dict[str, Path]:
 def inp(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("inputs")
     (root / "model").mkdir()
+    (root / "model" / "config.json").write_text("{}")  # a model folder passes --model's check; nothing loads it
     paths = {
         "root": root,
         "model": root / "model",
