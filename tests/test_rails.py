@@ -149,16 +149,16 @@ def test_rails_command_is_reproducible_with_its_seed(rails_out, smoke_world, tmp
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--ks", "1,x"], "--ks must be"),
-        (["--ks", "0"], "rails ks must be"),
-        (["--runs", "0"], "rails runs must be"),
-        (["--n", "0"], "rails n must be"),
-        (["--limit", "0"], "--limit must be"),
+        (["--ks", "1,x"], "argument --ks: must be comma-separated integers >= 1, got '1,x'"),
+        (["--ks", "0"], "argument --ks: must be comma-separated integers >= 1, got '0'"),
+        (["--runs", "0"], "argument --runs: must be"),
+        (["--n", "0"], "argument --n: must be"),
+        (["--limit", "0"], "argument --limit: must be"),
     ],
 )
 def test_bad_rails_options_fail_before_any_work(extra, message, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["rails", "--world", "no-such-world", *extra, "--out", str(out)]) == 2
+    assert main(["rails", "--world", "smoke", *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("railsweep: error:") and message in err
     assert not out.exists()
