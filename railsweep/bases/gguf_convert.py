@@ -43,7 +43,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
     if not gguf_path.is_file():
         raise DataError(f"GGUF file not found: {gguf_path}")
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(
@@ -63,6 +63,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float
         "vocab_size": len(tokenizer),
         "dtype": dtype,
         "seconds": round(time.time() - t0, 2),
+        "cpu_seconds": round(time.process_time() - c0, 2),
         "packages": {p: _version(p) for p in CONVERSION_PACKAGES},
     }
 
