@@ -175,3 +175,14 @@ def test_a_bad_dtype_is_refused_before_anything_is_fetched(tmp_path):
     with pytest.raises(ConfigError, match="'float16'"):
         prepare_base("smollm2-135m-instruct", cache_dir=tmp_path, dtype="float16")
     assert not (tmp_path / "bases").exists()
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_one_error_naming_it(tmp_path, monkeypatch, capsys):
+    import huggingface_hub.constants as hub
+
+    monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1: no network, an empty hub cache
+    monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    code = cli.main(["base", "HuggingFaceTB/SmolLM2-135M-Instruct@main", "--cache-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("railsweep: error: could not download 'HuggingFaceTB/SmolLM2-135M-Instruct'")
