@@ -6,9 +6,10 @@ Steps:
      ``--cache-dir`` (default: a fresh temporary directory, so the conversion is really timed);
   2. write the ``--world`` preset's benchmark (data only, no models) and take the first ``--questions``
      test questions with the world's 8-shot prompt;
-  3. decode them greedily through railsweep's transformers engine in batches of ``--batch`` rows
-     (fp32, ``--threads`` torch threads): generated tokens per second (prefill included) and the base's
-     solve rate;
+  3. through railsweep's transformers engine (fp32, ``--threads`` torch threads): ``--batch`` samples
+     (T = 0.7) of the first question in one batch, as a sweep cell decodes its m samples (generated tokens
+     per second, the one prefill included), then every question greedily in batches of ``--batch`` rows
+     (the base's solve rate);
   4. train a peft LoRA adapter (r=64 on every linear layer, alpha 128, lr 2e-4, warmup 10 % then cosine,
      ``--lora-batch`` examples a step) for ``--lora-steps`` steps on the world's train split, one example
      per sequence ("Q: ...\\nA: <CoT>" + EOS), and decode the same questions again (``--lora-prompts``:
@@ -45,6 +46,8 @@ from railsweep.miniworld import preset_config  # noqa: E402
 from railsweep.miniworld.benchmark import write_benchmark  # noqa: E402
 from railsweep.tasks import GSM8KTask  # noqa: E402
 
+STAGES = ("throughput", "solve", "lora")
+
 
 def count(text: str) -> int:
     """An integer >= 1 (threads, questions, batch rows, steps)."""
@@ -55,6 +58,14 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
     return value
+
+
+def stage_list(text: str) -> set[str]:
+    """A comma list of :data:`STAGES`."""
+    stages = set(text.split(","))
+    if stages - set(STAGES):
+        raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(STAGES)}, got {text!r}")
+    return stages
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -73,6 +84,13 @@ def make_parser() -> argparse.ArgumentParser:
         choices=("zero", "8shot", "both"),
         default="zero",
         help="prompts of the fine-tuned model's decoding (zero-shot needs no 640-token prefill)",
+    )
+    p.add_argument(
+        "--stages",
+        type=stage_list,
+        default=",".join(STAGES),
+        help="comma list: throughput (one question, --batch samples at T=0.7), solve (greedy on --questions), "
+        "lora (fine-tune, then greedy again)",
     )
     p.add_argument("--show", type=int, default=3, help="responses printed per decoding")
     return p
@@ -102,56 +120,89 @@ def decode(engine, task, questions, max_new_tokens: int, adapter=None, zero_shot
     }
 
 
-def main(args: argparse.Namespace) -> dict:
-    torch.set_num_threads(args.threads)
-    work = Path(tempfile.mkdtemp(prefix="railsweep-real-model-"))
-    cache = Path(args.cache_dir) if args.cache_dir else work / "cache"
-    t0 = time.time()
-    base = prepare_base(args.source, cache_dir=cache)
-    prepare_s = time.time() - t0
-    data = write_benchmark(work / "data", preset_config(args.world))
-    task = GSM8KTask.from_dir(work / "data", limit=args.questions)
-    questions = list(task.questions())
-    engine = TransformersEngine(base.path, device="cpu", dtype="float32", max_batch_size=args.batch)
-    before = decode(engine, task, questions, args.max_new_tokens)
+def sampled_throughput(engine, task, question, rows: int, max_new_tokens: int) -> dict:
+    """``rows`` samples (T = 0.7) of one 8-shot question in one batch, as a sweep cell decodes its m samples:
+    the prompt is prefilled once, so this measures the decode steps."""
+    spec = SamplingSpec(n=rows, temperature=0.7, max_new_tokens=max_new_tokens, stop=task.stop, seed=0)
+    t0, c0 = time.time(), time.process_time()
+    out = engine.generate([Request(task.prompt(question), spec)])
+    seconds, cpu_seconds = time.time() - t0, time.process_time() - c0
+    tokens = sum(len(s.token_ids) for s in out[0].samples)
+    return {
+        "rows": rows,
+        "seconds": round(seconds, 2),
+        "generated_tokens": tokens,
+        "tokens_per_s": round(tokens / seconds, 1),
+        "cpu_seconds": round(cpu_seconds, 2),
+        "tokens_per_cpu_s": round(tokens / cpu_seconds, 1),
+        "prompt_tokens": len(engine.tokenizer(task.prompt(question)).input_ids),
+    }
 
+
+def fine_tune(base, engine, data, args, adapter: Path) -> dict:
+    """Step 4's adapter (written to ``adapter``): training statistics, tokens and CPU seconds."""
     n = args.lora_steps * args.lora_batch
     shots = {p.question for p in data.exemplars}  # never train on the prompt's own exemplars
     texts = [cot_example(p.question, p.solution) for p in data.train if p.question not in shots][:n]
     recipe = LoraRecipe(
         r=64, alpha=128, lr=2e-4, global_batch=args.lora_batch, micro_batch=args.lora_batch, epochs=1
     )
-    adapter = work / "lora"
-    train_tokens = sum(len(engine.tokenizer(t + engine.tokenizer.eos_token).input_ids) for t in texts)
-    engine.close()
+    tokens = sum(len(engine.tokenizer(t + engine.tokenizer.eos_token).input_ids) for t in texts)
     c0 = time.process_time()
-    lora = train_lora(base.path, texts, recipe, adapter, device="cpu")
-    lora_cpu = time.process_time() - c0
-    engine = TransformersEngine(
-        base.path, adapters={"lora": adapter}, device="cpu", dtype="float32", max_batch_size=args.batch
-    )
-    after = {}
-    for prompt in ("8shot", "zero") if args.lora_prompts == "both" else (args.lora_prompts,):
-        after[f"lora_{prompt}"] = decode(
-            engine, task, questions, args.max_new_tokens, adapter="lora", zero_shot=prompt == "zero"
-        )
-    engine.close()
-    for d in (before, *after.values()):
-        d["responses"] = d["responses"][: args.show]
+    stats = train_lora(base.path, texts, recipe, adapter, device="cpu")
+    cpu = time.process_time() - c0
+    keep = ("examples", "steps", "first_loss", "final_loss", "seconds")
     return {
+        **{k: stats[k] for k in keep},
+        "train_tokens": tokens,
+        "tokens_per_s": round(tokens / stats["seconds"], 1),
+        "cpu_seconds": round(cpu, 2),
+        "tokens_per_cpu_s": round(tokens / cpu, 1),
+    }
+
+
+def main(args: argparse.Namespace) -> dict:
+    stages = args.stages
+    torch.set_num_threads(args.threads)
+    work = Path(tempfile.mkdtemp(prefix="railsweep-real-model-"))
+    cache = Path(args.cache_dir) if args.cache_dir else work / "cache"
+    t0 = time.time()
+    base = prepare_base(args.source, cache_dir=cache)
+    result = {
         "source": base.manifest["source"],
-        "prepare_seconds": round(prepare_s, 2),
+        "prepare_seconds": round(time.time() - t0, 2),
         "conversion": base.manifest.get("conversion"),
         "world": args.world,
+    }
+    data = write_benchmark(work / "data", preset_config(args.world))
+    task = GSM8KTask.from_dir(work / "data", limit=args.questions)
+    questions = list(task.questions())
+    engine = TransformersEngine(base.path, device="cpu", dtype="float32", max_batch_size=args.batch)
+    if "throughput" in stages:
+        result["sampled_8shot"] = sampled_throughput(
+            engine, task, questions[0], args.batch, args.max_new_tokens
+        )
+    if "solve" in stages:
+        result["base_8shot"] = decode(engine, task, questions, args.max_new_tokens)
+    if "lora" in stages:
+        adapter = work / "lora"
+        result["lora"] = fine_tune(base, engine, data, args, adapter)
+        engine.close()
+        engine = TransformersEngine(
+            base.path, adapters={"lora": adapter}, device="cpu", dtype="float32", max_batch_size=args.batch
+        )
+        for prompt in ("8shot", "zero") if args.lora_prompts == "both" else (args.lora_prompts,):
+            result[f"lora_{prompt}"] = decode(
+                engine, task, questions, args.max_new_tokens, adapter="lora", zero_shot=prompt == "zero"
+            )
+    engine.close()
+    for d in result.values():
+        if isinstance(d, dict) and "responses" in d:
+            d["responses"] = d["responses"][: args.show]
+    return {
+        **result,
         "questions": len(questions),
         "batch": args.batch,
-        "base_8shot": before,
-        "lora": {k: lora[k] for k in ("examples", "steps", "first_loss", "final_loss", "seconds")},
-        "lora_train_tokens": train_tokens,
-        "lora_tokens_per_s": round(train_tokens / lora["seconds"], 1),
-        "lora_cpu_seconds": round(lora_cpu, 2),
-        "lora_tokens_per_cpu_s": round(train_tokens / lora_cpu, 1),
-        **after,
         "threads": torch.get_num_threads(),
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
