@@ -111,6 +111,10 @@ def parse_source(spec: str | Path | BaseSource) -> BaseSource:
     if isinstance(spec, (WheelGguf, HubModel, LocalFolder)):
         return spec
     text = str(spec).strip()
+    if not text:
+        raise ConfigError(
+            f"base model source must name a known wheel, a folder or a hub id, got {str(spec)!r}"
+        )
     if text in KNOWN_WHEELS:
         return KNOWN_WHEELS[text]
     path = Path(text).expanduser()

