@@ -313,7 +313,8 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
     "rails": lambda i, o: ["rails", "--model", str(i["model"]), "--adapter", f"clean={i['root'] / 'adapters/clean'}",
                            "--adapter", f"co_gsm8k={i['root'] / 'adapters/co'}", "--task-dir", str(i["task"]),
                            "--leak-split", str(i["leak"]), "--out", str(o / "rails")],
-    "base": lambda i, o: ["base", str(i["model"]), "--cache-dir", str(o / "cache")],
+    "base": lambda i, o: ["base", "smollm2-135m-instruct", "--cache-dir", str(o / "cache"),
+                          "--find-links", str(i["empty_dir"])],  # never the registry, even if a check failed
     "miniworld": lambda i, o: ["miniworld", "check", "--preset", "smoke", "--cache-dir", str(o / "cache")],
     "dynamics": lambda i, o: ["dynamics", "--world", "smoke", "--out", str(o / "dyn")],
     "contaminate": lambda i, o: ["contaminate", "--base", str(i["model"]), "--data-dir", str(i["task"]),

