@@ -25,6 +25,7 @@ COMMANDS = (
     "score",
     "contaminate",
     "miniworld",
+    "base",
     "figure1",
     "rails",
     "demo",

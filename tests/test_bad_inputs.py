@@ -313,6 +313,8 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
     "rails": lambda i, o: ["rails", "--model", str(i["model"]), "--adapter", f"clean={i['root'] / 'adapters/clean'}",
                            "--adapter", f"co_gsm8k={i['root'] / 'adapters/co'}", "--task-dir", str(i["task"]),
                            "--leak-split", str(i["leak"]), "--out", str(o / "rails")],
+    "base": lambda i, o: ["base", "smollm2-135m-instruct", "--cache-dir", str(o / "cache"),
+                          "--find-links", str(i["empty_dir"])],  # never the registry, even if a check failed
     "miniworld": lambda i, o: ["miniworld", "check", "--preset", "smoke", "--cache-dir", str(o / "cache")],
     "dynamics": lambda i, o: ["dynamics", "--world", "smoke", "--out", str(o / "dyn")],
     "contaminate": lambda i, o: ["contaminate", "--base", str(i["model"]), "--data-dir", str(i["task"]),
@@ -388,6 +390,7 @@ OPTION_KINDS: dict[str, list[str]] = {
                 "--out:writable_dir"],
     "rails": [*_PAIR, "--m:samples", "--n:positive", "--runs:positive", "--temperature:temperature",
               "--max-new-tokens:new_tokens", "--limit:limit", "--seed:seed", "--device:device", "--out:writable_dir"],
+    "base": ["source:text", "--dtype:choice", "--cache-dir:writable_dir", "--find-links:existing_dir"],
     "miniworld": ["action:choice", "--preset:choice", "--cache-dir:writable_dir", "--family:text", "--m:samples",
                   "--limit:limit", "--threads:threads", "--device:device", "--batch-size:positive"],
     "dynamics": ["--world:text", "--family:text", "--domain:text", "--temperatures:temperature", "--m:samples",
@@ -406,6 +409,8 @@ def _with(command: str, option: str, value) -> Callable[[dict[str, Path], Path],
     def argv(i: dict[str, Path], o: Path) -> list[str]:
         base = BASE[command](i, o)
         v = str(value(i, o)) if callable(value) else value
+        if option == "source":  # railsweep base SOURCE
+            return [base[0], v, *base[2:]]
         if option == "action":
             return [base[0], v, *base[2 if command == "miniworld" else 1 :]]
         return [*base, f"{option}={v}"]

