@@ -47,7 +47,8 @@ def test_the_history_check_catches_history():
 
 
 DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
-DIGEST = re.compile(r"(?<![0-9a-f])[0-9a-f]{12}(?![0-9a-f])")
+# a world digest: 12 hex digits with at least one letter (a 12-digit number such as --m 100000000000 is not one)
+DIGEST = re.compile(r"(?<![0-9a-f])(?=[0-9]{0,11}[a-f])[0-9a-f]{12}(?![0-9a-f])")
 WAS_DELTA = re.compile(r"\(was\b[^)]*\)", re.IGNORECASE)
 REST_MARKUP = re.compile(r"``|:(?:func|class|mod|meth|attr|data|obj|exc|ref|doc|py:\w+):`|`[^`\n]+`_")
 
