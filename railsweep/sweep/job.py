@@ -89,12 +89,14 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     args = make_parser(table).parse_args(argv)
     table = table or args.table
     try:
+        from railsweep.sweep.faults import fault_from_env
         from railsweep.sweep.local import ray_init_kwargs
         from railsweep.sweep.spec import load_spec
         from railsweep.sweep.tracking import check_tracking_uri
 
         if args.spec and args.preset:
             raise RailsweepError("give --preset or --spec, not both")
+        fault = fault_from_env()  # the fault-injection tests' hook; None outside them
         # Validate the spec before Ray starts: a bad spec costs one line, not a cluster.
         spec = load_spec(args.spec) if args.spec else (load_spec(args.preset) if args.preset else None)
         if spec is not None:
@@ -111,7 +113,9 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
             spec = _override(
                 load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args
             )
-        outcome = run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval)
+        outcome = run_sweep(
+            spec, table=table, resume=args.resume, progress_interval=args.progress_interval, fault=fault
+        )
     except RailsweepError as e:
         print(f"railsweep: error: {e}", file=sys.stderr)
         return 2
