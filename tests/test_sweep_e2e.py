@@ -7,6 +7,7 @@ Each test logs to its own MLflow experiment, so cells are never skipped across t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import re
@@ -55,18 +56,26 @@ def _smoke_spec(uri, experiment, cache, **resources):
     )
 
 
-def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(
-    ray_head, mlflow_server, smoke_world, capsys
-):
-    """`railsweep demo` finds the running head and server (reuse path) and runs `ray job submit`."""
+@pytest.fixture(scope="module")
+def demo_log(ray_head, mlflow_server, smoke_world):
+    """`railsweep demo --preset smoke` against the session's head and server, once: everything it printed,
+    the streamed job log included."""
     from railsweep.cli import main
 
-    exp = "e2e-job"
     dash_port, mlflow_port = ray_head.dashboard.rsplit(":", 1)[1], mlflow_server.rsplit(":", 1)[1]
-    argv = ["demo", "--preset", "smoke", "--experiment", exp, "--cache-dir", str(smoke_world),
+    argv = ["demo", "--preset", "smoke", "--experiment", "e2e-job", "--cache-dir", str(smoke_world),
             "--dashboard-port", dash_port, "--mlflow-port", mlflow_port]  # fmt: skip
-    assert main(argv) == 0
-    printed = capsys.readouterr().out
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        rc = main(argv)
+    assert rc == 0, printed.getvalue()[-3000:]
+    return printed.getvalue()
+
+
+def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(mlflow_server, demo_log):
+    """`railsweep demo` finds the running head and server (reuse path) and runs `ray job submit`."""
+    exp = "e2e-job"
+    printed = demo_log
     assert "Table 3" in printed and "RailCap n=4 cap" in printed
     assert f"MLflow UI: {mlflow_server}/#/experiments/" in printed
     df = _runs(mlflow_server, exp)
@@ -97,6 +106,14 @@ def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(
     assert {"figures/sappg_bars.png", "figures/readout_stability.png"} <= figures
     md = Path(c.download_artifacts(pid, "tables/table3.md")).read_text()
     assert "SA-PPG" in md and "gsm8k × llama" in md and "pq × llama" in md and "RailCap n=4 cap" in md
+
+
+def test_a_clean_smoke_sweep_job_log_shows_no_traceback(demo_log):
+    """Trial workers retired by Tune exit without Ray's SIGTERM handler printing "Exception ignored ...
+    SystemExit: 1" (railsweep.sweep.trial.quiet_exit): a clean sweep's log reads as one."""
+    assert "[sweep] done in" in demo_log and re.search(r"Job '[^']+' succeeded", demo_log)  # the job log, streamed
+    for needle in ("Traceback", "Exception ignored", "SystemExit"):
+        assert needle not in demo_log, demo_log[max(0, demo_log.find(needle) - 2000) :][:4000]
 
 
 def test_killing_the_engine_actor_after_the_first_cell_still_logs_every_cell_exactly_once(
@@ -139,6 +156,7 @@ def test_killed_driver_resumes_without_recomputing_finished_cells(
     assert local.submit_job(ray_head.dashboard, [*entry, "--resume"], working_dir=REPO, env_vars=env,
                             stream=resumed) == 0, resumed.getvalue()[-3000:]  # fmt: skip
     assert f"{len(before)} cell(s) already FINISHED in MLflow: not recomputed" in resumed.getvalue()
+    assert "Traceback" not in resumed.getvalue() and "Exception ignored" not in resumed.getvalue()
     df = _runs(mlflow_server, exp)
     cells = _cell_runs(df)
     assert len(cells) == 9 and cells["tags.railsweep.cell_id"].is_unique  # nothing recomputed or duplicated
