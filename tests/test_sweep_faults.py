@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,41 @@ def test_kill_driver_fault_sends_sigkill_to_the_armed_pid():
     try:
         Fault("kill-driver", 1).arm(driver_pid=victim.pid, engines=()).fire()
         assert victim.wait(timeout=30) == -9
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+
+
+@pytest.mark.slow
+def test_board_on_ray_kills_the_named_engines_which_restart_and_sigkills_the_armed_driver(ray_client):
+    """The hook through real Ray actors: the board reached by ``.remote`` calls, as trials reach it."""
+    from railsweep.sweep.actors import ENGINE_NAMESPACE, create_progress_board
+
+    class Engine:  # defined here, so Ray ships it by value
+        def pid(self) -> int:
+            return os.getpid()
+
+    ray = ray_client
+    name = f"engine-faults-test-{os.getpid()}"
+    engine = ray.remote(Engine).options(
+        name=name, namespace=ENGINE_NAMESPACE, max_restarts=1, max_task_retries=-1, num_cpus=0
+    ).remote()
+    first = ray.get(engine.pid.remote(), timeout=300)
+    board = create_progress_board(3, 0, Fault("kill-engine", 2).arm(driver_pid=os.getpid(), engines=(name,)))
+    ray.get([board.set_state.remote("a", "done"), board.set_state.remote("a", "done")], timeout=60)
+    assert ray.get(engine.pid.remote(), timeout=300) == first  # one distinct cell done: not yet
+    ray.get(board.set_state.remote("b", "done"), timeout=60)
+    deadline = time.monotonic() + 300  # ray.kill is asynchronous: calls may still reach the old process a moment
+    while (pid := ray.get(engine.pid.remote(), timeout=300)) == first and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pid != first  # killed, restarted by Ray under the same name
+    ray.kill(engine, no_restart=True)
+
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        board = create_progress_board(1, 0, Fault("kill-driver", 1).arm(driver_pid=victim.pid, engines=()))
+        ray.get(board.set_state.remote("a", "done"), timeout=60)
+        assert victim.wait(timeout=60) == -9
     finally:
         if victim.poll() is None:
             victim.kill()
