@@ -3,7 +3,8 @@
 Fault-injection tests that poll MLflow and strike "soon" race the sweep: on a loaded machine the sweep can
 finish before the poll sees a cell, and the test loses. Here the fault fires on the event itself: every
 trial tells the progress board (:class:`~railsweep.sweep.actors.ProgressBoard`) when its cell is FINISHED in
-MLflow, and the board, on the ``k``-th such report of this run, fires the fault before it serves another call.
+MLflow, and the board, on the ``k``-th such report of this run, fires the fault before it serves another call
+(``ray.kill`` itself takes effect a moment later).
 
 The hook is a :class:`Fault` passed to :func:`~railsweep.sweep.driver.run_sweep` (``fault=``): tests that run
 the driver in-process pass one; through ``ray job submit`` it is the environment variable
@@ -15,7 +16,7 @@ the driver in-process pass one; through ``ray job submit`` it is the environment
 - ``kill-engine:K``: ``ray.kill`` every engine actor of the sweep, letting Ray restart it
   (``max_restarts``); its queued and in-flight cells are retried (``max_task_retries``).
 
-A test hook, not a feature: no preset, option or user document sets it. Unset (always, outside tests) the
+A test hook, not a feature: no preset or command-line option sets it. Unset (always, outside tests) the
 board holds ``None`` and compares once per finished cell; nothing else changes.
 """
 
