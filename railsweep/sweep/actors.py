@@ -185,16 +185,26 @@ class EngineServer:
 
 
 class ProgressBoard:
-    """Live cell states and sample counts, written by trials and engines, read by the driver."""
+    """Live cell states and sample counts, written by trials and engines, read by the driver.
 
-    def __init__(self, total: int, skipped: int = 0):
+    ``fault``: the test hook of :mod:`railsweep.sweep.faults` (None outside fault-injection tests), fired
+    when the ``after_cells``-th cell of this run is reported done: the board is where that event happens.
+    """
+
+    def __init__(self, total: int, skipped: int = 0, fault: Any = None):
         self.total = total
         self.skipped = skipped
         self.states: dict[str, str] = {}
         self.samples = 0
         self.t0 = time.time()
+        self.fault = fault
+        self.done = 0
 
     def set_state(self, cell_id: str, state: str) -> None:
+        if state == "done" and self.states.get(cell_id) != "done":
+            self.done += 1
+            if self.fault is not None and self.done == self.fault.after_cells:
+                self.fault.fire()
         self.states[cell_id] = state
 
     def add_samples(self, cell_id: str, n: int) -> None:
@@ -252,10 +262,18 @@ def create_engine_actor(
     )
 
 
-def create_progress_board(total: int, skipped: int) -> Any:
+def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:
+    """The board actor (from the driver). A ``kill-driver`` fault runs it on the driver's node, where the
+    driver's pid means the driver."""
     import ray
 
-    return ray.remote(ProgressBoard).options(num_cpus=0).remote(total, skipped)
+    options: dict[str, Any] = {"num_cpus": 0}
+    if fault is not None and fault.kind == "kill-driver":
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        node = ray.get_runtime_context().get_node_id()
+        options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
+    return ray.remote(ProgressBoard).options(**options).remote(total, skipped, fault)
 
 
 def write_files(files: dict[str, tuple[str, bytes]], out_dir: str | Path) -> dict[str, Path]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ from railsweep import provenance as prov
 from railsweep.errors import ConfigError
 from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
 from railsweep.sweep.cells import SweepCell, effective_table, expand, temperature_groups
+from railsweep.sweep.faults import Fault
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
@@ -146,9 +148,15 @@ def run_sweep(
     publish: bool = True,
     out=sys.stdout,
     params: dict[str, str] | None = None,
+    fault: Fault | None = None,
 ) -> SweepOutcome:
-    """Run ``spec`` (steps in the module docstring); ``params``: more parameters of a new parent run (the
-    sweep job logs its price, :func:`railsweep.sweep.pricing.price_params`)."""
+    """Run ``spec`` on the Ray instance this process joined (steps in the module docstring).
+
+    ``params``: more parameters of a new parent run (the sweep job logs its price,
+    :func:`railsweep.sweep.pricing.price_params`). ``fault`` is a test hook (:mod:`railsweep.sweep.faults`): a
+    fault-injection test's fault, fired by the progress board at the k-th finished cell; None (always, outside
+    those tests) changes nothing.
+    """
     import ray
     from ray import tune
 
@@ -208,18 +216,19 @@ def run_sweep(
     failed: list[str] = []
     stats: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
-    board = create_progress_board(len(cells), len(skipped))
+    names = {engine_name(sweep_id, fam.name, rep): fam for fam in families for rep in range(replicas)}
+    board = create_progress_board(
+        len(cells), len(skipped), fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
+    )
     try:
-        for fam in families:
-            for rep in range(replicas):
-                name = engine_name(sweep_id, fam.name, rep)
-                engines[name] = create_engine_actor(
-                    name, _engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
-                    num_cpus=plan["engine_cpus"], threads=plan["threads"],
-                    max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
-                    cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
-                    prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
-                )  # fmt: skip
+        for name, fam in names.items():
+            engines[name] = create_engine_actor(
+                name, _engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
+                num_cpus=plan["engine_cpus"], threads=plan["threads"],
+                max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
+                cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
+                prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
+            )  # fmt: skip
         timings["setup_s"] = time.perf_counter() - t_start
         if engines:
             ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)

@@ -24,6 +24,7 @@ import sys
 
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError, RailsweepError
+from railsweep.sweep.faults import fault_from_env
 from railsweep.sweep.pricing import SweepPrice, check_cluster_sizes, format_price, price_params, price_sweep
 from railsweep.sweep.spec import PRESETS, TABLES, SweepSpec, load_spec
 from railsweep.sweep.throughput import load_throughput
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
 
         if args.dry_run:
             return dry_run(args, table)
+        fault = fault_from_env()  # the fault-injection tests' hook; None outside them
         # Validate the spec, its inputs and the pricing options before Ray starts: a bad spec costs one line, not a
         # cluster.
         spec = chosen_spec(args)
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
             price = sweep_price(spec, table, args)
         print(format_price(price), flush=True)
         outcome = run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval,
-                            params=price_params(price))  # fmt: skip
+                            params=price_params(price), fault=fault)  # fmt: skip
     except RailsweepError as e:
         message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
         print(f"railsweep: error: {message}", file=sys.stderr)

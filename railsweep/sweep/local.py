@@ -327,6 +327,10 @@ def ensure_ray_head(
         url = f"http://127.0.0.1:{dashboard_port}"
         tmp = Path(f"/tmp/rsw{os.getpid()}-{gcs_port}")
         cmd += ["--temp-dir", str(tmp)]
+        # every agent port named: with port 0 the raylet waits for the agents to write theirs to a file and
+        # gives up ("Timed out waiting for file .../metrics_agent_port") when a loaded machine starts them slowly
+        cmd += ["--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
+                "--metrics-export-port", str(free_port())]  # fmt: skip
         log = Path(f"{tmp}.log")
     else:
         # Ray's default ports, unless something on this machine holds them (a second head beside a running one,

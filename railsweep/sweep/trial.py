@@ -15,7 +15,10 @@ Steps of a trial:
 
 from __future__ import annotations
 
+import atexit
+import signal
 import tempfile
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -95,11 +98,38 @@ def _wait_for_clean(tracker: Tracker, clean_id: str, timeout: float) -> Any | No
         delay = min(delay * 1.5, 10.0)
 
 
+def _ignore_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def quiet_exit() -> None:
+    """Let this trial worker's own exit finish without a traceback in the sweep's log.
+
+    When Tune retires a trial actor (``__ray_terminate__``), the worker exits on purpose: ``exit_actor`` runs
+    the atexit handlers, Ray's own shutdown among them, and the raylet, seeing the worker leave, sends it
+    SIGTERM (then SIGKILL after ``kill_worker_timeout_milliseconds``). Ray's worker handler turns SIGTERM into
+    ``SystemExit(1)`` wherever the main thread is; during interpreter teardown that is a weakref callback
+    (``WeakSet._remove`` of a collected thread), which can only print "Exception ignored in ... SystemExit: 1",
+    a traceback in every sweep log that reads as a failure. An exiting process has nothing left to stop, so
+    from its first atexit handler on (registered last, it runs first) SIGTERM is ignored; SIGKILL still
+    follows if the teardown hangs. Registered once per worker process; nothing changes while the trial runs.
+    """
+    global _QUIET_EXIT
+    if not _QUIET_EXIT:
+        atexit.register(_ignore_sigterm)
+        _QUIET_EXIT = True
+
+
+_QUIET_EXIT = False
+
+
 def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     """Tune function trainable; ``config = {"cell_id": ...}``."""
     import ray
     from ray import tune
 
+    quiet_exit()
     apply_thread_budget(ctx.threads)
     cid = config["cell_id"]
     meta = ctx.cells[cid]
