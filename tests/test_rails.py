@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from railsweep.cli import main
-from railsweep.diagnostics.rails import RailsSettings, summarise, wilson
+from railsweep.diagnostics.rails import RailsSettings, _ratio, summarise, wilson
 from railsweep.errors import ConfigError
 
 ARGS = [
@@ -169,3 +169,10 @@ def test_bad_rails_settings_are_config_errors():
         RailsSettings(temperature=0.0)
     with pytest.raises(ConfigError):
         RailsSettings(ks=())
+
+
+def test_a_ratio_over_few_questions_has_a_finite_interval_from_the_resamples_that_hold_one():
+    """Resamples that draw no question with a denominator have no ratio; they are left out, not turned into nan."""
+    num, den = [0.0] * 9 + [1.0], [0.0] * 9 + [2.0]
+    out = _ratio(num, den, RailsSettings(), "test")
+    assert out["value"] == 0.5 and (out["lo"], out["hi"]) == (0.5, 0.5)

@@ -44,7 +44,7 @@ from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError
 from railsweep.interventions.force_runner_up import ForceRunnerUpSpec
 from railsweep.interventions.railcap import DEFAULT_N
-from railsweep.metrics.bootstrap import bootstrap_ci
+from railsweep.metrics.bootstrap import across_strata_indices, percentile_ci
 from railsweep.strategies.base import DecodeSettings, EvalContext, question_seed
 from railsweep.strategies.railcap.strategy import RailCap, RailCapConfig
 from railsweep.strategies.railcap.trajectory import answer_ids
@@ -228,11 +228,10 @@ def _ratio(num, den, s: RailsSettings, salt: str) -> dict:
         return {"value": float("nan"), "lo": float("nan"), "hi": float("nan")}
     rng = np.random.default_rng(question_seed(s.seed, 0, salt) % 2**32)
 
-    def stat(idx):
-        d = den[idx].sum(-1)
-        return np.where(d > 0, num[idx].sum(-1) / np.where(d > 0, d, 1), np.nan)
-
-    lo, hi = bootstrap_ci(stat, np.zeros(len(num), dtype=int), n_boot=s.n_boot, rng=rng)
+    idx = across_strata_indices(len(num), s.n_boot, rng)
+    d = den[idx].sum(-1)
+    ratios = num[idx].sum(-1)[d > 0] / d[d > 0]  # a resample without a denominator has no ratio: left out
+    lo, hi = percentile_ci(ratios)
     return {"value": float(num.sum() / den.sum()), "lo": lo, "hi": hi}
 
 
