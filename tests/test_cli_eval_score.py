@@ -230,8 +230,8 @@ def test_score_on_synthetic_cells_matches_hand_computed_a_ppg(synthetic_cells, t
 @pytest.mark.parametrize(
     ("extra", "which", "needle"),
     [
-        (["--B", "0"], {}, "B=0"),
-        (["--n-boot", "0"], {}, "--n-boot must be >= 1"),
+        (["--B", "0"], {}, "argument --B: must be an integer >= 1, got '0'"),
+        (["--n-boot", "0"], {}, "argument --n-boot: must be an integer >= 1, got '0'"),
         (["--alpha", "1.5"], {}, "--alpha"),
         ([], {"clean": "missing.parquet"}, "results file not found"),
         ([], {"clean": "co"}, "role='clean'"),

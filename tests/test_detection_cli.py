@@ -62,13 +62,13 @@ def test_a_file_run_writes_one_row_per_item_per_setting_and_the_truth_table(file
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda a, f: a[: a.index("--n") + 1] + ["0"] + a[a.index("--out") :], "n=0"),
+        (lambda a, f: a[: a.index("--n") + 1] + ["0"] + a[a.index("--out") :], "argument --n: must be an integer >= 1, got '0'"),
         (lambda a, f: a + ["--threshold", "1.5"], "1.5"),
         (lambda a, f: a + ["--control-rate", "-0.1"], "-0.1"),
         (lambda a, f: a + ["--detector", "ngarm"], "did you mean 'ngram'"),
         (lambda a, f: _swap(a, "--control", str(f["test"])), "overlaps the test set"),
         (lambda a, f: _swap(a, "--corpus", str(_empty(f["tmp"]))), "empty"),
-        (lambda a, f: _swap(a, "--corpus", str(f["tmp"] / "missing.jsonl")), "not found"),
+        (lambda a, f: _swap(a, "--corpus", str(f["tmp"] / "missing.jsonl")), "argument --corpus: must be an existing file"),
         (lambda a, f: _swap(a, "--corpus", str(_wordless(f["tmp"]))), "corpus is empty"),
     ],
 )

@@ -102,7 +102,7 @@ def test_bad_settings_fail_at_construction_naming_the_value(kw, needle):
     [
         (["--temperatures", "-1"], "temperatures"),
         (["--temperatures", "inf"], "temperatures"),
-        (["--m", "0"], "m must"),
+        (["--m", "0"], "argument --m: must be an integer >= 1, got '0'"),
         (["--family", "nosuch"], "nosuch"),
         (["--world", "nosuch_world"], "nosuch_world"),
     ],

@@ -233,7 +233,7 @@ def test_miniworld_check_of_an_unknown_family_is_a_user_error(smoke, capsys):
             "bert",
         ]
     )
-    assert code == 2 and "unknown model family 'bert'" in capsys.readouterr().err
+    assert code == 2 and "--family 'bert': not in the 'smoke' world; families: llama" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -232,11 +232,12 @@ def test_reused_trial_scores_equal_a_fresh_bootstrap_of_the_same_pair_bit_for_bi
     from railsweep.analysis import report
     from railsweep.analysis.scoring import score_pair
 
-    # llama's cells without their Parquet: scoring them can only reuse what the trials logged
+    # llama's mitigated cells without their Parquet: scoring them can only reuse what the trials logged (the
+    # clean reference keeps its table, from which the stratum occupancy beside SA-PPG is counted)
     no_tables = dataclasses.replace(
         loaded,
         cells=tuple(
-            dataclasses.replace(c, load_questions=None, load_responses=None)
+            dataclasses.replace(c, load_questions=None, load_responses=None) if c.role == "mitigated" else c
             for c in loaded.cells
             if c.family == "llama"
         ),

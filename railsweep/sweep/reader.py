@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.metrics.aggregate import ACROSS
 from railsweep.results.records import FINISHED, MISSING, CellRecord, SweepRecord
 from railsweep.sweep.tracking import (
     DETECTION_DIR,
@@ -109,6 +110,9 @@ def logged_scores(metrics: Mapping[str, float]) -> dict[str, Any] | None:
     for name in METRICS:
         for key in (name, f"{name}_ci_low", f"{name}_ci_high"):
             flat[key] = metrics.get(key, math.nan)
+    # the across-strata interval and the weight concentration, where the trial logged them (a score without
+    # them is recomputed at publish time: railsweep.analysis.report)
+    flat.update({k: v for k, v in metrics.items() if k.startswith((ACROSS, "sappg_"))})
     flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
     return unflatten_scores(flat)
 
