@@ -72,7 +72,9 @@ def test_a_sweep_spec_grid_over_tau_validates_and_expands(tmp_path):
     ad = {}
     for a in ("clean", "co_gsm8k"):
         (tmp_path / "fa" / a).mkdir(parents=True)
+        (tmp_path / "fa" / a / "adapter_config.json").write_text("{}")  # folders as resolve() checks them
         ad[a] = str(tmp_path / "fa" / a)
+    (tmp_path / "fa" / "config.json").write_text("{}")
     spec = {
         "name": "t",
         "source": "paths",
