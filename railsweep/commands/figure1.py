@@ -19,6 +19,7 @@ from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
+from railsweep.miniworld.presets import preset_config
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -81,7 +82,6 @@ def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | No
 def _check_inputs(args: argparse.Namespace) -> dict[str, str]:
     """Every input of either kind, before a world is built or a model loads; the adapters given (``--model``)."""
     from railsweep.commands.eval import parse_pairs
-    from railsweep.miniworld.presets import preset_config
 
     if args.world:
         if args.model or args.adapter or args.task_dir:

@@ -62,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
 
     from railsweep.diagnostics.rails import RailsSettings, rails
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.results.io import check_writable_dir
     from railsweep.tasks import GSM8KTask
 
     settings = RailsSettings(
@@ -76,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     )
     check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
-    check_writable_dir(out, "--out")
+    at.check_writable_dir(out, "--out")
     model, adapters, task_dir, leak_split = inputs(args)
     for name in (args.clean, args.co):
         if name not in adapters:

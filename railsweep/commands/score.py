@@ -18,6 +18,7 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_bootstrap_memory
+from railsweep.metrics.concentration import describe_occupancy
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -56,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
     from railsweep.analysis.scoring import flatten_scores, score_pair
     from railsweep.analysis.tables import metric_table, to_markdown
     from railsweep.metrics import METRICS
-    from railsweep.metrics.concentration import describe_occupancy
     from railsweep.results.io import read_cell
 
     check_args(args)

@@ -23,6 +23,8 @@ import railsweep
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.sweep.job import add_spec_arguments, check_preset_or_spec, dry_run, forward_argv
+from railsweep.sweep.pricing import check_cluster_sizes
+from railsweep.sweep.throughput import load_throughput
 
 
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
@@ -51,9 +53,7 @@ def check_args(args: argparse.Namespace) -> None:
     directory the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
     directories the local services would write.
     """
-    from railsweep.sweep.pricing import check_cluster_sizes
     from railsweep.sweep.spec import load_spec
-    from railsweep.sweep.throughput import load_throughput
     from railsweep.sweep.tracking import check_tracking_uri
 
     check_preset_or_spec(args)
