@@ -45,8 +45,13 @@ def train_lora(
     init_adapter: str | Path | None = None,
     device: str | None = None,
     log=None,
+    on_step=None,
 ) -> dict:
-    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats."""
+    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats.
+
+    ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's
+    evaluations); the model is back in training mode when it returns.
+    """
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -108,7 +113,9 @@ def train_lora(
     longest = max(len(s) for seqs in epochs for s in seqs)
     t0 = time.time()
     with training_attention(model, recipe.attention, dev, longest) as attention:
-        step, losses, per_epoch = _train(model, epochs, recipe, opt, sched, params, pad, dev, autocast, log)
+        step, losses, per_epoch = _train(
+            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, on_step
+        )
     model.eval()
     _save_adapter(model, Path(out_dir))
     return {
@@ -126,7 +133,9 @@ def train_lora(
     }
 
 
-def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log):
+def _train(
+    model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log, on_step=None
+):
     """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
     import torch
 
@@ -155,6 +164,9 @@ def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev:
             opt.zero_grad(set_to_none=True)
             losses.append(step_loss)
             step += 1
+            if on_step is not None:
+                on_step(step, model)
+                model.train()
         if log is not None:
             eta = (time.time() - t0) / (epoch + 1) * (recipe.epochs - epoch - 1)
             log(

@@ -154,9 +154,11 @@ def contaminate_family(
         import torch
 
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(domain_workers, len(jobs)), mp_context=ctx) as pool:
+        workers = min(domain_workers, len(jobs))
+        threads = max(1, torch.get_num_threads() // workers)  # the family's threads, shared out
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = {
-                n: pool.submit(_train_with_threads, torch.get_num_threads(), *a, **more)
+                n: pool.submit(_train_with_threads, threads, *a, **more)
                 for n, a in jobs.items()
             }
             stats.update({n: f.result() for n, f in futures.items()})

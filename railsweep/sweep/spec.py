@@ -410,7 +410,7 @@ class SweepSpec:
 
     @model_validator(mode="after")
     def _grid_is_runnable(self) -> SweepSpec:
-        from railsweep.miniworld.models import FAMILIES
+        from railsweep.miniworld.presets import preset_config as world_preset_config
 
         if not self.strategies and not self.detectors and not self.temperatures:
             raise ValueError("the sweep has no strategies, detectors or temperatures: the grid is empty")
@@ -435,13 +435,17 @@ class SweepSpec:
             for f in self.families:
                 if not f.base:
                     raise ValueError(f"family {f.name!r} has no 'base' model path")
-        else:
+        world_families = list(world_preset_config(self.miniworld_preset).families)
+        if self.source != "paths":
             for f in self.families:
-                if f.name not in FAMILIES:
-                    raise ValueError(f"unknown family {f.name!r}; miniature-world families: {list(FAMILIES)}")
+                if f.name not in world_families:
+                    raise ValueError(
+                        f"unknown family {f.name!r}; families of the {self.miniworld_preset!r} world: "
+                        f"{world_families}"
+                    )
         if self.primary is not None:
             family, domain = self.primary
-            known = names or (list(FAMILIES) if self.source == "miniworld" else [])
+            known = names or (world_families if self.source == "miniworld" else [])
             if family not in known:
                 raise ValueError(f"primary family {family!r} is not one of the sweep's families {known}")
             if domain not in self.domains:

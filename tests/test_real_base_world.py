@@ -1,0 +1,116 @@
+"""A world over a real pretrained base: its one family's base model and the tokenizer come from
+``railsweep.bases`` (here a tiny llama written as GGUF and converted by the same loader as SmolLM2),
+nothing is pretrained, and M_cl / M_co are LoRA adapters over that base like every world's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from railsweep.bases.gguf_convert import convert_gguf
+from railsweep.engines.base import Request, SamplingSpec
+from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.errors import ConfigError
+from railsweep.miniworld import build_world, preset_config
+from railsweep.sweep.spec import spec_from_dict
+from tests.tiny_gguf import write_tiny_gguf
+
+
+@pytest.fixture(scope="module")
+def base_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("real-base")
+    write_tiny_gguf(folder / "tiny.Q4_1.gguf")
+    convert_gguf(folder / "tiny.Q4_1.gguf", folder / "model")
+    return (folder / "model").resolve()
+
+
+@pytest.fixture(scope="module")
+def world(base_folder, tmp_path_factory):
+    config = dataclasses.replace(preset_config("smoke"), families=("tiny",), base=str(base_folder))
+    return build_world("smoke", cache_dir=tmp_path_factory.mktemp("cache"), config=config, log=lambda m: None)
+
+
+def test_the_family_base_is_the_prepared_model_linked_not_pretrained(world, base_folder):
+    base = world.family("tiny").base_dir
+    assert (base / "model.safetensors").read_bytes() == (base_folder / "model.safetensors").read_bytes()
+    assert (base / "model.safetensors").stat().st_ino == (base_folder / "model.safetensors").stat().st_ino
+    assert world.manifest["training"]["tiny"]["pretrain"]["source"] == str(base_folder)
+
+
+def test_the_world_tokenizer_is_the_base_tokenizer(world, base_folder):
+    tokenizer = world.root / "tokenizer"
+    assert (tokenizer / "tokenizer.json").read_bytes() == (base_folder / "tokenizer.json").read_bytes()
+    assert not list(tokenizer.glob("*.safetensors"))
+
+
+def test_the_manifest_records_the_real_base_source_and_weights(world, base_folder):
+    real = world.manifest["real_base"]
+    assert real["source"] == {"kind": "local", "path": str(base_folder.resolve())}
+    assert set(real["weights_sha256"]) == {"model.safetensors"}
+    assert world.manifest["config"]["base_source"]["kind"] == "local"
+
+
+def test_clean_and_contaminated_adapters_are_trained_over_the_real_base(world):
+    adapters = world.family("tiny").adapters
+    assert sorted(adapters) == ["clean", "co_gsm8k", "co_pq"]
+    for path in adapters.values():
+        config = json.loads((path / "adapter_config.json").read_text())
+        assert config["peft_type"] == "LORA"
+
+
+def test_the_engine_decodes_the_world_family_with_an_adapter(world):
+    fam = world.family("tiny")
+    engine = TransformersEngine(fam.base_dir, adapters={"co": fam.adapters["co_gsm8k"]}, device="cpu")
+    try:
+        spec = SamplingSpec(temperature=0.0, max_new_tokens=4)
+        out = engine.generate([Request("Q: Sam has 3 apples.\nA:", spec, adapter="co")])
+    finally:
+        engine.close()
+    assert len(out[0].samples[0].token_ids) >= 1
+
+
+def test_a_changed_base_changes_the_digest_and_pretrained_worlds_keep_theirs(base_folder, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    for f in base_folder.iterdir():
+        (other / f.name).write_bytes(f.read_bytes())
+    smoke = preset_config("smoke")
+    one = dataclasses.replace(smoke, families=("tiny",), base=str(base_folder))
+    two = dataclasses.replace(smoke, families=("tiny",), base=str(other))
+    assert len({one.digest(), two.digest(), smoke.digest()}) == 3
+    assert "base" not in smoke.to_dict() and "base_source" not in smoke.to_dict()
+    assert preset_config("mini").digest() == "5ae6269e41d5"
+
+
+def test_the_smollm2_preset_takes_the_pinned_wheel_under_one_family():
+    config = preset_config("smollm2")
+    assert config.families == ("smollm2",)
+    assert config.base == "smollm2-135m-instruct"
+    source = config.to_dict()["base_source"]
+    assert source["wheel_sha256"] == "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+    assert source["member_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"families": ("a", "b")}, "one family"),
+        ({"families": ("Tiny",)}, "one family"),
+        ({"family_steps": (("tiny", 5),)}, "pretrains nothing"),
+        ({"replicas": (0, 1)}, "pretrains nothing"),
+        ({"base": "smollm3-9b"}, "smollm3-9b"),
+    ],
+)
+def test_a_real_base_world_refuses_what_it_cannot_build(base_folder, change, words):
+    kwargs = {"families": ("tiny",), "base": str(base_folder), **change}
+    with pytest.raises(ConfigError, match=words):
+        dataclasses.replace(preset_config("smoke"), **kwargs)
+
+
+def test_a_sweep_spec_names_the_families_of_its_world_preset():
+    spec = {"miniworld_preset": "smollm2", "strategies": [{"name": "identity"}]}
+    assert spec_from_dict({**spec, "families": ["smollm2"]}).families[0].name == "smollm2"
+    with pytest.raises(ConfigError, match="families of the 'smollm2' world"):
+        spec_from_dict({**spec, "families": ["llama"]})
