@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         from railsweep.engines.transformers_engine import resolve_device
 
         resolve_device(args.device)  # a bad --device fails before the world is built
-    world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force)
+    world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force, threads=args.threads)
     if args.action == "build":
         print(
             json.dumps(

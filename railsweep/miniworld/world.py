@@ -85,11 +85,13 @@ def build_world(
     config: WorldConfig | None = None,
     log=None,
     workers: int | None = None,
+    threads: int | None = None,
 ) -> World:
     """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's.
 
     ``workers``: processes that build families in parallel (default: one per family, each
-    with an equal share of the CPU threads); it changes only the build time, not what is built.
+    with an equal share of ``threads``, default all the CPUs); it changes only the build time,
+    not what is built (on one machine: the thread count can change fp32 rounding).
     """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -111,7 +113,7 @@ def build_world(
                 shutil.rmtree(root)
             root.mkdir()
             try:
-                _build(root, preset, config, log, workers, cache)
+                _build(root, preset, config, log, workers, cache, threads)
             except BaseException:
                 shutil.rmtree(root, ignore_errors=True)
                 raise
@@ -352,7 +354,9 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
     return donor, lenders
 
 
-def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path) -> None:
+def _build(
+    root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path, threads: int | None
+) -> None:
     from railsweep import provenance
     from railsweep.contamination import save_leak_split
     from railsweep.contamination.simulator import write_json
@@ -379,7 +383,7 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, (threads or os.cpu_count() or 1) // workers)
     if workers == 1:
         training = {f: build_family(str(root), f, config, corpus, filler, threads) for f in config.families}
     else:  # families are independent: one spawned worker process each
