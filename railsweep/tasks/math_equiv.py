@@ -25,6 +25,7 @@ Nothing here raises on bad input: every failure reads as "not equal".
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 from collections.abc import Callable
@@ -176,8 +177,10 @@ def _normalised_equal(x: str, y: str) -> bool:
     return _single_equal(x, y)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def is_equiv(pred: str | None, gold: str | None) -> bool:
-    """Whether answer ``pred`` equals ``gold`` (module docstring); None or unreadable input is False."""
+    """Whether answer ``pred`` equals ``gold`` (module docstring); None or unreadable input is False.
+    Cached: m samples of a question repeat their answers, and every response is graded under each rule."""
     if pred is None or gold is None:
         return False
     try:
