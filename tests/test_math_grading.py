@@ -5,6 +5,7 @@ The equivalence table is hand-written: each row is (prediction, gold, expected v
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -202,6 +203,25 @@ def test_a_simplify_that_runs_past_the_timeout_reads_as_not_equal(monkeypatch):
         return 0
 
     monkeypatch.setattr(math_equiv.sympy, "simplify", slow_simplify)
+    is_equiv.cache_clear()  # the table may have graded this pair already
     t0 = time.perf_counter()
-    assert is_equiv("2x+1", "1+2x") is False
-    assert time.perf_counter() - t0 < math_equiv.TIMEOUT_S * 3
+    try:
+        assert is_equiv("2x+1", "1+2x") is False
+        assert time.perf_counter() - t0 < math_equiv.TIMEOUT_S * 3
+    finally:
+        is_equiv.cache_clear()  # no verdict reached under the slow stand-in outlives this test
+
+
+def test_the_timeout_re_arms_a_timer_the_caller_had_set():
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        assert math_equiv._with_timeout(lambda: 7, 2.0) == 7
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 0.5
+        time.sleep(remaining + 0.2)
+        assert fired == [True]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

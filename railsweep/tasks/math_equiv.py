@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -45,7 +46,8 @@ _T = TypeVar("_T")
 
 def _with_timeout(fn: Callable[[], _T], seconds: float) -> _T:
     """``fn()``, interrupted by TimeoutError after ``seconds`` on the main thread of a POSIX process (elsewhere
-    it runs to completion; :mod:`railsweep.tasks.latex_sympy` bounds the sizes it can be handed)."""
+    it runs to completion; :mod:`railsweep.tasks.latex_sympy` bounds the sizes it can be handed). A timer the
+    caller had armed is re-armed afterwards with its remaining time."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return fn()
 
@@ -53,12 +55,15 @@ def _with_timeout(fn: Callable[[], _T], seconds: float) -> _T:
         raise TimeoutError(f"sympy took longer than {seconds}s")
 
     previous = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)  # a timer the caller armed (pytest-timeout...)
+    t0 = time.monotonic()
     try:
         return fn()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer > 0:  # re-arm the caller's timer with what is left of it (it fires at most `seconds` late)
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - t0), 1e-3))
 
 
 def split_top_level(s: str, sep: str = ",") -> list[str]:
