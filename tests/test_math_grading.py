@@ -5,6 +5,7 @@ The equivalence table is hand-written: each row is (prediction, gold, expected v
 
 from __future__ import annotations
 
+import random
 import signal
 import time
 
@@ -225,3 +226,15 @@ def test_the_timeout_re_arms_a_timer_the_caller_had_set():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_random_latex_fragments_never_raise_and_stay_fast():
+    rng = random.Random(0)
+    pieces = ["\\frac", "\\sqrt", "{", "}", "(", ")", "[", "]", "^", "_", "1", "9", "0.5", "x", "\\pi", "-", "+",
+              "/", ",", "\\cup", "\\infty", "!", "\\boxed{", "\\left(", "$", "\\text{ cm}", "=", " ", "|", "\\{"]  # fmt: skip
+    t0 = time.perf_counter()
+    for _ in range(400):
+        a, b = ("".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(2))
+        assert is_equiv(a, b) in (True, False)
+        assert grade_math(a, b).correct in (True, False)
+    assert time.perf_counter() - t0 < 60
