@@ -6,7 +6,8 @@ one task; its :attr:`CellConfig.cell_id` is a short hash of the resolved
 config (strategy defaults filled in), so the same cell always gets the same id
 and reruns are idempotent. A cell graded under the default answer rule
 (``final``) leaves the rule out of its dict and so keeps the id it had before
-answer rules could be chosen. Every field is checked at construction and an
+answer rules could be chosen; likewise a numeric (GSM8K) cell leaves out its
+answer type. Every field is checked at construction and an
 invalid value raises :class:`~railsweep.errors.ConfigError` naming it.
 """
 
@@ -22,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.tasks.base import DEFAULT_ANSWER_RULE
-from railsweep.tasks.grading import check_answer_rule
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, MATH_FEWSHOT
+from railsweep.tasks.grading import check_answer_rule, check_answer_type
 
 Backend = Literal["transformers", "vllm"]
 Role = Literal["clean", "mitigated"]
@@ -124,14 +125,19 @@ class CellConfig:
         seed: run seed; per-question seeds derive from it.
         max_new_tokens: generation cap per response.
         limit: evaluate only the first ``limit`` questions (None = all).
-        task_dir: directory with ``<split>.jsonl`` (GSM8K format) and the few-shot exemplars.
-        split: which JSONL file in ``task_dir``; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``).
+        task_dir: directory with ``<split>.jsonl`` (GSM8K format, or MATH format for ``answer_type="math"``)
+            and the few-shot exemplars.
+        split: which JSONL file in ``task_dir``; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``,
+            or the package's MATH exemplars for ``answer_type="math"``).
         leak_split: JSON ``{"leaked": [...]}`` marking leaked questions (None = unknown).
         role: ``"clean"`` for the reference cell (strategy identity on M_cl), else ``"mitigated"``.
         clean_adapter / base_adapter: the M_cl / base adapters of the same family for strategies
             that compare against them (Shortcut); None when unused / base model.
         answer_rule: how a response's answer is read (``final``, ``first`` or ``lm_eval``, see
             :mod:`railsweep.tasks.grading`); in the dict and the id only when it is not ``final``.
+        answer_type: what a gold answer is: ``numeric`` (GSM8K, ``#### N``) or ``math`` (LaTeX in
+            ``\\boxed{}``, :mod:`railsweep.tasks.math_grading`, rules ``final``/``first`` only); in the dict
+            and the id only when it is not ``numeric``.
     """
 
     model: str
@@ -153,6 +159,7 @@ class CellConfig:
     clean_adapter: str | None = None
     base_adapter: str | None = None
     answer_rule: str = DEFAULT_ANSWER_RULE
+    answer_type: str = DEFAULT_ANSWER_TYPE
 
     def __post_init__(self) -> None:
         from railsweep.strategies.base import config_dict, make_config
@@ -167,6 +174,7 @@ class CellConfig:
             if value is not None:
                 object.__setattr__(self, name, str(value))
         check_answer_rule(self.answer_rule)
+        check_answer_type(self.answer_type, self.answer_rule)
         _check_int("m", self.m, minimum=1)
         _check_int("seed", self.seed, minimum=0)
         _check_int("max_new_tokens", self.max_new_tokens, minimum=1)
@@ -208,6 +216,8 @@ class CellConfig:
         d["strategy_params"] = dict(self.strategy_params)
         if self.answer_rule == DEFAULT_ANSWER_RULE:
             del d["answer_rule"]
+        if self.answer_type == DEFAULT_ANSWER_TYPE:
+            del d["answer_type"]
         return d
 
     @classmethod
@@ -241,12 +251,15 @@ class CellConfig:
         params = " ".join(f"{k}={v}" for k, v in self.strategy_params.items())
         return f"{self.strategy} {params}".strip()
 
+    def _default_fewshot(self) -> Path:
+        return MATH_FEWSHOT if self.answer_type == "math" else Path(self.task_dir) / "cot_8shot.json"
+
     def task_files(self) -> list[Path]:
         """The data files this cell reads (for checksums)."""
         root = Path(self.task_dir)
         files = [
             root / f"{self.split}.jsonl",
-            Path(self.fewshot) if self.fewshot else root / "cot_8shot.json",
+            Path(self.fewshot) if self.fewshot else self._default_fewshot(),
         ]
         if self.leak_split:
             files.append(Path(self.leak_split))

@@ -21,6 +21,7 @@ from railsweep.results.io import CellPaths, write_cell
 from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
+from railsweep.tasks.math_task import MathTask
 
 
 @dataclass
@@ -56,13 +57,15 @@ class CellResult:
 
 
 def load_task(cell: CellConfig) -> Task:
-    """The task a cell names (GSM8K format in ``cell.task_dir``); malformed data → DataError."""
+    """The task a cell names (GSM8K format in ``cell.task_dir``, MATH format for ``answer_type="math"``);
+    malformed data → DataError."""
     from railsweep.tasks.gsm8k import GSM8KTask
 
     root = Path(cell.task_dir)
     if not root.is_dir():
         raise DataError(f"task directory not found: {root}")
-    return GSM8KTask.from_dir(
+    task_class = MathTask if cell.answer_type == "math" else GSM8KTask
+    return task_class.from_dir(
         root,
         split=cell.split,
         fewshot_path=cell.fewshot,
@@ -89,7 +92,7 @@ def evaluate_cell(
 
     1. check the engine serves the cell's adapters (and the clean/base ones it names);
     2. load the task from the cell when none is given (a given task that grades under another answer
-       rule than the cell's is refused), keep the first ``cell.limit`` questions;
+       rule or answer type than the cell's is refused), keep the first ``cell.limit`` questions;
     3. build the strategy from the registry with the cell's parameters;
     4. run it in an :class:`EvalContext` with the cell's readout settings;
     5. check one outcome per question, re-grade every response under every answer rule
@@ -107,11 +110,11 @@ def evaluate_cell(
             )
     if task is None:
         task = load_task(cell)
-    task_rule = getattr(task, "answer_rule", cell.answer_rule)  # a task without rules grades its own way
-    if task_rule != cell.answer_rule:
-        raise ConfigError(
-            f"the task grades under answer_rule={task_rule!r} but the cell says answer_rule={cell.answer_rule!r}"
-        )
+    for what in ("answer_rule", "answer_type"):
+        cell_value = getattr(cell, what)
+        task_value = getattr(task, what, cell_value)  # a task without the attribute grades its own way
+        if task_value != cell_value:
+            raise ConfigError(f"the task grades under {what}={task_value!r} but the cell says {what}={cell_value!r}")
     questions: Sequence[Question] = list(task.questions())
     if cell.limit is not None:
         questions = questions[: cell.limit]
@@ -150,7 +153,10 @@ def evaluate_cell(
         )
     gold = {q.index: q.gold for q in questions}
     agreement = rule_agreement(
-        ((s.text, gold[o.index]) for o in outcomes for s in o.samples), cell.answer_rule, tuple(task.stop)
+        ((s.text, gold[o.index]) for o in outcomes for s in o.samples),
+        cell.answer_rule,
+        tuple(task.stop),
+        cell.answer_type,
     )
     if provenance is None:
         provenance = prov.collect(cell.task_files())

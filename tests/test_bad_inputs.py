@@ -371,7 +371,7 @@ _PAIR = ["--world:choice", "--family:text", "--cache-dir:writable_dir", "--model
 # option -> argument type, per command (the options a type checks; the rest are in SPECIAL below)
 OPTION_KINDS: dict[str, list[str]] = {
     "eval": ["--model:model", "--split:text", "--strategy:text", "--m:samples", "--temperature:temperature", "--seed:seed",
-             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice", "--answer-rule:choice",
+             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice", "--answer-rule:choice", "--answer-type:choice",
              "--backend:choice", "--device:device", "--batch-size:positive", "--max-batch-size:positive",
              "--cache-dir:writable_dir", "--out:writable_dir"],
     "score": ["--B:strata", "--n-boot:n_boot", "--alpha:probability", "--seed:seed"],

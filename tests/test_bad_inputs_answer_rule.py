@@ -1,5 +1,5 @@
-"""Bad answer rules: ``railsweep eval --answer-rule``, the spec's ``readout.answer_rule``, and ``score`` given cells
-graded under different rules.
+"""Bad answer rules and types: ``railsweep eval --answer-rule/--answer-type``, the spec's ``readout.answer_rule``,
+and ``score`` given cells graded under different rules or answer types.
 
 Same contract as ``tests/test_bad_inputs.py``: exit code 2, exactly one stderr line ``railsweep: error: ...``
 naming the value, nothing written, and no model loaded or service started (tripwires on the engine factory and
@@ -54,6 +54,13 @@ def _write_task(root: Path) -> Path:
     return root
 
 
+def _write_math_task(root: Path) -> Path:
+    root.mkdir(parents=True)
+    rows = [{"problem": "What is $1/2 + 1/4$?", "solution": "We get $\\boxed{\\frac{3}{4}}$."}] * 2
+    (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
 def _write_cells(root: Path) -> dict[str, Path]:
     """A clean cell graded under final and mitigated cells graded under final and lm_eval, without a model."""
     from railsweep.config import CellConfig
@@ -68,7 +75,7 @@ def _write_cells(root: Path) -> dict[str, Path]:
         for i in range(4)
     ]
 
-    def cell(role, adapter, rule):
+    def cell(role, adapter, rule, answer_type="numeric"):
         return CellConfig(
             model="m",
             strategy="identity",
@@ -77,12 +84,14 @@ def _write_cells(root: Path) -> dict[str, Path]:
             m=2,
             role=role,
             answer_rule=rule,
+            answer_type=answer_type,
         )
 
     return {
         "clean": write_cell(root, cell("clean", "clean", "final"), outcomes, qs).questions,
         "co": write_cell(root, cell("mitigated", "co", "final"), outcomes, qs).questions,
         "co_lm_eval": write_cell(root, cell("mitigated", "co", "lm_eval"), outcomes, qs).questions,
+        "co_math": write_cell(root, cell("mitigated", "co", "final", "math"), outcomes, qs).questions,
     }
 
 
@@ -95,6 +104,7 @@ def inp(tmp_path_factory) -> dict[str, Path]:
         "root": root,
         "model": root / "model",
         "task": _write_task(root / "task"),
+        "math_task": _write_math_task(root / "math_task"),
         **_write_cells(root / "cells"),
     }
     specs = root / "specs"
@@ -106,9 +116,9 @@ def inp(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-def eval_argv(i: dict[str, Path], out: Path, *extra: str) -> list[str]:
+def eval_argv(i: dict[str, Path], out: Path, *extra: str, task: str = "task") -> list[str]:
     return [
-        "eval", "--model", str(i["model"]), "--task-dir", str(i["task"]), "--strategy", "identity",
+        "eval", "--model", str(i["model"]), "--task-dir", str(i[task]), "--strategy", "identity",
         "--m", "2", "--device", "cpu", "--out", str(out / "cells"), *extra,
     ]  # fmt: skip
 
@@ -129,6 +139,23 @@ CATALOGUE: dict[str, Case] = {
     "eval-answer_rule_upper_case": (lambda i, o: eval_argv(i, o, "--answer-rule", "LM_EVAL"), "argument --answer-rule: invalid choice: 'LM_EVAL'"),
     "eval-answer_rule_empty": (lambda i, o: eval_argv(i, o, "--answer-rule", ""), "argument --answer-rule: invalid choice: ''"),
     "eval-answer_rule_missing_value": (lambda i, o: eval_argv(i, o, "--answer-rule"), "argument --answer-rule: expected one argument"),
+    "eval-answer_type_unknown": (lambda i, o: eval_argv(i, o, "--answer-type", "latex"), "argument --answer-type: invalid choice: 'latex'"),
+    "eval-answer_type_math_with_lm_eval_rule": (
+        lambda i, o: eval_argv(i, o, "--answer-type", "math", "--answer-rule", "lm_eval", task="math_task"),
+        "answer_rule='lm_eval' does not apply to answer_type='math'; its rules are final, first",
+    ),
+    "eval-answer_type_math_on_gsm8k_rows": (
+        lambda i, o: eval_argv(i, o, "--answer-type", "math"),
+        "test.jsonl:1: expected an object with string 'problem' and 'solution'",
+    ),
+    "eval-answer_type_numeric_on_math_rows": (
+        lambda i, o: eval_argv(i, o, task="math_task"),
+        "test.jsonl:1: expected an object with string 'question' and 'answer'",
+    ),
+    "score-mitigated_graded_under_another_answer_type": (
+        lambda i, o: score_argv(i, o, "co_math"),
+        lambda i: f"{i['co_math']} was graded under answer_type 'math' but the clean cell {i['clean']} under 'numeric'",
+    ),
     "score-mitigated_graded_under_another_rule": (
         lambda i, o: score_argv(i, o, "co_lm_eval"),
         lambda i: f"{i['co_lm_eval']} was graded under answer_rule 'lm_eval' but the clean cell {i['clean']} under 'final'",
@@ -178,6 +205,9 @@ def test_every_answer_rule_passes_the_checks(inp, tmp_path, monkeypatch, capsys,
     for rule in ("final", "first", "lm_eval"):
         with pytest.raises(Tripwire):
             main(eval_argv(inp, tmp_path, "--answer-rule", rule))
+    for rule in ("final", "first"):
+        with pytest.raises(Tripwire):
+            main(eval_argv(inp, tmp_path, "--answer-type", "math", "--answer-rule", rule, task="math_task"))
     with pytest.raises(Tripwire):
         main(sweep_argv(inp, tmp_path, "valid"))
     assert main(score_argv(inp, tmp_path, "co")) == 0, capsys.readouterr().err

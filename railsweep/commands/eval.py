@@ -14,7 +14,7 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
-from railsweep.tasks.base import ANSWER_RULES, DEFAULT_ANSWER_RULE
+from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -43,10 +43,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME",
         help="reference base adapter (default: adapter disabled)",
     )
-    p.add_argument("--task-dir", required=True, help="directory with <split>.jsonl in GSM8K format")
+    p.add_argument(
+        "--task-dir",
+        required=True,
+        help="directory with <split>.jsonl: GSM8K format ({question, answer ending '#### N'}), or MATH format "
+        "({problem, solution with a \\boxed{} answer}) with --answer-type math",
+    )
     p.add_argument("--split", type=at.text, default="test")
     p.add_argument(
-        "--fewshot", default=None, metavar="FILE", help="exemplar JSON (default: <task-dir>/cot_8shot.json)"
+        "--fewshot",
+        default=None,
+        metavar="FILE",
+        help="exemplar JSON (default: <task-dir>/cot_8shot.json; with --answer-type math, the package's four "
+        "MATH exemplars)",
     )
     p.add_argument("--leak-split", default=None, metavar="FILE", help='JSON {"leaked": [question indices]}')
     p.add_argument("--strategy", type=at.text, required=True, help="registered strategy name (e.g. identity, railcap)")
@@ -71,7 +80,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=DEFAULT_ANSWER_RULE,
         help="how a response's answer is read: final = the last 'The answer is N', else the last number "
         "(default); first = the first 'The answer is N', else the last number; lm_eval = "
-        "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does",
+        "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does; "
+        "with --answer-type math: final = the last \\boxed{} answer, first = the first",
+    )
+    p.add_argument(
+        "--answer-type",
+        choices=ANSWER_TYPES,
+        default=DEFAULT_ANSWER_TYPE,
+        help="what the gold answers are: numeric = GSM8K numbers (default); math = MATH-style LaTeX answers in "
+        "\\boxed{}, compared by normalised strings and sympy equivalence",
     )
     p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
     p.add_argument("--device", type=at.device, default="auto")
@@ -147,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         clean_adapter=args.clean_adapter,
         base_adapter=args.base_adapter,
         answer_rule=args.answer_rule,
+        answer_type=args.answer_type,
     )
     for flag, name in (
         ("--use-adapter", cell.adapter),

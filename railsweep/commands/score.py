@@ -75,11 +75,12 @@ def run(args: argparse.Namespace) -> int:
                 f"{path} was evaluated on different question data than {args.clean} "
                 f"({cell.split}.jsonl sha256 {other[:12]}… vs {clean_sum[:12]}…)"
             )
-        if cell.answer_rule != clean_cell.answer_rule:  # a solve probability means what its rule reads
-            raise DataError(
-                f"{path} was graded under answer_rule {cell.answer_rule!r} but the clean cell {args.clean} under "
-                f"{clean_cell.answer_rule!r}; score cells graded under the same rule"
-            )
+        for what in ("answer_rule", "answer_type"):  # a solve probability means what its rule reads
+            if getattr(cell, what) != getattr(clean_cell, what):
+                raise DataError(
+                    f"{path} was graded under {what} {getattr(cell, what)!r} but the clean cell {args.clean} "
+                    f"under {getattr(clean_cell, what)!r}; score cells graded under the same rule"
+                )
     check_bootstrap_memory(args.n_boot, max(len(clean_df), *(len(df) for _, _, df in cells)))
     labels = [cell.label() for _, cell, _ in cells]
     labels = [

@@ -6,6 +6,10 @@ the rule matters for a cell, needs to know how many responses another rule
 would have graded the other way. Every graded response is therefore re-graded
 under every rule; the counts go into the cell's results
 (``railsweep.grading``, see :mod:`railsweep.results.schema`).
+
+A MATH-style cell (``answer_type="math"``) is re-graded under the rules that
+type has (``final``: last ``\\boxed{}``, ``first``: first box); the harness's
+gsm8k_cot counts do not apply to it and stay 0.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from railsweep.tasks.base import ANSWER_RULES
-from railsweep.tasks.grading import STOP, check_answer_rule, cut_at_stop, grade
+from railsweep.tasks.base import DEFAULT_ANSWER_TYPE, RULES_BY_TYPE
+from railsweep.tasks.grading import STOP, check_answer_rule, check_answer_type, cut_at_stop, grade
 from railsweep.tasks.lm_eval_gsm8k import flexible_extract_correct, strict_match_correct
+from railsweep.tasks.math_grading import grade_math
 
 
 @dataclass(frozen=True)
@@ -54,22 +59,31 @@ class RuleAgreement:
 
 
 def rule_agreement(
-    responses: Iterable[tuple[str, str]], answer_rule: str, stop: tuple[str, ...] = STOP
+    responses: Iterable[tuple[str, str]],
+    answer_rule: str,
+    stop: tuple[str, ...] = STOP,
+    answer_type: str = DEFAULT_ANSWER_TYPE,
 ) -> RuleAgreement:
-    """Grade every ``(response text, gold)`` under every rule and count where they part ways."""
+    """Grade every ``(response text, gold)`` under every rule of ``answer_type`` and count where they part ways."""
     check_answer_rule(answer_rule)
-    others = [r for r in ANSWER_RULES if r != answer_rule]
+    check_answer_type(answer_type, answer_rule)
+    numeric = answer_type == "numeric"
+    rules = RULES_BY_TYPE[answer_type]
+    others = [r for r in rules if r != answer_rule]
     n = disagree = strict = flexible = 0
-    correct = dict.fromkeys(ANSWER_RULES, 0)
+    correct = dict.fromkeys(rules, 0)
     differ = dict.fromkeys(others, 0)
+    grader = grade if numeric else grade_math
     for text, gold in responses:
-        verdicts = {rule: grade(text, gold, stop, rule).correct for rule in ANSWER_RULES}
+        verdicts = {rule: grader(text, gold, stop, rule).correct for rule in rules}
         n += 1
         for rule, ok in verdicts.items():
             correct[rule] += ok
         for rule in others:
             differ[rule] += verdicts[rule] != verdicts[answer_rule]
         disagree += len(set(verdicts.values())) > 1
+        if not numeric:
+            continue
         cut = cut_at_stop(text, stop)  # as the lm_eval rule reads it (railsweep.tasks.grading.grade)
         strict += strict_match_correct(cut, gold)
         flexible += flexible_extract_correct(cut, gold)

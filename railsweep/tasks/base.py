@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, get_args
 
 GradeRule = Literal["strict", "flexible", "none"]
@@ -12,6 +13,14 @@ GradeRule = Literal["strict", "flexible", "none"]
 AnswerRule = Literal["final", "first", "lm_eval"]
 ANSWER_RULES: tuple[str, ...] = get_args(AnswerRule)
 DEFAULT_ANSWER_RULE = "final"
+# What a gold answer is: a GSM8K number (railsweep.tasks.grading) or a MATH-style LaTeX answer in \boxed{}
+# (railsweep.tasks.math_grading, which reads the last box under ``final`` and the first under ``first``).
+AnswerType = Literal["numeric", "math"]
+ANSWER_TYPES: tuple[str, ...] = get_args(AnswerType)
+DEFAULT_ANSWER_TYPE = "numeric"
+RULES_BY_TYPE: dict[str, tuple[str, ...]] = {"numeric": ANSWER_RULES, "math": ("final", "first")}
+# The CoT exemplars a MATH-style task prompts with unless given others (four solutions ending in \boxed{}).
+MATH_FEWSHOT = Path(__file__).with_name("math_fewshot.json")
 
 
 @dataclass(frozen=True)
@@ -19,7 +28,7 @@ class Question:
     index: int  # 0-based index in the evaluation split (GSM8K: line number in test.jsonl)
     question: str
     solution: str  # worked solution in the source format (GSM8K: ends with "#### N")
-    gold: str  # final answer, normalised (commas removed), e.g. "1234" or "-3"
+    gold: str  # final answer: GSM8K normalised (commas removed), e.g. "1234"; MATH its last \boxed{} as written
     leaked: bool | None = None  # whether M_co saw this question; None when unknown
 
 

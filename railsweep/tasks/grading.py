@@ -36,7 +36,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.base import ANSWER_RULES, DEFAULT_ANSWER_RULE, Grade
+from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, RULES_BY_TYPE, Grade
 from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval
 
 # sign (not a binary minus: nothing word-like just before it), optional $, then
@@ -82,6 +82,19 @@ def check_answer_rule(rule: object, what: str = "answer_rule") -> str:
     if rule not in ANSWER_RULES:
         raise ConfigError(f"{what} must be one of {', '.join(ANSWER_RULES)}, got {what}={rule!r}")
     return rule  # type: ignore[return-value]
+
+
+def check_answer_type(answer_type: object, rule: str = DEFAULT_ANSWER_RULE) -> str:
+    """``answer_type`` if it names an answer type that reads answers under ``rule``, else ConfigError."""
+    if answer_type not in ANSWER_TYPES:
+        raise ConfigError(f"answer_type must be one of {', '.join(ANSWER_TYPES)}, got answer_type={answer_type!r}")
+    allowed = RULES_BY_TYPE[answer_type]  # type: ignore[index]
+    if rule not in allowed:
+        raise ConfigError(
+            f"answer_rule={rule!r} does not apply to answer_type={answer_type!r}; "
+            f"its rules are {', '.join(allowed)}"
+        )
+    return answer_type  # type: ignore[return-value]
 
 
 def extract(

@@ -132,6 +132,7 @@ class GSM8KTask:
 
     name = "gsm8k"
     stop = STOP
+    answer_type = "numeric"
 
     def __init__(
         self,
