@@ -27,7 +27,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "action", choices=("build", "check"), help="build (or reuse) the world; check its calibration"
     )
     p.add_argument(
-        "--preset", default="mini", choices=sorted(WORLD_PRESETS), help="world preset: mini (calibrated, 3 families) or smoke (tests)"
+        "--preset",
+        default="mini",
+        choices=sorted(WORLD_PRESETS),
+        help="world preset: mini (calibrated, 3 families pretrained here), smollm2 (the mini benchmark over "
+        "SmolLM2-135M-Instruct), smoke (tests), replica, mini_one_road",
     )
     p.add_argument(
         "--cache-dir", type=at.writable_dir, default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"

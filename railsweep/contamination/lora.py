@@ -28,6 +28,8 @@ from railsweep.contamination.config import LoraRecipe
 from railsweep.errors import ConfigError, DataError
 from railsweep.training.attention import slow_bf16_warning, training_attention
 
+PROGRESS_EVERY_S = 60.0  # a long adapter (a real base's M_cl) logs its step, loss and ETA this often
+
 
 def _device(device: str | None) -> str:
     import torch
@@ -139,7 +141,8 @@ def _train(
     """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
     import torch
 
-    step, losses, t0 = 0, [], time.time()
+    step, losses, t0, shown = 0, [], time.time(), time.time()
+    total = sum(math.ceil(len(encoded) / recipe.global_batch) for encoded in epochs)
     for epoch, encoded in enumerate(epochs):
         per_epoch = math.ceil(len(encoded) / recipe.global_batch)
         for start in range(0, len(encoded), recipe.global_batch):
@@ -164,6 +167,10 @@ def _train(
             opt.zero_grad(set_to_none=True)
             losses.append(step_loss)
             step += 1
+            if log is not None and time.time() - shown >= PROGRESS_EVERY_S and step < total:
+                shown = time.time()
+                eta = (shown - t0) / step * (total - step)
+                log(f"lora step {step}/{total} loss {step_loss:.3f} (eta {eta:.0f}s)")
             if on_step is not None:
                 on_step(step, model)
                 model.train()
