@@ -2,7 +2,9 @@
 
 ``Registry("strategy", "railsweep.strategies")`` is filled by ``@registry.register(name, ConfigCls)`` on each
 built-in class (importing ``builtins`` registers them all); unknown names and parameters are one
-:class:`~railsweep.errors.ConfigError` that names them (with a "did you mean").
+:class:`~railsweep.errors.ConfigError` that names them (with a "did you mean"). An entry may carry an
+``info`` record besides its classes: what the rest of the package needs to know about it (a strategy's
+label, tables and backends, :class:`railsweep.strategy_registry.Registration`), read with :meth:`Registry.info`.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ class Registry:
         self.kind = kind  # "strategy", "detector": used in error messages
         self.builtins = builtins  # the module whose import registers every built-in entry
         self._entries: dict[str, tuple[type, type]] = {}
+        self._info: dict[str, Any] = {}
 
-    def register(self, name: str, config_cls: type) -> Callable[[type], type]:
-        """Class decorator: ``@registry.register("railcap", RailCapConfig)``."""
+    def register(self, name: str, config_cls: type, info: Any = None) -> Callable[[type], type]:
+        """Class decorator: ``@registry.register("railcap", RailCapConfig)``; ``info``: the entry's record."""
 
         def deco(cls: type) -> type:
             if name in self._entries and self._entries[name][0] is not cls:
                 raise ConfigError(f"{self.kind} {name!r} registered twice")
             cls.name = name
             self._entries[name] = (cls, config_cls)
+            self._info[name] = info
             return cls
 
         return deco
@@ -50,6 +54,11 @@ class Registry:
             plural = "strategies" if self.kind == "strategy" else f"{self.kind}s"
             raise ConfigError(f"unknown {self.kind} {name!r}{did}; known {plural}: {', '.join(sorted(entries))}")
         return entries[name]
+
+    def info(self, name: str) -> Any:
+        """The record registered with ``name`` (None if it has none); unknown name → ConfigError."""
+        self.classes(name)
+        return self._info[name]
 
     def make_config(self, name: str, params: dict[str, Any] | None = None) -> Any:
         """Validate ``params`` against the config dataclass of ``name`` and build it."""

@@ -16,7 +16,7 @@ from railsweep.interventions.railcap import RailCapSpec
 from railsweep.strategies.base import config_dict, make_config
 from railsweep.strategies.railcap.numbers import is_number_text, number_token_ids
 from railsweep.strategies.railcap.strategy import RailCap, RailCapConfig
-from railsweep.sweep.cells import is_main_railcap, strategy_label
+from railsweep.strategy_registry import in_table, strategy_label
 from railsweep.testing import make_tiny_model
 
 
@@ -57,7 +57,10 @@ def test_restricted_rows_get_their_own_table4_label_and_are_never_the_main_row()
     variant = CellConfig(
         model="/m", strategy="railcap", task_dir="/d", strategy_params={"spare_numbers": True}
     )
-    assert is_main_railcap(main) and not is_main_railcap(variant)
+    for table in ("1", "2", "3"):
+        assert in_table("railcap", main.strategy_params, table)
+        assert not in_table("railcap", variant.strategy_params, table)
+    assert in_table("railcap", variant.strategy_params, "4")
 
 
 @pytest.mark.parametrize(

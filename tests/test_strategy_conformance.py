@@ -4,7 +4,12 @@ Every strategy: its default config builds, round-trips through make_config /
 config_dict, is JSON-serialisable, and rejects unknown parameters; the same
 seed gives the same outcomes; and every strategy declares whether a setting
 switches it off (its config's ``switched_off``): if one does, the switched-off
-strategy reproduces Identity sample for sample, if none does, it says why.
+strategy reproduces Identity sample for sample on the transformers engine, if
+none does, it says why. Its registration (:mod:`railsweep.strategy_registry`)
+holds: each backend it claims applies every intervention it sends, and each
+backend it leaves out lacks one (the transformers engine asked through
+``supports``, vLLM's table ``ADAPTERS`` read directly: vLLM is not needed); the
+tables it is in and the row they show are the paper's (method.md §6).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import json
 import pytest
 from baselines_world import make_ctx, toy_task
 
+from railsweep.engines.vllm_adapters import ADAPTERS
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, known_strategies, make_config
 from railsweep.strategies.base import NoOffSwitch, config_dict, strategy_classes
+from railsweep.strategy_registry import BACKENDS, in_table, registration, strategy_label
 
 ALL = known_strategies()
 
@@ -103,6 +110,64 @@ def test_switched_off_strategy_equals_identity(world_engine, name):
     assert off == _fingerprint(_run(world_engine, "identity"))
 
 
+def _applies(world_engine, backend, intervention):
+    return world_engine.supports(intervention) if backend == "transformers" else intervention in ADAPTERS
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_registered_backends_are_exactly_those_that_apply_every_intervention_the_strategy_sends(
+    world_engine, name
+):
+    reg = registration(name)
+    for backend in BACKENDS:
+        applies = all(_applies(world_engine, backend, kind) for kind in reg.interventions)
+        assert applies == (backend in reg.backends), (name, backend)
+    assert "transformers" in reg.backends or not reg.fallback  # a fallback runs on transformers
+
+
+def test_the_paper_strategies_are_in_the_papers_tables():
+    """Pins the paper's strategies only: a new strategy's membership is its own registration's business."""
+    paper = {"identity", "all_zero", "ted", "lne_blocking", "shortcut", "railcap", "temperature"}
+    members = {t: {n for n in paper if t in registration(n).tables} for t in ("1", "2", "3", "4")}
+    main = {"identity", "ted", "lne_blocking", "shortcut", "railcap"}
+    assert members == {
+        "1": main,
+        "2": main | {"all_zero"},
+        "3": main | {"all_zero"},
+        "4": {"railcap", "all_zero"},
+    }
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_table_strategy_shows_its_default_point_in_tables_1_to_3(name):
+    for table in sorted(registration(name).tables & {"1", "2", "3"}):
+        assert in_table(name, {}, table)
+
+
+def test_tables_1_to_3_show_railcap_at_its_defaults_only_and_table_4_every_railcap_point():
+    variants = [
+        {"n": 2},
+        {"mode": "ban"},
+        {"successor": "all"},
+        {"trajectory": "with_stop"},
+        {"spare_numbers": True},
+    ]
+    assert in_table("railcap", {"n": 4, "mode": "cap"}, "1")
+    for p in variants:
+        assert not any(in_table("railcap", p, t) for t in ("1", "2", "3")), p
+        assert in_table("railcap", p, "4")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_labels_are_the_display_name_unless_the_registration_shows_parameters(name):
+    reg = registration(name)
+    label = strategy_label(name, {})
+    if reg.label_of is None:
+        assert label == reg.display
+    else:
+        assert label.startswith(reg.display + " ")
+
+
 def test_a_strategy_config_without_a_switched_off_declaration_cannot_register():
     from dataclasses import dataclass
 
@@ -113,7 +178,7 @@ def test_a_strategy_config_without_a_switched_off_declaration_cannot_register():
         knob: int = 1
 
     with pytest.raises(TypeError, match="Undeclared.switched_off"):
-        register("undeclared", Undeclared)
+        register("undeclared", Undeclared, display="Undeclared")
     assert "undeclared" not in known_strategies()
 
 

@@ -95,6 +95,10 @@ def test_table_filters_pick_the_primary_setting_and_the_papers_rows(paths_spec):
             "unknown parameter(s) ['ngram']",
         ),
         (lambda d: d["strategies"].append({"name": "railcap", "grid": {"n": [0, 4]}}), "got n=0"),
+        (
+            lambda d: d["strategies"].append({"name": "railcap", "grid": {"n": [4, 65]}}),
+            "RailCap n must be an integer in [1, 64], got n=65",
+        ),
         (lambda d: d["strategies"].append({"name": "railcap", "grid": {"n": []}}), "empty"),
         (lambda d: d.update(strategies=[]), "grid is empty"),
         (lambda d: d.update(domains=["gsm8k", "mmlu"]), "unknown domain 'mmlu'"),
@@ -130,6 +134,42 @@ def test_bad_specs_fail_at_validation_with_the_offending_value(paths_spec, mutat
     with pytest.raises(ConfigError) as e:
         spec_from_dict(paths_spec)
     assert needle in str(e.value)
+
+
+@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+def test_railcap_n_above_max_n_is_refused_on_every_backend(paths_spec, backend):
+    paths_spec["engine"] = {"backend": backend}
+    paths_spec["strategies"] = [{"name": "railcap", "params": {"n": 65}}]
+    with pytest.raises(ConfigError, match=r"got n=65"):
+        spec_from_dict(paths_spec)
+    paths_spec["strategies"] = [{"name": "railcap", "params": {"n": 64}}]
+    spec_from_dict(paths_spec)
+
+
+def test_shortcut_on_vllm_passes_validation_because_its_registration_falls_back_to_transformers(paths_spec):
+    paths_spec.update(engine={"backend": "vllm"}, strategies=["shortcut", "railcap", "lne_blocking"])
+    assert spec_from_dict(paths_spec).engine.backend == "vllm"
+
+
+def test_a_strategy_on_a_backend_its_registration_excludes_is_refused_naming_both(paths_spec, monkeypatch):
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from railsweep.strategy_registry import STRATEGIES, register
+
+    @dataclass(frozen=True)
+    class OnlyHFConfig:
+        switched_off: ClassVar[dict] = {}
+
+    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._loaded()))
+    monkeypatch.setattr(STRATEGIES, "_info", dict(STRATEGIES._info))
+    register("only_hf", OnlyHFConfig, display="Only-HF", backends=("transformers",))(type("OnlyHF", (), {}))
+    paths_spec["strategies"] = ["identity", "only_hf"]
+    spec_from_dict(paths_spec)  # transformers: accepted
+    paths_spec["engine"] = {"backend": "vllm"}
+    with pytest.raises(ConfigError) as e:
+        spec_from_dict(paths_spec)
+    assert str(e.value).endswith("strategy 'only_hf' does not run on the 'vllm' backend; it runs on: transformers")
 
 
 def test_a_primary_setting_outside_the_grid_fails_at_load_time(paths_spec):

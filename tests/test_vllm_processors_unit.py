@@ -48,3 +48,36 @@ def test_bad_model_adapter_or_runner_fails_before_vllm_is_imported(tmp_path, tin
         VLLMEngine(tiny_model_dir, runner="v3")
     with pytest.raises(ConfigError, match="tensor_parallel_size"):
         VLLMEngine(tiny_model_dir, runner="v1", tensor_parallel_size=0)
+
+
+def test_vllm_wire_refuses_railcap_n_above_max_n_with_the_specs_own_message():
+    from railsweep.engines.vllm_adapters import RailCapSlots
+    from railsweep.interventions.railcap import MAX_N
+
+    assert RailCapSlots.from_wire({"traj": [1, 2, 3], "n": MAX_N}).n == MAX_N
+    with pytest.raises(ValueError, match=rf"\[1, {MAX_N}\], got n={MAX_N + 1}"):
+        RailCapSlots.from_wire({"traj": [1, 2, 3], "n": MAX_N + 1})
+
+
+def test_both_engines_store_railcap_settings_in_the_same_row_layout():
+    """The transformers processor's packed batch and the vLLM adapter's slots hold the same rows and free
+    masks for the same specs (the layout lives once, in railsweep.interventions.railcap)."""
+    import numpy as np
+    import torch
+
+    from railsweep.engines.vllm_adapters import RailCapSlots
+    from railsweep.interventions.railcap import ROW_FIELDS, RailCapSpec, pack_specs
+
+    specs = [
+        RailCapSpec((5, 6, 7, 8, 9), n=2, mode="ban", successor="first", spare=(7,)),
+        None,
+        RailCapSpec((1, 2, 3), n=1, successor="all"),
+    ]
+    batch = pack_specs(specs)
+    slots = RailCapSlots(4, 8, torch.device("cpu"), pin=False)
+    idx = np.array([3, 0, 1])
+    slots.write(idx, torch.from_numpy(idx), specs)
+    vllm_rows = slots.meta[:, torch.from_numpy(idx)]
+    hf_rows = torch.stack([getattr(batch, f) for f in ROW_FIELDS])
+    assert torch.equal(vllm_rows, hf_rows)
+    assert torch.equal(slots.free[torch.from_numpy(idx), : batch.free.shape[1]], batch.free)

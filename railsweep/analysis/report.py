@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from railsweep.analysis.tables import MAIN_RAILCAP, paper_tables, table_cells
+from railsweep.analysis.tables import paper_tables, table_cells
 from railsweep.analysis.uncertainty import with_occupancy
 from railsweep.metrics.aggregate import ACROSS, CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 ALPHA = 0.05  # score_pair's default: the only level a trial logs
-SCATTER_ROWS = ("Identity", MAIN_RAILCAP)  # the per-question scatters shown side by side
+# Table 2's rows whose per-question scatters are shown side by side
+SCATTER_STRATEGIES = ("identity", "railcap")
 
 
 def setting_label(family: str, domain: str | None) -> str:
@@ -195,8 +196,8 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     prim, title = rows["table2"], setting_label(*sweep.primary)
     paths: dict[str, Path] = {}
     for s in prim:
-        if s["strategy"] in SCATTER_ROWS:
-            key = "scatter_" + s["strategy"].split()[0].lower()
+        if s["strategy_name"] in SCATTER_STRATEGIES:
+            key = f"scatter_{s['strategy_name']}"
             paths[key] = plots.scatter_clean_vs_mitigated(
                 by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, out / f"{key}.png",
                 title=f"{title}: {s['strategy']}",

@@ -28,8 +28,8 @@ import pandas as pd
 
 from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
-from railsweep.interventions.railcap import DEFAULT_N
 from railsweep.metrics.aggregate import ACROSS
+from railsweep.strategy_registry import in_table
 
 LABELS: dict[str, str] = {
     "g_ap": "G-AP",
@@ -345,28 +345,28 @@ def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]
     return paths
 
 
-MAIN_RAILCAP = f"RailCap n={DEFAULT_N} cap"
-MAIN_ROWS = ("Identity", "TED", "LNE-blocking", "Shortcut", MAIN_RAILCAP, "All-Zero")
-ALL_ZERO = "All-Zero"
-
-
 def table_cells(
     scored: Sequence[Mapping[str, Any]], primary: Sequence[str]
 ) -> dict[str, list[Mapping[str, Any]]]:
     """The scored cells each of Tables 1–4 shows: the one place that decides which rows go where.
 
-    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting. Rows follow the paper:
-    Tables 1–3 the main strategies (:data:`MAIN_ROWS`: RailCap at n=4 cap; All-Zero only in Tables 2 and 3),
-    Table 4 the RailCap ablation plus All-Zero. The figures draw from the same lists.
+    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting. Which strategy and
+    which of its parameter points a table shows is its registration's answer
+    (:func:`railsweep.strategy_registry.in_table`, read from ``strategy_name`` and ``params``): Tables 1–3
+    the main strategies at their main row (RailCap at n=4 cap; All-Zero only in Tables 2 and 3), Table 4 the
+    RailCap ablation plus All-Zero. The figures draw from the same lists.
     """
     fam, dom = primary
     prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]
-    main = set(MAIN_ROWS)
+
+    def shown(cells: Sequence[Mapping[str, Any]], table: str) -> list[Mapping[str, Any]]:
+        return [s for s in cells if in_table(s["strategy_name"], s.get("params"), table)]
+
     return {
-        "table1": [s for s in prim if s["strategy"] in main - {ALL_ZERO}],
-        "table2": [s for s in prim if s["strategy"] in main],
-        "table3": [s for s in scored if s["strategy"] in main],
-        "table4": [s for s in prim if s.get("strategy_name") == "railcap" or s["strategy"] == ALL_ZERO],
+        "table1": shown(prim, "1"),
+        "table2": shown(prim, "2"),
+        "table3": shown(scored, "3"),
+        "table4": shown(prim, "4"),
     }
 
 

@@ -2,7 +2,7 @@
 
 :data:`PROCESSORS` is the one table from intervention spec type to adapter; an
 intervention that edits logits needs one entry here (and one in
-``railsweep.engines.vllm_processors.ADAPTERS``).
+``railsweep.engines.vllm_adapters.ADAPTERS``).
 
 Every processor is called once per decode step as
 ``processor(logits[B, V], generated[B, S], step) -> (logits, triggered[B] | None)``

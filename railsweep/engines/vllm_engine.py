@@ -7,8 +7,8 @@ tokens, LoRA adapters by name (one ``LoRARequest`` each, so a family's clean
 and contaminated adapters share batches), prefix caching on (the few-shot
 prompt is shared by every request). RailCap, LNE ban-top and per-step entropy
 recording travel as plain data in ``SamplingParams.extra_args`` to the
-processors of :mod:`railsweep.engines.vllm_processors` (its ``ADAPTERS`` table
-says which interventions; requests without them are untouched); trigger counts and entropies come back through the worker
+processors of :mod:`railsweep.engines.vllm_processors` (the ``ADAPTERS`` table of
+:mod:`railsweep.engines.vllm_adapters` says which interventions; requests without them are untouched); trigger counts and entropies come back through the worker
 extension :mod:`railsweep.engines.vllm_worker_ext`. See ``docs/vllm.md``.
 
 The model runner is chosen explicitly through ``VLLM_USE_V2_MODEL_RUNNER``
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.engines.base import Completion, Request, Sample
+from railsweep.engines.vllm_adapters import ADAPTERS, extra_args_for
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 
 PROCESSORS = {
@@ -178,8 +179,6 @@ class VLLMEngine:
         return list(self._adapter_dirs)
 
     def supports(self, intervention: type) -> bool:
-        from railsweep.engines.vllm_processors import ADAPTERS
-
         return intervention in ADAPTERS
 
     def close(self) -> None:
@@ -199,8 +198,6 @@ class VLLMEngine:
         if not requests:
             return []
         from vllm import SamplingParams
-
-        from railsweep.engines.vllm_processors import extra_args_for
 
         self._calls += 1
         prompts, params, loras, seeds = [], [], [], []

@@ -5,7 +5,7 @@ travels unchanged to a Ray actor or into vLLM's ``SamplingParams.extra_args``.
 The math is pure torch, batched over rows and free of device-to-host syncs;
 each engine maps a spec type to its own adapter over that math through one
 table (``railsweep.engines.hf_processors.PROCESSORS``,
-``railsweep.engines.vllm_processors.ADAPTERS``).
+``railsweep.engines.vllm_adapters.ADAPTERS``).
 
 - :mod:`.railcap`: RailCap (method.md §3), :class:`RailCapSpec`;
 - :mod:`.ban_top`: LNE-blocking's ban of the top-1 token, :class:`BanTopSpec`;

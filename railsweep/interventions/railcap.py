@@ -32,15 +32,18 @@ if TYPE_CHECKING:
     import torch
 
 DEFAULT_N = 4  # the paper's n-gram length: the one default every layer (spec, strategy, sweep, tables) uses
+# The longest n accepted, on every backend: the vLLM processors read the last n tokens of every row each step
+# (a [rows, n] gather), so n is bounded where the spec is built, not per request on one backend.
+MAX_N = 64
 RailCapMode = Literal["cap", "ban"]
 Successor = Literal["last", "first", "all"]
 
 
 def check_settings(n: object, mode: object, successor: object) -> None:
-    """ConfigError naming the offending value unless ``n`` is an integer >= 1, ``mode`` "cap" or "ban"
-    and ``successor`` "last", "first" or "all" (the one validation of RailCap's settings)."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ConfigError(f"RailCap n must be an integer >= 1, got n={n!r}")
+    """ConfigError naming the offending value unless ``n`` is an integer in [1, :data:`MAX_N`], ``mode`` "cap"
+    or "ban" and ``successor`` "last", "first" or "all" (the one validation of RailCap's settings)."""
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
+        raise ConfigError(f"RailCap n must be an integer in [1, {MAX_N}], got n={n!r}")
     if mode not in ("cap", "ban"):
         raise ConfigError(f"RailCap mode must be 'cap' or 'ban', got mode={mode!r}")
     if successor not in ("last", "first", "all"):
@@ -96,6 +99,26 @@ class RailCapSpec:
 
 SUCCESSOR_CODES = {"last": 0, "first": 1, "all": 2}
 MODE_CODES = {"cap": 0, "ban": 1}
+# One row of per-request settings as both engine adapters store them (a [4, B] long tensor, one column per
+# request): trajectory length, n (0 = RailCap off for the row), successor code, mode code.
+ROW_FIELDS = ("traj_len", "n", "successor", "mode")
+OFF_ROW = (0, 0, 0, 0)
+
+
+def settings_row(spec: RailCapSpec | None) -> tuple[int, int, int, int]:
+    """The :data:`ROW_FIELDS` of one request (:data:`OFF_ROW` for ``None``)."""
+    if spec is None:
+        return OFF_ROW
+    return (len(spec.trajectory), spec.n, SUCCESSOR_CODES[spec.successor], MODE_CODES[spec.mode])
+
+
+def free_row(spec: RailCapSpec | None, width: int) -> list[bool]:
+    """``free`` of one request padded to ``width`` (>= ``len(trajectory) - 1``): may g_{e+1} be a target;
+    True past the trajectory's end and for ``None``."""
+    free = spec.free() if spec is not None else []
+    return free + [True] * (width - len(free))
+
+
 _LAST, _FIRST, _ALL = 0, 1, 2
 _BAN = 1
 
@@ -269,32 +292,24 @@ def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str =
     flat: list[int] = []  # one tensor from one flat list: a decode batch packs its specs every call
     rows: list[list[int]] = []
     for s in specs:
-        if s is None:
-            flat += [-1] * T
-            rows.append([0, 0, 0, 0])
-        else:
-            flat += s.trajectory
-            flat += [-1] * (T - len(s.trajectory))
-            rows.append([len(s.trajectory), s.n, SUCCESSOR_CODES[s.successor], MODE_CODES[s.mode]])
+        traj_s = s.trajectory if s is not None else ()
+        flat += traj_s
+        flat += [-1] * (T - len(traj_s))
+        rows.append(settings_row(s))
     traj = torch.tensor(flat, dtype=torch.long).view(B, T)
-    meta = torch.tensor(rows, dtype=torch.long).view(B, 4).T.contiguous()
+    meta = torch.tensor(rows, dtype=torch.long).view(B, len(ROW_FIELDS)).T.contiguous()
     ns = [s.n for s in specs if s is not None]
     meta = meta.to(device)
     free = stop = None
     if any(s is not None and s.spare for s in specs):
-        rows_free = [s.free() if s is not None else [] for s in specs]
-        free = torch.tensor(
-            [f + [True] * (max(T - 1, 0) - len(f)) for f in rows_free], dtype=torch.bool
-        ).view(B, max(T - 1, 0))
+        width = max(T - 1, 0)
+        free = torch.tensor([free_row(s, width) for s in specs], dtype=torch.bool).view(B, width)
         free = free.to(device)
     if any(s is not None and s.stop_after_departure for s in specs):
         stop = torch.tensor([s is not None and s.stop_after_departure for s in specs], device=device)
     return RailCapBatch(
         traj=traj.to(device),
-        traj_len=meta[0],
-        n=meta[1],
-        successor=meta[2],
-        mode=meta[3],
+        **dict(zip(ROW_FIELDS, meta)),  # traj_len, n, successor, mode
         max_n=max(ns, default=0),
         min_n=min(ns, default=0),
         free=free,

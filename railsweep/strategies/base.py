@@ -4,7 +4,8 @@ A strategy turns (engine, task, model under evaluation, decode settings) and a
 list of questions into one :class:`QuestionOutcome` per question: the samples,
 their grades, and the per-question counts ``c`` of ``m`` that the metrics use.
 Each strategy lives in its own module with a frozen config dataclass and one
-``@register`` line; :func:`build_strategy` validates parameters by name.
+``@register`` line (:mod:`railsweep.strategy_registry`: its label, tables and
+backends); :func:`build_strategy` validates parameters by name.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 from railsweep.engines.base import Completion, Engine, Intervention, Request, Sample, SamplingSpec
 from railsweep.errors import ConfigError
-from railsweep.registry import Registry
+from railsweep.strategy_registry import STRATEGIES, NoOffSwitch, register  # noqa: F401 (re-exported)
 from railsweep.tasks.base import Grade, Question, Task
 
 
@@ -82,33 +83,6 @@ class Strategy(Protocol):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]: ...
 
     def decodes(self, settings: DecodeSettings) -> int: ...
-
-
-@dataclass(frozen=True)
-class NoOffSwitch:
-    """A strategy config's declaration that no parameter setting switches the strategy off, and why."""
-
-    reason: str
-
-
-STRATEGIES = Registry("strategy", "railsweep.strategies")
-
-
-def register(name: str, config_cls: type) -> Callable[[type], type]:
-    """Class decorator: ``@register("railcap", RailCapConfig)``.
-
-    The config class must declare ``switched_off``: the parameters with which the strategy
-    reproduces Identity sample for sample (the conformance suite checks it), or a
-    :class:`NoOffSwitch` saying why no setting does.
-    """
-    off = getattr(config_cls, "switched_off", None)
-    if not isinstance(off, dict | NoOffSwitch) or (isinstance(off, NoOffSwitch) and not off.reason.strip()):
-        raise TypeError(
-            f"strategy {name!r}: {config_cls.__name__}.switched_off must be the parameters that switch it "
-            f"off (a dict) or a NoOffSwitch with a reason, got {off!r}"
-        )
-
-    return STRATEGIES.register(name, config_cls)
 
 
 def known_strategies() -> list[str]:

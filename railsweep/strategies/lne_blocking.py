@@ -107,7 +107,13 @@ def blocking_count(lne_value: float, beta: float = 2.0, t_task: int = 7, roundin
     return min(t_task, max(0, n))
 
 
-@register("lne_blocking", LNEBlockingConfig)
+@register(
+    "lne_blocking",
+    LNEBlockingConfig,
+    display="LNE-blocking",
+    tables=("1", "2", "3"),
+    interventions=(BanTopSpec,),
+)
 class LNEBlocking:
     def __init__(self, config: LNEBlockingConfig | None = None):
         self.config = config or LNEBlockingConfig()

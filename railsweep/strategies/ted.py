@@ -102,7 +102,7 @@ def _distance_summary(dist: Sequence[int]) -> dict[str, float | int]:
     return out
 
 
-@register("ted", TEDConfig)
+@register("ted", TEDConfig, display="TED", tables=("1", "2", "3"))
 class TED:
     def __init__(self, config: TEDConfig | None = None):
         self.config = config or TEDConfig()

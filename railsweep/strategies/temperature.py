@@ -55,7 +55,12 @@ class TemperatureConfig:
             )
 
 
-@register("temperature", TemperatureConfig)
+def _label(config: TemperatureConfig) -> str:
+    """One row per tau (None: the readout temperature)."""
+    return f"Temperature tau={'readout' if config.tau is None else config.tau}"
+
+
+@register("temperature", TemperatureConfig, display="Temperature", label=_label)  # in no paper table
 class Temperature:
     def __init__(self, config: TemperatureConfig | None = None):
         self.config = config or TemperatureConfig()

@@ -130,10 +130,9 @@ class EngineServer:
         strategy needs an intervention the primary backend lacks (Shortcut patching on vLLM)."""
         import dataclasses
 
-        from railsweep.strategies.base import strategy_classes
+        from railsweep.strategy_registry import registration
 
-        needs = getattr(strategy_classes(strategy)[0], "requires", ())
-        if all(self.engine.supports(kind) for kind in needs):
+        if all(self.engine.supports(kind) for kind in registration(strategy).interventions):
             return self.engine
         if self._fallback is None:
             from railsweep.engines.factory import build_engine

@@ -10,7 +10,8 @@ Steps:
    included): M_cl sampled at tau (Identity with the readout temperature set to tau, a clean cell) and M_co
    sampled at tau (the ``temperature`` strategy, scored against that M_cl cell); the dynamics step reads
    them (:func:`temperature_groups`). A spec without ``temperatures`` gets exactly the cells it had;
-4. optional filter to what one paper table needs (``--table 1..4``);
+4. optional filter to what one paper table needs (``--table 1..4``; each strategy's registration says
+   which of its points a table shows, :func:`railsweep.strategy_registry.in_table`);
 5. clean cells first, so they are scheduled before the cells that need them.
 """
 
@@ -21,8 +22,8 @@ from typing import Any
 
 from railsweep.config import CellConfig
 from railsweep.errors import ConfigError
-from railsweep.interventions.railcap import DEFAULT_N
-from railsweep.sweep.spec import _TABLE_STRATEGIES, TABLES, SweepSpec
+from railsweep.strategy_registry import in_table, strategy_label
+from railsweep.sweep.spec import TABLES, SweepSpec
 
 
 @dataclass(frozen=True)
@@ -77,48 +78,6 @@ class SweepCell:
         for k, v in c.strategy_params.items():
             out[f"strategy.{k}"] = v
         return {k: str(v) for k, v in out.items()}
-
-
-_DISPLAY = {
-    "identity": "Identity",
-    "all_zero": "All-Zero",
-    "ted": "TED",
-    "lne_blocking": "LNE-blocking",
-    "shortcut": "Shortcut",
-    "railcap": "RailCap",
-    "temperature": "Temperature",
-}
-
-
-def strategy_label(strategy: str, params: dict[str, Any]) -> str:
-    base = _DISPLAY.get(strategy, strategy)
-    if strategy == "railcap":
-        succ = params.get("successor", "last")
-        tail = "" if succ == "last" else f" {succ}"
-        if params.get("trajectory", "answer") == "with_stop":
-            tail += " with stop"
-        if params.get("stop_after_departure"):
-            tail += " stop at departure"
-        if params.get("spare_numbers"):
-            tail += " spare numbers"
-        return f"{base} n={params.get('n', DEFAULT_N)} {params.get('mode', 'cap')}{tail}"
-    if strategy == "temperature":  # one row per tau (None: the readout temperature)
-        tau = params.get("tau", 1.0)
-        return f"{base} tau={'readout' if tau is None else tau}"
-    return base
-
-
-def is_main_railcap(cfg: CellConfig) -> bool:
-    p = cfg.strategy_params
-    return (
-        cfg.strategy == "railcap"
-        and p.get("n") == DEFAULT_N
-        and p.get("mode") == "cap"
-        and p.get("successor") == "last"
-        and p.get("trajectory", "answer") == "answer"
-        and not p.get("stop_after_departure")
-        and not p.get("spare_numbers")
-    )
 
 
 @dataclass(frozen=True)
@@ -266,7 +225,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
                         clean_adapter=cname,
                         **common,
                     )
-                    if table != "all" and not _in_table(cfg, table):
+                    if table != "all" and not in_table(sg.name, cfg.strategy_params, table):
                         continue
                     mitigated.append(SweepCell(cfg, clean[key].cell_id))
             if table == "all" and spec.temperatures:
@@ -285,10 +244,3 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
             f"(strategies: {[s.name for s in spec.strategies]}, families: {[f.name for f in spec.families]})"
         )
     return cells
-
-
-def _in_table(cfg: CellConfig, table: str) -> bool:
-    wanted = _TABLE_STRATEGIES[table]
-    if cfg.strategy == "railcap":
-        return "railcap" in wanted or ("railcap_main" in wanted and is_main_railcap(cfg))
-    return cfg.strategy in wanted

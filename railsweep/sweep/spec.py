@@ -7,7 +7,8 @@ MLflow tracking server. The classes below are the one typed schema of a spec
 (frozen pydantic dataclasses, see :mod:`railsweep.sweep._schema`): building
 one, from YAML in :func:`spec_from_dict` or in Python (``dataclasses.replace``),
 validates every type, range and cross-field rule (unknown keys, strategy or
-parameter names, n < 1, empty grids, a primary setting outside the grid)
+parameter names, RailCap n outside [1, MAX_N], a strategy on a backend its
+registration does not run on, empty grids, a primary setting outside the grid)
 without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
 (building or reusing the miniature world) and checks the families exist. Both
 run in the driver before any trial starts, so a bad spec costs one clear error.
@@ -42,6 +43,7 @@ from pydantic import Field, Strict, field_validator, model_validator
 from railsweep.argtypes import model_problem
 from railsweep.dynamics.regimes import E_CUT
 from railsweep.errors import ConfigError, DataError
+from railsweep.strategy_registry import PAPER_TABLES, STRATEGIES, check_backend
 from railsweep.sweep._schema import (
     Device,
     NonNegFloat,
@@ -60,14 +62,7 @@ PRESETS = (
     "paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "mini_replica", "smoke",
 )  # fmt: skip
 DOMAINS = ("gsm8k", "pq")
-TABLES = ("1", "2", "3", "4", "all")
-# Strategies each paper table shows (method.md §6); "railcap_main" = RailCap at its default n, cap, last successor.
-_TABLE_STRATEGIES = {
-    "1": {"identity", "ted", "lne_blocking", "shortcut", "railcap_main"},
-    "2": {"identity", "ted", "lne_blocking", "shortcut", "railcap_main", "all_zero"},
-    "3": {"identity", "ted", "lne_blocking", "shortcut", "railcap_main", "all_zero"},
-    "4": {"railcap", "all_zero"},
-}
+TABLES = (*PAPER_TABLES, "all")  # which rows each shows: the strategies' registrations (strategy_registry)
 
 
 @schema("families", inputs=("base", "adapters"))
@@ -97,7 +92,7 @@ class FamilySpec:
 class StrategyGrid:
     """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points.
 
-    Every point is checked through the strategy's own config (unknown names, RailCap n < 1, ...).
+    Every point is checked through the strategy's own config (unknown names, RailCap n outside [1, MAX_N], ...).
     """
 
     name: Text
@@ -130,11 +125,9 @@ class StrategyGrid:
 
     @model_validator(mode="after")
     def _points_are_valid_configs(self) -> StrategyGrid:
-        from railsweep.strategies.base import make_config, strategy_classes
-
-        strategy_classes(self.name)  # unknown strategy → ConfigError listing the known ones
+        STRATEGIES.classes(self.name)  # unknown strategy → ConfigError listing the known ones
         for point in self.points():
-            make_config(self.name, point)
+            STRATEGIES.make_config(self.name, point)  # RailCap n outside [1, MAX_N], ...
         return self
 
     def points(self) -> list[dict[str, Any]]:
@@ -416,6 +409,8 @@ class SweepSpec:
             raise ValueError("the sweep has no strategies, detectors or temperatures: the grid is empty")
         if self.dynamics is not None and not self.temperatures:
             raise ValueError("a 'dynamics' block needs a 'temperatures' list to sample at")
+        for sg in self.strategies:  # a strategy its registration says this backend cannot run
+            check_backend(sg.name, self.engine.backend)
         if self.detectors:
             det_names = [d.name for d in self.detectors]
             twice = sorted({n for n in det_names if det_names.count(n) > 1})

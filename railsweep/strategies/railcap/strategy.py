@@ -79,7 +79,32 @@ class RailCapConfig:
         )
 
 
-@register("railcap", RailCapConfig)
+def _label(c: RailCapConfig) -> str:
+    """``RailCap n=4 cap``, then whatever differs from Algorithm 1's settings (Table 4's rows)."""
+    tail = "" if c.successor == "last" else f" {c.successor}"
+    if c.trajectory == "with_stop":
+        tail += " with stop"
+    if c.stop_after_departure:
+        tail += " stop at departure"
+    if c.spare_numbers:
+        tail += " spare numbers"
+    return f"RailCap n={c.n} {c.mode}{tail}"
+
+
+def _is_main(c: RailCapConfig) -> bool:
+    """Tables 1–3 show RailCap at its defaults: n = DEFAULT_N, cap, last successor, the answer's trajectory."""
+    return c == RailCapConfig()
+
+
+@register(
+    "railcap",
+    RailCapConfig,
+    display="RailCap",
+    label=_label,
+    tables=("1", "2", "3", "4"),
+    main_row=_is_main,
+    interventions=(RailCapSpec,),
+)
 class RailCap:
     def __init__(self, config: RailCapConfig | None = None):
         self.config = config or RailCapConfig()

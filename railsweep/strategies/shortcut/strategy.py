@@ -105,10 +105,18 @@ def random_neurons(widths: Sequence[int], k: int, seed: int) -> np.ndarray:
     return pairs[np.sort(pick)]
 
 
-@register("shortcut", ShortcutConfig)
+# vLLM has no neuron patching (it needs a reference model run in lockstep): a vLLM sweep runs these cells
+# on a transformers engine over the same weights.
+@register(
+    "shortcut",
+    ShortcutConfig,
+    display="Shortcut",
+    tables=("1", "2", "3"),
+    interventions=(NeuronPatchSpec,),
+    backends=("transformers",),
+    fallback=True,
+)
 class Shortcut:
-    requires: ClassVar[tuple[type, ...]] = (NeuronPatchSpec,)  # engines without it route to transformers
-
     def __init__(self, config: ShortcutConfig | None = None):
         self.config = config or ShortcutConfig()
 

@@ -1,0 +1,146 @@
+"""The strategy registry and its one registration per strategy: everything the sweep and the tables know of it.
+
+``@register("railcap", RailCapConfig, display="RailCap", label=..., tables=("1", "2", "3", "4"), main_row=...,
+interventions=(RailCapSpec,))`` on a strategy class (:mod:`railsweep.strategies`) is the only place its
+name is written down. From the :class:`Registration` the rest is derived:
+
+- its display label, a function of its config (:func:`strategy_label`; cells and tables show it);
+- the paper tables it belongs to, and whether a parameter point is the row Tables 1–3 show
+  (:func:`in_table`: the sweep's ``--table`` filter and the published tables' rows);
+- its "switched off" setting (``switched_off`` on its config class; the conformance suite checks it);
+- the engine backends that apply its interventions, and whether a sweep on another backend runs its
+  cells on a transformers engine over the same weights (:func:`check_backend`, in spec validation).
+
+This module sits below :mod:`railsweep.strategies` and imports none of it: the lookups load the
+built-in strategies on first use (the registry is lazy), so importing the sweep spec or the tables
+loads no strategy, and no torch, until a label or a table row is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from railsweep.errors import ConfigError
+from railsweep.registry import Registry
+
+BACKENDS = ("transformers", "vllm")  # railsweep.config.EngineConfig.backend
+PAPER_TABLES = ("1", "2", "3", "4")  # method.md §6
+# Tables that show a strategy's main row only; the others (Table 4, the RailCap ablation) show every row.
+MAIN_ROW_TABLES = frozenset({"1", "2", "3"})
+
+STRATEGIES = Registry("strategy", "railsweep.strategies")
+
+
+@dataclass(frozen=True)
+class NoOffSwitch:
+    """A strategy config's declaration that no parameter setting switches the strategy off, and why."""
+
+    reason: str
+
+
+def _every_row(config: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a registered strategy tells the sweep and the tables (fields as :func:`register`'s arguments)."""
+
+    name: str
+    config_cls: type
+    display: str
+    label_of: Callable[[Any], str] | None
+    tables: frozenset[str]
+    main_row: Callable[[Any], bool]
+    backends: frozenset[str]
+    fallback: bool
+    interventions: tuple[type, ...]
+
+    @property
+    def switched_off(self) -> dict[str, Any] | NoOffSwitch:
+        return self.config_cls.switched_off
+
+    def label(self, config: Any) -> str:
+        return self.display if self.label_of is None else self.label_of(config)
+
+    def shows(self, table: str, config: Any) -> bool:
+        """Whether ``table`` (one of :data:`PAPER_TABLES`) has a row for this strategy at ``config``."""
+        return table in self.tables and (table not in MAIN_ROW_TABLES or self.main_row(config))
+
+    def runs_on(self, backend: str) -> bool:
+        return backend in self.backends or self.fallback
+
+
+def _check(
+    name: str, config_cls: type, display: str, tables: frozenset[str], backends: frozenset[str]
+) -> None:
+    """TypeError (a programming error, raised at import) unless the registration is complete."""
+    off = getattr(config_cls, "switched_off", None)
+    if not isinstance(off, dict | NoOffSwitch) or (isinstance(off, NoOffSwitch) and not off.reason.strip()):
+        raise TypeError(
+            f"strategy {name!r}: {config_cls.__name__}.switched_off must be the parameters that switch it "
+            f"off (a dict) or a NoOffSwitch with a reason, got {off!r}"
+        )
+    if not display.strip():
+        raise TypeError(f"strategy {name!r}: display label is empty")
+    if not tables <= set(PAPER_TABLES):
+        raise TypeError(f"strategy {name!r}: tables {sorted(tables)} are not among {list(PAPER_TABLES)}")
+    if not backends or not backends <= set(BACKENDS):
+        raise TypeError(f"strategy {name!r}: backends {sorted(backends)} must be some of {list(BACKENDS)}")
+
+
+def register(
+    name: str,
+    config_cls: type,
+    *,
+    display: str,
+    label: Callable[[Any], str] | None = None,
+    tables: Iterable[str] = (),
+    main_row: Callable[[Any], bool] = _every_row,
+    backends: Iterable[str] = BACKENDS,
+    fallback: bool = False,
+    interventions: tuple[type, ...] = (),
+) -> Callable[[type], type]:
+    """Class decorator: one strategy's whole registration.
+
+    ``display``: its label (``label``, config → text, when the label shows parameters); ``tables``: the
+    paper tables it has rows in; ``main_row``: config → whether that point is the row Tables 1–3 show
+    (default: every point); ``interventions``: the spec types it sends to the engine; ``backends``: the
+    engines that apply them; ``fallback``: on another backend, the sweep runs its cells on a transformers
+    engine over the same weights (else a spec naming that backend is refused).
+    The config class must declare ``switched_off``: the parameters with which the strategy reproduces
+    Identity sample for sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why
+    no setting does.
+    """
+    tables, backends = frozenset(tables), frozenset(backends)
+    _check(name, config_cls, display, tables, backends)
+    info = Registration(
+        name, config_cls, display, label, tables, main_row, backends, fallback, tuple(interventions)
+    )
+    return STRATEGIES.register(name, config_cls, info)
+
+
+def registration(name: str) -> Registration:
+    """The registration of a strategy; unknown name → ConfigError with a "did you mean"."""
+    return STRATEGIES.info(name)
+
+
+def strategy_label(name: str, params: dict[str, Any] | None = None) -> str:
+    """The display label of a strategy at ``params`` (defaults filled in), e.g. ``RailCap n=4 cap``."""
+    return registration(name).label(STRATEGIES.make_config(name, params))
+
+
+def in_table(name: str, params: dict[str, Any] | None, table: str) -> bool:
+    """Whether paper table ``table`` shows the strategy at ``params``: decided by parameters, never by label."""
+    return registration(name).shows(table, STRATEGIES.make_config(name, params))
+
+
+def check_backend(name: str, backend: str) -> None:
+    """ConfigError naming both unless a sweep on ``backend`` can run the strategy."""
+    reg = registration(name)
+    if not reg.runs_on(backend):
+        raise ConfigError(
+            f"strategy {name!r} does not run on the {backend!r} backend; it runs on: {', '.join(sorted(reg.backends))}"
+        )
