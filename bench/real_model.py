@@ -169,6 +169,8 @@ def main(args: argparse.Namespace) -> dict:
     t0 = time.time()
     base = prepare_base(args.source, cache_dir=cache)
     result = {
+        "base_path": str(base.path),
+        "work_dir": str(work),  # data/ (the benchmark) and lora/ (step 4's adapter) stay here
         "source": base.manifest["source"],
         "prepare_seconds": round(time.time() - t0, 2),
         "conversion": base.manifest.get("conversion"),
