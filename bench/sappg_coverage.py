@@ -226,7 +226,8 @@ def split_half_coverage(
 
     Returns ``{"trials": 2·repeats, "size", "n_questions", "calibrated": {"other_half",
     "full_set"}, target: {"covers_other_half": {interval: share}, "covers_full_set": {...},
-    "width": {interval: mean width}, "spread": sd of the half-to-half gap, "calibrated_width"}}``.
+    "width": {interval: mean width}, "shift": {interval: mean (interval midpoint − own point)},
+    "bias", "spread": sd of the half-to-half gap, "calibrated_width"}}``.
     ``full`` (the full-set estimates) and ``rng`` default to fresh ones from ``seed``.
     """
     cl, co, ref = _readouts(clean, cell, reference)
@@ -240,6 +241,7 @@ def split_half_coverage(
     widths = {t: {i: [] for i in INTERVALS} for t in TARGETS}
     gaps = {t: [] for t in TARGETS}
     points = {t: [] for t in TARGETS}
+    shifts = {t: {i: [] for i in INTERVALS} for t in TARGETS}
     for _ in range(repeats):
         perm = rng.permutation(n)
         halves = [estimates(cl, co, ref, np.sort(h), rng=rng, **kw) for h in (perm[: n // 2], perm[n // 2 :])]
@@ -251,6 +253,7 @@ def split_half_coverage(
                     hits[t]["other"][i] += _covers(mine[t][i], other[t]["point"])
                     hits[t]["full"][i] += _covers(mine[t][i], full[t]["point"])
                     widths[t][i].append(mine[t][i][1] - mine[t][i][0])
+                    shifts[t][i].append((mine[t][i][0] + mine[t][i][1]) / 2 - mine[t]["point"])
     trials = 2 * repeats
     z = NormalDist().inv_cdf(1 - alpha / 2)
     out: dict[str, object] = {
@@ -262,6 +265,7 @@ def split_half_coverage(
         out[t] = {
             "covers_other_half": {i: hits[t]["other"][i] / trials for i in INTERVALS},
             **_summary(hits[t], widths[t], points[t], full[t]["point"], trials),
+            "shift": {i: float(np.mean(shifts[t][i])) for i in INTERVALS},
             "spread": spread,
             "calibrated_width": 2 * z * spread / math.sqrt(2),
         }
@@ -339,7 +343,9 @@ def pooled(reports: Sequence[dict]) -> dict[str, object]:
     sizes = [s["size"] for s in reports[0]["subsample"]]
     return {
         "settings": len(reports),
-        "split_half": block(lambda r: r["split_half"], ("covers_other_half", "covers_full_set", "width")),
+        "split_half": block(
+            lambda r: r["split_half"], ("covers_other_half", "covers_full_set", "width", "shift")
+        ),
         "subsample": {
             str(k): block(lambda r, j=j: r["subsample"][j], ("covers_full_set", "width"))
             for j, k in enumerate(sizes)
@@ -377,6 +383,7 @@ def _coverage_row(name: str, t: str, g: dict, other: bool) -> str:
     cells += [f"{g['width'][i]:.3f}" for i in INTERVALS]
     if other:
         cells.append(f"{g['calibrated_width']:.3f}")
+        cells += [f"{g['shift'][i]:+.3f}" for i in INTERVALS]
     cells.append(f"{g['bias']:+.3f}")
     return "| " + " | ".join(cells) + " |"
 
@@ -388,7 +395,8 @@ def markdown(out: dict) -> str:
     rows = [*_full_and_halves(out), "",
             f"| setting | target | other half: within (calibrated {sh['other_half']:.3f}) | across "
             f"| full set: within (calibrated {sh['full_set']:.3f}) | across | width: within | across "
-            "| calibrated width | bias |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+            "| calibrated width | midpoint − point: within | across | bias |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for s in out["settings"]:
         rows += [_coverage_row(s["name"], t, s["split_half"][t], True) for t in TARGETS]
     rows += [_coverage_row("mean", t, out["pooled"]["split_half"][t], True) for t in TARGETS]
