@@ -1,13 +1,9 @@
-"""SA-PPG's second interval (across strata, re-stratified), stratum occupancy, weight concentration,
-and the split-half coverage study that compares the two intervals."""
+"""SA-PPG's second interval (across strata, re-stratified), stratum occupancy and weight concentration
+(the coverage study of the two intervals: tests/test_sappg_coverage.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
-import pandas as pd
 import pytest
 
 from railsweep.metrics import (
@@ -24,9 +20,6 @@ from railsweep.metrics import (
     weight_concentration,
 )
 from railsweep.metrics.concentration import describe_concentration
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from sappg_coverage import split_half_coverage  # noqa: E402
 
 
 def naive_sa_ppg(delta, strata):
@@ -62,13 +55,6 @@ def lopsided(seed: int, n_dense: int = 300, n_sparse: int = 60, m: int = 50):
     ref = rng.binomial(m, np.clip(c_cl / m + 0.1, 0, 1))
     cell = np.where(np.arange(n) < n_dense, rng.binomial(m, 0.1, n), rng.binomial(m, rng.uniform(0, 1, n)))
     return c_cl, cell, ref, m
-
-
-def frames(c_cl, cell, ref, m):
-    def f(c):
-        return pd.DataFrame({"question_index": np.arange(len(c)), "c": c, "m": m})
-
-    return f(c_cl), f(cell), f(ref)
 
 
 def test_across_interval_is_wider_where_one_question_strata_carry_the_metric():
@@ -122,24 +108,3 @@ def test_an_even_spread_is_not_flagged():
     conc = weight_concentration(np.repeat(np.arange(10), 8), B=10)
     assert conc["sparse_share"] == pytest.approx(0.5) and not conc["concentrated"]
     assert "WARNING" not in describe_concentration(conc)
-
-
-def test_split_half_coverage_exposes_the_within_strata_interval_on_sparse_strata():
-    """Known answer: on the lopsided design the within-strata interval covers the other half's difference
-    far less often than a calibrated interval (0.834), the across-strata one close to it."""
-    out = split_half_coverage(*frames(*lopsided(0)), B=50, repeats=12, n_boot=150, seed=1)
-    assert out["trials"] == 24
-    assert out["coverage"]["within"] < 0.5
-    assert out["coverage"]["across"] >= 0.6
-    assert out["coverage"]["across"] - out["coverage"]["within"] >= 0.3
-
-
-def test_split_half_coverage_of_both_intervals_is_near_calibrated_on_dense_strata():
-    rng = np.random.default_rng(4)
-    n, m = 400, 10
-    p = rng.uniform(0, 1, n)
-    c_cl = rng.binomial(m, p)
-    cell, ref = rng.binomial(m, np.clip(p + 0.2, 0, 1)), rng.binomial(m, np.clip(p + 0.3, 0, 1))
-    out = split_half_coverage(*frames(c_cl, cell, ref, m), B=50, repeats=12, n_boot=150, seed=1)
-    assert min(out["coverage"].values()) >= 0.7
-    assert out["width"]["across"] == pytest.approx(out["width"]["within"], rel=0.35)
