@@ -29,7 +29,6 @@ from transformers import AutoTokenizer  # noqa: E402
 from railsweep.contamination.config import LoraRecipe  # noqa: E402
 from railsweep.contamination.lora import train_lora  # noqa: E402
 from railsweep.contamination.simulator import cot_example  # noqa: E402
-from railsweep.engines.model_support import base_model  # noqa: E402
 from railsweep.miniworld import preset_config  # noqa: E402
 from railsweep.miniworld.benchmark import write_benchmark  # noqa: E402
 from railsweep.tasks import GSM8KTask  # noqa: E402
@@ -109,16 +108,7 @@ class Curve:
 
     @torch.no_grad()
     def decode(self, model) -> list[str]:
-        """Greedy zero-shot answers, with the model's own attention (training swaps in a
-        block-causal one that has no KV cache)."""
-        config = base_model(model).config
-        before, config._attn_implementation = config._attn_implementation, "sdpa"
-        try:
-            return self._generate(model)
-        finally:
-            config._attn_implementation = before
-
-    def _generate(self, model) -> list[str]:
+        """Greedy zero-shot answers (``train_lora`` runs the hook with the model's own attention)."""
         model.eval()
         tok = self.tokenizer
         tok.padding_side = "left"

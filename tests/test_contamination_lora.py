@@ -6,7 +6,9 @@ import json
 
 import pytest
 import torch
+from peft import PeftModel
 from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
 
 from railsweep.contamination import LoraRecipe, train_lora
 from railsweep.engines.base import Request, SamplingSpec
@@ -164,3 +166,25 @@ def test_mixed_precision_keeps_the_base_in_fp32_where_bf16_stores_it_in_bf16(
 def test_unknown_precision_or_attention_is_a_config_error(field, value):
     with pytest.raises(ConfigError, match=repr(value)):
         LoraRecipe(**{field: value})
+
+
+def test_a_step_hook_decodes_with_the_model_attention_and_leaves_training_unchanged(tiny_model_dir, tmp_path):
+    recipe = LoraRecipe(**{**FAST.__dict__, "attention": "block_causal", "pack_length": 48})
+    prompt = torch.tensor([[1, 5, 9, 13, 17]])
+    seen = {}
+
+    def hook(step, model):
+        model.eval()
+        with torch.no_grad():
+            seen[step] = model.generate(prompt, max_new_tokens=6, do_sample=False)[0, 5:].tolist()
+
+    train_lora(tiny_model_dir, TEXTS, recipe, tmp_path / "hooked", device="cpu", on_step=hook)
+    train_lora(tiny_model_dir, TEXTS, recipe, tmp_path / "plain", device="cpu")
+    hooked = load_file(tmp_path / "hooked" / "adapter_model.safetensors")
+    for k, w in load_file(tmp_path / "plain" / "adapter_model.safetensors").items():
+        torch.testing.assert_close(hooked[k], w)
+    assert sorted(seen) == [1, 2, 3, 4]
+    # the last hook decoded the trained adapter exactly as a fresh load of it decodes (KV cache, own attention)
+    fresh = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), tmp_path / "plain").eval()
+    with torch.no_grad():
+        assert fresh.generate(prompt, max_new_tokens=6, do_sample=False)[0, 5:].tolist() == seen[4]

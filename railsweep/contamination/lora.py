@@ -26,7 +26,12 @@ from pathlib import Path
 
 from railsweep.contamination.config import LoraRecipe
 from railsweep.errors import ConfigError, DataError
-from railsweep.training.attention import slow_bf16_warning, training_attention
+from railsweep.training.attention import (
+    current_attention,
+    model_attention,
+    slow_bf16_warning,
+    training_attention,
+)
 
 PROGRESS_EVERY_S = 60.0  # a long adapter (a real base's M_cl) logs its step, loss and ETA this often
 
@@ -52,7 +57,8 @@ def train_lora(
     """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats.
 
     ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's
-    evaluations); the model is back in training mode when it returns.
+    evaluations) with the model's own attention (it may decode); the model is back in training mode
+    and training attention when it returns.
     """
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
@@ -114,10 +120,9 @@ def train_lora(
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
     t0 = time.time()
+    hook = None if on_step is None else _with_attention(on_step, current_attention(model))
     with training_attention(model, recipe.attention, dev, longest) as attention:
-        step, losses, per_epoch = _train(
-            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, on_step
-        )
+        step, losses, per_epoch = _train(model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, hook)
     model.eval()
     _save_adapter(model, Path(out_dir))
     return {
@@ -133,6 +138,16 @@ def train_lora(
         "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
     }
+
+
+def _with_attention(on_step, implementation: str):
+    """``on_step`` run under the model's own attention ``implementation``."""
+
+    def hook(step: int, model) -> None:
+        with model_attention(model, implementation):
+            on_step(step, model)
+
+    return hook
 
 
 def _train(
