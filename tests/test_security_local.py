@@ -274,3 +274,10 @@ def test_a_running_head_from_another_environment_is_refused_naming_both(tmp_path
         check_head_environment(8265, proc)
     check_head_environment(8999, proc)  # a head of this environment is reused
     check_head_environment(8300, proc)  # no dashboard found on that port: nothing to compare
+
+
+def test_a_service_that_never_answers_is_stopped_when_the_wait_gives_up(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    with pytest.raises(ConfigError, match="was not ready after 1s"):
+        local._wait(lambda: False, 1.0, "a silent service", proc, tmp_path / "silent.log")
+    assert proc.poll() is not None  # nothing left running for nobody

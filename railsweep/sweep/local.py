@@ -42,6 +42,8 @@ from railsweep.errors import ConfigError, MissingDependencyError
 
 # Ray's single-machine mode: the node address (and so every server of the head) is 127.0.0.1.
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# how long a local service may take to answer: on a loaded 2-core machine the MLflow server took over 120 s
+START_TIMEOUT_S = 600.0
 
 
 def ray_token_path() -> Path:
@@ -183,6 +185,8 @@ def _wait(
             tail = log.read_text()[-2000:] if log and log.exists() else ""
             raise ConfigError(f"{what} exited with code {proc.returncode} before it was ready:\n{tail}")
         time.sleep(0.5)
+    if proc is not None:  # never leave behind a service nobody will use or stop
+        Service("", proc).stop()
     raise ConfigError(f"{what} was not ready after {timeout:.0f}s" + (f" (log: {log})" if log else ""))
 
 
@@ -209,7 +213,7 @@ class Service:
         self.proc.wait(10)
 
 
-def ensure_mlflow_server(run_dir: str | Path, *, port: int = 5000, timeout: float = 120.0) -> Service:
+def ensure_mlflow_server(run_dir: str | Path, *, port: int = 5000, timeout: float = START_TIMEOUT_S) -> Service:
     """``mlflow server`` on 127.0.0.1:port (sqlite backend and served artifacts under ``run_dir``), reused if up."""
     url = f"http://127.0.0.1:{port}"
     if _http_ok(url + "/health"):
@@ -301,7 +305,7 @@ def ensure_ray_head(
     num_gpus: int | None = None,
     block: bool = False,
     isolated: bool = False,
-    timeout: float = 120.0,
+    timeout: float = START_TIMEOUT_S,
 ) -> RayHead:
     """A local Ray head with token authentication, every port on 127.0.0.1, its dashboard (the job API) too.
 
