@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -324,19 +325,19 @@ def ensure_ray_head(
         return RayHead(url, None, Service(url, None))
     cmd = [_exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
            "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
-    log = None
+    # every agent port named: with port 0 the raylet waits for the agents to write theirs to a file and
+    # gives up ("Timed out waiting for file .../metrics_agent_port") when a loaded machine starts them slowly
+    cmd += ["--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
+            "--metrics-export-port", str(free_port())]  # fmt: skip
     if isolated:
         gcs_port, dashboard_port = free_port(), free_port()
         client_port, agent_port = free_port(), free_port()
         url = f"http://127.0.0.1:{dashboard_port}"
         tmp = Path(f"/tmp/rsw{os.getpid()}-{gcs_port}")
         cmd += ["--temp-dir", str(tmp)]
-        # every agent port named: with port 0 the raylet waits for the agents to write theirs to a file and
-        # gives up ("Timed out waiting for file .../metrics_agent_port") when a loaded machine starts them slowly
-        cmd += ["--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
-                "--metrics-export-port", str(free_port())]  # fmt: skip
         log = Path(f"{tmp}.log")
     else:
+        log = Path(tempfile.gettempdir()) / f"railsweep-ray-start-{os.getpid()}.log"
         # Ray's default ports, unless something on this machine holds them (a second head beside a running one,
         # on another dashboard port, must not collide on the GCS, client or agent port)
         gcs_port, client_port, agent_port = port_or_free(6379), port_or_free(10001), port_or_free(52365)
@@ -348,7 +349,7 @@ def ensure_ray_head(
         cmd += ["--num-gpus", str(num_gpus)]
     if block:
         cmd.append("--block")
-    out = open(log, "ab") if log else subprocess.DEVNULL
+    out = open(log, "ab")
     try:
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(), start_new_session=True
@@ -356,7 +357,8 @@ def ensure_ray_head(
         if not block:
             proc.wait(timeout)
             if proc.returncode != 0:
-                raise ConfigError(f"`{' '.join(cmd)}` failed with code {proc.returncode}")
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+                raise ConfigError(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
         _wait(
             lambda: _http_ok(url + "/api/version", headers=_bearer()),
             timeout,
@@ -365,8 +367,7 @@ def ensure_ray_head(
             log,
         )
     finally:
-        if log:
-            out.close()
+        out.close()
     return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))
 
 
