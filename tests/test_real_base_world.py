@@ -112,5 +112,5 @@ def test_a_real_base_world_refuses_what_it_cannot_build(base_folder, change, wor
 def test_a_sweep_spec_names_the_families_of_its_world_preset():
     spec = {"miniworld_preset": "smollm2", "strategies": [{"name": "identity"}]}
     assert spec_from_dict({**spec, "families": ["smollm2"]}).families[0].name == "smollm2"
-    with pytest.raises(ConfigError, match="families of the 'smollm2' world"):
+    with pytest.raises(ConfigError, match="unknown family 'llama' for the 'smollm2' miniature world"):
         spec_from_dict({**spec, "families": ["llama"]})

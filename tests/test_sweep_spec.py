@@ -153,13 +153,14 @@ def test_shortcut_on_vllm_passes_validation_because_its_registration_falls_back_
 
 def test_a_strategy_on_a_backend_its_registration_excludes_is_refused_naming_both(paths_spec, monkeypatch):
     from dataclasses import dataclass
-    from typing import ClassVar
 
     from railsweep.strategy_registry import STRATEGIES, register
 
     @dataclass(frozen=True)
     class OnlyHFConfig:
-        switched_off: ClassVar[dict] = {}
+        pass
+
+    OnlyHFConfig.switched_off = {}  # a class attribute, not a field (as the registered configs declare it)
 
     monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._loaded()))
     monkeypatch.setattr(STRATEGIES, "_info", dict(STRATEGIES._info))

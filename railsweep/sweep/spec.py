@@ -436,8 +436,8 @@ class SweepSpec:
             for f in self.families:
                 if f.name not in world_families:
                     raise ValueError(
-                        f"unknown family {f.name!r}; families of the {self.miniworld_preset!r} world: "
-                        f"{world_families}"
+                        f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
+                        f"known: {world_families}"
                     )
         if self.primary is not None:
             family, domain = self.primary
