@@ -404,7 +404,7 @@ class SweepSpec:
 
     @model_validator(mode="after")
     def _grid_is_runnable(self) -> SweepSpec:
-        from railsweep.miniworld.presets import preset_config as world_preset_config
+        from railsweep.miniworld.presets import preset_config as world_preset_config  # imports torch (~2 s)
 
         if not self.strategies and not self.detectors and not self.temperatures:
             raise ValueError("the sweep has no strategies, detectors or temperatures: the grid is empty")

@@ -107,7 +107,7 @@ def training_attention(model, attention: str, device: str, max_len: int) -> Iter
 
 def current_attention(model) -> str:
     """The attention implementation ``model`` runs now (its config's ``_attn_implementation``)."""
-    from railsweep.engines.model_support import base_model
+    from railsweep.engines.model_support import base_model  # torch: command parsers read this module's names
 
     return base_model(model).config._attn_implementation
 
@@ -116,7 +116,7 @@ def current_attention(model) -> str:
 def model_attention(model, implementation: str) -> Iterator[None]:
     """Run a block with ``implementation`` as ``model``'s attention (e.g. its own one, to decode with a KV
     cache between training steps: the block-causal one has no cache), then put the current one back."""
-    from railsweep.engines.model_support import base_model
+    from railsweep.engines.model_support import base_model  # torch: command parsers read this module's names
 
     config = base_model(model).config
     current, config._attn_implementation = config._attn_implementation, implementation
