@@ -16,7 +16,9 @@ Steps of a trial:
 from __future__ import annotations
 
 import atexit
+import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -103,24 +105,41 @@ def _ignore_sigterm() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def quiet_exit() -> None:
-    """Let this trial worker's own exit finish without a traceback in the sweep's log.
+def _exit_on_lost_system_exit(unraisable: Any) -> None:
+    if isinstance(unraisable.exc_value, SystemExit):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        code = unraisable.exc_value.code
+        os._exit(code if isinstance(code, int) else 1)
+    _DEFAULT_UNRAISABLEHOOK(unraisable)
 
-    When Tune retires a trial actor (``__ray_terminate__``), the worker exits on purpose: ``exit_actor`` runs
-    the atexit handlers, Ray's own shutdown among them, and the raylet, seeing the worker leave, sends it
-    SIGTERM (then SIGKILL after ``kill_worker_timeout_milliseconds``). Ray's worker handler turns SIGTERM into
-    ``SystemExit(1)`` wherever the main thread is; during interpreter teardown that is a weakref callback
-    (``WeakSet._remove`` of a collected thread), which can only print "Exception ignored in ... SystemExit: 1",
-    a traceback in every sweep log that reads as a failure. An exiting process has nothing left to stop, so
-    from its first atexit handler on (registered last, it runs first) SIGTERM is ignored; SIGKILL still
-    follows if the teardown hangs. Registered once per worker process; nothing changes while the trial runs.
+
+def quiet_exit() -> None:
+    """Let this trial worker's exit finish without a traceback in the sweep's log.
+
+    Ray's worker handler turns SIGTERM into ``SystemExit(1)`` wherever the main thread is. When that is a
+    weakref callback (``WeakSet._remove`` of a collected thread, during the interpreter's teardown or while the
+    worker idles), Python cannot unwind it and prints "Exception ignored in ... SystemExit: 1", a traceback
+    in every sweep log that reads as a failure. The raylet sends that SIGTERM when Tune retires a trial actor
+    (``__ray_terminate__``: the worker is already leaving) and when the job's driver exits (its idle workers
+    are told to go). Two guards, installed once per worker process from the trial's thread (Tune runs a
+    function trainable outside the main thread, where no signal handler can be set):
+
+    - from its first atexit handler on (registered last, it runs first) SIGTERM is ignored: an exiting
+      process has nothing left to stop; SIGKILL still follows if the teardown hangs;
+    - a ``SystemExit`` Python cannot raise (``sys.unraisablehook``) ends the process at once with its code,
+      as the signal asked; any other unraisable exception is printed as before.
+
+    Nothing changes while the trial runs.
     """
     global _QUIET_EXIT
     if not _QUIET_EXIT:
         atexit.register(_ignore_sigterm)
+        sys.unraisablehook = _exit_on_lost_system_exit
         _QUIET_EXIT = True
 
 
+_DEFAULT_UNRAISABLEHOOK = sys.unraisablehook
 _QUIET_EXIT = False
 
 
