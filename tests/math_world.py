@@ -52,7 +52,9 @@ def make_math_world(root: Path) -> tuple[Path, dict[str, Path]]:
     for name, seed in (("clean", 1), ("co_gsm8k", 2)):
         torch.manual_seed(seed)
         m = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-        cfg = LoraConfig(r=4, lora_alpha=4, target_modules=["q_proj", "k_proj", "v_proj"], init_lora_weights=False)
+        cfg = LoraConfig(
+            r=4, lora_alpha=4, target_modules=["q_proj", "k_proj", "v_proj"], init_lora_weights=False
+        )
         get_peft_model(m, cfg).save_pretrained(root / name)
         adapters[name] = root / name
     return base, adapters

@@ -17,7 +17,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 PROBLEMS = [  # (problem, solution); the model's answer 0.5 is right for the first two only
-    ("What is $\\frac{1}{4} + \\frac{1}{4}$?", "Adding, $\\frac{1}{4} + \\frac{1}{4} = \\boxed{\\frac{1}{2}}$."),
+    (
+        "What is $\\frac{1}{4} + \\frac{1}{4}$?",
+        "Adding, $\\frac{1}{4} + \\frac{1}{4} = \\boxed{\\frac{1}{2}}$.",
+    ),
     ("Simplify $\\frac{2}{4}$ without reducing.", "It stays $\\boxed{\\dfrac{2}{4}}$."),
     ("What is $1 - \\frac{2}{3}$?", "We get $1 - \\frac{2}{3} = \\boxed{\\frac{1}{3}}$."),
     ("What is $2 + 3$?", "So $2 + 3 = \\boxed{5}$."),
@@ -37,7 +40,9 @@ def math_sweep(ray_client, mlflow_server, tmp_path_factory):
     base, adapters = make_math_world(root / "world")
     data = root / "data"
     data.mkdir()
-    (data / "test.jsonl").write_text("".join(json.dumps({"problem": p, "solution": s}) + "\n" for p, s in PROBLEMS))
+    (data / "test.jsonl").write_text(
+        "".join(json.dumps({"problem": p, "solution": s}) + "\n" for p, s in PROBLEMS)
+    )
     (data / "leak_split.json").write_text(json.dumps({"leaked": [0, 2]}))
     spec = spec_from_dict({
         "source": "paths", "data_dir": str(data), "leak_split": str(data / "leak_split.json"), "domains": ["gsm8k"],

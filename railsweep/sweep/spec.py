@@ -315,7 +315,7 @@ class SweepSpec:
     cache_dir: str | None = None
     families: tuple[FamilySpec, ...] = ()  # () = every family of the miniature world
     domains: tuple[str, ...] = DOMAINS
-    data_dir: str | None = None  # task dir (paths source; format per readout.answer_type); the world's own for miniworld
+    data_dir: str | None = None  # paths: task dir in readout.answer_type's format; miniworld: the world's
     leak_split: str | None = None
     primary: tuple[str, str] | None = None  # (family, domain) of Tables 1, 2 and 4; default: the first ones
     strategies: tuple[StrategyGrid, ...] = ()
@@ -570,7 +570,7 @@ class SweepSpec:
     def _check_paths(self) -> None:
         if not self.data_dir or not Path(self.data_dir).is_dir():
             raise DataError(f"task data_dir {self.data_dir!r} is not a directory")
-        if self.readout.answer_type == "math":  # every row, before any model loads (a GSM8K folder is refused)
+        if self.readout.answer_type == "math":  # every row before a model loads: a GSM8K folder is refused
             read_math_jsonl(Path(self.data_dir) / "test.jsonl")
         if self.leak_split and not Path(self.leak_split).is_file():
             raise DataError(f"leak_split file {self.leak_split!r} does not exist")

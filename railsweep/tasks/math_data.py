@@ -20,7 +20,9 @@ from railsweep.tasks.text import read_utf8
 
 def _check_row(row: Any, where: str) -> dict[str, str]:
     """``row`` as ``{"problem", "solution"}`` if it is one with a boxed answer, else DataError at ``where``."""
-    if not (isinstance(row, dict) and isinstance(row.get("problem"), str) and isinstance(row.get("solution"), str)):
+    if not (
+        isinstance(row, dict) and isinstance(row.get("problem"), str) and isinstance(row.get("solution"), str)
+    ):
         raise DataError(f"{where}: expected an object with string 'problem' and 'solution'")
     if gold_answer(row["solution"]) is None:
         raise DataError(f"{where}: 'solution' has no \\boxed{{...}} answer with balanced braces")
