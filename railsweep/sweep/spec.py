@@ -8,8 +8,9 @@ MLflow tracking server. The classes below are the one typed schema of a spec
 one, from YAML in :func:`spec_from_dict` or in Python (``dataclasses.replace``),
 validates every type, range and cross-field rule (unknown keys, strategy or
 parameter names, RailCap n outside [1, MAX_N], a strategy on a backend its
-registration does not run on, empty grids, a primary setting outside the grid)
-without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
+registration does not run on, empty grids, a primary setting outside the
+grid, a MATH-style ``readout.answer_type`` with the lm_eval rule, detectors or
+the miniature world) without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
 (building or reusing the miniature world) and checks the families exist. Both
 run in the driver before any trial starts, so a bad spec costs one clear error.
 
