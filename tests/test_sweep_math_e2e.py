@@ -1,6 +1,6 @@
 """A MATH-style sweep (``readout.answer_type: math``) end to end on real components: a ``source: paths`` spec over
 the bigram world of tests/math_world.py (every model answers "$\\boxed{0.5}$"), a MATH-format data folder, the local
-Ray head and `mlflow server` of conftest.py, Table 3's cells plus the temperature dimension (greedy and 0.7) and
+Ray head and `mlflow server` of conftest.py, Table 3's cells plus the temperature dimension (greedy and 1.0) and
 the dynamics step.
 
 The golds are chosen so that only LaTeX equivalence grades them right: 1/2 written as ``\\frac{1}{2}`` and
@@ -47,7 +47,7 @@ def math_sweep(ray_client, mlflow_server, tmp_path_factory):
     spec = spec_from_dict({
         "source": "paths", "data_dir": str(data), "leak_split": str(data / "leak_split.json"), "domains": ["gsm8k"],
         "families": {"llama": {"base": str(base), "adapters": {k: str(v) for k, v in adapters.items()}}},
-        "strategies": ["identity"], "temperatures": [0.7],
+        "strategies": ["identity"], "temperatures": [1.0],
         "dynamics": {"n_boot": 10, "n_boot_gain": 20, "min_items": 2},
         "readout": {"m": M, "temperature": 0.7, "max_new_tokens": 12, "answer_type": "math"},
         "scoring": {"B": 4, "n_boot": 20},
@@ -62,9 +62,8 @@ def test_every_cell_of_a_math_sweep_finishes_graded_as_math(math_sweep):
 
     out = math_sweep["out"]
     assert out.failed == [] and out.dynamics["errors"] == {} and out.dynamics["groups"] == ["llama/gsm8k"]
-    # the clean reference (M_cl at 0.7, also the temperature dimension's M_cl), Identity on M_co, M_co at 0.7
-    # (the temperature strategy), M_cl and M_co at greedy
-    assert len(out.cells) == 5
+    # the clean reference (M_cl at 0.7), Identity on M_co, and M_cl / M_co at greedy and tau = 1
+    assert len(out.cells) == 6
     sweep = read_sweep(connect(math_sweep["uri"]), parent_run_id=out.parent_run_id)
     assert sweep.spec["readout"]["answer_type"] == "math"
     for cell in sweep.cells:
@@ -98,7 +97,7 @@ def test_table_3_and_the_dynamics_step_run_on_the_math_cells(math_sweep):
     assert "Identity" in out.tables["table3"]
     tables = read_dynamics(connect(math_sweep["uri"]), out.parent_run_id)
     pred = tables["predictions"]
-    assert sorted(pred["tau"].unique()) == [0.0, 0.7]
+    assert sorted(pred["tau"].unique()) == [0.0, 1.0]
     for _, rows in pred.groupby(["model", "tau"]):
         rows = rows.sort_values("item")
         assert rows["solve"].tolist() == SOLVED and rows["leaked"].tolist() == [True, False, True, False]
