@@ -148,6 +148,10 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "omp_wait_policy_unknown": (_spec(resources={"omp_wait_policy": "BUSY"}), "got 'BUSY'"),
     "tracking_experiment_empty": (_spec(tracking={"experiment": ""}), "tracking.experiment: string should have at least 1 character, got ''"),
     "answer_rule_unknown": (_spec(readout={"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
+    "answer_type_unknown": (_spec(readout={"answer_type": "latex"}), "readout.answer_type: input should be 'numeric' or 'math', got 'latex'"),
+    "answer_type_math_with_lm_eval": (_spec(readout={"answer_type": "math", "answer_rule": "lm_eval"}), "readout: answer_rule='lm_eval' does not apply to answer_type='math'; its rules are final, first"),
+    "answer_type_math_on_a_miniworld": (_spec(readout={"answer_type": "math"}), "readout.answer_type 'math' needs source 'paths' with a MATH-format data_dir"),
+    "answer_type_math_with_detectors": (_spec(readout={"answer_type": "math"}, detectors=["ngram"]), "readout.answer_type 'math' cannot be used with 'detectors'"),
     "temperatures_negative": (_spec(temperatures=[-1]), "bad temperature -1"),
     "temperatures_inf": ("temperatures: [.inf]\nstrategies: [identity]\n", "bad temperature inf"),
     **{
@@ -239,6 +243,8 @@ SPEC_FIELD = {
     "clean_wait_zero": "resources.clean_wait_s", "engine_threads_zero": "resources.engine_threads",
     "omp_wait_policy_unknown": "resources.omp_wait_policy", "tracking_experiment_empty": "tracking.experiment",
     "temperatures_negative": "temperatures", "temperatures_inf": "temperatures", "answer_rule_unknown": "readout.answer_rule",
+    **dict.fromkeys(("answer_type_unknown", "answer_type_math_with_lm_eval", "answer_type_math_on_a_miniworld",
+                     "answer_type_math_with_detectors"), "readout.answer_type"),
     **{f"dynamics_{k}": f"dynamics.{k}" for k in ("n_boot", "n_boot_gain", "min_items", "e_cut", "forcing_batch", "device", "seed", "base")},
 }  # fmt: skip
 
@@ -262,6 +268,7 @@ PATH_SPECS: dict[str, tuple[Callable[[dict[str, Path]], dict], Callable[[dict[st
     "data_dir_missing": (lambda i: _paths_spec(i, data_dir=i["root"] / "nope"), lambda i: f"data_dir '{i['root'] / 'nope'}' is not a directory"),
     "leak_split_missing": (lambda i: _paths_spec(i, leak_split=i["root"] / "nope.json"), lambda i: f"'{i['root'] / 'nope.json'}' does not exist"),
     "family_not_in_the_world": (lambda i: _spec(families=["gemma"]), lambda i: "unknown family 'gemma' for the 'smoke' miniature world"),
+    "math_answer_type_on_gsm8k_rows": (lambda i: {**_paths_spec(i), "readout": {"answer_type": "math"}}, lambda i: f"{i['task'] / 'test.jsonl'}:1: expected an object with string 'problem' and 'solution'"),
 }  # fmt: skip
 
 

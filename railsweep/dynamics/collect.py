@@ -60,13 +60,13 @@ def model_adapters(world, domain: str) -> dict[str, str]:
 
 def collect_family(world, family: str, s: DynamicsSettings, log=print) -> FamilyData:
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.tasks import GSM8KTask, to_cot
+    from railsweep.tasks import GSM8KTask
 
     fam = world.family(family)
     models: dict[str, str | None] = {**model_adapters(world, s.domain), **({"base": None} if s.base else {})}
     task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
     questions = list(task.questions())
-    gold_text = [to_cot(q.solution) for q in questions]
+    gold_text = [task.gold_chain(q) for q in questions]
     temps = tuple(sorted({0.0, *s.temperatures}))
     seconds: dict[str, float] = {}
     t0 = time.time()

@@ -73,6 +73,7 @@ class SweepCell:
             "max_new_tokens": c.max_new_tokens,
             "limit": c.limit,
             "answer_rule": c.answer_rule,
+            "answer_type": c.answer_type,
             "clean_cell_id": self.clean_id,
         }
         for k, v in c.strategy_params.items():
@@ -117,6 +118,7 @@ def _common(spec: SweepSpec) -> dict[str, Any]:
         task_dir=spec.data_dir,
         leak_split=spec.leak_split,
         answer_rule=r.answer_rule,
+        answer_type=r.answer_type,
     )
 
 

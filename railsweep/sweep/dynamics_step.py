@@ -6,7 +6,8 @@ trials, with the engine actors gone so the teacher forcing gets the CPUs):
 1. per (family, domain) group (:func:`railsweep.sweep.cells.temperature_groups`), one Ray task
    (:func:`group_tables`): read the group's cells back from MLflow (per-question and responses tables),
    rebuild each model's solve probability and verbatim share per tau
-   (:func:`railsweep.dynamics.observe.observed_from_tables`), teacher-force the gold chains of thought and
+   (:func:`railsweep.dynamics.observe.observed_from_tables`), teacher-force the gold chains of thought (the task's
+   ``gold_chain``: GSM8K's CoT rendering, or a MATH-style solution as written) and
    the greedy answers (:func:`railsweep.dynamics.collect.force_models`) and analyse them
    (:func:`railsweep.dynamics.analyse.analyse`: fits with CIs and regimes, P(T) with alpha_eff = alpha/tau
    against the observed solve probability, contamination gain versus tau with the collapse factor);
@@ -62,7 +63,6 @@ def group_tables(
     from railsweep.evaluate import load_task
     from railsweep.sweep.actors import apply_thread_budget
     from railsweep.sweep.reader import download_questions, download_responses
-    from railsweep.tasks import to_cot
 
     apply_thread_budget(threads)
     t0 = time.time()
@@ -76,7 +76,7 @@ def group_tables(
     task = load_task(CellConfig.from_dict(dict(group.task_cell)))
     questions = list(task.questions())
     items = [q.index for q in questions]
-    gold_text = [to_cot(q.solution) for q in questions]
+    gold_text = [task.gold_chain(q) for q in questions]  # GSM8K: to_cot; MATH: the solution as written
     observed: dict[str, dict[float, Any]] = {model: {} for model, _ in group.adapters}
     with tempfile.TemporaryDirectory(prefix="railsweep-dynamics-") as tmp:
         for model, tau, cid in group.cells:

@@ -5,7 +5,8 @@ starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep
 
 1. a stand-in resolution (:func:`dry_resolve`): the miniature world's families, adapter names, test size and
    leak split come from its preset's config (the same seeded split the build makes), not from a build; a
-   ``paths`` spec keeps its paths (its questions are counted in ``data_dir/test.jsonl`` when it exists);
+   ``paths`` spec keeps its paths (its questions are counted in ``data_dir/test.jsonl`` when it exists, else
+   GSM8K's or MATH's test size is assumed, by ``readout.answer_type``);
 2. the driver's own grid: :func:`~railsweep.sweep.cells.expand` for the table, plus the detectors' readout cells;
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
    expected to be as long as its question's gold answer under the world's tokenizer, capped at
@@ -37,7 +38,9 @@ from railsweep.sweep.cells import SweepCell, effective_table, expand
 from railsweep.sweep.spec import FamilySpec, SweepSpec
 from railsweep.sweep.throughput import ThroughputTable, device_kind
 
-GSM8K_TEST_SIZE = 1319  # questions in GSM8K's test split, assumed when a paths spec's data_dir is absent
+# Questions in the benchmark's test split, assumed per answer type when a paths spec's data_dir/test.jsonl is absent:
+# GSM8K's 1,319 (numeric), MATH's 5,000 (math).
+TEST_SIZES = {"numeric": ("GSM8K", 1319), "math": ("MATH", 5000)}
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,8 @@ def sweep_questions(spec: SweepSpec) -> Questions:
     test = Path(spec.data_dir or "") / "test.jsonl"
     bound = "max_new_tokens (upper bound: no gold lengths measured for these models' tokenizers)"
     if not test.is_file():
-        return Questions(GSM8K_TEST_SIZE, None, None, f"GSM8K's test split assumed ({test} not found)", bound)
+        name, size = TEST_SIZES[spec.readout.answer_type]
+        return Questions(size, None, None, f"{name}'s test split assumed ({test} not found)", bound)
     n = sum(1 for line in test.read_text(encoding="utf-8").splitlines() if line.strip())
     leaked = None
     if spec.leak_split and Path(spec.leak_split).is_file():

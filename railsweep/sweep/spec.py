@@ -8,8 +8,9 @@ MLflow tracking server. The classes below are the one typed schema of a spec
 one, from YAML in :func:`spec_from_dict` or in Python (``dataclasses.replace``),
 validates every type, range and cross-field rule (unknown keys, strategy or
 parameter names, RailCap n outside [1, MAX_N], a strategy on a backend its
-registration does not run on, empty grids, a primary setting outside the grid)
-without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
+registration does not run on, empty grids, a primary setting outside the
+grid, a MATH-style ``readout.answer_type`` with the lm_eval rule, detectors or
+the miniature world) without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
 (building or reusing the miniature world) and checks the families exist. Both
 run in the driver before any trial starts, so a bad spec costs one clear error.
 
@@ -55,7 +56,9 @@ from railsweep.sweep._schema import (
     schema,
     validate,
 )
-from railsweep.tasks.base import DEFAULT_ANSWER_RULE, AnswerRule
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerRule, AnswerType
+from railsweep.tasks.grading import check_answer_type
+from railsweep.tasks.math_data import read_math_jsonl
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (
@@ -194,7 +197,9 @@ class Detection:
 class Readout:
     """``answer_rule``: how every cell's responses are graded (railsweep.tasks.grading): ``final`` (the
     last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
-    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison)."""
+    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison). ``answer_type``: what a gold
+    answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
+    railsweep.tasks.math_grading under ``final`` or ``first`` only)."""
 
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
@@ -203,6 +208,12 @@ class Readout:
     batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
     limit: PosInt | None = None  # first N test questions (None = all)
     answer_rule: AnswerRule = DEFAULT_ANSWER_RULE
+    answer_type: AnswerType = DEFAULT_ANSWER_TYPE
+
+    @model_validator(mode="after")
+    def _rule_reads_the_type(self) -> Readout:
+        check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
+        return self
 
 
 @schema("scoring")
@@ -306,7 +317,7 @@ class SweepSpec:
     cache_dir: str | None = None
     families: tuple[FamilySpec, ...] = ()  # () = every family of the miniature world
     domains: tuple[str, ...] = DOMAINS
-    data_dir: str | None = None  # GSM8K-format task dir (paths source); the world's own for miniworld
+    data_dir: str | None = None  # paths: task dir in readout.answer_type's format; miniworld: the world's
     leak_split: str | None = None
     primary: tuple[str, str] | None = None  # (family, domain) of Tables 1, 2 and 4; default: the first ones
     strategies: tuple[StrategyGrid, ...] = ()
@@ -412,6 +423,7 @@ class SweepSpec:
             raise ValueError("a 'dynamics' block needs a 'temperatures' list to sample at")
         for sg in self.strategies:  # a strategy its registration says this backend cannot run
             check_backend(sg.name, self.engine.backend)
+        self._answer_type_is_runnable()
         if self.detectors:
             det_names = [d.name for d in self.detectors]
             twice = sorted({n for n in det_names if det_names.count(n) > 1})
@@ -450,6 +462,22 @@ class SweepSpec:
                 )
         return self
 
+    def _answer_type_is_runnable(self) -> None:
+        """A MATH-style sweep reads its own MATH-format ``data_dir``: the miniature worlds' benchmarks and the
+        detectors scored against them are GSM8K-format (numeric golds)."""
+        if self.readout.answer_type == "numeric":
+            return
+        if self.detectors:
+            raise ValueError(
+                f"readout.answer_type {self.readout.answer_type!r} cannot be used with 'detectors': the detectors "
+                "are scored on the miniature world's GSM8K-format items (leave 'detectors' out)"
+            )
+        if self.source != "paths":
+            raise ValueError(
+                f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a MATH-format "
+                "data_dir: the miniature worlds' benchmarks have GSM8K-format numeric answers"
+            )
+
     # ------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -469,6 +497,8 @@ class SweepSpec:
             d.pop("dynamics")
         if d["readout"]["answer_rule"] == DEFAULT_ANSWER_RULE:  # so do specs graded by the default rule
             d["readout"].pop("answer_rule")
+        if d["readout"]["answer_type"] == DEFAULT_ANSWER_TYPE:  # and numeric (GSM8K) specs
+            d["readout"].pop("answer_type")
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -542,6 +572,8 @@ class SweepSpec:
     def _check_paths(self) -> None:
         if not self.data_dir or not Path(self.data_dir).is_dir():
             raise DataError(f"task data_dir {self.data_dir!r} is not a directory")
+        if self.readout.answer_type == "math":  # every row before a model loads: a GSM8K folder is refused
+            read_math_jsonl(Path(self.data_dir) / "test.jsonl")
         if self.leak_split and not Path(self.leak_split).is_file():
             raise DataError(f"leak_split file {self.leak_split!r} does not exist")
         for fam in self.families:

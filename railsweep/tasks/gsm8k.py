@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.tasks.answers import parse_gold
+from railsweep.tasks.answers import parse_gold, to_cot
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, Grade, Question
 from railsweep.tasks.grading import STOP, check_answer_rule, grade
 from railsweep.tasks.text import read_utf8
@@ -215,3 +215,8 @@ class GSM8KTask:
 
     def grade(self, response: str, question: Question) -> Grade:
         return grade(response, question.gold, self.stop, self.answer_rule)
+
+    def gold_chain(self, question: Question) -> str:
+        """The gold chain of thought as the exemplars write an answer (:func:`to_cot`): what the dynamics
+        step teacher-forces after the prompt and counts verbatim reproductions of."""
+        return to_cot(question.solution)

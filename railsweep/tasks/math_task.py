@@ -19,59 +19,17 @@ Grading: :func:`~railsweep.tasks.math_grading.grade_math` under ``answer_rule``
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from railsweep.errors import ConfigError, DataError
+from railsweep.errors import ConfigError
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, MATH_FEWSHOT, Grade, Question
 from railsweep.tasks.gsm8k import read_leak_split
 from railsweep.tasks.math_answers import gold_answer
+from railsweep.tasks.math_data import load_math_exemplars, read_math_jsonl
 from railsweep.tasks.math_grading import RULES, STOP, grade_math
-from railsweep.tasks.text import read_utf8
 
-
-def _check_row(row: Any, where: str) -> dict[str, str]:
-    """``row`` as ``{"problem", "solution"}`` if it is one with a boxed answer, else DataError at ``where``."""
-    if not (isinstance(row, dict) and isinstance(row.get("problem"), str) and isinstance(row.get("solution"), str)):
-        raise DataError(f"{where}: expected an object with string 'problem' and 'solution'")
-    if gold_answer(row["solution"]) is None:
-        raise DataError(f"{where}: 'solution' has no \\boxed{{...}} answer with balanced braces")
-    return {"problem": row["problem"], "solution": row["solution"]}
-
-
-def read_math_jsonl(path: str | Path) -> list[dict[str, str]]:
-    """MATH-format rows; a blank or malformed line, or a solution without a box -> DataError with its line."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"MATH-style task file not found: {path}")
-    rows = []
-    with io.StringIO(read_utf8(path), newline=None) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-            rows.append(_check_row(row, f"{path}:{lineno}"))
-    return rows
-
-
-def load_math_exemplars(path: str | Path = MATH_FEWSHOT) -> list[dict[str, str]]:
-    """The CoT exemplars: a non-empty JSON list of ``{"problem", "solution"}`` whose solutions end in a box."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"few-shot exemplar file not found: {path}")
-    try:
-        data = json.loads(read_utf8(path))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
-    if not isinstance(data, list) or not data:
-        raise DataError(f"{path}: expected a non-empty JSON list of {{problem, solution}} objects")
-    return [_check_row(ex, f"{path}: exemplar {i}") for i, ex in enumerate(data)]
+__all__ = ["MathTask", "load_math_exemplars", "read_math_jsonl", "render_math_prefix"]
 
 
 def render_math_prefix(exemplars: Sequence[dict[str, str]]) -> str:
@@ -145,3 +103,8 @@ class MathTask:
 
     def grade(self, response: str, question: Question) -> Grade:
         return grade_math(response, question.gold, self.stop, self.answer_rule)
+
+    def gold_chain(self, question: Question) -> str:
+        """The gold chain of thought: the MATH solution as written, which is how the exemplars answer (the
+        dynamics step teacher-forces it after the prompt and counts verbatim reproductions of it)."""
+        return question.solution

@@ -1,0 +1,61 @@
+"""Reading MATH-format data: ``{"problem", "solution"}`` JSONL rows and few-shot exemplar files.
+
+Kept apart from :mod:`railsweep.tasks.math_task` (which grades, and so imports sympy) so that a sweep spec can
+check a MATH-style data folder before anything starts without loading the grader. Every row must carry a
+solution whose last ``\\boxed{}`` closes (the gold answer); a row that does not is refused with its line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import DataError
+from railsweep.tasks.base import MATH_FEWSHOT
+from railsweep.tasks.math_answers import gold_answer
+from railsweep.tasks.text import read_utf8
+
+
+def _check_row(row: Any, where: str) -> dict[str, str]:
+    """``row`` as ``{"problem", "solution"}`` if it is one with a boxed answer, else DataError at ``where``."""
+    if not (
+        isinstance(row, dict) and isinstance(row.get("problem"), str) and isinstance(row.get("solution"), str)
+    ):
+        raise DataError(f"{where}: expected an object with string 'problem' and 'solution'")
+    if gold_answer(row["solution"]) is None:
+        raise DataError(f"{where}: 'solution' has no \\boxed{{...}} answer with balanced braces")
+    return {"problem": row["problem"], "solution": row["solution"]}
+
+
+def read_math_jsonl(path: str | Path) -> list[dict[str, str]]:
+    """MATH-format rows; a blank or malformed line, or a solution without a box -> DataError with its line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"MATH-style task file not found: {path}")
+    rows = []
+    with io.StringIO(read_utf8(path), newline=None) as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+            rows.append(_check_row(row, f"{path}:{lineno}"))
+    return rows
+
+
+def load_math_exemplars(path: str | Path = MATH_FEWSHOT) -> list[dict[str, str]]:
+    """The CoT exemplars: a non-empty JSON list of ``{"problem", "solution"}`` whose solutions end in a box."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"few-shot exemplar file not found: {path}")
+    try:
+        data = json.loads(read_utf8(path))
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(data, list) or not data:
+        raise DataError(f"{path}: expected a non-empty JSON list of {{problem, solution}} objects")
+    return [_check_row(ex, f"{path}: exemplar {i}") for i, ex in enumerate(data)]
