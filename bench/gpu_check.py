@@ -103,11 +103,22 @@ def identity_cell(engine, task: GSM8KTask, args) -> list[dict]:
 # ------------------------------------------------------------------ pack
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else the architecture."""
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.is_file() else []
+    return next(
+        (ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), platform.machine()
+    )
+
+
 def check_pack_args(args) -> None:
     """Before anything is read or written: the world's folder or preset holds ``--family``, and ``--out``
     is new, empty or an earlier pack (``pack`` replaces it whole)."""
     if args.threads == 0:
         raise ConfigError("--threads must be >= 1 for pack")
+    if args.world and not (Path(args.world) / "manifest.json").is_file():
+        raise ConfigError(f"--world {args.world}: no manifest.json (not a built miniature world's folder)")
     if args.world:
         families = load_world(args.world).families
     else:
@@ -140,7 +151,7 @@ def _reference(pack_dir: Path, args) -> dict:
     record = identity_cell(engine, load_task(pack_dir, args.questions), args)
     engine.close()
     return {"settings": cell_settings(args), "questions": len(record), "device": "cpu", "dtype": "float32",
-            "wall_s": round(time.perf_counter() - t0, 1), "machine": platform.processor() or platform.machine(),
+            "wall_s": round(time.perf_counter() - t0, 1), "machine": cpu_name(),
             "torch": torch.__version__, "per_question": record}  # fmt: skip
 
 
@@ -346,7 +357,7 @@ def agreement_step(pack: Path, engine: TransformersEngine, identity: list[dict],
 
 def environment(device: torch.device) -> dict:
     env = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(),
-           "device": str(device), "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count()}  # fmt: skip
+           "device": str(device), "machine": cpu_name(), "cpus": os.cpu_count()}  # fmt: skip
     if device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(device)
         env["capability"] = list(torch.cuda.get_device_capability(device))
