@@ -39,8 +39,10 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import torch
@@ -48,10 +50,12 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from gpu_check_env import CARRIED  # noqa: E402  (beside this file)
+
 from railsweep import argtypes as at  # noqa: E402
 from railsweep.engines._hf_decode import Row  # noqa: E402
 from railsweep.engines.transformers_engine import TransformersEngine  # noqa: E402
-from railsweep.errors import ConfigError, RailsweepError  # noqa: E402
+from railsweep.errors import ConfigError, DataError, RailsweepError  # noqa: E402
 from railsweep.miniworld import build_world, load_world, preset_config  # noqa: E402
 from railsweep.provenance import collect  # noqa: E402
 from railsweep.strategies import DecodeSettings, EvalContext, build_strategy  # noqa: E402
@@ -155,6 +159,26 @@ def _reference(pack_dir: Path, args) -> dict:
             "torch": torch.__version__, "per_question": record}  # fmt: skip
 
 
+def _download_wheels(dst: Path, python: str) -> list[str]:
+    """Step 3: wheels of :data:`CARRIED` (the versions installed here) for the GPU machine's CPython on
+    x86-64 Linux, which ``gpu_check_env.py`` installs there when the package is missing."""
+    pins = [f"{d}=={metadata.version(d)}" for d in CARRIED]
+    plats = [
+        a
+        for p in ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014")
+        for a in ("--platform", f"{p}_x86_64")
+    ]
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--implementation", "cp",
+           "--python-version", python, *plats, "-d", str(dst), *pins]  # fmt: skip
+    got = subprocess.run(cmd, capture_output=True, text=True)
+    if got.returncode != 0:
+        tail = " ".join(got.stderr.split()[-30:])
+        raise DataError(
+            f"pip could not download {', '.join(pins)} for CPython {python} ({tail}); --no-wheels skips them"
+        )
+    return sorted(p.name for p in dst.glob("*.whl"))
+
+
 def pack(args) -> dict:
     """Steps 1-2 of ``pack`` (module docstring), built in ``<out>.tmp`` and renamed; returns the manifest."""
     world = load_world(args.world) if args.world else build_world(args.preset, cache_dir=args.cache_dir)
@@ -163,9 +187,10 @@ def pack(args) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         _copy_family(world, args.family, tmp)
+        wheels = [] if args.no_wheels else _download_wheels(tmp / "wheels", args.wheel_python)
         (tmp / REFERENCE).write_text(json.dumps(_reference(tmp, args)) + "\n")
         files = [p for p in tmp.rglob("*") if p.is_file()]
-        manifest = {"world": str(world.root), "family": args.family, "adapter": ADAPTER,
+        manifest = {"world": str(world.root), "family": args.family, "adapter": ADAPTER, "wheels": wheels,
                     "bytes": sum(p.stat().st_size for p in files), "provenance": collect()}  # fmt: skip
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     except BaseException:
@@ -423,6 +448,10 @@ def make_parser() -> argparse.ArgumentParser:
         "--cache-dir", type=at.writable_dir, help="miniature-world cache (default ~/.cache/railsweep)"
     )
     pk.add_argument("--family", default="llama", type=at.text)
+    pk.add_argument(
+        "--wheel-python", default="3.12", type=at.text, help="the GPU machine's Python (wheels for it)"
+    )
+    pk.add_argument("--no-wheels", action="store_true", help=f"download no wheels ({', '.join(CARRIED)})")
     pk.add_argument("--out", default=str(REPO / ".gpu_check"), type=at.writable_dir)
     rn = sub.add_parser("run", help="the check (runs on the GPU machine)")
     rn.add_argument("--pack", default=str(REPO / ".gpu_check"), type=at.existing_dir)
@@ -461,7 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     except RailsweepError as e:
         print(f"railsweep: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    result = run(args) if args.command == "run" else pack(args)
+    try:
+        result = run(args) if args.command == "run" else pack(args)
+    except RailsweepError as e:
+        print(f"railsweep: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
     text = json.dumps(result, indent=1)
     print(text)
     if getattr(args, "out", None) and args.command == "run":
