@@ -10,8 +10,10 @@ or vLLM: its output lists any of them that got imported).
 
 ``pack`` steps:
   1. copy one family of a built miniature world (base, the ``clean`` and ``co_<domain>`` adapters) and
-     the test split, exemplars and leak split into ``--out`` (about 11 MB for the ``mini`` world's llama);
-  2. decode Identity on ``co_<domain>`` on this CPU in float32 (``--questions`` x ``--m``) and write the
+     the test split, exemplars and leak split into ``--out`` (with the reference: 11.1 MB for ``mini``'s llama);
+  2. download wheels of the packages a torch image often lacks (rapidfuzz) for ``--wheel-python`` into
+     ``wheels/`` (``--no-wheels``: none), which ``gpu_check_env.py`` installs there only if missing;
+  3. decode Identity on ``co_<domain>`` on this CPU in float32 (``--questions`` x ``--m``) and write the
      per-question counts and each sample's token-id hash to ``reference_cpu.json``.
 
 ``run`` steps:
@@ -148,7 +150,7 @@ def _copy_family(world, family: str, dst: Path) -> None:
 
 
 def _reference(pack_dir: Path, args) -> dict:
-    """Step 2: Identity on this CPU in float32."""
+    """Step 3: Identity on this CPU in float32."""
     torch.set_num_threads(args.threads)
     engine = load_engine(pack_dir, "cpu", "float32")
     t0 = time.perf_counter()
@@ -160,7 +162,7 @@ def _reference(pack_dir: Path, args) -> dict:
 
 
 def _download_wheels(dst: Path, python: str) -> list[str]:
-    """Step 3: wheels of :data:`CARRIED` (the versions installed here) for the GPU machine's CPython on
+    """Step 2: wheels of :data:`CARRIED` (the versions installed here) for the GPU machine's CPython on
     x86-64 Linux, which ``gpu_check_env.py`` installs there when the package is missing."""
     pins = [f"{d}=={metadata.version(d)}" for d in CARRIED]
     plats = [
@@ -180,7 +182,7 @@ def _download_wheels(dst: Path, python: str) -> list[str]:
 
 
 def pack(args) -> dict:
-    """Steps 1-2 of ``pack`` (module docstring), built in ``<out>.tmp`` and renamed; returns the manifest."""
+    """Steps 1-3 of ``pack`` (module docstring), built in ``<out>.tmp`` and renamed; returns the manifest."""
     world = load_world(args.world) if args.world else build_world(args.preset, cache_dir=args.cache_dir)
     out = Path(args.out)
     tmp = out.with_name(out.name + ".tmp")

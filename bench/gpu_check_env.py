@@ -20,7 +20,8 @@ from importlib import metadata
 from pathlib import Path
 
 # The third-party modules imported at module level by bench/gpu_check.py and the railsweep modules it loads
-# (tests/test_gpu_check.py checks this against their sources), with the distribution that provides each.
+# (tests/test_gpu_check.py checks this against their sources), plus those the engine loads weights and
+# adapters with (peft, tokenizers, safetensors); import name -> the distribution that provides it.
 NEEDED = {
     "torch": "torch",
     "transformers": "transformers",
@@ -28,10 +29,7 @@ NEEDED = {
     "tokenizers": "tokenizers",
     "safetensors": "safetensors",
     "numpy": "numpy",
-    "yaml": "pyyaml",
     "rapidfuzz": "rapidfuzz",  # railsweep.strategies loads TED, which imports it; often not in a torch image
-    "sympy": "sympy",
-    "tqdm": "tqdm",
 }
 CARRIED = ("rapidfuzz",)  # the distributions `gpu_check.py pack` downloads wheels of
 
@@ -55,7 +53,13 @@ def install_wheels(pack: Path, dists: list[str], site: Path) -> list[str]:
         return []
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
            "--target", str(site), *map(str, wheels)]  # fmt: skip
-    subprocess.run(cmd, check=True, stdout=sys.stderr)
+    got = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
+    if got.returncode != 0:
+        print(
+            f"gpu_check: pip could not install {pack}/wheels: {' '.join(got.stderr.split()[-20:])}",
+            file=sys.stderr,
+        )
+        return []
     sys.path.insert(0, str(site))
     importlib.invalidate_caches()
     return [w.name.split("-")[0].lower() for w in wheels]

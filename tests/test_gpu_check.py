@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import zipfile
 from argparse import Namespace
 from pathlib import Path
 
@@ -125,6 +126,36 @@ def test_the_environment_check_looks_for_every_package_the_run_imports():
     ]
 
 
+def _probe_wheel(folder: Path) -> Path:
+    """A one-module pure-Python wheel, built by hand (no index, no build backend)."""
+    folder.mkdir(parents=True)
+    wheel = folder / "probe_pkg-1.0-py3-none-any.whl"
+    info = "probe_pkg-1.0.dist-info"
+    files = {
+        "probe_pkg.py": "VALUE = 7\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: probe_pkg\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return wheel
+
+
+def test_a_missing_package_is_installed_from_the_packs_wheels_and_its_site_printed(
+    tmp_path, monkeypatch, capsys
+):
+    _probe_wheel(tmp_path / "pack" / "wheels")
+    site = tmp_path / "site"
+    monkeypatch.setattr(gpu_check_env, "NEEDED", {"json": "json", "probe_pkg": "probe_pkg"})
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert gpu_check_env.main(["--device", "cpu", "--pack", str(tmp_path / "pack"), "--site", str(site)]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(site) and (site / "probe_pkg.py").is_file()
+    assert "installed from" in err and "probe_pkg" in err and "probe_pkg 1.0" in err
+
+
 def test_agreement_against_a_naive_count_on_lopsided_records():
     dev = [{"index": 0, "c": 20, "m": 20, "samples": ["a"] * 20}, {"index": 1, "c": 3, "m": 20, "samples": ["b"] * 20},
            {"index": 2, "c": 5, "m": 10, "samples": ["c"] * 10}, {"index": 7, "c": 1, "m": 1, "samples": ["d"]}]  # fmt: skip
@@ -154,9 +185,9 @@ def test_missing_packages_are_named_before_anything_runs(tmp_path):
     )  # the same interpreter without site-packages: no torch, transformers, peft
     bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
     bare.chmod(0o755)
-    got = _sh("--device", "cpu", "--out", str(tmp_path / "r.json"), python=str(bare))
+    got = _sh("--device", "cpu", "--pack", str(tmp_path), "--out", str(tmp_path / "r.json"), python=str(bare))
     assert got.returncode == 3
-    assert "gpu_check: missing: torch, transformers, peft" in got.stdout
+    assert "gpu_check: missing: torch, transformers, peft" in got.stderr
     assert not (tmp_path / "r.json").exists()
 
 
