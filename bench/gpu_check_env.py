@@ -53,7 +53,7 @@ def install_wheels(pack: Path, dists: list[str], site: Path) -> list[str]:
         return []
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
            "--target", str(site), *map(str, wheels)]  # fmt: skip
-    got = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
+    got = subprocess.run(cmd, capture_output=True, text=True)  # stdout is for the site path alone
     if got.returncode != 0:
         print(
             f"gpu_check: pip could not install {pack}/wheels: {' '.join(got.stderr.split()[-20:])}",
