@@ -258,8 +258,8 @@ def speed(engine: TransformersEngine, task: GSM8KTask, args) -> tuple[dict, list
             s, t = timed.seconds, timed.tokens
             rounds[name].append({"sampled_tokens": t["sampling"], "sampling_s": round(s["sampling"], 3),
                                  "greedy_tokens": t["greedy"], "greedy_s": round(s["greedy"], 3),
-                                 "tokens_per_s": t["sampling"] / s["sampling"],
-                                 "tokens_per_s_with_greedy": t["sampling"] / (s["sampling"] + s["greedy"])})  # fmt: skip
+                                 "tokens_per_s": round(t["sampling"] / s["sampling"], 1),
+                                 "tokens_per_s_with_greedy": round(t["sampling"] / (s["sampling"] + s["greedy"]), 1)})  # fmt: skip
             if name == "identity":
                 identity = cell_record(outcomes)
             else:
