@@ -70,7 +70,7 @@ class Sampler(threading.Thread):
         self.me = os.getpid()
         self.rows: list[dict] = []
         self._last: dict[int, float] = {}
-        self._stop = threading.Event()
+        self._done = threading.Event()
         self.t0 = time.perf_counter()
 
     def _read(self) -> dict[str, float]:
@@ -92,7 +92,7 @@ class Sampler(threading.Thread):
         self._read()
         psutil.cpu_percent()
         t_prev = time.perf_counter()
-        while not self._stop.wait(self.interval):
+        while not self._done.wait(self.interval):
             now = time.perf_counter()
             dt = max(now - t_prev, 1e-9)
             used = self._read()
@@ -102,7 +102,7 @@ class Sampler(threading.Thread):
             t_prev = now
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done.set()
         self.join()
 
 
