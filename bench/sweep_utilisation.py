@@ -121,6 +121,20 @@ def summarise(rows: list[dict], start: float, end: float, cores: int, interval: 
     }
 
 
+def start_ray(ray, num_cpus: int, tries: int = 3) -> None:
+    """A fresh local Ray instance; retried, since Ray gives its raylet a fixed 30 s to register and a loaded
+    machine (a shared 2-core one) can miss that."""
+    for attempt in range(1, tries + 1):
+        try:
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception as e:
+            if "timed out during startup" not in str(e) or attempt == tries:
+                raise
+            print(f"[bench] Ray start {attempt}/{tries} timed out; retrying", file=sys.stderr, flush=True)
+            ray.shutdown()
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="smoke", choices=PRESETS)
@@ -158,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             track = dataclasses.replace(spec.tracking, uri=svc.url, experiment=f"util-{int(time.time())}")
             spec = dataclasses.replace(spec, tracking=track)
-            ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+            start_ray(ray, args.num_cpus)
             sampler.start()
             t_sweep = time.perf_counter() - sampler.t0
             out = run_sweep(spec, table=args.table, progress_interval=30, out=sys.stderr)

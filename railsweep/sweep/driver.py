@@ -243,8 +243,8 @@ def run_sweep(
         if engines:
             ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
             shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
-            print(f"[sweep] {len(engines)} engine(s) ({shares}), each {plan['engine_cpus']} CPU(s) and {ready[0]['threads']} "
-                  f"thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up to "
+            print(f"[sweep] {len(engines)} engine(s) ({shares}), each {plan['engine_cpus']} CPU(s) and "
+                  f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up to "
                   f"{ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                   f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time",
                   file=out, flush=True)  # fmt: skip

@@ -105,7 +105,9 @@ class EnginePool:
 
 
 def create_engine_pool(engines: Mapping[str, Sequence[str]]) -> Any:
-    """The pool actor (from the driver, like the engines: never from a trial). It holds no CPU."""
+    """The pool actor (from the driver, like the engines: never from a trial). It holds no CPU. Restarted if it
+    dies, with every engine free again: at worst two cells then share an engine, which serves them in turn."""
     import ray  # optional heavy dependency: only sweeps import it
 
-    return ray.remote(EnginePool).options(num_cpus=0).remote({f: list(n) for f, n in engines.items()})
+    actor = ray.remote(EnginePool).options(num_cpus=0, max_restarts=-1, max_task_retries=-1)
+    return actor.remote({f: list(n) for f, n in engines.items()})
