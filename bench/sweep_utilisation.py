@@ -117,11 +117,11 @@ def summarise(rows: list[dict], start: float, end: float, cores: int, interval: 
         "rows": len(window),
         **{f"mean_{k}": round(sum(r[k] for r in window) / len(window), 3) for k in (*ROLES, "machine")},
         "mean_sweep": round(sum(busy) / len(window), 3),
-        "idle_core_s": round(sum(max(cores - b, 0.0) for b in busy) * interval, 1),
+        "idle_core_s": round(sum(max(cores - b, 0.0) for b in busy) * interval, 2),
     }
 
 
-def start_ray(ray, num_cpus: int, tries: int = 3) -> None:
+def start_ray(ray, num_cpus: int, tries: int = 6) -> None:
     """A fresh local Ray instance; retried, since Ray gives its raylet a fixed 30 s to register and a loaded
     machine (a shared 2-core one) can miss that."""
     for attempt in range(1, tries + 1):
@@ -148,9 +148,10 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
-    if args.interval <= 0 or args.num_cpus < 1:
-        print(f"railsweep: error: --interval {args.interval} and --num-cpus {args.num_cpus} must be > 0",
-              file=sys.stderr)  # fmt: skip
+    bad = (f"--interval {args.interval:g}: must be > 0 seconds" if args.interval <= 0 else
+           f"--num-cpus {args.num_cpus}: must be >= 1" if args.num_cpus < 1 else None)  # fmt: skip
+    if bad:
+        print(f"railsweep: error: {bad}", file=sys.stderr)
         return 2
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
