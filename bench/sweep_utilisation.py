@@ -123,16 +123,23 @@ def summarise(rows: list[dict], start: float, end: float, cores: int, interval: 
 
 def start_ray(ray, num_cpus: int, tries: int = 6) -> None:
     """A fresh local Ray instance; retried, since Ray gives its raylet a fixed 30 s to register and a loaded
-    machine (a shared 2-core one) can miss that."""
+    machine (a shared 2-core one) can miss that. A failed start leaves its GCS, dashboard and monitor running
+    (``ray.shutdown`` does not know them): they are ended, by pid, before the next try."""
+    me = psutil.Process()
     for attempt in range(1, tries + 1):
+        before = {p.pid for p in me.children(recursive=True)}
         try:
             ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
             return
         except Exception as e:
+            ray.shutdown()
+            started = [p for p in me.children(recursive=True) if p.pid not in before]
+            for proc in started:
+                proc.kill()
+            psutil.wait_procs(started, timeout=10)
             if "timed out during startup" not in str(e) or attempt == tries:
                 raise
             print(f"[bench] Ray start {attempt}/{tries} timed out; retrying", file=sys.stderr, flush=True)
-            ray.shutdown()
 
 
 def make_parser() -> argparse.ArgumentParser:
