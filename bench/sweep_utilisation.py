@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -121,6 +122,17 @@ def summarise(rows: list[dict], start: float, end: float, cores: int, interval: 
     }
 
 
+def _session_orphans(pid: int) -> list[psutil.Process]:
+    """Processes of this driver's Ray sessions (``session_<date>_<time>_<pid>``) no longer under it (a raylet
+    that died leaves its agents to init)."""
+    mark = re.compile(rf"session_[0-9_-]+_{pid}\b")
+    found = []
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
+        if proc.info["ppid"] == 1 and mark.search(" ".join(proc.info["cmdline"] or ())):
+            found.append(proc)
+    return found
+
+
 def start_ray(ray, num_cpus: int, tries: int = 6) -> None:
     """A fresh local Ray instance; retried, since Ray gives its raylet a fixed 30 s to register and a loaded
     machine (a shared 2-core one) can miss that. A failed start leaves its GCS, dashboard and monitor running
@@ -133,7 +145,7 @@ def start_ray(ray, num_cpus: int, tries: int = 6) -> None:
             return
         except Exception as e:
             ray.shutdown()
-            started = [p for p in me.children(recursive=True) if p.pid not in before]
+            started = [p for p in me.children(recursive=True) if p.pid not in before] + _session_orphans(me.pid)
             for proc in started:
                 proc.kill()
             psutil.wait_procs(started, timeout=10)
