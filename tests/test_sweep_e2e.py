@@ -119,16 +119,17 @@ def test_a_clean_smoke_sweep_job_log_shows_no_traceback(demo_log):
 def test_killing_the_engine_actor_after_the_first_cell_still_logs_every_cell_exactly_once(
     ray_client, mlflow_server, smoke_world
 ):
-    """The progress board kills the engine (Ray restarts it) the moment the first cell is FINISHED, with
-    eight cells queued or in flight on it: no race with the sweep, however loaded the machine."""
+    """The progress board kills the engines (Ray restarts them) the moment the first cell is FINISHED, with
+    eight cells queued or in flight: no race with the sweep, however loaded the machine."""
     from railsweep.sweep.driver import run_sweep
 
     exp = "e2e-kill-engine"
     spec = _smoke_spec(mlflow_server, exp, smoke_world, slots_per_engine=3)
     out = run_sweep(spec, table="all", progress_interval=60, fault=faults.Fault("kill-engine", after_cells=1))
     assert out.failed == []
-    (stats,) = out.engine_stats.values()  # smoke: one family, one engine
-    assert stats["cells"] <= len(out.cells) - 1  # its counters reset: it restarted after serving a cell
+    assert len(out.engine_stats) == 2  # smoke on 2 cores: one family, one engine per core
+    served = sum(s["cells"] for s in out.engine_stats.values())
+    assert served <= len(out.cells) - 1  # their counters reset: they restarted after serving a cell
     cells = _cell_runs(_runs(mlflow_server, exp))
     assert len(cells) == len(out.cells) == 9  # 1 clean + 2 domains × (identity, all_zero, railcap n=2, n=4)
     assert sorted(cells["tags.railsweep.cell_id"]) == sorted(out.cells)

@@ -1,5 +1,6 @@
-"""A sweep's resource plan: CPU engines share the cores the trials leave, each runs as many threads as it holds
-CPUs (at least one), engines and trials fit the cluster together, and the thread budget reaches the processes."""
+"""A sweep's resource plan: one one-thread engine per core by default, the engines' Ray reservation shares the CPUs
+the trials leave, engines and trials fit the cluster together, threads follow the cores (never rounded away), and
+the thread budget reaches the processes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 
 from railsweep.sweep import driver
 from railsweep.sweep.actors import apply_thread_budget, thread_env
-from railsweep.sweep.spec import load_spec
+from railsweep.sweep.spec import FamilySpec, load_spec
 
 
 def _plan(monkeypatch, cpus, gpus, n_engines, device="cpu", **resources):
@@ -25,8 +26,8 @@ def _plan(monkeypatch, cpus, gpus, n_engines, device="cpu", **resources):
     return spec, driver.plan_resources(spec, n_engines)
 
 
-@pytest.mark.parametrize("cpus, n_engines, threads", [(2, 3, 1), (2, 1, 1), (16, 3, 4), (64, 3, 20)])
-def test_cpu_engines_share_the_cores_the_trials_leave_and_never_outnumber_them(
+@pytest.mark.parametrize("cpus, n_engines, threads", [(2, 3, 1), (2, 2, 1), (2, 1, 2), (16, 16, 1), (16, 3, 5)])
+def test_cpu_engines_share_the_cores_and_their_threads_never_outnumber_them(
     monkeypatch, cpus, n_engines, threads
 ):
     spec, plan = _plan(monkeypatch, cpus, 0, n_engines)
@@ -35,7 +36,19 @@ def test_cpu_engines_share_the_cores_the_trials_leave_and_never_outnumber_them(
     assert n_engines * plan["engine_cpus"] + plan["max_concurrent"] * r.trial_cpus <= cpus  # all fit at once
     assert plan["threads"] == threads
     assert n_engines * plan["threads"] <= max(cpus, n_engines)
+    assert n_engines * plan["threads"] > cpus - plan["threads"]  # no core left without a thread
     assert plan["omp_wait_policy"] == "PASSIVE" and plan["trial_threads"] == 1
+
+
+@pytest.mark.parametrize("cpus, families, engines", [(2, 1, 2), (2, 3, 3), (4, 3, 4), (16, 3, 16)])
+def test_default_plan_is_one_engine_of_one_thread_per_core(monkeypatch, cpus, families, engines):
+    spec, _ = _plan(monkeypatch, cpus, 0, 1)
+    names = ("llama", "neox", "gemma")[:families]
+    spec = dataclasses.replace(spec, families=tuple(FamilySpec(n, f"/m/{n}", ()) for n in names))
+    pending = [type("Cell", (), {"family": n})() for n in names for _ in range(3)]
+    layout = driver.plan_layout(spec, pending)
+    assert set(layout) == set(names) and sum(layout.values()) == engines
+    assert driver.plan_resources(spec, engines)["threads"] == 1
 
 
 def test_engine_cpus_and_threads_can_be_set_in_the_spec(monkeypatch):

@@ -1,4 +1,5 @@
-"""Long-lived engine actors (one per model family per device) and the progress board.
+"""Long-lived engine actors (one per core or GPU, dealt out over the families: ``railsweep.sweep.pool``) and
+the progress board.
 
 The driver creates every actor before ``Tuner.fit()``: a task or actor created
 inside a trial would be captured by the trial's CPU-only placement group
@@ -9,8 +10,8 @@ nothing depends on a shared filesystem. The actor is restarted when it dies
 (``max_restarts``) and the in-flight cell is retried (``max_task_retries``);
 cells write to a fresh temporary directory, so a retry is idempotent.
 
-Thread budget: every engine actor runs ``threads`` torch/OpenMP threads, the CPUs
-it holds in Ray rounded down (at least 1), set before torch loads (``OMP_NUM_THREADS``
+Thread budget: every engine actor runs ``threads`` torch/OpenMP threads (one with the default
+one engine per core, :func:`railsweep.sweep.driver.plan_resources`), set before torch loads (``OMP_NUM_THREADS``
 and friends in the actor's environment) and again with ``torch.set_num_threads``;
 trials run one. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``) instead of
 spinning: on a 2-core machine shared with other jobs, 2-thread runs with the default

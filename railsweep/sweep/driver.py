@@ -5,7 +5,8 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
    any bad input fails here, before a trial or an actor exists;
 2. open the MLflow experiment and the sweep's parent run (reused with ``resume``);
 3. drop cells already FINISHED in MLflow (idempotent cells);
-4. create one engine actor per family (× replicas) for the families with work left;
+4. create the engine actors of the families with work left (one per core on CPU, one per GPU, dealt out
+   over the families: :mod:`~railsweep.sweep.pool`) and the pool that leases a free one to each cell;
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
@@ -36,6 +37,7 @@ from railsweep.errors import ConfigError
 from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
 from railsweep.sweep.cells import SweepCell, effective_table, expand, temperature_groups
 from railsweep.sweep.faults import Fault
+from railsweep.sweep.pool import create_engine_pool, engine_layout
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
@@ -63,15 +65,24 @@ def _cluster_resources() -> tuple[float, float]:
     return float(res.get("CPU", 0)), float(res.get("GPU", 0))
 
 
+def plan_layout(spec: SweepSpec, pending: list[SweepCell]) -> dict[str, int]:
+    """Engines per family with cells left: one per core (CPU) or GPU, dealt out over the families."""
+    cpus, gpus = _cluster_resources()
+    gpu = spec.engine.device != "cpu" and gpus >= 1
+    left = {f.name: sum(c.family == f.name for c in pending) for f in spec.families}
+    return engine_layout(left, units=int(gpus if gpu else cpus), replicas=spec.resources.engine_replicas)
+
+
 def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
     """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound.
 
-    Without a GPU the engines share the CPUs the trials leave (``trial_cpus`` each, at most
-    ``n_engines x slots_per_engine`` trials), so an engine's share grows with the machine;
-    ``resources.engine_cpus`` overrides it. Each engine runs as many threads as it holds CPUs,
-    rounded down, at least 1 (``resources.engine_threads`` overrides), so the engines' threads
-    never outnumber the cores unless there are more engines than cores. Shares are rounded
-    down to 1/1000 CPU so that engines and trials always fit the cluster together.
+    Without a GPU the engines' Ray reservation shares the CPUs the trials leave (``trial_cpus`` each,
+    at most ``n_engines x slots_per_engine`` trials; ``resources.engine_cpus`` overrides it), rounded
+    down to 1/1000 CPU so that engines and trials always fit the cluster together. Threads follow the
+    cores, not that reservation (trials mostly wait on the engines): each engine runs the cluster's
+    CPUs over the engines, rounded down, at least 1 — one thread with the default one engine per core
+    (``resources.engine_threads``, or ``engine_cpus`` rounded down, overrides), so the engines' threads
+    never outnumber the cores unless there are more engines than cores.
     """
     cpus, gpus = _cluster_resources()
     r = spec.resources
@@ -85,7 +96,8 @@ def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
         free = max(cpus - slots * r.trial_cpus, 0.1 * n_engines)
         engine_cpus = r.engine_cpus if r.engine_cpus is not None else free / max(n_engines, 1)
     engine_cpus = math.floor(engine_cpus * 1000) / 1000
-    threads = r.engine_threads or max(1, int(engine_cpus))
+    cores = int(engine_cpus) if want_gpu or r.engine_cpus is not None else int(cpus // max(n_engines, 1))
+    threads = r.engine_threads or max(1, cores)
     return {
         "num_gpus": num_gpus,
         "engine_cpus": engine_cpus,
@@ -206,20 +218,18 @@ def run_sweep(
             f"[sweep] {len(skipped)} cell(s) already FINISHED in MLflow: not recomputed", file=out, flush=True
         )
 
-    families = [f for f in spec.families if any(c.family == f.name for c in pending)]
-    replicas = spec.resources.engine_replicas
-    if replicas is None:  # one engine per family per device: share the GPUs out, else one each
-        gpus = _cluster_resources()[1] if spec.engine.device != "cpu" else 0
-        replicas = max(1, int(gpus // max(len(families), 1)))
-    plan = plan_resources(spec, max(len(families) * replicas, 1))
+    layout = plan_layout(spec, pending)
+    plan = plan_resources(spec, max(sum(layout.values()), 1))
+    families = {f.name: f for f in spec.families}
     engines: dict[str, Any] = {}
     failed: list[str] = []
     stats: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
-    names = {engine_name(sweep_id, fam.name, rep): fam for fam in families for rep in range(replicas)}
+    names = {engine_name(sweep_id, fam, rep): families[fam] for fam, k in layout.items() for rep in range(k)}
     board = create_progress_board(
         len(cells), len(skipped), fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
     )
+    pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout})
     try:
         for name, fam in names.items():
             engines[name] = create_engine_actor(
@@ -232,8 +242,9 @@ def run_sweep(
         timings["setup_s"] = time.perf_counter() - t_start
         if engines:
             ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
-            print(f"[sweep] {len(engines)} engine(s), each {plan['engine_cpus']} CPU(s) and {ready[0]['threads']} "
-                  f"thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up to "
+            shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
+            print(f"[sweep] {len(engines)} engine(s) ({shares}), each {plan['engine_cpus']} CPU(s) and "
+                  f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up to "
                   f"{ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                   f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time",
                   file=out, flush=True)  # fmt: skip
@@ -242,7 +253,7 @@ def run_sweep(
         if pending:
             ctx = SweepContext(
                 tracking_uri=spec.tracking.uri, experiment_id=exp_id, parent_id=parent_id, sweep_id=sweep_id,
-                cells={c.cell_id: _cell_meta(c) for c in cells}, replicas=replicas, board=board,
+                cells={c.cell_id: _cell_meta(c) for c in cells}, pool=pool, board=board,
                 B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
                 clean_wait_s=spec.resources.clean_wait_s, run_tags=run_tags, threads=plan["trial_threads"],
             )  # fmt: skip

@@ -12,7 +12,8 @@ starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep
    expected to be as long as its question's gold answer under the world's tokenizer, capped at
    ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), or ``max_new_tokens`` itself, labelled as an upper
    bound, where no lengths were measured; one-off steps (Shortcut's localisation) once per family and domain;
-4. per cluster size: the engines the driver would create (one per family, replicated over GPUs), each family's
+4. per cluster size: the engines the driver would create (one per core or GPU, dealt out over the families:
+   :func:`~railsweep.sweep.pool.engine_layout`), each family's
    tokens over its engines' measured tokens/s (:mod:`railsweep.sweep.throughput`); the slowest family sets the
    wall time, and device-hours are the cluster's units x that time.
 
@@ -35,6 +36,7 @@ from railsweep.miniworld.lengths import shipped_lengths
 from railsweep.miniworld.presets import preset_config
 from railsweep.strategies import build_strategy
 from railsweep.sweep.cells import SweepCell, effective_table, expand
+from railsweep.sweep.pool import engine_layout
 from railsweep.sweep.spec import FamilySpec, SweepSpec
 from railsweep.sweep.throughput import ThroughputTable, device_kind
 
@@ -264,11 +266,12 @@ def _cluster(
     throughput: ThroughputTable,
     notes: list[str],
 ) -> ClusterCost:
-    """Wall time on ``units`` cores or GPUs: each family's tokens over its engines' tokens/s, the slowest last."""
-    fams = max(len(engines), 1)
+    """Wall time on ``units`` cores or GPUs: each family's tokens over its engines' tokens/s, the slowest last.
+    The engines are the sweep's own layout (:func:`~railsweep.sweep.pool.engine_layout`)."""
     gpu = kind != "cpu"
-    replicas = spec.resources.engine_replicas or (max(1, units // fams) if gpu else 1)
-    n_engines = fams * replicas
+    layout = engine_layout({e.family: max(e.cells, 1) for e in engines}, units=units,
+                           replicas=spec.resources.engine_replicas)  # fmt: skip
+    n_engines = max(sum(layout.values()), 1)
     if gpu and units < n_engines:
         return ClusterCost(
             units, n_engines, None, None, f"needs >= {n_engines} GPUs (one engine per family and GPU)"
@@ -282,7 +285,7 @@ def _cluster(
             notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} {where}: measure it "
                          "with bench/throughput.py on the target hardware and pass --throughput")  # fmt: skip
             return ClusterCost(units, n_engines, None, None, "no throughput measured")
-        wall = max(wall, e.total_tokens / (rate.per_unit * per_engine * replicas))
+        wall = max(wall, e.total_tokens / (rate.per_unit * per_engine * layout[e.family]))
     return ClusterCost(units, n_engines, wall, units * wall / 3600.0)
 
 

@@ -236,7 +236,8 @@ class EngineSpec:
 
 @schema("resources")
 class Resources:
-    """``engine_replicas``: engine actors per family (None = one per GPU share: GPUs // families, else 1);
+    """``engine_replicas``: engine actors per family (None = the cores, or GPUs, dealt out over the families,
+    at least one each: :func:`railsweep.sweep.pool.engine_layout`);
     ``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
     ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades);
     ``max_restarts``, ``max_task_retries``, ``max_failures``: -1 means unlimited (Ray's convention)."""

@@ -3,8 +3,9 @@
 Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
-3. have the family's engine actor evaluate the cell; write the Parquet bytes it returns, as they are,
-   to a temporary directory (the upload needs files) and decode the per-question table once;
+3. lease a free engine of the cell's family from the engine pool (:mod:`~railsweep.sweep.pool`), have it
+   evaluate the cell and give it back; write the Parquet bytes it returns, as they are, to a temporary
+   directory (the upload needs files) and decode the per-question table once;
 4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (SA-PPG and the rest
    of method.md §2 with CIs) and plot clean vs mitigated: the only time a pair is bootstrapped, the
    sweep's publish step and the notebook reuse these scores (tagged with the clean run they compare against);
@@ -22,12 +23,11 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from railsweep.sweep.actors import ENGINE_NAMESPACE, apply_thread_budget, engine_name, write_files
+from railsweep.sweep.actors import ENGINE_NAMESPACE, apply_thread_budget, write_files
 from railsweep.sweep.reader import download_questions
 from railsweep.sweep.tracking import (
     RESULTS_DIR,
@@ -49,7 +49,7 @@ class SweepContext:
     parent_id: str
     sweep_id: str
     cells: dict[str, dict[str, Any]]  # cell_id → {"config", "clean_id", "params", "label"}
-    replicas: int = 1
+    pool: Any = None  # the engine pool actor (railsweep.sweep.pool.EnginePool)
     board: Any = None
     B: int = 50
     n_boot: int = 1000
@@ -143,9 +143,21 @@ _DEFAULT_UNRAISABLEHOOK = sys.unraisablehook
 _QUIET_EXIT = False
 
 
+def _decode(ctx: SweepContext, cid: str, cfg: dict[str, Any], board: Any) -> dict[str, Any]:
+    """The cell's result from the first free engine of its family, which goes back to the pool afterwards."""
+    import ray
+
+    name = ray.get(ctx.pool.acquire.remote(cfg["family"], cid))
+    if board is not None:
+        board.set_state.remote(cid, "running")
+    try:
+        return ray.get(ray.get_actor(name, namespace=ENGINE_NAMESPACE).run_cell.remote(cfg, board))
+    finally:
+        ctx.pool.release.remote(cid)
+
+
 def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     """Tune function trainable; ``config = {"cell_id": ...}``."""
-    import ray
     from ray import tune
 
     quiet_exit()
@@ -165,12 +177,8 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         ctx.parent_id, cid, run_name=f"{cfg['family']}/{cfg.get('domain') or 'all'}/{meta['label']}",
         tags={TAG_ROLE: cfg["role"], **ctx.run_tags},
     )  # fmt: skip
-    if board is not None:
-        board.set_state.remote(cid, "running")
     try:
-        replica = zlib.crc32(cid.encode()) % max(ctx.replicas, 1)
-        engine = ray.get_actor(engine_name(ctx.sweep_id, cfg["family"], replica), namespace=ENGINE_NAMESPACE)
-        out = ray.get(engine.run_cell.remote(cfg, board))
+        out = _decode(ctx, cid, cfg, board)
         metrics = {"busy_s": out["busy_s"], "eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
         with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
             paths = write_files(out["files"], tmp)

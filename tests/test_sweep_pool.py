@@ -1,0 +1,117 @@
+"""The engine pool (railsweep.sweep.pool): one engine per core or GPU dealt out over the families, and a cell
+leased the first free engine of its family, so no cell queues behind another cell's long one-off step."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from railsweep.sweep.pool import EnginePool, engine_layout
+
+
+@pytest.mark.parametrize(
+    "pending, units, want",
+    [
+        ({"llama": 6}, 2, {"llama": 2}),  # a one-family sweep on 2 cores: two engines for it
+        ({"llama": 6, "neox": 6, "gemma": 6}, 2, {"llama": 1, "neox": 1, "gemma": 1}),  # at least one each
+        ({"llama": 3, "neox": 7, "gemma": 7}, 4, {"llama": 1, "neox": 2, "gemma": 1}),  # spare core: most work
+        ({"llama": 5, "neox": 5}, 5, {"llama": 3, "neox": 2}),  # equal work: spec order
+        ({"llama": 0, "neox": 4}, 2, {"neox": 2}),  # a family with nothing left gets no engine
+        ({}, 8, {}),
+    ],
+)
+def test_cores_are_dealt_out_over_the_families_with_work_left(pending, units, want):
+    got = engine_layout(pending, units=units)
+    assert got == want
+    assert sum(got.values()) == (max(units, len(want)) if want else 0)  # every core has an engine
+
+
+def test_engine_replicas_fix_the_engines_per_family():
+    assert engine_layout({"llama": 4, "neox": 1}, units=16, replicas=2) == {"llama": 2, "neox": 2}
+
+
+def _pool() -> EnginePool:
+    return EnginePool({"llama": ["l0", "l1"], "neox": ["n0"]})
+
+
+def test_a_cell_gets_a_free_engine_of_its_family_lowest_first():
+    async def go():
+        pool = _pool()
+        assert await pool.acquire("llama", "a") == "l0"
+        assert await pool.acquire("llama", "b") == "l1"
+        assert await pool.acquire("neox", "c") == "n0"
+        await pool.release("a")
+        assert await pool.acquire("llama", "d") == "l0"
+
+    asyncio.run(go())
+
+
+def test_a_long_cell_holds_one_engine_while_the_others_decode_on_the_other():
+    """Shortcut's localisation holds l0; every other llama cell goes to l1 in turn, none waits on l0."""
+
+    async def go():
+        pool = _pool()
+        assert await pool.acquire("llama", "shortcut") == "l0"
+        served = []
+        for cell in ("identity", "all_zero", "railcap"):
+            served.append(await asyncio.wait_for(pool.acquire("llama", cell), 1))
+            await pool.release(cell)
+        assert served == ["l1", "l1", "l1"]
+        assert (await pool.snapshot())["held"] == {"shortcut": "l0"}
+
+    asyncio.run(go())
+
+
+def test_cells_wait_first_come_first_served_when_every_engine_is_busy():
+    async def go():
+        pool = _pool()
+        await pool.acquire("llama", "a")
+        await pool.acquire("llama", "b")
+        first = asyncio.ensure_future(pool.acquire("llama", "c"))
+        second = asyncio.ensure_future(pool.acquire("llama", "d"))
+        await asyncio.sleep(0)
+        assert not first.done() and not second.done()
+        assert (await pool.snapshot())["waiting"]["llama"] == ["c", "d"]
+        await pool.release("b")
+        assert await asyncio.wait_for(first, 1) == "l1" and not second.done()
+        await pool.release("a")
+        assert await asyncio.wait_for(second, 1) == "l0"
+        snap = await pool.snapshot()
+        assert snap["held"] == {"c": "l1", "d": "l0"} and snap["free"]["llama"] == [] and snap["leases"] == 4
+
+    asyncio.run(go())
+
+
+def test_a_retried_cell_gets_back_the_engine_its_dead_trial_held():
+    """A trial whose worker died never released; its retry takes the same engine, which then goes back."""
+
+    async def go():
+        pool = _pool()
+        assert await pool.acquire("neox", "x") == "n0"
+        assert await asyncio.wait_for(pool.acquire("neox", "x"), 1) == "n0"  # the retry: no deadlock
+        await pool.release("x")
+        await pool.release("x")  # a second release of the same lease changes nothing
+        assert (await pool.snapshot())["free"]["neox"] == ["n0"]
+
+    asyncio.run(go())
+
+
+def test_a_cell_waiting_twice_is_served_once_and_both_waits_end():
+    async def go():
+        pool = _pool()
+        await pool.acquire("neox", "busy")
+        dead = asyncio.ensure_future(pool.acquire("neox", "x"))
+        retry = asyncio.ensure_future(pool.acquire("neox", "x"))
+        await asyncio.sleep(0)
+        await pool.release("busy")
+        assert await asyncio.wait_for(dead, 1) == await asyncio.wait_for(retry, 1) == "n0"
+        await pool.release("x")
+        assert (await pool.snapshot())["free"]["neox"] == ["n0"]
+
+    asyncio.run(go())
+
+
+def test_a_family_without_engines_is_refused_by_name():
+    with pytest.raises(KeyError, match="no engine for family 'gemma'"):
+        asyncio.run(_pool().acquire("gemma", "a"))
