@@ -9,7 +9,7 @@ Steps:
      tokens/s (wall, and per CPU second of this process: the machine may be shared), peak resident
      memory (ru_maxrss), and whether the pasted items were found;
   5. with ``--ray``: scan the same files again as a Ray Data job on a private local Ray instance
-     (:func:`railsweep.sweep.ngram_scan.ray_scan`) and add its wall time (Ray's start apart), its
+     (:func:`railsweep.detection.ngram_ray.ray_scan`) and add its wall time (Ray's start apart), its
      tokens/s and whether its containment equals the local scan's, under ``"ray"``.
 
 Run: ``python bench/ngram_index.py`` (0.05 GB, about a minute on one core) or ``--gb 1``. The
@@ -68,7 +68,7 @@ def write_corpus(path: Path, target_bytes: int, items: list[str], vocab: np.ndar
 def ray_bench(items: list[str], corpus: list[Path], config: NgramConfig, local) -> dict:
     """Step 5: the same scan as a Ray Data job on a private local Ray instance."""
     from railsweep.commands.detect_ray import ray_session
-    from railsweep.sweep.ngram_scan import ray_scan
+    from railsweep.detection.ngram_ray import ray_scan
 
     t0 = time.perf_counter()
     with ray_session(None):

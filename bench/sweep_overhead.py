@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     from railsweep.sweep.driver import run_sweep
-    from railsweep.sweep.local import ensure_mlflow_server, free_port
+    from railsweep.services.mlflow_server import ensure_mlflow_server
+    from railsweep.services.process import free_port
 
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="rsw-bench-") as tmp:

@@ -107,7 +107,7 @@ def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from railsweep.sweep.local import ray_init_kwargs
+    from railsweep.services.ray_init import ray_init_kwargs
 
     try:
         args = make_parser().parse_args(argv)

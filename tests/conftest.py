@@ -15,7 +15,7 @@ from railsweep.testing import make_tiny_model
 
 torch.set_num_threads(1)
 # Ray as railsweep runs it: token authentication on both sides, every port on 127.0.0.1
-# (railsweep.sweep.local), with the tests' own token, so no test reads or writes ~/.ray/auth_token or reaches a
+# (railsweep.services), with the tests' own token, so no test reads or writes ~/.ray/auth_token or reaches a
 # Ray head that something else left running on this machine.
 os.environ.update({"RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
 _token_dir = tempfile.mkdtemp(prefix="railsweep-test-ray-")
@@ -27,7 +27,7 @@ os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
 
 
 def pytest_configure(config):
-    from railsweep.sweep.local import ensure_ray_token
+    from railsweep.services.tokens import ensure_ray_token
 
     ensure_ray_token()  # the tests' token file, mode 0600
 
@@ -64,18 +64,19 @@ def smoke_world():
 
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
-    from railsweep.sweep import local
+    from railsweep.services.mlflow_server import ensure_mlflow_server
+    from railsweep.services.process import free_port
 
-    svc = local.ensure_mlflow_server(tmp_path_factory.mktemp("mlflow"), port=local.free_port())
+    svc = ensure_mlflow_server(tmp_path_factory.mktemp("mlflow"), port=free_port())
     yield svc.url
     svc.stop()
 
 
 @pytest.fixture(scope="session")
 def ray_head():
-    from railsweep.sweep import local
+    from railsweep.services.ray_head import ensure_ray_head
 
-    head = local.ensure_ray_head(num_cpus=2, block=True, isolated=True)
+    head = ensure_ray_head(num_cpus=2, block=True, isolated=True)
     yield head
     import ray
 

@@ -19,6 +19,12 @@ import yaml
 from railsweep.cli import main
 from railsweep.sweep.spec import PRESET_DIR
 
+SERVICES = (
+    "railsweep.services.ray_head.ensure_ray_head",
+    "railsweep.services.mlflow_server.ensure_mlflow_server",
+    "railsweep.services.jobs.submit_job",
+)
+
 SMOKE = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
 
 
@@ -173,8 +179,8 @@ def tripwires(monkeypatch):
         raise Tripwire("a bad input reached the expensive part")
 
     monkeypatch.setattr("railsweep.engines.factory.build_engine", trip)
-    for name in ("ensure_ray_head", "ensure_mlflow_server", "submit_job"):
-        monkeypatch.setattr(f"railsweep.sweep.local.{name}", trip)
+    for target in SERVICES:
+        monkeypatch.setattr(target, trip)
 
 
 def _files(*roots: Path) -> dict[str, bytes | None]:

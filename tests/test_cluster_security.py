@@ -248,7 +248,7 @@ def _get(url: str, user: str | None = None, password: str | None = None) -> int 
 @pytest.mark.slow
 def test_mlflow_basic_auth_server_refuses_anonymous_requests_and_accepts_its_user(tmp_path):
     """The k8s manifest's own server command and auth settings, with the volume paths moved into tmp_path."""
-    from railsweep.sweep.local import free_port
+    from railsweep.services.process import free_port
 
     argv = list(_k8s_container()["command"])
     port = free_port()

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from railsweep.cli import main
-from railsweep.sweep import ngram_scan
+from railsweep.detection import ngram_ray as ngram_scan
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -12,8 +12,13 @@ alike) and checked against :data:`RULES`, a table of one row per rule:
   Engine); never an engine's internals.
 - ``metrics`` import numpy, the standard library, ``railsweep.metrics`` and
   ``railsweep.errors`` only (``import railsweep.metrics`` pulls in no torch, no pandas).
-- only ``sweep/`` (the distributed sweep) and ``commands/`` (CLI entry points that start or query the
-  services) import ``ray`` or ``mlflow``; the entry scripts under ``sweeps/`` are outside the package.
+- only ``sweep/`` (the distributed sweep), ``commands/`` (CLI entry points that start or query the
+  services) and the named Ray-facing modules of other layers (:data:`RAY_FACING`: the n-gram scan as a Ray
+  Data job) import ``ray`` or ``mlflow``; the entry scripts under ``sweeps/`` are outside the package.
+- ``services`` (the local Ray head, MLflow server and Ray's token) import the standard library,
+  ``railsweep.errors`` and themselves only: they drive Ray and MLflow through their command lines and HTTP.
+- ``ray.init`` is called by entry points only: the ``railsweep`` commands and the sweep job's entry module
+  (:data:`RAY_INIT_CALLERS`); the library joins the Ray its caller started.
 - ``analysis`` never imports ``sweep``: it reads plain records (:mod:`railsweep.results.records`) that
   :mod:`railsweep.sweep.reader` fills from MLflow.
 
@@ -54,6 +59,11 @@ class Rule:
         return _under(imported, self.forbid) and not _under(imported, self.allow)
 
 
+# Modules outside sweep/ and commands/ that run on Ray: each the one Ray-facing module of its layer.
+RAY_FACING = ("railsweep.detection.ngram_ray",)
+# The entry points that may start or join Ray (``sweeps/*.py`` are outside the package).
+RAY_INIT_CALLERS = ("railsweep.commands", "railsweep.sweep.job")
+
 RULES = (
     Rule(
         "interventions import neither engines nor strategies",
@@ -73,10 +83,15 @@ RULES = (
         only=("numpy", "railsweep.metrics", "railsweep.errors"),
     ),
     Rule(
-        "only the sweep and the commands import ray or mlflow",
+        "only the sweep, the commands and the Ray-facing modules import ray or mlflow",
         "railsweep",
         forbid=("ray", "mlflow"),
-        exempt=("railsweep.sweep", "railsweep.commands"),
+        exempt=("railsweep.sweep", "railsweep.commands", *RAY_FACING),
+    ),
+    Rule(
+        "services import the standard library and errors only",
+        "railsweep.services",
+        only=("railsweep.services", "railsweep.errors"),
     ),
     Rule("analysis never imports the sweep", "railsweep.analysis", forbid=("railsweep.sweep",)),
 )
@@ -160,6 +175,36 @@ def test_function_local_and_relative_imports_are_seen():
     assert strategies_rule.violations("railsweep.engines._hf_decode")
     assert not strategies_rule.violations("railsweep.engines.base.Request")
     assert RULES[3].violations("torch") and not RULES[3].violations("numpy.typing")
+
+
+def ray_init_calls(source: str) -> list[int]:
+    """Lines of ``ray.init(...)`` calls in ``source``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "init"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "ray"
+    ]
+
+
+def test_only_entry_points_call_ray_init():
+    callers, broken = set(), []
+    for path in _modules():
+        mod = module_name(path)
+        for line in ray_init_calls(path.read_text()):
+            callers.add(mod)
+            if not _under(mod, RAY_INIT_CALLERS):
+                broken.append(f"{path.relative_to(PACKAGE.parent)}:{line} calls ray.init")
+    assert "railsweep.sweep.job" in callers, "the sweep job no longer starts Ray: the rule checks nothing"
+    assert not broken, "the library calls ray.init:\n" + "\n".join(broken)
+
+
+def test_a_ray_init_call_is_seen_in_a_function():
+    assert ray_init_calls("def f():\n    import ray\n    ray.init(address='local')\n") == [3]
+    assert ray_init_calls("def f(x):\n    x.init()\n") == []
 
 
 @pytest.mark.parametrize("module", ["railsweep.analysis.report", "railsweep.results.records"])

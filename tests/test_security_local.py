@@ -18,13 +18,14 @@ import psutil
 import pytest
 
 from railsweep.errors import ConfigError
-from railsweep.sweep import local
+from railsweep.services import process, ray_init, tokens
+from railsweep.services.ray_head import ensure_ray_head
 
 JOB = "import ray; ray.init(); print('remote says', ray.get(ray.remote(lambda: 6 * 7).remote()))"
 
 
 def _token() -> str:
-    return local.ray_token_path().read_text().strip()
+    return tokens.ray_token_path().read_text().strip()
 
 
 def _is_loopback(ip: str) -> bool:
@@ -77,11 +78,11 @@ def test_job_submit_without_the_token_is_refused_and_with_it_runs(ray_head, job_
     )
     assert refused.returncode != 0 and "remote says" not in refused.stdout
     # the raw job API: 401 without a token, 403 with a wrong one
-    assert local._http_status(ray_head.dashboard + "/api/jobs/") == 401
+    assert process.http_status(ray_head.dashboard + "/api/jobs/") == 401
     assert (
-        local._http_status(ray_head.dashboard + "/api/jobs/", {"Authorization": "Bearer " + "0" * 64}) == 403
+        process.http_status(ray_head.dashboard + "/api/jobs/", {"Authorization": "Bearer " + "0" * 64}) == 403
     )
-    ok = _submit(ray_head, job_dir, local.auth_env())
+    ok = _submit(ray_head, job_dir, tokens.auth_env())
     assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     assert "remote says 42" in ok.stdout
     assert _token() not in ok.stdout + ok.stderr
@@ -91,7 +92,7 @@ def test_every_listening_socket_of_the_local_head_and_mlflow_server_is_on_loopba
     ray_head, mlflow_server, job_dir
 ):
     # a job first, so the head's worker processes (and their gRPC servers) exist too
-    assert _submit(ray_head, job_dir, local.auth_env()).returncode == 0
+    assert _submit(ray_head, job_dir, tokens.auth_env()).returncode == 0
     head = _listening(ray_head.service.proc.pid)
     names = {name for name, _, _ in head}
     assert {"gcs_server", "raylet"} <= names and len(head) >= 6, head
@@ -120,7 +121,7 @@ def _sid(pid: int) -> int | None:
 
 def test_a_running_head_that_takes_our_token_is_reused(ray_head):
     port = int(ray_head.dashboard.rsplit(":", 1)[1])
-    again = local.ensure_ray_head(dashboard_port=port)
+    again = ensure_ray_head(dashboard_port=port)
     assert again.dashboard == ray_head.dashboard and again.service.proc is None
 
 
@@ -131,7 +132,7 @@ def test_a_running_head_with_another_token_is_refused_with_one_message_naming_it
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(other))  # a fresh token, not the head's
     port = int(ray_head.dashboard.rsplit(":", 1)[1])
     with pytest.raises(ConfigError, match=r"does not accept this machine's Ray token") as e:
-        local.ensure_ray_head(dashboard_port=port)
+        ensure_ray_head(dashboard_port=port)
     assert ray_head.dashboard in str(e.value) and "ray stop" in str(e.value)
     assert other.read_text() not in str(e.value)
 
@@ -154,7 +155,7 @@ def test_a_running_head_without_authentication_is_never_reused():
     try:
         port = server.server_address[1]
         with pytest.raises(ConfigError, match=r"runs without token authentication.*`ray stop`") as e:
-            local.ensure_ray_head(dashboard_port=port)
+            ensure_ray_head(dashboard_port=port)
         assert f"http://127.0.0.1:{port}" in str(e.value)
     finally:
         server.shutdown()
@@ -164,11 +165,11 @@ def test_a_token_file_named_by_ray_auth_token_path_is_made_private(tmp_path, mon
     path = tmp_path / "dir" / "auth_token"
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(path))
     monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
-    local.ensure_ray_token()
+    tokens.ensure_ray_token()
     token = path.read_text()
     assert len(token) == 64 and int(token, 16) >= 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    local.ensure_ray_token()  # idempotent: the token stays
+    tokens.ensure_ray_token()  # idempotent: the token stays
     assert path.read_text() == token
     out, err = capfd.readouterr()
     assert token not in out + err
@@ -178,9 +179,9 @@ def test_the_default_token_is_made_by_ray_private_and_never_printed(tmp_path, mo
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
     monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
-    local.ensure_ray_token()  # `ray get-auth-token --generate`, its output discarded
+    tokens.ensure_ray_token()  # `ray get-auth-token --generate`, its output discarded
     path = tmp_path / ".ray" / "auth_token"
-    assert local.ray_token_path() == path
+    assert tokens.ray_token_path() == path
     token = path.read_text().strip()
     assert len(token) == 64
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -193,18 +194,18 @@ def test_an_existing_token_file_others_can_read_is_narrowed_to_0600(tmp_path, mo
     path.write_text("ab" * 32)
     path.chmod(0o644)
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(path))
-    local.ensure_ray_token()
+    tokens.ensure_ray_token()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text() == "ab" * 32
 
 
 def test_clients_always_run_with_token_authentication(monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    env = local.auth_env()
+    env = tokens.auth_env()
     assert env["RAY_AUTH_MODE"] == "token" and env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
 
 
 def test_the_token_appears_in_no_log_of_the_head(ray_head, job_dir):
-    assert _submit(ray_head, job_dir, local.auth_env()).returncode == 0
+    assert _submit(ray_head, job_dir, tokens.auth_env()).returncode == 0
     token = _token()
     logs = [ray_head.service.log] if ray_head.service.log else []
     temp_dir = Path(str(ray_head.service.log).removesuffix(".log")) if ray_head.service.log else None
@@ -221,7 +222,7 @@ def test_scripts_join_a_running_cluster_without_resource_flags_and_say_so(monkey
     for var in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")  # what Ray sets inside a job
-    assert local.ray_init_kwargs(None, num_cpus=2) == {"address": "127.0.0.1:6379"}
+    assert ray_init.ray_init_kwargs(None, num_cpus=2) == {"address": "127.0.0.1:6379"}
     assert "--num-cpus ignored" in capsys.readouterr().err
     assert os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
 
@@ -229,9 +230,9 @@ def test_scripts_join_a_running_cluster_without_resource_flags_and_say_so(monkey
 def test_scripts_without_a_cluster_start_a_private_instance_with_token_and_loopback(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    assert local.ray_init_kwargs(None, num_cpus=1) == {"address": "local", "num_cpus": 1}
+    assert ray_init.ray_init_kwargs(None, num_cpus=1) == {"address": "local", "num_cpus": 1}
     assert os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
-    assert local.ray_token_path().is_file()
+    assert tokens.ray_token_path().is_file()
 
 
 def test_a_held_default_port_is_replaced_by_a_free_one_and_a_free_one_is_kept():
@@ -242,12 +243,12 @@ def test_a_held_default_port_is_replaced_by_a_free_one_and_a_free_one_is_kept():
         held.bind(("127.0.0.1", 0))
         held.listen()
         busy = held.getsockname()[1]
-        other = local.port_or_free(busy)
+        other = process.port_or_free(busy)
         assert other != busy
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", other))  # the replacement is bindable
-    free = local.free_port()
-    assert local.port_or_free(free) == free
+    free = process.free_port()
+    assert process.port_or_free(free) == free
 
 
 def _fake_proc(tmp_path, heads):
@@ -265,7 +266,7 @@ def test_a_running_head_from_another_environment_is_refused_naming_both(tmp_path
     import sys
 
     from railsweep.errors import ConfigError
-    from railsweep.sweep.local import check_head_environment, head_interpreters
+    from railsweep.services.ray_head import check_head_environment, head_interpreters
 
     other = "/elsewhere/.venv/bin/python3"
     proc = _fake_proc(tmp_path, [(other, 8265), (f"{sys.prefix}/bin/python", 8999)])
@@ -279,5 +280,5 @@ def test_a_running_head_from_another_environment_is_refused_naming_both(tmp_path
 def test_a_service_that_never_answers_is_stopped_when_the_wait_gives_up(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
     with pytest.raises(ConfigError, match="was not ready after 1s"):
-        local._wait(lambda: False, 1.0, "a silent service", proc, tmp_path / "silent.log")
+        process.wait_until(lambda: False, 1.0, "a silent service", proc, tmp_path / "silent.log")
     assert proc.poll() is not None  # nothing left running for nobody

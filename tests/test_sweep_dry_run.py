@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from railsweep import cli
-from railsweep.sweep import job
+from railsweep.sweep import job, options
 from railsweep.sweep.pricing import price_params, price_sweep
 from railsweep.sweep.spec import PRESETS, load_spec
 from railsweep.sweep.throughput import load_throughput
@@ -30,7 +30,7 @@ def tripwire(monkeypatch, tmp_path):
 
     import railsweep.miniworld
     import railsweep.miniworld.world
-    from railsweep.sweep import local
+    from railsweep.services import jobs, mlflow_server, ray_head
 
     def trip(what):
         def fail(*a, **k):
@@ -39,8 +39,8 @@ def tripwire(monkeypatch, tmp_path):
         return fail
 
     monkeypatch.setattr(ray, "init", trip("ray.init"))
-    for name in ("ensure_mlflow_server", "ensure_ray_head", "submit_job"):
-        monkeypatch.setattr(local, name, trip(name))
+    for module, name in ((mlflow_server, "ensure_mlflow_server"), (ray_head, "ensure_ray_head"), (jobs, "submit_job")):
+        monkeypatch.setattr(module, name, trip(name))
     monkeypatch.setattr(railsweep.miniworld, "build_world", trip("a world build"))
     monkeypatch.setattr(railsweep.miniworld.world, "build_world", trip("a world build"))
     monkeypatch.setattr(railsweep.miniworld.world, "load_world", trip("a world load"))
@@ -85,7 +85,7 @@ def test_priced_cells_and_samples_equal_what_the_documented_sweeps_decoded(prese
 def test_limit_narrows_the_price_as_it_narrows_the_sweep():
     """bench/sweep_overhead.py --preset mini --limit 40 decoded 12,240 samples (README, Benchmarks)."""
     args = job.make_parser("3").parse_args(["--preset", "mini", "--limit", "40"])
-    assert job.sweep_price(job.chosen_spec(args), "3", args).samples == 12_240
+    assert options.sweep_price(options.chosen_spec(args), "3", args).samples == 12_240
 
 
 def test_cpu_wall_time_is_the_slowest_familys_tokens_over_its_cores_share(tmp_path):

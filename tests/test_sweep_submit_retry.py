@@ -3,7 +3,7 @@
 import io
 import stat
 
-from railsweep.sweep import local
+from railsweep.services import jobs
 
 
 def _fake_ray(tmp_path, refusals: int, final_rc: int = 0):
@@ -22,18 +22,18 @@ def _fake_ray(tmp_path, refusals: int, final_rc: int = 0):
 
 def test_submission_refused_for_want_of_an_agent_is_retried_until_it_goes_through(tmp_path, monkeypatch):
     script, counter = _fake_ray(tmp_path, refusals=2)
-    monkeypatch.setattr(local, "_exe", lambda name: str(script))
-    monkeypatch.setattr(local.time, "sleep", lambda s: None)
+    monkeypatch.setattr(jobs, "exe", lambda name: str(script))
+    monkeypatch.setattr(jobs.time, "sleep", lambda s: None)
     out = io.StringIO()
-    assert local.submit_job("http://127.0.0.1:1", ["python", "x.py"], working_dir=tmp_path, stream=out) == 0
+    assert jobs.submit_job("http://127.0.0.1:1", ["python", "x.py"], working_dir=tmp_path, stream=out) == 0
     assert counter.read_text().strip() == "3" and "Job submitted" in out.getvalue()
 
 
 def test_a_job_that_fails_for_another_reason_is_not_resubmitted(tmp_path, monkeypatch):
     script, counter = _fake_ray(tmp_path, refusals=0, final_rc=1)
-    monkeypatch.setattr(local, "_exe", lambda name: str(script))
+    monkeypatch.setattr(jobs, "exe", lambda name: str(script))
     assert (
-        local.submit_job("http://127.0.0.1:1", ["python", "x.py"], working_dir=tmp_path, stream=io.StringIO())
+        jobs.submit_job("http://127.0.0.1:1", ["python", "x.py"], working_dir=tmp_path, stream=io.StringIO())
         == 1
     )
     assert counter.read_text().strip() == "1"

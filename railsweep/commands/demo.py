@@ -15,7 +15,8 @@ import argparse
 from typing import Any
 
 from railsweep.commands.sweep import add_arguments, submit
-from railsweep.sweep.job import dry_run
+from railsweep.services.tokens import ray_token_path
+from railsweep.sweep.options import dry_run
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,8 +42,6 @@ def run(args: argparse.Namespace) -> int:
         where = f"{uri}/#/experiments/{exp.experiment_id}" if exp else uri
     except Exception:  # the address is a convenience; never fail the demo over it
         where = uri
-    from railsweep.sweep.local import ray_token_path
-
     # The dashboard asks for Ray's token; name the file, never its content.
     print(f"\nMLflow UI: {where}  (Ray dashboard: http://127.0.0.1:{args.dashboard_port}, "
           f"token in {ray_token_path()}; `ray stop` ends the Ray head)", flush=True)  # fmt: skip

@@ -13,7 +13,7 @@ Two ways in:
   tables of one model and strategy, on the original wording and on its paraphrase (the test
   items are their questions unless ``--test`` is given).
 
-``--ray`` scans the ngram detector's corpus as a Ray Data job (:mod:`railsweep.sweep.ngram_scan`;
+``--ray`` scans the ngram detector's corpus as a Ray Data job (:mod:`railsweep.detection.ngram_ray`;
 the same scores and flags) on the cluster at ``--ray-address``, else on a private local Ray
 instance started and stopped for the run (:mod:`railsweep.commands.detect_ray`).
 

@@ -1,9 +1,11 @@
 """``railsweep detect --ray``: the ngram detector's corpus scan as a Ray Data job.
 
+Part of the ``railsweep detect`` entry point, so it may start Ray (the library never does).
+
 :func:`ray_session` joins the cluster at ``--ray-address`` (token authentication on), or starts a
 private local Ray instance (``address="local"``, token authentication, every port on 127.0.0.1:
-:func:`railsweep.sweep.local.ray_init_kwargs`) and shuts it down afterwards. :func:`use_ray`
-switches the ngram detectors to :func:`railsweep.sweep.ngram_scan.ray_scan`.
+:func:`railsweep.services.ray_init.ray_init_kwargs`) and shuts it down afterwards. :func:`use_ray`
+switches the ngram detectors to :func:`railsweep.detection.ngram_ray.ray_scan`.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from railsweep.detection.ngram_ray import ray_scan
+from railsweep.services.ray_init import ray_init_kwargs
+
 
 @contextmanager
 def ray_session(address: str | None) -> Iterator[None]:
     """Ray for the duration of the block: the running session if any, else join ``address`` or start a local one."""
-    from railsweep.sweep.local import ray_init_kwargs
-
     kwargs = ray_init_kwargs(address)  # before importing ray: it sets the token-auth environment
-    import ray
+    import ray  # optional heavy dependency, imported after the token-auth environment is set
 
     if ray.is_initialized():
         yield
@@ -33,8 +36,6 @@ def ray_session(address: str | None) -> Iterator[None]:
 
 def use_ray(detectors: Sequence) -> None:
     """Make every ngram detector scan its corpus with Ray Data (same scores as the local scan)."""
-    from railsweep.sweep.ngram_scan import ray_scan
-
     for d in detectors:
         if d.name == "ngram":
             d.scanner = ray_scan

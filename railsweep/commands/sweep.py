@@ -1,13 +1,13 @@
 """railsweep sweep: submit a sweep (python -m railsweep.sweep.job) as a Ray job and stream its logs.
 
 Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow
-server on 127.0.0.1 first (:mod:`railsweep.sweep.local`) and runs the job with
+server on 127.0.0.1 first (:mod:`railsweep.services`) and runs the job with
 this interpreter and this copy of railsweep; with ``--address`` it submits to
 that cluster's dashboard (whose image has railsweep installed) and needs
 ``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec``
 then travels in the job's working directory, the current directory. The
 options that choose and override the spec are the job's own
-(:func:`railsweep.sweep.job.add_spec_arguments`), forwarded as given.
+(:func:`railsweep.sweep.options.add_spec_arguments`), forwarded as given.
 ``railsweep demo`` is this command with the ``mini`` preset and local services.
 """
 
@@ -22,7 +22,8 @@ from typing import Any
 import railsweep
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
-from railsweep.sweep.job import add_spec_arguments, check_preset_or_spec, dry_run, forward_argv
+from railsweep.services import jobs, mlflow_server, ray_head
+from railsweep.sweep.options import add_spec_arguments, check_preset_or_spec, dry_run, forward_argv
 from railsweep.sweep.pricing import check_cluster_sizes
 from railsweep.sweep.throughput import load_throughput
 
@@ -80,15 +81,14 @@ def check_args(args: argparse.Namespace) -> None:
 
 def submit(args: argparse.Namespace) -> tuple[int, str]:
     """Start/reuse services as needed, submit the job; returns (exit code, tracking URI)."""
-    from railsweep.sweep.local import ensure_mlflow_server, ensure_ray_head, submit_job
     from railsweep.sweep.tracking import check_tracking_uri
 
     check_args(args)  # every input, before any service starts
     if args.address:
         address, uri = args.address, args.tracking_uri
     else:
-        uri = args.tracking_uri or ensure_mlflow_server(args.run_dir, port=args.mlflow_port).url
-        address = ensure_ray_head(dashboard_port=args.dashboard_port).dashboard
+        uri = args.tracking_uri or mlflow_server.ensure_mlflow_server(args.run_dir, port=args.mlflow_port).url
+        address = ray_head.ensure_ray_head(dashboard_port=args.dashboard_port).dashboard
     if not args.tracking_uri:
         check_tracking_uri(uri)  # the local server (a given URI was checked above)
     env = {"MLFLOW_TRACKING_URI": uri, "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
@@ -117,7 +117,7 @@ def submit(args: argparse.Namespace) -> tuple[int, str]:
         where = Path(args.throughput).resolve()
         entry += ["--throughput", os.path.relpath(where, Path.cwd()) if args.address else str(where)]
     print(f"[railsweep] submitting `{' '.join(entry)}` to {address}", flush=True)
-    rc = submit_job(address, entry, working_dir=working_dir, env_vars=env, no_wait=args.no_wait)
+    rc = jobs.submit_job(address, entry, working_dir=working_dir, env_vars=env, no_wait=args.no_wait)
     return rc, uri
 
 

@@ -16,7 +16,7 @@ Steps of :func:`scan`:
    file's n-grams across a chunk border are found;
 3. read off containment per n, and the verbatim flags.
 
-Step 2 is :func:`feed`, shared with the Ray Data path (:mod:`railsweep.sweep.ngram_scan`), which
+Step 2 is :func:`feed`, shared with the Ray Data path (:mod:`railsweep.detection.ngram_ray`), which
 runs it on parts of the corpus in parallel and merges the marks; :class:`Ngram` takes either
 scanner (``scanner``), and the scores are the same.
 """

@@ -1,6 +1,7 @@
 """The distributed sweep: Ray Tune over cells, engine actors, MLflow streaming, Tables 1–4.
 
-Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` calls ``ray.init``):
+Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` calls ``ray.init``; the local
+Ray head and MLflow server live in :mod:`railsweep.services`):
 
 - :mod:`~railsweep.sweep.spec` — sweep spec YAML → validated frozen dataclasses, presets (``presets/*.yaml``,
   package data);
@@ -16,11 +17,10 @@ Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` cal
   (:mod:`railsweep.dynamics`) under ``dynamics/`` of the parent run;
 - :mod:`~railsweep.sweep.driver` — :func:`run_sweep` wiring it all together;
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
-- :mod:`~railsweep.sweep.local` — start or reuse a local Ray head and MLflow server, ``ray job submit``;
-- :mod:`~railsweep.sweep.job` — the Ray job (``python -m railsweep.sweep.job``; ``sweeps/table*.py`` wrap it):
-  its options, ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`;
-- :mod:`~railsweep.sweep.ngram_scan` — the ngram detector's corpus scan as a Ray Data job (``railsweep detect
-  --ray``, whose command module joins or starts Ray).
+- :mod:`~railsweep.sweep.options` — the options that choose and override a spec, shared by the job and
+  ``railsweep sweep``; ``--dry-run``'s price;
+- :mod:`~railsweep.sweep.job` — the Ray job's entry point (``python -m railsweep.sweep.job``; ``sweeps/table*.py``
+  wrap it): ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`.
 """
 
 from railsweep.sweep.spec import PRESETS, SweepSpec, load_spec, spec_from_dict

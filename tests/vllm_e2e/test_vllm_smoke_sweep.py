@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_smoke_sweep_runs_every_cell_through_the_vllm_engine(tmp_path):
-    from railsweep.sweep import local
+    from railsweep.services.mlflow_server import ensure_mlflow_server
+    from railsweep.services.process import free_port
 
     main_py = os.environ.get("RAILSWEEP_MAIN_PYTHON") or str(REPO / ".venv" / "bin" / "python")
     if not Path(main_py).exists():
@@ -29,7 +30,7 @@ def test_smoke_sweep_runs_every_cell_through_the_vllm_engine(tmp_path):
     build = f"from railsweep.miniworld import build_world; build_world('smoke', cache_dir={cache!r})"
     subprocess.run([main_py, "-c", build], check=True, cwd=REPO)
 
-    svc = local.ensure_mlflow_server(tmp_path / "mlflow", port=local.free_port())
+    svc = ensure_mlflow_server(tmp_path / "mlflow", port=free_port())
     try:
         spec = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
         spec["engine"] = {"backend": "vllm", "device": "cpu"}

@@ -22,7 +22,8 @@ are identical. Steps of :func:`ray_scan`:
 
 Every JSONL or Parquet record is a whole document, so batches of records need no carry between
 them. Paths must be readable from every node of the cluster (shared storage). This module never
-calls ``ray.init``: the caller (``railsweep detect --ray``) joins or starts the cluster.
+calls ``ray.init``: the entry point (``railsweep detect --ray``) joins or starts the cluster. It is the
+one module of :mod:`railsweep.detection` that imports Ray.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class _Marker:
     """
 
     def __init__(self, payload: list, kind: str, columns: Sequence[str] = ()):
-        import ray
+        import ray  # optional heavy dependency: only the --ray scan needs it
 
         self.encoder, self.index, self.text_field, self.chunk_chars = ray.get(payload[0])
         self.kind, self.columns = kind, list(columns)
@@ -114,7 +115,7 @@ def ray_scan(
 
     workers: the most actors per file kind (default: the cluster's CPUs).
     """
-    import ray
+    import ray  # optional heavy dependency: only the --ray scan needs it
 
     paths = check_corpus_paths(corpus)
     t0 = time.perf_counter()

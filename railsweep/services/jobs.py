@@ -1,0 +1,56 @@
+"""``ray job submit`` to a Ray head's dashboard, token-authenticated, with the job's logs streamed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from railsweep.services.process import exe
+from railsweep.services.tokens import auth_env
+
+_NO_AGENT = "No available agent to submit job"
+
+
+def submit_job(
+    address: str,
+    entrypoint: list[str],
+    *,
+    working_dir: str | Path | None = None,
+    env_vars: dict[str, str] | None = None,
+    submission_id: str | None = None,
+    no_wait: bool = False,
+    stream=None,
+    agent_wait_s: float = 120.0,
+) -> int:
+    """``ray job submit`` (streams the job's logs unless ``no_wait``); returns the CLI's exit code.
+
+    ``working_dir`` is uploaded for the job to run in; None uploads nothing (the job runs installed code)."""
+    cmd = [exe("ray"), "job", "submit", "--address", address,
+           "--runtime-env-json", json.dumps({"env_vars": env_vars or {}})]  # fmt: skip
+    if working_dir is not None:
+        cmd += ["--working-dir", str(working_dir)]
+    if submission_id:
+        cmd += ["--submission-id", submission_id]
+    if no_wait:
+        cmd.append("--no-wait")
+    cmd += ["--", *entrypoint]
+    env = auth_env()
+    for k in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):  # these would override --address
+        env.pop(k, None)
+    # A head that has just started may not have its job agent yet ("No available agent to submit job"): the
+    # submission was refused, nothing runs, so it is safe to try again for a while.
+    deadline = time.monotonic() + agent_wait_s
+    while True:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+        assert proc.stdout is not None
+        refused = False
+        for line in proc.stdout:
+            refused = refused or _NO_AGENT in line
+            (stream or sys.stdout).write(line)
+        rc = proc.wait()
+        if rc == 0 or not refused or time.monotonic() > deadline:
+            return rc
+        time.sleep(2.0)

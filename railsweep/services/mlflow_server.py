@@ -1,0 +1,32 @@
+"""Start or reuse a local MLflow tracking server on 127.0.0.1 (sqlite backend, served artifacts)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from railsweep.services.process import START_TIMEOUT_S, Service, exe, http_ok, wait_until
+
+
+def ensure_mlflow_server(run_dir: str | Path, *, port: int = 5000, timeout: float = START_TIMEOUT_S) -> Service:
+    """``mlflow server`` on 127.0.0.1:port (sqlite backend and served artifacts under ``run_dir``), reused if up."""
+    url = f"http://127.0.0.1:{port}"
+    if http_ok(url + "/health"):
+        return Service(url, None)
+    run_dir = Path(run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = run_dir / "mlflow-server.log"
+    cmd = [
+        exe("mlflow"), "server", "--backend-store-uri", f"sqlite:///{run_dir / 'mlflow.db'}",
+        "--artifacts-destination", str(run_dir / "mlartifacts"), "--host", "127.0.0.1", "--port", str(port),
+        "--workers", "1",
+    ]  # fmt: skip
+    with open(log, "ab") as f:
+        # MLflow's background job runner (huey consumers, ~0.25 GB each) serves no purpose for tracking.
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        proc = subprocess.Popen(
+            cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir, env=env
+        )
+    wait_until(lambda: http_ok(url + "/health"), timeout, f"mlflow server on {url}", proc, log)
+    return Service(url, proc, log)

@@ -1,0 +1,171 @@
+"""Start or reuse a local Ray head: token authentication, every port on 127.0.0.1, the dashboard (job API) too.
+
+A head already answering on the dashboard port is reused only after two checks: it refuses anonymous
+requests and accepts this machine's token (:func:`check_head_accepts_token`), and it runs this Python
+environment (:func:`check_head_environment`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.errors import ConfigError
+from railsweep.services.process import (
+    START_TIMEOUT_S,
+    Service,
+    exe,
+    free_port,
+    http_ok,
+    http_status,
+    port_or_free,
+    wait_until,
+)
+from railsweep.services.tokens import auth_env, bearer, ensure_ray_token, ray_token_path
+
+_STOP = "stop it with `ray stop` (this ends every Ray process of this user on the machine) and run again"
+
+
+@dataclass
+class RayHead:
+    dashboard: str  # http://127.0.0.1:PORT — the job-submission address
+    gcs: str | None
+    service: Service
+
+
+def check_head_accepts_token(url: str) -> None:
+    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token.
+
+    Raises one :class:`ConfigError` naming the head and how to stop it otherwise.
+    """
+    anonymous = http_status(url + "/api/jobs/")
+    if anonymous == 200:
+        raise ConfigError(
+            f"the Ray head at {url} runs without token authentication (its Jobs API answers without a token, "
+            f"so anyone who can reach it can run code); {_STOP}"
+        )
+    if anonymous not in (401, 403):
+        raise ConfigError(
+            f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
+            "choose another port with --dashboard-port"
+        )
+    mine = http_status(url + "/api/jobs/", bearer())
+    if mine != 200:
+        where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
+        raise ConfigError(
+            f"the Ray head at {url} does not accept this machine's Ray token ({where}; it answered {mine}): it "
+            f"was started with another token. Point RAY_AUTH_TOKEN_PATH at that head's token file, or {_STOP}"
+        )
+
+
+def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
+    """The Python interpreters of the local Ray dashboards started with ``--port=<dashboard_port>`` (from
+    their command lines under ``proc``); [] where that cannot be read (no procfs)."""
+    found = []
+    for cmdline in proc.glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        args = [a.decode(errors="replace") for a in argv if a]
+        if len(args) > 1 and args[1].endswith("dashboard/dashboard.py") and f"--port={dashboard_port}" in args:
+            found.append(args[0])
+    return found
+
+
+def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> None:
+    """A running local head may be reused only if it runs in this Python environment: its workers run its
+    interpreter, so a head started from another virtual environment (another checkout) would run that
+    environment's railsweep in every actor and trial. Raises one :class:`ConfigError` naming both."""
+    heads = head_interpreters(dashboard_port, proc)
+    mine = Path(sys.prefix).resolve()
+    if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
+        raise ConfigError(
+            f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment ({mine}): its "
+            "workers would run that environment's railsweep. Stop it with `ray stop` (this ends every Ray "
+            "process of this user on the machine), or start another head with --dashboard-port"
+        )
+
+
+def _start_command(
+    dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool, isolated: bool
+) -> tuple[list[str], int, int, Path]:
+    """``ray start --head ...`` with every port named; returns (command, GCS port, dashboard port, log)."""
+    cmd = [exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
+           "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
+    # every agent port named: with port 0 the raylet waits for the agents to write theirs to a file and
+    # gives up ("Timed out waiting for file .../metrics_agent_port") when a loaded machine starts them slowly
+    cmd += ["--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
+            "--metrics-export-port", str(free_port())]  # fmt: skip
+    if isolated:
+        gcs_port, dashboard_port = free_port(), free_port()
+        client_port, agent_port = free_port(), free_port()
+        tmp = Path(f"/tmp/rsw{os.getpid()}-{gcs_port}")
+        cmd += ["--temp-dir", str(tmp)]
+        log = Path(f"{tmp}.log")
+    else:
+        log = Path(tempfile.gettempdir()) / f"railsweep-ray-start-{os.getpid()}.log"
+        # Ray's default ports, unless something on this machine holds them (a second head beside a running one,
+        # on another dashboard port, must not collide on the GCS, client or agent port)
+        gcs_port, client_port, agent_port = port_or_free(6379), port_or_free(10001), port_or_free(52365)
+    cmd += ["--ray-client-server-port", str(client_port), "--dashboard-agent-listen-port", str(agent_port)]
+    cmd += ["--port", str(gcs_port), "--dashboard-port", str(dashboard_port)]
+    if num_cpus is not None:
+        cmd += ["--num-cpus", str(num_cpus)]
+    if num_gpus is not None:
+        cmd += ["--num-gpus", str(num_gpus)]
+    if block:
+        cmd.append("--block")
+    return cmd, gcs_port, dashboard_port, log
+
+
+def ensure_ray_head(
+    *,
+    dashboard_port: int = 8265,
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    block: bool = False,
+    isolated: bool = False,
+    timeout: float = START_TIMEOUT_S,
+) -> RayHead:
+    """A local Ray head with token authentication, every port on 127.0.0.1, its dashboard (the job API) too.
+
+    Reused when a dashboard already answers on ``dashboard_port`` and
+    :func:`check_head_accepts_token` and :func:`check_head_environment` pass.
+    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this
+    cluster (``ray stop`` would end every Ray on the host). ``isolated=True``
+    picks free ports and a private temp dir (tests next to other clusters on
+    the same machine) and never reuses a running head.
+    """
+    url = f"http://127.0.0.1:{dashboard_port}"
+    ensure_ray_token()
+    if not isolated and http_status(url + "/api/version") is not None:
+        check_head_accepts_token(url)
+        check_head_environment(dashboard_port)
+        return RayHead(url, None, Service(url, None))
+    cmd, gcs_port, dashboard_port, log = _start_command(dashboard_port, num_cpus, num_gpus, block, isolated)
+    url = f"http://127.0.0.1:{dashboard_port}"
+    out = open(log, "ab")
+    try:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(), start_new_session=True
+        )
+        if not block:
+            proc.wait(timeout)
+            if proc.returncode != 0:
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+                raise ConfigError(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
+        wait_until(
+            lambda: http_ok(url + "/api/version", headers=bearer()),
+            timeout,
+            "Ray head dashboard",
+            proc if block else None,
+            log,
+        )
+    finally:
+        out.close()
+    return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))

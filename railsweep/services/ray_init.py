@@ -1,0 +1,48 @@
+"""The arguments an entry point passes to ``ray.init``: join a cluster, or start a private local instance.
+
+Entry points (``python -m railsweep.sweep.job``, ``sweeps/*.py``, ``railsweep detect --ray``) call
+:func:`ray_init_kwargs` before ``import ray`` (it sets the token-authentication environment Ray reads at
+import), then ``ray.init(**kwargs)`` themselves: the library never starts Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from railsweep.services.tokens import LOOPBACK_ONLY, auth_env, ensure_ray_token
+
+
+def ray_init_kwargs(
+    address: str | None, *, num_cpus: int | None = None, num_gpus: int | None = None
+) -> dict[str, object]:
+    """Keyword arguments for ``ray.init`` in an entry point; call it before ``import ray``.
+
+    1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets
+       inside a job): join it with token authentication (in Ray's single-machine
+       mode when the address is 127.0.0.1). The cluster has its own
+       resources, so ``num_cpus``/``num_gpus`` (which Ray refuses when joining) are
+       dropped with a note on stderr.
+    2. Otherwise a fresh private instance (``address="local"``: never the head
+       that another process left running), token authentication on, every port
+       on 127.0.0.1, sized by ``num_cpus``/``num_gpus``.
+    """
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        if address.split("://")[-1].rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+            os.environ.update(LOOPBACK_ONLY)  # else Ray rewrites 127.0.0.1 to this machine's address
+        dropped = [flag for flag, v in (("--num-cpus", num_cpus), ("--num-gpus", num_gpus)) if v is not None]
+        if dropped:
+            print(f"[railsweep] joining the Ray cluster at {address}: {' and '.join(dropped)} ignored "
+                  "(they size a new local instance; a running cluster has its own resources)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        return {"address": address}
+    os.environ.update(auth_env({}))
+    ensure_ray_token()
+    kwargs: dict[str, object] = {"address": "local"}
+    if num_cpus is not None:
+        kwargs["num_cpus"] = num_cpus
+    if num_gpus is not None:
+        kwargs["num_gpus"] = num_gpus
+    return kwargs
