@@ -118,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    from railsweep.sweep.driver import run_sweep
     from railsweep.services.mlflow_server import ensure_mlflow_server
     from railsweep.services.process import free_port
+    from railsweep.sweep.driver import run_sweep
 
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="rsw-bench-") as tmp:

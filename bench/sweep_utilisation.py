@@ -182,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray  # optional heavy dependencies: only sweeps import them
 
-    from railsweep.sweep.driver import run_sweep
     from railsweep.services.mlflow_server import ensure_mlflow_server
     from railsweep.services.process import free_port
+    from railsweep.sweep.driver import run_sweep
 
     load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="rsw-util-") as tmp:

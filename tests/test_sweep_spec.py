@@ -241,8 +241,8 @@ def test_entry_script_rejects_an_unreachable_tracking_uri_before_ray(tmp_path):
 
 def test_the_sweep_command_forwards_its_spec_options_to_the_job_as_the_job_parses_them():
     from railsweep.cli import make_parser as cli_parser
-    from railsweep.sweep.options import forward_argv
     from railsweep.sweep.job import make_parser as job_parser
+    from railsweep.sweep.options import forward_argv
 
     argv = ["--preset", "smoke", "--table", "all", "--experiment", "e", "--resume", "--cache-dir", "/c",
             "--limit", "3", "--m", "2"]  # fmt: skip

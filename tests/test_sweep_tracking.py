@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from railsweep.sweep.tracking import Tracker, TrackingError, provenance_tags, retry
+from railsweep.sweep.tracking import TAG_CELL_ID, Tracker, TrackingError, provenance_tags, retry
 
 
 def test_transient_errors_are_retried_with_backoff_then_succeed():
@@ -78,3 +78,49 @@ def test_sweep_figures_are_written(tmp_path):
                            "value": [0.2, 0.1, 0.3], "ci_low": [0.1, 0.0, 0.2], "ci_high": [0.3, 0.2, 0.4]})  # fmt: skip
     assert sappg_bars(scores, tmp_path / "b.png").is_file()
     assert not list(tmp_path.glob(".*"))  # no temporary files left behind
+
+
+class _Page(list):
+    token = None
+
+
+class _FakeClient:
+    """search_runs over in-memory runs, newest first, honouring the status and cell-id clauses it is sent."""
+
+    def __init__(self, runs):
+        self.runs, self.filters = runs, []
+
+    def search_runs(self, ids, filter_string, max_results, page_token, order_by):
+        self.filters.append(filter_string)
+        out = [
+            r
+            for r in sorted(self.runs, key=lambda r: -r.info.start_time)
+            if ("'FINISHED'" not in filter_string or r.info.status == "FINISHED")
+            and (f"= '{r.data.tags['railsweep.cell_id']}'" in filter_string or "cell_id" not in filter_string)
+        ]
+        return _Page(out)
+
+
+def _run(cell_id: str, status: str, start: int):
+    from types import SimpleNamespace
+
+    tags = {"railsweep.cell_id": cell_id, "railsweep.kind": "cell"}
+    return SimpleNamespace(
+        info=SimpleNamespace(run_id=f"{cell_id}-{start}", status=status, start_time=start),
+        data=SimpleNamespace(tags=tags),
+    )
+
+
+def test_the_newest_finished_run_of_a_cell_is_the_same_asked_alone_or_with_others():
+    assert TAG_CELL_ID == "railsweep.cell_id"
+    tracker = Tracker.__new__(Tracker)
+    tracker.experiment_id = "1"
+    tracker.client = _FakeClient(
+        [_run("a", "FINISHED", 1), _run("a", "FINISHED", 5), _run("a", "RUNNING", 9), _run("b", "FINISHED", 2)]
+    )
+    together = tracker.finished_cells(["a", "b"])
+    assert {c: r.info.run_id for c, r in together.items()} == {"a": "a-5", "b": "b-2"}
+    assert tracker.finished_run("a") is together["a"]
+    assert "= 'a'" in tracker.client.filters[-1]  # one cell: filtered on the server, not over every run
+    assert tracker.finished_run("c") is None
+    assert tracker.finished_cells().keys() == {"a", "b"}

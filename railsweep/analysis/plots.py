@@ -19,6 +19,7 @@ import pandas as pd
 
 from railsweep.metrics.readout import readout_stability
 from railsweep.metrics.stratified import stratify, stratum_table
+from railsweep.results.atomic import write_atomic
 
 
 def _plt():
@@ -32,10 +33,10 @@ def _plt():
 
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    tmp.replace(path)
+    # the temporary's name ends in .tmp: the format comes from the target's suffix
+    write_atomic(
+        path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:] or "png", dpi=110, bbox_inches="tight")
+    )
     _plt().close(fig)
     return path
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ import pandas as pd
 from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
 from railsweep.metrics.aggregate import ACROSS
+from railsweep.results.atomic import write_text_atomic
 from railsweep.strategy_registry import in_table
 
 LABELS: dict[str, str] = {
@@ -323,16 +322,6 @@ def to_csv(table: Table | pd.DataFrame) -> str:
     return num[ordered].to_csv()
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]:
@@ -341,7 +330,7 @@ def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]
     paths = {"md": out_dir / f"{name}.md", "csv": out_dir / f"{name}.csv", "html": out_dir / f"{name}.html"}
     texts = {"md": to_markdown(table), "csv": to_csv(table), "html": to_html(table)}
     for fmt, path in paths.items():
-        _atomic_write(path, texts[fmt])
+        write_text_atomic(path, texts[fmt])
     return paths
 
 

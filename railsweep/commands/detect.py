@@ -228,8 +228,9 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
     from railsweep import provenance
     from railsweep.detection import detect
     from railsweep.detection.corpus import check_corpus_paths
-    from railsweep.detection.output import write_atomic, write_detections
+    from railsweep.detection.output import write_detections
     from railsweep.detection.truth import to_markdown, truth_table
+    from railsweep.results.atomic import write_atomic
 
     if args.world:
         if "perturb" in names:

@@ -30,8 +30,9 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from railsweep.detection.output import read_detections, write_atomic
+    from railsweep.detection.output import read_detections
     from railsweep.detection.report import check_weight, flags_from_detections, sa_ppg_report, subset_report
+    from railsweep.results.atomic import write_atomic
     from railsweep.results.io import check_writable_dir, read_cell
 
     # 1. check every input

@@ -20,6 +20,7 @@ from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
+from railsweep.results.atomic import write_atomic, write_text_atomic
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -163,12 +164,8 @@ def run(args: argparse.Namespace) -> int:
     rows["early_divergence_ranks"] = rows["early_divergence_ranks"].map(
         lambda v: json.dumps(v) if v is not None else None
     )
-    tmp = out / ".figure1.parquet.tmp"
-    rows.to_parquet(tmp, index=False)
-    tmp.replace(out / "figure1.parquet")
-    tmp = out / ".figure1.json.tmp"
-    tmp.write_text(json.dumps(fig.summary, indent=1, default=float) + "\n")
-    tmp.replace(out / "figure1.json")
+    write_atomic(out / "figure1.parquet", lambda tmp: rows.to_parquet(tmp, index=False))
+    write_text_atomic(out / "figure1.json", json.dumps(fig.summary, indent=1, default=float) + "\n")
     figure1_plot(fig.rows, fig.summary, out / "figure1.png")
     if args.tracking_uri:
         from railsweep.sweep.tracking import log_figure1

@@ -18,6 +18,7 @@ from railsweep import argtypes as at
 from railsweep.commands.figure1 import add_input_arguments, inputs
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
+from railsweep.results.atomic import write_atomic
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -49,12 +50,6 @@ def _ks(text: str) -> tuple[int, ...]:
     if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 1, got {text!r}")
     return ks
-
-
-def _write(out: Path, name: str, write) -> None:
-    tmp = out / f".{name}.tmp"
-    write(tmp)
-    tmp.replace(out / name)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("questions", res.questions), ("runs", res.runs), ("samples", res.samples)):
         frame = pd.DataFrame(rows)
-        _write(out, f"rails_{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False))
+        write_atomic(out / f"rails_{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False))
     text = json.dumps(res.summary, indent=1, default=float) + "\n"
-    _write(out, "rails.json", lambda p: p.write_text(text))
+    write_atomic(out / "rails.json", lambda p: p.write_text(text))
     print(text, end="")
     return 0

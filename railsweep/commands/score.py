@@ -9,9 +9,6 @@ All inputs are read and checked before anything is written.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_bootstrap_memory
 from railsweep.metrics.concentration import describe_occupancy
+from railsweep.results.atomic import synced_text, write_all_atomic
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -121,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     # 3. write both files atomically, then print
     prefix = Path(args.out)
     csv_path, md_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")
-    _write_atomic({csv_path: pd.DataFrame(rows).to_csv(index=False), md_path: markdown})
+    write_all_atomic(
+        {csv_path: synced_text(pd.DataFrame(rows).to_csv(index=False)), md_path: synced_text(markdown)}
+    )
     print(markdown)
     print(f"wrote {csv_path} and {md_path}")
     return 0
@@ -167,29 +167,3 @@ def _split_checksum(path: str, cell: Any) -> str | None:
     datasets = read_metadata(path)["provenance"].get("datasets") or {}
     hits = [sha for p, sha in datasets.items() if Path(p).name == f"{cell.split}.jsonl"]
     return hits[0] if len(hits) == 1 else None
-
-
-def _write_atomic(files: dict[Path, str]) -> None:
-    """Write every file to a temporary sibling, then rename them all; on error remove what was written."""
-    tmp = {p: p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp") for p in files}
-    placed: list[Path] = []
-    parent = next(iter(files)).parent
-    created = not parent.exists()
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        for p, content in files.items():
-            with open(tmp[p], "w", encoding="utf-8") as f:
-                f.write(content)
-                f.flush()
-                os.fsync(f.fileno())
-        for p in files:
-            os.replace(tmp[p], p)
-            placed.append(p)
-    except BaseException:
-        for p in [*tmp.values(), *placed]:
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-        if created:
-            with contextlib.suppress(OSError):
-                parent.rmdir()
-        raise

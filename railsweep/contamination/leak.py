@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
+from railsweep.results.atomic import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,4 @@ def make_leak_split(n_test: int, n_leak: int, seed: int) -> LeakSplit:
 
 def save_leak_split(split: LeakSplit, path: str | Path) -> Path:
     """Write ``{"leaked", "unleaked", "seed"}`` as JSON (atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(split.to_dict()) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_text_atomic(path, json.dumps(split.to_dict()) + "\n")

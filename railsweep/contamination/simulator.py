@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import random
 import sys
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from railsweep.contamination.config import ContaminationConfig
 from railsweep.contamination.leak import make_leak_split, save_leak_split
 from railsweep.contamination.lora import train_lora
 from railsweep.errors import ConfigError, DataError
+from railsweep.results.atomic import write_text_atomic
 
 PQ_DEFAULT = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
 
@@ -186,6 +186,4 @@ def _find_pq(data_dir: Path) -> Path:
 
 
 def write_json(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

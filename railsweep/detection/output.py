@@ -12,10 +12,7 @@ into place, so an error never leaves a half-written table.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from railsweep.errors import DataError
+from railsweep.results.atomic import write_atomic
 
 SCHEMA_VERSION = 1
 KEY_VERSION = "railsweep.detection_schema_version"
@@ -32,20 +30,6 @@ KEY_KIND = "railsweep.kind"
 KEY_RUN = "railsweep.detection"
 KEY_PROVENANCE = "railsweep.provenance"
 FILENAME = "detections.parquet"
-
-
-def write_atomic(path: Path, write) -> Path:
-    """Call ``write(tmp_path)``, then rename the temporary into ``path``; remove it on any error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    return path
 
 
 def write_detections(

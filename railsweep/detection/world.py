@@ -25,7 +25,7 @@ from typing import Any
 
 from railsweep.detection.base import DetectInputs, Detector, Item
 from railsweep.detection.items import read_items
-from railsweep.detection.output import write_atomic
+from railsweep.results.atomic import write_atomic
 
 CONTROL_SEED_SALT = 7  # the generator seeds of test/train/filler use salts 1-3
 

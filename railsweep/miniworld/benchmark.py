@@ -10,11 +10,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.miniworld.generator import Problem, make_filler, make_problems
+from railsweep.results.atomic import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,4 @@ def _row(p: Problem) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)

@@ -12,9 +12,7 @@ Writing follows these steps, so a reader never sees half a cell:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from railsweep.argtypes import check_writable_dir  # noqa: F401  (re-exported: c
 from railsweep.config import CellConfig
 from railsweep.errors import DataError
 from railsweep.results import schema
+from railsweep.results.atomic import write_all_atomic
 
 if TYPE_CHECKING:
     from railsweep.strategies.base import QuestionOutcome
@@ -89,26 +88,13 @@ def write_cell(
     )
 
     out = Path(out_dir)
-    created = not out.exists()
     paths = cell_paths(out, cell.cell_id)
-    tmp = {p: out / f".{p.name}.{uuid.uuid4().hex}.tmp" for p in (paths.responses, paths.questions)}
-    placed: list[Path] = []
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        _write_synced(r_table, tmp[paths.responses])
-        _write_synced(q_table, tmp[paths.questions])
-        for final in (paths.responses, paths.questions):
-            os.replace(tmp[final], final)
-            placed.append(final)
-        _fsync_dir(out)
-    except BaseException:
-        for p in [*tmp.values(), *placed]:
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-        if created:
-            with contextlib.suppress(OSError):
-                out.rmdir()  # only succeeds when empty
-        raise
+    # responses first: a questions file is only ever seen beside its responses
+    write_all_atomic({
+        paths.responses: lambda tmp: _write_synced(r_table, tmp),
+        paths.questions: lambda tmp: _write_synced(q_table, tmp),
+    })  # fmt: skip
+    _fsync_dir(out)
     return paths
 
 

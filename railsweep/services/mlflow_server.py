@@ -9,7 +9,9 @@ from pathlib import Path
 from railsweep.services.process import START_TIMEOUT_S, Service, exe, http_ok, wait_until
 
 
-def ensure_mlflow_server(run_dir: str | Path, *, port: int = 5000, timeout: float = START_TIMEOUT_S) -> Service:
+def ensure_mlflow_server(
+    run_dir: str | Path, *, port: int = 5000, timeout: float = START_TIMEOUT_S
+) -> Service:
     """``mlflow server`` on 127.0.0.1:port (sqlite backend and served artifacts under ``run_dir``), reused if up."""
     url = f"http://127.0.0.1:{port}"
     if http_ok(url + "/health"):

@@ -72,7 +72,11 @@ def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[s
         except OSError:  # the process ended, or is not ours to read
             continue
         args = [a.decode(errors="replace") for a in argv if a]
-        if len(args) > 1 and args[1].endswith("dashboard/dashboard.py") and f"--port={dashboard_port}" in args:
+        if (
+            len(args) > 1
+            and args[1].endswith("dashboard/dashboard.py")
+            and f"--port={dashboard_port}" in args
+        ):
             found.append(args[0])
     return found
 
@@ -158,7 +162,9 @@ def ensure_ray_head(
             proc.wait(timeout)
             if proc.returncode != 0:
                 tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-                raise ConfigError(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
+                raise ConfigError(
+                    f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}"
+                )
         wait_until(
             lambda: http_ok(url + "/api/version", headers=bearer()),
             timeout,

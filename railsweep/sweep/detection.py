@@ -80,9 +80,10 @@ def detect_sweep(
     from railsweep import provenance
     from railsweep.analysis.detection import roc_figure, truth_markdown, truth_summary
     from railsweep.detection import DetectInputs, Thresholding, detect
-    from railsweep.detection.output import write_atomic, write_detections
+    from railsweep.detection.output import write_detections
     from railsweep.detection.world import world_jobs
     from railsweep.miniworld.world import load_world
+    from railsweep.results.atomic import write_atomic
     from railsweep.sweep.actors import apply_thread_budget
     from railsweep.sweep.reader import cell_files
 

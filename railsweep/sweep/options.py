@@ -118,4 +118,3 @@ def override(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:
                                   **({"m": args.m} if args.m is not None else {}))  # fmt: skip
     cache = args.cache_dir or spec.cache_dir or os.environ.get("RAILSWEEP_CACHE")
     return dataclasses.replace(spec, tracking=tracking, readout=readout, cache_dir=cache)
-

@@ -145,10 +145,18 @@ class Tracker:
                 return out
 
     def finished_cells(self, cell_ids: Iterable[str] | None = None) -> dict[str, Any]:
-        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed)."""
+        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed).
+
+        The one "latest finished run per cell" query: the driver (cells to skip), the reader (a sweep's
+        records, a group's files), the dynamics step and each trial (:meth:`finished_run`) all ask it. One
+        cell id is filtered on the server; more are matched against every finished cell run in one search.
+        """
         wanted = set(cell_ids) if cell_ids is not None else None
+        where = f"tags.`{TAG_KIND}` = 'cell' and attributes.status = 'FINISHED'"
+        if wanted is not None and len(wanted) == 1:
+            where += f" and tags.`{TAG_CELL_ID}` = '{next(iter(wanted))}'"
         out: dict[str, Any] = {}
-        for run in self.search(f"tags.`{TAG_KIND}` = 'cell' and attributes.status = 'FINISHED'"):
+        for run in self.search(where):
             cid = run.data.tags.get(TAG_CELL_ID)
             if cid and (wanted is None or cid in wanted) and cid not in out:
                 out[cid] = run
@@ -159,10 +167,8 @@ class Tracker:
 
     # ------------------------------------------------------------ trial side
     def finished_run(self, cell_id: str) -> Any | None:
-        runs = self.search(
-            f"tags.`{TAG_CELL_ID}` = '{cell_id}' and tags.`{TAG_KIND}` = 'cell' and attributes.status = 'FINISHED'"
-        )
-        return runs[0] if runs else None
+        """The newest FINISHED run of one cell, or None (:meth:`finished_cells` for one id)."""
+        return self.finished_cells([cell_id]).get(cell_id)
 
     def start_cell_run(self, parent_id: str, cell_id: str, run_name: str, tags: Mapping[str, str]) -> str:
         """The cell's child run under ``parent_id``: an unfinished one is reused, else one is created."""

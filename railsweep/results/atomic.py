@@ -1,0 +1,86 @@
+"""Atomic file writes: a reader sees the old file or the whole new one, never a half-written one.
+
+Every file railsweep writes for another process to read (result tables, detections, worlds' JSON, reports,
+figures) goes through here. A temporary sibling (``.<name>.<random>.tmp``, same directory so the rename
+stays on one filesystem) is written and then renamed over the target with :func:`os.replace`; on any error
+the temporary is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+Writer = Callable[[Path], object]  # writes the whole file at the path it is given
+
+
+def temporary_sibling(path: Path) -> Path:
+    """A fresh hidden name beside ``path`` (unique per call, so concurrent writers never share one)."""
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+
+
+def write_atomic(path: str | Path, write: Writer) -> Path:
+    """Call ``write(tmp)``, then rename the temporary into ``path`` (parents created); remove it on any error."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_sibling(path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """:func:`write_atomic` of ``text`` as UTF-8."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_all_atomic(writers: Mapping[Path, Writer]) -> list[Path]:
+    """Several files in one directory, all or none.
+
+    1. each file is written to its temporary sibling (the directory is created when missing);
+    2. the temporaries are renamed over their targets in order;
+    3. on any error, every temporary and every target already renamed is removed, and a directory this
+       call created is removed again when it is empty.
+    """
+    paths = [Path(p) for p in writers]
+    parent = paths[0].parent
+    created = not parent.exists()
+    tmp = {p: temporary_sibling(p) for p in paths}
+    placed: list[Path] = []
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for p, write in zip(paths, writers.values()):
+            write(tmp[p])
+        for p in paths:
+            os.replace(tmp[p], p)
+            placed.append(p)
+    except BaseException:
+        for p in [*tmp.values(), *placed]:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        if created:
+            with contextlib.suppress(OSError):
+                parent.rmdir()  # only succeeds when empty
+        raise
+    return paths
+
+
+def synced_text(text: str) -> Writer:
+    """A writer of ``text`` (UTF-8) that reaches the disk before the rename (``fsync``), for files that
+    must survive a crash together with the ones written beside them."""
+
+    def write(path: Path) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+    return write
