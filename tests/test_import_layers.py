@@ -14,11 +14,13 @@ alike) and checked against :data:`RULES`, a table of one row per rule:
   ``railsweep.errors`` only (``import railsweep.metrics`` pulls in no torch, no pandas).
 - only ``sweep/`` (the distributed sweep), ``commands/`` (CLI entry points that start or query the
   services) and the named Ray-facing modules of other layers (:data:`RAY_FACING`: the n-gram scan as a Ray
-  Data job) import ``ray`` or ``mlflow``; the entry scripts under ``sweeps/`` are outside the package.
+  Data job, the dynamics step's Ray tasks) import ``ray`` or ``mlflow``; the entry scripts under ``sweeps/`` are outside the package.
 - ``services`` (the local Ray head, MLflow server and Ray's token) import the standard library,
   ``railsweep.errors`` and themselves only: they drive Ray and MLflow through their command lines and HTTP.
 - ``ray.init`` is called by entry points only: the ``railsweep`` commands and the sweep job's entry module
   (:data:`RAY_INIT_CALLERS`); the library joins the Ray its caller started.
+- ``detection`` and ``dynamics`` (their Ray-facing modules included) never import ``sweep``, ``services`` or
+  ``commands``: the sweep calls them, never the other way round.
 - ``analysis`` never imports ``sweep``: it reads plain records (:mod:`railsweep.results.records`) that
   :mod:`railsweep.sweep.reader` fills from MLflow.
 
@@ -60,7 +62,7 @@ class Rule:
 
 
 # Modules outside sweep/ and commands/ that run on Ray: each the one Ray-facing module of its layer.
-RAY_FACING = ("railsweep.detection.ngram_ray",)
+RAY_FACING = ("railsweep.detection.ngram_ray", "railsweep.dynamics.ray_step")
 # The entry points that may start or join Ray (``sweeps/*.py`` are outside the package).
 RAY_INIT_CALLERS = ("railsweep.commands", "railsweep.sweep.job")
 
@@ -92,6 +94,16 @@ RULES = (
         "services import the standard library and errors only",
         "railsweep.services",
         only=("railsweep.services", "railsweep.errors"),
+    ),
+    Rule(
+        "detection never imports the sweep, the services or the commands",
+        "railsweep.detection",
+        forbid=("railsweep.sweep", "railsweep.services", "railsweep.commands"),
+    ),
+    Rule(
+        "dynamics never imports the sweep, the services or the commands",
+        "railsweep.dynamics",
+        forbid=("railsweep.sweep", "railsweep.services", "railsweep.commands"),
     ),
     Rule("analysis never imports the sweep", "railsweep.analysis", forbid=("railsweep.sweep",)),
 )

@@ -148,7 +148,7 @@ def test_a_world_without_replicas_writes_no_curve(tmp_path):
 
 
 def test_the_dynamics_step_metrics_carry_the_curve():
-    from railsweep.sweep.dynamics_step import dynamics_metrics
+    from railsweep.dynamics.step import dynamics_metrics
 
     tables = analyse(memorised(), DynamicsSettings(temperatures=TAUS, n_boot=5, n_boot_gain=20))
     metrics, _ = dynamics_metrics(tables, "llama", "gsm8k")

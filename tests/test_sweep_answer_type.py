@@ -64,7 +64,7 @@ def test_a_math_readout_reaches_every_cell_and_its_mlflow_params(math_dir):
 def test_the_dynamics_step_reads_a_math_task_and_forces_its_solutions_as_written(math_dir):
     spec = spec_from_dict(_paths_spec(math_dir, readout={"answer_type": "math"}, temperatures=[0.3]))
     (group,) = temperature_groups(spec)
-    task = load_task(CellConfig.from_dict(dict(group.task_cell)))  # what dynamics_step.group_tables loads
+    task = load_task(CellConfig.from_dict(dict(group.task_cell)))  # what dynamics.step.group_tables loads
     assert isinstance(task, MathTask)
     assert [task.gold_chain(q) for q in task.questions()] == [r["solution"] for r in ROWS]
     assert [q.leaked for q in task.questions()] == [True, False, False]

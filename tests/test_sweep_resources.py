@@ -10,8 +10,8 @@ import os
 import pytest
 import torch
 
+from railsweep.engines.threads import apply_thread_budget, thread_env
 from railsweep.sweep import driver
-from railsweep.sweep.actors import apply_thread_budget, thread_env
 from railsweep.sweep.spec import FamilySpec, load_spec
 
 

@@ -20,6 +20,7 @@ from railsweep.dynamics.analyse import Tables
 from railsweep.results.atomic import write_atomic
 
 TABLES = ("positions", "fits", "predictions", "accuracy", "gains")
+DYNAMICS_DIR = "dynamics"  # where a sweep logs these files on its parent run (railsweep.sweep.reader reads them)
 
 
 def _clean(x: Any) -> Any:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from railsweep.config import CellConfig
+from railsweep.dynamics.groups import TemperatureGroup
+from railsweep.dynamics.settings import DynamicsSettings
 from railsweep.errors import ConfigError
 from railsweep.strategy_registry import in_table, strategy_label
 from railsweep.sweep.spec import TABLES, SweepSpec
@@ -79,32 +81,6 @@ class SweepCell:
         for k, v in c.strategy_params.items():
             out[f"strategy.{k}"] = v
         return {k: str(v) for k, v in out.items()}
-
-
-@dataclass(frozen=True)
-class TemperatureGroup:
-    """One (family, domain) of the temperature dimension: the models' weights and their cell per tau.
-
-    ``adapters``: ``(("M_cl", path), ("M_co", path))``, plus ``("base", None)`` with ``dynamics.base``;
-    ``cells``: ``(model, tau, cell_id)`` triples;
-    ``temperatures``: every tau sampled, the spec's list plus greedy (0), which is always sampled (the
-    collapse factor's reference and the greedy trajectory the logit gaps are read along);
-    ``task_cell``: the M_cl greedy cell's config (``CellConfig.to_dict()``: the task its cells evaluated)."""
-
-    family: str
-    domain: str
-    base: str
-    adapters: tuple[tuple[str, str | None], ...]
-    cells: tuple[tuple[str, float, str], ...]
-    temperatures: tuple[float, ...]
-    task_cell: dict[str, Any]
-
-    def cell_id(self, model: str, tau: float) -> str:
-        return next(c for m, t, c in self.cells if m == model and t == tau)
-
-    @property
-    def cell_ids(self) -> list[str]:
-        return [c for _, _, c in self.cells]
 
 
 def _common(spec: SweepSpec) -> dict[str, Any]:
@@ -246,3 +222,14 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
             f"(strategies: {[s.name for s in spec.strategies]}, families: {[f.name for f in spec.families]})"
         )
     return cells
+
+
+def settings_for(spec: SweepSpec, group: TemperatureGroup) -> DynamicsSettings:
+    """The dynamics settings of one group: the spec's readout (m, limit, batch, tokens) and ``dynamics``."""
+    r, d = spec.readout, spec.dynamics_settings
+    return DynamicsSettings(
+        temperatures=group.temperatures, m=r.m, limit=r.limit, domain=group.domain,
+        max_new_tokens=r.max_new_tokens, seed=d.seed, batch_size=r.batch_size, forcing_batch=d.forcing_batch,
+        n_boot=d.n_boot, n_boot_gain=d.n_boot_gain, min_items=d.min_items, e_cut=d.e_cut, device=d.device,
+        base=d.base,
+    )  # fmt: skip

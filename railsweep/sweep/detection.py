@@ -82,9 +82,9 @@ def detect_sweep(
     from railsweep.detection import DetectInputs, Thresholding, detect
     from railsweep.detection.output import write_detections
     from railsweep.detection.world import world_jobs
+    from railsweep.engines.threads import apply_thread_budget
     from railsweep.miniworld.world import load_world
     from railsweep.results.atomic import write_atomic
-    from railsweep.sweep.actors import apply_thread_budget
     from railsweep.sweep.reader import cell_files
 
     t0 = time.perf_counter()

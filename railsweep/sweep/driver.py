@@ -10,7 +10,8 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
-   (:mod:`~railsweep.sweep.dynamics_step`: fits, gains and predictions per temperature on the parent run);
+   (one Ray task per group, :mod:`railsweep.dynamics.ray_step` over :mod:`railsweep.dynamics.step`: fits,
+   gains and predictions per temperature, logged under ``dynamics/`` of the parent run);
 7. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.publish`), print the table;
 8. with ``detectors``: kill the engines, run the detection step as a Ray task (truth-scored table, per-item
    Parquet and ROC figure on the parent run, :mod:`~railsweep.sweep.detection`), print its table;
@@ -22,6 +23,7 @@ to the grid; a detection-only spec (no strategies) has only those, and publishes
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -33,12 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import provenance as prov
+from railsweep.dynamics.output import DYNAMICS_DIR
+from railsweep.dynamics.ray_step import run_groups
+from railsweep.dynamics.step import settings_record, step_outputs
 from railsweep.errors import ConfigError
 from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
-from railsweep.sweep.cells import SweepCell, effective_table, expand, temperature_groups
+from railsweep.sweep.cells import SweepCell, effective_table, expand, settings_for, temperature_groups
+from railsweep.sweep.detect_cells import readout_cells
+from railsweep.sweep.detection import run_detection
 from railsweep.sweep.faults import Fault
 from railsweep.sweep.pool import create_engine_pool, engine_layout
 from railsweep.sweep.progress import ProgressPrinter
+from railsweep.sweep.publish import publish_sweep
+from railsweep.sweep.reader import cell_tables
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
 from railsweep.sweep.trial import SweepContext, run_cell_trial
@@ -142,12 +151,32 @@ def _prepare(spec: SweepSpec, table: str) -> tuple[SweepSpec, list[SweepCell], l
     cells = expand(resolved, table)
     readouts: list[dict[str, str]] = []
     if resolved.detectors:
-        from railsweep.sweep.detect_cells import readout_cells
-
         extra, readouts = readout_cells(resolved)
         have = {c.cell_id for c in cells}
         cells += [c for c in extra if c.cell_id not in have]
     return resolved, cells, readouts
+
+
+@dataclass
+class _Run:
+    """What the steps of one :func:`run_sweep` share: the resolved spec, its cells and its parent run."""
+
+    spec: SweepSpec
+    table: str
+    cells: list[SweepCell]
+    readouts: list[dict[str, str]]
+    tracker: Tracker
+    experiment_id: str
+    parent_id: str
+    sweep_id: str
+    run_tags: dict[str, str]
+    out: Any
+    t_start: float
+    timings: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
 
 
 def run_sweep(
@@ -169,16 +198,52 @@ def run_sweep(
     fault-injection test's fault, fired by the progress board at the k-th finished cell; None (always, outside
     those tests) changes nothing.
     """
-    import ray
-    from ray import tune
+    import ray  # optional heavy dependency: the sweep runs on the Ray its entry point started
 
     if not ray.is_initialized():
         raise ConfigError("run_sweep needs Ray: call ray.init() (the sweep job, railsweep.sweep.job, does) first")
     t_start = time.perf_counter()
     table = effective_table(spec, table)
     spec, cells, readouts = _prepare(spec, table)
-    sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
+    run = _open_parent(spec, table, cells, readouts, resume=resume, params=params, out=out, t_start=t_start)
+    pending, skipped = _pending_cells(run)
+    engines: dict[str, Any] = {}
+    try:
+        engines, pool, board, plan = _start_engines(run, pending, len(skipped), fault)
+        failed = _run_trials(run, pending, pool, board, plan, storage_path, progress_interval)
+        stats = _engine_stats(engines)
+        dynamics = _dynamics_step(run, engines) if table == "all" and publish else None
+        if publish and (spec.strategies or spec.temperatures):
+            _publish(run)
+        if spec.detectors:
+            _kill(engines)  # the model-side detectors get the engines' CPUs
+            engines = {}
+            _detection_step(run)
+        wall = _close_parent(run, failed, skipped, dynamics)
+    except BaseException:
+        try:
+            run.tracker.terminate(run.parent_id, "KILLED")
+        finally:
+            _kill(engines)
+        raise
+    _kill(engines)
+    return SweepOutcome(run.parent_id, run.experiment_id, [c.cell_id for c in cells], skipped, failed, wall, stats,
+                        run.tables, run.timings, dynamics)  # fmt: skip
 
+
+def _open_parent(
+    spec: SweepSpec,
+    table: str,
+    cells: list[SweepCell],
+    readouts: list[dict[str, str]],
+    *,
+    resume: bool,
+    params: dict[str, str] | None,
+    out: Any,
+    t_start: float,
+) -> _Run:
+    """Step 2: the experiment and the sweep's parent run; a new parent logs its parameters and the spec."""
+    sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
     p = prov.collect(cells[0].config.task_files() if cells else [Path(spec.data_dir) / "test.jsonl"])
@@ -190,16 +255,7 @@ def run_sweep(
         resume=resume,
     )
     if not reused:
-        tracker.log(
-            parent_id,
-            params={"preset": spec.name, "table": table, "n_cells": len(cells), "m": spec.readout.m,
-                    "temperature": spec.readout.temperature, "B": spec.scoring.B, "n_boot": spec.scoring.n_boot,
-                    "families": ",".join(f.name for f in spec.families), "domains": ",".join(spec.domains),
-                    "strategies": ",".join(s.name for s in spec.strategies), "engine_backend": spec.engine.backend,
-                    "limit": spec.readout.limit,
-                    **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {}),
-                    **(params or {})},
-        )  # fmt: skip
+        tracker.log(parent_id, params={**_parent_params(spec, table, cells), **(params or {})})
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / SPEC_ARTIFACT
             f.write_text(
@@ -207,153 +263,203 @@ def run_sweep(
                             **({"detection_readouts": readouts} if spec.detectors else {})}, indent=1)  # fmt: skip
             )
             tracker.log_artifact(parent_id, f)
-    print(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
-          f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}", file=out, flush=True)  # fmt: skip
+    run = _Run(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
+    run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
+            f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}")  # fmt: skip
+    return run
 
-    finished = tracker.finished_cells(c.cell_id for c in cells)
-    pending = [c for c in cells if c.cell_id not in finished]
-    skipped = [c.cell_id for c in cells if c.cell_id in finished]
+
+def _parent_params(spec: SweepSpec, table: str, cells: list[SweepCell]) -> dict[str, Any]:
+    return {"preset": spec.name, "table": table, "n_cells": len(cells), "m": spec.readout.m,
+            "temperature": spec.readout.temperature, "B": spec.scoring.B, "n_boot": spec.scoring.n_boot,
+            "families": ",".join(f.name for f in spec.families), "domains": ",".join(spec.domains),
+            "strategies": ",".join(s.name for s in spec.strategies), "engine_backend": spec.engine.backend,
+            "limit": spec.readout.limit,
+            **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {})}  # fmt: skip
+
+
+def _pending_cells(run: _Run) -> tuple[list[SweepCell], list[str]]:
+    """Step 3: (cells to run, ids of cells already FINISHED in MLflow)."""
+    finished = run.tracker.finished_cells(c.cell_id for c in run.cells)
+    pending = [c for c in run.cells if c.cell_id not in finished]
+    skipped = [c.cell_id for c in run.cells if c.cell_id in finished]
     if skipped:
-        print(
-            f"[sweep] {len(skipped)} cell(s) already FINISHED in MLflow: not recomputed", file=out, flush=True
-        )
+        run.say(f"[sweep] {len(skipped)} cell(s) already FINISHED in MLflow: not recomputed")
+    return pending, skipped
 
+
+def _start_engines(
+    run: _Run, pending: list[SweepCell], n_skipped: int, fault: Fault | None
+) -> tuple[dict[str, Any], Any, Any, dict[str, Any]]:
+    """Step 4: (engine actors by name, the pool that leases them, the progress board, the resource plan)."""
+    import ray  # optional heavy dependency: the sweep's
+
+    spec = run.spec
     layout = plan_layout(spec, pending)
     plan = plan_resources(spec, max(sum(layout.values()), 1))
     families = {f.name: f for f in spec.families}
-    engines: dict[str, Any] = {}
-    failed: list[str] = []
-    stats: dict[str, dict[str, Any]] = {}
-    timings: dict[str, float] = {}
-    names = {engine_name(sweep_id, fam, rep): families[fam] for fam, k in layout.items() for rep in range(k)}
+    names = {engine_name(run.sweep_id, fam, rep): families[fam] for fam, k in layout.items() for rep in range(k)}
     board = create_progress_board(
-        len(cells), len(skipped), fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
+        len(run.cells), n_skipped, fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
     )
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout})
-    try:
-        for name, fam in names.items():
-            engines[name] = create_engine_actor(
-                name, _engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
-                num_cpus=plan["engine_cpus"], threads=plan["threads"],
-                max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
-                cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
-                prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
-            )  # fmt: skip
-        timings["setup_s"] = time.perf_counter() - t_start
-        if engines:
-            ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
-            shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
-            print(f"[sweep] {len(engines)} engine(s) ({shares}), each {plan['engine_cpus']} CPU(s) and "
-                  f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up to "
-                  f"{ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
-                  f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time",
-                  file=out, flush=True)  # fmt: skip
-        timings["engines_ready_s"] = time.perf_counter() - t_start - timings["setup_s"]
-        t_trials = time.perf_counter()
-        if pending:
-            ctx = SweepContext(
-                tracking_uri=spec.tracking.uri, experiment_id=exp_id, parent_id=parent_id, sweep_id=sweep_id,
-                cells={c.cell_id: _cell_meta(c) for c in cells}, pool=pool, board=board,
-                B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
-                clean_wait_s=spec.resources.clean_wait_s, run_tags=run_tags, threads=plan["trial_threads"],
-            )  # fmt: skip
-            trainable = tune.with_resources(
-                tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]}
-            )
-            tuner = tune.Tuner(
-                trainable,
-                param_space={"cell_id": tune.grid_search([c.cell_id for c in pending])},
-                tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
-                run_config=tune.RunConfig(
-                    name=f"railsweep-{sweep_id}-{int(time.time())}",
-                    storage_path=storage_path,
-                    failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures),
-                    verbose=0,
-                ),
-            )
-            with ProgressPrinter(board, interval=progress_interval, out=out):
-                results = tuner.fit()
-            for res in results:
-                if res.error is not None:
-                    cid = res.config.get("cell_id") if res.config else None
-                    failed.append(cid)
-                    print(f"[sweep] cell {cid} FAILED: {type(res.error).__name__}: {res.error}"[:2000],
-                          file=out, flush=True)  # fmt: skip
-        timings["trials_s"] = time.perf_counter() - t_trials
-        for name, handle in engines.items():
-            try:
-                stats[name] = ray.get(handle.stats.remote(), timeout=60)
-            except Exception as e:  # a dead engine must not hide the sweep's results
-                stats[name] = {"error": str(e)}
-        dynamics = None
-        groups = temperature_groups(spec) if table == "all" and publish else []
-        if groups:
-            from railsweep.sweep.dynamics_step import run_dynamics
-
-            _kill(engines)  # idle now: their CPUs go to the teacher forcing
-            t_dyn = time.perf_counter()
-            cpus = _cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
-            per_group = min(cpus, max(1.0, float(int(cpus // len(groups)))))
-            dynamics = run_dynamics(spec, groups, tracker, parent_id, num_cpus=per_group, out=out)
-            timings["dynamics_s"] = time.perf_counter() - t_dyn
-        tables: dict[str, str] = {}
-        if publish and (spec.strategies or spec.temperatures):
-            from railsweep.sweep.publish import publish_sweep
-
-            task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
-            published = ray.get(task.remote(spec.tracking.uri, parent_id))
-            tables = published["markdown"]
-            shown = {"all": "table3"}.get(table, f"table{table}")
-            if shown in tables:
-                print(
-                    f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{tables[shown]}",
-                    file=out,
-                )
-            if "paired_identity" in tables:
-                print(f"\n{tables['paired_identity']}", file=out)
-            if published.get("missing"):
-                print(f"[sweep] cells without a FINISHED run: {published['missing']}", file=out, flush=True)
-        if spec.detectors:
-            from railsweep.sweep.detection import run_detection
-
-            t_detect = time.perf_counter()
-            _kill(engines)  # the model-side detectors get the engines' CPUs
-            engines = {}
-            detected = run_detection(spec, exp_id, parent_id, readouts)
-            tables["detection"] = detected["markdown"]
-            timings["detect_s"] = time.perf_counter() - t_detect
-            print(f"\nDetection against the truth ({len(spec.detectors)} detector(s), "
-                  f"{detected['n_rows']} item rows):\n{detected['markdown']}", file=out)  # fmt: skip
-            for line in detected["skipped"]:
-                print(f"[sweep] detection skipped {line}", file=out, flush=True)
-        wall = time.perf_counter() - t_start
-        timings["publish_s"] = (
-            wall - timings["trials_s"] - timings["setup_s"] - timings["engines_ready_s"]
-            - timings.get("detect_s", 0.0) - timings.get("dynamics_s", 0.0)
-        )
-        dyn_failed = bool(dynamics and dynamics["errors"])
-        tracker.log(
-            parent_id,
-            metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
-                     "cells_total": float(len(cells)), **{f"time.{k}": v for k, v in timings.items()}},
-            tags={**({"railsweep.failed_cells": ",".join(map(str, failed))} if failed else {}),
-                  **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})} or None,
+    engines: dict[str, Any] = {}
+    for name, fam in names.items():
+        engines[name] = create_engine_actor(
+            name, _engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
+            num_cpus=plan["engine_cpus"], threads=plan["threads"],
+            max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
+            cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
+            prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
         )  # fmt: skip
-        tracker.terminate(parent_id, "FAILED" if failed or dyn_failed else "FINISHED")
-    except BaseException:
+    run.timings["setup_s"] = time.perf_counter() - run.t_start
+    if engines:
+        ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
+        shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
+        run.say(f"[sweep] {len(engines)} engine(s) ({shares}), each {plan['engine_cpus']} CPU(s) and "
+                f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up "
+                f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
+                f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
+    run.timings["engines_ready_s"] = time.perf_counter() - run.t_start - run.timings["setup_s"]
+    return engines, pool, board, plan
+
+
+def _run_trials(
+    run: _Run,
+    pending: list[SweepCell],
+    pool: Any,
+    board: Any,
+    plan: dict[str, Any],
+    storage_path: str | None,
+    progress_interval: float,
+) -> list[str]:
+    """Step 5: one Tune trial per pending cell, with the live progress line; returns the failed cells' ids."""
+    from ray import tune  # optional heavy dependency: the sweep's
+
+    spec, failed = run.spec, []
+    t_trials = time.perf_counter()
+    if pending:
+        ctx = SweepContext(
+            tracking_uri=spec.tracking.uri, experiment_id=run.experiment_id, parent_id=run.parent_id,
+            sweep_id=run.sweep_id, cells={c.cell_id: _cell_meta(c) for c in run.cells}, pool=pool, board=board,
+            B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
+            clean_wait_s=spec.resources.clean_wait_s, run_tags=run.run_tags, threads=plan["trial_threads"],
+        )  # fmt: skip
+        trainable = tune.with_resources(tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]})
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"cell_id": tune.grid_search([c.cell_id for c in pending])},
+            tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
+            run_config=tune.RunConfig(
+                name=f"railsweep-{run.sweep_id}-{int(time.time())}",
+                storage_path=storage_path,
+                failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures),
+                verbose=0,
+            ),
+        )
+        with ProgressPrinter(board, interval=progress_interval, out=run.out):
+            results = tuner.fit()
+        for res in results:
+            if res.error is not None:
+                cid = res.config.get("cell_id") if res.config else None
+                failed.append(cid)
+                run.say(f"[sweep] cell {cid} FAILED: {type(res.error).__name__}: {res.error}"[:2000])
+    run.timings["trials_s"] = time.perf_counter() - t_trials
+    return failed
+
+
+def _engine_stats(engines: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    import ray  # optional heavy dependency: the sweep's
+
+    stats = {}
+    for name, handle in engines.items():
         try:
-            tracker.terminate(parent_id, "KILLED")
-        finally:
-            _kill(engines)
-        raise
-    _kill(engines)
-    return SweepOutcome(
-        parent_id, exp_id, [c.cell_id for c in cells], skipped, failed, wall, stats, tables, timings, dynamics
+            stats[name] = ray.get(handle.stats.remote(), timeout=60)
+        except Exception as e:  # a dead engine must not hide the sweep's results
+            stats[name] = {"error": str(e)}
+    return stats
+
+
+def _dynamics_step(run: _Run, engines: dict[str, Any]) -> dict[str, Any] | None:
+    """Step 6: with ``temperatures``, the engines killed, every group analysed as a Ray task
+    (:mod:`railsweep.dynamics.ray_step`) and logged under ``dynamics/`` of the parent run; None without."""
+    groups = temperature_groups(run.spec)
+    if not groups:
+        return None
+    _kill(engines)  # idle now: their CPUs go to the teacher forcing
+    t0 = time.perf_counter()
+    cpus = _cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
+    per_group = min(cpus, max(1.0, float(int(cpus // len(groups)))))
+    settings = {f"{g.family}/{g.domain}": settings_for(run.spec, g) for g in groups}
+    read = functools.partial(cell_tables, run.tracker.uri, run.tracker.experiment_id)
+    res = run_groups(groups, settings, read, num_cpus=per_group, out=run.out)
+    if res.done:
+        record = settings_record(run.spec.dynamics_settings, groups[0].temperatures)
+        with tempfile.TemporaryDirectory(prefix="railsweep-dynamics-out-") as tmp:
+            files, metrics, tags = step_outputs(res.done.values(), record, Path(tmp))
+            for f in files:
+                run.tracker.log_artifact(run.parent_id, f, DYNAMICS_DIR)
+        items = list(metrics.items())
+        for i in range(0, len(items), 1000):  # log_batch takes at most 1000 metrics
+            run.tracker.log(run.parent_id, metrics=dict(items[i : i + 1000]), tags=tags if i == 0 else None)
+    seconds = time.perf_counter() - t0
+    run.timings["dynamics_s"] = seconds
+    run.say(f"[sweep] dynamics: {len(res.done)} group(s) analysed and logged under {DYNAMICS_DIR}/ of the parent "
+            f"run in {seconds:.0f} s" + (f"; skipped {sorted(res.skipped)}" if res.skipped else "")
+            + (f"; failed {sorted(res.errors)}" if res.errors else ""))  # fmt: skip
+    return {"groups": sorted(res.done), "skipped": res.skipped, "errors": res.errors, "seconds": seconds}
+
+
+def _publish(run: _Run) -> None:
+    """Step 7: Tables 1–4 and figures on the parent run (a Ray task); print the table asked for."""
+    import ray  # optional heavy dependency: the sweep's
+
+    task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
+    published = ray.get(task.remote(run.spec.tracking.uri, run.parent_id))
+    run.tables.update(published["markdown"])
+    shown = {"all": "table3"}.get(run.table, f"table{run.table}")
+    if shown in run.tables:
+        print(f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{run.tables[shown]}", file=run.out)
+    if "paired_identity" in run.tables:
+        print(f"\n{run.tables['paired_identity']}", file=run.out)
+    if published.get("missing"):
+        run.say(f"[sweep] cells without a FINISHED run: {published['missing']}")
+
+
+def _detection_step(run: _Run) -> None:
+    """Step 8: the detectors, truth-scored, on the parent run (:mod:`~railsweep.sweep.detection`)."""
+    t0 = time.perf_counter()
+    detected = run_detection(run.spec, run.experiment_id, run.parent_id, run.readouts)
+    run.tables["detection"] = detected["markdown"]
+    run.timings["detect_s"] = time.perf_counter() - t0
+    print(f"\nDetection against the truth ({len(run.spec.detectors)} detector(s), "
+          f"{detected['n_rows']} item rows):\n{detected['markdown']}", file=run.out)  # fmt: skip
+    for line in detected["skipped"]:
+        run.say(f"[sweep] detection skipped {line}")
+
+
+def _close_parent(run: _Run, failed: list[str], skipped: list[str], dynamics: dict[str, Any] | None) -> float:
+    """Step 9: the sweep's wall time and phase timings on the parent run, which ends FAILED when a cell or the
+    dynamics step failed, else FINISHED; returns the wall time."""
+    t = run.timings
+    wall = time.perf_counter() - run.t_start
+    t["publish_s"] = (
+        wall - t["trials_s"] - t["setup_s"] - t["engines_ready_s"] - t.get("detect_s", 0.0) - t.get("dynamics_s", 0.0)
     )
+    dyn_failed = bool(dynamics and dynamics["errors"])
+    run.tracker.log(
+        run.parent_id,
+        metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
+                 "cells_total": float(len(run.cells)), **{f"time.{k}": v for k, v in t.items()}},
+        tags={**({"railsweep.failed_cells": ",".join(map(str, failed))} if failed else {}),
+              **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})} or None,
+    )  # fmt: skip
+    run.tracker.terminate(run.parent_id, "FAILED" if failed or dyn_failed else "FINISHED")
+    return wall
 
 
 def _kill(handles: dict[str, Any]) -> None:
-    import ray
+    import ray  # optional heavy dependency: the sweep's
 
     for h in handles.values():
         try:

@@ -10,7 +10,8 @@ The one reader of sweep runs: the sweep's publish step, the notebook and any scr
    they were computed against), and loaders that fetch its Parquet files on first use.
 
 :func:`read_dynamics` reads the tables the dynamics step of a sweep with ``temperatures`` logged on its
-parent run (``dynamics/*.parquet``, :mod:`railsweep.sweep.dynamics_step`).
+parent run (``dynamics/*.parquet``, :mod:`railsweep.dynamics.step`). :func:`cell_tables` is what the dynamics
+step reads its cells with.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from railsweep.dynamics.output import DYNAMICS_DIR
 from railsweep.errors import ConfigError, DataError
 from railsweep.metrics.aggregate import ACROSS
 from railsweep.results.records import FINISHED, MISSING, CellRecord, SweepRecord
@@ -148,6 +150,22 @@ def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> di
     return out
 
 
+def cell_tables(
+    tracking_uri: str, experiment_id: str, cell_ids: Iterable[str], dst: str | Path
+) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
+    """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run, read
+    through files downloaded under ``dst``; a cell without a FINISHED run is left out. Takes the tracking URI
+    (not a :class:`Tracker`) so that, bound with :func:`functools.partial`, it travels to a Ray task."""
+    tracker = Tracker(tracking_uri, experiment_id)
+    out = {}
+    for cid, run in tracker.finished_cells(cell_ids).items():
+        out[cid] = (
+            download_questions(tracker, run, Path(dst) / cid),
+            download_responses(tracker, run, Path(dst) / f"{cid}-responses"),
+        )
+    return out
+
+
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
     """The per-item detection table a sweep with ``detectors`` logged on its parent run
     (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
@@ -236,9 +254,6 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     png = tracker.download(run.info.run_id, "figure1.png", out)
     summary = json.loads(tracker.download(run.info.run_id, "figure1.json", out).read_text())
     return {"run_id": run.info.run_id, "summary": summary, "png": png}
-
-
-DYNAMICS_DIR = "dynamics"  # railsweep.sweep.dynamics_step.DYNAMICS_DIR
 
 
 def read_dynamics(

@@ -310,7 +310,7 @@ class SweepSpec:
     ``primary``: {family, domain}; ``detectors``: names or {name, params, threshold} mappings (scored in
     the same sweep, see the module docstring); ``detection``: their scoring settings; ``temperatures``: a
     sweep dimension of sampling temperatures (``greedy`` or numbers >= 0) at which both M_cl and M_co are
-    sampled, followed by the dynamics step (``dynamics``, see :mod:`railsweep.sweep.dynamics_step`)."""
+    sampled, followed by the dynamics step (``dynamics``, see :mod:`railsweep.dynamics.step`)."""
 
     name: Text
     source: Literal["miniworld", "paths"] = "miniworld"

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from railsweep.sweep.actors import ENGINE_NAMESPACE, apply_thread_budget, write_files
+from railsweep.engines.threads import apply_thread_budget
+from railsweep.sweep.actors import ENGINE_NAMESPACE, write_files
 from railsweep.sweep.reader import download_questions
 from railsweep.sweep.tracking import (
     RESULTS_DIR,
