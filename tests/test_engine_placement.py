@@ -24,8 +24,8 @@ def _data(blob: bytes):
 def test_a_cell_decoded_on_two_engines_gives_the_same_samples_byte_for_byte(ray_client, smoke_world):
     import ray
 
-    from railsweep.sweep import driver
     from railsweep.sweep.actors import create_engine_actor
+    from railsweep.sweep.plan import engine_config
 
     spec = dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)).resolve()
     fam = spec.families[0]
@@ -33,7 +33,7 @@ def test_a_cell_decoded_on_two_engines_gives_the_same_samples_byte_for_byte(ray_
     cells = [c for c in cells if c.adapter in ("clean", "co_gsm8k")]
     assert len(cells) == 3  # the clean reference, Identity and RailCap n=2 on the contaminated model
     engines = [
-        create_engine_actor(f"placement-{threads}", driver._engine_config(spec, fam, "cpu"), num_gpus=0,
+        create_engine_actor(f"placement-{threads}", engine_config(spec, fam, "cpu"), num_gpus=0,
                             num_cpus=0.5, threads=threads, max_restarts=0, max_task_retries=0,
                             prompts_per_call=spec.readout.batch_size)  # fmt: skip
         for threads in (1, 2)

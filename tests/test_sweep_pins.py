@@ -102,8 +102,8 @@ def _table_digest(df) -> str:
 
 
 def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_path):
-    from railsweep.sweep import driver
     from railsweep.sweep.actors import EngineServer
+    from railsweep.sweep.plan import engine_config
 
     spec = dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)).resolve()
     fam = spec.families[0]
@@ -112,7 +112,7 @@ def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_pat
             "this smoke world was trained to other weights than the pinned one (machine-dependent build)"
         )
     server = EngineServer(
-        driver._engine_config(spec, fam, "cpu"), threads=1, prompts_per_call=spec.readout.batch_size
+        engine_config(spec, fam, "cpu"), threads=1, prompts_per_call=spec.readout.batch_size
     )
     got, tables = {}, {}
     for cell in expand(spec):

@@ -11,19 +11,19 @@ import pytest
 import torch
 
 from railsweep.engines.threads import apply_thread_budget, thread_env
-from railsweep.sweep import driver
+from railsweep.sweep import plan
 from railsweep.sweep.spec import FamilySpec, load_spec
 
 
 def _plan(monkeypatch, cpus, gpus, n_engines, device="cpu", **resources):
-    monkeypatch.setattr(driver, "_cluster_resources", lambda: (float(cpus), float(gpus)))
+    monkeypatch.setattr(plan, "cluster_resources", lambda: (float(cpus), float(gpus)))
     spec = load_spec("mini")
     spec = dataclasses.replace(
         spec,
         engine=dataclasses.replace(spec.engine, device=device),
         resources=dataclasses.replace(spec.resources, **resources),
     )
-    return spec, driver.plan_resources(spec, n_engines)
+    return spec, plan.plan_resources(spec, n_engines)
 
 
 @pytest.mark.parametrize("cpus, n_engines, threads", [(2, 3, 1), (2, 2, 1), (2, 1, 2), (16, 16, 1), (16, 3, 5)])
@@ -46,9 +46,9 @@ def test_default_plan_is_one_engine_of_one_thread_per_core(monkeypatch, cpus, fa
     names = ("llama", "neox", "gemma")[:families]
     spec = dataclasses.replace(spec, families=tuple(FamilySpec(n, f"/m/{n}", ()) for n in names))
     pending = [type("Cell", (), {"family": n})() for n in names for _ in range(3)]
-    layout = driver.plan_layout(spec, pending)
+    layout = plan.plan_layout(spec, pending)
     assert set(layout) == set(names) and sum(layout.values()) == engines
-    assert driver.plan_resources(spec, engines)["threads"] == 1
+    assert plan.plan_resources(spec, engines)["threads"] == 1
 
 
 def test_engine_cpus_and_threads_can_be_set_in_the_spec(monkeypatch):
@@ -87,7 +87,7 @@ def test_apply_thread_budget_sets_torch_threads_and_the_environment(monkeypatch)
 def test_engine_batch_is_not_the_prompts_per_call_and_not_part_of_the_sweep_id():
     spec = load_spec("mini")
     family = type("Family", (), {"base": "/m", "adapters": ()})()
-    assert driver._engine_config(spec, family, "cpu")["max_batch_size"] is None  # the backend's default
+    assert plan.engine_config(spec, family, "cpu")["max_batch_size"] is None  # the backend's default
     bigger = dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, max_batch_size=1000))
-    assert driver._engine_config(bigger, family, "cpu")["max_batch_size"] == 1000
+    assert plan.engine_config(bigger, family, "cpu")["max_batch_size"] == 1000
     assert bigger.sweep_id == spec.sweep_id  # the engine's batch changes speed, not samples

@@ -13,10 +13,10 @@ Ray head and MLflow server live in :mod:`railsweep.services`):
 - :mod:`~railsweep.sweep.publish` — finished cells in MLflow → tables and figures on the parent run;
 - :mod:`~railsweep.sweep.detect_cells` — the readout cells a spec's ``detectors`` (cdd, perturb) read;
 - :mod:`~railsweep.sweep.detection` — the detectors on every family × domain, truth-scored, on the parent run;
-- :mod:`~railsweep.sweep.driver` runs the dynamics step of a spec with ``temperatures``
-  (:mod:`railsweep.dynamics.step`, on Ray through :mod:`railsweep.dynamics.ray_step`): fits, gains and
-  predictions under ``dynamics/`` of the parent run;
-- :mod:`~railsweep.sweep.driver` — :func:`run_sweep` wiring it all together;
+- :mod:`~railsweep.sweep.plan` — engines per family and each engine's and trial's CPUs, GPUs and threads;
+- :mod:`~railsweep.sweep.driver` — :func:`run_sweep` wiring it all together, the dynamics step of a spec with
+  ``temperatures`` included (:mod:`railsweep.dynamics.step`, on Ray through :mod:`railsweep.dynamics.ray_step`:
+  fits, gains and predictions under ``dynamics/`` of the parent run);
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
 - :mod:`~railsweep.sweep.options` — the options that choose and override a spec, shared by the job and
   ``railsweep sweep``; ``--dry-run``'s price;

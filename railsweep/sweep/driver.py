@@ -6,7 +6,8 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 2. open the MLflow experiment and the sweep's parent run (reused with ``resume``);
 3. drop cells already FINISHED in MLflow (idempotent cells);
 4. create the engine actors of the families with work left (one per core on CPU, one per GPU, dealt out
-   over the families: :mod:`~railsweep.sweep.pool`) and the pool that leases a free one to each cell;
+   over the families: :mod:`~railsweep.sweep.plan`, :mod:`~railsweep.sweep.pool`) and the pool that leases a
+   free one to each cell;
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import sys
 import tempfile
@@ -44,7 +44,8 @@ from railsweep.sweep.cells import SweepCell, effective_table, expand, settings_f
 from railsweep.sweep.detect_cells import readout_cells
 from railsweep.sweep.detection import run_detection
 from railsweep.sweep.faults import Fault
-from railsweep.sweep.pool import create_engine_pool, engine_layout
+from railsweep.sweep.plan import cluster_resources, engine_config, plan_layout, plan_resources
+from railsweep.sweep.pool import create_engine_pool
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.publish import publish_sweep
 from railsweep.sweep.reader import cell_tables
@@ -65,69 +66,6 @@ class SweepOutcome:
     tables: dict[str, str] = field(default_factory=dict)  # table name → markdown
     timings: dict[str, float] = field(default_factory=dict)  # seconds per driver phase
     dynamics: dict[str, Any] | None = None  # the dynamics step's result (sweeps with temperatures)
-
-
-def _cluster_resources() -> tuple[float, float]:
-    import ray
-
-    res = ray.cluster_resources()
-    return float(res.get("CPU", 0)), float(res.get("GPU", 0))
-
-
-def plan_layout(spec: SweepSpec, pending: list[SweepCell]) -> dict[str, int]:
-    """Engines per family with cells left: one per core (CPU) or GPU, dealt out over the families."""
-    cpus, gpus = _cluster_resources()
-    gpu = spec.engine.device != "cpu" and gpus >= 1
-    left = {f.name: sum(c.family == f.name for c in pending) for f in spec.families}
-    return engine_layout(left, units=int(gpus if gpu else cpus), replicas=spec.resources.engine_replicas)
-
-
-def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
-    """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound.
-
-    Without a GPU the engines' Ray reservation shares the CPUs the trials leave (``trial_cpus`` each,
-    at most ``n_engines x slots_per_engine`` trials; ``resources.engine_cpus`` overrides it), rounded
-    down to 1/1000 CPU so that engines and trials always fit the cluster together. Threads follow the
-    cores, not that reservation (trials mostly wait on the engines): each engine runs the cluster's
-    CPUs over the engines, rounded down, at least 1 — one thread with the default one engine per core
-    (``resources.engine_threads``, or ``engine_cpus`` rounded down, overrides), so the engines' threads
-    never outnumber the cores unless there are more engines than cores.
-    """
-    cpus, gpus = _cluster_resources()
-    r = spec.resources
-    slots = n_engines * r.slots_per_engine
-    want_gpu = spec.engine.device != "cpu" and gpus >= 1
-    if want_gpu:
-        engine_cpus = r.engine_cpus if r.engine_cpus is not None else 1.0
-        num_gpus = 1.0
-    else:
-        num_gpus = 0.0
-        free = max(cpus - slots * r.trial_cpus, 0.1 * n_engines)
-        engine_cpus = r.engine_cpus if r.engine_cpus is not None else free / max(n_engines, 1)
-    engine_cpus = math.floor(engine_cpus * 1000) / 1000
-    cores = int(engine_cpus) if want_gpu or r.engine_cpus is not None else int(cpus // max(n_engines, 1))
-    threads = r.engine_threads or max(1, cores)
-    return {
-        "num_gpus": num_gpus,
-        "engine_cpus": engine_cpus,
-        "threads": threads,
-        "omp_wait_policy": r.omp_wait_policy,
-        "trial_cpus": r.trial_cpus,
-        "trial_threads": max(1, int(r.trial_cpus)),
-        "max_concurrent": slots,
-        "device": spec.engine.device if want_gpu or spec.engine.device == "cpu" else "cpu",
-    }
-
-
-def _engine_config(spec: SweepSpec, family: Any, device: str) -> dict[str, Any]:
-    return {
-        "backend": spec.engine.backend,
-        "model": family.base,
-        "adapters": [list(a) for a in family.adapters],
-        "device": device,
-        "dtype": spec.engine.dtype,
-        "max_batch_size": spec.engine.max_batch_size,  # None: the backend's default (fills the machine)
-    }
 
 
 def _cell_meta(cell: SweepCell) -> dict[str, Any]:
@@ -306,7 +244,7 @@ def _start_engines(
     engines: dict[str, Any] = {}
     for name, fam in names.items():
         engines[name] = create_engine_actor(
-            name, _engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
+            name, engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
             num_cpus=plan["engine_cpus"], threads=plan["threads"],
             max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
@@ -388,7 +326,7 @@ def _dynamics_step(run: _Run, engines: dict[str, Any]) -> dict[str, Any] | None:
         return None
     _kill(engines)  # idle now: their CPUs go to the teacher forcing
     t0 = time.perf_counter()
-    cpus = _cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
+    cpus = cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
     per_group = min(cpus, max(1.0, float(int(cpus // len(groups)))))
     settings = {f"{g.family}/{g.domain}": settings_for(run.spec, g) for g in groups}
     read = functools.partial(cell_tables, run.tracker.uri, run.tracker.experiment_id)
