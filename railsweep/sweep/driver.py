@@ -147,7 +147,7 @@ def run_sweep(
     pending, skipped = _pending_cells(run)
     engines: dict[str, Any] = {}
     try:
-        engines, pool, board, plan = _start_engines(run, pending, len(skipped), fault)
+        pool, board, plan = _start_engines(run, engines, pending, len(skipped), fault)
         failed = _run_trials(run, pending, pool, board, plan, storage_path, progress_interval)
         stats = _engine_stats(engines)
         dynamics = _dynamics_step(run, engines) if table == "all" and publish else None
@@ -227,9 +227,10 @@ def _pending_cells(run: _Run) -> tuple[list[SweepCell], list[str]]:
 
 
 def _start_engines(
-    run: _Run, pending: list[SweepCell], n_skipped: int, fault: Fault | None
-) -> tuple[dict[str, Any], Any, Any, dict[str, Any]]:
-    """Step 4: (engine actors by name, the pool that leases them, the progress board, the resource plan)."""
+    run: _Run, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int, fault: Fault | None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Step 4: the engine actors, added to ``engines`` by name as each is created (so that a failure part-way
+    still kills the ones that exist); returns (the pool that leases them, the progress board, the plan)."""
     import ray  # optional heavy dependency: the sweep's
 
     spec = run.spec
@@ -241,7 +242,6 @@ def _start_engines(
         len(run.cells), n_skipped, fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
     )
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout})
-    engines: dict[str, Any] = {}
     for name, fam in names.items():
         engines[name] = create_engine_actor(
             name, engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
@@ -259,7 +259,7 @@ def _start_engines(
                 f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                 f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
     run.timings["engines_ready_s"] = time.perf_counter() - run.t_start - run.timings["setup_s"]
-    return engines, pool, board, plan
+    return pool, board, plan
 
 
 def _run_trials(
