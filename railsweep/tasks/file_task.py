@@ -23,17 +23,11 @@ from jinja2 import TemplateError
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks.base import Grade, Question
+from railsweep.tasks.extraction import grade_with
 from railsweep.tasks.gsm8k import read_leak_split
 from railsweep.tasks.rows import format_of, read_hub, read_rows
-from railsweep.tasks.task_file import TaskSpec
+from railsweep.tasks.task_file import TaskSpec, fill_path
 from railsweep.tasks.templates import compile_condition, compile_template
-
-
-def _fill(spec: TaskSpec, template: str, task_dir: str | Path | None, split: str) -> Path:
-    if "{task_dir}" in template and task_dir is None:
-        raise ConfigError(f"task {spec.name!r} ({spec.source}) reads its data from {{task_dir}}: give --task-dir")
-    path = Path(template.replace("{task_dir}", str(task_dir)).replace("{split}", split)).expanduser()
-    return path if path.is_absolute() else spec.source.parent / path
 
 
 def _render(fn: Any, row: dict[str, Any], where: str, field: str) -> str:
@@ -78,7 +72,7 @@ class FileTask:
         d = self.spec.data
         if d.hub is not None:
             return read_hub(d.hub, d.config, split), None
-        path = _fill(self.spec, d.path, task_dir, split)  # type: ignore[arg-type]
+        path = fill_path(self.spec, d.path, task_dir, split)  # type: ignore[arg-type]
         return read_rows(path, format_of(path, d.format)), path  # type: ignore[arg-type]
 
     def _render_prefix(self, task_dir: Any, override: str | Path | None) -> str:
@@ -87,7 +81,7 @@ class FileTask:
         if f is None:
             return head
         if override is not None or f.path is not None:
-            path = Path(override) if override is not None else _fill(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
+            path = Path(override) if override is not None else fill_path(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
             if not path.is_file():
                 raise DataError(f"few-shot exemplar file not found: {path}")
             exemplars = read_rows(path, format_of(path) or "json")
@@ -162,11 +156,11 @@ class FileTask:
         return self._prompts[question.index]
 
     def grade(self, response: str, question: Question) -> Grade:
-        return self._extractor.grade(response, question.gold, self.stop)
+        return grade_with(self._extractor, response, question.gold, self.stop)
 
     def grade_under(self, rule: str, response: str, gold: str) -> Grade:
         """``response`` graded under another of the file's answer rules (for the rule-agreement counts)."""
-        return self.spec.rule(rule).grade(response, gold, self.stop)
+        return grade_with(self.spec.rule(rule), response, gold, self.stop)
 
     def gold_chain(self, question: Question) -> str:
         """The gold chain of thought the task file's ``gold_chain`` template renders (the dynamics step)."""

@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.extraction import GRADER_TYPES, SELECTS, STEP_KINDS, Extractor, Grader, Step
+from railsweep.tasks.answer_spec import GRADER_TYPES, SELECTS, STEP_KINDS, Extractor, Grader, Step
 from railsweep.tasks.rows import FORMATS, format_of
 from railsweep.tasks.templates import TemplateError, compile_condition, compile_template
 
@@ -141,6 +141,28 @@ class TaskSpec:
     def uses_task_dir(self) -> bool:
         paths = [self.data.path, self.fewshot.path if self.fewshot else None]
         return any(p is not None and "{task_dir}" in p for p in paths)
+
+
+def fill_path(spec: TaskSpec, template: str, task_dir: str | Path | None, split: str) -> Path:
+    """A data or few-shot path with ``{task_dir}`` and ``{split}`` filled in; relative to the task file."""
+    if "{task_dir}" in template and task_dir is None:
+        raise ConfigError(f"task {spec.name!r} ({spec.source}) reads its data from {{task_dir}}: give --task-dir")
+    path = Path(template.replace("{task_dir}", str(task_dir)).replace("{split}", split)).expanduser()
+    return path if path.is_absolute() else spec.source.parent / path
+
+
+def data_files(
+    spec: TaskSpec, task_dir: str | Path | None, split: str, fewshot: str | Path | None = None
+) -> list[Path]:
+    """The local files a task reads (task file, data, exemplars), for provenance checksums; nothing is read."""
+    files = [spec.source]
+    if spec.data.path is not None:
+        files.append(fill_path(spec, spec.data.path, task_dir, split))
+    if fewshot is not None:
+        files.append(Path(fewshot))
+    elif spec.fewshot is not None and spec.fewshot.path is not None:
+        files.append(fill_path(spec, spec.fewshot.path, task_dir, split))
+    return files
 
 
 class _Reader:
