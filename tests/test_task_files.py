@@ -30,11 +30,12 @@ FIXTURE = Path(__file__).parent / "fixtures" / "lm_eval_gsm8k_cot.json"
 PQ_FILE = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
 
 
-def _pq_reference(pq_file: Path, gsm8k: GSM8KTask, fewshot: Path) -> GSM8KTask:
+def _pq_reference(pq_file: Path, gsm8k: GSM8KTask, fewshot: Path, rule: str = "final") -> GSM8KTask:
     """The coded PQ task: load_paraphrases' questions (empty rows left out) with the test split's gold."""
     gold = {q.index: q.gold for q in gsm8k.questions()}
     para = load_paraphrases(pq_file)
-    return GSM8KTask([Question(i, t, "", gold[i]) for i, t in sorted(para.items())], load_exemplars(fewshot))
+    questions = [Question(i, t, "", gold[i]) for i, t in sorted(para.items())]
+    return GSM8KTask(questions, load_exemplars(fewshot), answer_rule=rule)
 
 
 def test_the_package_ships_gsm8k_and_pq_task_files():
@@ -122,7 +123,7 @@ def test_cells_run_from_the_task_files_write_the_coded_tasks_tables_on_the_smoke
     assert qa.num_rows == 24 and ra.num_rows == 48
 
     pq_cell = CellConfig(**common, task="pq")
-    reference = _pq_reference(data / "pq_test.jsonl", coded, data / "cot_8shot.json")
+    reference = _pq_reference(data / "pq_test.jsonl", coded, data / "cot_8shot.json", rule)
     c = evaluate_cell(pq_cell, eng, out_dir=tmp_path / "pq")  # the pq file, loaded from the cell
     d = evaluate_cell(cell, eng, reference, out_dir=tmp_path / "pq_coded")
     qc, rc, gc = _tables(c.paths.questions)
