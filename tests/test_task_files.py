@@ -276,10 +276,42 @@ def test_eval_refuses_a_bad_task_file_with_one_line_before_loading_anything(tmp_
 
 @pytest.mark.parametrize(
     "argv_task,message",
-    [("gsm8", "--task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, pq); did you mean 'gsm8k'?"),
+    [("gsm8", "task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, pq); did you mean 'gsm8k'?"),
      ("pq", "--task pq: the task file reads its data from {task_dir}; give --task-dir")],
 )  # fmt: skip
 def test_eval_refuses_an_unknown_task_or_a_missing_task_dir(argv_task, message, tmp_path, model_dir, capsys):
     argv = ["eval", "--model", str(model_dir), "--task", argv_task, "--strategy", "identity", "--out", str(tmp_path / "o")]
     code = main(argv)
     assert code == 2 and capsys.readouterr().err.strip() == f"railsweep: error: {message}"
+
+
+def _spec_with_task(task):
+    import dataclasses
+
+    from railsweep.sweep.spec import FamilySpec, load_spec
+
+    adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
+    spec = dataclasses.replace(
+        load_spec("smoke"), source="paths", families=(FamilySpec("llama", "/p/base", adapters),), data_dir="/p/data"
+    )
+    return spec, dataclasses.replace(spec, readout=dataclasses.replace(spec.readout, task=task))
+
+
+def test_a_spec_task_reaches_every_cell_and_a_custom_files_content_changes_the_sweep_id(custom):
+    from railsweep.sweep.cells import expand
+
+    path = custom / "capitals.yaml"
+    plain, pq_spec = _spec_with_task("pq")
+    assert {c.config.task for c in expand(pq_spec)} == {"pq"} and pq_spec.sweep_id != plain.sweep_id
+    assert _spec_with_task("gsm8k")[1].sweep_id != plain.sweep_id  # the spec names it; its cells keep their ids
+    assert [c.cell_id for c in expand(_spec_with_task("gsm8k")[1])] == [c.cell_id for c in expand(plain)]
+    before = _spec_with_task(str(path))[1].sweep_id
+    path.write_text(path.read_text() + "# edited\n")
+    assert _spec_with_task(str(path))[1].sweep_id != before
+
+
+def test_a_spec_naming_a_bad_task_file_is_refused_naming_its_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(CUSTOM.replace("select: first", "select: middle"))
+    with pytest.raises(ConfigError, match=r"answer_rules\.exact\.extract\[0\]\.select: must be one of"):
+        _spec_with_task(str(path))

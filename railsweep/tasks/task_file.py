@@ -67,7 +67,7 @@ def resolve_task_ref(ref: str) -> Path:
     near = difflib.get_close_matches(ref, builtin_tasks(), n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
     raise ConfigError(
-        f"--task {ref!r}: neither a task file nor a shipped task (shipped: {', '.join(builtin_tasks())}){hint}"
+        f"task {ref!r}: neither a task file nor a shipped task (shipped: {', '.join(builtin_tasks())}){hint}"
     )
 
 
