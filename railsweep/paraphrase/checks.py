@@ -6,9 +6,10 @@ numbers, says nothing of the answer, and is really reworded. In order:
 
 1. ``empty``: no words;
 2. ``answer_leak``: a solution marker (``####``, ``answer is``, ``answer:``, ``solution:``) the original
-   lacks, or the gold value stated more often than in the original;
+   lacks, or the gold value stated where the original never states it;
 3. ``numbers_missing`` / ``numbers_added``: every number of the original (see
-   :mod:`railsweep.paraphrase.numbers`) stated at least as often, and no value the original lacks;
+   :mod:`railsweep.paraphrase.numbers`) stated at least as often, and no value the original lacks (a
+   value may be repeated: ``each of the 16 eggs`` restates a number, it does not change one);
 4. ``near_copy``: ROUGE-L to the original at or above ``max_rouge``.
 
 The gold answer is never checked against the model's output: it is carried over from the input.
@@ -50,7 +51,7 @@ def _leak(original: str, paraphrase: str, gold: str) -> str | None:
     if marker and not _LEAK.search(original):
         return f"solution marker {marker.group(0)!r}"
     g = value(gold)
-    if g is not None and numbers(paraphrase)[g] > numbers(original)[g]:
+    if g is not None and numbers(paraphrase)[g] and not numbers(original)[g]:
         return f"states the gold answer {gold}"
     return None
 

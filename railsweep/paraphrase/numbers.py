@@ -4,9 +4,12 @@ Rule (what counts as a number):
 - a number written in digits, thousands commas and a leading sign dropped, compared by value
   (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = ``3``, ``25%`` = ``25``);
 - a cardinal number word: zero to twenty, the tens (thirty ... ninety), hundred, thousand, million,
-  and hyphenated tens-units such as ``twenty-five``; so ``three eggs`` and ``3 eggs`` state the same 3.
+  and hyphenated tens-units such as ``twenty-five``; so ``three eggs`` and ``3 eggs`` state the same 3;
+- a word that states a count or a factor: ``twice`` / ``double`` (2), ``thrice`` / ``triple`` (3),
+  ``quadruple`` (4), so ``twice a week`` may become ``2 times a week``.
 
-Not counted: ordinals (``third``), fractions in words (``half``), ``dozen``, ``pair``, multi-word
+Not counted: the word ``one`` (as often an article as a quantity: ``one day``, ``one of them``, ``a
+single glass``; a 1 written in digits counts), ordinals (``third``), fractions in words (``half``), ``dozen``, ``pair``, multi-word
 numbers (``two hundred`` is 2 and 100). A paraphrase that turns ``a dozen`` into ``12`` is refused as
 adding a number: refusing a good paraphrase costs one retry, keeping a changed number corrupts the item.
 """
@@ -22,7 +25,15 @@ _UNITS = (
     "sixteen seventeen eighteen nineteen twenty"
 ).split()
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-WORDS = {**{w: i for i, w in enumerate(_UNITS)}, **_TENS, "hundred": 100, "thousand": 1000, "million": 10**6}
+_COUNTS = {"twice": 2, "double": 2, "thrice": 3, "triple": 3, "quadruple": 4}
+WORDS = {
+    **{w: i for i, w in enumerate(_UNITS) if w != "one"},
+    **_TENS,
+    **_COUNTS,
+    "hundred": 100,
+    "thousand": 1000,
+    "million": 10**6,
+}
 
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _TENS_UNITS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-(?:one|two|three|four|five|six|seven|eight|nine)"
