@@ -143,6 +143,7 @@ def write_all(files: dict[Path, str]) -> None:
     tmps = {path: path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp") for path in files}
     try:
         for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
             tmps[path].write_text(text, encoding="utf-8")
         for path, tmp in tmps.items():
             os.replace(tmp, path)
