@@ -32,6 +32,7 @@ COMMANDS = (
     "sweep",
     "detect",
     "dynamics",
+    "paraphrase",
 )
 EXIT_USER_ERROR = 2
 

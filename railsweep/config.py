@@ -7,7 +7,9 @@ config (strategy defaults filled in), so the same cell always gets the same id
 and reruns are idempotent. A cell graded under the default answer rule
 (``final``) leaves the rule out of its dict and so keeps the id it had before
 answer rules could be chosen; likewise a numeric (GSM8K) cell leaves out its
-answer type. Every field is checked at construction and an
+answer type, and a cell on the built-in task (no task file, or the shipped ``gsm8k`` file, which
+declares the same task) leaves out ``task``. A cell on another task file records the file and its
+content hash (``task_sha256``), so editing the file makes new cells. Every field is checked at construction and an
 invalid value raises :class:`~railsweep.errors.ConfigError` naming it.
 """
 
@@ -23,8 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, MATH_FEWSHOT
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, DEFAULT_TASK, MATH_FEWSHOT
 from railsweep.tasks.grading import check_answer_rule, check_answer_type
+from railsweep.tasks.task_file import TaskSpec, data_files, load_task_file
 
 Backend = Literal["transformers", "vllm"]
 Role = Literal["clean", "mitigated"]
@@ -138,6 +141,13 @@ class CellConfig:
         answer_type: what a gold answer is: ``numeric`` (GSM8K, ``#### N``) or ``math`` (LaTeX in
             ``\\boxed{}``, :mod:`railsweep.tasks.math_grading`, rules ``final``/``first`` only); in the dict
             and the id only when it is not ``numeric``.
+        task: a task file (path) or a shipped task's name (``railsweep.tasks.task_file.builtin_tasks()``);
+            None = the built-in task of ``answer_type`` read from ``task_dir``. ``"gsm8k"`` is that built-in
+            task declared as a file, so it is stored as None and keeps the cell id. With a task file,
+            ``answer_rule`` names one of its rules (``final`` stands for its first rule when it has no rule
+            of that name) and ``answer_type`` is its grader's type.
+        task_sha256: sha256 of a task file that is not shipped; filled in from the file when not given,
+            and checked against it when the task loads.
     """
 
     model: str
@@ -160,6 +170,8 @@ class CellConfig:
     base_adapter: str | None = None
     answer_rule: str = DEFAULT_ANSWER_RULE
     answer_type: str = DEFAULT_ANSWER_TYPE
+    task: str | None = None
+    task_sha256: str | None = None
 
     def __post_init__(self) -> None:
         from railsweep.strategies.base import config_dict, make_config
@@ -173,8 +185,15 @@ class CellConfig:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, str(value))
-        check_answer_rule(self.answer_rule)
-        check_answer_type(self.answer_type, self.answer_rule)
+        if self.task == DEFAULT_TASK and self.answer_type == DEFAULT_ANSWER_TYPE:
+            object.__setattr__(self, "task", None)
+        if self.task is None:
+            if self.task_sha256 is not None:
+                raise ConfigError(f"task_sha256 is only recorded with a task file, got {self.task_sha256!r}")
+            check_answer_rule(self.answer_rule)
+            check_answer_type(self.answer_type, self.answer_rule)
+        else:
+            self._check_task_file()
         _check_int("m", self.m, minimum=1)
         _check_int("seed", self.seed, minimum=0)
         _check_int("max_new_tokens", self.max_new_tokens, minimum=1)
@@ -204,6 +223,30 @@ class CellConfig:
                 f"strategy_params must be JSON values, got {self.strategy_params!r}: {e}"
             ) from e
 
+    def task_spec(self) -> TaskSpec | None:
+        """The cell's task file, checked (None for the built-in task)."""
+        return None if self.task is None else load_task_file(self.task)
+
+    def _check_task_file(self) -> None:
+        """Resolve the rule and answer type against the task file; record a custom file's content hash."""
+        if not isinstance(self.task, (str, Path)) or not str(self.task):
+            raise ConfigError(f"cell task must be a task file or a shipped task's name, got task={self.task!r}")
+        object.__setattr__(self, "task", str(self.task))
+        spec = load_task_file(self.task)
+        if self.answer_rule == DEFAULT_ANSWER_RULE and self.answer_rule not in spec.rule_names:
+            object.__setattr__(self, "answer_rule", spec.rule_names[0])
+        spec.rule(self.answer_rule)  # names the rules when it has no such one
+        if self.answer_type not in (DEFAULT_ANSWER_TYPE, spec.answer_type):
+            raise ConfigError(
+                f"answer_type={self.answer_type!r} but task file {spec.source} grades {spec.answer_type!r} answers"
+            )
+        object.__setattr__(self, "answer_type", spec.answer_type)
+        if spec.builtin:
+            if self.task_sha256 is not None:
+                raise ConfigError(f"task_sha256 is not recorded for the shipped task {self.task!r}")
+        elif self.task_sha256 is None:
+            object.__setattr__(self, "task_sha256", spec.sha256)
+
     # ---------------------------------------------------------------- identity
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,6 +261,9 @@ class CellConfig:
             del d["answer_rule"]
         if self.answer_type == DEFAULT_ANSWER_TYPE:
             del d["answer_type"]
+        for name in ("task", "task_sha256"):
+            if d[name] is None:
+                del d[name]
         return d
 
     @classmethod
@@ -256,6 +302,10 @@ class CellConfig:
 
     def task_files(self) -> list[Path]:
         """The data files this cell reads (for checksums)."""
+        spec = self.task_spec()
+        if spec is not None:
+            files = data_files(spec, self.task_dir, self.split, self.fewshot)
+            return files + ([Path(self.leak_split)] if self.leak_split else [])
         root = Path(self.task_dir)
         files = [
             root / f"{self.split}.jsonl",

@@ -19,6 +19,11 @@ class DataError(RailsweepError, ValueError):
     """An input file is missing or malformed; the message names file and line."""
 
 
+class ServiceError(RailsweepError):
+    """A service railsweep calls (a chat endpoint) is unreachable, refuses, or answers malformed; the message
+    names its address."""
+
+
 class MissingDependencyError(RailsweepError, ImportError):
     """An optional dependency is not installed; the message carries the install command."""
 

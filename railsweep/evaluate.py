@@ -21,6 +21,7 @@ from railsweep.results.io import CellPaths, write_cell
 from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
+from railsweep.tasks.file_task import FileTask
 from railsweep.tasks.math_task import MathTask
 
 
@@ -57,10 +58,22 @@ class CellResult:
 
 
 def load_task(cell: CellConfig) -> Task:
-    """The task a cell names (GSM8K format in ``cell.task_dir``, MATH format for ``answer_type="math"``);
-    malformed data → DataError."""
+    """The task a cell names: its task file (:class:`FileTask`), else GSM8K format in ``cell.task_dir``, or
+    MATH format for ``answer_type="math"``; malformed data, or a task file edited since the cell was
+    configured → DataError."""
     from railsweep.tasks.gsm8k import GSM8KTask
 
+    spec = cell.task_spec()
+    if spec is not None:
+        if cell.task_sha256 is not None and cell.task_sha256 != spec.sha256:
+            raise DataError(
+                f"task file {spec.source} changed since this cell was configured (sha256 {spec.sha256[:16]}..., "
+                f"the cell records {cell.task_sha256[:16]}...)"
+            )
+        return FileTask(
+            spec, cell.task_dir, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit,
+            leak_split=cell.leak_split, answer_rule=cell.answer_rule,
+        )
     root = Path(cell.task_dir)
     if not root.is_dir():
         raise DataError(f"task directory not found: {root}")
@@ -157,6 +170,7 @@ def evaluate_cell(
         cell.answer_rule,
         tuple(task.stop),
         cell.answer_type,
+        task if isinstance(task, FileTask) else None,
     )
     if provenance is None:
         provenance = prov.collect(cell.task_files())

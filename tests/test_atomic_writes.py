@@ -58,3 +58,12 @@ def test_a_failure_after_the_first_rename_removes_the_renamed_file_too(tmp_path,
         write_all_atomic({tmp_path / "a": synced_text("a"), tmp_path / "b": synced_text("b")})
     assert calls == [tmp_path / "a", tmp_path / "b"]  # "a" was in place when "b" failed
     assert list(tmp_path.iterdir()) == []
+
+
+def test_files_in_two_new_directories_leave_neither_behind_when_one_fails(tmp_path):
+    a, b = tmp_path / "rows" / "pq.jsonl", tmp_path / "reports" / "pq.json"
+    with pytest.raises(Boom):
+        write_all_atomic({a: synced_text("rows"), b: _half_then_fail})
+    assert list(tmp_path.iterdir()) == []
+    write_all_atomic({a: synced_text("rows"), b: synced_text("{}")})
+    assert (a.read_text(), b.read_text()) == ("rows", "{}")

@@ -15,6 +15,7 @@ from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
+from railsweep.tasks.task_file import builtin_tasks, load_task_file
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -44,10 +45,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="reference base adapter (default: adapter disabled)",
     )
     p.add_argument(
+        "--task",
+        default=None,
+        metavar="FILE|NAME",
+        help="a task file (YAML: data, prompt, answer extraction, grader; docs/tasks.md) or a shipped task's "
+        f"name ({', '.join(builtin_tasks())}); default: the built-in task of --answer-type",
+    )
+    p.add_argument(
         "--task-dir",
-        required=True,
+        default=None,
         help="directory with <split>.jsonl: GSM8K format ({question, answer ending '#### N'}), or MATH format "
-        "({problem, solution with a \\boxed{} answer}) with --answer-type math",
+        "({problem, solution with a \\boxed{} answer}) with --answer-type math; with --task, what the task "
+        "file's {task_dir} stands for. Required unless --task names a file that needs none",
     )
     p.add_argument("--split", type=at.text, default="test")
     p.add_argument(
@@ -81,7 +90,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="how a response's answer is read: final = the last 'The answer is N', else the last number "
         "(default); first = the first 'The answer is N', else the last number; lm_eval = "
         "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does; "
-        "with --answer-type math: final = the last \\boxed{} answer, first = the first",
+        "with --answer-type math: final = the last \\boxed{} answer, first = the first; with --task, the task "
+        "file's rule of that name (final: its first rule when it has none so named)",
     )
     p.add_argument(
         "--answer-type",
@@ -127,6 +137,19 @@ def parse_value(text: str) -> Any:
         return text
 
 
+def task_dir_of(args: argparse.Namespace) -> str:
+    """``--task-dir``, or for a task file that names its data itself, the file's folder (where its relative
+    paths point); a missing ``--task-dir`` that is needed -> ConfigError. Checks the task file completely."""
+    spec = load_task_file(args.task) if args.task is not None else None
+    if args.task_dir is not None:
+        return args.task_dir  # its existence is checked where the task loads
+    if spec is None:
+        raise ConfigError("give --task-dir (the data directory) or --task (a task file)")
+    if spec.uses_task_dir():
+        raise ConfigError(f"--task {args.task}: the task file reads its data from {{task_dir}}; give --task-dir")
+    return str(spec.source.parent)
+
+
 def run(args: argparse.Namespace) -> int:
     from railsweep.config import CellConfig, EngineConfig
     from railsweep.evaluate import evaluate_cell, load_task
@@ -134,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
     # 1. configuration (cheap checks first: nothing is loaded or written yet)
     check_decode_memory(args.m, args.max_new_tokens)
+    task_dir = task_dir_of(args)
     adapters = parse_pairs(args.adapter, "--adapter")
     engine_cfg = EngineConfig(
         backend=args.backend,
@@ -156,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_new_tokens=args.max_new_tokens,
         limit=args.limit,
-        task_dir=args.task_dir,
+        task_dir=task_dir,
         split=args.split,
         fewshot=args.fewshot,
         leak_split=args.leak_split,
@@ -165,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
         base_adapter=args.base_adapter,
         answer_rule=args.answer_rule,
         answer_type=args.answer_type,
+        task=args.task,
     )
     for flag, name in (
         ("--use-adapter", cell.adapter),

@@ -43,21 +43,20 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 
 
 def write_all_atomic(writers: Mapping[Path, Writer]) -> list[Path]:
-    """Several files in one directory, all or none.
+    """Several files, all or none.
 
-    1. each file is written to its temporary sibling (the directory is created when missing);
+    1. each file is written to its temporary sibling (missing directories are created);
     2. the temporaries are renamed over their targets in order;
-    3. on any error, every temporary and every target already renamed is removed, and a directory this
+    3. on any error, every temporary and every target already renamed is removed, and each directory this
        call created is removed again when it is empty.
     """
     paths = [Path(p) for p in writers]
-    parent = paths[0].parent
-    created = not parent.exists()
+    created = [d for d in dict.fromkeys(p.parent for p in paths) if not d.exists()]
     tmp = {p: temporary_sibling(p) for p in paths}
     placed: list[Path] = []
     try:
-        parent.mkdir(parents=True, exist_ok=True)
         for p, write in zip(paths, writers.values()):
+            p.parent.mkdir(parents=True, exist_ok=True)
             write(tmp[p])
         for p in paths:
             os.replace(tmp[p], p)
@@ -66,9 +65,9 @@ def write_all_atomic(writers: Mapping[Path, Writer]) -> list[Path]:
         for p in [*tmp.values(), *placed]:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
-        if created:
+        for d in reversed(created):
             with contextlib.suppress(OSError):
-                parent.rmdir()  # only succeeds when empty
+                d.rmdir()  # only succeeds when empty
         raise
     return paths
 

@@ -95,6 +95,7 @@ def _common(spec: SweepSpec) -> dict[str, Any]:
         leak_split=spec.leak_split,
         answer_rule=r.answer_rule,
         answer_type=r.answer_type,
+        task=r.task,
     )
 
 

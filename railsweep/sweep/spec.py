@@ -59,6 +59,7 @@ from railsweep.sweep._schema import (
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerRule, AnswerType
 from railsweep.tasks.grading import check_answer_type
 from railsweep.tasks.math_data import read_math_jsonl
+from railsweep.tasks.task_file import load_task_file
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (
@@ -199,7 +200,8 @@ class Readout:
     last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
     ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison). ``answer_type``: what a gold
     answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
-    railsweep.tasks.math_grading under ``final`` or ``first`` only)."""
+    railsweep.tasks.math_grading under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
+    name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task."""
 
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
@@ -209,10 +211,14 @@ class Readout:
     limit: PosInt | None = None  # first N test questions (None = all)
     answer_rule: AnswerRule = DEFAULT_ANSWER_RULE
     answer_type: AnswerType = DEFAULT_ANSWER_TYPE
+    task: Text | None = None
 
     @model_validator(mode="after")
     def _rule_reads_the_type(self) -> Readout:
-        check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
+        if self.task is not None:
+            load_task_file(self.task)  # checked completely now, before any cell is built
+        else:
+            check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
         return self
 
 
@@ -500,6 +506,10 @@ class SweepSpec:
             d["readout"].pop("answer_rule")
         if d["readout"]["answer_type"] == DEFAULT_ANSWER_TYPE:  # and numeric (GSM8K) specs
             d["readout"].pop("answer_type")
+        if self.readout.task is None:  # and specs on the built-in task
+            d["readout"].pop("task")
+        elif not (spec := load_task_file(self.readout.task)).builtin:  # a custom file: its content counts
+            d["readout"]["task_sha256"] = spec.sha256
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 

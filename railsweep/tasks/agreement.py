@@ -9,7 +9,8 @@ under every rule; the counts go into the cell's results
 
 A MATH-style cell (``answer_type="math"``) is re-graded under the rules that
 type has (``final``: last ``\\boxed{}``, ``first``: first box); the harness's
-gsm8k_cot counts do not apply to it and stay 0.
+gsm8k_cot counts do not apply to it and stay 0. A cell on a task file is
+re-graded under every answer rule the file declares.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from railsweep.tasks.base import DEFAULT_ANSWER_TYPE, RULES_BY_TYPE
+from railsweep.tasks.base import DEFAULT_ANSWER_TYPE, RULES_BY_TYPE, Grade
+from railsweep.tasks.file_task import FileTask
 from railsweep.tasks.grading import STOP, check_answer_rule, check_answer_type, cut_at_stop, grade
 from railsweep.tasks.lm_eval_gsm8k import flexible_extract_correct, strict_match_correct
 from railsweep.tasks.math_grading import grade_math
@@ -63,17 +65,26 @@ def rule_agreement(
     answer_rule: str,
     stop: tuple[str, ...] = STOP,
     answer_type: str = DEFAULT_ANSWER_TYPE,
+    task: FileTask | None = None,
 ) -> RuleAgreement:
-    """Grade every ``(response text, gold)`` under every rule of ``answer_type`` and count where they part ways."""
-    check_answer_rule(answer_rule)
-    check_answer_type(answer_type, answer_rule)
+    """Grade every ``(response text, gold)`` under every rule of ``answer_type`` (of ``task``, when it is a
+    task file's) and count where they part ways."""
     numeric = answer_type == "numeric"
-    rules = RULES_BY_TYPE[answer_type]
+    if task is not None:
+        rules = task.spec.rule_names
+        task.spec.rule(answer_rule)
+
+        def grader(text: str, gold: str, stop: tuple[str, ...], rule: str) -> Grade:
+            return task.grade_under(rule, text, gold)
+    else:
+        check_answer_rule(answer_rule)
+        check_answer_type(answer_type, answer_rule)
+        rules = RULES_BY_TYPE[answer_type]
+        grader = grade if numeric else grade_math
     others = [r for r in rules if r != answer_rule]
     n = disagree = strict = flexible = 0
     correct = dict.fromkeys(rules, 0)
     differ = dict.fromkeys(others, 0)
-    grader = grade if numeric else grade_math
     for text, gold in responses:
         verdicts = {rule: grader(text, gold, stop, rule).correct for rule in rules}
         n += 1

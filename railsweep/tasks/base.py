@@ -19,6 +19,8 @@ AnswerType = Literal["numeric", "math"]
 ANSWER_TYPES: tuple[str, ...] = get_args(AnswerType)
 DEFAULT_ANSWER_TYPE = "numeric"
 RULES_BY_TYPE: dict[str, tuple[str, ...]] = {"numeric": ANSWER_RULES, "math": ("final", "first")}
+# The shipped task file that declares the built-in GSM8K task (railsweep/tasks/builtin/gsm8k.yaml).
+DEFAULT_TASK = "gsm8k"
 # The CoT exemplars a MATH-style task prompts with unless given others (four solutions ending in \boxed{}).
 MATH_FEWSHOT = Path(__file__).with_name("math_fewshot.json")
 

@@ -1,0 +1,172 @@
+"""``railsweep paraphrase``: build the PQ domain for a GSM8K-style test set with any OpenAI-compatible endpoint.
+
+``railsweep paraphrase --test test.jsonl --endpoint http://127.0.0.1:8000/v1 --model NAME --out pq.jsonl``
+sends each question with the paper's Appendix A prompt, keeps a reply only when it passes every check
+(:mod:`railsweep.paraphrase.checks`), retries up to ``--retries`` times, and writes the kept items as PQ
+rows plus a JSON report (kept / retried / rejected, the reason for every refusal). Steps:
+
+1. options, the output paths, the API key's environment variable and the test file are checked;
+2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question is sent);
+3. every question is paraphrased; a transport or format error of the endpoint stops the run;
+4. both files are written at the end, each through a temporary file renamed into place: a failed
+   run leaves no output, and an earlier output is replaced only by a complete one.
+
+The API key is read from the environment variable ``--api-key-env`` names; it is sent only in the
+request header and appears in no message, file or log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from railsweep import argtypes as at
+from railsweep import provenance
+from railsweep.errors import ConfigError
+from railsweep.paraphrase import (
+    SYSTEM_PROMPT,
+    Budget,
+    ChatClient,
+    ChatSettings,
+    normalise_endpoint,
+    paraphrase_all,
+    pq_rows,
+    read_items,
+    report,
+)
+from railsweep.results.atomic import synced_text, write_all_atomic
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def endpoint(value: str) -> str:
+    """An http(s) base URL, normalised (see :func:`railsweep.paraphrase.normalise_endpoint`)."""
+    try:
+        return normalise_endpoint(value)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--endpoint ")) from e
+
+
+def env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise argparse.ArgumentTypeError(f"must be an environment variable name, got {value!r}")
+    return value
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "paraphrase",
+        help="build the PQ domain: paraphrase a test set with any OpenAI-compatible endpoint, checked",
+        description="Paraphrase each question with the paper's prompt; keep only replies that keep every "
+        "number, leak no answer and are reworded (ROUGE-L below --max-rouge); write PQ rows and a report.",
+    )
+    p.add_argument(
+        "--test",
+        required=True,
+        type=at.existing_file,
+        metavar="FILE",
+        help="GSM8K-style JSONL: question, answer ending '#### N'",
+    )
+    p.add_argument(
+        "--endpoint",
+        required=True,
+        type=endpoint,
+        metavar="URL",
+        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM server) or a hosted API",
+    )
+    p.add_argument("--model", required=True, type=at.text, help="the model name the endpoint serves")
+    p.add_argument(
+        "--api-key-env",
+        type=env_name,
+        default="OPENAI_API_KEY",
+        metavar="NAME",
+        help="environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    p.add_argument("--no-api-key", action="store_true", help="send no key (a local server without one)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the PQ JSONL to write")
+    p.add_argument("--report", metavar="FILE", help="the JSON report (default: --out with .report.json)")
+    p.add_argument("--retries", type=at.count, default=3, help="extra attempts per question (default 3)")
+    p.add_argument(
+        "--max-rouge",
+        type=at.real(0.0, 1.0, open_lo=True),
+        default=0.7,
+        help="refuse a paraphrase whose ROUGE-L to the original is at least this (default 0.7)",
+    )
+    p.add_argument(
+        "--temperature", type=at.temperature, default=0.7, help="sampling temperature (default 0.7)"
+    )
+    p.add_argument("--max-tokens", type=at.positive, default=512, help="reply length limit (default 512)")
+    p.add_argument(
+        "--timeout", type=at.positive_real, default=120.0, help="seconds per request (default 120)"
+    )
+    p.add_argument("--seed", type=at.seed, default=0, help="request seed of the first attempt (+1 per retry)")
+    p.add_argument("--workers", type=at.integer(1, 256), default=4, help="requests in flight (default 4)")
+    p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
+    return p
+
+
+def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """``--out`` and the report path, checked writable and distinct from each other and from ``--test``."""
+    out = Path(args.out).expanduser()
+    rep = Path(args.report).expanduser() if args.report else out.with_name(out.stem + ".report.json")
+    for flag, path in (("--out", out), ("--report", rep)):
+        if path.name in ("", ".", "..") or path.is_dir():
+            raise ConfigError(f"{flag} must be a file path, got a directory: {path}")
+        at.check_writable_dir(path.parent, flag, shown=str(path))
+    if out.resolve() == rep.resolve():
+        raise ConfigError(f"--report must differ from --out, both are {out}")
+    test = Path(args.test).expanduser().resolve()
+    if test in (out.resolve(), rep.resolve()):
+        raise ConfigError(f"--out and --report must not overwrite the --test file {args.test}")
+    return out, rep
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    if args.no_api_key:
+        return None
+    key = os.environ.get(args.api_key_env, "")
+    if not key.strip():
+        raise ConfigError(
+            f"the environment variable {args.api_key_env} (--api-key-env) is not set or empty; "
+            "set it to the endpoint's API key, or pass --no-api-key for a server without one"
+        )
+    return key.strip()
+
+
+def run(args: argparse.Namespace) -> int:
+    out, rep = output_paths(args)
+    budget = Budget(retries=args.retries, max_rouge=args.max_rouge, seed=args.seed)
+    key = api_key(args)
+    items = read_items(args.test, args.limit)
+    settings = ChatSettings(temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout)
+    client = ChatClient(args.endpoint, args.model, key, settings)
+    client.check()
+    outcomes = paraphrase_all(client, items, budget, workers=args.workers)
+    summary = report(outcomes)
+    full = {
+        **summary,
+        "test": args.test,
+        "out": str(out),
+        "endpoint": args.endpoint,
+        "model": args.model,
+        "api_key_env": None if args.no_api_key else args.api_key_env,
+        "prompt": SYSTEM_PROMPT,
+        "settings": {
+            "retries": budget.retries,
+            "max_rouge": budget.max_rouge,
+            "seed": budget.seed,
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+        },
+        "provenance": provenance.collect([args.test]),
+    }
+    rows = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in pq_rows(outcomes))
+    report_json = json.dumps(full, indent=2, ensure_ascii=False) + "\n"
+    write_all_atomic({out: synced_text(rows), rep: synced_text(report_json)})
+    counts = {k: summary[k] for k in ("items", "kept", "retried", "rejected")}
+    print(json.dumps({"out": str(out), "report": str(rep), **counts}))
+    return 0

@@ -1,0 +1,144 @@
+"""Build a PQ file from a GSM8K-style test set: ask, check, retry, keep or reject, one question at a time.
+
+Steps of :func:`paraphrase_all`:
+1. each question is sent with the paper's prompt (:mod:`railsweep.paraphrase.prompt`), up to
+   ``1 + retries`` times, requests for different questions running in ``workers`` threads;
+2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first
+   one that passes is kept, each refusal is recorded with its reason;
+3. a question with no passing reply within its budget is rejected and never written.
+
+:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the format
+:func:`railsweep.tasks.load_paraphrases` reads; the gold answer is the input's, carried over) and the
+JSON report. Nothing is written here: the command writes both files once every question is done.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError
+from railsweep.paraphrase.checks import Verdict, check_paraphrase
+from railsweep.paraphrase.client import ChatClient
+from railsweep.paraphrase.prompt import messages, parse_reply
+from railsweep.tasks.gsm8k import read_jsonl
+
+_REPLY_SHOWN = 300  # characters of a refused reply kept in the report
+
+
+@dataclass(frozen=True)
+class Item:
+    """One test question: its 0-based line number, text and gold string as written after ``####``."""
+
+    idx: int
+    question: str
+    gold: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    attempt: int
+    reason: str
+    detail: str
+    reply: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one item: the kept paraphrase (None when rejected) and every refused attempt."""
+
+    item: Item
+    paraphrase: str | None
+    rouge: float | None
+    refusals: tuple[Refusal, ...] = field(default=())
+
+    @property
+    def kept(self) -> bool:
+        return self.paraphrase is not None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per-item retry budget and the checks' threshold."""
+
+    retries: int = 3
+    max_rouge: float = 0.7
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise ConfigError(f"retries must be an integer >= 0, got {self.retries!r}")
+        if not 0 < self.max_rouge <= 1:
+            raise ConfigError(f"max ROUGE-L must be in (0, 1], got {self.max_rouge!r}")
+
+
+def read_items(path: str | Path, limit: int | None = None) -> list[Item]:
+    """The questions of a GSM8K-style JSONL (``question``, ``answer`` ending ``#### N``), first ``limit`` only."""
+    rows = read_jsonl(path)[:limit]
+    return [Item(i, r["question"], r["answer"].split("####")[-1].strip()) for i, r in enumerate(rows)]
+
+
+def paraphrase_one(client: ChatClient, item: Item, budget: Budget) -> Outcome:
+    """Ask up to ``1 + budget.retries`` times; the first reply that passes every check is kept."""
+    refusals = []
+    for attempt in range(1 + budget.retries):
+        seed = None if budget.seed is None else budget.seed + attempt
+        reply = client.complete(messages(item.question), seed=seed)
+        text, why = parse_reply(reply)
+        verdict = (
+            Verdict("format", why)
+            if text is None
+            else check_paraphrase(item.question, text, item.gold, budget.max_rouge)
+        )
+        if verdict.kept:
+            return Outcome(item, text, verdict.rouge, tuple(refusals))
+        refusals.append(Refusal(attempt, verdict.reason or "", verdict.detail, reply[:_REPLY_SHOWN]))
+    return Outcome(item, None, None, tuple(refusals))
+
+
+def paraphrase_all(
+    client: ChatClient, items: Sequence[Item], budget: Budget, workers: int = 1
+) -> list[Outcome]:
+    """Every item's outcome, in input order (a :class:`~railsweep.errors.ServiceError` stops the whole run)."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = [pool.submit(paraphrase_one, client, item, budget) for item in items]
+        return [f.result() for f in futures]
+    finally:  # on an error, the questions not yet sent are dropped, not asked
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def pq_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """The kept items as PQ rows ``{"idx", "question", "answer", "empty": false}``; rejected items are absent."""
+    return [
+        {"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False}
+        for o in outcomes
+        if o.kept
+    ]
+
+
+def _refusals(o: Outcome) -> list[dict[str, Any]]:
+    return [
+        {"attempt": r.attempt, "reason": r.reason, "detail": r.detail, "reply": r.reply} for r in o.refusals
+    ]
+
+
+def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """Counts of kept / retried (kept after a refusal) / rejected items, refusal reasons, and per item why."""
+    kept = [o for o in outcomes if o.kept]
+    rouge = [o.rouge for o in kept if o.rouge is not None]
+    return {
+        "items": len(outcomes),
+        "kept": len(kept),
+        "retried": sum(1 for o in kept if o.refusals),
+        "rejected": len(outcomes) - len(kept),
+        "requests": sum(len(o.refusals) + o.kept for o in outcomes),
+        "refusal_reasons": dict(Counter(r.reason for o in outcomes for r in o.refusals).most_common()),
+        "kept_rouge_l": {"mean": sum(rouge) / len(rouge), "max": max(rouge)} if rouge else None,
+        "rejected_items": [{"idx": o.item.idx, "refusals": _refusals(o)} for o in outcomes if not o.kept],
+        "retried_items": [{"idx": o.item.idx, "refusals": _refusals(o)} for o in kept if o.refusals],
+    }

@@ -1,0 +1,122 @@
+"""A minimal client for any OpenAI-compatible ``chat/completions`` endpoint (a vLLM server, a hosted API).
+
+Standard library only (``urllib``): two calls are needed, ``GET {endpoint}/models`` as the cheap check
+that the endpoint answers and serves the model, and ``POST {endpoint}/chat/completions``. The API key
+travels only in the ``Authorization`` header; every message this module raises has the key replaced by
+``***`` (a server may echo a request back in its error body).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from railsweep.errors import ConfigError, ServiceError
+
+_BODY_SHOWN = 200  # characters of an error body quoted in a message
+
+
+def normalise_endpoint(url: str) -> str:
+    """The endpoint's base URL (``http[s]://host[:port]/v1``): a trailing ``/`` or ``/chat/completions`` dropped.
+
+    A URL with a user or password is refused: the key belongs in the environment, not in a URL that
+    shells, logs and reports repeat."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--endpoint must be an http:// or https:// URL with a host, got {url!r}")
+    if parts.username or parts.password:
+        raise ConfigError("--endpoint must not carry a user or password; put the API key in the environment")
+    base = url.strip().rstrip("/")
+    return base.removesuffix("/chat/completions").rstrip("/")
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """What every request sends besides the messages."""
+
+    temperature: float = 0.7
+    max_tokens: int = 512
+    timeout: float = 120.0
+
+
+@dataclass
+class ChatClient:
+    endpoint: str  # base URL, see normalise_endpoint
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    settings: ChatSettings = ChatSettings()
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self.api_key, "***") if self.api_key else text
+
+    def _call(self, path: str, payload: dict[str, Any] | None = None) -> Any:
+        """One request; the decoded JSON answer, or :class:`ServiceError` naming the URL and what went wrong."""
+        url = f"{self.endpoint}/{path}"
+        headers = {"Accept": "application/json"}
+        data = None
+        if payload is not None:
+            data = json.dumps(payload).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
+        try:
+            with urllib.request.urlopen(request, timeout=self.settings.timeout) as r:
+                body = r.read()
+        except urllib.error.HTTPError as e:
+            text = e.read().decode("utf-8", "replace").strip().replace("\n", " ")[:_BODY_SHOWN]
+            raise ServiceError(self._redact(f"{url} answered HTTP {e.code} {e.reason}: {text}")) from None
+        except urllib.error.URLError as e:
+            raise ServiceError(self._redact(f"cannot reach {url}: {e.reason}")) from None
+        except (OSError, http.client.HTTPException) as e:
+            raise ServiceError(self._redact(f"cannot reach {url}: {e or type(e).__name__}")) from None
+        try:
+            return json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            shown = body[:_BODY_SHOWN].decode("utf-8", "replace")
+            raise ServiceError(
+                self._redact(f"{url} answered something that is not JSON: {shown!r}")
+            ) from None
+
+    def check(self) -> None:
+        """Fail before any work unless ``GET /models`` answers and lists :attr:`model`."""
+        answer = self._call("models")
+        listed = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(listed, list):
+            raise ServiceError(f"{self.endpoint}/models answered without a 'data' list of models")
+        names = [m.get("id") for m in listed if isinstance(m, dict)]
+        if self.model not in names:
+            shown = ", ".join(str(n) for n in names[:10]) or "none"
+            raise ServiceError(
+                f"--model {self.model!r} is not served by {self.endpoint} (it serves: {shown})"
+            )
+
+    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
+        """The first choice's message content for ``messages``; a malformed answer is a :class:`ServiceError`."""
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_tokens,
+            "n": 1,
+        }
+        if seed is not None:
+            payload["seed"] = seed
+        answer = self._call("chat/completions", payload)
+        try:
+            content = answer["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            shown = json.dumps(answer)[:_BODY_SHOWN]
+            raise ServiceError(
+                self._redact(
+                    f"{self.endpoint}/chat/completions answered without choices[0].message.content: {shown}"
+                )
+            )
+        return content

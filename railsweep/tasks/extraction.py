@@ -1,0 +1,80 @@
+"""Reading and grading an answer as a task file declares it: ordered extraction steps, then one grader.
+
+Steps of :func:`grade_with` (the same structure as railsweep's coded rules and lm-evaluation-harness's
+regex filters):
+
+1. **cut** the response at its first stop string (the task's ``stop``, then the rule's own ``cut``);
+2. **extract**: try each step in order; the first that finds something gives the answer. A ``regex``
+   step takes the first or last match (``select``) and, as lm-eval's ``regex`` filter does, its only
+   group, or the first non-empty group when there are several, or the whole match when there are none,
+   stripped. ``boxed`` takes the first/last well-formed ``\\boxed{}`` and ``answer_is`` the first/last
+   "The answer is X" (:mod:`railsweep.tasks.math_answers`). The first step counts as ``strict`` in a
+   cell's table, any later one as ``flexible``; nothing found is ``none``;
+3. **grade** with the rule's grader: ``numeric`` (thousands separators, ``$`` and whitespace removed, then
+   compared as decimals, within ``tolerance``), ``string`` (lm-eval's ``exact_match``: each of
+   ``regexes_to_ignore`` deleted in order from both sides, optionally lower-cased, then equal) or ``math``
+   (:func:`railsweep.tasks.math_equiv.is_equiv`: normalised strings, then sympy).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from railsweep.tasks.answer_spec import Extractor, Grader
+from railsweep.tasks.base import Grade
+from railsweep.tasks.grading import cut_at_stop
+from railsweep.tasks.math_answers import strip_math
+from railsweep.tasks.math_equiv import is_equiv
+
+
+def normalize_numeric(text: str, thousands_separator: str = ",") -> Decimal | None:
+    """The number ``text`` writes ("$1,234.50", "\u22125") as a Decimal; None when it is not one."""
+    s = "".join(text.split())  # whitespace never belongs to a number
+    if thousands_separator:
+        s = s.replace(thousands_separator, "")
+    s = s.replace("$", "").replace("\u2212", "-").rstrip(".")  # a sentence period, not a decimal point
+    try:
+        d = Decimal(s)
+    except InvalidOperation:
+        return None
+    return d if d.is_finite() else None
+
+
+def _canonical_number(d: Decimal) -> str:
+    return "0" if d == 0 else format(d.normalize(), "f")
+
+
+def _canonical_string(grader: Grader, text: str) -> str:
+    for pattern in grader.regexes_to_ignore:
+        text = pattern.sub("", text)
+    return text.lower() if grader.ignore_case else text
+
+
+def judge(grader: Grader, pred: str, gold: str) -> tuple[str | None, bool]:
+    """(the prediction as the cell records it, whether it is correct) under ``grader`` (step 3)."""
+    if grader.type == "math":
+        return strip_math(pred), is_equiv(pred, gold)
+    if grader.type == "string":
+        return pred, _canonical_string(grader, pred) == _canonical_string(grader, gold)
+    got = normalize_numeric(pred, grader.thousands_separator)
+    if got is None:
+        return None, False
+    want = normalize_numeric(gold, grader.thousands_separator)
+    if want is None:
+        return _canonical_number(got), _canonical_number(got) == gold.strip()
+    close = got == want if grader.tolerance == 0 else abs(got - want) <= Decimal(str(grader.tolerance))
+    return _canonical_number(got), close
+
+
+def grade_with(rule: Extractor, response: str, gold: str, stop: tuple[str, ...]) -> Grade:
+    """Grade one response under one declared answer rule (module docstring, steps 1-3)."""
+    text = cut_at_stop(cut_at_stop(response, stop), rule.cut)
+    for i, step in enumerate(rule.steps):
+        found = step.find(text)
+        if found is None:
+            continue
+        pred, correct = judge(rule.grader, found, gold)
+        if pred is None:
+            return Grade(correct=False, pred=None, rule="none")
+        return Grade(correct=correct, pred=pred, rule="strict" if i == 0 else "flexible")
+    return Grade(correct=False, pred=None, rule="none")

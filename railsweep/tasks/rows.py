@@ -1,0 +1,84 @@
+"""Rows of a task's data file: JSONL, CSV or Parquet on disk, or a hub dataset through ``datasets``.
+
+Every row becomes a plain ``dict`` (field -> value) in file order; a file that
+is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError`
+naming the file (and the line, for JSONL).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import DataError
+from railsweep.tasks.text import read_utf8
+
+FORMATS = ("jsonl", "json", "csv", "parquet")
+_SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def format_of(path: str | Path, declared: str | None = None) -> str | None:
+    """The declared format, else the one the file name's suffix says; None when neither says."""
+    return declared or _SUFFIXES.get(Path(str(path)).suffix.lower())
+
+
+def read_rows(path: str | Path, fmt: str) -> list[dict[str, Any]]:
+    """The rows of ``path`` read as ``fmt`` (one of :data:`FORMATS`; ``json`` is one JSON list of objects)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"task data file not found: {path}")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as e:  # pyarrow raises several types for a file that is not Parquet
+            raise DataError(f"{path}: not a readable Parquet file ({type(e).__name__}: {e})") from e
+    text = read_utf8(path)
+    if fmt == "csv":
+        return [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
+    if fmt == "json":
+        return _json_list(text, path)
+    return _jsonl(text, path)
+
+
+def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise DataError(f"{path}: expected a JSON list of objects")
+    return data
+
+
+def _jsonl(text: str, path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with io.StringIO(text, newline=None) as f:  # lines as a text-mode file reads them
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    return rows
+
+
+def read_hub(dataset: str, config: str | None, split: str) -> list[dict[str, Any]]:
+    """A hub dataset's split as rows, loaded with ``datasets``; offline or refused -> DataError."""
+    import datasets  # lazy: heavy, and only needed for a task file that names a hub dataset
+
+    try:
+        ds = datasets.load_dataset(dataset, config, split=split)
+    except Exception as e:  # offline, unknown split, hub errors: all mean "no data"
+        raise DataError(
+            f"could not load hub dataset {dataset!r} (config {config!r}, split {split!r}): {type(e).__name__}: {e}"
+        ) from e
+    return [dict(r) for r in ds]

@@ -1,0 +1,40 @@
+"""The Jinja environment task files render their prompts in, set up as lm-evaluation-harness sets up its own.
+
+lm-eval renders ``doc_to_text``/``doc_to_target`` with ``StrictUndefined`` and
+``keep_trailing_newline=True``; railsweep does the same, so a template that
+names a missing field fails loudly instead of rendering an empty string, and a
+template ending in a newline keeps it. The environment is sandboxed: a task file
+is data, and its templates reach the row's fields and plain string methods only.
+
+Filters beyond Jinja's own: ``gsm8k_cot`` (a GSM8K solution in the 8-shot CoT answer
+style, :func:`railsweep.tasks.answers.to_cot`), which the shipped GSM8K file uses
+for the gold chain of thought.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from railsweep.tasks.answers import to_cot
+
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_ENV.filters["gsm8k_cot"] = to_cot
+
+
+def compile_template(source: str) -> Callable[[Mapping[str, Any]], str]:
+    """``source`` as a function of one row; a syntax error raises :class:`jinja2.TemplateError`."""
+    template = _ENV.from_string(source)
+    return lambda row: template.render(**row)
+
+
+def compile_condition(source: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A Jinja expression (``not empty and question.strip()``) as a predicate of one row."""
+    expr = _ENV.compile_expression(source, undefined_to_none=False)
+    return lambda row: bool(expr(**row))
+
+
+__all__ = ["TemplateError", "compile_condition", "compile_template"]
