@@ -21,12 +21,11 @@ import sys
 from railsweep import argtypes as at
 from railsweep.errors import RailsweepError
 from railsweep.services.ray_init import ray_init_kwargs
-from railsweep.sweep import driver
+from railsweep.sweep import driver, tracking
 from railsweep.sweep.faults import fault_from_env
 from railsweep.sweep.options import add_spec_arguments, chosen_spec, dry_run, override, sweep_price
 from railsweep.sweep.pricing import format_price, price_params
 from railsweep.sweep.spec import load_spec
-from railsweep.sweep.tracking import check_tracking_uri
 
 
 def make_parser(table: str | None = None) -> argparse.ArgumentParser:
@@ -55,14 +54,14 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace, table: str) -> driver.SweepOutcome:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
-    a cluster); then start or join Ray and run the sweep (called through its module, so a test's tripwire on
-    ``railsweep.sweep.driver.run_sweep`` catches it)."""
+    a cluster); then start or join Ray and run the sweep. ``run_sweep`` and ``check_tracking_uri`` are called
+    through their modules, so a test that replaces them there replaces them here too."""
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them
     spec = chosen_spec(args)
     price = sweep_price(spec, table, args) if spec is not None else None
     if spec is not None:
         spec.check_inputs()  # families, model/adapter/data paths: before Ray starts
-        check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
+        tracking.check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
     # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
     init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
     import ray  # optional heavy dependency, imported after the token-auth environment is set
