@@ -328,6 +328,8 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
     "contaminate": lambda i, o: ["contaminate", "--base", str(i["model"]), "--data-dir", str(i["task"]),
                                  "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
     "job": lambda i, o: ["--preset", "smoke", "--num-cpus", "1"],
+    "paraphrase": lambda i, o: ["paraphrase", "--test", str(i["task"] / "test.jsonl"), "--endpoint",
+                                "http://127.0.0.1:9/v1", "--model", "m", "--no-api-key", "--out", str(o / "pq.jsonl")],
     "contaminate.py": lambda i, o: ["--family", f"llama={i['model']}", "--data-dir", str(i["task"]),
                                     "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
 }  # fmt: skip
@@ -408,6 +410,9 @@ OPTION_KINDS: dict[str, list[str]] = {
     "contaminate": ["--base:model", "--out:writable_dir", *_RECIPE],
     "job": [*_SPEC, "--tracking-uri:text", "--ray-address:text", "--num-cpus:positive", "--progress-interval:positive_real"],
     "contaminate.py": ["--out:writable_dir", "--cache-dir:writable_dir", "--ray-address:text", "--num-cpus:positive", *_RECIPE],
+    "paraphrase": ["--test:existing_file", "--model:text", "--retries:count", "--max-rouge:fraction",
+                   "--temperature:temperature", "--max-tokens:positive", "--timeout:positive_real", "--seed:seed",
+                   "--workers:positive", "--limit:limit"],
 }  # fmt: skip
 
 
@@ -478,6 +483,13 @@ def _spec_file(i: dict[str, Path], o: Path, name: str) -> str:
 
 # Cases a type cannot express: (command, option, name, command line, words of the error line).
 SPECIAL = [
+    ("paraphrase", "--endpoint", "endpoint_not_http", lambda i, o: [*BASE["paraphrase"](i, o), "--endpoint", "ftp://x"], "argument --endpoint:", "'ftp://x'"),
+    ("paraphrase", "--api-key-env", "api_key_env_not_a_name", lambda i, o: [*BASE["paraphrase"](i, o), "--api-key-env", "1BAD"], "argument --api-key-env:", "'1BAD'"),
+    ("paraphrase", "--api-key-env", "api_key_unset", lambda i, o: [a for a in BASE["paraphrase"](i, o) if a != "--no-api-key"] + ["--api-key-env", "RAILSWEEP_NO_SUCH_KEY"], "RAILSWEEP_NO_SUCH_KEY (--api-key-env) is not set"),
+    ("paraphrase", "--out", "out_a_directory", lambda i, o: [*BASE["paraphrase"](i, o), "--out", str(i["root"])], lambda i, o: f"--out must be a file path, got a directory: {i['root']}"),
+    ("paraphrase", "--out", "out_under_a_file", lambda i, o: [*BASE["paraphrase"](i, o), "--out", str(i["a_file"] / "pq.jsonl")], lambda i, o: f"{i['a_file']} is a file, not a directory"),
+    ("paraphrase", "--out", "out_overwrites_test", lambda i, o: [*BASE["paraphrase"](i, o), "--out", str(i["task"] / "test.jsonl")], "must not overwrite the --test file"),
+    ("paraphrase", "--report", "report_is_out", lambda i, o: [*BASE["paraphrase"](i, o), "--report", str(o / "pq.jsonl")], "--report must differ from --out"),
     ("eval", "--dtype", "dtype_float8", lambda i, o: eval_argv(i, o, "--dtype", "float8"), "dtype='float8'"),
     ("eval", "--backend", "backend_unknown", lambda i, o: eval_argv(i, o, "--backend", "tgi"), "invalid choice: 'tgi'"),
     ("eval", "--role", "role_unknown", lambda i, o: eval_argv(i, o, "--role", "judge"), "invalid choice: 'judge'"),
