@@ -3,11 +3,16 @@
 A head already answering on the dashboard port is reused only after two checks: it refuses anonymous
 requests and accepts this machine's token (:func:`check_head_accepts_token`), and it runs this Python
 environment (:func:`check_head_environment`).
+
+A `ray start` that exits non-zero is tried once more (:data:`START_ATTEMPTS`), after everything the failed
+start left running is ended (:func:`end_failed_start`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,27 +156,61 @@ def ensure_ray_head(
         check_head_accepts_token(url)
         check_head_environment(dashboard_port)
         return RayHead(url, None, Service(url, None))
-    cmd, gcs_port, dashboard_port, log = _start_command(dashboard_port, num_cpus, num_gpus, block, isolated)
-    url = f"http://127.0.0.1:{dashboard_port}"
-    out = open(log, "ab")
-    try:
+    for attempt in range(1, START_ATTEMPTS + 1):
+        cmd, gcs_port, port, log = _start_command(dashboard_port, num_cpus, num_gpus, block, isolated)
+        try:
+            proc = _start(cmd, log, f"http://127.0.0.1:{port}", block, timeout)
+            break
+        except _StartFailed as e:
+            if attempt == START_ATTEMPTS:
+                raise ConfigError(str(e)) from None
+            print(f"[railsweep] {e}\n[railsweep] ray start: trying once more", file=sys.stderr, flush=True)
+    url = f"http://127.0.0.1:{port}"
+    return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))
+
+
+# `ray start` fails now and then on a loaded machine inside Ray itself (its dashboard's API server gives up
+# starting): a second try, after the first one's processes are ended, has always come up
+START_ATTEMPTS = 2
+
+
+class _StartFailed(Exception):
+    pass
+
+
+def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> subprocess.Popen:
+    """Run ``ray start`` and wait for the dashboard; a non-blocking start that exits non-zero ends what it
+    left running (:func:`end_failed_start`) and raises :class:`_StartFailed` with the log's tail."""
+    with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(), start_new_session=True
         )
-        if not block:
-            proc.wait(timeout)
-            if proc.returncode != 0:
-                tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-                raise ConfigError(
-                    f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}"
-                )
-        wait_until(
-            lambda: http_ok(url + "/api/version", headers=bearer()),
-            timeout,
-            "Ray head dashboard",
-            proc if block else None,
-            log,
-        )
-    finally:
-        out.close()
-    return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))
+    if not block:
+        proc.wait(timeout)
+        if proc.returncode != 0:
+            end_failed_start(proc.pid)
+            tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+            raise _StartFailed(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
+    wait_until(lambda: http_ok(url + "/api/version", headers=bearer()), timeout, "Ray head dashboard",
+               proc if block else None, log)  # fmt: skip
+    return proc
+
+
+def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
+    """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group (the start ran in
+    its own session) and any process of its Ray session (``session_<date>_<time>_<pid>`` in the command line)
+    that left the group. Returns the ids signalled besides the group."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    mark = re.compile(rf"session_[0-9_-]+_{pid}\b".encode())
+    hit = []
+    for entry in proc_dir.glob("[0-9]*"):
+        try:
+            if mark.search((entry / "cmdline").read_bytes()):
+                os.kill(int(entry.name), signal.SIGKILL)
+                hit.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return hit

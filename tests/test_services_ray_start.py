@@ -1,0 +1,103 @@
+"""A `ray start` that fails is ended completely and tried once more (railsweep.services.ray_head).
+
+On a loaded machine `ray start --head` now and then exits 1 from inside Ray (its dashboard's API server gives
+up starting) and leaves some of its processes running. The start is retried once, after everything the failed
+one left (its process group, and its Ray session's processes that left the group) is ended.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from railsweep.errors import ConfigError
+from railsweep.services import ray_head
+from railsweep.services.process import Service
+
+# a stand-in for `ray start`: leaves one child in its process group and one that left it (setsid) but names
+# the start's Ray session, then fails as Ray's start does
+_FAILING_START = """#!/bin/bash
+sleep 300 &
+echo $! > "$1/in_group"
+setsid python3 -c 'import time; time.sleep(300)' "/tmp/ray/session_2026-12-02_00-00-00_000001_$$" &
+echo $! > "$1/left_group"
+echo "RuntimeError: Failed to start the dashboard" >&2
+exit 1
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_failed_start_ends_its_process_group_and_its_session_and_says_why(tmp_path):
+    script = tmp_path / "ray"
+    script.write_text(_FAILING_START)
+    script.chmod(0o755)
+    log = tmp_path / "start.log"
+    with pytest.raises(ray_head._StartFailed) as e:
+        ray_head._start([str(script), str(tmp_path)], log, "http://127.0.0.1:9", block=False, timeout=60)
+    assert "failed with code 1" in str(e.value) and "Failed to start the dashboard" in str(e.value)
+    for name in ("in_group", "left_group"):
+        pid = int((tmp_path / name).read_text())
+        assert _wait_gone(pid), f"the failed start's {name} process {pid} is still running"
+
+
+def test_the_session_match_spares_other_sessions(tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
+                              "/tmp/ray/session_2026-12-02_00-00-00_000001_4242"])  # fmt: skip
+    try:
+        hit = ray_head.end_failed_start(424)  # a pid whose digits are a prefix of the other session's
+        assert other.pid not in hit and other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+def _stubbed(monkeypatch, outcomes: list) -> list:
+    calls = []
+
+    def fake_start(cmd, log, url, block, timeout):
+        calls.append(url)
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(ray_head, "ensure_ray_token", lambda: None)
+    monkeypatch.setattr(ray_head, "_start", fake_start)
+    return calls
+
+
+def test_a_failed_start_is_tried_once_more_on_fresh_ports(monkeypatch, capsys):
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    calls = _stubbed(monkeypatch, [ray_head._StartFailed("`ray start` failed with code 1"), proc])
+    head = ray_head.ensure_ray_head(isolated=True, block=True)
+    assert len(calls) == 2 and calls[0] != calls[1] and head.dashboard == calls[1]
+    assert isinstance(head.service, Service) and head.service.proc is proc
+    assert "ray start: trying once more" in capsys.readouterr().err
+
+
+def test_two_failed_starts_are_one_error_naming_the_last_failure(monkeypatch):
+    _stubbed(monkeypatch, [ray_head._StartFailed("first"), ray_head._StartFailed("second: code 1 (log: x)")])
+    with pytest.raises(ConfigError, match="^second: code 1 \\(log: x\\)$"):
+        ray_head.ensure_ray_head(isolated=True)
