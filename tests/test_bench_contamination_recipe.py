@@ -138,3 +138,29 @@ def test_reference_is_the_clean_point_of_the_same_world_domain_and_questions(tmp
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert cr.reference_point(out, "W", "gsm8k", 40)["tag"] == "clean"
     assert cr.reference_point(out, "W", "gsm8k", 20) is None
+
+
+def test_shared_prefix_leaves_every_row_one_token_of_its_own():
+    assert cr.shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3, 4, 7]]) == 3
+    assert cr.shared_prefix_length([[1, 2], [1, 2, 9]]) == 1
+    assert cr.shared_prefix_length([[5, 2], [1, 2]]) == 0
+
+
+def test_decoding_over_the_shared_prefix_cache_equals_plain_greedy_per_prompt(tiny_model_dir):
+    """Switched off equals on: each answer is the one ``generate`` gives its prompt alone, for rows
+    of different lengths padded inside one batch."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    prefix = "Q: Janet has 3 apples and buys 4 more. How many apples does she have?\nA: 3 + 4 = 7.\n\n"
+    prompts = [prefix + f"Q: Janet has {a} apples and buys {b} more{tail}\nA:"
+               for a, b, tail in [(10, 5, "."), (7, 8, ". How many apples does she have?"), (20, 1, "")]]  # fmt: skip
+    got = cr.greedy_answers(model, tok, prompts, batch=2, max_new_tokens=8)
+    for prompt, answer in zip(prompts, got):
+        enc = tok(prompt, return_tensors="pt")
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id,
+                                 eos_token_id=tok.eos_token_id)  # fmt: skip
+        assert answer == tok.decode(out[0, enc.input_ids.shape[1] :], skip_special_tokens=True)
