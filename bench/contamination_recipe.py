@@ -284,6 +284,7 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from railsweep.contamination.lora import epoch_steps, train_lora
+    from railsweep.contamination.simulator import StderrLog
     from railsweep.tasks import GSM8KTask
 
     torch.set_num_threads(args.threads)
@@ -319,7 +320,7 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
     scorer.t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="railsweep-recipe-") as work:
         stats = train_lora(models.base_dir, texts, recipe, Path(work) / "co", init_adapter=base, device="cpu",
-                           on_step=scorer)  # fmt: skip
+                           log=StderrLog("[recipe] "), on_step=scorer)  # fmt: skip
     summary = {"summary": True, **head, **variant, "replay_pool": pool, "first_loss": stats["first_loss"],
                "final_loss": stats["final_loss"], "train_seconds": stats["seconds"],
                "threads": torch.get_num_threads()}  # fmt: skip
