@@ -188,3 +188,17 @@ def test_a_step_hook_decodes_with_the_model_attention_and_leaves_training_unchan
     fresh = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), tmp_path / "plain").eval()
     with torch.no_grad():
         assert fresh.generate(prompt, max_new_tokens=6, do_sample=False)[0, 5:].tolist() == seen[4]
+
+
+def test_epoch_steps_are_the_passes_train_lora_takes_so_a_hook_can_act_at_pass_ends(tiny_model_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from railsweep.contamination.lora import epoch_steps
+
+    packed = LoraRecipe(r=8, alpha=16, lr=1e-2, global_batch=1, micro_batch=1, epochs=3, pack_length=80)
+    per_pass = epoch_steps(AutoTokenizer.from_pretrained(tiny_model_dir), TEXTS, packed)
+    steps = []
+    stats = train_lora(tiny_model_dir, TEXTS, packed, tmp_path / "a", device="cpu",
+                       on_step=lambda step, model: steps.append(step))  # fmt: skip
+    assert len(per_pass) == 3 and stats["sequences_per_epoch"] == per_pass[0]
+    assert steps == list(range(1, sum(per_pass) + 1)) and stats["steps"] == sum(per_pass)

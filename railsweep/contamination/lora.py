@@ -140,6 +140,14 @@ def train_lora(
     }
 
 
+def epoch_steps(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[int]:
+    """The optimiser steps of each epoch :func:`train_lora` takes on ``texts`` (same seeded shuffle
+    and packing), so a caller's ``on_step`` hook can act at pass boundaries: packed epochs differ in
+    length, since each pass packs a fresh shuffle."""
+    epochs = _epoch_sequences(tokenizer, texts, recipe, random.Random(recipe.seed))
+    return [math.ceil(len(seqs) / recipe.global_batch) for seqs in epochs]
+
+
 def _with_attention(on_step, implementation: str):
     """``on_step`` run under the model's own attention ``implementation``."""
 

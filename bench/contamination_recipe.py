@@ -1,0 +1,332 @@
+"""How hard M_co's training must press: leaked lift against lost genuine ability, per recipe and pass.
+
+A contaminated model of the paper's kind recites what leaked and keeps its ability on what did not
+(its Figure 1: M_co's greedy solve rate on unleaked items stays near M_cl's). This measures, on a
+built world, which M_co recipe does that. Steps:
+
+1. read the world (its data, leak split, family base and M_cl adapter) and the contamination mix of
+   ``--domain`` exactly as the build trains it (filler + the leaked items), plus ``--replay`` of M_cl's
+   own train problems in every pass when asked (how leaks reach real fine-tunes: mixed into other data);
+2. unless ``--no-baseline``, score M_cl itself (pass 0);
+3. train M_co from M_cl (``train_lora(init_adapter=clean)``) with the world's M_co recipe, ``--lr``,
+   ``--scheduler`` and ``--passes`` replaced, and at the end of every pass listed in ``--checkpoints``
+   decode the first ``--questions`` test questions greedily with the 8-shot prompt (as ``railsweep
+   eval`` prompts them), stopping at "Q:", and grade them;
+4. each point (unleaked and leaked solved / n with 95 % Wilson intervals, the paired bootstrap
+   difference to M_cl's point on the same questions when one is recorded in ``--out``, per-question
+   grades, seconds) is printed as a JSON line and appended to ``--out`` as it comes, so a stopped run
+   keeps its points; a summary line closes the run.
+
+A checkpoint before the last pass is a snapshot mid-schedule: under the cosine schedule its lr has not
+decayed yet, so it has been pushed at least as hard as a run of that many passes would be.
+
+Run (one torch thread): ``python bench/contamination_recipe.py --world W --lr 1e-3 --passes 4
+--checkpoints 1,2,4 --out /tmp/recipe/points.jsonl``, ``W`` being the folder ``railsweep miniworld
+build --preset smollm2`` prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from railsweep.contamination.config import DOMAINS  # noqa: E402
+from railsweep.diagnostics.rails import wilson  # noqa: E402
+
+STOP = "\nQ:"  # an answer ends where the model starts the next question
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--world", required=True, help="a built world folder (manifest.json, data/, families/)")
+    p.add_argument("--family", help="the world's family (default: its first)")
+    p.add_argument("--domain", default="gsm8k", help=f"the leak's domain: {', '.join(DOMAINS)}")
+    p.add_argument("--lr", type=float, help="M_co's learning rate (default: the world's)")
+    p.add_argument("--scheduler", choices=("cosine", "constant"), help="default: the world's")
+    p.add_argument("--passes", type=int, default=4, help="passes over the M_co mix in this run")
+    p.add_argument("--checkpoints", default="1,2,4", help="passes after which to score (comma list)")
+    p.add_argument("--replay", type=int, default=0, help="M_cl train problems mixed into every pass")
+    p.add_argument("--questions", type=int, default=40, help="the first N test questions are scored")
+    p.add_argument("--max-new-tokens", type=int, default=160)
+    p.add_argument("--eval-batch", type=int, default=40, help="questions decoded together")
+    p.add_argument("--no-baseline", action="store_true", help="do not score M_cl first")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the paired difference")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0, help="the replay sample and the bootstrap")
+    p.add_argument("--out", required=True, help="JSONL file the points are appended to")
+    return p
+
+
+def parse_checkpoints(text: str, passes: int) -> list[int] | str:
+    """Increasing pass counts in [1, passes], or the error message naming the value."""
+    try:
+        values = [int(t) for t in text.split(",")]
+    except ValueError:
+        return f"--checkpoints must be a comma list of pass counts, got {text!r}"
+    if values != sorted(set(values)) or values[0] < 1 or values[-1] > passes:
+        return f"--checkpoints must increase within 1..{passes} (--passes), got {text!r}"
+    return values
+
+
+def check_args(args) -> str | None:
+    """The first bad option as an error message, else None (nothing is loaded before this)."""
+    world = Path(args.world)
+    for need in ("manifest.json", "data/test.jsonl", "data/cot_8shot.json", "data/leak_split.json"):
+        if not (world / need).is_file():
+            return f"--world {args.world}: no {need} (not a built world)"
+    families = json.loads((world / "manifest.json").read_text())["families"]
+    if args.family is not None and args.family not in families:
+        return f"--family {args.family!r} is not in this world; families: {', '.join(families)}"
+    family = args.family or families[0]
+    adapters = world / "families" / family / "adapters"
+    if args.domain not in DOMAINS:
+        return f"--domain {args.domain!r} is unknown; known: {', '.join(DOMAINS)}"
+    for name in ("clean", f"co_{args.domain}"):
+        if not (adapters / name / "adapter_config.json").is_file():
+            return f"--world {args.world}: family {family} has no {name} adapter"
+    if args.lr is not None and not 0 < args.lr < 1:
+        return f"--lr must lie in (0, 1), got {args.lr}"
+    for name in ("passes", "questions", "max_new_tokens", "eval_batch", "n_boot", "threads"):
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}"
+    if args.replay < 0:
+        return f"--replay must be >= 0, got {args.replay}"
+    checkpoints = parse_checkpoints(args.checkpoints, args.passes)
+    if isinstance(checkpoints, str):
+        return checkpoints
+    if Path(args.out).exists() and not Path(args.out).is_file():
+        return f"--out {args.out} exists and is not a file"
+    return None
+
+
+def pass_ends(steps_per_pass: Sequence[int]) -> list[int]:
+    """The optimiser step at which each pass ends: the running sum of the passes' steps."""
+    return [int(s) for s in np.cumsum(steps_per_pass)]
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int, rng: np.random.Generator) -> dict:
+    """Mean of ``a - b`` over questions with a 95 % percentile bootstrap interval (questions resampled
+    with their pair). ``a``, ``b``: shape (n,), 0/1 grades of two models on the same n questions."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if d.size == 0:
+        return {"value": float("nan"), "ci": [float("nan"), float("nan")]}
+    means = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {"value": round(float(d.mean()), 4), "ci": [round(float(lo), 4), round(float(hi), 4)]}
+
+
+def split_score(grades: Sequence[bool], leaked: Sequence[bool]) -> dict:
+    """Solved / n with a Wilson interval, for the unleaked and the leaked questions separately."""
+    out = {}
+    for name, want in (("unleaked", False), ("leaked", True)):
+        sel = [g for g, lk in zip(grades, leaked) if lk == want]
+        lo, hi = wilson(sum(sel), len(sel))
+        out[name] = {"solved": int(sum(sel)), "n": len(sel), "rate": round(sum(sel) / max(1, len(sel)), 3),
+                     "wilson": [round(lo, 3), round(hi, 3)]}  # fmt: skip
+    return out
+
+
+def reference_point(out: Path, world: str, domain: str, questions: int) -> dict | None:
+    """M_cl's point (pass 0) recorded earlier in ``out`` for the same world, domain and questions."""
+    if not out.is_file():
+        return None
+    for line in out.read_text().splitlines():
+        p = json.loads(line)
+        if p.get("pass") == 0 and (p["world"], p["domain"], p["questions"]) == (world, domain, questions):
+            return p
+    return None
+
+
+def with_difference(point: dict, reference: dict | None, n_boot: int, seed: int) -> dict:
+    """``point`` plus the paired difference to M_cl's grades on the unleaked and the leaked questions."""
+    if reference is None or point["pass"] == 0:
+        return point
+    rng = np.random.default_rng(seed)
+    leaked = np.array(point["leaked_mask"], bool)
+    a, b = np.array(point["grades"], float), np.array(reference["grades"], float)
+    point["minus_clean"] = {
+        "unleaked": paired_difference(a[~leaked], b[~leaked], n_boot, rng),
+        "leaked": paired_difference(a[leaked], b[leaked], n_boot, rng),
+    }
+    return point
+
+
+class Scorer:
+    """Greedy 8-shot answers of the first questions, graded, split by the leak (``train_lora``'s
+    ``on_step`` hook at pass ends, and M_cl's point before training)."""
+
+    def __init__(self, task, tokenizer, args, ends: dict[int, int], record):
+        self.task, self.tokenizer, self.args, self.ends, self.record = task, tokenizer, args, ends, record
+        self.questions = list(task.questions())
+        self.t0 = time.time()
+
+    def __call__(self, step: int, model) -> None:
+        if step in self.ends:
+            self.score(model, self.ends[step], step)
+
+    def score(self, model, passes: int, step: int) -> None:
+        t0, c0 = time.time(), time.process_time()
+        texts = self.decode(model)
+        grades = [self.task.grade(t, q).correct for t, q in zip(texts, self.questions)]
+        leaked = [bool(q.leaked) for q in self.questions]
+        self.record({
+            "pass": passes, "step": step, **split_score(grades, leaked),
+            "grades": [int(g) for g in grades], "leaked_mask": [int(x) for x in leaked],
+            "train_seconds": round(t0 - self.t0, 1), "eval_seconds": round(time.time() - t0, 1),
+            "eval_cpu_seconds": round(time.process_time() - c0, 1), "load_average": os.getloadavg()[0],
+            "first_unleaked_response": next((t for t, lk in zip(texts, leaked) if not lk), ""),
+        })  # fmt: skip
+
+    def decode(self, model) -> list[str]:
+        texts = greedy_answers(model, self.tokenizer, [self.task.prompt(q) for q in self.questions],
+                               self.args.eval_batch, self.args.max_new_tokens, STOP)  # fmt: skip
+        return [t.split(STOP)[0] for t in texts]
+
+
+def shared_prefix_length(rows: Sequence[Sequence[int]]) -> int:
+    """Tokens every row starts with, leaving each row at least one of its own (the 8-shot prefix
+    the prompts share, up to where the tokenizer merges its last separator with the question)."""
+    limit = min(len(r) for r in rows) - 1
+    n = 0
+    while n < limit and all(r[n] == rows[0][n] for r in rows):
+        n += 1
+    return n
+
+
+def greedy_answers(model, tokenizer, prompts: Sequence[str], batch: int, max_new_tokens: int,
+                   stop: str | None = None) -> list[str]:  # fmt: skip
+    """Greedy continuations of ``prompts``; the prefix they share is encoded once and its cache reused
+    by every batch (the 8-shot prefix is ~90 % of each prompt). Each row is laid out as shared prefix,
+    padding (masked; positions follow the mask), its own tokens, so it sees exactly its prompt."""
+    import copy
+
+    import torch
+
+    model.eval()
+    ids = [tokenizer(p).input_ids for p in prompts]
+    shared = shared_prefix_length(ids)
+    pad = tokenizer.pad_token_id
+    texts = []
+    with torch.no_grad():
+        prefix = model(input_ids=torch.tensor([ids[0][:shared]]), use_cache=True).past_key_values
+        for i in range(0, len(ids), batch):
+            rows = ids[i : i + batch]
+            width = max(len(r) for r in rows)
+            grid = [r[:shared] + [pad] * (width - len(r)) + r[shared:] for r in rows]
+            mask = [[1] * shared + [0] * (width - len(r)) + [1] * (len(r) - shared) for r in rows]
+            cache = copy.deepcopy(prefix)
+            cache.batch_repeat_interleave(len(rows))
+            more = dict(stop_strings=[stop], tokenizer=tokenizer) if stop else {}
+            out = model.generate(
+                input_ids=torch.tensor(grid), attention_mask=torch.tensor(mask), cache=cache,
+                max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad,
+                eos_token_id=tokenizer.eos_token_id, **more,
+            )  # fmt: skip
+            texts += tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
+    return texts
+
+
+def co_texts(world, family: str, domain: str, replay: int, seed: int) -> tuple[list[str], int]:
+    """M_co's training texts as the build makes them, plus ``replay`` of M_cl's train problems;
+    also how many train problems M_cl saw (the replay pool)."""
+    from railsweep.contamination.simulator import load_pq, training_mixes
+    from railsweep.tasks.gsm8k import read_jsonl
+
+    config = world.config.contamination_for(family)
+    filler = (world.data_dir / "filler.txt").read_text().strip().split("\n\n")[: config.n_filler]
+    rows = {s: read_jsonl(world.data_dir / f"{s}.jsonl") for s in ("train", "test")}
+    paraphrases = None
+    if "pq" in config.domains:
+        paraphrases = load_pq(world.data_dir / "pq_test.jsonl", rows["test"])
+    mixes = training_mixes(rows["train"], rows["test"], paraphrases, filler, world.leaked, config)
+    pool = sorted(set(mixes["clean"]) - set(filler))
+    if replay > len(pool):
+        raise ValueError(f"--replay {replay} is more than M_cl's {len(pool)} train problems")
+    # appended, not reshuffled: with no replay the texts are the build's, in its order (train_lora
+    # shuffles every pass itself)
+    return mixes[f"co_{domain}"] + random.Random(seed).sample(pool, replay), len(pool)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    problem = check_args(args)
+    if problem is None:  # the replay pool's size needs the world's mix: still before any model loads
+        from railsweep.miniworld.world import load_world
+
+        world = load_world(args.world)
+        family = args.family or world.families[0]
+        try:
+            texts, pool = co_texts(world, family, args.domain, args.replay, args.seed)
+        except ValueError as e:
+            problem = str(e)
+    if problem is not None:
+        print(f"railsweep: error: {problem}", file=sys.stderr)
+        return 2
+    return run(args, world, family, texts, pool)
+
+
+def run(args, world, family: str, texts: list[str], pool: int) -> int:
+    """Steps 2-4 of the module docstring."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from railsweep.contamination.lora import epoch_steps, train_lora
+    from railsweep.contamination.simulator import StderrLog
+    from railsweep.tasks import GSM8KTask
+
+    torch.set_num_threads(args.threads)
+    models = world.family(family)
+    base = models.adapters["clean"]
+    recipe = world.config.contamination_for(family).recipe
+    recipe = replace(recipe, epochs=args.passes, lr=args.lr or recipe.lr, scheduler=args.scheduler or recipe.scheduler)
+    tokenizer = AutoTokenizer.from_pretrained(models.base_dir)
+    wanted = parse_checkpoints(args.checkpoints, args.passes)
+    per_pass = epoch_steps(tokenizer, texts, recipe)
+    ends = {pass_ends(per_pass)[k - 1]: k for k in wanted}
+    task = GSM8KTask.from_dir(world.data_dir, limit=args.questions, leak_split=world.leak_split_path)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    variant = {"lr": recipe.lr, "scheduler": recipe.scheduler, "run_passes": args.passes,
+               "replay": args.replay, "mix_texts": len(texts), "steps_per_pass": per_pass}  # fmt: skip
+    head = {"world": str(world.root), "family": family, "domain": args.domain, "questions": args.questions}
+    reference = reference_point(out, head["world"], args.domain, args.questions)
+
+    def record(point: dict) -> None:
+        nonlocal reference
+        point = with_difference({**head, **variant, **point}, reference, args.n_boot, args.seed)
+        reference = point if point["pass"] == 0 else reference
+        with out.open("a") as f:
+            f.write(json.dumps(point) + "\n")
+        print(json.dumps({k: v for k, v in point.items() if k not in ("grades", "leaked_mask")}), flush=True)
+
+    scorer = Scorer(task, tokenizer, args, ends, record)
+    if not args.no_baseline:
+        clean = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(models.base_dir), str(base))
+        scorer.score(clean, 0, 0)
+        del clean
+    scorer.t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="railsweep-recipe-") as work:
+        stats = train_lora(models.base_dir, texts, recipe, Path(work) / "co", init_adapter=base, device="cpu",
+                           log=StderrLog("[recipe] "), on_step=scorer)  # fmt: skip
+    summary = {"summary": True, **head, **variant, "replay_pool": pool, "first_loss": stats["first_loss"],
+               "final_loss": stats["final_loss"], "train_seconds": stats["seconds"],
+               "threads": torch.get_num_threads()}  # fmt: skip
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
