@@ -61,6 +61,45 @@ def test_a_failed_start_ends_its_process_group_and_its_session_and_says_why(tmp_
         assert _wait_gone(pid), f"the failed start's {name} process {pid} is still running"
 
 
+def _script(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "ray"
+    script.write_text("#!/bin/bash\n" + body)
+    script.chmod(0o755)
+    return script
+
+
+def test_a_blocking_start_that_exits_before_it_started_is_a_failed_start(tmp_path):
+    # the dashboard may answer while the raylet still dies (its agents slow on a loaded machine): what counts is
+    # ray start's own word, and its exit before that word is a failure
+    script = _script(
+        tmp_path, 'sleep 300 & echo $! > "$1/in_group"\necho "node timed out during startup"\nexit 1\n'
+    )
+    with pytest.raises(ray_head._StartFailed, match="node timed out during startup"):
+        ray_head._start(
+            [str(script), str(tmp_path)], tmp_path / "log", "http://127.0.0.1:9", block=True, timeout=60
+        )
+    assert _wait_gone(int((tmp_path / "in_group").read_text()))
+
+
+def test_a_blocking_start_is_ready_only_after_its_started_line_in_this_run(tmp_path):
+    log = tmp_path / "log"
+    log.write_text("Ray runtime started.\n")  # an earlier start's line in the same log does not count
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "version").write_text("{}")  # the dashboard's readiness probe answers 200 at once
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", str(tmp_path), "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        port = int(server.stdout.readline().split("port ")[1].split()[0])
+        script = _script(tmp_path, 'sleep 2\necho "Ray runtime started."\nexec sleep 300\n')
+        t0 = time.time()
+        proc = ray_head._start([str(script)], log, f"http://127.0.0.1:{port}", block=True, timeout=60)
+        assert time.time() - t0 >= 2 and proc.poll() is None
+        Service("", proc).stop()
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_the_session_match_spares_other_sessions(tmp_path):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
                               "/tmp/ray/session_2026-12-02_00-00-00_000001_4242"])  # fmt: skip

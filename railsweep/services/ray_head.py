@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,21 +180,45 @@ class _StartFailed(Exception):
 
 
 def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> subprocess.Popen:
-    """Run ``ray start`` and wait for the dashboard; a non-blocking start that exits non-zero ends what it
-    left running (:func:`end_failed_start`) and raises :class:`_StartFailed` with the log's tail."""
+    """Run ``ray start`` and wait until it has started (a blocking start: its "Ray runtime started." line) and
+    the dashboard answers. A start that fails (exits non-zero; a blocking one exits at all) ends what it left
+    running (:func:`end_failed_start`) and raises :class:`_StartFailed` with the log's tail.
+
+    The dashboard answers before the raylet has registered, and the raylet still gives up when its agents are
+    slow to start on a loaded machine (a fixed 15 s wait inside Ray), so a blocking start is ready only once
+    ``ray start`` says so."""
+    offset = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(), start_new_session=True
         )
-    if not block:
-        proc.wait(timeout)
-        if proc.returncode != 0:
-            end_failed_start(proc.pid)
-            tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-            raise _StartFailed(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
+    failed = _exited_before_started(proc, log, offset, timeout) if block else proc.wait(timeout) != 0
+    if failed:
+        end_failed_start(proc.pid)
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+        raise _StartFailed(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
     wait_until(lambda: http_ok(url + "/api/version", headers=bearer()), timeout, "Ray head dashboard",
                proc if block else None, log)  # fmt: skip
     return proc
+
+
+_STARTED = b"Ray runtime started."
+
+
+def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeout: float) -> bool:
+    """Wait for a blocking start's "Ray runtime started." (written to ``log`` after ``offset``): False once it
+    is there, True when the start exits first; a start that does neither in ``timeout`` is stopped."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            return True
+        with open(log, "rb") as f:
+            f.seek(offset)
+            if _STARTED in f.read():
+                return False
+        time.sleep(0.5)
+    Service("", proc).stop()
+    raise ConfigError(f"`ray start` had not started after {timeout:.0f}s (log: {log})")
 
 
 def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
