@@ -17,12 +17,18 @@ harness's model classes do before any filter runs), run one filter ensemble of t
 ``FilterEnsemble.apply`` does, and score the output with the task's ``process_results`` (its first metric,
 which must be 0/1 per document, as ``exact_match`` is). The rule ``lm_eval`` takes the first ensemble whose
 output is not its fallback (``"[invalid]"``): ``strict`` for the first ensemble, ``flexible`` after.
+
+The harness compiles a Jinja template from its source on every render (``lm_eval.utils.apply_template``, about
+10 ms each, several per prompt and one per score); railsweep renders and scores inside :func:`_compile_once`,
+which caches the compiled template per source in the harness's own environment, so every string is the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +57,34 @@ def _local_config(spec: LmEvalSpec, task_dir: str | Path) -> tuple[dict[str, Any
         dataset_kwargs={"data_files": {split: str(p) for split, p in files.items()}},
     )
     return config, list(files.values())
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(env: Any, source: str) -> Any:
+    return type(env).from_string(env, source)
+
+
+@contextlib.contextmanager
+def _compile_once() -> Iterator[None]:
+    """Within the block, the harness's Jinja environment compiles each template source once (module docstring);
+    its own ``from_string`` is back on the way out."""
+    from lm_eval import utils  # optional dependency (checked by load_lm_eval_spec)
+
+    env = utils.env
+    if "from_string" in vars(env):  # already inside a block
+        yield
+        return
+
+    def from_string(source: Any, globals: Any = None, template_class: Any = None) -> Any:
+        if globals is None and template_class is None and isinstance(source, str):
+            return _compiled(env, source)
+        return type(env).from_string(env, source, globals, template_class)
+
+    env.from_string = from_string
+    try:
+        yield
+    finally:
+        del env.from_string  # the instance attribute shadowed the class's method
 
 
 def _build(spec: LmEvalSpec, config: dict[str, Any]) -> Any:
@@ -89,14 +123,15 @@ class LmEvalTask:
         self.answer_rule = spec.rule(answer_rule or COMBINED_RULE)
         config, files = _local_config(spec, task_dir)
         self.files: tuple[Path, ...] = tuple(files)
-        self.harness = _build(spec, config)
+        with _compile_once():
+            self.harness = _build(spec, config)
+            self._render(limit, leak_split)
         until = self.harness.config.generation_kwargs.get("until", [])
         self.stop: tuple[str, ...] = (until,) if isinstance(until, str) else tuple(until)
         self._ensembles = {e.name: e for e in self.harness._filters}
         self._fallbacks = {name: _fallbacks(e) for name, e in self._ensembles.items()}
         metrics = [m["metric"] for m in self.harness.config.metric_list or ()] or list(self.harness._metric_fn_list)
         self._metric = metrics[0]
-        self._render(limit, leak_split)
 
     def _render(self, limit: int | None, leak_split: str | Path | None) -> None:
         """Step 3: every prompt, in the harness's document order, and the questions."""
@@ -143,7 +178,8 @@ class LmEvalTask:
         samples of a question repeat and every response is graded under every rule."""
         key = (rule, question.index, response)
         if key not in self._cache:
-            self._cache[key] = self._grade(self.spec.rule(rule), cut_at_stop(response, self.stop), question.index)
+            with _compile_once():
+                self._cache[key] = self._grade(self.spec.rule(rule), cut_at_stop(response, self.stop), question.index)
         return self._cache[key]
 
     def filtered(self, ensemble: str, response: str, index: int) -> Any:

@@ -6,7 +6,7 @@ responses exercise the filters (a correct "The answer is N.", a final answer wit
 separators, dollars, negative numbers, a continuation past a stop string, "#### N", no number at all). Its
 logged samples give, per document, the prompt the model got, and per filter ensemble the filtered answer and
 ``exact_match``; railsweep's :class:`LmEvalTask` must give the same prompt, and, from the uncut response, the
-same answer and verdict under each ensemble's rule, for the first 250 GSM8K test documents of ``gsm8k_cot``
+same answer and verdict under each ensemble's rule, for the first 200 GSM8K test documents of ``gsm8k_cot``
 (fixed 8-shot exemplars) and of ``gsm8k`` (5 exemplars drawn from train by the harness's seeded sampler).
 """
 
@@ -27,7 +27,7 @@ from railsweep.tasks.lm_eval_task import LmEvalTask
 GSM8K = Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k"
 if not GSM8K.is_dir():  # a worktree or clone beside shared/
     GSM8K = Path("/work/shared/data/gsm8k")
-N_DOCS = 250
+N_DOCS = 200
 TASKS = {"gsm8k_cot": "gsm8k/gsm8k-cot.yaml", "gsm8k": "gsm8k/gsm8k.yaml"}
 
 
@@ -88,9 +88,10 @@ def _harness_run(name: str, responses: list[str], tmp_path: Path) -> dict[int, d
         "dataset_name": None,
         "dataset_kwargs": {"data_files": {"train": str(GSM8K / "train.jsonl"), "test": str(GSM8K / "test.jsonl")}},
     }))
-    tasks = lm_eval.tasks.TaskManager(include_defaults=False).load([str(override)])["tasks"]
+    manager = lm_eval.tasks.TaskManager(include_defaults=False)  # the full index parses every YAML: a minute
+    tasks = manager.load([str(override)])["tasks"]
     results = lm_eval.simple_evaluate(model=CannedLM(responses), tasks=list(tasks.values()), limit=N_DOCS,
-                                      log_samples=True, bootstrap_iters=0)
+                                      log_samples=True, bootstrap_iters=0, task_manager=manager)
     logged: dict[int, dict[str, dict]] = {}
     for sample in results["samples"][name]:
         logged.setdefault(sample["doc_id"], {})[sample["filter"]] = sample
