@@ -12,6 +12,7 @@ same answer and verdict under each ensemble's rule, for the first 200 GSM8K test
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -23,10 +24,9 @@ from lm_eval.api.model import LM
 from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval
 from railsweep.tasks.lm_eval_spec import load_lm_eval_spec
 from railsweep.tasks.lm_eval_task import LmEvalTask
+from railsweep.tasks.shared_data import shared_data_dir
 
-GSM8K = Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k"
-if not GSM8K.is_dir():  # a worktree or clone beside shared/
-    GSM8K = Path("/work/shared/data/gsm8k")
+GSM8K = shared_data_dir() / "gsm8k"  # the official train.jsonl / test.jsonl
 N_DOCS = 200
 TASKS = {"gsm8k_cot": "gsm8k/gsm8k-cot.yaml", "gsm8k": "gsm8k/gsm8k.yaml"}
 
@@ -110,8 +110,6 @@ def compared(request, tmp_path_factory):
 
 
 def _answers() -> list[str]:
-    import json
-
     return [json.loads(line)["answer"] for line in (GSM8K / "test.jsonl").read_text().splitlines()]
 
 
