@@ -4,8 +4,10 @@ its content hash in the cell and sweep ids, and a cell evaluated end to end on t
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 
 from railsweep.cli import main
@@ -120,4 +122,6 @@ def test_a_harness_cell_runs_end_to_end_and_its_counts_are_the_harness_filters(s
     assert a.n_correct["lm_eval"] == sum(grade_lm_eval(t, gold[i]).correct for t, i in pairs)
     assert a.n_correct["strict-match"] == sum(strict_match_correct(t, gold[i]) for t, i in pairs)
     assert sum(o.c for o in result.outcomes) == a.n_correct["lm_eval"]
-    assert result.paths.questions.is_file()
+    prov = json.loads(pq.read_schema(result.paths.questions).metadata[b"railsweep.provenance"])
+    assert prov["packages"]["lm_eval"] == "0.4.13"
+    assert set(prov["datasets"]) == {str(world.data_dir / "test.jsonl"), str(load_lm_eval_spec(cell.task).source)}
