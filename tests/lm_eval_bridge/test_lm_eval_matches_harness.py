@@ -7,7 +7,9 @@ separators, dollars, negative numbers, a continuation past a stop string, "#### 
 logged samples give, per document, the prompt the model got, and per filter ensemble the filtered answer and
 ``exact_match``; railsweep's :class:`LmEvalTask` must give the same prompt, and, from the uncut response, the
 same answer and verdict under each ensemble's rule, for the first 200 GSM8K test documents of ``gsm8k_cot``
-(fixed 8-shot exemplars) and of ``gsm8k`` (5 exemplars drawn from train by the harness's seeded sampler).
+(fixed 8-shot exemplars), ``gsm8k`` (5 exemplars drawn from train by the harness's seeded sampler) and
+``gsm8k_cot_llama`` (an instruction prompt, an empty target delimiter, "The final answer is" read from the last
+of several groups, other stop strings).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from railsweep.tasks.shared_data import shared_data_dir
 
 GSM8K = shared_data_dir() / "gsm8k"  # the official train.jsonl / test.jsonl
 N_DOCS = 200
-TASKS = {"gsm8k_cot": "gsm8k/gsm8k-cot.yaml", "gsm8k": "gsm8k/gsm8k.yaml"}
+TASKS = {"gsm8k_cot": "gsm8k/gsm8k-cot.yaml", "gsm8k": "gsm8k/gsm8k.yaml", "gsm8k_cot_llama": "gsm8k/gsm8k-cot-llama.yaml"}
 
 
 def _responses(golds: list[str], seed: int) -> list[str]:
@@ -49,6 +51,8 @@ def _responses(golds: list[str], seed: int) -> list[str]:
             "I cannot work this one out.",
             f"{gold}.00",
             f"The answer is {gold}. Then 12 more arrive, so 12.",
+            f"Step by step: 4 + 4 = 8. The final answer is {gold}",
+            f"The final answer is {wrong}.<|eot_id|>The final answer is {gold}",
         ]))
     return out
 
