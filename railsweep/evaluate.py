@@ -22,6 +22,8 @@ from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strate
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
 from railsweep.tasks.file_task import FileTask
+from railsweep.tasks.lm_eval_spec import LmEvalSpec
+from railsweep.tasks.lm_eval_task import LmEvalTask
 from railsweep.tasks.math_task import MathTask
 
 
@@ -58,7 +60,7 @@ class CellResult:
 
 
 def load_task(cell: CellConfig) -> Task:
-    """The task a cell names: its task file (:class:`FileTask`), else GSM8K format in ``cell.task_dir``, or
+    """The task a cell names: its task file (:class:`FileTask`) or harness task (:class:`LmEvalTask`), else GSM8K format in ``cell.task_dir``, or
     MATH format for ``answer_type="math"``; malformed data, or a task file edited since the cell was
     configured → DataError."""
     from railsweep.tasks.gsm8k import GSM8KTask
@@ -67,8 +69,12 @@ def load_task(cell: CellConfig) -> Task:
     if spec is not None:
         if cell.task_sha256 is not None and cell.task_sha256 != spec.sha256:
             raise DataError(
-                f"task file {spec.source} changed since this cell was configured (sha256 {spec.sha256[:16]}..., "
+                f"task {cell.task} ({spec.source}) changed since this cell was configured (sha256 {spec.sha256[:16]}..., "
                 f"the cell records {cell.task_sha256[:16]}...)"
+            )
+        if isinstance(spec, LmEvalSpec):
+            return LmEvalTask(
+                spec, cell.task_dir, limit=cell.limit, leak_split=cell.leak_split, answer_rule=cell.answer_rule
             )
         return FileTask(
             spec, cell.task_dir, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit,
@@ -164,13 +170,13 @@ def evaluate_cell(
             f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
             f" (missing question_index {missing})"
         )
-    gold = {q.index: q.gold for q in questions}
+    by_index = {q.index: q for q in questions}
     agreement = rule_agreement(
-        ((s.text, gold[o.index]) for o in outcomes for s in o.samples),
+        ((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
         cell.answer_rule,
         tuple(task.stop),
         cell.answer_type,
-        task if isinstance(task, FileTask) else None,
+        task if isinstance(task, (FileTask, LmEvalTask)) else None,
     )
     if provenance is None:
         provenance = prov.collect(cell.task_files())

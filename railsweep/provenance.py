@@ -31,6 +31,8 @@ TRACKED_PACKAGES = (
     "pyarrow",
     "ray",
     "mlflow",
+    "lm_eval",  # a harness task's prompts and filters (--task lm_eval:NAME)
+    "datasets",  # reads a harness task's split files
 )
 
 _CHUNK = 1 << 20

@@ -15,7 +15,8 @@ from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
-from railsweep.tasks.task_file import builtin_tasks, load_task_file
+from railsweep.tasks.task_file import builtin_tasks
+from railsweep.tasks.task_ref import load_task_spec
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -48,8 +49,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--task",
         default=None,
         metavar="FILE|NAME",
-        help="a task file (YAML: data, prompt, answer extraction, grader; docs/tasks.md) or a shipped task's "
-        f"name ({', '.join(builtin_tasks())}); default: the built-in task of --answer-type",
+        help="a task file (YAML: data, prompt, answer extraction, grader; docs/tasks.md), a shipped task's "
+        f"name ({', '.join(builtin_tasks())}) or lm_eval:NAME, a generative lm-evaluation-harness task on the "
+        "split files in --task-dir (needs railsweep[lm-eval]); default: the built-in task of --answer-type",
     )
     p.add_argument(
         "--task-dir",
@@ -140,7 +142,7 @@ def parse_value(text: str) -> Any:
 def task_dir_of(args: argparse.Namespace) -> str:
     """``--task-dir``, or for a task file that names its data itself, the file's folder (where its relative
     paths point); a missing ``--task-dir`` that is needed -> ConfigError. Checks the task file completely."""
-    spec = load_task_file(args.task) if args.task is not None else None
+    spec = load_task_spec(args.task) if args.task is not None else None
     if args.task_dir is not None:
         return args.task_dir  # its existence is checked where the task loads
     if spec is None:

@@ -59,7 +59,7 @@ from railsweep.sweep._schema import (
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerRule, AnswerType
 from railsweep.tasks.grading import check_answer_type
 from railsweep.tasks.math_data import read_math_jsonl
-from railsweep.tasks.task_file import load_task_file
+from railsweep.tasks.task_ref import load_task_spec
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (
@@ -216,7 +216,7 @@ class Readout:
     @model_validator(mode="after")
     def _rule_reads_the_type(self) -> Readout:
         if self.task is not None:
-            load_task_file(self.task)  # checked completely now, before any cell is built
+            load_task_spec(self.task)  # checked completely now, before any cell is built
         else:
             check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
         return self
@@ -508,7 +508,7 @@ class SweepSpec:
             d["readout"].pop("answer_type")
         if self.readout.task is None:  # and specs on the built-in task
             d["readout"].pop("task")
-        elif not (spec := load_task_file(self.readout.task)).builtin:  # a custom file: its content counts
+        elif not (spec := load_task_spec(self.readout.task)).builtin:  # a custom file: its content counts
             d["readout"]["task_sha256"] = spec.sha256
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]

@@ -10,7 +10,8 @@ under every rule; the counts go into the cell's results
 A MATH-style cell (``answer_type="math"``) is re-graded under the rules that
 type has (``final``: last ``\\boxed{}``, ``first``: first box); the harness's
 gsm8k_cot counts do not apply to it and stay 0. A cell on a task file is
-re-graded under every answer rule the file declares.
+re-graded under every answer rule the file declares; a cell on an lm-evaluation-harness task under ``lm_eval``
+and each of the task's filter ensembles (:mod:`railsweep.tasks.lm_eval_task`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from railsweep.tasks.base import DEFAULT_ANSWER_TYPE, RULES_BY_TYPE, Grade
+from railsweep.tasks.base import DEFAULT_ANSWER_TYPE, RULES_BY_TYPE, Grade, Question
 from railsweep.tasks.file_task import FileTask
 from railsweep.tasks.grading import STOP, check_answer_rule, check_answer_type, cut_at_stop, grade
 from railsweep.tasks.lm_eval_gsm8k import flexible_extract_correct, strict_match_correct
+from railsweep.tasks.lm_eval_task import LmEvalTask
 from railsweep.tasks.math_grading import grade_math
 
 
@@ -61,21 +63,21 @@ class RuleAgreement:
 
 
 def rule_agreement(
-    responses: Iterable[tuple[str, str]],
+    responses: Iterable[tuple[str, str | Question]],
     answer_rule: str,
     stop: tuple[str, ...] = STOP,
     answer_type: str = DEFAULT_ANSWER_TYPE,
-    task: FileTask | None = None,
+    task: FileTask | LmEvalTask | None = None,
 ) -> RuleAgreement:
-    """Grade every ``(response text, gold)`` under every rule of ``answer_type`` (of ``task``, when it is a
-    task file's) and count where they part ways."""
+    """Grade every ``(response text, gold or question)`` under every rule of ``answer_type`` (of ``task``, when it
+    is a task file's or a harness task's, which need the :class:`Question`) and count where they part ways."""
     numeric = answer_type == "numeric"
     if task is not None:
         rules = task.spec.rule_names
         task.spec.rule(answer_rule)
 
-        def grader(text: str, gold: str, stop: tuple[str, ...], rule: str) -> Grade:
-            return task.grade_under(rule, text, gold)
+        def grader(text: str, question: Question, stop: tuple[str, ...], rule: str) -> Grade:
+            return task.grade_under(rule, text, question)
     else:
         check_answer_rule(answer_rule)
         check_answer_type(answer_type, answer_rule)
@@ -85,8 +87,9 @@ def rule_agreement(
     n = disagree = strict = flexible = 0
     correct = dict.fromkeys(rules, 0)
     differ = dict.fromkeys(others, 0)
-    for text, gold in responses:
-        verdicts = {rule: grader(text, gold, stop, rule).correct for rule in rules}
+    for text, item in responses:
+        gold = item.gold if isinstance(item, Question) else item
+        verdicts = {rule: grader(text, item if task is not None else gold, stop, rule).correct for rule in rules}
         n += 1
         for rule, ok in verdicts.items():
             correct[rule] += ok

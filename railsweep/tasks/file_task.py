@@ -158,9 +158,9 @@ class FileTask:
     def grade(self, response: str, question: Question) -> Grade:
         return grade_with(self._extractor, response, question.gold, self.stop)
 
-    def grade_under(self, rule: str, response: str, gold: str) -> Grade:
+    def grade_under(self, rule: str, response: str, question: Question) -> Grade:
         """``response`` graded under another of the file's answer rules (for the rule-agreement counts)."""
-        return grade_with(self.spec.rule(rule), response, gold, self.stop)
+        return grade_with(self.spec.rule(rule), response, question.gold, self.stop)
 
     def gold_chain(self, question: Question) -> str:
         """The gold chain of thought the task file's ``gold_chain`` template renders (the dynamics step)."""

@@ -1,0 +1,174 @@
+"""``--task lm_eval:NAME``: an lm-evaluation-harness task, read from the harness's own task config.
+
+The harness (``pip install 'railsweep[lm-eval]'``) ships thousands of task YAMLs. :func:`load_lm_eval_spec`
+resolves a name to one of them and checks it before any data or model is read (steps):
+
+1. import ``lm_eval`` (missing -> :class:`~railsweep.errors.MissingDependencyError` with the install command);
+2. find the YAML that declares ``task: NAME``: the harness folders whose name starts the task name are read
+   first, then the rest, as text (the harness's own index parses every YAML and takes a minute);
+3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
+   ``TaskManager`` over that one folder; a group, a tag or a Python task class is refused;
+4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``): its
+   scores are log-likelihoods, and railsweep reads sampled answers;
+5. hash the resolved config (less the YAML's path on this machine) with the harness's version (:attr:`LmEvalSpec.sha256`, which enters the cell id).
+
+Building the harness's task object on local data, its prompts and its filters is
+:mod:`railsweep.tasks.lm_eval_task`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from railsweep.errors import ConfigError, DataError, MissingDependencyError
+from railsweep.tasks.rows import FORMATS
+
+PREFIX = "lm_eval:"
+# The rule that reads the harness's filters in order: the first whose output is not its fallback ("[invalid]").
+COMBINED_RULE = "lm_eval"
+ANSWER_TYPE = "lm_eval"  # graded by the harness's own metric, whatever its answers are
+_SPLIT_KEYS = ("test_split", "validation_split", "training_split", "fewshot_split")
+
+
+def is_lm_eval_ref(ref: Any) -> bool:
+    """Whether a ``--task`` value names a harness task (``lm_eval:NAME``)."""
+    return isinstance(ref, str) and ref.startswith(PREFIX)
+
+
+def import_lm_eval() -> Any:
+    """The ``lm_eval`` package; not installed -> MissingDependencyError naming the extra."""
+    try:
+        import lm_eval  # optional dependency: only --task lm_eval:NAME needs it
+    except ImportError:
+        raise MissingDependencyError("lm_eval", "lm-eval", "--task lm_eval:NAME") from None
+    return lm_eval
+
+
+@dataclass(frozen=True)
+class LmEvalSpec:
+    """A harness task's resolved config, checked. Answers the questions a task file's spec answers
+    (name, hash, rules, answer type), so a cell, a sweep spec and ``railsweep eval`` treat both alike."""
+
+    ref: str
+    name: str
+    source: Path  # the harness's YAML
+    sha256: str
+    version: str  # lm_eval's
+    config: dict[str, Any] = field(compare=False, hash=False, repr=False)
+    filter_names: tuple[str, ...] = ()
+    builtin: bool = False
+    answer_type: str = ANSWER_TYPE
+
+    @property
+    def rule_names(self) -> tuple[str, ...]:
+        """``lm_eval`` (the filters in order, the default) and each filter ensemble on its own."""
+        return (COMBINED_RULE, *self.filter_names)
+
+    def rule(self, name: str) -> str:
+        if name not in self.rule_names:
+            raise ConfigError(f"task {self.ref!r} has no answer rule {name!r}; its rules: {', '.join(self.rule_names)}")
+        return name
+
+    def uses_task_dir(self) -> bool:
+        return True  # no hub here: the splits are read from --task-dir
+
+    def splits(self) -> tuple[str, ...]:
+        """The split names the config reads (evaluation, training, few-shot), each a file in the task dir."""
+        names = [self.config.get(k) for k in _SPLIT_KEYS]
+        names.append((self.config.get("fewshot_config") or {}).get("split"))
+        return tuple(dict.fromkeys(n for n in names if n))
+
+
+def split_file(spec: LmEvalSpec, task_dir: str | Path, split: str) -> Path:
+    """``<task_dir>/<split>.<jsonl|json|csv|parquet>``: the one file that holds a split; none -> DataError."""
+    found = [Path(task_dir) / f"{split}.{fmt}" for fmt in FORMATS if (Path(task_dir) / f"{split}.{fmt}").is_file()]
+    if len(found) != 1:
+        what = "no file" if not found else f"{len(found)} files"
+        raise DataError(
+            f"task {spec.ref!r} reads split {split!r}: {what} {task_dir}/{split}.{{{','.join(FORMATS)}}} "
+            f"(the harness config's splits: {', '.join(spec.splits())})"
+        )
+    return found[0]
+
+
+def data_files(spec: LmEvalSpec, task_dir: str | Path) -> list[Path]:
+    """The files a harness task reads (its YAML, each split's file), for provenance checksums."""
+    return [spec.source, *(split_file(spec, task_dir, s) for s in spec.splits())]
+
+
+def _declares(path: Path, name: str) -> bool:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return re.search(rf"^task:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", text, re.M) is not None
+
+
+def _find_yaml(root: Path, name: str) -> Path | None:
+    """The YAML under the harness's ``tasks/`` that declares ``task: name``; likely folders first."""
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    key = name.replace("-", "_")
+    likely = [p for p in folders if key.startswith(p.name.replace("-", "_"))]
+    for folder in likely + [p for p in folders if p not in likely]:
+        for path in sorted(folder.rglob("*.yaml")):
+            if _declares(path, name):
+                return path
+    return None
+
+
+def _all_names(root: Path) -> list[str]:
+    pattern = re.compile(r"^task:\s*['\"]?([\w.\-]+)", re.M)
+    return sorted({n for p in root.rglob("*.yaml") for n in pattern.findall(p.read_text(errors="replace"))})
+
+
+def _canonical(value: Any) -> Any:
+    """The config as JSON: a ``!function`` by its qualified name (its code is pinned by lm_eval's version)."""
+    if callable(value):
+        return f"<function {getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', repr(value))}>"
+    raise TypeError(type(value).__name__)
+
+
+@functools.lru_cache(maxsize=64)
+def load_lm_eval_spec(ref: str) -> LmEvalSpec:
+    """Resolve and check ``lm_eval:NAME`` (module docstring, steps 1-5); cached per process."""
+    name = ref[len(PREFIX):]
+    if not re.fullmatch(r"[\w.\-]+", name):
+        raise ConfigError(f"task {ref!r}: expected lm_eval:NAME with a harness task name")
+    lm_eval = import_lm_eval()
+    from lm_eval.tasks import TaskManager  # optional dependency (step 1)
+    from lm_eval.tasks._index import Kind
+
+    root = Path(lm_eval.__file__).parent / "tasks"
+    path = _find_yaml(root, name)
+    if path is None:
+        near = difflib.get_close_matches(name, _all_names(root), n=1)
+        hint = f"; did you mean 'lm_eval:{near[0]}'?" if near else ""
+        raise ConfigError(f"task {ref!r}: lm_eval {lm_eval.__version__} has no task named {name!r}{hint}")
+    manager = TaskManager(include_defaults=False, include_path=str(path.parent))
+    entry = manager.task_index.get(name)
+    if entry is None or entry.kind != Kind.TASK:
+        kind = "not a task" if entry is None else entry.kind.name.lower()
+        raise ConfigError(f"task {ref!r}: {path} declares it as {kind}; name one YAML task of lm_eval")
+    config = manager._factory._load_full_config(entry, None)
+    output_type = config.get("output_type", "generate_until")
+    if output_type != "generate_until":
+        raise ConfigError(
+            f"task {ref!r}: lm_eval scores it by log-likelihood (output_type={output_type!r}); railsweep samples "
+            "answers, so it runs generate_until tasks only"
+        )
+    hashed = {**config, "metadata": {k: v for k, v in config["metadata"].items() if k != "config_source"}}
+    blob = json.dumps({"lm_eval": lm_eval.__version__, "config": hashed}, sort_keys=True, default=_canonical)
+    filters = tuple(f["name"] for f in config.get("filter_list") or ()) or ("none",)
+    return LmEvalSpec(
+        ref=ref,
+        name=name,
+        source=path,
+        sha256=hashlib.sha256(blob.encode()).hexdigest(),
+        version=lm_eval.__version__,
+        config=config,
+        filter_names=filters,
+    )

@@ -1,0 +1,28 @@
+"""What a ``--task`` value (or a sweep's ``readout.task``) names: a task file, a shipped task, or a harness task.
+
+``lm_eval:NAME`` is an lm-evaluation-harness task (:mod:`railsweep.tasks.lm_eval_spec`); anything else is a
+task file's path or a shipped task's name (:mod:`railsweep.tasks.task_file`). Both specs answer the same
+questions (name, content hash, answer rules, answer type), so cells and sweep specs treat them alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from railsweep.tasks import lm_eval_spec
+from railsweep.tasks.lm_eval_spec import LmEvalSpec, is_lm_eval_ref, load_lm_eval_spec
+from railsweep.tasks.task_file import TaskSpec, data_files, load_task_file
+
+AnyTaskSpec = TaskSpec | LmEvalSpec
+
+
+def load_task_spec(ref: str | Path) -> AnyTaskSpec:
+    """The checked spec ``ref`` names; no data is read."""
+    return load_lm_eval_spec(ref) if is_lm_eval_ref(ref) else load_task_file(ref)
+
+
+def spec_files(spec: AnyTaskSpec, task_dir: str | Path | None, split: str, fewshot: str | Path | None) -> list[Path]:
+    """The local files a task reads (for provenance checksums)."""
+    if isinstance(spec, LmEvalSpec):
+        return lm_eval_spec.data_files(spec, task_dir)  # type: ignore[arg-type]
+    return data_files(spec, task_dir, split, fewshot)

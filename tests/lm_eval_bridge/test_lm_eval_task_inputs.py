@@ -1,0 +1,127 @@
+"""``lm_eval:NAME`` wherever a task is named: refusals (one line, exit code 2, nothing written, no model loaded),
+its content hash in the cell and sweep ids, and a cell evaluated end to end on the smoke world."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from railsweep.cli import main
+from railsweep.config import CellConfig
+from railsweep.errors import ConfigError
+from railsweep.evaluate import evaluate_cell
+from railsweep.tasks.gsm8k import GSM8KTask
+from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval, strict_match_correct
+from railsweep.tasks.lm_eval_spec import load_lm_eval_spec
+from railsweep.tasks.shared_data import shared_data_dir
+
+GSM8K = shared_data_dir() / "gsm8k"
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    """A model folder the option check accepts; every command below must fail before loading it."""
+    root = tmp_path / "model"
+    root.mkdir()
+    (root / "config.json").write_text("{}")
+    return root
+
+
+def _eval(model_dir, task, task_dir, out, *extra):
+    return main(["eval", "--model", str(model_dir), "--task", task, "--task-dir", str(task_dir),
+                 "--strategy", "identity", "--out", str(out), *extra])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "task,message",
+    [("lm_eval:hellaswag", "task 'lm_eval:hellaswag': lm_eval scores it by log-likelihood "
+      "(output_type='multiple_choice'); railsweep samples answers, so it runs generate_until tasks only"),
+     ("lm_eval:gsm8k_cto", "task 'lm_eval:gsm8k_cto': lm_eval 0.4.13 has no task named 'gsm8k_cto'; "
+      "did you mean 'lm_eval:gsm8k_cot'?")],
+)  # fmt: skip
+def test_eval_refuses_a_loglikelihood_or_unknown_harness_task_in_one_line(task, message, model_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = _eval(model_dir, task, GSM8K, out)
+    assert code == 2 and capsys.readouterr().err.strip().splitlines() == [f"railsweep: error: {message}"]
+    assert not out.exists()
+
+
+def test_eval_refuses_a_task_dir_without_a_split_the_config_names(model_dir, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(GSM8K / "test.jsonl", data / "test.jsonl")  # gsm8k draws its exemplars from train: missing
+    out = tmp_path / "out"
+    code = _eval(model_dir, "lm_eval:gsm8k", data, out)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0] == (
+        f"railsweep: error: task 'lm_eval:gsm8k' reads split 'train': no file {data}/train.{{jsonl,json,csv,parquet}} "
+        "(the harness config's splits: test, train)"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [("fewshot", "shots.json", "takes its few-shot examples from lm_eval"),
+     ("split", "train", "evaluates the split its lm_eval config names")],
+)  # fmt: skip
+def test_a_harness_cell_refuses_its_own_fewshot_file_or_split(field, value, message):
+    with pytest.raises(ConfigError, match=message):
+        CellConfig(model="m", strategy="identity", task_dir=str(GSM8K), task="lm_eval:gsm8k_cot", **{field: value})
+
+
+def test_the_harness_config_hash_enters_the_cell_id():
+    cot = CellConfig(model="m", strategy="identity", task_dir=str(GSM8K), task="lm_eval:gsm8k_cot")
+    plain = dataclasses.replace(cot, task="lm_eval:gsm8k", task_sha256=None)
+    assert cot.task_sha256 == load_lm_eval_spec("lm_eval:gsm8k_cot").sha256
+    assert cot.answer_rule == "lm_eval" and cot.answer_type == "lm_eval"
+    assert len({cot.cell_id, plain.cell_id, CellConfig(model="m", strategy="identity", task_dir=str(GSM8K)).cell_id}) == 3
+    assert CellConfig.from_dict(cot.to_dict()) == cot
+
+
+def test_a_sweep_spec_names_a_harness_task_in_its_readout():
+    from railsweep.sweep.cells import expand
+    from railsweep.sweep.spec import FamilySpec, load_spec
+
+    adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
+    plain = dataclasses.replace(
+        load_spec("smoke"), source="paths", families=(FamilySpec("llama", "/p/base", adapters),), data_dir="/p/data"
+    )
+    on = dataclasses.replace(plain, readout=dataclasses.replace(plain.readout, task="lm_eval:gsm8k_cot"))
+    sha = load_lm_eval_spec("lm_eval:gsm8k_cot").sha256
+    assert {(c.config.task, c.config.task_sha256) for c in expand(on)} == {("lm_eval:gsm8k_cot", sha)}
+    assert on.sweep_id != plain.sweep_id
+    with pytest.raises(ConfigError, match="output_type='multiple_choice'"):
+        dataclasses.replace(plain.readout, task="lm_eval:hellaswag")  # the readout checks its task when made
+
+
+def test_a_harness_cell_runs_end_to_end_and_its_counts_are_the_harness_filters(smoke_world, tmp_path):
+    """gsm8k_cot on the smoke world's GSM8K-format test set: every response graded by the harness's filters,
+    which for this task the coded re-implementation (railsweep.tasks.lm_eval_gsm8k) reproduces."""
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.miniworld import build_world
+
+    world = build_world("smoke", cache_dir=smoke_world)
+    fam = world.family("llama")
+    cell = CellConfig(model="m", strategy="identity", task_dir=str(world.data_dir), adapter="co_gsm8k", m=3,
+                      temperature=1.0, max_new_tokens=60, task="lm_eval:gsm8k_cot", limit=12)  # fmt: skip
+    eng = TransformersEngine(fam.base_dir, {k: str(v) for k, v in fam.adapters.items()}, device="cpu", dtype="float32")
+    try:
+        result = evaluate_cell(cell, eng, out_dir=tmp_path / "cell")
+    finally:
+        eng.close()
+    pairs = [(s.text, result.outcomes[i].index) for i in range(len(result.outcomes)) for s in result.outcomes[i].samples]
+    gold = {q.index: q.gold for q in GSM8KTask.from_dir(world.data_dir).questions()}
+    a = result.agreement
+    assert result.n_questions == 12 and a.n_responses == len(pairs) == 36
+    assert a.n_correct["lm_eval"] == sum(grade_lm_eval(t, gold[i]).correct for t, i in pairs)
+    assert a.n_correct["strict-match"] == sum(strict_match_correct(t, gold[i]) for t, i in pairs)
+    assert sum(o.c for o in result.outcomes) == a.n_correct["lm_eval"]
+    prov = json.loads(pq.read_schema(result.paths.questions).metadata[b"railsweep.provenance"])
+    assert prov["packages"]["lm_eval"] == "0.4.13"
+    assert set(prov["datasets"]) == {str(world.data_dir / "test.jsonl"), str(load_lm_eval_spec(cell.task).source)}
