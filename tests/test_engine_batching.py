@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from railsweep.config import EngineConfig
+from railsweep.engines.config import EngineConfig
 from railsweep.engines import transformers_engine as te
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.factory import build_engine

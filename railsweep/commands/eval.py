@@ -128,7 +128,8 @@ def parse_value(text: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from railsweep.config import CellConfig, EngineConfig
+    from railsweep.config import CellConfig
+    from railsweep.engines.config import EngineConfig
     from railsweep.evaluate import evaluate_cell, load_task
     from railsweep.results.io import check_writable_dir
 

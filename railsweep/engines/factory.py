@@ -1,7 +1,7 @@
-"""Engine construction: an :class:`~railsweep.config.EngineConfig` record → a loaded engine.
+"""Engine construction: an :class:`~railsweep.engines.config.EngineConfig` record → a loaded engine.
 
 The record (which backend, which weights, validated at construction) lives in
-:mod:`railsweep.config`; this module is the one place that turns it into an
+:mod:`railsweep.engines.config`; this module is the one place that turns it into an
 engine, importing the vLLM backend only when it is asked for.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from railsweep.config import EngineConfig
+from railsweep.engines.config import EngineConfig
 from railsweep.errors import MissingDependencyError
 
 
