@@ -7,7 +7,6 @@ import json
 import pytest
 
 from railsweep.config import CellConfig
-
 from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.errors import ConfigError

@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from railsweep.config import CellConfig
-
 from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.errors import ConfigError, DataError, MissingDependencyError

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from railsweep.detection.scoring import roc_curve
 from railsweep.detection.truth import KEYS, to_markdown, truth_table
+from railsweep.metrics.auc import roc_curve
 
 __all__ = ["curve_label", "roc_figure", "roc_frame", "truth_markdown", "truth_summary"]
 
