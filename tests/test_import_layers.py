@@ -294,9 +294,84 @@ def test_a_cycle_hidden_in_a_function_local_import_is_found():
 REASONS = ("ray", "mlflow", "vllm", "matplotlib", "scipy", "torch", "transformers", "pandas", "pyarrow")
 _REASON_RE = re.compile(r"\b(" + "|".join(REASONS) + r")\b")
 
-# Function-local railsweep imports without a reason, in modules being reworked right now (the sweep
-# package is being split, the tasks reworked): ``"path: imported name"``. Empty it as they are fixed.
-PENDING: frozenset[str] = frozenset()
+# Function-local railsweep imports without a reason, all in modules being reworked right now (the sweep
+# package is being split; the commands eval/score/sweep/detect_ray, evaluate.py and dynamics/ change with
+# it): ``"path: imported name"``. Empty it as those land; a new offender anywhere else fails the test.
+PENDING: frozenset[str] = frozenset(
+    {
+        "railsweep/commands/detect_ray.py: railsweep.sweep.local",
+        "railsweep/commands/detect_ray.py: railsweep.sweep.ngram_scan",
+        "railsweep/commands/eval.py: railsweep.config",
+        "railsweep/commands/eval.py: railsweep.engines.config",
+        "railsweep/commands/eval.py: railsweep.engines.factory",
+        "railsweep/commands/eval.py: railsweep.evaluate",
+        "railsweep/commands/eval.py: railsweep.results.io",
+        "railsweep/commands/score.py: railsweep.analysis.scoring",
+        "railsweep/commands/score.py: railsweep.analysis.tables",
+        "railsweep/commands/score.py: railsweep.metrics",
+        "railsweep/commands/score.py: railsweep.results.io",
+        "railsweep/commands/sweep.py: railsweep.sweep.local",
+        "railsweep/commands/sweep.py: railsweep.sweep.spec",
+        "railsweep/commands/sweep.py: railsweep.sweep.tracking",
+        "railsweep/dynamics/analyse.py: railsweep.dynamics.replicas",
+        "railsweep/dynamics/collect.py: railsweep.detection.nll",
+        "railsweep/dynamics/collect.py: railsweep.engines.transformers_engine",
+        "railsweep/dynamics/collect.py: railsweep.miniworld.world",
+        "railsweep/dynamics/collect.py: railsweep.strategies.railcap.trajectory",
+        "railsweep/dynamics/collect.py: railsweep.tasks",
+        "railsweep/dynamics/observe.py: railsweep.engines.base",
+        "railsweep/dynamics/observe.py: railsweep.errors",
+        "railsweep/dynamics/observe.py: railsweep.strategies",
+        "railsweep/dynamics/observe.py: railsweep.strategies.base",
+        "railsweep/evaluate.py: railsweep.tasks.gsm8k",
+        "railsweep/sweep/actors.py: railsweep.config",
+        "railsweep/sweep/actors.py: railsweep.engines.config",
+        "railsweep/sweep/actors.py: railsweep.engines.factory",
+        "railsweep/sweep/actors.py: railsweep.evaluate",
+        "railsweep/sweep/actors.py: railsweep.strategy_registry",
+        "railsweep/sweep/detect_cells.py: railsweep.detection.world",
+        "railsweep/sweep/detect_cells.py: railsweep.miniworld.world",
+        "railsweep/sweep/detection.py: railsweep",
+        "railsweep/sweep/detection.py: railsweep.analysis.detection",
+        "railsweep/sweep/detection.py: railsweep.detection",
+        "railsweep/sweep/detection.py: railsweep.detection.output",
+        "railsweep/sweep/detection.py: railsweep.detection.world",
+        "railsweep/sweep/detection.py: railsweep.miniworld.world",
+        "railsweep/sweep/detection.py: railsweep.sweep.actors",
+        "railsweep/sweep/detection.py: railsweep.sweep.reader",
+        "railsweep/sweep/driver.py: railsweep.sweep.detect_cells",
+        "railsweep/sweep/driver.py: railsweep.sweep.detection",
+        "railsweep/sweep/driver.py: railsweep.sweep.dynamics_step",
+        "railsweep/sweep/driver.py: railsweep.sweep.publish",
+        "railsweep/sweep/dynamics_step.py: railsweep.config",
+        "railsweep/sweep/dynamics_step.py: railsweep.dynamics.analyse",
+        "railsweep/sweep/dynamics_step.py: railsweep.dynamics.collect",
+        "railsweep/sweep/dynamics_step.py: railsweep.dynamics.observe",
+        "railsweep/sweep/dynamics_step.py: railsweep.dynamics.output",
+        "railsweep/sweep/dynamics_step.py: railsweep.dynamics.settings",
+        "railsweep/sweep/dynamics_step.py: railsweep.errors",
+        "railsweep/sweep/dynamics_step.py: railsweep.evaluate",
+        "railsweep/sweep/dynamics_step.py: railsweep.sweep.actors",
+        "railsweep/sweep/dynamics_step.py: railsweep.sweep.reader",
+        "railsweep/sweep/job.py: railsweep.sweep.driver",
+        "railsweep/sweep/job.py: railsweep.sweep.local",
+        "railsweep/sweep/job.py: railsweep.sweep.tracking",
+        "railsweep/sweep/pricing.py: railsweep.sweep.detect_cells",
+        "railsweep/sweep/publish.py: railsweep.analysis",
+        "railsweep/sweep/publish.py: railsweep.analysis.tables",
+        "railsweep/sweep/reader.py: railsweep.analysis.scoring",
+        "railsweep/sweep/reader.py: railsweep.detection.output",
+        "railsweep/sweep/reader.py: railsweep.results.io",
+        "railsweep/sweep/spec.py: railsweep.detection",
+        "railsweep/sweep/spec.py: railsweep.detection.run",
+        "railsweep/sweep/spec.py: railsweep.miniworld",
+        "railsweep/sweep/spec.py: railsweep.miniworld.presets",
+        "railsweep/sweep/spec.py: railsweep.tasks.text",
+        "railsweep/sweep/trial.py: railsweep.analysis.plots",
+        "railsweep/sweep/trial.py: railsweep.analysis.scoring",
+        "railsweep/sweep/trial.py: railsweep.results.io",
+    }
+)
 
 
 def _comments(source: str) -> dict[int, str]:
