@@ -44,7 +44,7 @@ def single_engine(spec, cells, *, batch: int, threads: int) -> dict:
     """Every cell evaluated by one engine per family in this process; samples/s over evaluation time."""
     import torch
 
-    from railsweep.config import EngineConfig
+    from railsweep.engines.config import EngineConfig
     from railsweep.engines.factory import build_engine
     from railsweep.evaluate import evaluate_cell
 

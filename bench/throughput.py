@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from railsweep.config import EngineConfig  # noqa: E402
+from railsweep.engines.config import EngineConfig  # noqa: E402
 from railsweep.engines.factory import build_engine  # noqa: E402
 from railsweep.strategies import build_strategy  # noqa: E402
 from railsweep.strategies.base import DecodeSettings, EvalContext  # noqa: E402

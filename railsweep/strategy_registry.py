@@ -25,7 +25,7 @@ from typing import Any
 from railsweep.errors import ConfigError
 from railsweep.registry import Registry
 
-BACKENDS = ("transformers", "vllm")  # railsweep.config.EngineConfig.backend
+BACKENDS = ("transformers", "vllm")  # railsweep.engines.config.EngineConfig.backend
 PAPER_TABLES = ("1", "2", "3", "4")  # method.md §6
 # Tables that show a strategy's main row only; the others (Table 4, the RailCap ablation) show every row.
 MAIN_ROW_TABLES = frozenset({"1", "2", "3"})

@@ -641,6 +641,8 @@ TRIPWIRES = (
     "railsweep.services.jobs.submit_job",
     "railsweep.sweep.driver.run_sweep",
     "railsweep.contamination.contaminate_family",
+    "railsweep.commands.contaminate.contaminate_family",  # the names a module imported at its top
+    "railsweep.miniworld.calibration.TransformersEngine",
     "ray.init",
     "transformers.AutoModelForCausalLM.from_pretrained",
     "transformers.AutoTokenizer.from_pretrained",

@@ -44,8 +44,8 @@ def world(tiny_model_dir, tmp_path_factory):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from railsweep.config import EngineConfig
     from railsweep.engines.base import Request, SamplingSpec
+    from railsweep.engines.config import EngineConfig
     from railsweep.engines.factory import build_engine
     from railsweep.tasks import GSM8KTask
     from railsweep.tasks.grading import extract

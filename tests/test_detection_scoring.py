@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from railsweep.detection.scoring import auc_ci, calibrate_threshold, flag_rate, roc_auc
+from railsweep.detection.scoring import calibrate_threshold, flag_rate
 from railsweep.detection.truth import to_markdown, truth_table
 from railsweep.errors import ConfigError, DataError
+from railsweep.metrics.auc import auc_ci, roc_auc
 
 
 def naive_auc(score, label):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from railsweep.config import EngineConfig
 from railsweep.engines import transformers_engine as te
 from railsweep.engines.base import Request, SamplingSpec
+from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.engines.transformers_engine import TransformersEngine, default_batch_limits, kv_bytes_per_token
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from railsweep.config import CellConfig, EngineConfig
+from railsweep.config import CellConfig
+from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.errors import ConfigError
 from railsweep.evaluate import evaluate_cell, load_task

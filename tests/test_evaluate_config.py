@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from railsweep.config import CellConfig, EngineConfig
+from railsweep.config import CellConfig
+from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 

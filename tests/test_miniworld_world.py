@@ -141,7 +141,7 @@ def test_a_family_whose_pretraining_length_changes_is_pretrained_alone(tmp_path)
 def test_a_family_whose_co_epochs_change_is_retrained_alone_and_the_others_adapters_are_copied(
     tmp_path, monkeypatch
 ):
-    from railsweep.miniworld import tokenizer
+    import railsweep.miniworld.world as world_module
 
     two = dataclasses.replace(TINY, families=("llama", "neox"))
     first = build_world("tiny", cache_dir=tmp_path, config=two)
@@ -149,7 +149,7 @@ def test_a_family_whose_co_epochs_change_is_retrained_alone_and_the_others_adapt
     def no_training(*args, **kwargs):
         raise AssertionError("the lent tokenizer was trained again")
 
-    monkeypatch.setattr(tokenizer, "train_tokenizer", no_training)
+    monkeypatch.setattr(world_module, "train_tokenizer", no_training)  # where the build looks it up
     longer = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(two, family_co_epochs=(("neox", 2),)))
     assert longer.manifest["adapters_from"] == {"llama": str(first.root)}
     assert all(s["reused"] for s in longer.manifest["training"]["llama"]["adapters"].values())

@@ -130,7 +130,7 @@ def test_the_paraphrased_split_rewords_each_test_question_and_keeps_its_solution
 
 
 def test_the_roc_curve_has_the_area_of_the_rank_sum_auc_with_ties_on_lopsided_data():
-    from railsweep.detection.scoring import roc_auc, roc_curve
+    from railsweep.metrics.auc import roc_auc, roc_curve
 
     rng = np.random.default_rng(3)
     score = np.round(rng.normal(size=41), 1)  # rounding makes ties, some across the classes

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from railsweep.detection.scoring import roc_curve
+from railsweep.analysis.plots import _plt, _save
 from railsweep.detection.truth import KEYS, to_markdown, truth_table
+from railsweep.metrics.auc import roc_curve
 
 __all__ = ["curve_label", "roc_figure", "roc_frame", "truth_markdown", "truth_summary"]
 
@@ -53,8 +54,6 @@ def roc_frame(table: pd.DataFrame) -> pd.DataFrame:
 def roc_figure(table: pd.DataFrame, path: str | Path, title: str = "") -> Path | None:
     """ROC curves of every detector setting x family, one panel per domain (None when no curve exists):
     one colour per detector setting, one line style per family."""
-    from railsweep.analysis.plots import _plt, _save
-
     roc = roc_frame(table)
     if roc.empty:
         return None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from railsweep.dynamics import plots
+
 __all__ = ["figures", "fits_frame", "gain_frame", "groups", "prediction_frame", "replica_frame"]
 
 
@@ -107,8 +109,6 @@ def figures(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> dict[str
     the group fit against the observed solve probability, one panel per tau) and, for a replica world,
     ``memorisation_curve_<family>_<domain>.png``; the paths by name."""
     import matplotlib.pyplot as plt
-
-    from railsweep.dynamics import plots
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from railsweep.analysis import plots
+from railsweep.analysis.scoring import paired_difference, score_pair
 from railsweep.analysis.tables import paper_tables, table_cells
 from railsweep.analysis.uncertainty import with_occupancy
 from railsweep.metrics.aggregate import ACROSS, CONCENTRATION
@@ -78,8 +80,6 @@ def score_sweep(
     scoring settings unless overridden). Scores the trial logged against that same clean run with the same
     settings are reused; any other pair is scored here (:func:`railsweep.analysis.scoring.score_pair`).
     Returns the cell dicts :mod:`railsweep.analysis.tables` takes."""
-    from railsweep.analysis.scoring import score_pair
-
     s = sweep.scoring
     B, n_boot, seed = B or s["B"], n_boot or s["n_boot"], s["seed"] if seed is None else seed
     by_id = {c.cell_id: c for c in sweep.cells}
@@ -146,8 +146,6 @@ def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, An
     """SA-PPG(strategy) − SA-PPG(Identity) per setting on the same questions (same resamples for both),
     with both intervals of the difference (:func:`railsweep.analysis.scoring.paired_difference`, the
     sweep's scoring settings). Settings without an Identity cell are left out."""
-    from railsweep.analysis.scoring import paired_difference
-
     by_id, sc = {c.cell_id: c for c in sweep.cells}, sweep.scoring
     ident = {(s["family"], s["domain"]): s for s in scored if s["strategy"] == "Identity"}
     rows = []
@@ -187,8 +185,6 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     ``scatter_identity`` / ``scatter_railcap`` (per question, clean vs mitigated, primary setting),
     ``stratum_deltas`` (S-Δ+/S-Δ− per stratum, Table 2's rows), ``sappg_bars`` (Table 3 as bars) and
     ``readout_stability`` (paper Fig. 2, from the clean cells' samples). Only the tables' rows are drawn."""
-    from railsweep.analysis import plots
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_id = {c.cell_id: c for c in sweep.cells}

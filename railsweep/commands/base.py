@@ -58,6 +58,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch, transformers: loaded when the command runs, so `railsweep --help` and refusals stay fast
     from railsweep.bases import prepare_base
 
     base = prepare_base(

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.contamination import ContaminationConfig, LoraRecipe, contaminate_family
 from railsweep.contamination.config import PRECISIONS
 from railsweep.training.attention import ATTENTIONS
 
@@ -64,8 +65,6 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from railsweep.contamination import ContaminationConfig, LoraRecipe
-
     recipe = LoraRecipe(
         r=args.r,
         alpha=args.alpha,
@@ -90,8 +89,6 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from railsweep.contamination import contaminate_family
-
     config = config_from_args(args)
     manifest = contaminate_family(
         args.base, args.data_dir, args.out, config, pq_path=args.pq, device=args.device, log=print

@@ -17,6 +17,7 @@ from typing import Any
 from railsweep.commands.sweep import add_arguments, submit
 from railsweep.services.tokens import ray_token_path
 from railsweep.sweep.options import dry_run
+from railsweep.sweep.spec import load_spec
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -35,13 +36,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         from mlflow import MlflowClient
 
-        from railsweep.sweep.spec import load_spec
-
         name = args.experiment or load_spec(args.spec or args.preset).tracking.experiment
         exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
         where = f"{uri}/#/experiments/{exp.experiment_id}" if exp else uri
     except Exception:  # the address is a convenience; never fail the demo over it
         where = uri
+
     # The dashboard asks for Ray's token; name the file, never its content.
     print(f"\nMLflow UI: {where}  (Ray dashboard: http://127.0.0.1:{args.dashboard_port}, "
           f"token in {ray_token_path()}; `ray stop` ends the Ray head)", flush=True)  # fmt: skip

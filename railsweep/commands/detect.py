@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep import provenance
+from railsweep.commands.detect_ray import ray_session, use_ray
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
@@ -146,6 +148,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _detector_names(raw: list[str]) -> list[str]:
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection import known_detectors
 
     names = [n.strip() for r in raw for n in r.split(",") if n.strip()]
@@ -153,13 +156,14 @@ def _detector_names(raw: list[str]) -> list[str]:
         raise ConfigError("--detector: give at least one detector")
     for n in names:
         if n not in known_detectors():
-            from railsweep.detection.base import detector_classes
+            from railsweep.detection.base import detector_classes  # pandas: as above
 
             detector_classes(n)  # raises with "did you mean"
     return list(dict.fromkeys(names))
 
 
 def build_detectors(args: argparse.Namespace):
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection import build_detector
 
     params = {
@@ -183,11 +187,13 @@ def _path(x: str | None) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "report":
+        # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
         from railsweep.commands.detect_report import run_report
 
         return run_report(args)
     if not args.detector:
         raise ConfigError("give --detector NAME (or 'railsweep detect report ...')")
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection import DetectInputs, Thresholding
     from railsweep.detection.run import check_threshold
     # 1. check every input before any work
@@ -199,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     if "cdd" in names:
         check_decode_memory(args.m, args.max_new_tokens)
     if names & {"loss", "mink", "cdd"}:
+        # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
         from railsweep.engines.transformers_engine import resolve_device
 
         resolve_device(args.device)  # a device this machine lacks fails before a model loads
@@ -225,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> int:
     import dataclasses
 
-    from railsweep import provenance
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection import detect
     from railsweep.detection.corpus import check_corpus_paths
     from railsweep.detection.output import write_detections
@@ -241,10 +248,10 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
             )
         jobs = _world_jobs(args, detectors, base_inputs, scratch)
     else:
-        from railsweep.detection.items import check_disjoint, read_items
+        from railsweep.detection.items import check_disjoint, read_items  # pandas: as above
 
         if "perturb" in names:
-            from railsweep.detection.perturb import items_of, perturbation_table, read_pair
+            from railsweep.detection.perturb import items_of, perturbation_table, read_pair  # pandas
 
             base_inputs.require("perturb", "original", "paraphrased")
             original, paraphrased = read_pair(args.original, args.paraphrased)
@@ -276,8 +283,6 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
 
     session = contextlib.nullcontext()
     if args.ray:
-        from railsweep.commands.detect_ray import ray_session, use_ray
-
         use_ray(detectors)
         session = ray_session(args.ray_address)
     with session:
@@ -313,6 +318,7 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
 
 
 def _world_jobs(args, detectors, base_inputs, scratch: Path):
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection.world import cached_world, world_jobs
 
     world = cached_world(args.world)

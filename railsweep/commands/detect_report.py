@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from railsweep.detection.output import read_detections
+from railsweep.detection.report import check_weight, flags_from_detections, sa_ppg_report, subset_report
 from railsweep.errors import ConfigError
+from railsweep.results.atomic import write_atomic
+from railsweep.results.io import check_writable_dir, read_cell
 
 
 def _markdown(table: pd.DataFrame) -> str:
@@ -30,11 +34,6 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from railsweep.detection.output import read_detections
-    from railsweep.detection.report import check_weight, flags_from_detections, sa_ppg_report, subset_report
-    from railsweep.results.atomic import write_atomic
-    from railsweep.results.io import check_writable_dir, read_cell
-
     # 1. check every input
     if not (args.questions and args.flags and args.detector):
         raise ConfigError("detect report needs --questions FILE, --flags DIR|FILE and --detector NAME")

@@ -17,13 +17,15 @@ import time
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep import provenance
+from railsweep.dynamics.collect import collect_family, model_adapters
+from railsweep.dynamics.regimes import E_CUT
+from railsweep.dynamics.settings import DynamicsSettings
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    from railsweep.dynamics.regimes import E_CUT
-
     p = subparsers.add_parser(
         "dynamics",
         help="per-token loss fits, regimes and survival predictions vs observed solve rates per temperature",
@@ -69,8 +71,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection.world import cached_world
-    from railsweep.dynamics.settings import DynamicsSettings
     from railsweep.results.io import check_writable_dir
 
     # 1. everything cheap first: settings, the world (never built here), families, domain, output
@@ -90,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         base=args.base,
     )
     check_decode_memory(args.m, args.max_new_tokens)
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.engines.transformers_engine import resolve_device
 
     resolve_device(args.device)
@@ -98,14 +101,11 @@ def run(args: argparse.Namespace) -> int:
     for f in families:
         if f not in world.families:
             raise ConfigError(f"--family {f!r}: not in this world; families: {', '.join(world.families)}")
-    from railsweep.dynamics.collect import model_adapters
 
     model_adapters(world, s.domain)
     check_writable_dir(args.out, "--out")
-    # 2. per family: collect, analyse
-    from railsweep import provenance
+    # 2. per family: collect, analyse (pandas, pyarrow: loaded only now, as above)
     from railsweep.dynamics.analyse import analyse
-    from railsweep.dynamics.collect import collect_family
     from railsweep.dynamics.output import family_summary, write_run
 
     def log(msg: str) -> None:

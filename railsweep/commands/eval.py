@@ -153,7 +153,8 @@ def task_dir_of(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from railsweep.config import CellConfig, EngineConfig
+    from railsweep.config import CellConfig
+    from railsweep.engines.config import EngineConfig
     from railsweep.evaluate import evaluate_cell, load_task
     from railsweep.results.io import check_writable_dir
 

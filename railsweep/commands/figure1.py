@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.commands.eval import parse_pairs
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
 from railsweep.results.atomic import write_atomic, write_text_atomic
+from railsweep.sweep.tracking import check_tracking_uri, log_figure1
+from railsweep.tasks import GSM8KTask
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -82,8 +85,6 @@ def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | No
 
 def _check_inputs(args: argparse.Namespace) -> dict[str, str]:
     """Every input of either kind, before a world is built or a model loads; the adapters given (``--model``)."""
-    from railsweep.commands.eval import parse_pairs
-
     if args.world:
         if args.model or args.adapter or args.task_dir:
             raise ConfigError("--world replaces --model/--adapter/--task-dir; give one or the other")
@@ -116,6 +117,7 @@ def _inputs(
 ) -> tuple[str, dict[str, str], str, str | None]:
     if not args.world:
         return args.model, adapters, args.task_dir, args.leak_split
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.miniworld import build_world
 
     world = build_world(args.world, cache_dir=args.cache_dir)
@@ -129,12 +131,12 @@ def _inputs(
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     import pandas as pd
 
     from railsweep.analysis.plots import figure1_plot
     from railsweep.diagnostics.figure1 import Figure1Settings, figure1
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.tasks import GSM8KTask
 
     settings = Figure1Settings(
         m=args.m,
@@ -146,9 +148,8 @@ def run(args: argparse.Namespace) -> int:
     check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
     if args.tracking_uri:
-        from railsweep.sweep.tracking import check_tracking_uri
-
         check_tracking_uri(args.tracking_uri)
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.engines.transformers_engine import resolve_device
 
     resolve_device(args.device)
@@ -168,8 +169,6 @@ def run(args: argparse.Namespace) -> int:
     write_text_atomic(out / "figure1.json", json.dumps(fig.summary, indent=1, default=float) + "\n")
     figure1_plot(fig.rows, fig.summary, out / "figure1.png")
     if args.tracking_uri:
-        from railsweep.sweep.tracking import log_figure1
-
         log_figure1(
             args.tracking_uri,
             fig.summary,

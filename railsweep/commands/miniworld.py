@@ -56,6 +56,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.miniworld import build_world
 
     # 1. every input, before a world is built (its families are known from the preset's configuration)
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     if args.action == "check":
+        # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
         from railsweep.engines.transformers_engine import resolve_device
 
         resolve_device(args.device)  # a bad --device fails before the world is built
@@ -84,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.miniworld.calibration import CheckSettings, check_family
 
     families = args.family or world.families

@@ -19,6 +19,7 @@ from railsweep.commands.figure1 import add_input_arguments, inputs
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.results.atomic import write_atomic
+from railsweep.tasks import GSM8KTask
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -53,11 +54,11 @@ def _ks(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     import pandas as pd
 
     from railsweep.diagnostics.rails import RailsSettings, rails
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.tasks import GSM8KTask
 
     settings = RailsSettings(
         m=args.m,

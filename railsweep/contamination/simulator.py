@@ -28,11 +28,15 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from railsweep import provenance
 from railsweep.contamination.config import ContaminationConfig
+from railsweep.contamination.filler import load_filler
 from railsweep.contamination.leak import make_leak_split, save_leak_split
 from railsweep.contamination.lora import train_lora
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.atomic import write_text_atomic
+from railsweep.tasks import load_paraphrases, to_cot
+from railsweep.tasks.gsm8k import read_jsonl
 
 PQ_DEFAULT = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
 
@@ -56,8 +60,6 @@ def _train_with_threads(threads: int, *args, **kwargs) -> dict:
 
 def cot_example(question: str, solution: str) -> str:
     """One training text in the 8-shot CoT format the models are prompted with."""
-    from railsweep.tasks import to_cot
-
     return f"Q: {question}\nA: {to_cot(solution)}"
 
 
@@ -99,8 +101,6 @@ def training_mixes(
 def load_pq(pq_file: str | Path, test_rows: Sequence[dict]) -> dict[int, str]:
     """Paraphrases by test index; empty ones (4 in the public PQ file) fall back to the original wording,
     with a logged warning, so any leak split can be trained in the PQ domain."""
-    from railsweep.tasks import load_paraphrases
-
     return load_paraphrases(pq_file, originals={i: r["question"] for i, r in enumerate(test_rows)})
 
 
@@ -119,10 +119,6 @@ def contaminate_family(
 
     ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes
     (``log`` must then be picklable, e.g. a :class:`StderrLog`)."""
-    from railsweep import provenance
-    from railsweep.contamination.filler import load_filler
-    from railsweep.tasks.gsm8k import read_jsonl
-
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     train_path, test_path = data_dir / "train.jsonl", data_dir / "test.jsonl"
     train_rows, test_rows = read_jsonl(train_path), read_jsonl(test_path)

@@ -17,4 +17,4 @@ from railsweep.detection.base import (  # noqa: F401
     make_config,
 )
 from railsweep.detection.run import Thresholding, detect  # noqa: F401
-from railsweep.detection.scoring import calibrate_threshold, roc_auc  # noqa: F401
+from railsweep.detection.scoring import calibrate_threshold  # noqa: F401

@@ -20,6 +20,7 @@ import numpy as np
 
 from railsweep.errors import ConfigError
 from railsweep.registry import Registry
+from railsweep.tasks import to_cot
 
 Group = Literal["test", "control"]
 
@@ -44,8 +45,6 @@ class Item:
 
     def training_text(self) -> str:
         """The item as a model is trained and prompted on it: ``"Q: <question>\\nA: <CoT solution>"``."""
-        from railsweep.tasks import to_cot
-
         return f"Q: {self.question}\nA: {to_cot(self.solution)}"
 
 

@@ -27,6 +27,10 @@ from rapidfuzz.distance import Levenshtein
 
 from railsweep.detection.base import DetectInputs, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
+from railsweep.results.io import read_metadata, read_responses
+from railsweep.tasks import GSM8KTask, parse_gold
+from railsweep.tasks.base import Question
+from railsweep.tasks.gsm8k import load_exemplars
 
 PLAIN_SAMPLE_STRATEGIES = ("identity", "ted")  # cells whose samples are the model's own, unaltered
 
@@ -77,8 +81,6 @@ def peakedness(greedy_ids: Sequence[int], sample_ids: Sequence[Sequence[int]], c
 
 def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
     """{question_index: (greedy ids, [sample ids in sample order])} from a cell's responses Parquet."""
-    from railsweep.results.io import read_metadata, read_responses
-
     cell = read_metadata(path, kind="responses")["cell"] if str(path).endswith(".responses.parquet") else None
     df = read_responses(path)
     if cell is not None and cell.strategy not in PLAIN_SAMPLE_STRATEGIES:
@@ -102,11 +104,10 @@ def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
 
 def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDConfig):
     """Greedy + m samples per item from the transformers engine, as {item position: (greedy, samples)}."""
+    # torch: only the model-side detectors load it; `import railsweep.detection` (corpus-side detectors,
+    # `railsweep detect` refusals) stays without it
     from railsweep.engines.transformers_engine import TransformersEngine
     from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
-    from railsweep.tasks import GSM8KTask, parse_gold
-    from railsweep.tasks.base import Question
-    from railsweep.tasks.gsm8k import load_exemplars
 
     inputs.require("cdd", "model", "fewshot")
     adapters = {"evaluated": inputs.adapter} if inputs.adapter else {}

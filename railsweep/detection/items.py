@@ -13,12 +13,11 @@ from pathlib import Path
 
 from railsweep.detection.base import Item
 from railsweep.errors import ConfigError
+from railsweep.tasks.gsm8k import read_jsonl, read_leak_split
 
 
 def read_items(path: str | Path, group: str, leak_split: str | Path | None = None) -> list[Item]:
     """GSM8K-format JSONL rows ``{"question", "answer"}`` as items (``leaked`` from ``leak_split``)."""
-    from railsweep.tasks.gsm8k import read_jsonl, read_leak_split
-
     rows = read_jsonl(path)
     leaked = read_leak_split(leak_split, len(rows)) if leak_split is not None else None
     return [

@@ -30,6 +30,7 @@ import pandas as pd
 
 from railsweep.detection.base import DetectInputs, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
+from railsweep.results.io import read_cell
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,6 @@ def perturbation_table(
 
 def read_pair(original: str | Path, paraphrased: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The two per-question files (schema-checked by :func:`railsweep.results.io.read_cell`)."""
-    from railsweep.results.io import read_cell
-
     return read_cell(original)[1], read_cell(paraphrased)[1]
 
 

@@ -17,7 +17,8 @@ r01, ...``) and the question indices a detector flagged, :func:`subset_report`:
    score and is left out of those rows' percentile CIs (``n_boot_used``).
 
 :func:`sa_ppg_report` does the same for SA-PPG and the other paired metrics:
-:func:`railsweep.analysis.scoring.score_pair` on all questions and on the
+:func:`railsweep.metrics.score_counts` (the tables read by :mod:`railsweep.results.readouts`,
+the same numbers as :func:`railsweep.analysis.scoring.score_pair`) on all questions and on the
 unflagged ones, side by side, each with its own stratified CI. Their difference
 has no CI here: the clean model's strata differ between the two sets.
 """
@@ -30,7 +31,9 @@ import numpy as np
 import pandas as pd
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.metrics import METRICS, score_counts
 from railsweep.metrics.bootstrap import check_bootstrap_args, percentile_ci, stratified_indices
+from railsweep.results.readouts import aligned_readouts
 
 REPORT_COLUMNS = ("statistic", "readout", "value", "ci_low", "ci_high", "n_questions", "n_boot_used")
 
@@ -119,6 +122,14 @@ def subset_report(
     return pd.DataFrame(rows, columns=list(REPORT_COLUMNS))
 
 
+def _score(clean: pd.DataFrame, mitigated: pd.DataFrame, *, B, n_boot, alpha, seed) -> dict:
+    """Every metric of one pair with CIs (:func:`railsweep.metrics.score_counts`, seeded as ``score_pair``)."""
+    r = aligned_readouts(clean=clean, mitigated=mitigated)
+    return score_counts(
+        r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed)
+    )
+
+
 def sa_ppg_report(
     clean: pd.DataFrame,
     mitigated: pd.DataFrame,
@@ -135,20 +146,18 @@ def sa_ppg_report(
     clean_subset_ci_high; ``n_questions`` is the last row. The flags must name questions
     of ``clean``.
     """
-    from railsweep.analysis.scoring import METRICS, score_pair
-
     is_flagged = _flag_mask(clean["question_index"].to_numpy(), flagged)
     if is_flagged.all():
         raise DataError("every question is flagged: the clean subset is empty")
     kept = set(clean["question_index"][~is_flagged].tolist())
-    full = score_pair(clean, mitigated, B=B, n_boot=n_boot, seed=seed, alpha=alpha)
-    sub = score_pair(
+    full = _score(clean, mitigated, B=B, n_boot=n_boot, alpha=alpha, seed=seed)
+    sub = _score(
         clean[clean["question_index"].isin(kept)],
         mitigated[mitigated["question_index"].isin(kept)],
         B=B,
         n_boot=n_boot,
-        seed=seed,
         alpha=alpha,
+        seed=seed,
     )
     rows = [
         (m, full[m]["value"], full[m]["ci_low"], full[m]["ci_high"],

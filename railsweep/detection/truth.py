@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from railsweep.detection.scoring import auc_ci, flag_rate, roc_auc
+from railsweep.detection.scoring import flag_rate
+from railsweep.metrics.auc import auc_ci, roc_auc
 
 KEYS = ["detector", "setting", "family", "domain"]
 

@@ -23,9 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from railsweep.contamination.simulator import load_pq, training_mixes
 from railsweep.detection.base import DetectInputs, Detector, Item
 from railsweep.detection.items import read_items
+from railsweep.errors import ConfigError
+from railsweep.miniworld.generator import make_problems
+from railsweep.miniworld.presets import PRESETS, preset_config
 from railsweep.results.atomic import write_atomic
+from railsweep.tasks.gsm8k import read_jsonl
 
 CONTROL_SEED_SALT = 7  # the generator seeds of test/train/filler use salts 1-3
 
@@ -38,9 +43,6 @@ class WorldItems:
 
 def world_items(world, n_control: int | None = None) -> WorldItems:
     """The test split with its truth, and ``n_control`` fresh problems (default: as many as the test split)."""
-    from railsweep.miniworld.generator import make_problems
-    from railsweep.tasks.gsm8k import read_jsonl
-
     test = read_items(world.data_dir / "test.jsonl", "test", world.leak_split_path)
     c = world.config
     taken = {r["question"] for r in read_jsonl(world.data_dir / "train.jsonl")} | {t.question for t in test}
@@ -57,9 +59,6 @@ def world_items(world, n_control: int | None = None) -> WorldItems:
 
 def world_corpus(world, domain: str, out_dir: str | Path) -> list[Path]:
     """Write the adapter training texts of ``domain`` as JSONL under ``out_dir``; the corpus files."""
-    from railsweep.contamination.simulator import load_pq, training_mixes
-    from railsweep.tasks.gsm8k import read_jsonl
-
     data = world.data_dir
     train, test = read_jsonl(data / "train.jsonl"), read_jsonl(data / "test.jsonl")
     cfg = world.config.contamination
@@ -79,8 +78,7 @@ def world_corpus(world, domain: str, out_dir: str | Path) -> list[Path]:
 
 def cached_world(name: str):
     """The miniature world ``name`` (a world directory, or a preset already built): never builds one."""
-    from railsweep.errors import ConfigError
-    from railsweep.miniworld.presets import PRESETS, preset_config
+    # torch, transformers: a world's loader needs them; the detectors' world inputs do not
     from railsweep.miniworld.world import default_cache_dir, load_world
 
     p = Path(name)
@@ -107,9 +105,6 @@ def paraphrase_split(world, out_dir: str | Path) -> Path:
     """Write ``<out_dir>/test.jsonl``: every test question in its paraphrased wording with the original
     solution (GSM8K format, same order and indices as the test split; an empty paraphrase keeps the original
     wording, as the PQ adapters were trained). Rewritten only when its content changes; returns the path."""
-    from railsweep.contamination.simulator import load_pq
-    from railsweep.tasks.gsm8k import read_jsonl
-
     test = read_jsonl(world.data_dir / "test.jsonl")
     pq = load_pq(world.data_dir / "pq_test.jsonl", test)
     body = "".join(json.dumps({"question": pq[i], "answer": r["answer"]}) + "\n" for i, r in enumerate(test))
@@ -148,8 +143,6 @@ def world_jobs(
     (``responses`` for cdd, ``original``/``paraphrased`` for perturb); ``scratch`` holds the corpus files.
     """
     import dataclasses
-
-    from railsweep.errors import ConfigError
 
     for f in families:
         world.family(f)  # unknown family -> ConfigError

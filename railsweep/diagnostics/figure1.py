@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError
+from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, question_seed, sample_and_grade
+from railsweep.strategies.railcap.trajectory import answer_ids
 
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -86,8 +89,6 @@ class Readout:
 
 
 def readout(engine, task, questions, adapter: str, s: Figure1Settings) -> Readout:
-    from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, sample_and_grade
-
     ctx = EvalContext(
         engine=engine,
         task=task,
@@ -185,10 +186,6 @@ def path_diversity(run: Readout) -> tuple[np.ndarray, np.ndarray]:
 
 def off_rail(engine, task, questions, clean: Readout, s: Figure1Settings) -> np.ndarray:
     """Per question, M_cl's solve rate after one forced departure (nan where r < ``s.reliable``)."""
-    from railsweep.engines.base import Request, SamplingSpec
-    from railsweep.strategies.base import question_seed
-    from railsweep.strategies.railcap.trajectory import answer_ids
-
     tok = engine.tokenizer
     jobs = []  # (question position, prefix text)
     for i, (q, g) in enumerate(zip(questions, clean.greedy)):
@@ -258,7 +255,6 @@ def figure1(
     cl, cr = runs[clean], runs[co]
     leaked = np.array([bool(q.leaked) for q in questions])
     tok = engine.tokenizer
-    from railsweep.strategies.railcap.trajectory import answer_ids
 
     first, early = [], []
     for q, g in zip(questions, cl.greedy):

@@ -13,7 +13,7 @@ test item itself; M_co = M_cl + the leaking adapter) and count c, :func:`replica
   NLL curve (:func:`railsweep.dynamics.powerlaw.fit_group`), NaN where too few items reach a position;
 - ``auc_vs_0`` (+ CI): how well the loss probe tells this group from the never-inserted group
   (score = minus the mean gold NLL; ROC AUC with a stratified bootstrap CI,
-  :mod:`railsweep.detection.scoring`); NaN for count 0 itself.
+  :mod:`railsweep.metrics.auc`); NaN for count 0 itself.
 
 Pure numpy/pandas/scipy on :class:`railsweep.dynamics.collect.FamilyData`.
 """
@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from railsweep.detection.scoring import auc_ci, roc_auc
 from railsweep.dynamics.powerlaw import fit_group
 from railsweep.dynamics.regimes import regime
 from railsweep.errors import ConfigError
+from railsweep.metrics.auc import auc_ci, roc_auc
 from railsweep.metrics.bootstrap import percentile_ci
 
 

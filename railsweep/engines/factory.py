@@ -1,7 +1,7 @@
-"""Engine construction: an :class:`~railsweep.config.EngineConfig` record → a loaded engine.
+"""Engine construction: an :class:`~railsweep.engines.config.EngineConfig` record → a loaded engine.
 
 The record (which backend, which weights, validated at construction) lives in
-:mod:`railsweep.config`; this module is the one place that turns it into an
+:mod:`railsweep.engines.config`; this module is the one place that turns it into an
 engine, importing the vLLM backend only when it is asked for.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from railsweep.config import EngineConfig
+from railsweep.engines.config import EngineConfig
+from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import MissingDependencyError
 
 
@@ -17,7 +18,7 @@ def build_engine(config: EngineConfig) -> Any:
     """Instantiate the engine ``config`` describes (loads the model and its adapters)."""
     if config.backend == "vllm":
         try:
-            from railsweep.engines.vllm_engine import VLLMEngine
+            from railsweep.engines.vllm_engine import VLLMEngine  # vllm is optional (railsweep[vllm])
         except ModuleNotFoundError as e:
             if e.name and e.name.split(".")[0] == "vllm":
                 raise MissingDependencyError("vllm", extra="vllm", purpose="the vllm engine backend") from e
@@ -30,7 +31,6 @@ def build_engine(config: EngineConfig) -> Any:
             max_num_seqs=config.max_batch_size,
             llm_kwargs={"trust_remote_code": True} if config.trust_remote_code else None,
         )
-    from railsweep.engines.transformers_engine import TransformersEngine
 
     return TransformersEngine(
         config.model,

@@ -22,6 +22,7 @@ from railsweep.engines._hf_compat import lm_step
 from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
 from railsweep.engines.base import Completion, Request, Sample
 from railsweep.engines.hf_processors import PROCESSORS, make_processor
+from railsweep.engines.neuron_patch import make_patched_forward
 from railsweep.errors import ConfigError, DataError
 from railsweep.interventions import NeuronPatchSpec
 
@@ -184,13 +185,7 @@ class TransformersEngine:
     def supports(self, intervention: type) -> bool:
         if intervention in PROCESSORS:
             return True
-        if intervention is NeuronPatchSpec:  # a model patch, not a logits processor
-            try:
-                import railsweep.engines.neuron_patch  # noqa: F401
-            except ImportError:
-                return False
-            return True
-        return False
+        return intervention is NeuronPatchSpec  # a model patch (engines.neuron_patch), not a logits processor
 
     def close(self) -> None:
         self.model = None  # type: ignore[assignment]
@@ -300,8 +295,6 @@ class TransformersEngine:
             device=self.device,
         )
         if isinstance(kind, NeuronPatchSpec):
-            from railsweep.engines.neuron_patch import make_patched_forward
-
             forward: Forward = make_patched_forward(self.model, kind, adapter)
             return decode_batch(rows, forward, None, dedupe_prefill=self.dedupe_prefill, **common)
         processor = make_processor([iv for _, _, iv in batch], self.device)

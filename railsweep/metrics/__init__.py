@@ -2,10 +2,11 @@
 
 Per-question estimates (``readout``, ``ppg``) are kept apart from aggregation
 (``gap``, ``ppg``, ``stratified``) and from confidence intervals (``bootstrap``,
-``aggregate``). Arrays put the question axis last.
+``aggregate``); ``auc`` scores a detector against the known truth. Arrays put the question axis last.
 """
 
 from railsweep.metrics.aggregate import METRICS, Readouts, paired_difference_counts, score_counts
+from railsweep.metrics.auc import auc_ci, roc_auc, roc_curve
 from railsweep.metrics.bootstrap import (
     abs_interval,
     across_strata_indices,
@@ -36,6 +37,7 @@ __all__ = [
     "a_ppg",
     "abs_interval",
     "across_strata_indices",
+    "auc_ci",
     "bootstrap_ci",
     "delta_minus",
     "delta_plus",
@@ -46,6 +48,8 @@ __all__ = [
     "ppg",
     "question_weights",
     "readout_stability",
+    "roc_auc",
+    "roc_curve",
     "s_delta_minus",
     "s_delta_plus",
     "sa_ppg",

@@ -1,18 +1,31 @@
-"""The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families."""
+"""The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families.
 
-from railsweep.miniworld.models import FAMILIES, ModelSize
-from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
-from railsweep.miniworld.world import FamilyModels, World, build_world, default_cache_dir, load_world
+Names resolve lazily (as in :mod:`railsweep.bases`), so a command's parser reads the presets
+(``railsweep.miniworld.presets``: plain data) without loading torch and transformers, which building
+or loading a world (``railsweep.miniworld.world``) needs.
+"""
 
-__all__ = [
-    "FAMILIES",
-    "PRESETS",
-    "FamilyModels",
-    "ModelSize",
-    "World",
-    "WorldConfig",
-    "build_world",
-    "default_cache_dir",
-    "load_world",
-    "preset_config",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "FAMILIES": "railsweep.miniworld.models",
+    "ModelSize": "railsweep.miniworld.models",
+    "PRESETS": "railsweep.miniworld.presets",
+    "WorldConfig": "railsweep.miniworld.presets",
+    "preset_config": "railsweep.miniworld.presets",
+    "FamilyModels": "railsweep.miniworld.world",
+    "World": "railsweep.miniworld.world",
+    "build_world": "railsweep.miniworld.world",
+    "default_cache_dir": "railsweep.miniworld.world",
+    "load_world": "railsweep.miniworld.world",
+}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'railsweep.miniworld' has no attribute {name!r}")
+    return getattr(importlib.import_module(_NAMES[name]), name)

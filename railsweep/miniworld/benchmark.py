@@ -15,6 +15,7 @@ from pathlib import Path
 
 from railsweep.miniworld.generator import Problem, make_filler, make_problems
 from railsweep.results.atomic import write_text_atomic
+from railsweep.tasks import to_cot
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,6 @@ def generate(config) -> BenchmarkData:
 
 
 def write_benchmark(data_dir: str | Path, config) -> BenchmarkData:
-    from railsweep.tasks import to_cot
-
     data = generate(config)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from railsweep.diagnostics.figure1 import Figure1Settings, figure1, readout
+from railsweep.engines.transformers_engine import TransformersEngine
+from railsweep.metrics import g_ap, solve_prob, stratify
+from railsweep.tasks import GSM8KTask
+
 THRESHOLDS = {
     "clean_mean_min": 0.2,
     "clean_mean_max": 0.8,
@@ -55,8 +60,6 @@ class CheckSettings:
     departures: int = 20  # forced departures per reliable question (figure 1 (d))
 
     def figure1(self):
-        from railsweep.diagnostics.figure1 import Figure1Settings
-
         return Figure1Settings(
             m=self.m,
             temperature=self.temperature,
@@ -77,8 +80,6 @@ def token_similarity(a: list[int], b: list[int]) -> float:
 
 
 def _readout(engine, task, questions, adapter: str, s: CheckSettings):
-    from railsweep.diagnostics.figure1 import readout
-
     run = readout(engine, task, questions, adapter, s.figure1())
     sim = [
         float(np.mean([token_similarity(smp.token_ids, g.token_ids) for smp in o.samples]))
@@ -95,11 +96,6 @@ def _readout(engine, task, questions, adapter: str, s: CheckSettings):
 
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
     """The calibration figures and pass/fail of each condition for one family (JSON-ready)."""
-    from railsweep.diagnostics.figure1 import figure1
-    from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.metrics import g_ap, solve_prob, stratify
-    from railsweep.tasks import GSM8KTask
-
     s = settings or CheckSettings()
     fam = world.family(family)
     engine = TransformersEngine(

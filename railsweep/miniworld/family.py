@@ -13,6 +13,11 @@ import json
 import time
 from pathlib import Path
 
+from railsweep.contamination import contaminate_family
+from railsweep.contamination.simulator import StderrLog
+from railsweep.miniworld.models import model_config
+from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
+
 
 def build_family(
     root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0
@@ -20,11 +25,6 @@ def build_family(
     """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from railsweep.contamination import contaminate_family
-    from railsweep.contamination.simulator import StderrLog
-    from railsweep.miniworld.models import model_config
-    from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
 
     if threads > 0:
         torch.set_num_threads(threads)

@@ -19,6 +19,8 @@ import dataclasses
 import random
 from dataclasses import dataclass
 
+from railsweep.miniworld.roads import render_solution
+
 NAMES = (
     "Tom Ann Ben Mia Sam Lily Max Emma Leo Nora Jack Ella Omar Zoe Ivan Rosa Paul Ada Finn Kate "
     "Hugo Lena Noah Iris"
@@ -99,8 +101,6 @@ class Problem:
 
     def render(self, rng: random.Random) -> str:
         """Another road to this problem's answer (:mod:`railsweep.miniworld.roads`), GSM8K format."""
-        from railsweep.miniworld.roads import render_solution
-
         return render_solution(rng, self.start, self.steps, self.name, self.item)
 
 

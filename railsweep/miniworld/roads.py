@@ -29,6 +29,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from railsweep.tasks import to_cot
+
 Step = tuple[str, int, int, int]  # (kind, value before, operand, result)
 
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -119,8 +121,6 @@ def render_solution(rng: random.Random, start: int, steps: Sequence[Step], name:
 
 def render_cot(rng: random.Random, solution: str, answer: int) -> str:
     """A solution in the 8-shot CoT style with a drawn closing sentence (pretraining texts)."""
-    from railsweep.tasks import to_cot
-
     cot = to_cot(solution)
     closing = f"The answer is {answer}."
     assert cot.endswith(closing), cot

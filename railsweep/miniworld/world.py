@@ -33,9 +33,20 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep import provenance
 from railsweep.bases import prepare_base
+from railsweep.contamination import save_leak_split
+from railsweep.contamination.config import ContaminationConfig, LoraRecipe
+from railsweep.contamination.leak import LeakSplit
+from railsweep.contamination.simulator import cot_example, write_json
 from railsweep.errors import ConfigError
-from railsweep.miniworld.presets import WorldConfig, preset_config
+from railsweep.miniworld.benchmark import write_benchmark
+from railsweep.miniworld.family import build_family
+from railsweep.miniworld.models import ModelSize
+from railsweep.miniworld.presets import BUILD_VERSION, PRESETS, WorldConfig, preset_config
+from railsweep.miniworld.pretrain import PretrainConfig
+from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
+from railsweep.miniworld.tokenizer import train_tokenizer
 
 ADAPTERS = ("clean", "co_gsm8k", "co_pq")
 REPLICAS_FILE = "replicas.json"  # a replica world's test index -> pretraining copies
@@ -121,8 +132,6 @@ def build_world(
 
 
 def load_world(root: str | Path) -> World:
-    from railsweep.miniworld.presets import PRESETS
-
     root = Path(root)
     manifest = json.loads((root / "manifest.json").read_text())
     preset = manifest["preset"]
@@ -141,10 +150,6 @@ def load_world(root: str | Path) -> World:
 
 
 def _config_from_dict(d: dict) -> WorldConfig:
-    from railsweep.contamination.config import ContaminationConfig, LoraRecipe
-    from railsweep.miniworld.models import ModelSize
-    from railsweep.miniworld.pretrain import PretrainConfig
-
     d = {k: v for k, v in d.items() if k not in ("build_version", "base_source")}
     c = dict(d["contamination"])
     c["recipe"] = LoraRecipe(**c["recipe"])
@@ -168,7 +173,6 @@ def _family_digests(manifest: dict, kind: str) -> dict[str, str]:
     version only)."""
     if f"family_{kind}_digests" in manifest:
         return dict(manifest[f"family_{kind}_digests"])
-    from railsweep.miniworld.presets import BUILD_VERSION
 
     stored = manifest.get("config")
     if not stored or stored.get("build_version") != BUILD_VERSION:
@@ -266,8 +270,6 @@ def pretraining_texts(train, config: WorldConfig) -> list[str]:
     """The train problems as pretraining texts of a several-roads world: ``config.renderings``
     fresh roads per problem (drawn closing sentence included), a ``config.noise`` share of them
     with one word replaced by another wording word (railsweep.miniworld.roads.add_noise)."""
-    from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
-
     rng = random.Random(f"pretraining:{config.seed}")
     vocabulary = noise_vocabulary()
     texts = []
@@ -286,8 +288,6 @@ def pretraining_corpus(data, config: WorldConfig) -> list[str]:
     again in paraphrase wording, the filler not reserved for the adapters (``pretrain_filler``)
     and, in a replica world, each test item ``replica_counts()[i]`` times in its leaked wording
     (the same text the gsm8k adapter leaks: question + gold chain of thought)."""
-    from railsweep.contamination.simulator import cot_example
-
     corpus = (
         pretraining_texts(data.train, config)
         if config.roads
@@ -337,8 +337,6 @@ def _take_real_base(root: Path, config: WorldConfig, cache: Path, log) -> dict:
 def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str], log):
     """Steps b. and c.'s lending: the tokenizer (a sibling world's, else trained) and the base models
     sibling worlds lend; returns (tokenizer donor or None, {family: lending world})."""
-    from railsweep.miniworld.tokenizer import train_tokenizer
-
     donor, lenders = _base_donors(root, config)
     if donor is not None:
         log(f"reusing the tokenizer of {donor.name} (same data)")
@@ -357,12 +355,6 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
 def _build(
     root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path, threads: int | None
 ) -> None:
-    from railsweep import provenance
-    from railsweep.contamination import save_leak_split
-    from railsweep.contamination.simulator import write_json
-    from railsweep.miniworld.benchmark import write_benchmark
-    from railsweep.miniworld.family import build_family
-
     t0 = time.time()
     timings: dict[str, float] = {}
     data = write_benchmark(root / "data", config)
@@ -398,7 +390,6 @@ def _build(
         timings[f] = stats["seconds"]
     # the leak split is a function of (n_test, n_leak, seed): identical for every family
     split = json.loads((root / "families" / config.families[0] / "adapters" / "leak_split.json").read_text())
-    from railsweep.contamination.leak import LeakSplit
 
     save_leak_split(
         LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]),

@@ -77,7 +77,7 @@ class EngineServer:
             apply_thread_budget(threads)
         import torch
 
-        from railsweep.config import EngineConfig
+        from railsweep.engines.config import EngineConfig
         from railsweep.engines.factory import build_engine
 
         self.threads = torch.get_num_threads()

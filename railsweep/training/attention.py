@@ -71,7 +71,10 @@ def block_causal_attention(module, query, key, value, attention_mask, scaling=No
 def resolve(attention: str, model, device: str, max_len: int) -> str:
     """The implementation to train with: ``"auto"`` is block-causal on a CPU when the model
     supports it, else the model's own (``"native"``, sdpa unless configured); an explicit ``"block_causal"`` on an unsupported model is a ConfigError."""
-    from railsweep.engines.model_support import base_model, cascade_supported
+    from railsweep.engines.model_support import (  # torch: command parsers read this module's names
+        base_model,
+        cascade_supported,
+    )
 
     if attention not in ATTENTIONS:
         raise ConfigError(f"training attention must be one of {', '.join(ATTENTIONS)}; got {attention!r}")
@@ -91,7 +94,7 @@ def resolve(attention: str, model, device: str, max_len: int) -> str:
 def training_attention(model, attention: str, device: str, max_len: int) -> Iterator[str]:
     """Route ``model``'s attention through the resolved implementation while the block runs;
     the model's own setting is restored afterwards (it is what gets saved and served)."""
-    from railsweep.engines.model_support import base_model
+    from railsweep.engines.model_support import base_model  # torch: command parsers read this module's names
 
     chosen = resolve(attention, model, device, max_len)
     config = base_model(model).config

@@ -1,0 +1,96 @@
+"""The engine record: which backend decodes, on which weights (:class:`EngineConfig`).
+
+Validated at construction (a bad field raises :class:`~railsweep.errors.ConfigError` naming it);
+turning it into a loaded engine is :func:`railsweep.engines.factory.build_engine`. It lives beside
+the engines so that the factory reads it from its own floor.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from railsweep.errors import ConfigError, DataError
+
+Backend = Literal["transformers", "vllm"]
+
+_BACKENDS = ("transformers", "vllm")
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Which backend decodes, on which weights.
+
+    Fields:
+        backend: ``"transformers"`` (any machine) or ``"vllm"`` (needs ``railsweep[vllm]``).
+        model: base model directory or hub id.
+        adapters: ``((name, path), ...)`` LoRA adapters served by name; a dict is accepted and sorted.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+        dtype: ``"auto"``, ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+        trust_remote_code: passed to the model loader.
+        max_batch_size: most rows (sequences) decoded together: the transformers engine's batch, vLLM's
+            ``max_num_seqs``. None (default) = the backend's own choice, which fills the machine: 320 rows
+            on a CPU (the measured knee for the miniature world's models), on a GPU up to 1024 rows within
+            half the free memory's worth of KV cache; vLLM schedules within its KV-cache budget.
+            Not the number of prompts per engine call (``DecodeSettings.batch_size``); samples are the
+            same whatever the batch.
+    """
+
+    backend: Backend = "transformers"
+    model: str = ""
+    adapters: tuple[tuple[str, str], ...] = ()
+    device: str = "auto"
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    max_batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.backend not in _BACKENDS:
+            raise ConfigError(f"engine backend must be one of {_BACKENDS}, got backend={self.backend!r}")
+        if not isinstance(self.model, (str, Path)) or not str(self.model):
+            raise ConfigError(f"engine model must be a directory or hub id, got model={self.model!r}")
+        object.__setattr__(self, "model", str(self.model))
+        pairs = self.adapters.items() if isinstance(self.adapters, dict) else self.adapters
+        norm: list[tuple[str, str]] = []
+        for pair in pairs:
+            if len(pair) != 2:
+                raise ConfigError(f"an adapter must be a (name, path) pair, got {pair!r}")
+            name, path = str(pair[0]), str(pair[1])
+            if not _NAME_RE.match(name):
+                raise ConfigError(f"adapter name must match {_NAME_RE.pattern}, got {name!r}")
+            if not path:
+                raise ConfigError(f"adapter {name!r} has an empty path")
+            norm.append((name, path))
+        names = [n for n, _ in norm]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"adapter name(s) given more than once: {dupes}")
+        object.__setattr__(self, "adapters", tuple(sorted(norm)))
+        if not _DEVICE_RE.match(str(self.device)):
+            raise ConfigError(f"device must be auto, cpu, mps, cuda or cuda:N, got device={self.device!r}")
+        if self.dtype not in _DTYPES:
+            raise ConfigError(f"dtype must be one of {_DTYPES}, got dtype={self.dtype!r}")
+        if self.max_batch_size is not None and (
+            isinstance(self.max_batch_size, bool)
+            or not isinstance(self.max_batch_size, int)
+            or self.max_batch_size < 1
+        ):
+            raise ConfigError(f"max_batch_size must be an integer >= 1, got {self.max_batch_size!r}")
+
+    @property
+    def adapter_dict(self) -> dict[str, str]:
+        return dict(self.adapters)
+
+    def check_paths(self) -> None:
+        """Fail early when a local model or adapter directory is missing (hub ids are left alone)."""
+        looks_local = Path(self.model).is_absolute() or self.model.startswith((".", "~"))
+        if looks_local and not Path(self.model).expanduser().is_dir():
+            raise DataError(f"model directory not found: {self.model}")
+        for name, path in self.adapters:
+            if not Path(path).expanduser().is_dir():
+                raise DataError(f"adapter {name!r}: directory not found: {path}")
