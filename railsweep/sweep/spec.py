@@ -235,7 +235,7 @@ class EngineSpec:
     device: Device = "auto"  # auto, cpu, mps, cuda, cuda:N
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     # Most rows (sequences) one engine decodes together: the transformers engine's batch, vLLM's max_num_seqs.
-    # None = the backend's own default, which fills the machine (see railsweep.config.EngineConfig).
+    # None = the backend's own default, which fills the machine (see railsweep.engines.config.EngineConfig).
     # Independent of readout.batch_size (prompts per engine call); samples do not depend on it.
     max_batch_size: PosInt | None = None
 
