@@ -20,7 +20,6 @@ test index); ``leaked`` comes from a leak-split JSON ``{"leaked": [...]}``.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -31,7 +30,7 @@ from railsweep.errors import ConfigError, DataError
 from railsweep.tasks.answers import parse_gold, to_cot
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, Grade, Question
 from railsweep.tasks.grading import STOP, check_answer_rule, grade
-from railsweep.tasks.text import read_utf8
+from railsweep.tasks.text import exemplar_list, json_lines, read_utf8
 
 HUB_DATASET = ("openai/gsm8k", "main")
 
@@ -43,15 +42,7 @@ def render_fewshot_prefix(exemplars: Iterable[dict[str, str]]) -> str:
 
 def load_exemplars(path: str | Path) -> list[dict[str, str]]:
     """The CoT exemplars: a JSON list of ``{"question", "answer"}`` (answers end "The answer is N.")."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"few-shot exemplar file not found: {path}")
-    try:
-        data = json.loads(read_utf8(path))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
-    if not isinstance(data, list) or not data:
-        raise DataError(f"{path}: expected a non-empty JSON list of {{question, answer}} objects")
+    data = exemplar_list(path, "question, answer")
     for i, ex in enumerate(data):
         if not (
             isinstance(ex, dict) and isinstance(ex.get("question"), str) and isinstance(ex.get("answer"), str)
@@ -66,23 +57,16 @@ def read_jsonl(path: str | Path) -> list[dict[str, str]]:
     if not path.is_file():
         raise DataError(f"GSM8K file not found: {path}")
     rows = []
-    with io.StringIO(read_utf8(path), newline=None) as f:  # lines as a text-mode file reads them
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-            if not (isinstance(row, dict) and isinstance(row.get("question"), str)):
-                raise DataError(f"{path}:{lineno}: expected an object with string 'question' and 'answer'")
-            if not isinstance(row.get("answer"), str) or "####" not in row["answer"]:
-                raise DataError(f"{path}:{lineno}: 'answer' must be a solution string ending in '#### N'")
-            try:
-                parse_gold(row["answer"])
-            except DataError as e:
-                raise DataError(f"{path}:{lineno}: {e}") from e
-            rows.append(row)
+    for lineno, row in json_lines(path):
+        if not (isinstance(row, dict) and isinstance(row.get("question"), str)):
+            raise DataError(f"{path}:{lineno}: expected an object with string 'question' and 'answer'")
+        if not isinstance(row.get("answer"), str) or "####" not in row["answer"]:
+            raise DataError(f"{path}:{lineno}: 'answer' must be a solution string ending in '#### N'")
+        try:
+            parse_gold(row["answer"])
+        except DataError as e:
+            raise DataError(f"{path}:{lineno}: {e}") from e
+        rows.append(row)
     return rows
 
 

@@ -7,15 +7,13 @@ solution whose last ``\\boxed{}`` closes (the gold answer); a row that does not 
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 from typing import Any
 
 from railsweep.errors import DataError
 from railsweep.tasks.base import MATH_FEWSHOT
 from railsweep.tasks.math_answers import gold_answer
-from railsweep.tasks.text import read_utf8
+from railsweep.tasks.text import exemplar_list, json_lines
 
 
 def _check_row(row: Any, where: str) -> dict[str, str]:
@@ -35,27 +33,12 @@ def read_math_jsonl(path: str | Path) -> list[dict[str, str]]:
     if not path.is_file():
         raise DataError(f"MATH-style task file not found: {path}")
     rows = []
-    with io.StringIO(read_utf8(path), newline=None) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-            rows.append(_check_row(row, f"{path}:{lineno}"))
+    for lineno, row in json_lines(path):
+        rows.append(_check_row(row, f"{path}:{lineno}"))
     return rows
 
 
 def load_math_exemplars(path: str | Path = MATH_FEWSHOT) -> list[dict[str, str]]:
     """The CoT exemplars: a non-empty JSON list of ``{"problem", "solution"}`` whose solutions end in a box."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"few-shot exemplar file not found: {path}")
-    try:
-        data = json.loads(read_utf8(path))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
-    if not isinstance(data, list) or not data:
-        raise DataError(f"{path}: expected a non-empty JSON list of {{problem, solution}} objects")
+    data = exemplar_list(path, "problem, solution")
     return [_check_row(ex, f"{path}: exemplar {i}") for i, ex in enumerate(data)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import DataError
-from railsweep.tasks.text import read_utf8
+from railsweep.tasks.text import json_lines, read_utf8
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
@@ -57,17 +57,10 @@ def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
 
 def _jsonl(text: str, path: Path) -> list[dict[str, Any]]:
     rows = []
-    with io.StringIO(text, newline=None) as f:  # lines as a text-mode file reads them
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
+    for lineno, row in json_lines(path, text):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        rows.append(row)
     return rows
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from railsweep.errors import DataError
 
@@ -19,6 +23,35 @@ def read_utf8(path: str | Path) -> str:
         raise DataError(
             f"{path}:{line}:{column}: not UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8"
         ) from None
+
+
+def json_lines(path: str | Path, text: str | None = None) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` per line of a JSONL file (``text``: its contents, already read), lines split as
+    a text-mode file splits them; a blank or malformed line raises :class:`DataError` naming file and line."""
+    with io.StringIO(read_utf8(path) if text is None else text, newline=None) as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+            yield lineno, value
+
+
+def exemplar_list(path: str | Path, fields: str) -> list[Any]:
+    """A few-shot file: a non-empty JSON list (of ``{fields}`` objects, which the caller checks); a missing
+    file, malformed JSON or anything else raises :class:`DataError` naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"few-shot exemplar file not found: {path}")
+    try:
+        data = json.loads(read_utf8(path))
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(data, list) or not data:
+        raise DataError(f"{path}: expected a non-empty JSON list of {{{fields}}} objects")
+    return data
 
 
 def check_utf8(path: str | Path, block: int = 1 << 20) -> None:
