@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from railsweep.sweep import faults, local
+from railsweep.services import jobs
+from railsweep.sweep import faults
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -145,7 +146,7 @@ def test_killed_driver_resumes_without_recomputing_finished_cells(
     env = {"MLFLOW_TRACKING_URI": mlflow_server, "RAILSWEEP_CACHE": str(smoke_world)}
     entry = [sys.executable, "sweeps/tables.py", "--table", "all", "--preset", "smoke", "--experiment", exp]
     crashed = io.StringIO()
-    rc = local.submit_job(ray_head.dashboard, entry, working_dir=REPO, env_vars={**env, faults.ENV_VAR: "kill-driver:2"},
+    rc = jobs.submit_job(ray_head.dashboard, entry, working_dir=REPO, env_vars={**env, faults.ENV_VAR: "kill-driver:2"},
                           submission_id=f"resume-{int(time.time())}", stream=crashed)  # fmt: skip
     killed = re.search(r"failed with exit code (-9|137)\b", crashed.getvalue())  # the hook's SIGKILL
     assert rc != 0 and killed, crashed.getvalue()[-3000:]
@@ -154,7 +155,7 @@ def test_killed_driver_resumes_without_recomputing_finished_cells(
     before = dict(zip(done["tags.railsweep.cell_id"], done["run_id"]))
     assert 2 <= len(before) < 9, "the driver must be killed mid-sweep"
     resumed = io.StringIO()
-    assert local.submit_job(ray_head.dashboard, [*entry, "--resume"], working_dir=REPO, env_vars=env,
+    assert jobs.submit_job(ray_head.dashboard, [*entry, "--resume"], working_dir=REPO, env_vars=env,
                             stream=resumed) == 0, resumed.getvalue()[-3000:]  # fmt: skip
     assert f"{len(before)} cell(s) already FINISHED in MLflow: not recomputed" in resumed.getvalue()
     assert "Traceback" not in resumed.getvalue() and "Exception ignored" not in resumed.getvalue()
