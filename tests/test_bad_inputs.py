@@ -19,6 +19,7 @@ schema and fails when an option or field has none.
 from __future__ import annotations
 
 import copy
+import importlib
 import importlib.util
 import json
 import os
@@ -659,9 +660,24 @@ def tripwires(monkeypatch, tmp_path):
     def trip(*a, **kw):
         raise Tripwire("a bad input reached the expensive part")
 
+    # every patched module is imported before the first patch: a module first imported while a tripwire is in
+    # place would bind the tripwire at its top (``from ... import TransformersEngine``) and keep it after undo
+    for target in TRIPWIRES:
+        _import_owner(target)
     for target in TRIPWIRES:
         monkeypatch.setattr(target, trip)
     monkeypatch.setenv("RAILSWEEP_CACHE", str(tmp_path / "cache"))
+
+
+def _import_owner(target: str) -> None:
+    """Import the module that holds ``target`` (``pkg.module.Name`` or ``pkg.module.Class.method``)."""
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            importlib.import_module(".".join(parts[:cut]))
+            return
+        except ModuleNotFoundError:
+            continue
 
 
 def _files(*roots: Path) -> dict[str, bytes | None]:

@@ -9,6 +9,7 @@ the local Ray/MLflow services). The model folder holds only its config file.
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -178,8 +179,10 @@ def tripwires(monkeypatch):
     def trip(*a, **kw):
         raise Tripwire("a bad input reached the expensive part")
 
-    monkeypatch.setattr("railsweep.engines.factory.build_engine", trip)
-    for target in SERVICES:
+    targets = ("railsweep.engines.factory.build_engine", *SERVICES)
+    for target in targets:  # imported before the first patch (see test_bad_inputs.tripwires)
+        importlib.import_module(target.rsplit(".", 1)[0])
+    for target in targets:
         monkeypatch.setattr(target, trip)
 
 
