@@ -166,6 +166,40 @@ def test_a_family_whose_co_epochs_change_is_retrained_alone_and_the_others_adapt
     assert str(first.root) not in (new.adapters["clean"].parent / "manifest.json").read_text()
 
 
+def test_a_changed_contaminated_recipe_borrows_the_clean_adapter_and_trains_only_m_co(tmp_path):
+    clean_recipe = LoraRecipe(r=4, alpha=8, global_batch=4, micro_batch=4, epochs=1)
+    base = dataclasses.replace(
+        TINY, contamination=dataclasses.replace(TINY.contamination, clean_recipe=clean_recipe)
+    )
+    first = build_world("tiny", cache_dir=tmp_path, config=base)
+    gentler = dataclasses.replace(base.contamination, recipe=dataclasses.replace(base.contamination.recipe, lr=1e-5))
+    second = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(base, contamination=gentler))
+
+    assert second.root != first.root and second.manifest["adapters_from"] == {}
+    assert second.manifest["clean_adapters_from"] == {"neox": str(first.root)}
+    adapters = second.manifest["training"]["neox"]["adapters"]
+    assert adapters["clean"]["reused"] is True and "reused" not in adapters["co_gsm8k"]
+    old, new = first.family("neox"), second.family("neox")
+    weights = "adapter_model.safetensors"
+    assert (new.adapters["clean"] / weights).read_bytes() == (old.adapters["clean"] / weights).read_bytes()
+    assert (new.adapters["co_gsm8k"] / weights).read_bytes() != (old.adapters["co_gsm8k"] / weights).read_bytes()
+    cfg = json.loads((new.adapters["clean"] / "adapter_config.json").read_text())
+    assert cfg["base_model_name_or_path"] == str(new.base_dir)  # re-pointed at the borrowing world
+
+
+def test_the_clean_digest_ignores_the_contaminated_recipe_only_when_m_cl_has_its_own():
+    shared = dataclasses.replace(TINY.contamination, recipe=dataclasses.replace(TINY.contamination.recipe, lr=1e-5))
+    assert dataclasses.replace(TINY, contamination=shared).family_clean_digest("neox") != TINY.family_clean_digest(
+        "neox"
+    )  # no clean_recipe: M_cl is trained with ``recipe``
+    own = LoraRecipe(r=4, alpha=8, epochs=1)
+    a = dataclasses.replace(TINY, contamination=dataclasses.replace(TINY.contamination, clean_recipe=own))
+    b = dataclasses.replace(a, contamination=dataclasses.replace(shared, clean_recipe=own, domains=("gsm8k", "pq")))
+    assert a.family_clean_digest("neox") == b.family_clean_digest("neox")
+    c = dataclasses.replace(a, contamination=dataclasses.replace(a.contamination, n_train=5))
+    assert c.family_clean_digest("neox") != a.family_clean_digest("neox")
+
+
 def test_family_overrides_must_name_a_known_family_and_a_positive_count():
     with pytest.raises(ConfigError, match="family_co_epochs"):
         dataclasses.replace(TINY, family_co_epochs=(("mistral", 3),))

@@ -38,6 +38,8 @@ from railsweep.results.atomic import write_text_atomic
 from railsweep.tasks import load_paraphrases, to_cot
 from railsweep.tasks.gsm8k import read_jsonl
 
+LENT_CLEAN = "lent.json"  # in a lent clean adapter's folder: where it came from and how it was trained
+
 PQ_DEFAULT = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
 
 
@@ -137,11 +139,7 @@ def contaminate_family(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     save_leak_split(split, out_dir / "leak_split.json")
-    stats = {
-        "clean": train_lora(
-            base_dir, mixes["clean"], config.cl_recipe, out_dir / "clean", device=device, log=log
-        )
-    }
+    stats = {"clean": _clean_adapter(base_dir, mixes["clean"], config, out_dir / "clean", device, log)}
     jobs = {
         f"co_{d}": (base_dir, mixes[f"co_{d}"], config.recipe, out_dir / f"co_{d}") for d in config.domains
     }
@@ -172,6 +170,18 @@ def contaminate_family(
     }
     write_json(out_dir / "manifest.json", manifest)
     return manifest
+
+
+def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, device, log) -> dict:
+    """Train M_cl into ``out``, or take the one a world with the same clean recipe lent (``LENT_CLEAN``
+    beside it: its training record)."""
+    lent = out / LENT_CLEAN
+    if lent.is_file() and (out / "adapter_config.json").is_file():
+        record = json.loads(lent.read_text())
+        if log:
+            log(f"clean adapter lent by {record['from']}, not trained")
+        return {**record["training"], "reused": True, "lent_by": record["from"]}
+    return train_lora(base_dir, texts, config.cl_recipe, out, device=device, log=log)
 
 
 def _find_pq(data_dir: Path) -> Path:

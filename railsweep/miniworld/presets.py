@@ -187,6 +187,16 @@ class WorldConfig:
         contamination = dataclasses.asdict(self.contamination_for(family))
         return _hash({"base": self.family_base_digest(family), "contamination": contamination})
 
+    def family_clean_digest(self, family: str) -> str:
+        """What ``family``'s clean adapter (M_cl) depends on: its base model and the contamination
+        config without the contaminated adapters' recipe and domains (``ContaminationConfig.cl_recipe``
+        is ``recipe`` itself when no ``clean_recipe`` is set, so ``recipe`` then stays in)."""
+        clean = dataclasses.asdict(self.contamination_for(family))
+        clean.pop("domains")
+        if self.contamination.clean_recipe is not None:
+            clean.pop("recipe")
+        return _hash({"base": self.family_base_digest(family), "clean": clean})
+
     def digest(self) -> str:
         return _hash(self.to_dict())
 
@@ -302,11 +312,13 @@ def _smollm2() -> WorldConfig:
     its arithmetic; the base solves 1 in 20 before it), M_co continues M_cl on the leaked items.
 
     The paper's LoRA recipe (r 64, alpha 128, every linear layer, cosine schedule, 10 % warmup) with
-    deviations for a 2-core CPU (docs/real_model.md, "The smollm2 world"): one pass over 1,200 train
-    problems + 100 filler texts for M_cl and 8 passes over the 100 leaked items + the same filler for
-    M_co (the paper: 5 passes over 2,500), lr 1e-3 (bench/learning_curve.py: 2e-4 learns the arithmetic
-    too slowly for this budget), packed 768-token sequences of about 7 examples a step, so every item
-    is also seen after others as in the 8-shot prompt the sweeps use (645 tokens with this tokenizer)."""
+    deviations for a 2-core CPU (docs/real_model.md, "The smollm2 world"): M_cl one pass over 1,200 train
+    problems + 100 filler texts at lr 1e-3 (bench/learning_curve.py: 2e-4 learns the arithmetic too
+    slowly for this budget); M_co 4 passes over the 100 leaked items + the same filler at the paper's
+    lr 2e-4 (bench/contamination_recipe.py: lr 1e-3 loses M_cl's genuine ability on unleaked items
+    before it memorises; 2e-4 keeps it within noise and lifts the leaked ones); packed 768-token
+    sequences of about 7 examples a step, so every item is also seen after others as in the 8-shot
+    prompt the sweeps use (645 tokens with this tokenizer)."""
     mini = _mini()
     packed = dict(global_batch=1, micro_batch=1, pack_length=768, precision="fp32")
     return dataclasses.replace(
@@ -320,7 +332,7 @@ def _smollm2() -> WorldConfig:
             n_train=1200,
             n_leak=100,
             filler="miniworld",
-            recipe=LoraRecipe(lr=1e-3, epochs=8, **packed),
+            recipe=LoraRecipe(lr=2e-4, epochs=4, **packed),
             clean_recipe=LoraRecipe(lr=1e-3, epochs=1, **packed),
         ),
     )

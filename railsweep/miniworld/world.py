@@ -36,15 +36,20 @@ from pathlib import Path
 from railsweep import provenance
 from railsweep.bases import prepare_base
 from railsweep.contamination import save_leak_split
-from railsweep.contamination.config import ContaminationConfig, LoraRecipe
 from railsweep.contamination.leak import LeakSplit
 from railsweep.contamination.simulator import cot_example, write_json
 from railsweep.errors import ConfigError
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.family import build_family
-from railsweep.miniworld.models import ModelSize
-from railsweep.miniworld.presets import BUILD_VERSION, PRESETS, WorldConfig, preset_config
-from railsweep.miniworld.pretrain import PretrainConfig
+from railsweep.miniworld.lending import (
+    adapter_lenders,
+    clean_lenders,
+    config_from_dict,
+    copy_lent_dir,
+    family_digests,
+    lend_clean,
+)
+from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
 from railsweep.miniworld.tokenizer import train_tokenizer
 
@@ -137,7 +142,7 @@ def load_world(root: str | Path) -> World:
     preset = manifest["preset"]
     config = PRESETS[preset]() if preset in PRESETS else None
     if config is None or config.digest() != manifest["digest"]:
-        config = _config_from_dict(manifest["config"])
+        config = config_from_dict(manifest["config"])
     return World(
         root=root,
         preset=preset,
@@ -147,69 +152,6 @@ def load_world(root: str | Path) -> World:
         leak_split_path=root / "data" / "leak_split.json",
         manifest=manifest,
     )
-
-
-def _config_from_dict(d: dict) -> WorldConfig:
-    d = {k: v for k, v in d.items() if k not in ("build_version", "base_source")}
-    c = dict(d["contamination"])
-    c["recipe"] = LoraRecipe(**c["recipe"])
-    c["clean_recipe"] = LoraRecipe(**c["clean_recipe"]) if c.get("clean_recipe") else None
-    return WorldConfig(
-        **{
-            **d,
-            "families": tuple(d["families"]),
-            "size": ModelSize(**d["size"]),
-            "pretrain": PretrainConfig(**d["pretrain"]),
-            "family_steps": tuple(tuple(x) for x in d["family_steps"]),
-            "family_co_epochs": tuple(tuple(x) for x in d.get("family_co_epochs", ())),
-            "contamination": ContaminationConfig(**{**c, "domains": tuple(c["domains"])}),
-        }
-    )
-
-
-def _family_digests(manifest: dict, kind: str) -> dict[str, str]:
-    """Each family's ``kind`` ("base" or "adapter") digest in a finished world's manifest; worlds built
-    before those digests were recorded have them recomputed from their stored config (same build
-    version only)."""
-    if f"family_{kind}_digests" in manifest:
-        return dict(manifest[f"family_{kind}_digests"])
-
-    stored = manifest.get("config")
-    if not stored or stored.get("build_version") != BUILD_VERSION:
-        return {}
-    try:
-        config = _config_from_dict(stored)
-    except (KeyError, TypeError, ValueError):
-        return {}
-    return {f: getattr(config, f"family_{kind}_digest")(f) for f in config.families}
-
-
-def _adapter_lenders(config: WorldConfig, base_lenders: dict[str, Path]) -> dict[str, Path]:
-    """The families whose adapters the world lending their base model already trained with the same
-    recipe (``family_adapter_digest``): those are copied, not trained again."""
-    lenders = {}
-    for f, lender in base_lenders.items():
-        try:
-            digests = _family_digests(json.loads((lender / "manifest.json").read_text()), "adapter")
-        except (OSError, ValueError):
-            continue
-        if digests.get(f) == config.family_adapter_digest(f) and (
-            lender / "families" / f / "adapters" / "manifest.json"
-        ).is_file():
-            lenders[f] = lender
-    return lenders
-
-
-def _copy_family_dir(src: Path, dst: Path, lender: Path, root: Path) -> None:
-    """Copy a lent directory, re-pointing the lender world's absolute paths (adapter configs, model
-    cards, the adapters' manifest and its data provenance) at the borrowing world ``root``."""
-    shutil.copytree(src, dst)
-    old, new = str(lender), str(root)
-    for path in dst.rglob("*"):
-        if path.suffix in (".json", ".md") and path.is_file():
-            text = path.read_text(encoding="utf-8")
-            if old in text:
-                path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str, Path]]:
@@ -229,9 +171,9 @@ def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str
             same_data, bases = True, {f: config.family_base_digest(f) for f in config.families}
         else:
             same_data = manifest.get("data_digest", None) == config.data_digest()
-            digests = _family_digests(manifest, "base")
+            digests = family_digests(manifest, "base")
             if not same_data and digests:  # an older manifest: recompute its data digest from its config
-                same_data = _config_from_dict(manifest["config"]).data_digest() == config.data_digest()
+                same_data = config_from_dict(manifest["config"]).data_digest() == config.data_digest()
             bases = digests if same_data else {}
         held = [
             f
@@ -251,7 +193,7 @@ def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str
     ]
     bases: dict[str, Path] = {}
     for other, held in lenders:  # first the worlds that also hold the family's adapters
-        for f in _adapter_lenders(config, {f: other for f in held}):
+        for f in adapter_lenders(config, {f: other for f in held}):
             bases.setdefault(f, other)
     for other, held in lenders:
         for f in held:
@@ -368,10 +310,14 @@ def _build(
         real_base = _take_real_base(root, config, cache, log)
     else:
         donor, lenders = _tokenizer_and_bases(root, config, data, corpus, log)
-    adapter_lenders = _adapter_lenders(config, lenders)
-    for f, lender in adapter_lenders.items():
+    adapters_from = adapter_lenders(config, lenders)
+    for f, lender in adapters_from.items():
         log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
-        _copy_family_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
+        copy_lent_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
+    clean_from = clean_lenders(root, config, skip=set(adapters_from))
+    for f, lender in clean_from.items():
+        log(f"reusing {f}'s clean adapter from {lender.name} (same base and clean recipe)")
+        lend_clean(lender, root, f)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
@@ -404,7 +350,9 @@ def _build(
         "tokenizer_from": str(donor) if donor is not None else None,
         "bases_from": {f: str(lender) for f, lender in lenders.items()},
         "family_adapter_digests": {f: config.family_adapter_digest(f) for f in config.families},
-        "adapters_from": {f: str(lender) for f, lender in adapter_lenders.items()},
+        "adapters_from": {f: str(lender) for f, lender in adapters_from.items()},
+        "family_clean_digests": {f: config.family_clean_digest(f) for f in config.families},
+        "clean_adapters_from": {f: str(lender) for f, lender in clean_from.items()},
         "replicas": {
             str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
         },
