@@ -40,7 +40,7 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep import provenance
 from railsweep.commands.detect_ray import ray_session, use_ray
-from railsweep.commands.task_args import add_task_arguments, load_named_task, task_dir_of
+from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
@@ -205,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     from railsweep.detection.run import check_threshold
     # 1. check every input before any work
     detectors = build_detectors(args)
+    check_task(args)  # a task file checked whole, before its rows are read
     thresholding = Thresholding(args.threshold, args.control_rate)
     for d in detectors:
         check_threshold(d, thresholding)
