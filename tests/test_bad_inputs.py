@@ -149,7 +149,7 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "omp_wait_policy_unknown": (_spec(resources={"omp_wait_policy": "BUSY"}), "got 'BUSY'"),
     "tracking_experiment_empty": (_spec(tracking={"experiment": ""}), "tracking.experiment: string should have at least 1 character, got ''"),
     "answer_rule_unknown": (_spec(readout={"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
-    "task_unknown": (_spec(readout={"task": "gsm8"}), "readout: task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, pq); did you mean 'gsm8k'?"),
+    "task_unknown": (_spec(readout={"task": "gsm8"}), "readout: task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, math, pq); did you mean 'gsm8k'?"),
     "task_lm_eval_malformed": (_spec(readout={"task": "lm_eval:gsm 8k"}), "readout: task 'lm_eval:gsm 8k': expected lm_eval:NAME with a harness task name"),
     "answer_type_unknown": (_spec(readout={"answer_type": "latex"}), "readout.answer_type: input should be 'numeric' or 'math', got 'latex'"),
     "answer_type_math_with_lm_eval": (_spec(readout={"answer_type": "math", "answer_rule": "lm_eval"}), "readout: answer_rule='lm_eval' does not apply to answer_type='math'; its rules are final, first"),
