@@ -7,7 +7,9 @@ rows plus a JSON report (kept / retried / rejected, the reason for every refusal
 
 1. options, the output paths, the API key's environment variable and the test file are checked;
 2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question is sent);
-3. every question is paraphrased; a transport or format error of the endpoint stops the run;
+3. every question is paraphrased; a failed request (HTTP 5xx/408/429, a timeout, a refused or dropped
+   connection) costs its question one attempt, while another HTTP error, a malformed answer or a run whose
+   every request failed stops the run;
 4. both files are written at the end, each through a temporary file renamed into place: a failed
    run leaves no output, and an earlier output is replaced only by a complete one.
 
