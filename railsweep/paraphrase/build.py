@@ -29,7 +29,7 @@ from typing import Any
 
 from railsweep.errors import ConfigError, ServiceError
 from railsweep.paraphrase.checks import Verdict, check_paraphrase
-from railsweep.paraphrase.client import ChatClient, RequestFailed
+from railsweep.paraphrase.client import Chat, RequestFailed
 from railsweep.paraphrase.prompt import messages, parse_reply
 from railsweep.tasks.gsm8k import read_jsonl
 
@@ -93,7 +93,7 @@ def read_items(path: str | Path, limit: int | None = None) -> list[Item]:
     return [Item(i, r["question"], r["answer"].split("####")[-1].strip()) for i, r in enumerate(rows)]
 
 
-def paraphrase_one(client: ChatClient, item: Item, budget: Budget) -> Outcome:
+def paraphrase_one(client: Chat, item: Item, budget: Budget) -> Outcome:
     """Ask up to ``1 + budget.retries`` times; the first reply that passes every check is kept."""
     refusals: list[Refusal] = []
     failed = 0
@@ -120,7 +120,7 @@ def paraphrase_one(client: ChatClient, item: Item, budget: Budget) -> Outcome:
 
 
 def paraphrase_all(
-    client: ChatClient, items: Sequence[Item], budget: Budget, workers: int = 1
+    client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1
 ) -> list[Outcome]:
     """Every item's outcome, in input order. A :class:`~railsweep.errors.ServiceError` other than a failed
     request (a bad key, a malformed answer) stops the whole run, and so does a run whose every request failed."""

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from railsweep.errors import ConfigError, ServiceError
 
@@ -27,6 +27,13 @@ _TRANSIENT_STATUS = (408, 429)
 class RequestFailed(ServiceError):
     """One request failed in a way the next attempt may not (HTTP 5xx, 408 or 429, a timeout, a refused or
     dropped connection): the paraphrase loop counts it against the item's retry budget."""
+
+
+class Chat(Protocol):
+    """What the paraphrase loop asks: one reply to chat messages (an endpoint's :class:`ChatClient`, or a local
+    engine's :class:`~railsweep.paraphrase.local.LocalChat`)."""
+
+    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str: ...
 
 
 def _transient(status: int) -> bool:
