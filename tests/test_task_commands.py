@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from railsweep.cli import main
+from railsweep.config import CellConfig
 from railsweep.evaluate import load_task
 from railsweep.miniworld import build_world
 from railsweep.sweep.spec import spec_from_dict
@@ -130,3 +131,16 @@ def test_a_sweeps_detection_readout_cells_evaluate_readout_task_on_both_wordings
     assert [q.question for q in load_task(para).questions()] == paraphrased[:3]
     builtin, _ = readout_cells(dataclasses.replace(spec, readout=dataclasses.replace(spec.readout, task=None)), write=False)
     assert {c.cell_id for c in builtin}.isdisjoint(by_id)  # the task enters the readout cells' ids
+
+
+def test_a_relative_readout_task_is_made_absolute_for_trials_that_run_elsewhere(accept_all, monkeypatch, tmp_path):
+    monkeypatch.chdir(accept_all.parent)
+    spec = spec_from_dict({"miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k"],
+                           "strategies": ["identity"], "readout": {"task": accept_all.name}})  # fmt: skip
+    assert spec.readout.task == str(accept_all.resolve())
+    monkeypatch.chdir(tmp_path)  # a trial's directory: the cell's task is still found
+    cell = CellConfig(model="m", strategy="identity", task_dir=str(accept_all.parent), task=spec.readout.task)
+    assert cell.task_sha256 is not None
+    shipped = spec_from_dict({"miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k"],
+                              "strategies": ["identity"], "readout": {"task": "pq"}})  # fmt: skip
+    assert shipped.readout.task == "pq"  # a shipped name stays a name

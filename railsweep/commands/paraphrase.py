@@ -30,12 +30,14 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep import provenance
+from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.paraphrase import (
     SYSTEM_PROMPT,
     Budget,
     ChatClient,
     ChatSettings,
+    Item,
     normalise_endpoint,
     paraphrase_all,
     pq_rows,
@@ -44,6 +46,7 @@ from railsweep.paraphrase import (
 )
 from railsweep.paraphrase.local import LocalChat, check_chat_template
 from railsweep.results.atomic import synced_text, write_all_atomic
+from railsweep.tasks.task_ref import load_task_spec, spec_files
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENGINES = ("openai", "transformers")
@@ -72,10 +75,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--test",
-        required=True,
         type=at.existing_file,
         metavar="FILE",
-        help="GSM8K-style JSONL: question, answer ending '#### N'",
+        help="GSM8K-style JSONL: question, answer ending '#### N' (or --task)",
+    )
+    add_task_arguments(
+        p,
+        default="--test",
+        task_dir_help="with --task: what the task file's {task_dir} stands for (its test split is paraphrased)",
+        task_dir_type=at.existing_dir,
     )
     p.add_argument(
         "--engine",
@@ -146,7 +154,7 @@ def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
         at.check_writable_dir(path.parent, flag, shown=str(path))
     if out.resolve() == rep.resolve():
         raise ConfigError(f"--report must differ from --out, both are {out}")
-    test = Path(args.test).expanduser().resolve()
+    test = Path(args.test).expanduser().resolve() if args.test is not None else None
     if test in (out.resolve(), rep.resolve()):
         raise ConfigError(f"--out and --report must not overwrite the --test file {args.test}")
     return out, rep
@@ -199,12 +207,33 @@ def local_chat(args: argparse.Namespace, settings: ChatSettings):
     return engine, LocalChat(engine, render, settings)
 
 
+def questions(args: argparse.Namespace) -> list[Item]:
+    """The questions to paraphrase, each with its index and gold answer: ``--test`` (GSM8K-style JSONL, the index
+    its line) or the test split of ``--task`` (the task's question index and gold)."""
+    if (args.test is None) == (args.task is None):
+        raise ConfigError("give --test FILE or --task FILE|NAME (the questions to paraphrase), one of them")
+    if args.task is None:
+        if args.task_dir is not None:
+            raise ConfigError("--task-dir needs --task (the task file whose {task_dir} it is)")
+        return read_items(args.test, args.limit)
+    task = load_named_task(args, task_dir_of(args), limit=args.limit)
+    return [Item(q.index, q.question, q.gold) for q in task.questions()]
+
+
+def input_files(args: argparse.Namespace) -> list[Path]:
+    """The files the questions came from, for the report's checksums."""
+    if args.task is None:
+        return [Path(args.test)]
+    return spec_files(load_task_spec(args.task), task_dir_of(args), "test", None)
+
+
 def run(args: argparse.Namespace) -> int:
     check_engine(args)
+    check_task(args)
     out, rep = output_paths(args)
     budget = Budget(retries=args.retries, max_rouge=args.max_rouge, seed=args.seed)
     key = api_key(args) if args.engine == "openai" else None
-    items = read_items(args.test, args.limit)
+    items = questions(args)
     settings = ChatSettings(temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout)
     if args.engine == "openai":
         client = ChatClient(args.endpoint, args.model, key, settings)
@@ -220,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
     full = {
         **summary,
         "test": args.test,
+        "task": args.task,
+        "task_dir": args.task_dir,
         "out": str(out),
         "engine": args.engine,
         "endpoint": args.endpoint,
@@ -234,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
             "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
         },
-        "provenance": provenance.collect([args.test]),
+        "provenance": provenance.collect(input_files(args)),
     }
     rows = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in pq_rows(outcomes))
     report_json = json.dumps(full, indent=2, ensure_ascii=False) + "\n"
