@@ -22,9 +22,9 @@ from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strate
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
 from railsweep.tasks.file_task import FileTask
-from railsweep.tasks.lm_eval_spec import LmEvalSpec
 from railsweep.tasks.lm_eval_task import LmEvalTask
 from railsweep.tasks.math_task import MathTask
+from railsweep.tasks.task_ref import build_task
 
 
 @dataclass
@@ -72,14 +72,10 @@ def load_task(cell: CellConfig) -> Task:
                 f"task {cell.task} ({spec.source}) changed since this cell was configured (sha256 {spec.sha256[:16]}..., "
                 f"the cell records {cell.task_sha256[:16]}...)"
             )
-        if isinstance(spec, LmEvalSpec):
-            return LmEvalTask(
-                spec, cell.task_dir, limit=cell.limit, leak_split=cell.leak_split, answer_rule=cell.answer_rule
-            )
-        return FileTask(
-            spec, cell.task_dir, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit,
+        return build_task(
+            spec, cell.task_dir, split=cell.split, fewshot=cell.fewshot, limit=cell.limit,
             leak_split=cell.leak_split, answer_rule=cell.answer_rule,
-        )
+        )  # fmt: skip
     root = Path(cell.task_dir)
     if not root.is_dir():
         raise DataError(f"task directory not found: {root}")

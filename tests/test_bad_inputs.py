@@ -149,7 +149,7 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "omp_wait_policy_unknown": (_spec(resources={"omp_wait_policy": "BUSY"}), "got 'BUSY'"),
     "tracking_experiment_empty": (_spec(tracking={"experiment": ""}), "tracking.experiment: string should have at least 1 character, got ''"),
     "answer_rule_unknown": (_spec(readout={"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
-    "task_unknown": (_spec(readout={"task": "gsm8"}), "readout: task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, pq); did you mean 'gsm8k'?"),
+    "task_unknown": (_spec(readout={"task": "gsm8"}), "readout: task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, math, pq); did you mean 'gsm8k'?"),
     "task_lm_eval_malformed": (_spec(readout={"task": "lm_eval:gsm 8k"}), "readout: task 'lm_eval:gsm 8k': expected lm_eval:NAME with a harness task name"),
     "answer_type_unknown": (_spec(readout={"answer_type": "latex"}), "readout.answer_type: input should be 'numeric' or 'math', got 'latex'"),
     "answer_type_math_with_lm_eval": (_spec(readout={"answer_type": "math", "answer_rule": "lm_eval"}), "readout: answer_rule='lm_eval' does not apply to answer_type='math'; its rules are final, first"),
@@ -202,6 +202,8 @@ def inp(tmp_path_factory) -> dict[str, Path]:
     paths["far_leak"] = root / "far_leak.json"
     (root / "a_file").write_text("not a directory\n")
     paths["a_file"] = root / "a_file"
+    (root / "bad_select.yaml").write_text(BAD_SELECT_TASK)
+    paths["bad_select_task"] = root / "bad_select.yaml"
     paths.update(_write_cells(root / "cells"))
     (root / "cells" / "garbage.parquet").write_bytes(LATIN1 * 10)
     paths["garbage"] = root / "cells" / "garbage.parquet"
@@ -277,6 +279,19 @@ PATH_SPECS: dict[str, tuple[Callable[[dict[str, Path]], dict], Callable[[dict[st
 
 
 # ---------------------------------------------------------------- the catalogue
+
+
+# A task file whose one bad field is an extraction step's ``select`` (commands check --task files whole).
+BAD_SELECT_TASK = """\
+format: 1
+name: bad_select
+data: {path: "{task_dir}/{split}.jsonl"}
+doc_to_text: "Q: {{question}}\\nA:"
+doc_to_target: "{{answer}}"
+grader: {type: numeric}
+answer_rules:
+  final: {extract: [{regex: '(\\d+)', select: middle}]}
+"""
 
 
 @dataclass(frozen=True)
@@ -390,7 +405,7 @@ OPTION_KINDS: dict[str, list[str]] = {
     "score": ["--B:strata", "--n-boot:n_boot", "--alpha:probability", "--seed:seed"],
     "sweep": _SWEEP, "demo": _SWEEP,
     "detect": ["action:choice", "--out:writable_dir", "--world:text", "--family:text", "--domain:text", "--n-control:positive",
-               "--test:existing_file", "--leak-split:existing_file", "--control:existing_file", "--threshold:finite",
+               "--test:existing_file", "--task-dir:existing_dir", "--leak-split:existing_file", "--control:existing_file", "--threshold:finite",
                "--control-rate:fraction", "--corpus:existing_file", "--text-field:text", "--n:ngram_order", "--fields:choice",
                "--tokenizer:tokenizer", "--bits:hash_bits", "--ray-address:text", "--model:model", "--adapter:adapter",
                "--reference-adapter:adapter", "--k:percentage", "--responses:existing_file", "--fewshot:existing_file",
@@ -413,7 +428,7 @@ OPTION_KINDS: dict[str, list[str]] = {
     "contaminate": ["--base:model", "--out:writable_dir", *_RECIPE],
     "job": [*_SPEC, "--tracking-uri:text", "--ray-address:text", "--num-cpus:positive", "--progress-interval:positive_real"],
     "contaminate.py": ["--out:writable_dir", "--cache-dir:writable_dir", "--ray-address:text", "--num-cpus:positive", *_RECIPE],
-    "paraphrase": ["--test:existing_file", "--model:text", "--retries:count", "--max-rouge:fraction",
+    "paraphrase": ["--test:existing_file", "--task-dir:existing_dir", "--engine:choice", "--chat-template:existing_file", "--device:device", "--model:text", "--retries:count", "--max-rouge:fraction",
                    "--temperature:temperature", "--max-tokens:positive", "--timeout:positive_real", "--seed:seed",
                    "--workers:positive", "--limit:limit"],
 }  # fmt: skip
@@ -492,6 +507,15 @@ SPECIAL = [
     ("paraphrase", "--out", "out_a_directory", lambda i, o: [*BASE["paraphrase"](i, o), "--out", str(i["root"])], lambda i, o: f"--out must be a file path, got a directory: {i['root']}"),
     ("paraphrase", "--out", "out_under_a_file", lambda i, o: [*BASE["paraphrase"](i, o), "--out", str(i["a_file"] / "pq.jsonl")], lambda i, o: f"{i['a_file']} is a file, not a directory"),
     ("paraphrase", "--out", "out_overwrites_test", lambda i, o: [*BASE["paraphrase"](i, o), "--out", str(i["task"] / "test.jsonl")], "must not overwrite the --test file"),
+    ("paraphrase", "--engine", "openai_without_endpoint", lambda i, o: [a for a in BASE["paraphrase"](i, o) if a not in ("--endpoint", "http://127.0.0.1:9/v1")], "--engine openai needs --endpoint URL"),
+    ("paraphrase", "--engine", "transformers_with_endpoint", lambda i, o: [*BASE["paraphrase"](i, o), "--engine", "transformers", "--model", str(i["model"])], "--endpoint is for --engine openai"),
+    ("paraphrase", "--engine", "transformers_model_missing", lambda i, o: [a for a in BASE["paraphrase"](i, o) if a not in ("--endpoint", "http://127.0.0.1:9/v1")] + ["--engine", "transformers", "--model", str(o / "nope")], lambda i, o: f"--model {o / 'nope'}: no such directory"),
+    ("paraphrase", "--engine", "transformers_without_chat_template", lambda i, o: [a for a in BASE["paraphrase"](i, o) if a not in ("--endpoint", "http://127.0.0.1:9/v1")] + ["--engine", "transformers", "--model", str(i["model"])], "the tokenizer has no chat template"),
+    ("paraphrase", "--chat-template", "chat_template_with_openai", lambda i, o: [*BASE["paraphrase"](i, o), "--chat-template", str(i["a_file"])], "--chat-template is for --engine transformers"),
+    ("paraphrase", "--task", "task_unknown", lambda i, o: [*BASE["paraphrase"](i, o), "--task", "gsm8"], "task 'gsm8': neither a task file nor a shipped task"),
+    ("paraphrase", "--task", "task_and_test", lambda i, o: [*BASE["paraphrase"](i, o), "--task", "gsm8k", "--task-dir", str(i["task"])], "give --test FILE or --task FILE|NAME"),
+    ("paraphrase", "--task", "task_file_bad_field", lambda i, o: [*BASE["paraphrase"](i, o), "--task", str(i["bad_select_task"])], "select: must be one of last, first, got 'middle'"),
+    ("paraphrase", "--task-dir", "task_dir_without_task", lambda i, o: [*BASE["paraphrase"](i, o), "--task-dir", str(i["task"])], "--task-dir needs --task"),
     ("paraphrase", "--report", "report_is_out", lambda i, o: [*BASE["paraphrase"](i, o), "--report", str(o / "pq.jsonl")], "--report must differ from --out"),
     ("eval", "--dtype", "dtype_float8", lambda i, o: eval_argv(i, o, "--dtype", "float8"), "dtype='float8'"),
     ("eval", "--backend", "backend_unknown", lambda i, o: eval_argv(i, o, "--backend", "tgi"), "invalid choice: 'tgi'"),
@@ -569,6 +593,19 @@ SPECIAL = [
     ("detect", "--m", "cdd_m_times_tokens_beyond_memory", lambda i, o: detect_argv(i, o, "--detector", "cdd", "--m", "10000000", "--max-new-tokens", "100000"), "--m 10000000 with --max-new-tokens 100000 needs"),
     ("detect", "--weight", "report_weight_above_one", lambda i, o: ["detect", "report", "--questions", str(i["co"]), "--flags", str(i["root"]), "--detector", "ngram", "--weight", "2", "--out", str(o / "rep")], "argument --weight: must be a finite number in [0, 1], got '2'"),
     ("detect", "--detector", "report_two_detectors", lambda i, o: ["detect", "report", "--questions", str(i["co"]), "--flags", str(i["root"]), "--detector", "ngram,loss", "--out", str(o / "rep")], "detect report takes one --detector, got ['ngram', 'loss']"),
+    # --task on every command that reads a benchmark: the file or name checked whole before a world or model loads
+    ("figure1", "--task", "task_unknown", lambda i, o: figure1_argv(i, o, "--task", "gsm8"), "task 'gsm8': neither a task file nor a shipped task"),
+    ("figure1", "--task", "task_unknown_with_a_world", lambda i, o: ["figure1", "--world", "smoke", "--task", "gsm8", "--out", str(o / "fig")], "did you mean 'gsm8k'?"),
+    ("figure1", "--task", "task_file_bad_field", lambda i, o: figure1_argv(i, o, "--task", str(i["bad_select_task"])), "answer_rules.final.extract[0].select: must be one of last, first, got 'middle'"),
+    ("figure1", "--task", "task_reads_task_dir_without_it", lambda i, o: [a for a in figure1_argv(i, o, "--task", "gsm8k") if a not in ("--task-dir", str(i["task"]))], "--task gsm8k: the task file reads its data from {task_dir}; give --task-dir"),
+    ("rails", "--task", "task_unknown", lambda i, o: rails_argv(i, o, "--task", "pqq"), "task 'pqq': neither a task file nor a shipped task"),
+    ("rails", "--task", "task_lm_eval_malformed", lambda i, o: rails_argv(i, o, "--task", "lm_eval:gsm 8k"), "task 'lm_eval:gsm 8k': expected lm_eval:NAME"),
+    ("rails", "--task", "task_data_missing", lambda i, o: rails_argv(i, o, "--task", "pq"), "pq_test.jsonl"),
+    ("detect", "--task", "task_unknown", lambda i, o: detect_argv(i, o, "--task", "gsm8"), "task 'gsm8': neither a task file nor a shipped task"),
+    ("detect", "--task", "task_file_bad_field", lambda i, o: detect_argv(i, o, "--task", str(i["bad_select_task"])), "select: must be one of last, first, got 'middle'"),
+    ("detect", "--task", "task_and_test", lambda i, o: detect_argv(i, o, "--task", "gsm8k", "--task-dir", str(i["task"])), "--test and --task both name the test items; give one"),
+    ("detect", "--task", "task_with_a_world", lambda i, o: ["detect", "--detector", "loss", "--world", "smoke", "--task", "gsm8k", "--out", str(o / "det")], "--world supplies the items"),
+    ("detect", "--task-dir", "task_dir_without_task", lambda i, o: [a for a in detect_argv(i, o, "--task-dir", str(i["task"])) if a not in ("--test", str(i["task"] / "test.jsonl"))], "--task-dir needs --task"),
     # figure1: families and adapters known from the world preset before it is built
     ("figure1", "--family", "family_not_in_the_world", lambda i, o: ["figure1", "--world", "smoke", "--family", "mamba", "--out", str(o / "fig")], "--family 'mamba': not in the 'smoke' world; families: llama"),
     ("figure1", "--co", "co_adapter_not_in_the_world", lambda i, o: ["figure1", "--world", "smoke", "--co", "co_math", "--out", str(o / "fig")], "adapter 'co_math' is not among the given adapters"),

@@ -276,7 +276,7 @@ def test_eval_refuses_a_bad_task_file_with_one_line_before_loading_anything(tmp_
 
 @pytest.mark.parametrize(
     "argv_task,message",
-    [("gsm8", "task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, pq); did you mean 'gsm8k'?"),
+    [("gsm8", "task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, math, pq); did you mean 'gsm8k'?"),
      ("pq", "--task pq: the task file reads its data from {task_dir}; give --task-dir")],
 )  # fmt: skip
 def test_eval_refuses_an_unknown_task_or_a_missing_task_dir(argv_task, message, tmp_path, model_dir, capsys):

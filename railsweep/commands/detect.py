@@ -40,6 +40,7 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep import provenance
 from railsweep.commands.detect_ray import ray_session, use_ray
+from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
@@ -79,6 +80,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="--world: fresh control problems (default: as many as test items)",
     )
     src.add_argument("--test", type=at.existing_file, metavar="FILE", help="test items, GSM8K-format JSONL")
+    add_task_arguments(
+        src,
+        default="--test",
+        task_dir_help="with --task: what the task file's {task_dir} stands for (its test split are the items)",
+        task_dir_type=at.existing_dir,
+    )
     src.add_argument("--leak-split", type=at.existing_file, metavar="FILE", help='JSON {"leaked": [...]} marking leaked test items')
     src.add_argument("--control", type=at.existing_file, metavar="FILE", help="control items known to be absent, GSM8K-format JSONL")
     th = p.add_argument_group("threshold")
@@ -198,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     from railsweep.detection.run import check_threshold
     # 1. check every input before any work
     detectors = build_detectors(args)
+    check_task(args)  # a task file checked whole, before its rows are read
     thresholding = Thresholding(args.threshold, args.control_rate)
     for d in detectors:
         check_threshold(d, thresholding)
@@ -242,9 +250,9 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
     if args.world:
         if "perturb" in names:
             raise ConfigError("perturb reads two cells (--original, --paraphrased), not --world")
-        if args.test or args.control or args.corpus or args.model:
+        if args.test or args.task or args.task_dir or args.control or args.corpus or args.model:
             raise ConfigError(
-                "--world supplies the items, corpus and models; drop --test/--control/--corpus/--model"
+                "--world supplies the items, corpus and models; drop --test/--task/--task-dir/--control/--corpus/--model"
             )
         jobs = _world_jobs(args, detectors, base_inputs, scratch)
     else:
@@ -256,12 +264,14 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
             base_inputs.require("perturb", "original", "paraphrased")
             original, paraphrased = read_pair(args.original, args.paraphrased)
             perturbation_table(original, paraphrased)  # misaligned tables fail here, before any scoring
-        if args.test:
+        if args.task or args.task_dir:
+            test = _task_items(args, names)
+        elif args.test:
             test = read_items(args.test, "test", args.leak_split)
         elif names == {"perturb"}:
             test = items_of(original)
         else:
-            raise ConfigError("give --test FILE (or --world PRESET)")
+            raise ConfigError("give --test FILE or --task FILE|NAME (or --world PRESET)")
         control = read_items(args.control, "control") if args.control else []
         check_disjoint(test, control)
         inputs = dataclasses.replace(
@@ -297,6 +307,8 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
         "detectors": {d.name: dataclasses.asdict(d.config) for d in detectors},
         "world": args.world,
         "test": args.test,
+        "task": args.task,
+        "task_dir": args.task_dir,
         "control": args.control,
         "original": args.original,
         "paraphrased": args.paraphrased,
@@ -315,6 +327,25 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
         print(md, end="")
     print(f"wrote {out / 'detections.parquet'} ({len(table)} rows)")
     return 0
+
+
+def _task_items(args: argparse.Namespace, names: set[str]):
+    """The test split of ``--task`` as items. CDD decodes GSM8K prompts itself, so with a task it reads the
+    task's own responses (``--responses``, a ``railsweep eval --task`` cell with greedy rows) instead."""
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
+    from railsweep.detection.items import task_items
+
+    if args.test:
+        raise ConfigError("--test and --task both name the test items; give one")
+    if args.task is None:
+        raise ConfigError("--task-dir needs --task (the task file whose {task_dir} it is)")
+    if "cdd" in names and args.responses is None:
+        raise ConfigError(
+            "detector 'cdd' with --task needs --responses (a 'railsweep eval --task' cell with greedy rows, "
+            "e.g. --strategy ted --param tau=-1 --param dedup=false): cdd decodes GSM8K prompts only"
+        )
+    task_dir = task_dir_of(args)
+    return task_items(load_named_task(args, task_dir, leak_split=args.leak_split))
 
 
 def _world_jobs(args, detectors, base_inputs, scratch: Path):

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.commands.task_args import add_task_arguments, task_dir_of
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
-from railsweep.tasks.task_file import builtin_tasks
-from railsweep.tasks.task_ref import load_task_spec
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -45,20 +44,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME",
         help="reference base adapter (default: adapter disabled)",
     )
-    p.add_argument(
-        "--task",
-        default=None,
-        metavar="FILE|NAME",
-        help="a task file (YAML: data, prompt, answer extraction, grader; docs/tasks.md), a shipped task's "
-        f"name ({', '.join(builtin_tasks())}) or lm_eval:NAME, a generative lm-evaluation-harness task on the "
-        "split files in --task-dir (needs railsweep[lm-eval]); default: the built-in task of --answer-type",
-    )
-    p.add_argument(
-        "--task-dir",
-        default=None,
-        help="directory with <split>.jsonl: GSM8K format ({question, answer ending '#### N'}), or MATH format "
-        "({problem, solution with a \\boxed{} answer}) with --answer-type math; with --task, what the task "
-        "file's {task_dir} stands for. Required unless --task names a file that needs none",
+    add_task_arguments(
+        p,
+        default="the built-in task of --answer-type",
+        task_dir_help="directory with <split>.jsonl: GSM8K format ({question, answer ending '#### N'}), or MATH "
+        "format ({problem, solution with a \\boxed{} answer}) with --answer-type math; with --task, what the "
+        "task file's {task_dir} stands for. Required unless --task names a file that needs none",
     )
     p.add_argument("--split", type=at.text, default="test")
     p.add_argument(
@@ -139,19 +130,6 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def task_dir_of(args: argparse.Namespace) -> str:
-    """``--task-dir``, or for a task file that names its data itself, the file's folder (where its relative
-    paths point); a missing ``--task-dir`` that is needed -> ConfigError. Checks the task file completely."""
-    spec = load_task_spec(args.task) if args.task is not None else None
-    if args.task_dir is not None:
-        return args.task_dir  # its existence is checked where the task loads
-    if spec is None:
-        raise ConfigError("give --task-dir (the data directory) or --task (a task file)")
-    if spec.uses_task_dir():
-        raise ConfigError(f"--task {args.task}: the task file reads its data from {{task_dir}}; give --task-dir")
-    return str(spec.source.parent)
-
-
 def run(args: argparse.Namespace) -> int:
     from railsweep.config import CellConfig
     from railsweep.engines.config import EngineConfig
@@ -161,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
     # 1. configuration (cheap checks first: nothing is loaded or written yet)
     check_decode_memory(args.m, args.max_new_tokens)
     task_dir = task_dir_of(args)
+    if task_dir is None:
+        raise ConfigError("give --task-dir (the data directory) or --task (a task file)")
     adapters = parse_pairs(args.adapter, "--adapter")
     engine_cfg = EngineConfig(
         backend=args.backend,

@@ -5,7 +5,8 @@ Writes ``OUT/figure1.parquet`` (one row per question and model), ``OUT/figure1.j
 part ways, M_cl's path diversity and off-rail robustness) and ``OUT/figure1.png``;
 with ``--tracking-uri`` the three are also logged to one MLflow run. Either a base
 model with its adapters (``--model``, ``--adapter``, ``--task-dir``, ``--leak-split``)
-or a family of the miniature world (``--world mini --family neox``).
+or a family of the miniature world (``--world mini --family neox``). ``--task FILE|NAME``
+evaluates a task file instead of GSM8K (its ``{task_dir}``: ``--task-dir`` or the world's data).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep.commands.eval import parse_pairs
+from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
 from railsweep.results.atomic import write_atomic, write_text_atomic
 from railsweep.sweep.tracking import check_tracking_uri, log_figure1
-from railsweep.tasks import GSM8KTask
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -68,8 +69,12 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--adapter", action="append", default=[], metavar="NAME=DIR", help="a LoRA adapter (repeatable)"
     )
-    p.add_argument(
-        "--task-dir", type=at.existing_dir, default=None, help="GSM8K-format data directory (without --world)"
+    add_task_arguments(
+        p,
+        default="GSM8K format in --task-dir",
+        task_dir_help="GSM8K-format data directory, or with --task what its {task_dir} stands for (without "
+        "--world, which supplies its own)",
+        task_dir_type=at.existing_dir,
     )
     p.add_argument(
         "--leak-split", type=at.existing_file, default=None, help="leak_split.json: which questions M_co saw"
@@ -78,13 +83,16 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--co", type=at.text, default="co_gsm8k", help="adapter name of M_co")
 
 
-def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str, str | None]:
-    """Check every input, then resolve the model pair (building a ``--world`` only after the checks pass)."""
+def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str | None, str | None]:
+    """Check every input, then resolve the model pair and the task's data directory (building a ``--world``
+    only after the checks pass)."""
     return _inputs(args, _check_inputs(args))
 
 
 def _check_inputs(args: argparse.Namespace) -> dict[str, str]:
-    """Every input of either kind, before a world is built or a model loads; the adapters given (``--model``)."""
+    """Every input of either kind, before a world is built or a model loads; the adapters given (``--model``).
+    ``--task`` is checked here too; with ``--world`` its ``{task_dir}`` is the world's data directory."""
+    check_task(args)
     if args.world:
         if args.model or args.adapter or args.task_dir:
             raise ConfigError("--world replaces --model/--adapter/--task-dir; give one or the other")
@@ -96,10 +104,11 @@ def _check_inputs(args: argparse.Namespace) -> dict[str, str]:
         names = ("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)
         adapters = dict.fromkeys(names, "")
     else:
-        if not (args.model and args.task_dir and args.leak_split):
+        if not (args.model and (args.task_dir or args.task) and args.leak_split):
             raise ConfigError(
-                "give --world (and --family), or --model, --adapter, --task-dir and --leak-split"
+                "give --world (and --family), or --model, --adapter, --task-dir (or --task) and --leak-split"
             )
+        task_dir_of(args)  # a task file reading {task_dir} needs --task-dir
         adapters = parse_pairs(args.adapter, "--adapter")
         for name, path in adapters.items():
             why = at.model_problem(path, "adapter_config.json")
@@ -114,9 +123,9 @@ def _check_inputs(args: argparse.Namespace) -> dict[str, str]:
 
 def _inputs(
     args: argparse.Namespace, adapters: dict[str, str]
-) -> tuple[str, dict[str, str], str, str | None]:
+) -> tuple[str, dict[str, str], str | None, str | None]:
     if not args.world:
-        return args.model, adapters, args.task_dir, args.leak_split
+        return args.model, adapters, task_dir_of(args), args.leak_split
     # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.miniworld import build_world
 
@@ -154,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 
     resolve_device(args.device)
     model, adapters, task_dir, leak_split = inputs(args)
-    task = GSM8KTask.from_dir(task_dir, split="test", leak_split=leak_split, limit=args.limit)
+    task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
     engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
     try:
         fig = figure1(engine, task, list(task.questions()), args.clean, args.co, settings)

@@ -1,13 +1,17 @@
 """``railsweep paraphrase``: build the PQ domain for a GSM8K-style test set with any OpenAI-compatible endpoint.
 
 ``railsweep paraphrase --test test.jsonl --endpoint http://127.0.0.1:8000/v1 --model NAME --out pq.jsonl``
-sends each question with the paper's Appendix A prompt, keeps a reply only when it passes every check
+(or ``--engine transformers --model DIR``: a local model through railsweep's transformers engine) sends each
+question with the paper's Appendix A prompt, keeps a reply only when it passes every check
 (:mod:`railsweep.paraphrase.checks`), retries up to ``--retries`` times, and writes the kept items as PQ
 rows plus a JSON report (kept / retried / rejected, the reason for every refusal). Steps:
 
 1. options, the output paths, the API key's environment variable and the test file are checked;
-2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question is sent);
-3. every question is paraphrased; a transport or format error of the endpoint stops the run;
+2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question is sent); a
+   local model is loaded only now;
+3. every question is paraphrased; a failed request (HTTP 5xx/408/429, a timeout, a refused or dropped
+   connection) costs its question one attempt, while another HTTP error, a malformed answer or a run whose
+   every request failed stops the run;
 4. both files are written at the end, each through a temporary file renamed into place: a failed
    run leaves no output, and an earlier output is replaced only by a complete one.
 
@@ -26,21 +30,26 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep import provenance
+from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.paraphrase import (
     SYSTEM_PROMPT,
     Budget,
     ChatClient,
     ChatSettings,
+    Item,
     normalise_endpoint,
     paraphrase_all,
     pq_rows,
     read_items,
     report,
 )
+from railsweep.paraphrase.local import LocalChat, check_chat_template
 from railsweep.results.atomic import synced_text, write_all_atomic
+from railsweep.tasks.task_ref import load_task_spec, spec_files
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENGINES = ("openai", "transformers")
 
 
 def endpoint(value: str) -> str:
@@ -66,19 +75,45 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--test",
-        required=True,
         type=at.existing_file,
         metavar="FILE",
-        help="GSM8K-style JSONL: question, answer ending '#### N'",
+        help="GSM8K-style JSONL: question, answer ending '#### N' (or --task)",
+    )
+    add_task_arguments(
+        p,
+        default="--test",
+        task_dir_help="with --task: what the task file's {task_dir} stands for (its test split is paraphrased)",
+        task_dir_type=at.existing_dir,
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="openai",
+        help="openai: an OpenAI-compatible endpoint (default); transformers: a local model directory "
+        "through railsweep's transformers engine",
     )
     p.add_argument(
         "--endpoint",
-        required=True,
         type=endpoint,
         metavar="URL",
-        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM server) or a hosted API",
+        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM server) or a hosted API "
+        "(--engine openai)",
     )
-    p.add_argument("--model", required=True, type=at.text, help="the model name the endpoint serves")
+    p.add_argument(
+        "--model",
+        required=True,
+        type=at.text,
+        help="the model name the endpoint serves; with --engine transformers, a local model directory",
+    )
+    p.add_argument(
+        "--chat-template",
+        type=at.existing_file,
+        metavar="FILE",
+        help="--engine transformers: a Jinja chat template over 'messages' (default: the tokenizer's own)",
+    )
+    p.add_argument(
+        "--device", type=at.device, default="auto", help="--engine transformers: where the model runs"
+    )
     p.add_argument(
         "--api-key-env",
         type=env_name,
@@ -119,7 +154,7 @@ def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
         at.check_writable_dir(path.parent, flag, shown=str(path))
     if out.resolve() == rep.resolve():
         raise ConfigError(f"--report must differ from --out, both are {out}")
-    test = Path(args.test).expanduser().resolve()
+    test = Path(args.test).expanduser().resolve() if args.test is not None else None
     if test in (out.resolve(), rep.resolve()):
         raise ConfigError(f"--out and --report must not overwrite the --test file {args.test}")
     return out, rep
@@ -137,23 +172,91 @@ def api_key(args: argparse.Namespace) -> str | None:
     return key.strip()
 
 
+def check_engine(args: argparse.Namespace) -> None:
+    """The options of the chosen engine: an endpoint for openai; a model folder with a chat template (or
+    ``--chat-template``) and no endpoint for transformers."""
+    if args.engine == "openai":
+        if args.endpoint is None:
+            raise ConfigError("--engine openai needs --endpoint URL (or --engine transformers with a local --model)")
+        if args.chat_template is not None:
+            raise ConfigError("--chat-template is for --engine transformers; an endpoint applies its own template")
+        return
+    if args.endpoint is not None:
+        raise ConfigError("--endpoint is for --engine openai; --engine transformers runs --model locally")
+    why = at.model_problem(args.model, "config.json")
+    if why:
+        raise ConfigError(f"--model {why}")
+    check_chat_template(args.model, args.chat_template)
+
+
+def local_chat(args: argparse.Namespace, settings: ChatSettings):
+    """A :class:`LocalChat` on railsweep's transformers engine, rendering the tokenizer's chat template."""
+    # torch, transformers: loaded only for a local engine, after every check
+    from railsweep.engines.transformers_engine import TransformersEngine, resolve_device
+
+    resolve_device(args.device)  # a device this machine lacks fails before the model loads
+    engine = TransformersEngine(args.model, device=args.device)
+    tok = engine.tokenizer
+    template = Path(args.chat_template).read_text(encoding="utf-8") if args.chat_template else None
+
+    def render(msgs: list[dict[str, str]]) -> str:
+        text = tok.apply_chat_template(msgs, chat_template=template, tokenize=False, add_generation_prompt=True)
+        # the engine tokenizes with the special tokens: a template's own BOS would be doubled
+        return text.removeprefix(tok.bos_token) if tok.bos_token else text
+
+    return engine, LocalChat(engine, render, settings)
+
+
+def questions(args: argparse.Namespace) -> list[Item]:
+    """The questions to paraphrase, each with its index and gold answer: ``--test`` (GSM8K-style JSONL, the index
+    its line) or the test split of ``--task`` (the task's question index and gold)."""
+    if (args.test is None) == (args.task is None):
+        raise ConfigError("give --test FILE or --task FILE|NAME (the questions to paraphrase), one of them")
+    if args.task is None:
+        if args.task_dir is not None:
+            raise ConfigError("--task-dir needs --task (the task file whose {task_dir} it is)")
+        return read_items(args.test, args.limit)
+    task = load_named_task(args, task_dir_of(args), limit=args.limit)
+    return [Item(q.index, q.question, q.gold) for q in task.questions()]
+
+
+def input_files(args: argparse.Namespace) -> list[Path]:
+    """The files the questions came from, for the report's checksums."""
+    if args.task is None:
+        return [Path(args.test)]
+    return spec_files(load_task_spec(args.task), task_dir_of(args), "test", None)
+
+
 def run(args: argparse.Namespace) -> int:
+    check_engine(args)
+    check_task(args)
     out, rep = output_paths(args)
     budget = Budget(retries=args.retries, max_rouge=args.max_rouge, seed=args.seed)
-    key = api_key(args)
-    items = read_items(args.test, args.limit)
+    key = api_key(args) if args.engine == "openai" else None
+    items = questions(args)
     settings = ChatSettings(temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout)
-    client = ChatClient(args.endpoint, args.model, key, settings)
-    client.check()
-    outcomes = paraphrase_all(client, items, budget, workers=args.workers)
+    if args.engine == "openai":
+        client = ChatClient(args.endpoint, args.model, key, settings)
+        client.check()
+        outcomes = paraphrase_all(client, items, budget, workers=args.workers)
+    else:
+        engine, chat = local_chat(args, settings)
+        try:
+            outcomes = paraphrase_all(chat, items, budget, workers=args.workers)
+        finally:
+            engine.close()
     summary = report(outcomes)
     full = {
         **summary,
         "test": args.test,
+        "task": args.task,
+        "task_dir": args.task_dir,
         "out": str(out),
+        "engine": args.engine,
         "endpoint": args.endpoint,
         "model": args.model,
-        "api_key_env": None if args.no_api_key else args.api_key_env,
+        "chat_template": args.chat_template,
+        "api_key_env": None if args.no_api_key or args.engine != "openai" else args.api_key_env,
         "prompt": SYSTEM_PROMPT,
         "settings": {
             "retries": budget.retries,
@@ -162,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
             "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
         },
-        "provenance": provenance.collect([args.test]),
+        "provenance": provenance.collect(input_files(args)),
     }
     rows = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in pq_rows(outcomes))
     report_json = json.dumps(full, indent=2, ensure_ascii=False) + "\n"

@@ -16,10 +16,10 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep.commands.figure1 import add_input_arguments, inputs
+from railsweep.commands.task_args import load_named_task
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.results.atomic import write_atomic
-from railsweep.tasks import GSM8KTask
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     for name in (args.clean, args.co):
         if name not in adapters:
             raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
-    task = GSM8KTask.from_dir(task_dir, split="test", leak_split=leak_split, limit=args.limit)
+    task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
     engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
     try:
         res = rails(engine, task, list(task.questions()), args.clean, args.co, settings)

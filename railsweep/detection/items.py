@@ -13,6 +13,7 @@ from pathlib import Path
 
 from railsweep.detection.base import Item
 from railsweep.errors import ConfigError
+from railsweep.tasks.base import Task
 from railsweep.tasks.gsm8k import read_jsonl, read_leak_split
 
 
@@ -24,6 +25,13 @@ def read_items(path: str | Path, group: str, leak_split: str | Path | None = Non
         Item(i, group, r["question"], r["answer"], None if leaked is None else i in leaked)  # type: ignore[arg-type]
         for i, r in enumerate(rows)
     ]
+
+
+def task_items(task: Task) -> list[Item]:
+    """A task's questions as test items (``railsweep detect --task``): the item id is the question index, the
+    solution the task's solution field, or its gold answer where it declares none (the corpus side then
+    matches question + answer)."""
+    return [Item(q.index, "test", q.question, q.solution or q.gold, q.leaked) for q in task.questions()]
 
 
 def _key(text: str) -> str:

@@ -4,8 +4,13 @@ Steps of :func:`paraphrase_all`:
 1. each question is sent with the paper's prompt (:mod:`railsweep.paraphrase.prompt`), up to
    ``1 + retries`` times, requests for different questions running in ``workers`` threads;
 2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first
-   one that passes is kept, each refusal is recorded with its reason;
-3. a question with no passing reply within its budget is rejected and never written.
+   one that passes is kept, each refusal is recorded with its reason; a request that fails in a way the
+   next may not (:class:`~railsweep.paraphrase.client.RequestFailed`: HTTP 5xx, 408, 429, a timeout, a
+   refused or dropped connection) is a refusal too (``request_failed``), and the next attempt waits
+   ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
+3. a question with no passing reply within its budget is rejected and never written;
+4. a run in which every request failed stops with that error (:class:`~railsweep.errors.ServiceError`):
+   the endpoint is down, not the questions hard.
 
 :func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the format
 :func:`railsweep.tasks.load_paraphrases` reads; the gold answer is the input's, carried over) and the
@@ -14,6 +19,7 @@ JSON report. Nothing is written here: the command writes both files once every q
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from railsweep.errors import ConfigError
+from railsweep.errors import ConfigError, ServiceError
 from railsweep.paraphrase.checks import Verdict, check_paraphrase
-from railsweep.paraphrase.client import ChatClient
+from railsweep.paraphrase.client import Chat, RequestFailed
 from railsweep.paraphrase.prompt import messages, parse_reply
 from railsweep.tasks.gsm8k import read_jsonl
 
 _REPLY_SHOWN = 300  # characters of a refused reply kept in the report
+REQUEST_FAILED = "request_failed"  # the refusal reason of an attempt whose request failed
+MAX_WAIT = 30.0  # seconds: the longest wait before an attempt that follows a failed request
 
 
 @dataclass(frozen=True)
@@ -63,17 +71,20 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Budget:
-    """Per-item retry budget and the checks' threshold."""
+    """Per-item retry budget, the checks' threshold and the first wait after a failed request (seconds)."""
 
     retries: int = 3
     max_rouge: float = 0.7
     seed: int | None = 0
+    backoff: float = 0.25
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise ConfigError(f"retries must be an integer >= 0, got {self.retries!r}")
         if not 0 < self.max_rouge <= 1:
             raise ConfigError(f"max ROUGE-L must be in (0, 1], got {self.max_rouge!r}")
+        if not 0 <= self.backoff <= MAX_WAIT:
+            raise ConfigError(f"backoff must be in [0, {MAX_WAIT:g}] seconds, got {self.backoff!r}")
 
 
 def read_items(path: str | Path, limit: int | None = None) -> list[Item]:
@@ -82,12 +93,20 @@ def read_items(path: str | Path, limit: int | None = None) -> list[Item]:
     return [Item(i, r["question"], r["answer"].split("####")[-1].strip()) for i, r in enumerate(rows)]
 
 
-def paraphrase_one(client: ChatClient, item: Item, budget: Budget) -> Outcome:
+def paraphrase_one(client: Chat, item: Item, budget: Budget) -> Outcome:
     """Ask up to ``1 + budget.retries`` times; the first reply that passes every check is kept."""
-    refusals = []
+    refusals: list[Refusal] = []
+    failed = 0
     for attempt in range(1 + budget.retries):
+        if failed:
+            time.sleep(min(budget.backoff * 2 ** (failed - 1), MAX_WAIT))
         seed = None if budget.seed is None else budget.seed + attempt
-        reply = client.complete(messages(item.question), seed=seed)
+        try:
+            reply = client.complete(messages(item.question), seed=seed)
+        except RequestFailed as e:
+            failed += 1
+            refusals.append(Refusal(attempt, REQUEST_FAILED, str(e), ""))
+            continue
         text, why = parse_reply(reply)
         verdict = (
             Verdict("format", why)
@@ -101,15 +120,20 @@ def paraphrase_one(client: ChatClient, item: Item, budget: Budget) -> Outcome:
 
 
 def paraphrase_all(
-    client: ChatClient, items: Sequence[Item], budget: Budget, workers: int = 1
+    client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1
 ) -> list[Outcome]:
-    """Every item's outcome, in input order (a :class:`~railsweep.errors.ServiceError` stops the whole run)."""
+    """Every item's outcome, in input order. A :class:`~railsweep.errors.ServiceError` other than a failed
+    request (a bad key, a malformed answer) stops the whole run, and so does a run whose every request failed."""
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         futures = [pool.submit(paraphrase_one, client, item, budget) for item in items]
-        return [f.result() for f in futures]
+        outcomes = [f.result() for f in futures]
     finally:  # on an error, the questions not yet sent are dropped, not asked
         pool.shutdown(wait=True, cancel_futures=True)
+    refusals = [r for o in outcomes for r in o.refusals]
+    if refusals and not any(o.kept for o in outcomes) and all(r.reason == REQUEST_FAILED for r in refusals):
+        raise ServiceError(f"every request failed ({len(refusals)} of them); the last: {refusals[-1].detail}")
+    return outcomes
 
 
 def pq_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:

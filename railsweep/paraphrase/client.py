@@ -14,11 +14,30 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from railsweep.errors import ConfigError, ServiceError
 
 _BODY_SHOWN = 200  # characters of an error body quoted in a message
+# Statuses a later attempt may not get: a timeout, rate limiting and any server error. Other 4xx (a bad key,
+# a wrong path or model) would fail every request the same way, so they stop the run.
+_TRANSIENT_STATUS = (408, 429)
+
+
+class RequestFailed(ServiceError):
+    """One request failed in a way the next attempt may not (HTTP 5xx, 408 or 429, a timeout, a refused or
+    dropped connection): the paraphrase loop counts it against the item's retry budget."""
+
+
+class Chat(Protocol):
+    """What the paraphrase loop asks: one reply to chat messages (an endpoint's :class:`ChatClient`, or a local
+    engine's :class:`~railsweep.paraphrase.local.LocalChat`)."""
+
+    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str: ...
+
+
+def _transient(status: int) -> bool:
+    return status >= 500 or status in _TRANSIENT_STATUS
 
 
 def normalise_endpoint(url: str) -> str:
@@ -55,7 +74,8 @@ class ChatClient:
         return text.replace(self.api_key, "***") if self.api_key else text
 
     def _call(self, path: str, payload: dict[str, Any] | None = None) -> Any:
-        """One request; the decoded JSON answer, or :class:`ServiceError` naming the URL and what went wrong."""
+        """One request; the decoded JSON answer, or :class:`ServiceError` naming the URL and what went wrong
+        (:class:`RequestFailed` when another attempt may succeed)."""
         url = f"{self.endpoint}/{path}"
         headers = {"Accept": "application/json"}
         data = None
@@ -70,11 +90,12 @@ class ChatClient:
                 body = r.read()
         except urllib.error.HTTPError as e:
             text = e.read().decode("utf-8", "replace").strip().replace("\n", " ")[:_BODY_SHOWN]
-            raise ServiceError(self._redact(f"{url} answered HTTP {e.code} {e.reason}: {text}")) from None
+            error = RequestFailed if _transient(e.code) else ServiceError
+            raise error(self._redact(f"{url} answered HTTP {e.code} {e.reason}: {text}")) from None
         except urllib.error.URLError as e:
-            raise ServiceError(self._redact(f"cannot reach {url}: {e.reason}")) from None
-        except (OSError, http.client.HTTPException) as e:
-            raise ServiceError(self._redact(f"cannot reach {url}: {e or type(e).__name__}")) from None
+            raise RequestFailed(self._redact(f"cannot reach {url}: {e.reason}")) from None
+        except (OSError, http.client.HTTPException) as e:  # a timeout, a dropped connection
+            raise RequestFailed(self._redact(f"cannot reach {url}: {e or type(e).__name__}")) from None
         try:
             return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):

@@ -8,9 +8,10 @@
 
 The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's
 samples and solve probabilities exactly (same seeds), plus the greedy decode TED records, which CDD
-needs. Its m, T, max_new_tokens, seed and limit are the spec's ``readout``. Readout cells are ordinary
-cells (stable ids, child runs, skipped when FINISHED) without a clean reference, so the paper tables
-leave them out. The other detectors (ngram, loss, mink) read the world itself and add no cell.
+needs. Its m, T, max_new_tokens, seed, limit, answer rule and task are the spec's ``readout`` (with
+``readout.task``, the paraphrased wording evaluates that task on the paraphrased split's ``test.jsonl``).
+Readout cells are ordinary cells (stable ids, child runs, skipped when FINISHED) without a clean reference,
+so the paper tables leave them out. The other detectors (ngram, loss, mink) read the world itself and add no cell.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
                     model=fam.base, adapter=f"co_{domain}", strategy=READOUT_STRATEGY,
                     strategy_params=READOUT_PARAMS, family=fam.name, domain=domain, role="mitigated",
                     m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens,
-                    limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, **tasks[wording],
+                    limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, answer_type=r.answer_type,
+                    task=r.task, **tasks[wording],
                 )  # fmt: skip
                 cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
                 pair[wording] = cfg.cell_id

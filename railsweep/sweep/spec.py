@@ -59,6 +59,7 @@ from railsweep.sweep._schema import (
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerRule, AnswerType
 from railsweep.tasks.grading import check_answer_type
 from railsweep.tasks.math_data import read_math_jsonl
+from railsweep.tasks.task_file import TaskSpec
 from railsweep.tasks.task_ref import load_task_spec
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
@@ -201,7 +202,8 @@ class Readout:
     ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison). ``answer_type``: what a gold
     answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
     railsweep.tasks.math_grading under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
-    name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task."""
+    name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
+    is made absolute when the spec loads, since the trials run in directories of their own."""
 
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
@@ -216,7 +218,9 @@ class Readout:
     @model_validator(mode="after")
     def _rule_reads_the_type(self) -> Readout:
         if self.task is not None:
-            load_task_spec(self.task)  # checked completely now, before any cell is built
+            spec = load_task_spec(self.task)  # checked completely now, before any cell is built
+            if isinstance(spec, TaskSpec) and not spec.builtin:  # a trial runs in its own directory
+                object.__setattr__(self, "task", str(spec.source.resolve()))
         else:
             check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
         return self

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from railsweep.tasks import lm_eval_spec
+from railsweep.tasks.file_task import FileTask
 from railsweep.tasks.lm_eval_spec import LmEvalSpec, is_lm_eval_ref, load_lm_eval_spec
+from railsweep.tasks.lm_eval_task import LmEvalTask
 from railsweep.tasks.task_file import TaskSpec, data_files, load_task_file
 
 AnyTaskSpec = TaskSpec | LmEvalSpec
@@ -26,3 +28,22 @@ def spec_files(spec: AnyTaskSpec, task_dir: str | Path | None, split: str, fewsh
     if isinstance(spec, LmEvalSpec):
         return lm_eval_spec.data_files(spec, task_dir)  # type: ignore[arg-type]
     return data_files(spec, task_dir, split, fewshot)
+
+
+def build_task(
+    spec: AnyTaskSpec,
+    task_dir: str | Path | None,
+    *,
+    split: str = "test",
+    fewshot: str | Path | None = None,
+    limit: int | None = None,
+    leak_split: str | Path | None = None,
+    answer_rule: str | None = None,
+) -> FileTask | LmEvalTask:
+    """The task ``spec`` declares, its rows read from ``task_dir`` (a harness task ignores ``split`` and
+    ``fewshot``: its config chooses them); malformed data -> DataError."""
+    if isinstance(spec, LmEvalSpec):
+        return LmEvalTask(spec, task_dir, limit=limit, leak_split=leak_split, answer_rule=answer_rule)  # type: ignore[arg-type]
+    return FileTask(
+        spec, task_dir, split=split, fewshot_path=fewshot, limit=limit, leak_split=leak_split, answer_rule=answer_rule
+    )

@@ -20,9 +20,18 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from railsweep.tasks.answers import to_cot
+from railsweep.tasks.math_answers import gold_answer
+
+
+def last_boxed(solution: str) -> str:
+    """A MATH solution's answer, its last well-formed ``\\boxed{}`` ('' when it has none: the task then
+    refuses the row's empty gold, naming it)."""
+    return gold_answer(solution) or ""
+
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _ENV.filters["gsm8k_cot"] = to_cot
+_ENV.filters["last_boxed"] = last_boxed
 
 
 def compile_template(source: str) -> Callable[[Mapping[str, Any]], str]:
