@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
     from railsweep.sweep.cells import expand
+    from railsweep.sweep.resolve import resolve_spec
     from railsweep.sweep.spec import load_spec
 
     spec = load_spec(args.preset)
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             max_new_tokens=args.max_new_tokens or spec.readout.max_new_tokens,
         ),
     )
-    resolved = spec.resolve()
+    resolved = resolve_spec(spec)
     reference = None
     if not args.no_reference:
         reference = single_engine(

@@ -40,6 +40,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import railsweep  # noqa: E402
+from railsweep.sweep.resolve import resolve_spec  # noqa: E402
 from railsweep.sweep.spec import PRESETS, load_spec  # noqa: E402
 
 ROLES = ("engines", "trials", "ray", "mlflow", "driver")
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join([code, *filter(None, [os.environ.get("PYTHONPATH")])])
     spec = load_spec(args.preset)
     spec = dataclasses.replace(spec, cache_dir=args.cache_dir or spec.cache_dir)
-    spec.resolve()  # builds or reuses the world before anything is timed
+    resolve_spec(spec)  # builds or reuses the world before anything is timed
 
     import ray  # optional heavy dependencies: only sweeps import them
 

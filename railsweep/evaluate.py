@@ -22,6 +22,7 @@ from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strate
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
 from railsweep.tasks.file_task import FileTask
+from railsweep.tasks.gsm8k import GSM8KTask
 from railsweep.tasks.lm_eval_task import LmEvalTask
 from railsweep.tasks.math_task import MathTask
 from railsweep.tasks.task_ref import build_task
@@ -63,8 +64,6 @@ def load_task(cell: CellConfig) -> Task:
     """The task a cell names: its task file (:class:`FileTask`) or harness task (:class:`LmEvalTask`), else GSM8K format in ``cell.task_dir``, or
     MATH format for ``answer_type="math"``; malformed data, or a task file edited since the cell was
     configured → DataError."""
-    from railsweep.tasks.gsm8k import GSM8KTask
-
     spec = cell.task_spec()
     if spec is not None:
         if cell.task_sha256 is not None and cell.task_sha256 != spec.sha256:

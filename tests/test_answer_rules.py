@@ -244,7 +244,8 @@ def test_a_spec_rule_reaches_every_cell_and_the_default_keeps_the_sweep_id():
     import dataclasses
 
     from railsweep.sweep.cells import expand
-    from railsweep.sweep.spec import FamilySpec, load_spec
+    from railsweep.sweep.sections import FamilySpec
+    from railsweep.sweep.spec import load_spec
 
     adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
     spec = dataclasses.replace(

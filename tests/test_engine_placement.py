@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from railsweep.sweep.cells import expand
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import load_spec
 
 pytestmark = pytest.mark.slow
@@ -24,10 +25,10 @@ def _data(blob: bytes):
 def test_a_cell_decoded_on_two_engines_gives_the_same_samples_byte_for_byte(ray_client, smoke_world):
     import ray
 
-    from railsweep.sweep.actors import create_engine_actor
+    from railsweep.sweep.engine_server import create_engine_actor
     from railsweep.sweep.plan import engine_config
 
-    spec = dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)).resolve()
+    spec = resolve_spec(dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)))
     fam = spec.families[0]
     cells = [c.config for c in expand(spec) if c.label() in ("Identity", "RailCap n=2 cap")]
     cells = [c for c in cells if c.adapter in ("clean", "co_gsm8k")]

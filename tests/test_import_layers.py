@@ -321,68 +321,6 @@ def test_a_cycle_hidden_in_a_function_local_import_is_found():
 REASONS = ("ray", "mlflow", "vllm", "matplotlib", "scipy", "torch", "transformers", "pandas", "pyarrow")
 _REASON_RE = re.compile(r"\b(" + "|".join(REASONS) + r")\b")
 
-# Function-local railsweep imports still without a reason: ``"path: imported name"``, in the sweep package,
-# dynamics/, evaluate.py and the commands eval/score/sweep (the modules whose split is the next step). Each is to move
-# to the top of its module or name its reason; a new offender anywhere fails the test, and so does an entry
-# that no longer offends.
-PENDING: frozenset[str] = frozenset(
-    {
-        "railsweep/commands/eval.py: railsweep.config",
-        "railsweep/commands/eval.py: railsweep.engines.config",
-        "railsweep/commands/eval.py: railsweep.engines.factory",
-        "railsweep/commands/eval.py: railsweep.evaluate",
-        "railsweep/commands/eval.py: railsweep.results.io",
-        "railsweep/commands/score.py: railsweep.analysis.scoring",
-        "railsweep/commands/score.py: railsweep.analysis.tables",
-        "railsweep/commands/score.py: railsweep.metrics",
-        "railsweep/commands/score.py: railsweep.results.io",
-        "railsweep/commands/sweep.py: railsweep.sweep.spec",
-        "railsweep/commands/sweep.py: railsweep.sweep.tracking",
-        "railsweep/dynamics/analyse.py: railsweep.dynamics.replicas",
-        "railsweep/dynamics/collect.py: railsweep.detection.nll",
-        "railsweep/dynamics/collect.py: railsweep.engines.transformers_engine",
-        "railsweep/dynamics/collect.py: railsweep.miniworld.world",
-        "railsweep/dynamics/collect.py: railsweep.strategies.railcap.trajectory",
-        "railsweep/dynamics/collect.py: railsweep.tasks",
-        "railsweep/dynamics/observe.py: railsweep.engines.base",
-        "railsweep/dynamics/observe.py: railsweep.errors",
-        "railsweep/dynamics/observe.py: railsweep.strategies",
-        "railsweep/dynamics/observe.py: railsweep.strategies.base",
-        "railsweep/evaluate.py: railsweep.tasks.gsm8k",
-        "railsweep/sweep/actors.py: railsweep.config",
-        "railsweep/sweep/actors.py: railsweep.engines.config",
-        "railsweep/sweep/actors.py: railsweep.engines.factory",
-        "railsweep/sweep/actors.py: railsweep.evaluate",
-        "railsweep/sweep/actors.py: railsweep.strategy_registry",
-        "railsweep/sweep/detect_cells.py: railsweep.detection.world",
-        "railsweep/sweep/detect_cells.py: railsweep.miniworld.world",
-        "railsweep/sweep/detection.py: railsweep",
-        "railsweep/sweep/detection.py: railsweep.analysis.detection",
-        "railsweep/sweep/detection.py: railsweep.detection",
-        "railsweep/sweep/detection.py: railsweep.detection.output",
-        "railsweep/sweep/detection.py: railsweep.detection.world",
-        "railsweep/sweep/detection.py: railsweep.engines.threads",
-        "railsweep/sweep/detection.py: railsweep.miniworld.world",
-        "railsweep/sweep/detection.py: railsweep.results.atomic",
-        "railsweep/sweep/detection.py: railsweep.sweep.reader",
-        "railsweep/sweep/pricing.py: railsweep.sweep.detect_cells",
-        "railsweep/sweep/publish.py: railsweep.analysis",
-        "railsweep/sweep/publish.py: railsweep.analysis.tables",
-        "railsweep/sweep/reader.py: railsweep.analysis.scoring",
-        "railsweep/sweep/reader.py: railsweep.detection.output",
-        "railsweep/sweep/reader.py: railsweep.results.io",
-        "railsweep/sweep/spec.py: railsweep.detection",
-        "railsweep/sweep/spec.py: railsweep.detection.run",
-        "railsweep/sweep/spec.py: railsweep.miniworld",
-        "railsweep/sweep/spec.py: railsweep.miniworld.presets",
-        "railsweep/sweep/spec.py: railsweep.tasks.text",
-        "railsweep/sweep/trial.py: railsweep.analysis.plots",
-        "railsweep/sweep/trial.py: railsweep.analysis.scoring",
-        "railsweep/sweep/trial.py: railsweep.results.io",
-    }
-)
-
-
 def _comments(source: str) -> dict[int, str]:
     """``{line: comment text}`` for every comment in ``source``."""
     out = {}
@@ -439,17 +377,12 @@ def _offenders() -> set[str]:
 
 
 def test_every_function_local_import_of_railsweep_names_its_reason():
-    new = sorted(_offenders() - PENDING)
+    new = sorted(_offenders())
     assert not new, (
         "function-local railsweep imports without a reason (move them to the top of the module, or name "
         f"the optional dependency / the heavy import they keep off a light path, one of {REASONS}):\n"
         + "\n".join(new)
     )
-
-
-def test_the_pending_list_holds_only_current_offenders():
-    stale = sorted(PENDING - _offenders())
-    assert not stale, "fixed since, remove from PENDING:\n" + "\n".join(stale)
 
 
 def test_a_function_local_import_without_a_reason_is_caught():

@@ -184,7 +184,8 @@ def test_the_notebook_frame_and_figures_show_the_curve_read_back_from_a_sweep(re
 
 def test_dynamics_base_adds_a_base_model_cell_per_tau_and_a_base_model_to_the_group():
     from railsweep.sweep.cells import expand, temperature_groups
-    from railsweep.sweep.spec import FamilySpec, load_spec
+    from railsweep.sweep.sections import FamilySpec
+    from railsweep.sweep.spec import load_spec
 
     spec = load_spec("mini_replica")
     assert spec.dynamics_settings.base

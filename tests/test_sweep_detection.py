@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from railsweep.errors import ConfigError
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import load_spec, spec_from_dict
 
 BASE = {"miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k", "pq"]}
@@ -86,9 +87,9 @@ def test_the_mini_detect_preset_is_every_family_and_domain_with_every_detector()
 
 @pytest.fixture(scope="module")
 def resolved(smoke_world):
-    return _spec(
-        ["ngram", "cdd", {"name": "perturb", "threshold": 0.2}], cache_dir=str(smoke_world)
-    ).resolve()
+    return resolve_spec(
+        _spec(["ngram", "cdd", {"name": "perturb", "threshold": 0.2}], cache_dir=str(smoke_world))
+    )
 
 
 def test_cdd_and_perturb_add_one_readout_cell_per_wording_and_the_others_none(resolved):

@@ -12,7 +12,8 @@ import pytest
 
 from railsweep import cli
 from railsweep.sweep import job, options
-from railsweep.sweep.pricing import price_params, price_sweep
+from railsweep.sweep.pricing import price_params, price_sweep, sweep_price
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import PRESETS, load_spec
 from railsweep.sweep.throughput import load_throughput
 
@@ -85,7 +86,7 @@ def test_priced_cells_and_samples_equal_what_the_documented_sweeps_decoded(prese
 def test_limit_narrows_the_price_as_it_narrows_the_sweep():
     """bench/sweep_overhead.py --preset mini --limit 40 decoded 12,240 samples (README, Benchmarks)."""
     args = job.make_parser("3").parse_args(["--preset", "mini", "--limit", "40"])
-    assert options.sweep_price(options.chosen_spec(args), "3", args).samples == 12_240
+    assert sweep_price(options.chosen_spec(args), "3", args).samples == 12_240
 
 
 def test_cpu_wall_time_is_the_slowest_familys_tokens_over_its_cores_share(tmp_path):
@@ -215,7 +216,7 @@ def test_smoke_token_estimate_is_within_20_percent_of_the_tokens_its_cells_gener
 
     spec = load_spec("smoke")
     price = price_sweep(spec, "3", load_throughput())
-    resolved = dataclasses.replace(spec, cache_dir=str(smoke_world)).resolve()
+    resolved = resolve_spec(dataclasses.replace(spec, cache_dir=str(smoke_world)))
     cells = expand(resolved, "3")
     fam = resolved.families[0]
     engine = _TokenCounter(TransformersEngine(fam.base, fam.adapter_dict(), device="cpu", dtype="float32"))

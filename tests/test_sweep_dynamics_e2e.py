@@ -18,7 +18,8 @@ TAUS = (0.0, 0.7, 1.3)
 @pytest.fixture(scope="module")
 def dyn_sweep(ray_client, mlflow_server, smoke_world):
     from railsweep.sweep.driver import run_sweep
-    from railsweep.sweep.spec import DynamicsSpec, load_spec
+    from railsweep.sweep.sections import DynamicsSpec
+    from railsweep.sweep.spec import load_spec
 
     spec = load_spec("smoke")
     spec = dataclasses.replace(
@@ -91,12 +92,13 @@ def test_parent_run_metrics_carry_gains_with_intervals_fits_and_prediction_error
 def test_dynamics_tables_are_computed_from_the_sweeps_own_cells(dyn_sweep):
     from railsweep.sweep.cells import temperature_groups
     from railsweep.sweep.reader import connect, read_dynamics, read_sweep
+    from railsweep.sweep.resolve import resolve_spec
 
     tracker = connect(dyn_sweep["uri"])
     parent = dyn_sweep["out"].parent_run_id
     tables = read_dynamics(tracker, parent)
     sweep = read_sweep(tracker, parent_run_id=parent)
-    group = temperature_groups(dyn_sweep["spec"].resolve())[0]
+    group = temperature_groups(resolve_spec(dyn_sweep["spec"]))[0]
     pred = tables["predictions"]
     assert sorted(pred["tau"].unique()) == [0.0, 0.7, 1.3]  # the spec's temperatures and greedy
     assert sorted(tables["gains"]["tau"]) == [0.0, 0.7, 1.3]

@@ -18,7 +18,9 @@ import pytest
 
 from railsweep.results.io import read_cell, read_responses
 from railsweep.sweep.cells import expand
-from railsweep.sweep.spec import FamilySpec, load_spec
+from railsweep.sweep.resolve import resolve_spec
+from railsweep.sweep.sections import FamilySpec
+from railsweep.sweep.spec import load_spec
 
 # RailCap's cells carry its 'trajectory' parameter (default 'answer') in their resolved config since it was added.
 PINNED_CELL_IDS = [
@@ -102,10 +104,10 @@ def _table_digest(df) -> str:
 
 
 def test_smoke_sweep_samples_are_pinned_on_the_pinned_world(smoke_world, tmp_path):
-    from railsweep.sweep.actors import EngineServer
+    from railsweep.sweep.engine_server import EngineServer
     from railsweep.sweep.plan import engine_config
 
-    spec = dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)).resolve()
+    spec = resolve_spec(dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)))
     fam = spec.families[0]
     if _weights_digest(fam.base) != PINNED_WEIGHTS:
         pytest.skip(

@@ -12,7 +12,8 @@ import torch
 
 from railsweep.engines.threads import apply_thread_budget, thread_env
 from railsweep.sweep import plan
-from railsweep.sweep.spec import FamilySpec, load_spec
+from railsweep.sweep.sections import FamilySpec
+from railsweep.sweep.spec import load_spec
 
 
 def _plan(monkeypatch, cpus, gpus, n_engines, device="cpu", **resources):

@@ -16,6 +16,7 @@ import pytest
 from railsweep.errors import ConfigError
 from railsweep.sweep.cells import expand
 from railsweep.sweep.driver import prepare
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ def paths_spec(tmp_path):
 
 
 def test_grid_has_one_clean_reference_per_family_first_then_every_strategy_point(paths_spec):
-    cells = expand(spec_from_dict(paths_spec).resolve())
+    cells = expand(resolve_spec(spec_from_dict(paths_spec)))
     roles = [c.role for c in cells]
     assert roles[:2] == ["clean", "clean"] and set(roles[2:]) == {"mitigated"}
     # 2 families × 2 domains × (identity + all_zero + 4 railcap points)
@@ -66,16 +67,16 @@ def test_grid_has_one_clean_reference_per_family_first_then_every_strategy_point
 
 
 def test_cell_ids_are_stable_and_change_with_the_resolved_config(paths_spec):
-    a = [c.cell_id for c in expand(spec_from_dict(paths_spec).resolve())]
-    b = [c.cell_id for c in expand(spec_from_dict(copy.deepcopy(paths_spec)).resolve())]
+    a = [c.cell_id for c in expand(resolve_spec(spec_from_dict(paths_spec)))]
+    b = [c.cell_id for c in expand(resolve_spec(spec_from_dict(copy.deepcopy(paths_spec))))]
     assert a == b
     paths_spec["readout"]["m"] = 4
-    c = [x.cell_id for x in expand(spec_from_dict(paths_spec).resolve())]
+    c = [x.cell_id for x in expand(resolve_spec(spec_from_dict(paths_spec)))]
     assert not set(a) & set(c)
 
 
 def test_table_filters_pick_the_primary_setting_and_the_papers_rows(paths_spec):
-    spec = spec_from_dict(paths_spec).resolve()
+    spec = resolve_spec(spec_from_dict(paths_spec))
     t4 = expand(spec, "4")
     assert {(c.family, c.domain) for c in t4 if c.role == "mitigated"} == {("fa", "gsm8k")}
     assert {c.label() for c in t4 if c.role == "mitigated"} == {

@@ -12,7 +12,8 @@ import pytest
 
 from railsweep.errors import ConfigError
 from railsweep.sweep.cells import expand, temperature_groups
-from railsweep.sweep.spec import FamilySpec, load_spec, spec_from_dict
+from railsweep.sweep.sections import FamilySpec
+from railsweep.sweep.spec import load_spec, spec_from_dict
 
 BASE = {"name": "t", "strategies": ["identity"]}
 

@@ -288,7 +288,8 @@ def test_eval_refuses_an_unknown_task_or_a_missing_task_dir(argv_task, message, 
 def _spec_with_task(task):
     import dataclasses
 
-    from railsweep.sweep.spec import FamilySpec, load_spec
+    from railsweep.sweep.sections import FamilySpec
+    from railsweep.sweep.spec import load_spec
 
     adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
     spec = dataclasses.replace(

@@ -10,6 +10,7 @@ from baselines_world import make_ctx, toy_task
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, make_config
 from railsweep.sweep.cells import expand, strategy_label
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import spec_from_dict
 
 
@@ -85,7 +86,7 @@ def test_a_sweep_spec_grid_over_tau_validates_and_expands(tmp_path):
         "readout": {"m": 3, "limit": 2},
         "tracking": {"uri": "http://127.0.0.1:9"},
     }
-    cells = expand(spec_from_dict(spec).resolve())
+    cells = expand(resolve_spec(spec_from_dict(spec)))
     temps = [c for c in cells if c.config.strategy == "temperature"]
     assert [c.config.strategy_params for c in temps] == [{"tau": 0.3}, {"tau": 1.0}]
     assert len({c.cell_id for c in temps}) == 2

@@ -16,7 +16,6 @@ from typing import Any
 
 from railsweep.commands.sweep import add_arguments, submit
 from railsweep.services.tokens import ray_token_path
-from railsweep.sweep.options import dry_run
 from railsweep.sweep.spec import load_spec
 
 
@@ -31,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.spec and not args.preset:
         args.preset = "mini"
     if args.dry_run:
+        from railsweep.sweep.pricing import dry_run  # torch: pricing asks the strategies; kept off --help
+
         return dry_run(args, args.table)
     rc, uri = submit(args)
     try:

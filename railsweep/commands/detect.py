@@ -41,6 +41,8 @@ from railsweep import argtypes as at
 from railsweep import provenance
 from railsweep.commands.detect_ray import ray_session, use_ray
 from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
+from railsweep.detection.base import DetectInputs
+from railsweep.detection.scoring import Thresholding, check_threshold
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
@@ -200,9 +202,6 @@ def run(args: argparse.Namespace) -> int:
         return run_report(args)
     if not args.detector:
         raise ConfigError("give --detector NAME (or 'railsweep detect report ...')")
-    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.detection import DetectInputs, Thresholding
-    from railsweep.detection.run import check_threshold
     # 1. check every input before any work
     detectors = build_detectors(args)
     check_task(args)  # a task file checked whole, before its rows are read

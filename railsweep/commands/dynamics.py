@@ -18,9 +18,8 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep import provenance
-from railsweep.dynamics.collect import collect_family, model_adapters
 from railsweep.dynamics.regimes import E_CUT
-from railsweep.dynamics.settings import DynamicsSettings
+from railsweep.dynamics.settings import DynamicsSettings, model_adapters
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
@@ -73,7 +72,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection.world import cached_world
-    from railsweep.results.io import check_writable_dir
 
     # 1. everything cheap first: settings, the world (never built here), families, domain, output
     s = DynamicsSettings(
@@ -103,9 +101,10 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--family {f!r}: not in this world; families: {', '.join(world.families)}")
 
     model_adapters(world, s.domain)
-    check_writable_dir(args.out, "--out")
+    at.check_writable_dir(args.out, "--out")
     # 2. per family: collect, analyse (pandas, pyarrow: loaded only now, as above)
     from railsweep.dynamics.analyse import analyse
+    from railsweep.dynamics.collect import collect_family  # torch: the engine and the teacher forcer
     from railsweep.dynamics.output import family_summary, write_run
 
     def log(msg: str) -> None:

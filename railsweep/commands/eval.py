@@ -13,6 +13,8 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep.commands.task_args import add_task_arguments, task_dir_of
+from railsweep.config import CellConfig
+from railsweep.engines.config import EngineConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
@@ -131,11 +133,6 @@ def parse_value(text: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from railsweep.config import CellConfig
-    from railsweep.engines.config import EngineConfig
-    from railsweep.evaluate import evaluate_cell, load_task
-    from railsweep.results.io import check_writable_dir
-
     # 1. configuration (cheap checks first: nothing is loaded or written yet)
     check_decode_memory(args.m, args.max_new_tokens)
     task_dir = task_dir_of(args)
@@ -193,14 +190,17 @@ def run(args: argparse.Namespace) -> int:
             raise DataError(f"{flag}: file not found: {path}")
     # 3. outputs: a directory this process can create or write into, before any decoding
     out = Path(args.out)
-    check_writable_dir(out, "--out")
+    at.check_writable_dir(out, "--out")
     if args.cache_dir is not None:
-        check_writable_dir(args.cache_dir, "--cache-dir")
-    task = load_task(cell)
-    # 4. the expensive part
+        at.check_writable_dir(args.cache_dir, "--cache-dir")
+    # torch, pandas: loaded only now, so `railsweep --help` and every refusal above stay fast
     from tqdm import tqdm
 
     from railsweep.engines.factory import build_engine
+    from railsweep.evaluate import evaluate_cell, load_task
+
+    task = load_task(cell)  # malformed task data is refused here, before the model loads
+    # 4. the expensive part
 
     engine = build_engine(engine_cfg)
     n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))

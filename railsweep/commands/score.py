@@ -15,6 +15,7 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_bootstrap_memory
+from railsweep.metrics import METRICS
 from railsweep.metrics.concentration import describe_occupancy
 from railsweep.results.atomic import synced_text, write_all_atomic
 
@@ -50,11 +51,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # pandas, pyarrow: loaded when the command runs, so `railsweep --help` and refusals of bad options stay fast
     import pandas as pd
 
     from railsweep.analysis.scoring import flatten_scores, score_pair
     from railsweep.analysis.tables import metric_table, to_markdown
-    from railsweep.metrics import METRICS
     from railsweep.results.io import read_cell
 
     check_args(args)
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[dict]) -> str:
     """With one Identity cell among ``cells``: SA-PPG of every other cell minus Identity's on the same questions
     (both intervals), added to ``rows`` as ``sa_ppg_vs_identity*`` and returned as Markdown ("" otherwise)."""
-    from railsweep.analysis.scoring import paired_difference
+    from railsweep.analysis.scoring import paired_difference  # pandas: loaded by run, kept off --help
 
     ident = [i for i, (_, cell, _) in enumerate(cells) if cell.strategy == "identity"]
     if len(ident) != 1:
@@ -162,7 +163,7 @@ def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[d
 
 def _split_checksum(path: str, cell: Any) -> str | None:
     """sha256 of the evaluation split the cell read, from its provenance (None when not recorded)."""
-    from railsweep.results.io import read_metadata
+    from railsweep.results.io import read_metadata  # pandas, pyarrow: loaded by run, kept off --help
 
     datasets = read_metadata(path)["provenance"].get("datasets") or {}
     hits = [sha for p, sha in datasets.items() if Path(p).name == f"{cell.split}.jsonl"]

@@ -23,9 +23,15 @@ import railsweep
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.services import jobs, mlflow_server, ray_head
-from railsweep.sweep.options import add_spec_arguments, check_preset_or_spec, dry_run, forward_argv
-from railsweep.sweep.pricing import check_cluster_sizes
+from railsweep.sweep.options import (
+    add_spec_arguments,
+    check_cluster_sizes,
+    check_preset_or_spec,
+    forward_argv,
+)
+from railsweep.sweep.spec import load_spec
 from railsweep.sweep.throughput import load_throughput
+from railsweep.sweep.tracking import check_tracking_uri
 
 
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
@@ -54,9 +60,6 @@ def check_args(args: argparse.Namespace) -> None:
     directory the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
     directories the local services would write.
     """
-    from railsweep.sweep.spec import load_spec
-    from railsweep.sweep.tracking import check_tracking_uri
-
     check_preset_or_spec(args)
     if args.spec or args.preset:
         spec = load_spec(args.spec or args.preset)  # fail here, not in the job
@@ -81,8 +84,6 @@ def check_args(args: argparse.Namespace) -> None:
 
 def submit(args: argparse.Namespace) -> tuple[int, str]:
     """Start/reuse services as needed, submit the job; returns (exit code, tracking URI)."""
-    from railsweep.sweep.tracking import check_tracking_uri
-
     check_args(args)  # every input, before any service starts
     if args.address:
         address, uri = args.address, args.tracking_uri
@@ -137,6 +138,8 @@ def _this_railsweep_env() -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     if args.dry_run:
+        from railsweep.sweep.pricing import dry_run  # torch: pricing asks the strategies; kept off --help
+
         return dry_run(args, args.table)
     rc, uri = submit(args)
     print(f"[railsweep] MLflow UI: {uri}", flush=True)

@@ -1,20 +1,33 @@
 """Contamination detectors, one module each, registered by name, and their scoring against the truth.
 
-Importing this package registers every built-in detector: ``ngram`` (corpus
-n-gram containment), ``loss`` (loss against a reference model), ``mink``
-(Min-k% Prob), ``cdd`` (output peakedness) and ``perturb`` (solve probability
-original minus paraphrase). Torch loads only when a
-model-side detector scores.
+The built-in detectors are ``ngram`` (corpus n-gram containment), ``loss`` (loss against a reference
+model), ``mink`` (Min-k% Prob), ``cdd`` (output peakedness) and ``perturb`` (solve probability original
+minus paraphrase); the registry (:data:`railsweep.detection.base.DETECTORS`) loads them
+(:mod:`railsweep.detection.builtins`) on its first lookup. Names resolve lazily (as in
+:mod:`railsweep.results`), so validating a sweep spec's detectors loads neither pandas nor pyarrow, and
+torch loads only when a model-side detector scores.
 """
 
-from railsweep.detection import cdd, loss, mink, ngram, perturb  # noqa: F401  (each registers itself)
-from railsweep.detection.base import (  # noqa: F401
-    DetectInputs,
-    Item,
-    Scores,
-    build_detector,
-    known_detectors,
-    make_config,
-)
-from railsweep.detection.run import Thresholding, detect  # noqa: F401
-from railsweep.detection.scoring import calibrate_threshold  # noqa: F401
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "DetectInputs": "railsweep.detection.base",
+    "Item": "railsweep.detection.base",
+    "Scores": "railsweep.detection.base",
+    "build_detector": "railsweep.detection.base",
+    "known_detectors": "railsweep.detection.base",
+    "make_config": "railsweep.detection.base",
+    "Thresholding": "railsweep.detection.scoring",
+    "calibrate_threshold": "railsweep.detection.scoring",
+    "detect": "railsweep.detection.run",
+}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'railsweep.detection' has no attribute {name!r}")
+    return getattr(importlib.import_module(_NAMES[name]), name)

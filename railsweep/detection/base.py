@@ -97,7 +97,7 @@ class Detector(Protocol):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]: ...
 
 
-DETECTORS = Registry("detector", "railsweep.detection")
+DETECTORS = Registry("detector", "railsweep.detection.builtins")
 
 
 def register(name: str, config_cls: type) -> Callable[[type], type]:

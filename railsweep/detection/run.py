@@ -12,15 +12,13 @@ Steps of :func:`detect`:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from railsweep.detection.base import DetectInputs, Detector, Item
 from railsweep.detection.items import check_disjoint
-from railsweep.detection.scoring import calibrate_threshold, check_rate
-from railsweep.errors import ConfigError
+from railsweep.detection.scoring import Thresholding, calibrate_threshold, check_threshold
 
 COLUMNS = (
     "detector",  # registered name
@@ -35,26 +33,6 @@ COLUMNS = (
     "threshold_source",  # "given" | "control" | "default" | "none"
     "flagged",  # nullable
 )
-
-
-@dataclass(frozen=True)
-class Thresholding:
-    """threshold: a fixed threshold (None = calibrate); rate: the control's highest allowed flag rate."""
-
-    threshold: float | None = None
-    rate: float = 0.01
-
-    def __post_init__(self) -> None:
-        check_rate(self.rate, "control flag rate (--control-rate)")
-        if self.threshold is not None and not np.isfinite(self.threshold):
-            raise ConfigError(f"threshold must be a finite number, got {self.threshold!r}")
-
-
-def check_threshold(detector: Detector, thresholding: Thresholding) -> None:
-    """A given threshold of a detector whose scores lie in [0, 1] must lie there too."""
-    t = thresholding.threshold
-    if t is not None and detector.bounded and not 0 <= t <= 1:
-        raise ConfigError(f"threshold for detector {detector.name!r} must lie in [0, 1], got {t!r}")
 
 
 def _threshold(detector: Detector, score: np.ndarray, is_control: np.ndarray, th: Thresholding):

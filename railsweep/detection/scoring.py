@@ -8,9 +8,15 @@ detector's AUC against the known truth is :mod:`railsweep.metrics.auc`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from railsweep.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from railsweep.detection.base import Detector
 
 
 def check_rate(rate: float, name: str = "control flag rate") -> float:
@@ -39,3 +45,23 @@ def flag_rate(score: np.ndarray, threshold: float) -> float:
     s = np.asarray(score, dtype=float)
     s = s[~np.isnan(s)]
     return float(np.mean(s > threshold)) if s.size else float("nan")
+
+
+@dataclass(frozen=True)
+class Thresholding:
+    """threshold: a fixed threshold (None = calibrate); rate: the control's highest allowed flag rate."""
+
+    threshold: float | None = None
+    rate: float = 0.01
+
+    def __post_init__(self) -> None:
+        check_rate(self.rate, "control flag rate (--control-rate)")
+        if self.threshold is not None and not np.isfinite(self.threshold):
+            raise ConfigError(f"threshold must be a finite number, got {self.threshold!r}")
+
+
+def check_threshold(detector: Detector, thresholding: Thresholding) -> None:
+    """A given threshold of a detector whose scores lie in [0, 1] must lie there too."""
+    t = thresholding.threshold
+    if t is not None and detector.bounded and not 0 <= t <= 1:
+        raise ConfigError(f"threshold for detector {detector.name!r} must lie in [0, 1], got {t!r}")

@@ -29,6 +29,7 @@ from railsweep.dynamics.collect import FamilyData
 from railsweep.dynamics.gain import gain_table
 from railsweep.dynamics.powerlaw import fit_curve, fit_gap_slope, fit_group, mean_curve
 from railsweep.dynamics.regimes import regime
+from railsweep.dynamics.replicas import replica_table
 from railsweep.dynamics.settings import DynamicsSettings
 from railsweep.dynamics.survival import survival_at
 from railsweep.errors import ConfigError
@@ -223,8 +224,6 @@ def gains_frame(d: FamilyData, s: DynamicsSettings, rng: np.random.Generator) ->
 
 
 def analyse(d: FamilyData, s: DynamicsSettings) -> Tables:
-    from railsweep.dynamics.replicas import replica_table
-
     rng = np.random.default_rng(s.seed)
     fits = fits_table(d, s, rng)
     pred = predictions_table(d, fits, s)

@@ -19,10 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from railsweep.detection.nll import teacher_forcer
 from railsweep.dynamics.forcing import PositionStats, continuation_ids, position_stats
 from railsweep.dynamics.observe import Observed, observe
-from railsweep.dynamics.settings import DynamicsSettings
+from railsweep.dynamics.settings import DynamicsSettings, model_adapters
+from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
+from railsweep.miniworld.world import read_replicas
+from railsweep.strategies.railcap.trajectory import answer_ids
+from railsweep.tasks import GSM8KTask
 
 
 @dataclass
@@ -39,8 +44,6 @@ class FamilyData:
 
 def replica_counts(data_dir, items) -> np.ndarray | None:
     """(N,) pretraining copies of each test item when ``data_dir`` is a replica world's, else None."""
-    from railsweep.miniworld.world import read_replicas
-
     counts = read_replicas(data_dir)
     if counts is None:
         return None
@@ -50,18 +53,7 @@ def replica_counts(data_dir, items) -> np.ndarray | None:
     return np.array([counts[i] for i in items], dtype=int)
 
 
-def model_adapters(world, domain: str) -> dict[str, str]:
-    """{"M_cl": "clean", "M_co": "co_<domain>"}; an unknown domain -> ConfigError."""
-    domains = tuple(world.config.contamination.domains)
-    if domain not in domains:
-        raise ConfigError(f"unknown contamination domain {domain!r}; this world has {', '.join(domains)}")
-    return {"M_cl": "clean", "M_co": f"co_{domain}"}
-
-
 def collect_family(world, family: str, s: DynamicsSettings, log=print) -> FamilyData:
-    from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.tasks import GSM8KTask
-
     fam = world.family(family)
     models: dict[str, str | None] = {**model_adapters(world, s.domain), **({"base": None} if s.base else {})}
     task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
@@ -123,9 +115,6 @@ def force_models(base_dir, adapter_paths, prompts, gold_text, greedy_samples, s:
     ``s``) and along the model's own greedy samples (gaps). ``adapter_paths``: model -> adapter directory
     (None: the base model); ``greedy_samples``: model -> per item, its greedy :class:`~railsweep.engines.base.Sample`.
     Returns ``(gold, greedy)``, each model -> list of PositionStats."""
-    from railsweep.detection.nll import teacher_forcer
-    from railsweep.strategies.railcap.trajectory import answer_ids
-
     forcer = teacher_forcer(base_dir, s.device)
     tok = forcer.tokenizer
     pairs = [continuation_ids(tok, p, " " + g) for p, g in zip(prompts, gold_text)]

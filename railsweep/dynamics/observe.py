@@ -18,6 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from railsweep.engines.base import Sample
+from railsweep.errors import DataError
+from railsweep.strategies import build_strategy
+from railsweep.strategies.base import DecodeSettings, EvalContext
+
 
 @dataclass
 class Observed:
@@ -45,9 +50,6 @@ def observe(
 ) -> dict[float, Observed]:
     """{tau: Observed} for one model (adapter name in ``engine``, None = the base model); ``gold`` are the
     gold chains of thought."""
-    from railsweep.strategies import build_strategy
-    from railsweep.strategies.base import DecodeSettings, EvalContext
-
     ctx = EvalContext(
         engine=engine,
         task=task,
@@ -74,9 +76,6 @@ def observed_from_tables(questions, responses, items: Sequence[int], gold: Seque
     ``items`` are the question indices in the order of ``gold`` (their gold chains of thought). The solve
     probability is the table's c / m; the verbatim share counts the cell's samples (sample_index >= 0;
     at tau = 0 the greedy decode, however many times it is stored); ``samples`` holds each item's first."""
-    from railsweep.engines.base import Sample
-    from railsweep.errors import DataError
-
     q = questions.set_index("question_index")
     resp = responses[responses["sample_index"] >= 0].sort_values(["question_index", "sample_index"])
     by_item = dict(tuple(resp.groupby("question_index", sort=False)))

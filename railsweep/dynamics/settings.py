@@ -58,3 +58,11 @@ class DynamicsSettings:
             raise ConfigError(f"limit must be >= 1 items, got {self.limit!r}")
         if not (isinstance(self.e_cut, int | float) and math.isfinite(self.e_cut) and self.e_cut > 0):
             raise ConfigError(f"e_cut must be a finite number > 0 (nats per token), got {self.e_cut!r}")
+
+
+def model_adapters(world, domain: str) -> dict[str, str]:
+    """{"M_cl": "clean", "M_co": "co_<domain>"}; an unknown domain -> ConfigError."""
+    domains = tuple(world.config.contamination.domains)
+    if domain not in domains:
+        raise ConfigError(f"unknown contamination domain {domain!r}; this world has {', '.join(domains)}")
+    return {"M_cl": "clean", "M_co": f"co_{domain}"}

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.config import CellConfig
+from railsweep.detection.world import paraphrase_split
+from railsweep.miniworld.world import load_world
 from railsweep.strategies.ted import TEDConfig
 from railsweep.sweep.cells import SweepCell
 from railsweep.sweep.spec import SweepSpec
@@ -50,9 +52,6 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
     data_dir = Path(spec.data_dir)
     tasks = {"original": {"task_dir": str(data_dir)}}
     if "paraphrased" in wordings:
-        from railsweep.detection.world import paraphrase_split
-        from railsweep.miniworld.world import load_world
-
         out = paraphrase_dir(spec)
         if write:
             paraphrase_split(load_world(data_dir.parent), out)

@@ -28,6 +28,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from railsweep import provenance
+from railsweep.analysis.detection import roc_figure, truth_markdown, truth_summary
+from railsweep.detection import DetectInputs, Thresholding, detect
+from railsweep.detection.output import write_detections
+from railsweep.detection.world import world_jobs
+from railsweep.engines.threads import apply_thread_budget
+from railsweep.miniworld.world import load_world
+from railsweep.results.atomic import write_atomic
+from railsweep.sweep.reader import cell_files
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import DETECTION_DIR, Tracker
 
@@ -75,18 +86,6 @@ def detect_sweep(
     threads: int = 1,
 ) -> dict[str, Any]:
     """Steps 1-6; returns ``{"markdown", "n_rows", "skipped", "wall_s"}``."""
-    import pandas as pd
-
-    from railsweep import provenance
-    from railsweep.analysis.detection import roc_figure, truth_markdown, truth_summary
-    from railsweep.detection import DetectInputs, Thresholding, detect
-    from railsweep.detection.output import write_detections
-    from railsweep.detection.world import world_jobs
-    from railsweep.engines.threads import apply_thread_budget
-    from railsweep.miniworld.world import load_world
-    from railsweep.results.atomic import write_atomic
-    from railsweep.sweep.reader import cell_files
-
     t0 = time.perf_counter()
     apply_thread_budget(threads)
     tracker = Tracker(spec.tracking.uri, experiment_id)

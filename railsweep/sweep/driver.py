@@ -39,16 +39,18 @@ from railsweep.dynamics.output import DYNAMICS_DIR
 from railsweep.dynamics.ray_step import run_groups
 from railsweep.dynamics.step import settings_record, step_outputs
 from railsweep.errors import ConfigError
-from railsweep.sweep.actors import create_engine_actor, create_progress_board, engine_name
+from railsweep.sweep.actors import create_progress_board, engine_name
 from railsweep.sweep.cells import SweepCell, effective_table, expand, settings_for, temperature_groups
 from railsweep.sweep.detect_cells import readout_cells
 from railsweep.sweep.detection import run_detection
+from railsweep.sweep.engine_server import create_engine_actor
 from railsweep.sweep.faults import Fault
 from railsweep.sweep.plan import cluster_resources, engine_config, plan_layout, plan_resources
 from railsweep.sweep.pool import create_engine_pool
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.publish import publish_sweep
 from railsweep.sweep.reader import cell_tables
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
 from railsweep.sweep.trial import SweepContext, run_cell_trial
@@ -85,7 +87,7 @@ def prepare(spec: SweepSpec, table: str = "all") -> tuple[SweepSpec, list[SweepC
 
 def _prepare(spec: SweepSpec, table: str) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
     check_tracking_uri(spec.tracking.uri)
-    resolved = spec.resolve()
+    resolved = resolve_spec(spec)
     cells = expand(resolved, table)
     readouts: list[dict[str, str]] = []
     if resolved.detectors:

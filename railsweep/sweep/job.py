@@ -23,8 +23,8 @@ from railsweep.errors import RailsweepError
 from railsweep.services.ray_init import ray_init_kwargs
 from railsweep.sweep import driver, tracking
 from railsweep.sweep.faults import fault_from_env
-from railsweep.sweep.options import add_spec_arguments, chosen_spec, dry_run, override, sweep_price
-from railsweep.sweep.pricing import format_price, price_params
+from railsweep.sweep.options import add_spec_arguments, chosen_spec, override
+from railsweep.sweep.pricing import dry_run, format_price, price_params, sweep_price
 from railsweep.sweep.spec import load_spec
 
 

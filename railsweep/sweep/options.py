@@ -2,8 +2,9 @@
 
 :func:`add_spec_arguments` is the one list of these options: the job (:mod:`railsweep.sweep.job`) and the
 ``railsweep sweep`` command both add them, and the command forwards what it was given to the job with
-:func:`forward_argv`. :func:`chosen_spec` turns them into a :class:`~railsweep.sweep.spec.SweepSpec`;
-:func:`dry_run` prices it and starts nothing. Nothing here starts Ray or a service.
+:func:`forward_argv`. :func:`chosen_spec` turns them into a :class:`~railsweep.sweep.spec.SweepSpec`
+(``--dry-run`` prices it: :func:`railsweep.sweep.pricing.dry_run`). Nothing here starts Ray or a service,
+and nothing loads torch: ``railsweep sweep --help`` and its refusals of bad options import this module.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ import os
 
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
-from railsweep.sweep.pricing import SweepPrice, check_cluster_sizes, format_price, price_sweep
 from railsweep.sweep.spec import PRESETS, TABLES, SweepSpec, load_spec
-from railsweep.sweep.throughput import load_throughput
 
 # Options of add_spec_arguments that forward_argv passes on (dest names); --spec, --throughput and
 # --tracking-uri are forwarded by the caller, which knows where the job will find them; --dry-run never
@@ -94,21 +93,6 @@ def chosen_spec(args: argparse.Namespace) -> SweepSpec | None:
     return None if spec is None else override(spec, args)
 
 
-def sweep_price(spec: SweepSpec, table: str, args: argparse.Namespace) -> SweepPrice:
-    """The price of ``spec`` for ``table`` with the command line's throughput table and cluster sizes."""
-    return price_sweep(spec, table, load_throughput(args.throughput), check_cluster_sizes(args.cluster_sizes))
-
-
-def dry_run(args: argparse.Namespace, table: str) -> int:
-    """``--dry-run``: print what the sweep would cost; nothing is started, built, loaded or written."""
-    spec = chosen_spec(args)
-    if spec is None:
-        raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
-                          "of the cluster it joins)")  # fmt: skip
-    print(format_price(sweep_price(spec, table, args)), flush=True)
-    return 0
-
-
 def override(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:
     """``spec`` with the command line's tracking URI, experiment, limit, m and cache directory."""
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -118,3 +102,19 @@ def override(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:
                                   **({"m": args.m} if args.m is not None else {}))  # fmt: skip
     cache = args.cache_dir or spec.cache_dir or os.environ.get("RAILSWEEP_CACHE")
     return dataclasses.replace(spec, tracking=tracking, readout=readout, cache_dir=cache)
+
+
+def check_cluster_sizes(text: str | None) -> list[int] | None:
+    """``--cluster-sizes 2,4,8`` → [2, 4, 8]; anything but positive integers is a ConfigError naming it."""
+    if text is None:
+        return None
+    sizes = []
+    for part in text.split(","):
+        try:
+            n = int(part.strip())
+        except ValueError:
+            raise ConfigError(f"--cluster-sizes {text!r}: {part.strip()!r} is not an integer") from None
+        if n < 1:
+            raise ConfigError(f"--cluster-sizes {text!r}: a cluster size must be >= 1, got {n}")
+        sizes.append(n)
+    return sizes

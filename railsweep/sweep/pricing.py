@@ -23,6 +23,7 @@ and the detection step's forward passes (they decode nothing).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -36,9 +37,12 @@ from railsweep.miniworld.lengths import shipped_lengths
 from railsweep.miniworld.presets import preset_config
 from railsweep.strategies import build_strategy
 from railsweep.sweep.cells import SweepCell, effective_table, expand
+from railsweep.sweep.detect_cells import readout_cells
+from railsweep.sweep.options import check_cluster_sizes, chosen_spec
 from railsweep.sweep.pool import engine_layout
-from railsweep.sweep.spec import FamilySpec, SweepSpec
-from railsweep.sweep.throughput import ThroughputTable, device_kind
+from railsweep.sweep.sections import FamilySpec
+from railsweep.sweep.spec import SweepSpec
+from railsweep.sweep.throughput import ThroughputTable, device_kind, load_throughput
 
 # Questions in the benchmark's test split, assumed per answer type when a paths spec's data_dir/test.jsonl is absent:
 # GSM8K's 1,319 (numeric), MATH's 5,000 (math).
@@ -115,7 +119,7 @@ class SweepPrice:
 
 def dry_resolve(spec: SweepSpec) -> SweepSpec:
     """``spec`` with the miniature world's families filled in from its config (stand-in paths, nothing built);
-    a ``paths`` spec unchanged. Unknown families and missing adapters fail as :meth:`SweepSpec.resolve` would."""
+    a ``paths`` spec unchanged. Unknown families and missing adapters fail as :func:`~railsweep.sweep.resolve.resolve_spec` would."""
     if spec.source != "miniworld":
         return spec
     cfg = preset_config(spec.miniworld_preset)
@@ -196,8 +200,6 @@ def price_sweep(
     table = effective_table(spec, table)
     cells = expand(spec, table)
     if spec.detectors:
-        from railsweep.sweep.detect_cells import readout_cells
-
         extra, _ = readout_cells(spec, write=False)
         have = {c.cell_id for c in cells}
         cells += [c for c in extra if c.cell_id not in have]
@@ -347,17 +349,16 @@ def price_params(p: SweepPrice) -> dict[str, str]:
     return {k: str(v)[:500] for k, v in out.items()}
 
 
-def check_cluster_sizes(text: str | None) -> list[int] | None:
-    """``--cluster-sizes 2,4,8`` → [2, 4, 8]; anything but positive integers is a ConfigError naming it."""
-    if text is None:
-        return None
-    sizes = []
-    for part in text.split(","):
-        try:
-            n = int(part.strip())
-        except ValueError:
-            raise ConfigError(f"--cluster-sizes {text!r}: {part.strip()!r} is not an integer") from None
-        if n < 1:
-            raise ConfigError(f"--cluster-sizes {text!r}: a cluster size must be >= 1, got {n}")
-        sizes.append(n)
-    return sizes
+def sweep_price(spec: SweepSpec, table: str, args: argparse.Namespace) -> SweepPrice:
+    """The price of ``spec`` for ``table`` with the command line's throughput table and cluster sizes."""
+    return price_sweep(spec, table, load_throughput(args.throughput), check_cluster_sizes(args.cluster_sizes))
+
+
+def dry_run(args: argparse.Namespace, table: str) -> int:
+    """``--dry-run``: print what the sweep would cost; nothing is started, built, loaded or written."""
+    spec = chosen_spec(args)
+    if spec is None:
+        raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
+                          "of the cluster it joins)")  # fmt: skip
+    print(format_price(sweep_price(spec, table, args)), flush=True)
+    return 0

@@ -17,15 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from railsweep.analysis import report
+from railsweep.analysis.tables import to_markdown, write_table
 from railsweep.sweep.reader import read_sweep
 from railsweep.sweep.tracking import Tracker
 
 
 def publish_sweep(tracking_uri: str, parent_run_id: str) -> dict[str, Any]:
     """Steps 1–5; returns ``{"markdown": {"tableN": md}, "missing": [cell ids], "n_scored": int}``."""
-    from railsweep.analysis import report
-    from railsweep.analysis.tables import to_markdown, write_table
-
     tracker = Tracker(tracking_uri)
     with tempfile.TemporaryDirectory(prefix="railsweep-publish-") as tmp_s:
         tmp = Path(tmp_s)

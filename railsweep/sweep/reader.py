@@ -26,9 +26,13 @@ from typing import Any
 
 import pandas as pd
 
+from railsweep.analysis.scoring import METRICS, unflatten_scores
+from railsweep.detection.output import FILENAME
+from railsweep.detection.output import read_detections as read_table
 from railsweep.dynamics.output import DYNAMICS_DIR
 from railsweep.errors import ConfigError, DataError
 from railsweep.metrics.aggregate import ACROSS
+from railsweep.results.io import read_cell, read_responses
 from railsweep.results.records import FINISHED, MISSING, CellRecord, SweepRecord
 from railsweep.sweep.tracking import (
     DETECTION_DIR,
@@ -104,8 +108,6 @@ def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame
 def logged_scores(metrics: Mapping[str, float]) -> dict[str, Any] | None:
     """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged as metrics (``flatten_scores``);
     None when the run logged no scores. A metric the tracker dropped (NaN) comes back as NaN."""
-    from railsweep.analysis.scoring import METRICS, unflatten_scores
-
     if "n_boot" not in metrics:
         return None
     flat: dict[str, float] = {}
@@ -121,16 +123,12 @@ def logged_scores(metrics: Mapping[str, float]) -> dict[str, Any] | None:
 
 def download_questions(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFrame:
     """The per-question table of a cell run (``results/<cell_id>.parquet``), schema-checked."""
-    from railsweep.results.io import read_cell
-
     path = tracker.download(run.info.run_id, f"{RESULTS_DIR}/{run.data.tags[TAG_QUESTIONS_FILE]}", dst)
     return read_cell(path)[1]
 
 
 def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFrame | None:
     """The responses table of a cell run; None when the run names none."""
-    from railsweep.results.io import read_responses
-
     name = run.data.tags.get(TAG_RESPONSES_FILE)
     if not name:
         return None
@@ -169,9 +167,6 @@ def cell_tables(
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
     """The per-item detection table a sweep with ``detectors`` logged on its parent run
     (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
-    from railsweep.detection.output import FILENAME
-    from railsweep.detection.output import read_detections as read_table
-
     listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts")
     if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
         return None

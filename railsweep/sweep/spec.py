@@ -3,16 +3,17 @@
 A spec names the model families (the miniature world, or explicit base +
 adapter paths), the domains, the strategies with their own parameter grids,
 the shared readout (m, T, seed), the engine backend, the resources and the
-MLflow tracking server. The classes below are the one typed schema of a spec
-(frozen pydantic dataclasses, see :mod:`railsweep.sweep._schema`): building
+MLflow tracking server. :class:`SweepSpec` and its sections (:mod:`railsweep.sweep.sections`) are
+the one typed schema of a spec (frozen pydantic dataclasses, see :mod:`railsweep.sweep._schema`): building
 one, from YAML in :func:`spec_from_dict` or in Python (``dataclasses.replace``),
 validates every type, range and cross-field rule (unknown keys, strategy or
 parameter names, RailCap n outside [1, MAX_N], a strategy on a backend its
 registration does not run on, empty grids, a primary setting outside the
 grid, a MATH-style ``readout.answer_type`` with the lm_eval rule, detectors or
-the miniature world) without touching a model. :meth:`SweepSpec.resolve` then resolves model paths
-(building or reusing the miniature world) and checks the families exist. Both
-run in the driver before any trial starts, so a bad spec costs one clear error.
+the miniature world) without touching a model, and :meth:`SweepSpec.check_inputs` checks the inputs a
+command can check before any service starts. :func:`railsweep.sweep.resolve.resolve_spec` then resolves
+model paths (building or reusing the miniature world) and checks the families exist. All run before any
+trial starts, so a bad spec costs one clear error.
 
 Cells: one clean reference per (family, clean adapter) — strategy Identity on
 M_cl — and one mitigated cell per (family, domain, strategy, parameter point),
@@ -31,286 +32,46 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import itertools
 import json
-import math
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import Field, Strict, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from railsweep.argtypes import model_problem
-from railsweep.dynamics.regimes import E_CUT
 from railsweep.errors import ConfigError, DataError
-from railsweep.strategy_registry import PAPER_TABLES, STRATEGIES, check_backend
-from railsweep.sweep._schema import (
-    Device,
-    NonNegFloat,
-    NonNegInt,
-    PosFloat,
-    PosInt,
-    Retries,
-    Text,
-    schema,
-    validate,
+from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
+from railsweep.miniworld.presets import preset_config as world_preset_config
+from railsweep.strategy_registry import PAPER_TABLES, check_backend
+from railsweep.sweep._schema import NonNegFloat, Text, schema, validate
+from railsweep.sweep.sections import (
+    DOMAINS,
+    Detection,
+    DetectorSpec,
+    DynamicsSpec,
+    EngineSpec,
+    FamilySpec,
+    Readout,
+    Resources,
+    Scoring,
+    StrategyGrid,
+    Tracking,
+    names_or_mappings,
+    parse_temperatures,
 )
-from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerRule, AnswerType
-from railsweep.tasks.grading import check_answer_type
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
 from railsweep.tasks.math_data import read_math_jsonl
-from railsweep.tasks.task_file import TaskSpec
 from railsweep.tasks.task_ref import load_task_spec
+from railsweep.tasks.text import read_utf8
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (
     "paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "mini_replica", "smoke",
     "smollm2_table3", "smollm2_table4",
 )  # fmt: skip
-DOMAINS = ("gsm8k", "pq")
 TABLES = (*PAPER_TABLES, "all")  # which rows each shows: the strategies' registrations (strategy_registry)
-
-
-@schema("families", inputs=("base", "adapters"))
-class FamilySpec:
-    """One model family: a base model and its LoRA adapters (clean, co_<domain>)."""
-
-    name: Text
-    base: str = ""  # path or hub id; filled by resolve() for the miniature world
-    adapters: tuple[tuple[Text, Text], ...] = ()
-
-    @field_validator("adapters", mode="before")
-    @classmethod
-    def _adapters(cls, v: Any) -> Any:
-        if isinstance(v, dict):  # YAML: {name: path}
-            return tuple(sorted(v.items()))
-        return () if v is None else v
-
-    def adapter_dict(self) -> dict[str, str]:
-        return dict(self.adapters)
-
-    def clean_adapter(self, domain: str) -> str:
-        names = self.adapter_dict()
-        return f"clean_{domain}" if f"clean_{domain}" in names else "clean"
-
-
-@schema("strategies", inputs=("name", "params", "grid"))
-class StrategyGrid:
-    """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points.
-
-    Every point is checked through the strategy's own config (unknown names, RailCap n outside [1, MAX_N], ...).
-    """
-
-    name: Text
-    params: tuple[tuple[str, Any], ...] = ()
-    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _params(cls, v: Any) -> Any:
-        if v is None:
-            return ()
-        if isinstance(v, dict):  # YAML: {param: value}
-            return tuple(sorted(v.items()))
-        return v
-
-    @field_validator("grid", mode="before")
-    @classmethod
-    def _grid(cls, v: Any) -> Any:
-        if v is None:
-            return ()
-        if not isinstance(v, dict):  # YAML: {param: [values]} (a single value is a one-point axis)
-            return v
-        items = []
-        for k, vals in sorted(v.items()):
-            vals = tuple(vals) if isinstance(vals, list | tuple) else (vals,)
-            if not vals:
-                raise ValueError(f"grid.{k} is an empty list: the grid would be empty")
-            items.append((k, vals))
-        return tuple(items)
-
-    @model_validator(mode="after")
-    def _points_are_valid_configs(self) -> StrategyGrid:
-        STRATEGIES.classes(self.name)  # unknown strategy → ConfigError listing the known ones
-        for point in self.points():
-            STRATEGIES.make_config(self.name, point)  # RailCap n outside [1, MAX_N], ...
-        return self
-
-    def points(self) -> list[dict[str, Any]]:
-        keys = [k for k, _ in self.grid]
-        out = []
-        for values in itertools.product(*[v for _, v in self.grid]):
-            out.append({**dict(self.params), **dict(zip(keys, values))})
-        return out
-
-
-@schema("detectors", inputs=("name", "params", "threshold"))
-class DetectorSpec:
-    """A detector of :mod:`railsweep.detection` with its ``params`` (its config fields) and an optional
-    fixed ``threshold`` (None: calibrated on the control items, else the detector's own default).
-
-    The name, the params and the threshold are checked through the detector's own config and
-    :func:`railsweep.detection.run.check_threshold` (unknown names get a "did you mean").
-    """
-
-    name: Text
-    params: tuple[tuple[str, Any], ...] = ()
-    threshold: Annotated[float, Strict()] | None = None
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _params(cls, v: Any) -> Any:
-        if v is None:
-            return ()
-        if isinstance(v, dict):  # YAML: {param: value}
-            return tuple(sorted((k, tuple(x) if isinstance(x, list) else x) for k, x in v.items()))
-        return v
-
-    @model_validator(mode="after")
-    def _is_a_known_detector(self) -> DetectorSpec:
-        from railsweep.detection.run import Thresholding, check_threshold
-
-        check_threshold(self.build(), Thresholding(self.threshold))
-        return self
-
-    def build(self) -> Any:
-        """The detector object (its config validated)."""
-        from railsweep.detection import build_detector
-
-        return build_detector(self.name, dict(self.params))
-
-
-@schema("detection")
-class Detection:
-    """How the ``detectors`` are scored: ``control_rate``, the highest flag rate on the control items when a
-    threshold is calibrated on them; ``n_control``, fresh control problems (None = as many as test items);
-    ``batch_size``, texts per forward pass of the model-side detectors."""
-
-    control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01
-    n_control: PosInt | None = None
-    batch_size: PosInt = 16
-
-
-# Fields take the constrained types of railsweep.sweep._schema (PosInt, NonNegFloat, ...): a plain ``int``
-# would accept '4' and 0.
-
-
-@schema("readout")
-class Readout:
-    """``answer_rule``: how every cell's responses are graded (railsweep.tasks.grading): ``final`` (the
-    last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
-    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison). ``answer_type``: what a gold
-    answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
-    railsweep.tasks.math_grading under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
-    name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
-    is made absolute when the spec loads, since the trials run in directories of their own."""
-
-    m: PosInt = 50
-    temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
-    max_new_tokens: PosInt = 256
-    seed: NonNegInt = 0
-    batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
-    limit: PosInt | None = None  # first N test questions (None = all)
-    answer_rule: AnswerRule = DEFAULT_ANSWER_RULE
-    answer_type: AnswerType = DEFAULT_ANSWER_TYPE
-    task: Text | None = None
-
-    @model_validator(mode="after")
-    def _rule_reads_the_type(self) -> Readout:
-        if self.task is not None:
-            spec = load_task_spec(self.task)  # checked completely now, before any cell is built
-            if isinstance(spec, TaskSpec) and not spec.builtin:  # a trial runs in its own directory
-                object.__setattr__(self, "task", str(spec.source.resolve()))
-        else:
-            check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
-        return self
-
-
-@schema("scoring")
-class Scoring:
-    B: PosInt = 50
-    n_boot: PosInt = 1000
-    seed: NonNegInt = 0
-
-
-@schema("engine")
-class EngineSpec:
-    backend: Literal["transformers", "vllm"] = "transformers"
-    device: Device = "auto"  # auto, cpu, mps, cuda, cuda:N
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    # Most rows (sequences) one engine decodes together: the transformers engine's batch, vLLM's max_num_seqs.
-    # None = the backend's own default, which fills the machine (see railsweep.engines.config.EngineConfig).
-    # Independent of readout.batch_size (prompts per engine call); samples do not depend on it.
-    max_batch_size: PosInt | None = None
-
-
-@schema("resources")
-class Resources:
-    """``engine_replicas``: engine actors per family (None = the cores, or GPUs, dealt out over the families,
-    at least one each: :func:`railsweep.sweep.pool.engine_layout`);
-    ``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
-    ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades);
-    ``max_restarts``, ``max_task_retries``, ``max_failures``: -1 means unlimited (Ray's convention)."""
-
-    engine_replicas: PosInt | None = None
-    engine_cpus: PosFloat | None = None
-    trial_cpus: PosFloat = 0.25
-    slots_per_engine: PosInt = 2
-    max_restarts: Retries = 3
-    max_task_retries: Retries = 3
-    max_failures: Retries = 1  # Tune retries of a failed trial
-    clean_wait_s: PosFloat = 1800.0  # how long a mitigated cell waits for its clean reference
-    # torch/OpenMP threads per engine actor (None = the CPUs it holds, rounded down, at least 1) and the
-    # OpenMP wait policy of its threads (PASSIVE: idle threads sleep instead of spinning on shared cores)
-    engine_threads: PosInt | None = None
-    omp_wait_policy: Literal["PASSIVE", "ACTIVE"] = "PASSIVE"
-
-
-@schema("tracking")
-class Tracking:
-    uri: Text = "http://127.0.0.1:5000"
-    experiment: Text = "railsweep"
-
-
-@schema("dynamics")
-class DynamicsSpec:
-    """The dynamics step of a sweep with ``temperatures`` (railsweep.dynamics.settings.DynamicsSettings):
-    ``n_boot``: item resamples for the fit CIs; ``n_boot_gain``: for the gain CIs; ``min_items``: positions
-    reached by fewer items are left out of a group's mean NLL curve; ``e_cut``: nats per token above which
-    E is decoherence; ``forcing_batch``: sequences per teacher-forcing forward pass; ``device``: where the
-    teacher forcing runs; ``seed``: the bootstrap RNG; ``base``: also sample and teacher-force each family's base
-    model without an adapter, as model ``base`` (the model a pretraining-replica world's duplicates went into)."""
-
-    n_boot: PosInt = 200
-    n_boot_gain: PosInt = 1000
-    min_items: PosInt = 5
-    e_cut: PosFloat = E_CUT
-    forcing_batch: PosInt = 8
-    device: Device = "cpu"
-    seed: NonNegInt = 0
-    base: Annotated[bool, Strict()] = False
-
-
-def parse_temperatures(v: Any) -> tuple[float, ...]:
-    """``temperatures:`` of a spec → sorted floats (``greedy`` = 0.0); a bad or repeated value → ValueError
-    naming it."""
-    if not isinstance(v, list | tuple):
-        raise ValueError(f"must be a list of temperatures ('greedy' or numbers >= 0), got {v!r}")
-    if not v:
-        raise ValueError("is an empty list (leave 'temperatures' out for no temperature dimension)")
-    out: list[float] = []
-    for t in v:
-        if isinstance(t, str) and t.strip().lower() == "greedy":
-            t = 0.0
-        elif isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
-            raise ValueError(
-                f"bad temperature {t!r}: each must be 'greedy' or a finite number >= 0 (0 = greedy)"
-            )
-        if float(t) in out:
-            shown = "greedy (0)" if float(t) == 0 else repr(t)
-            raise ValueError(f"lists the temperature {shown} twice: {list(v)}")
-        out.append(float(t))
-    return tuple(sorted(out))
 
 
 @schema("")
@@ -391,7 +152,7 @@ class SweepSpec:
     @classmethod
     def _strategies(cls, v: Any) -> Any:
         """A list of strategy names or mappings {name, params, grid}."""
-        return _names_or_mappings(v, "strategy names or {name, params, grid} mappings")
+        return names_or_mappings(v, "strategy names or {name, params, grid} mappings")
 
     @field_validator("detectors", mode="before")
     @classmethod
@@ -399,7 +160,7 @@ class SweepSpec:
         """A list of detector names or mappings {name, params, threshold}."""
         if isinstance(v, list) and not v:
             raise ValueError("is an empty list (leave 'detectors' out for a sweep without detection)")
-        return _names_or_mappings(v, "detector names or {name, params, threshold} mappings")
+        return names_or_mappings(v, "detector names or {name, params, threshold} mappings")
 
     @field_validator("primary", mode="before")
     @classmethod
@@ -418,16 +179,12 @@ class SweepSpec:
     @field_validator("miniworld_preset")
     @classmethod
     def _world_preset(cls, v: str) -> str:
-        from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
-
         if v not in WORLD_PRESETS:
             raise ValueError(f"unknown miniature-world preset; known: {list(WORLD_PRESETS)}")
         return v
 
     @model_validator(mode="after")
     def _grid_is_runnable(self) -> SweepSpec:
-        from railsweep.miniworld.presets import preset_config as world_preset_config  # imports torch (~2 s)
-
         if not self.strategies and not self.detectors and not self.temperatures:
             raise ValueError("the sweep has no strategies, detectors or temperatures: the grid is empty")
         if self.dynamics is not None and not self.temperatures:
@@ -520,51 +277,12 @@ class SweepSpec:
     def with_overrides(self, **kw: Any) -> SweepSpec:
         return dataclasses.replace(self, **kw)
 
-    # ------------------------------------------------------------ resolution
-    def resolve(self) -> SweepSpec:
-        """Fill in model paths (building/reusing the miniature world) and check they exist."""
-        if self.source == "miniworld":
-            from railsweep.miniworld import build_world
-
-            world = build_world(self.miniworld_preset, cache_dir=self.cache_dir)
-            wanted = [f.name for f in self.families] or list(world.families)
-            fams = []
-            for name in wanted:
-                if name not in world.families:
-                    raise ConfigError(
-                        f"unknown family {name!r} for the {self.miniworld_preset!r} miniature world; "
-                        f"known: {list(world.families)}"
-                    )
-                fm = world.family(name)
-                fams.append(
-                    FamilySpec(
-                        name, str(fm.base_dir), tuple(sorted((k, str(v)) for k, v in fm.adapters.items()))
-                    )
-                )
-            spec = dataclasses.replace(
-                self,
-                families=tuple(fams),
-                data_dir=str(world.data_dir),
-                leak_split=str(world.leak_split_path) if world.leak_split_path else None,
-            )
-        else:
-            spec = self
-        spec._check_paths()
-        if spec.temperatures and not spec.leak_split:
-            raise ConfigError(
-                f"sweep {spec.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
-                "the dynamics step compares leaked and unleaked items"
-            )
-        return spec
-
     def check_inputs(self) -> None:
-        """The cheap part of :meth:`resolve`, run before Ray or any service starts: a miniworld spec's
+        """The cheap part of :func:`~railsweep.sweep.resolve.resolve_spec`, run before Ray or any service starts: a miniworld spec's
         families must be in its world preset's configuration (known without building the world); a paths
         spec's base models, adapters, data folder and leak split must exist on this machine."""
         if self.source == "miniworld":
-            from railsweep.miniworld.presets import preset_config
-
-            known = preset_config(self.miniworld_preset).families
+            known = world_preset_config(self.miniworld_preset).families
             for f in self.families:
                 if f.name not in known:
                     raise ConfigError(
@@ -572,19 +290,17 @@ class SweepSpec:
                         f"known: {list(known)}"
                     )
             return
-        self._check_paths()
-        if self.temperatures and not self.leak_split:
-            raise ConfigError(
-                f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
-                "the dynamics step compares leaked and unleaked items"
-            )
+        self.check_paths()
+
+    def check_paths(self) -> None:
+        """A resolved (or ``paths``) spec's inputs exist on this machine: the data folder (a MATH-style one
+        read in full), the leak split (needed with ``temperatures``), each family's base model and adapters."""
 
     @property
     def dynamics_settings(self) -> DynamicsSpec:
         """The dynamics step's settings (the defaults when the spec has temperatures but no block)."""
         return self.dynamics if self.dynamics is not None else DynamicsSpec()
 
-    def _check_paths(self) -> None:
         if not self.data_dir or not Path(self.data_dir).is_dir():
             raise DataError(f"task data_dir {self.data_dir!r} is not a directory")
         if self.readout.answer_type == "math":  # every row before a model loads: a GSM8K folder is refused
@@ -607,6 +323,11 @@ class SweepSpec:
                 why = model_problem(apath, "adapter_config.json")
                 if why:
                     raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
+        if self.temperatures and not self.leak_split:
+            raise ConfigError(
+                f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
+                "the dynamics step compares leaked and unleaked items"
+            )
 
     @property
     def primary_setting(self) -> tuple[str, str]:
@@ -636,8 +357,6 @@ def load_spec(preset_or_path: str | Path) -> SweepSpec:
         raise ConfigError(
             f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a YAML file"
         )
-    from railsweep.tasks.text import read_utf8
-
     try:
         data = yaml.safe_load(read_utf8(p))
     except yaml.YAMLError as e:
@@ -646,12 +365,3 @@ def load_spec(preset_or_path: str | Path) -> SweepSpec:
         what = " ".join(str(getattr(e, "problem", None) or e).split())
         raise DataError(f"{p}{where}: not valid YAML ({what})") from e
     return spec_from_dict({} if data is None else data, name=p.stem)
-
-
-def _names_or_mappings(v: Any, what: str) -> Any:
-    """A YAML list of names or mappings, each name as ``{"name": name}``; None is the empty tuple."""
-    if v is None:
-        return ()
-    if not isinstance(v, list | tuple):
-        raise ValueError(f"must be a list of {what}")
-    return tuple({"name": x} if isinstance(x, str) else x for x in v)

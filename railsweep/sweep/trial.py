@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from railsweep.analysis.plots import scatter_clean_vs_mitigated
+from railsweep.analysis.scoring import flatten_scores, score_pair
 from railsweep.engines.threads import apply_thread_budget
+from railsweep.results.io import read_cell, read_metadata
 from railsweep.sweep.actors import ENGINE_NAMESPACE, write_files
 from railsweep.sweep.reader import download_questions
 from railsweep.sweep.tracking import (
@@ -183,8 +186,6 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         metrics = {"busy_s": out["busy_s"], "eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
         with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
             paths = write_files(out["files"], tmp)
-            from railsweep.results.io import read_cell, read_metadata
-
             _, df = read_cell(paths["questions"])
             metrics.update(cell_summary(df))
             metrics.update(grading_metrics(read_metadata(paths["questions"])["grading"]))
@@ -194,9 +195,6 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
                 if clean_run is None:
                     tags["railsweep.clean_missing"] = "true"
                 else:
-                    from railsweep.analysis.plots import scatter_clean_vs_mitigated
-                    from railsweep.analysis.scoring import flatten_scores, score_pair
-
                     clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
                     scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)
                     metrics.update(flatten_scores(scores))

@@ -86,7 +86,8 @@ def test_the_harness_config_hash_enters_the_cell_id():
 
 def test_a_sweep_spec_names_a_harness_task_in_its_readout():
     from railsweep.sweep.cells import expand
-    from railsweep.sweep.spec import FamilySpec, load_spec
+    from railsweep.sweep.sections import FamilySpec
+    from railsweep.sweep.spec import load_spec
 
     adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
     plain = dataclasses.replace(

@@ -1,0 +1,44 @@
+"""Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in.
+
+Kept apart from :mod:`railsweep.sweep.spec` because building a world loads torch and transformers: the
+spec, which ``railsweep sweep`` validates before any service starts, loads neither. The driver resolves the
+spec once, before any trial starts (:func:`railsweep.sweep.driver.run_sweep`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from railsweep.errors import ConfigError
+from railsweep.miniworld.world import build_world
+from railsweep.sweep.sections import FamilySpec
+from railsweep.sweep.spec import SweepSpec
+
+
+def resolve_spec(spec: SweepSpec) -> SweepSpec:
+    """``spec`` with model paths filled in (building/reusing the miniature world), each checked to exist."""
+    if spec.source == "miniworld":
+        spec = _with_world(spec)
+    spec.check_paths()
+    return spec
+
+
+def _with_world(spec: SweepSpec) -> SweepSpec:
+    """A miniworld spec with its world's families (all, or the ones it names), data folder and leak split."""
+    world = build_world(spec.miniworld_preset, cache_dir=spec.cache_dir)
+    fams = []
+    for name in [f.name for f in spec.families] or list(world.families):
+        if name not in world.families:
+            raise ConfigError(
+                f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; "
+                f"known: {list(world.families)}"
+            )
+        fm = world.family(name)
+        adapters = tuple(sorted((k, str(v)) for k, v in fm.adapters.items()))
+        fams.append(FamilySpec(name, str(fm.base_dir), adapters))
+    return dataclasses.replace(
+        spec,
+        families=tuple(fams),
+        data_dir=str(world.data_dir),
+        leak_split=str(world.leak_split_path) if world.leak_split_path else None,
+    )
