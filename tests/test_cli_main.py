@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,26 @@ def test_real_process_prints_no_traceback_for_a_missing_input(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"railsweep: error: results file not found: {tmp_path / 'nope.parquet'}"
     assert "Traceback" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+REPO = Path(__file__).resolve().parents[1]  # this checkout's railsweep, whatever is installed
+HEAVY = ("torch", "transformers", "ray", "mlflow", "pandas", "pyarrow", "vllm", "matplotlib", "scipy")
+
+
+@pytest.mark.parametrize("argv", [["--help"], *[[name, "--help"] for name in cli.COMMANDS]], ids=" ".join)
+def test_help_loads_no_heavy_dependency(argv):
+    """``railsweep --help`` imports every command module and ``railsweep sweep --help`` the sweep's spec and
+    options: none of them may load torch (the strategies, the world build) or the services' and tables'
+    libraries; each command loads those when it runs. A fresh interpreter, so nothing is loaded already."""
+    code = (
+        "import sys\n"
+        "from railsweep import cli\n"
+        "try:\n"
+        f"    cli.main({argv!r})\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]", f"railsweep {' '.join(argv)} loaded {proc.stdout[-300:]}"
