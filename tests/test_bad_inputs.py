@@ -680,6 +680,8 @@ TRIPWIRES = (
     "railsweep.sweep.driver.run_sweep",
     "railsweep.contamination.contaminate_family",
     "railsweep.commands.contaminate.contaminate_family",  # the names a module imported at its top
+    "railsweep.sweep.resolve.build_world",
+    "railsweep.dynamics.collect.TransformersEngine",
     "railsweep.miniworld.calibration.TransformersEngine",
     "ray.init",
     "transformers.AutoModelForCausalLM.from_pretrained",

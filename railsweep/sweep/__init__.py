@@ -4,9 +4,11 @@ Modules (one noun each; only the job entry point :mod:`~railsweep.sweep.job` cal
 Ray head and MLflow server live in :mod:`railsweep.services`):
 
 - :mod:`~railsweep.sweep.spec` — sweep spec YAML → validated frozen dataclasses, presets (``presets/*.yaml``,
-  package data);
+  package data); its sections (one per YAML block) in :mod:`~railsweep.sweep.sections`;
+- :mod:`~railsweep.sweep.resolve` — a spec's miniature world built or reused and its paths filled in (torch);
 - :mod:`~railsweep.sweep.cells` — the grid: clean references first, stable cell ids, per-table filters;
-- :mod:`~railsweep.sweep.actors` — engine actors (one per family per device) and the progress board;
+- :mod:`~railsweep.sweep.engine_server` — engine actors (one per core or GPU, dealt out over the families);
+- :mod:`~railsweep.sweep.actors` — the progress board and the names trials share with the engine actors;
 - :mod:`~railsweep.sweep.trial` — the Tune trainable (one cell per trial, a thin CPU client);
 - :mod:`~railsweep.sweep.tracking` — MLflow parent/child runs with retries and idempotent cells;
 - :mod:`~railsweep.sweep.reader` — a sweep's runs in MLflow → typed records (:mod:`railsweep.results.records`);
@@ -19,7 +21,8 @@ Ray head and MLflow server live in :mod:`railsweep.services`):
   fits, gains and predictions under ``dynamics/`` of the parent run);
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
 - :mod:`~railsweep.sweep.options` — the options that choose and override a spec, shared by the job and
-  ``railsweep sweep``; ``--dry-run``'s price;
+  ``railsweep sweep``;
+- :mod:`~railsweep.sweep.pricing` — what a sweep costs, before it starts (``--dry-run``);
 - :mod:`~railsweep.sweep.job` — the Ray job's entry point (``python -m railsweep.sweep.job``; ``sweeps/table*.py``
   wrap it): ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`.
 """
