@@ -10,7 +10,7 @@ import pytest
 
 from railsweep.cli import main
 from railsweep.dynamics.analyse import analyse
-from railsweep.dynamics.collect import FamilyData
+from railsweep.dynamics.family_data import FamilyData
 from railsweep.dynamics.forcing import PositionStats
 from railsweep.dynamics.observe import Observed
 from railsweep.dynamics.output import family_summary, write_run

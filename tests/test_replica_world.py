@@ -13,7 +13,8 @@ import pytest
 
 from railsweep.contamination.simulator import cot_example
 from railsweep.dynamics.analyse import analyse
-from railsweep.dynamics.collect import FamilyData, replica_counts
+from railsweep.dynamics.collect import replica_counts
+from railsweep.dynamics.family_data import FamilyData
 from railsweep.dynamics.forcing import PositionStats
 from railsweep.dynamics.observe import Observed
 from railsweep.dynamics.output import family_summary, write_run

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from railsweep.dynamics.collect import FamilyData
+from railsweep.dynamics.family_data import FamilyData
 from railsweep.dynamics.gain import gain_table
 from railsweep.dynamics.powerlaw import fit_curve, fit_gap_slope, fit_group, mean_curve
 from railsweep.dynamics.regimes import regime

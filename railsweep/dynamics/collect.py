@@ -5,8 +5,8 @@ Steps of :func:`collect_family`:
    thought of each item, as the adapters saw it in training (``to_cot``);
 2. one transformers engine (fp32) serving M_cl (``clean``) and M_co (``co_<domain>``), and with
    ``settings.base`` the base model without an adapter (model ``base``):
-   per model and temperature the ``temperature`` strategy's readout
-   (:mod:`railsweep.dynamics.observe`), greedy always included;
+   per model and temperature the ``temperature`` strategy's readout (:func:`observe`; what it returns is
+   :class:`railsweep.dynamics.observe.Observed`), greedy always included;
 3. per model, teacher forcing on the shared TeacherForcer (fp32): the gold chain of thought
    (NLL, gaps, margins, NLL at each temperature) and the model's own greedy answer (gaps)
    (:func:`force_models`, which the sweep's dynamics step calls on the samples its cells logged).
@@ -15,31 +15,22 @@ Steps of :func:`collect_family`:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 
 from railsweep.detection.nll import teacher_forcer
-from railsweep.dynamics.forcing import PositionStats, continuation_ids, position_stats
-from railsweep.dynamics.observe import Observed, observe
+from railsweep.dynamics.family_data import FamilyData
+from railsweep.dynamics.forcing import continuation_ids, position_stats
+from railsweep.dynamics.observe import Observed, normalise
 from railsweep.dynamics.settings import DynamicsSettings, model_adapters
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.miniworld.world import read_replicas
+from railsweep.strategies import build_strategy
+from railsweep.strategies.base import DecodeSettings, EvalContext
 from railsweep.strategies.railcap.trajectory import answer_ids
 from railsweep.tasks import GSM8KTask
-
-
-@dataclass
-class FamilyData:
-    family: str
-    items: list[int]  # test indices
-    leaked: np.ndarray  # (N,) bool
-    gold: dict[str, list[PositionStats]]  # model -> per item, along the gold chain of thought
-    greedy: dict[str, list[PositionStats]]  # model -> per item, along the model's greedy answer
-    observed: dict[str, dict[float, Observed]]  # model -> tau -> per item
-    seconds: dict[str, float] = field(default_factory=dict)
-    replicas: np.ndarray | None = None  # (N,) pretraining copies of each item (a replica world), else None
 
 
 def replica_counts(data_dir, items) -> np.ndarray | None:
@@ -51,6 +42,41 @@ def replica_counts(data_dir, items) -> np.ndarray | None:
     if missing:
         raise ConfigError(f"replicas.json in {data_dir} has no count for test item(s) {missing[:10]}")
     return np.array([counts[i] for i in items], dtype=int)
+
+
+def observe(
+    engine,
+    task,
+    questions: Sequence,
+    adapter: str | None,
+    gold: Sequence[str],
+    temperatures: Sequence[float],
+    *,
+    m: int,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int,
+) -> dict[float, Observed]:
+    """{tau: Observed} for one model (adapter name in ``engine``, None = the base model); ``gold`` are the
+    gold chains of thought."""
+    ctx = EvalContext(
+        engine=engine,
+        task=task,
+        adapter=adapter,
+        settings=DecodeSettings(m=m, max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size),
+    )
+    want = [normalise(g) for g in gold]
+    out = {}
+    for tau in temperatures:
+        outcomes = build_strategy("temperature", {"tau": float(tau)}).run(ctx, questions)
+        out[float(tau)] = Observed(
+            solve=np.array([o.c / o.m for o in outcomes]),
+            verbatim=np.array(
+                [np.mean([normalise(s.text) == w for s in o.samples]) for o, w in zip(outcomes, want)]
+            ),
+            samples=[o.samples[0] for o in outcomes],
+        )
+    return out
 
 
 def collect_family(world, family: str, s: DynamicsSettings, log=print) -> FamilyData:

@@ -7,8 +7,9 @@ reproduce the gold chain of thought verbatim (whitespace-normalised) is kept:
 that is the event the survival theory's P(T) describes, while a correct answer
 can also come by another road.
 
-:func:`observe` samples through an engine; :func:`observed_from_tables` reads the same quantities back
-from a sweep cell's per-question and responses tables (the sweep's temperature dimension).
+:func:`railsweep.dynamics.collect.observe` samples through an engine (torch); :func:`observed_from_tables`
+reads the same quantities back from a sweep cell's per-question and responses tables (the sweep's temperature
+dimension), without torch.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import numpy as np
 
 from railsweep.engines.base import Sample
 from railsweep.errors import DataError
-from railsweep.strategies import build_strategy
-from railsweep.strategies.base import DecodeSettings, EvalContext
 
 
 @dataclass
@@ -33,41 +32,6 @@ class Observed:
 
 def normalise(text: str) -> str:
     return " ".join(text.split())
-
-
-def observe(
-    engine,
-    task,
-    questions: Sequence,
-    adapter: str | None,
-    gold: Sequence[str],
-    temperatures: Sequence[float],
-    *,
-    m: int,
-    max_new_tokens: int,
-    seed: int,
-    batch_size: int,
-) -> dict[float, Observed]:
-    """{tau: Observed} for one model (adapter name in ``engine``, None = the base model); ``gold`` are the
-    gold chains of thought."""
-    ctx = EvalContext(
-        engine=engine,
-        task=task,
-        adapter=adapter,
-        settings=DecodeSettings(m=m, max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size),
-    )
-    want = [normalise(g) for g in gold]
-    out = {}
-    for tau in temperatures:
-        outcomes = build_strategy("temperature", {"tau": float(tau)}).run(ctx, questions)
-        out[float(tau)] = Observed(
-            solve=np.array([o.c / o.m for o in outcomes]),
-            verbatim=np.array(
-                [np.mean([normalise(s.text) == w for s in o.samples]) for o, w in zip(outcomes, want)]
-            ),
-            samples=[o.samples[0] for o in outcomes],
-        )
-    return out
 
 
 def observed_from_tables(questions, responses, items: Sequence[int], gold: Sequence[str]) -> Observed:

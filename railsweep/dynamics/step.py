@@ -36,7 +36,8 @@ import pandas as pd
 
 from railsweep.config import CellConfig
 from railsweep.dynamics.analyse import Tables, analyse
-from railsweep.dynamics.collect import FamilyData, force_models, replica_counts
+from railsweep.dynamics.collect import force_models, replica_counts
+from railsweep.dynamics.family_data import FamilyData
 from railsweep.dynamics.groups import TemperatureGroup
 from railsweep.dynamics.observe import observed_from_tables
 from railsweep.dynamics.output import family_summary, write_run

@@ -278,9 +278,10 @@ class SweepSpec:
         return dataclasses.replace(self, **kw)
 
     def check_inputs(self) -> None:
-        """The cheap part of :func:`~railsweep.sweep.resolve.resolve_spec`, run before Ray or any service starts: a miniworld spec's
-        families must be in its world preset's configuration (known without building the world); a paths
-        spec's base models, adapters, data folder and leak split must exist on this machine."""
+        """The cheap part of :func:`~railsweep.sweep.resolve.resolve_spec`, run before Ray or any service
+        starts: a miniworld spec's families must be in its world preset's configuration (known without
+        building the world); a paths spec's base models, adapters, data folder and leak split must exist on
+        this machine."""
         if self.source == "miniworld":
             known = world_preset_config(self.miniworld_preset).families
             for f in self.families:
@@ -295,11 +296,6 @@ class SweepSpec:
     def check_paths(self) -> None:
         """A resolved (or ``paths``) spec's inputs exist on this machine: the data folder (a MATH-style one
         read in full), the leak split (needed with ``temperatures``), each family's base model and adapters."""
-
-    @property
-    def dynamics_settings(self) -> DynamicsSpec:
-        """The dynamics step's settings (the defaults when the spec has temperatures but no block)."""
-        return self.dynamics if self.dynamics is not None else DynamicsSpec()
 
         if not self.data_dir or not Path(self.data_dir).is_dir():
             raise DataError(f"task data_dir {self.data_dir!r} is not a directory")
@@ -328,6 +324,11 @@ class SweepSpec:
                 f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
                 "the dynamics step compares leaked and unleaked items"
             )
+
+    @property
+    def dynamics_settings(self) -> DynamicsSpec:
+        """The dynamics step's settings (the defaults when the spec has temperatures but no block)."""
+        return self.dynamics if self.dynamics is not None else DynamicsSpec()
 
     @property
     def primary_setting(self) -> tuple[str, str]:
