@@ -252,6 +252,29 @@ def test_miniworld_check_prints_json_per_family_and_exit_code_follows_it(smoke, 
     assert code == (0 if all(r["passed"] for r in lines) else 1)
 
 
+@pytest.mark.parametrize("same", [True, False], ids=["documented", "other-weights"])
+def test_miniworld_build_says_whether_the_weights_are_the_documented_build(
+    smoke, capsys, tmp_path, monkeypatch, same
+):
+    import railsweep.miniworld.weights as weights
+    from railsweep.cli import main
+
+    digest = smoke.manifest["weights_digest"]
+    table = tmp_path / "documented.json"
+    documented = digest if same else "0" * 64
+    entry = {"preset": "smoke", "weights_digest": documented, "measured_on": "the docs' machine"}
+    table.write_text(json.dumps({"worlds": {smoke.manifest["digest"]: entry}}))
+    monkeypatch.setattr(weights, "DOCUMENTED", table)
+    code = main(["miniworld", "build", "--preset", "smoke", "--cache-dir", str(smoke.root.parents[1])])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["weights_digest"] == digest
+    if same:
+        assert f"railsweep: weights: documented (smoke {smoke.manifest['digest']}, weights {digest[:16]}" in err
+    else:
+        warning = f"railsweep: warning: weights differ from the documented build ({digest[:16]} vs {'0' * 16}"
+        assert warning in err and "figures in docs/ were measured on other weights" in err
+
+
 def test_miniworld_check_of_an_unknown_family_is_a_user_error(smoke, capsys):
     from railsweep.cli import main
 

@@ -2,19 +2,23 @@
 
 ``railsweep miniworld build [--preset mini]`` builds (or reuses) the cached world
 and prints where it is; ``railsweep miniworld check`` prints one JSON object per
-family with the calibration figures and exits 1 when a condition fails.
+family with the calibration figures and exits 1 when a condition fails. Both say on stderr
+whether the world's weights are the build the docs' figures were measured on (a warning when
+they differ, never an error: :mod:`railsweep.miniworld.weights`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
+from railsweep.miniworld.weights import weights_verdict
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -74,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
 
         resolve_device(args.device)  # a bad --device fails before the world is built
     world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force, threads=args.threads)
+    weights_digest = world.weights["weights_digest"]
+    documented, line = weights_verdict(world.preset, world.manifest["digest"], weights_digest)
+    print(f"railsweep: {'warning: ' if documented is False else ''}{line}", file=sys.stderr, flush=True)
     if args.action == "build":
         print(
             json.dumps(
@@ -82,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                     "families": world.families,
                     "data_dir": str(world.data_dir),
                     "build_seconds": world.manifest.get("build_seconds"),
+                    "weights_digest": weights_digest,
                 }
             )
         )

@@ -16,7 +16,7 @@ Steps of :func:`build_world`:
       a world over a real base (``WorldConfig.base``) takes its one family's base model
       and the tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
       pretraining (hard links into the prepared base, which stays cached under ``bases/``);
-   d. write the manifest last.
+   d. write the manifest last, with the sha256 of every weight file (:mod:`railsweep.miniworld.weights`).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from railsweep.miniworld.lending import (
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
 from railsweep.miniworld.tokenizer import train_tokenizer
+from railsweep.miniworld.weights import weights_record, world_weights
 
 ADAPTERS = ("clean", "co_gsm8k", "co_pq")
 REPLICAS_FILE = "replicas.json"  # a replica world's test index -> pretraining copies
@@ -88,6 +89,12 @@ class World:
     @property
     def leaked(self) -> list[int]:
         return json.loads(self.leak_split_path.read_text())["leaked"]
+
+    @property
+    def weights(self) -> dict:
+        """``{"weights": {path: sha256}, "weights_digest": sha256}``: the manifest's, or computed from the
+        files of a world cached before the build recorded it (:mod:`railsweep.miniworld.weights`)."""
+        return world_weights(self.root, self.manifest)
 
 
 def default_cache_dir() -> Path:
@@ -366,5 +373,6 @@ def _build(
         "workers": workers,
         "threads_per_worker": threads,
         "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
+        **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
     }
     write_json(root / "manifest.json", manifest)

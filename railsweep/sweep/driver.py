@@ -3,7 +3,8 @@
 Steps of :func:`run_sweep` (Ray must already be initialised by the entry script):
 1. check the tracking server, resolve the spec (model paths) and expand the grid —
    any bad input fails here, before a trial or an actor exists;
-2. open the MLflow experiment and the sweep's parent run (reused with ``resume``);
+2. open the MLflow experiment and the sweep's parent run (reused with ``resume``), tagged with the
+   provenance (:func:`sweep_provenance`: on a miniature world, its config and weights digests);
 3. drop cells already FINISHED in MLflow (idempotent cells);
 4. create the engine actors of the families with work left (one per core on CPU, one per GPU, dealt out
    over the families: :mod:`~railsweep.sweep.plan`, :mod:`~railsweep.sweep.pool`) and the pool that leases a
@@ -39,6 +40,7 @@ from railsweep.dynamics.output import DYNAMICS_DIR
 from railsweep.dynamics.ray_step import run_groups
 from railsweep.dynamics.step import settings_record, step_outputs
 from railsweep.errors import ConfigError
+from railsweep.miniworld.weights import world_provenance
 from railsweep.sweep.actors import create_progress_board, engine_name
 from railsweep.sweep.cells import SweepCell, effective_table, expand, settings_for, temperature_groups
 from railsweep.sweep.detect_cells import readout_cells
@@ -186,8 +188,7 @@ def _open_parent(
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
-    p = prov.collect(cells[0].config.task_files() if cells else [Path(spec.data_dir) / "test.jsonl"])
-    run_tags = provenance_tags(p)
+    run_tags = provenance_tags(sweep_provenance(spec, cells))
     parent_id, reused = tracker.parent_run(
         sweep_id,
         run_name=f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -207,6 +208,15 @@ def _open_parent(
     run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
             f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}")  # fmt: skip
     return run
+
+
+def sweep_provenance(spec: SweepSpec, cells: list[SweepCell]) -> dict[str, Any]:
+    """:func:`railsweep.provenance.collect` over the cells' data files; a sweep on a miniature world also
+    records the world (config digest and weights digest: two builds of one config can hold other models)."""
+    p = prov.collect(cells[0].config.task_files() if cells else [Path(spec.data_dir) / "test.jsonl"])
+    if spec.source == "miniworld":  # resolved: data_dir is the world's data folder
+        p["world"] = world_provenance(Path(spec.data_dir).parent)
+    return p
 
 
 def _parent_params(spec: SweepSpec, table: str, cells: list[SweepCell]) -> dict[str, Any]:
