@@ -33,6 +33,8 @@ name and then renamed.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -69,7 +71,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate",
     )
     p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory")
-    src = p.add_argument_group("items")
+    _add_item_options(p)
+    _add_threshold_options(p)
+    _add_ngram_options(p)
+    _add_model_options(p)
+    _add_perturb_options(p)
+    _add_report_options(p)
+    p.add_argument("--n-boot", type=at.n_boot, default=1000, help="bootstrap resamples for the CIs")
+    return p
+
+
+def _add_item_options(parser: argparse.ArgumentParser) -> None:
+    """Where the items come from: a built ``--world``, or test and control files (or a task file)."""
+    src = parser.add_argument_group("items")
     src.add_argument("--world", type=at.text, metavar="PRESET|DIR", help="a built miniature world (instead of --test)")
     src.add_argument("--family", type=at.text, action="append", help="--world: model family (repeatable; default all)")
     src.add_argument(
@@ -90,7 +104,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     src.add_argument("--leak-split", type=at.existing_file, metavar="FILE", help='JSON {"leaked": [...]} marking leaked test items')
     src.add_argument("--control", type=at.existing_file, metavar="FILE", help="control items known to be absent, GSM8K-format JSONL")
-    th = p.add_argument_group("threshold")
+
+
+def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
+    """A fixed threshold, or the control flag rate it is calibrated to."""
+    th = parser.add_argument_group("threshold")
     th.add_argument(
         "--threshold", type=at.finite, default=None, help="fixed threshold (default: calibrated on the control)"
     )
@@ -100,7 +118,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=0.01,
         help="highest control flag rate when calibrating (default 0.01)",
     )
-    ng = p.add_argument_group("ngram")
+
+
+def _add_ngram_options(parser: argparse.ArgumentParser) -> None:
+    """The ngram detector's corpus, its tokens and hashing, and the optional Ray Data scan."""
+    ng = parser.add_argument_group("ngram")
     ng.add_argument(
         "--corpus", type=at.existing_file, nargs="+", default=[], metavar="FILE", help="corpus files: .jsonl, .parquet, .txt"
     )
@@ -117,7 +139,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="scan the corpus as a Ray Data job (same scores); a private local Ray unless --ray-address",
     )
     ng.add_argument("--ray-address", type=at.text, metavar="ADDR", help="--ray: join this Ray cluster (token auth)")
-    md = p.add_argument_group("model side")
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    """The model-side detectors (loss, mink, cdd): the model and adapters, and cdd's decoding."""
+    md = parser.add_argument_group("model side")
     md.add_argument("--model", type=at.model, metavar="DIR", help="base model directory")
     md.add_argument("--adapter", type=at.adapter, metavar="DIR", help="the evaluated LoRA adapter (default: the base itself)")
     md.add_argument(
@@ -133,14 +159,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     md.add_argument("--max-new-tokens", type=at.new_tokens, default=256, help="cdd decoding: token cap")
     md.add_argument("--batch-size", type=at.positive, default=16, help="texts per forward pass")
     md.add_argument("--device", type=at.device, default="cpu")
-    pt = p.add_argument_group("perturb")
+
+
+def _add_perturb_options(parser: argparse.ArgumentParser) -> None:
+    """The perturb detector's two per-question tables."""
+    pt = parser.add_argument_group("perturb")
     pt.add_argument(
         "--original", type=at.existing_file, metavar="FILE", help="per-question Parquet of a cell on the original wording"
     )
     pt.add_argument(
         "--paraphrased", type=at.existing_file, metavar="FILE", help="per-question Parquet of the same model on the paraphrase"
     )
-    rp = p.add_argument_group("report")
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    """``railsweep detect report``: the cell, the flags and how the clean subset is scored."""
+    rp = parser.add_argument_group("report")
     rp.add_argument("--questions", type=at.existing_file, metavar="FILE", help="per-question Parquet of the cell to report")
     rp.add_argument(
         "--flags", type=at.existing_path, metavar="DIR|FILE", help="a detect run's detections.parquet (or its directory)"
@@ -152,8 +186,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--clean", type=at.existing_file, metavar="FILE", help="clean cell's per-question Parquet: adds SA-PPG side by side"
     )
     rp.add_argument("--seed", type=at.seed, default=0, help="bootstrap seed")
-    p.add_argument("--n-boot", type=at.n_boot, default=1000, help="bootstrap resamples for the CIs")
-    return p
 
 
 def _detector_names(raw: list[str]) -> list[str]:
@@ -237,58 +269,74 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> int:
-    import dataclasses
+    """The run once every option is checked:
 
-    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.detection import detect
-    from railsweep.detection.corpus import check_corpus_paths
-    from railsweep.detection.output import write_detections
-    from railsweep.detection.truth import to_markdown, truth_table
-    from railsweep.results.atomic import write_atomic
-
+    1. the jobs: one per family and domain of ``--world``, else one over the given files;
+    2. score them (the ngram corpus scan as a Ray Data job with ``--ray``);
+    3. write each file atomically and print the truth table.
+    """
     if args.world:
-        if "perturb" in names:
-            raise ConfigError("perturb reads two cells (--original, --paraphrased), not --world")
-        if args.test or args.task or args.task_dir or args.control or args.corpus or args.model:
-            raise ConfigError(
-                "--world supplies the items, corpus and models; drop --test/--task/--task-dir/--control/--corpus/--model"
-            )
+        _check_world_options(args, names)
         jobs = _world_jobs(args, detectors, base_inputs, scratch)
     else:
-        from railsweep.detection.items import check_disjoint, read_items  # pandas: as above
+        jobs = [_file_job(args, detectors, names, base_inputs)]
+    table = _score(args, detectors, thresholding, jobs)
+    _write(args, detectors, table)
+    return 0
 
-        if "perturb" in names:
-            from railsweep.detection.perturb import items_of, perturbation_table, read_pair  # pandas
 
-            base_inputs.require("perturb", "original", "paraphrased")
-            original, paraphrased = read_pair(args.original, args.paraphrased)
-            perturbation_table(original, paraphrased)  # misaligned tables fail here, before any scoring
-        if args.task or args.task_dir:
-            test = _task_items(args, names)
-        elif args.test:
-            test = read_items(args.test, "test", args.leak_split)
-        elif names == {"perturb"}:
-            test = items_of(original)
-        else:
-            raise ConfigError("give --test FILE or --task FILE|NAME (or --world PRESET)")
-        control = read_items(args.control, "control") if args.control else []
-        check_disjoint(test, control)
-        inputs = dataclasses.replace(
-            base_inputs,
-            corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
-            model=_path(args.model),
-            adapter=_path(args.adapter),
-            reference_adapter=_path(args.reference_adapter),
+def _check_world_options(args: argparse.Namespace, names: set[str]) -> None:
+    """``--world`` brings its own items, corpus and models, so options naming them would be silently ignored."""
+    if "perturb" in names:
+        raise ConfigError("perturb reads two cells (--original, --paraphrased), not --world")
+    if args.test or args.task or args.task_dir or args.control or args.corpus or args.model:
+        raise ConfigError(
+            "--world supplies the items, corpus and models; drop --test/--task/--task-dir/--control/--corpus/--model"
         )
-        for d in detectors:
-            needs = {"ngram": ("corpus",), "cdd": (), "perturb": ("original", "paraphrased")}
-            inputs.require(d.name, *needs.get(d.name, ("model",)))
-        jobs = [(None, None, test, control, inputs, detectors)]
 
-    # 2. score (the ngram corpus scan as a Ray Data job with --ray)
-    import contextlib
 
+def _file_job(args, detectors, names: set[str], base_inputs: DetectInputs):
+    """The one job over files: test and control items read and checked disjoint, each detector's inputs present
+    (perturb's two tables aligned) before any scoring."""
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
+    from railsweep.detection.corpus import check_corpus_paths
+    from railsweep.detection.items import check_disjoint, read_items
+
+    if "perturb" in names:
+        from railsweep.detection.perturb import items_of, perturbation_table, read_pair  # pandas
+
+        base_inputs.require("perturb", "original", "paraphrased")
+        original, paraphrased = read_pair(args.original, args.paraphrased)
+        perturbation_table(original, paraphrased)  # misaligned tables fail here, before any scoring
+    if args.task or args.task_dir:
+        test = _task_items(args, names)
+    elif args.test:
+        test = read_items(args.test, "test", args.leak_split)
+    elif names == {"perturb"}:
+        test = items_of(original)
+    else:
+        raise ConfigError("give --test FILE or --task FILE|NAME (or --world PRESET)")
+    control = read_items(args.control, "control") if args.control else []
+    check_disjoint(test, control)
+    inputs = dataclasses.replace(
+        base_inputs,
+        corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
+        model=_path(args.model),
+        adapter=_path(args.adapter),
+        reference_adapter=_path(args.reference_adapter),
+    )
+    for d in detectors:
+        needs = {"ngram": ("corpus",), "cdd": (), "perturb": ("original", "paraphrased")}
+        inputs.require(d.name, *needs.get(d.name, ("model",)))
+    return (None, None, test, control, inputs, detectors)
+
+
+def _score(args, detectors, thresholding: Thresholding, jobs):
+    """Every job's per-item table, concatenated; the Ray session (``--ray``) spans all jobs."""
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     import pandas as pd
+
+    from railsweep.detection import detect  # pandas: as above
 
     session = contextlib.nullcontext()
     if args.ray:
@@ -299,9 +347,16 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
             detect(dets, test, control, inputs, thresholding, family=fam, domain=dom)
             for fam, dom, test, control, inputs, dets in jobs
         ]
-    table = pd.concat(tables, ignore_index=True)
+    return pd.concat(tables, ignore_index=True)
 
-    # 3. write (each file atomically) and print the truth table
+
+def _write(args, detectors, table) -> None:
+    """``detections.parquet`` with the run's settings and provenance, and the truth table where it is known."""
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
+    from railsweep.detection.output import write_detections
+    from railsweep.detection.truth import to_markdown, truth_table
+    from railsweep.results.atomic import write_atomic
+
     run_info = {
         "detectors": {d.name: dataclasses.asdict(d.config) for d in detectors},
         "world": args.world,
@@ -325,7 +380,6 @@ def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> in
         write_atomic(out / "truth.md", lambda tmp: tmp.write_text(md, encoding="utf-8"))
         print(md, end="")
     print(f"wrote {out / 'detections.parquet'} ({len(table)} rows)")
-    return 0
 
 
 def _task_items(args: argparse.Namespace, names: set[str]):
