@@ -26,6 +26,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="evaluate one model/adapter under one strategy (one cell)",
         description="Sample m responses per question under a strategy and write the cell's per-question Parquet.",
     )
+    _add_model_options(p)
+    _add_task_options(p)
+    _add_sampling_options(p)
+    _add_label_options(p)
+    _add_answer_options(p)
+    _add_engine_options(p)
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory for the cell's files")
+    return p
+
+
+# The option helpers add to the parser's one "options" list in this order, which --help and the usage line keep.
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """The base model and the LoRA adapters: loaded, evaluated, and compared against."""
     p.add_argument("--model", type=at.model, required=True, help="base model directory (or hub id)")
     p.add_argument(
         "--adapter",
@@ -46,6 +61,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME",
         help="reference base adapter (default: adapter disabled)",
     )
+
+
+def _add_task_options(p: argparse.ArgumentParser) -> None:
+    """The questions: the task, its split and leak split, and the few-shot exemplars."""
     add_task_arguments(
         p,
         default="the built-in task of --answer-type",
@@ -62,6 +81,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "MATH exemplars)",
     )
     p.add_argument("--leak-split", default=None, metavar="FILE", help='JSON {"leaked": [question indices]}')
+
+
+def _add_sampling_options(p: argparse.ArgumentParser) -> None:
+    """The strategy with its parameters, and how many samples are drawn per question and how."""
     p.add_argument("--strategy", type=at.text, required=True, help="registered strategy name (e.g. identity, railcap)")
     p.add_argument(
         "--param",
@@ -75,9 +98,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=at.seed, default=0)
     p.add_argument("--max-new-tokens", type=at.new_tokens, default=256)
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
+
+
+def _add_label_options(p: argparse.ArgumentParser) -> None:
+    """Labels recorded with the cell, for the analysis to group by."""
     p.add_argument("--family", type=at.text, default=None, help="model family label recorded with the cell")
     p.add_argument("--domain", type=at.text, default=None, help="contamination domain label recorded with the cell")
     p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated")
+
+
+def _add_answer_options(p: argparse.ArgumentParser) -> None:
+    """How a response's answer is read, and what kind of gold answer it is compared with."""
     p.add_argument(
         "--answer-rule",
         choices=ANSWER_RULES,
@@ -95,6 +126,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="what the gold answers are: numeric = GSM8K numbers (default); math = MATH-style LaTeX answers in "
         "\\boxed{}, compared by normalised strings and sympy equivalence",
     )
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    """The decoding engine, its device and batching, and the strategies' cache."""
     p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
     p.add_argument("--device", type=at.device, default="auto")
     p.add_argument("--dtype", default="auto")
@@ -106,8 +141,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="most sequences the engine decodes together (default: the backend's, which fills the machine)",
     )
     p.add_argument("--cache-dir", type=at.writable_dir, default=None, help="where strategies may cache per-model artefacts")
-    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory for the cell's files")
-    return p
 
 
 def parse_pairs(items: list[str], what: str) -> dict[str, str]:
@@ -133,7 +166,13 @@ def parse_value(text: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    # 1. configuration (cheap checks first: nothing is loaded or written yet)
+    """Evaluate one cell, refusing bad input before anything loads:
+
+    1. configuration (cheap checks first: nothing is loaded or written yet);
+    2. inputs on disk;
+    3. outputs: a directory this process can create or write into, before any decoding;
+    4. the expensive part: the task, the engine, the decoding.
+    """
     check_decode_memory(args.m, args.max_new_tokens)
     task_dir = task_dir_of(args)
     if task_dir is None:
@@ -147,8 +186,20 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         max_batch_size=args.max_batch_size,
     )
+    cell = _cell_config(args, task_dir)
+    _check_adapter_names(cell, adapters)
+    _check_input_files(engine_cfg, cell)
+    out = Path(args.out)
+    at.check_writable_dir(out, "--out")
+    if args.cache_dir is not None:
+        at.check_writable_dir(args.cache_dir, "--cache-dir")
+    return _evaluate(args, cell, engine_cfg, out)
+
+
+def _cell_config(args: argparse.Namespace, task_dir: str) -> CellConfig:
+    """The cell as the options describe it; its fields are what the cell's id hashes."""
     params = {k: parse_value(v) for k, v in parse_pairs(args.param, "--param").items()}
-    cell = CellConfig(
+    return CellConfig(
         model=args.model,
         adapter=args.use_adapter,
         strategy=args.strategy,
@@ -171,6 +222,10 @@ def run(args: argparse.Namespace) -> int:
         answer_type=args.answer_type,
         task=args.task,
     )
+
+
+def _check_adapter_names(cell: CellConfig, adapters: dict[str, str]) -> None:
+    """Every adapter the cell names must be one ``--adapter`` loads, or the strategy would find it missing mid-run."""
     for flag, name in (
         ("--use-adapter", cell.adapter),
         ("--clean-adapter", cell.clean_adapter),
@@ -180,7 +235,10 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"{flag} {name!r}: adapter not found; loaded adapters: {sorted(adapters) or 'none'} (add --adapter {name}=PATH)"
             )
-    # 2. inputs on disk
+
+
+def _check_input_files(engine_cfg: EngineConfig, cell: CellConfig) -> None:
+    """The adapters, few-shot file and leak split exist on disk, checked before the model loads."""
     for name, path in engine_cfg.adapters:
         why = at.model_problem(path, "adapter_config.json")
         if why:
@@ -188,20 +246,17 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--fewshot", cell.fewshot), ("--leak-split", cell.leak_split)):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{flag}: file not found: {path}")
-    # 3. outputs: a directory this process can create or write into, before any decoding
-    out = Path(args.out)
-    at.check_writable_dir(out, "--out")
-    if args.cache_dir is not None:
-        at.check_writable_dir(args.cache_dir, "--cache-dir")
-    # torch, pandas: loaded only now, so `railsweep --help` and every refusal above stay fast
+
+
+def _evaluate(args: argparse.Namespace, cell: CellConfig, engine_cfg: EngineConfig, out: Path) -> int:
+    """The expensive part, once every input is checked: load the task and the engine, decode, write the cell."""
+    # torch, pandas: loaded only now, so `railsweep --help` and every refusal of bad input stay fast
     from tqdm import tqdm
 
     from railsweep.engines.factory import build_engine
     from railsweep.evaluate import evaluate_cell, load_task
 
     task = load_task(cell)  # malformed task data is refused here, before the model loads
-    # 4. the expensive part
-
     engine = build_engine(engine_cfg)
     n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))
     bar = tqdm(total=n_questions * cell.m, unit="sample", desc=cell.label(), disable=None)  # off unless a tty
