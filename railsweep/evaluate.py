@@ -112,28 +112,11 @@ def evaluate_cell(
     5. check one outcome per question, re-grade every response under every answer rule
        (:func:`rule_agreement`), then write the cell atomically (:func:`write_cell`).
     """
-    served = set(engine.adapters())
-    for what, name in (
-        ("adapter", cell.adapter),
-        ("clean_adapter", cell.clean_adapter),
-        ("base_adapter", cell.base_adapter),
-    ):
-        if name is not None and name not in served:
-            raise ConfigError(
-                f"{what} {name!r} not found in the engine; available adapters: {sorted(served) or 'none'}"
-            )
+    _check_served_adapters(cell, engine)
     if task is None:
         task = load_task(cell)
-    for what in ("answer_rule", "answer_type"):
-        cell_value = getattr(cell, what)
-        task_value = getattr(task, what, cell_value)  # a task without the attribute grades its own way
-        if task_value != cell_value:
-            raise ConfigError(f"the task grades under {what}={task_value!r} but the cell says {what}={cell_value!r}")
-    questions: Sequence[Question] = list(task.questions())
-    if cell.limit is not None:
-        questions = questions[: cell.limit]
-    if not questions:
-        raise DataError(f"task in {cell.task_dir} (split {cell.split!r}) has no questions")
+    _check_task_grading(cell, task)
+    questions = _questions(cell, task)
     strategy = build_strategy(cell.strategy, cell.strategy_params)
 
     decoded = 0
@@ -157,14 +140,7 @@ def evaluate_cell(
     t0 = time.perf_counter()
     outcomes = list(strategy.run(ctx, questions))
     wall = time.perf_counter() - t0
-    got = sorted(o.index for o in outcomes)
-    want = sorted(q.index for q in questions)
-    if got != want:
-        missing = sorted(set(want) - set(got))[:10]
-        raise DataError(
-            f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
-            f" (missing question_index {missing})"
-        )
+    _check_one_outcome_per_question(cell, outcomes, questions)
     by_index = {q.index: q for q in questions}
     agreement = rule_agreement(
         ((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
@@ -181,3 +157,50 @@ def evaluate_cell(
     return CellResult(
         cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement
     )
+
+
+def _check_served_adapters(cell: CellConfig, engine: Engine) -> None:
+    """Every adapter the cell names must be served, or a strategy would decode the base model in its place."""
+    served = set(engine.adapters())
+    for what, name in (
+        ("adapter", cell.adapter),
+        ("clean_adapter", cell.clean_adapter),
+        ("base_adapter", cell.base_adapter),
+    ):
+        if name is not None and name not in served:
+            raise ConfigError(
+                f"{what} {name!r} not found in the engine; available adapters: {sorted(served) or 'none'}"
+            )
+
+
+def _check_task_grading(cell: CellConfig, task: Task) -> None:
+    """A given task must grade as the cell says, or the cell's recorded answer rule and type would be wrong."""
+    for what in ("answer_rule", "answer_type"):
+        cell_value = getattr(cell, what)
+        task_value = getattr(task, what, cell_value)  # a task without the attribute grades its own way
+        if task_value != cell_value:
+            raise ConfigError(f"the task grades under {what}={task_value!r} but the cell says {what}={cell_value!r}")
+
+
+def _questions(cell: CellConfig, task: Task) -> Sequence[Question]:
+    """The task's first ``cell.limit`` questions (all without a limit); none at all is a data error."""
+    questions: Sequence[Question] = list(task.questions())
+    if cell.limit is not None:
+        questions = questions[: cell.limit]
+    if not questions:
+        raise DataError(f"task in {cell.task_dir} (split {cell.split!r}) has no questions")
+    return questions
+
+
+def _check_one_outcome_per_question(
+    cell: CellConfig, outcomes: Sequence[QuestionOutcome], questions: Sequence[Question]
+) -> None:
+    """A strategy that drops or repeats a question would leave the per-question metrics misaligned."""
+    got = sorted(o.index for o in outcomes)
+    want = sorted(q.index for q in questions)
+    if got != want:
+        missing = sorted(set(want) - set(got))[:10]
+        raise DataError(
+            f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
+            f" (missing question_index {missing})"
+        )

@@ -61,16 +61,9 @@ def train_lora(
     and training attention when it returns.
     """
     import torch
-    from peft import LoraConfig, PeftModel, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if not texts:
-        raise ConfigError("LoRA training needs at least one text")
     base_dir = Path(base_dir)
-    if not (base_dir / "config.json").is_file():
-        raise DataError(f"base model not found (no config.json): {base_dir}")
-    if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
-        raise DataError(f"adapter to continue from not found (no adapter_config.json): {init_adapter}")
+    _check_inputs(base_dir, texts, init_adapter)
     dev = _device(device)
     precision = recipe.precision
     if precision == "auto":
@@ -78,28 +71,8 @@ def train_lora(
     autocast = precision != "fp32"
     if autocast and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
         log(f"warning: {warning}")
-    torch.manual_seed(recipe.seed)
-    tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    model = AutoModelForCausalLM.from_pretrained(
-        base_dir, dtype=torch.bfloat16 if precision == "bf16" else torch.float32
-    )
-    model.to(dev)
-    if init_adapter is not None:
-        model = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
-    else:
-        lora = LoraConfig(
-            r=recipe.r,
-            lora_alpha=recipe.alpha,
-            lora_dropout=recipe.dropout,
-            target_modules=recipe.target_modules
-            if isinstance(recipe.target_modules, str)
-            else list(recipe.target_modules),
-            task_type="CAUSAL_LM",
-        )
-        model = get_peft_model(model, lora)
-    for p in model.parameters():  # adapter weights train in fp32 even over a bf16 base
-        if p.requires_grad:
-            p.data = p.data.float()
+    torch.manual_seed(recipe.seed)  # before the adapter's weights are initialised
+    tokenizer, model = _load_model(base_dir, recipe, init_adapter, precision, dev)
 
     rng = random.Random(recipe.seed)
     epochs = _epoch_sequences(tokenizer, texts, recipe, rng)
@@ -107,15 +80,7 @@ def train_lora(
     warmup = int(round(recipe.warmup_ratio * total))
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
-
-    def lr_factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        if recipe.scheduler == "constant":
-            return 1.0
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
@@ -138,6 +103,60 @@ def train_lora(
         "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
     }
+
+
+def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:
+    """Refuse an empty corpus or a missing base or adapter before torch, peft and transformers load."""
+    if not texts:
+        raise ConfigError("LoRA training needs at least one text")
+    if not (base_dir / "config.json").is_file():
+        raise DataError(f"base model not found (no config.json): {base_dir}")
+    if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
+        raise DataError(f"adapter to continue from not found (no adapter_config.json): {init_adapter}")
+
+
+def _load_model(base_dir: Path, recipe: LoraRecipe, init_adapter: str | Path | None, precision: str, dev: str):
+    """``(tokenizer, model)``: the frozen base on ``dev`` wrapped with a fresh LoRA adapter, or with
+    ``init_adapter`` as the trainable starting point; the adapter weights are fp32 even over a bf16 base."""
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    model = AutoModelForCausalLM.from_pretrained(
+        base_dir, dtype=torch.bfloat16 if precision == "bf16" else torch.float32
+    )
+    model.to(dev)
+    if init_adapter is not None:
+        model = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
+    else:
+        lora = LoraConfig(
+            r=recipe.r,
+            lora_alpha=recipe.alpha,
+            lora_dropout=recipe.dropout,
+            target_modules=recipe.target_modules
+            if isinstance(recipe.target_modules, str)
+            else list(recipe.target_modules),
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, lora)
+    for p in model.parameters():  # adapter weights train in fp32 even over a bf16 base
+        if p.requires_grad:
+            p.data = p.data.float()
+    return tokenizer, model
+
+
+def _lr_factor(recipe: LoraRecipe, warmup: int, total: int):
+    """The learning-rate multiplier per step: linear warmup, then constant or a cosine decay to 0 at ``total``."""
+
+    def lr_factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        if recipe.scheduler == "constant":
+            return 1.0
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+    return lr_factor
 
 
 def epoch_steps(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[int]:
