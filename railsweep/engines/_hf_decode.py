@@ -203,18 +203,43 @@ def decode_batch(
         # EOS and length end a row on device; stop strings need the text of the few candidate rows.
         done = ~finished & (is_eos[nxt] | (step + 1 >= max_new))
         if stop_cand is not None:
-            for r in torch.nonzero(~finished & stop_cand[nxt]).flatten().tolist():
-                text = tokenizer.decode(generated[r, : step + 1].tolist(), skip_special_tokens=True)
-                hits = [text.find(s) for s in rows[r].stop if s in text]
-                if hits:
-                    stopped_by_string[r] = min(hits)
-                    done[r] = True
+            rows_to_check = torch.nonzero(~finished & stop_cand[nxt]).flatten().tolist()
+            for r, char_index in _stop_string_hits(rows, rows_to_check, generated[:, : step + 1], tokenizer).items():
+                stopped_by_string[r] = char_index
+                done[r] = True
         length = torch.where(done, step + 1, length)
         finished |= done
         if step + 1 == S or bool(finished.all()):
             break
         logits = stepper.step(nxt, finished)
+    return _samples(rows, generated, length, triggers, entropies, stopped_by_string, tokenizer, eos_ids)
 
+
+def _stop_string_hits(rows: Sequence[Row], candidates: list[int], generated: torch.Tensor, tokenizer: Any):
+    """``{row: character index}`` for the ``candidates`` whose decoded text now holds one of the row's stop
+    strings (the earliest). Only rows whose last token could complete a stop string are decoded, since
+    decoding every row every step would dominate the step's cost."""
+    hits_by_row: dict[int, int] = {}
+    for r in candidates:
+        text = tokenizer.decode(generated[r].tolist(), skip_special_tokens=True)
+        hits = [text.find(s) for s in rows[r].stop if s in text]
+        if hits:
+            hits_by_row[r] = min(hits)
+    return hits_by_row
+
+
+def _samples(
+    rows: Sequence[Row],
+    generated: torch.Tensor,
+    length: torch.Tensor,
+    triggers: torch.Tensor,
+    entropies: torch.Tensor | None,
+    stopped_by_string: dict[int, int],
+    tokenizer: Any,
+    eos_ids: Sequence[int],
+) -> list[Sample]:
+    """One :class:`Sample` per row: token ids cut to the row's length, text cut at its stop string, and
+    why it ended ("stop" for EOS or a stop string, else "length")."""
     gen = generated.cpu().tolist()
     lens = length.cpu().tolist()
     trig_list = triggers.cpu().tolist()
