@@ -19,6 +19,7 @@ from railsweep.cli import main
 from railsweep.config import CellConfig
 from railsweep.evaluate import load_task
 from railsweep.miniworld import build_world
+from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import spec_from_dict
 
 ACCEPT_ALL = """\
@@ -118,10 +119,10 @@ def test_detect_refuses_test_and_task_together_and_cdd_decoding_a_task(world, ac
 def test_a_sweeps_detection_readout_cells_evaluate_readout_task_on_both_wordings(smoke_world, accept_all):
     from railsweep.sweep.detect_cells import paraphrase_dir, readout_cells
 
-    spec = spec_from_dict({
+    spec = resolve_spec(spec_from_dict({
         "miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k"], "cache_dir": str(smoke_world),
         "detectors": ["cdd", "perturb"], "readout": {"task": str(accept_all), "limit": 3},
-    }).resolve()  # fmt: skip
+    }))  # fmt: skip
     cells, pairs = readout_cells(spec, write=False)
     by_id = {c.cell_id: c.config for c in cells}
     orig, para = by_id[pairs[0]["original"]], by_id[pairs[0]["paraphrased"]]
