@@ -104,16 +104,68 @@ def test_detect_scores_the_test_split_of_a_task_file_that_names_its_own_data(wor
     assert table["score"].notna().all()
 
 
-def test_detect_refuses_test_and_task_together_and_cdd_decoding_a_task(world, accept_all, tmp_path, capsys):
-    base = ["detect", "--task", str(accept_all), "--task-dir", str(world.data_dir), "--model",
-            str(world.family("llama").base_dir), "--out", str(tmp_path / "det")]  # fmt: skip
+def test_detect_refuses_test_and_task_together_and_cdd_without_a_model(world, accept_all, tmp_path, capsys):
+    base = ["detect", "--task", str(accept_all), "--task-dir", str(world.data_dir), "--out", str(tmp_path / "det")]
+    model = ["--model", str(world.family("llama").base_dir)]
     for extra, needle in (
-        (["--detector", "loss", "--test", str(world.data_dir / "test.jsonl")], "--test and --task both name"),
-        (["--detector", "cdd", "--fewshot", str(world.data_dir / "cot_8shot.json")], "cdd' with --task needs --responses"),
+        ([*model, "--detector", "loss", "--test", str(world.data_dir / "test.jsonl")], "--test and --task both name"),
+        (["--detector", "cdd"], "detector 'cdd' needs --model"),
     ):  # fmt: skip
         assert main([*base, *extra]) == 2
         assert needle in capsys.readouterr().err
     assert not (tmp_path / "det").exists()
+
+
+def _own_data_task(world, tmp_path: Path, test_rows: range, control_rows: range) -> tuple[Path, Path]:
+    """OWN_DATA over the world's test rows ``test_rows``, and a control file of rows ``control_rows`` in the
+    same fields (its own ``idx`` from 0)."""
+    rows = [json.loads(x) for x in (world.data_dir / "test.jsonl").read_text().splitlines()]
+    folder = tmp_path / "own"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text("".join(json.dumps({"idx": i, **rows[k]}) + "\n" for i, k in enumerate(test_rows)))
+    control = folder / "control.jsonl"
+    control.write_text("".join(json.dumps({"idx": i, **rows[k]}) + "\n" for i, k in enumerate(control_rows)))
+    (folder / "even.yaml").write_text(OWN_DATA.replace('doc_to_text: "Q: ', 'doc_to_text: "Question: '))
+    return folder / "even.yaml", control
+
+
+def test_detect_reads_control_rows_with_the_task_files_fields_and_filter(world, tmp_path):
+    task, control = _own_data_task(world, tmp_path, range(0, 6), range(10, 14))
+    out = tmp_path / "det"
+    argv = ["detect", "--detector", "loss", "--task", str(task), "--control", str(control), "--model",
+            str(world.family("llama").base_dir), "--device", "cpu", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    table = pd.read_parquet(out / "detections.parquet")
+    assert sorted(table.loc[table.group == "control", "item_id"]) == [0, 2]  # keep_if applies to the control too
+    assert sorted(table.loc[table.group == "test", "item_id"]) == [0, 2, 4]
+
+
+def test_cdd_decodes_the_prompts_and_stop_sequences_a_task_file_renders(world, tmp_path, monkeypatch):
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.tasks.task_file import load_task_file
+    from railsweep.tasks.task_ref import build_task, with_data_file
+
+    task, control = _own_data_task(world, tmp_path, range(0, 4), range(10, 12))
+    seen: list[tuple[str, tuple[str, ...]]] = []
+    generate = TransformersEngine.generate
+
+    def recording(self, requests):
+        seen.extend((r.prompt, tuple(r.sampling.stop)) for r in requests)
+        return generate(self, requests)
+
+    monkeypatch.setattr(TransformersEngine, "generate", recording)
+    out = tmp_path / "det"
+    argv = ["detect", "--detector", "cdd", "--task", str(task), "--control", str(control), "--model",
+            str(world.family("llama").base_dir), "--m", "2", "--max-new-tokens", "8", "--device", "cpu",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    spec = load_task_file(task)
+    rendered = [build_task(spec, None), build_task(with_data_file(spec, control), None)]
+    expected = [t.prompt(q) for t in rendered for q in t.questions()]
+    assert expected[0].startswith("Question: ")
+    assert sorted({p for p, _ in seen}) == sorted(expected) and {s for _, s in seen} == {("Q:",)}
+    table = pd.read_parquet(out / "detections.parquet")
+    assert len(table) == 3 and table["score"].notna().all()  # 2 test + 1 control item, each with a peak
 
 
 def test_a_sweeps_detection_readout_cells_evaluate_readout_task_on_both_wordings(smoke_world, accept_all):
@@ -123,7 +175,7 @@ def test_a_sweeps_detection_readout_cells_evaluate_readout_task_on_both_wordings
         "miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k"], "cache_dir": str(smoke_world),
         "detectors": ["cdd", "perturb"], "readout": {"task": str(accept_all), "limit": 3},
     }))  # fmt: skip
-    cells, pairs = readout_cells(spec, write=False)
+    cells, pairs = readout_cells(spec)  # writes the paraphrased split into the world, as a sweep does
     by_id = {c.cell_id: c.config for c in cells}
     orig, para = by_id[pairs[0]["original"]], by_id[pairs[0]["paraphrased"]]
     assert orig.task == para.task == str(accept_all) and orig.task_sha256 is not None

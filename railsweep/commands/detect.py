@@ -103,7 +103,12 @@ def _add_item_options(parser: argparse.ArgumentParser) -> None:
         task_dir_type=at.existing_dir,
     )
     src.add_argument("--leak-split", type=at.existing_file, metavar="FILE", help='JSON {"leaked": [...]} marking leaked test items')
-    src.add_argument("--control", type=at.existing_file, metavar="FILE", help="control items known to be absent, GSM8K-format JSONL")
+    src.add_argument(
+        "--control",
+        type=at.existing_file,
+        metavar="FILE",
+        help="control items known to be absent: GSM8K-format JSONL, or with --task rows in the task's fields",
+    )
 
 
 def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
@@ -151,7 +156,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
     md.add_argument("--k", type=at.percentage, default=20.0, help="mink: percentage of lowest-probability tokens")
     md.add_argument("--responses", type=at.existing_file, metavar="FILE", help="cdd: a ted/identity cell's responses Parquet")
-    md.add_argument("--fewshot", type=at.existing_file, metavar="FILE", help="cdd without --responses: the few-shot exemplar JSON")
+    md.add_argument("--fewshot", type=at.existing_file, metavar="FILE", help="cdd without --responses or --task: the GSM8K few-shot exemplar JSON")
     md.add_argument("--alpha", type=at.fraction, default=0.05, help="cdd: edit-distance share alpha")
     md.add_argument("--xi", type=at.fraction, default=0.01, help="cdd: default threshold xi")
     md.add_argument("--m", type=at.samples, default=50, help="cdd decoding: samples per item")
@@ -302,21 +307,19 @@ def _file_job(args, detectors, names: set[str], base_inputs: DetectInputs):
     from railsweep.detection.corpus import check_corpus_paths
     from railsweep.detection.items import check_disjoint, read_items
 
+    original = None
     if "perturb" in names:
-        from railsweep.detection.perturb import items_of, perturbation_table, read_pair  # pandas
+        from railsweep.detection.perturb import perturbation_table, read_pair  # pandas
 
         base_inputs.require("perturb", "original", "paraphrased")
         original, paraphrased = read_pair(args.original, args.paraphrased)
         perturbation_table(original, paraphrased)  # misaligned tables fail here, before any scoring
+    stop = None
     if args.task or args.task_dir:
-        test = _task_items(args, names)
-    elif args.test:
-        test = read_items(args.test, "test", args.leak_split)
-    elif names == {"perturb"}:
-        test = items_of(original)
+        test, control, stop = _task_items(args)
     else:
-        raise ConfigError("give --test FILE or --task FILE|NAME (or --world PRESET)")
-    control = read_items(args.control, "control") if args.control else []
+        test = _file_items(args, names, original)
+        control = read_items(args.control, "control") if args.control else []
     check_disjoint(test, control)
     inputs = dataclasses.replace(
         base_inputs,
@@ -324,11 +327,33 @@ def _file_job(args, detectors, names: set[str], base_inputs: DetectInputs):
         model=_path(args.model),
         adapter=_path(args.adapter),
         reference_adapter=_path(args.reference_adapter),
+        stop=stop,
     )
     for d in detectors:
-        needs = {"ngram": ("corpus",), "cdd": (), "perturb": ("original", "paraphrased")}
-        inputs.require(d.name, *needs.get(d.name, ("model",)))
+        inputs.require(d.name, *_needs(d.name, inputs, from_task=stop is not None))
     return (None, None, test, control, inputs, detectors)
+
+
+def _file_items(args: argparse.Namespace, names: set[str], original: Any):
+    """The test items of ``--test`` (or, for perturb alone, the questions of its two tables)."""
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
+    from railsweep.detection.items import read_items
+
+    if args.test:
+        return read_items(args.test, "test", args.leak_split)
+    if names == {"perturb"}:
+        from railsweep.detection.perturb import items_of  # pandas
+
+        return items_of(original)
+    raise ConfigError("give --test FILE or --task FILE|NAME (or --world PRESET)")
+
+
+def _needs(detector: str, inputs: DetectInputs, *, from_task: bool) -> tuple[str, ...]:
+    """The inputs ``detector`` reads, checked before any scoring: cdd decodes (model, and the GSM8K prompt's
+    exemplars unless a task renders the prompts) only without ``--responses``."""
+    if detector == "cdd":
+        return () if inputs.responses else ("model",) if from_task else ("model", "fewshot")
+    return {"ngram": ("corpus",), "perturb": ("original", "paraphrased")}.get(detector, ("model",))
 
 
 def _score(args, detectors, thresholding: Thresholding, jobs):
@@ -382,23 +407,24 @@ def _write(args, detectors, table) -> None:
     print(f"wrote {out / 'detections.parquet'} ({len(table)} rows)")
 
 
-def _task_items(args: argparse.Namespace, names: set[str]):
-    """The test split of ``--task`` as items. CDD decodes GSM8K prompts itself, so with a task it reads the
-    task's own responses (``--responses``, a ``railsweep eval --task`` cell with greedy rows) instead."""
+def _task_items(args: argparse.Namespace):
+    """The test split of ``--task`` as items, the rows of ``--control`` read with the same task's fields, and the
+    task's stop sequences; the items carry the prompts the task renders, which cdd decodes."""
     # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.detection.items import task_items
+    from railsweep.tasks.task_ref import build_task, with_data_file
 
     if args.test:
         raise ConfigError("--test and --task both name the test items; give one")
     if args.task is None:
         raise ConfigError("--task-dir needs --task (the task file whose {task_dir} it is)")
-    if "cdd" in names and args.responses is None:
-        raise ConfigError(
-            "detector 'cdd' with --task needs --responses (a 'railsweep eval --task' cell with greedy rows, "
-            "e.g. --strategy ted --param tau=-1 --param dedup=false): cdd decodes GSM8K prompts only"
-        )
     task_dir = task_dir_of(args)
-    return task_items(load_named_task(args, task_dir, leak_split=args.leak_split))
+    task = load_named_task(args, task_dir, leak_split=args.leak_split)
+    control = []
+    if args.control:
+        control_spec = with_data_file(check_task(args), args.control)  # type: ignore[arg-type]
+        control = task_items(build_task(control_spec, task_dir), group="control")
+    return task_items(task), control, task.stop
 
 
 def _world_jobs(args, detectors, base_inputs, scratch: Path):

@@ -34,6 +34,7 @@ class Item:
     question: str
     solution: str
     leaked: bool | None = None  # the truth, where known (test items of the miniature world)
+    prompt: str | None = None  # the prompt a task file renders (``detect --task``); None: the GSM8K 8-shot prompt
 
     def text(self, fields: str = "question+solution") -> str:
         """The item as the corpus side reads it: the question, or question + solution."""
@@ -57,6 +58,7 @@ class DetectInputs:
         (None = the base itself) and the reference (None = the base) (loss, mink, cdd).
     responses: a cell's responses Parquet with greedy rows (cdd without decoding).
     fewshot: the few-shot exemplar JSON the prompts use when cdd decodes itself.
+    stop: the stop sequences of the task whose prompts the items carry (``Item.prompt``); None: GSM8K's.
     original, paraphrased: per-question Parquet files of one model and strategy on the original
         wording and on its paraphrase (perturb).
     """
@@ -68,6 +70,7 @@ class DetectInputs:
     reference_adapter: Path | None = None
     responses: Path | None = None
     fewshot: Path | None = None
+    stop: tuple[str, ...] | None = None
     original: Path | None = None
     paraphrased: Path | None = None
     batch_size: int = 16

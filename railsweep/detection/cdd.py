@@ -14,13 +14,16 @@ official ``xi``. Samples and greedy decode come from a cell's responses
 Parquet: a ``ted`` or ``identity`` cell that has greedy rows
 (``sample_index == -1``), whose samples are plain samples, so no new sampling
 is needed. Otherwise the transformers engine decodes them with the same
-prompts as ``railsweep eval``; the official settings are m=50 and T=0.8.
+prompts as ``railsweep eval``: the GSM8K 8-shot prompt of ``--fewshot``, or,
+for items of a task file (``detect --task``), the prompt and stop sequences
+the task renders; the official settings are m=50 and T=0.8.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -102,6 +105,32 @@ def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
     return out
 
 
+@dataclass(frozen=True)
+class RenderedPrompts:
+    """The prompts a task file rendered for the items, as the task CDD decodes (question ``k`` is item ``k``)."""
+
+    prompts: tuple[str, ...]
+    stop: tuple[str, ...]
+    name: str = "rendered"
+
+    def prompt(self, question: Question) -> str:
+        return self.prompts[question.index]
+
+
+def prompt_task(items: Sequence[Item], inputs: DetectInputs) -> tuple[list[Question], Any]:
+    """The questions and the task whose prompts CDD decodes: the items' own prompts (a task file's) where they
+    carry them, else the GSM8K 8-shot prompt of ``--fewshot``."""
+    carried = [it.prompt is not None for it in items]
+    if all(carried) and items:
+        qs = [Question(k, it.question, it.solution, "") for k, it in enumerate(items)]
+        return qs, RenderedPrompts(tuple(it.prompt for it in items), inputs.stop or GSM8KTask.stop)  # type: ignore[misc]
+    if any(carried):
+        raise ConfigError("cdd: some items carry a task's prompt and some do not; give test and control of one task")
+    inputs.require("cdd", "fewshot")
+    qs = [Question(k, it.question, it.solution, parse_gold(it.solution)) for k, it in enumerate(items)]
+    return qs, GSM8KTask(qs, load_exemplars(inputs.fewshot))
+
+
 def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDConfig):
     """Greedy + m samples per item from the transformers engine, as {item position: (greedy, samples)}."""
     # torch: only the model-side detectors load it; `import railsweep.detection` (corpus-side detectors,
@@ -109,11 +138,10 @@ def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDCon
     from railsweep.engines.transformers_engine import TransformersEngine
     from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
 
-    inputs.require("cdd", "model", "fewshot")
+    inputs.require("cdd", "model")
+    qs, task = prompt_task(items, inputs)
     adapters = {"evaluated": inputs.adapter} if inputs.adapter else {}
     engine = TransformersEngine(inputs.model, adapters=adapters, device=inputs.device)
-    qs = [Question(k, it.question, it.solution, parse_gold(it.solution)) for k, it in enumerate(items)]
-    task = GSM8KTask(qs, load_exemplars(inputs.fewshot))
     settings = DecodeSettings(
         m=config.m,
         temperature=config.temperature,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from railsweep.detection.base import Item
+from railsweep.detection.base import Group, Item
 from railsweep.errors import ConfigError
 from railsweep.tasks.base import Task
 from railsweep.tasks.gsm8k import read_jsonl, read_leak_split
@@ -27,11 +27,14 @@ def read_items(path: str | Path, group: str, leak_split: str | Path | None = Non
     ]
 
 
-def task_items(task: Task) -> list[Item]:
-    """A task's questions as test items (``railsweep detect --task``): the item id is the question index, the
+def task_items(task: Task, group: Group = "test") -> list[Item]:
+    """A task's questions as items (``railsweep detect --task``): the item id is the question index, the
     solution the task's solution field, or its gold answer where it declares none (the corpus side then
-    matches question + answer)."""
-    return [Item(q.index, "test", q.question, q.solution or q.gold, q.leaked) for q in task.questions()]
+    matches question + answer), the prompt the one the task renders for the model (cdd decodes it)."""
+    return [
+        Item(q.index, group, q.question, q.solution or q.gold, q.leaked, prompt=task.prompt(q))
+        for q in task.questions()
+    ]
 
 
 def _key(text: str) -> str:

@@ -7,12 +7,15 @@ questions (name, content hash, answer rules, answer type), so cells and sweep sp
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from railsweep.errors import ConfigError
 from railsweep.tasks import lm_eval_spec
 from railsweep.tasks.file_task import FileTask
 from railsweep.tasks.lm_eval_spec import LmEvalSpec, is_lm_eval_ref, load_lm_eval_spec
 from railsweep.tasks.lm_eval_task import LmEvalTask
+from railsweep.tasks.rows import FORMATS, format_of
 from railsweep.tasks.task_file import TaskSpec, data_files, load_task_file
 
 AnyTaskSpec = TaskSpec | LmEvalSpec
@@ -28,6 +31,22 @@ def spec_files(spec: AnyTaskSpec, task_dir: str | Path | None, split: str, fewsh
     if isinstance(spec, LmEvalSpec):
         return lm_eval_spec.data_files(spec, task_dir)  # type: ignore[arg-type]
     return data_files(spec, task_dir, split, fewshot)
+
+
+def with_data_file(spec: AnyTaskSpec, path: str | Path) -> TaskSpec:
+    """``spec`` reading its rows from ``path`` instead (e.g. a control set in the task's own format): the same
+    fields, prompt, filter and grader; the format told from the file's suffix, else the task's declared one."""
+    if isinstance(spec, LmEvalSpec):
+        raise ConfigError(
+            f"--control {path}: a harness task ({spec.name}) reads its own splits; give the control rows as a task "
+            "file's data (docs/tasks.md)"
+        )
+    path = Path(path).resolve()
+    fmt = format_of(path) or spec.data.format
+    if fmt is None:
+        raise ConfigError(f"--control {path}: cannot tell the format from the suffix; use one of {', '.join(FORMATS)}")
+    data = dataclasses.replace(spec.data, path=str(path), hub=None, config=None, format=fmt)
+    return dataclasses.replace(spec, data=data)
 
 
 def build_task(
