@@ -9,10 +9,12 @@ from decimal import Decimal
 import pytest
 
 from railsweep.diagnostics.figure1 import rouge_l as rouge_l_rapidfuzz
+from railsweep.errors import ConfigError
 from railsweep.paraphrase import check_paraphrase
 from railsweep.paraphrase.numbers import numbers
 from railsweep.paraphrase.prompt import parse_reply
 from railsweep.paraphrase.rouge import lcs_length, rouge_l, rouge_tokens
+from railsweep.paraphrase.spans import formulas, names
 
 
 def test_lcs_matches_the_textbook_examples():
@@ -118,3 +120,53 @@ def test_a_gold_the_original_already_states_is_not_a_leak():
         check_paraphrase("Tom has 3 dogs and 1 cat.", "Tom: 3 dogs, 1 cat, 2 pets more.", gold, 0.95).reason
         == "answer_leak"
     )
+
+
+MATH_Q = r"If $\frac{1}{2} x + 3 = 7$, what is the value of $x$?"
+
+
+@pytest.mark.parametrize(
+    ("paraphrase", "gold", "reason", "detail"),
+    [
+        (r"What value of \(x\) makes \(\dfrac{1}{2}x+3=7\) true?", r"8", None, ""),
+        (r"Find $x$ when $\frac{1}{2} x = 7 - 3$.", r"8", "formulas_missing", r"$\frac{1}{2}x+3=7$"),
+        (r"Find $x$ for $\frac{1}{2} x + 3 = 7$ (it is $\frac{3}{4}$).", r"\frac{3}{4}", "answer_leak", r"\frac{3}{4}"),
+        (r"Find $x$ for $\left(\frac{1}{2} x\right) + 3 = 7$.", r"\frac{3}{4}", "formulas_missing", "missing"),
+        (r"Solve $\frac{1}{2} x + 3 = 7$ for the unknown $x$.", r"\frac{3}{4}", None, ""),
+    ],
+)
+def test_a_math_paraphrase_keeps_every_formula_and_never_states_a_latex_gold(paraphrase, gold, reason, detail):
+    verdict = check_paraphrase(MATH_Q, paraphrase, gold, max_rouge=0.9, answer_type="math")
+    assert verdict.reason == reason and detail in verdict.detail
+
+
+def test_formulas_are_compared_without_spacing_sizing_or_the_frac_variant():
+    assert formulas(r"$\left( \dfrac{1}{2}\, x \right)$ and \[ y^2 \]") == Counter({r"(\frac{1}{2}x)": 1, "y^2": 1})
+    assert formulas(r"costs \$5 and \$6") == Counter()  # MATH writes currency as an escaped dollar
+
+
+STRING_Q = "Which city hosted the 1900 Summer Olympics, according to Pierre de Coubertin?"
+
+
+@pytest.mark.parametrize(
+    ("paraphrase", "reason", "detail"),
+    [
+        ("Pierre de Coubertin says the Summer Olympics of 1900 were hosted by which city?", None, ""),
+        ("According to Coubertin, which city hosted the Summer Olympics in 1900?", "names_missing", "Pierre"),
+        ("According to Pierre de Coubertin, did PARIS host the 1900 Summer Olympics?", "answer_leak", "Paris"),
+        ("According to Pierre de Coubertin, which city hosted the 1904 Summer Olympics?", "numbers_missing", "1900"),
+    ],
+)
+def test_a_string_answer_paraphrase_keeps_the_names_and_never_states_the_gold(paraphrase, reason, detail):
+    verdict = check_paraphrase(STRING_Q, paraphrase, "Paris", max_rouge=0.9, answer_type="string")
+    assert verdict.reason == reason and detail in verdict.detail
+
+
+def test_names_are_capitalised_words_that_do_not_start_a_sentence():
+    assert names("Alice met Bob in Paris. Then she left. The Eiffel Tower stood.") == {"Bob", "Paris", "Eiffel", "Tower"}
+    assert check_paraphrase(STRING_Q, "Which city was host in 1900 to the Olympics?", "Paris", 0.9).kept  # numeric task
+
+
+def test_an_unknown_answer_type_is_refused():
+    with pytest.raises(ConfigError, match="answer type must be one of"):
+        check_paraphrase("a b", "c d", "1", 0.9, answer_type="boolean")

@@ -217,7 +217,7 @@ def questions(args: argparse.Namespace) -> list[Item]:
             raise ConfigError("--task-dir needs --task (the task file whose {task_dir} it is)")
         return read_items(args.test, args.limit)
     task = load_named_task(args, task_dir_of(args), limit=args.limit)
-    return [Item(q.index, q.question, q.gold) for q in task.questions()]
+    return [Item(q.index, q.question, q.gold, task.answer_type) for q in task.questions()]
 
 
 def input_files(args: argparse.Namespace) -> list[Path]:

@@ -40,11 +40,14 @@ MAX_WAIT = 30.0  # seconds: the longest wait before an attempt that follows a fa
 
 @dataclass(frozen=True)
 class Item:
-    """One test question: its 0-based line number, text and gold string as written after ``####``."""
+    """One test question: its index, text and gold answer (GSM8K: the string after ``####``), and what the
+    task's answers are (``numeric``, ``math`` or ``string``: how the checks look for the gold and what else
+    they keep)."""
 
     idx: int
     question: str
     gold: str
+    answer_type: str = "numeric"
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def paraphrase_one(client: Chat, item: Item, budget: Budget) -> Outcome:
         verdict = (
             Verdict("format", why)
             if text is None
-            else check_paraphrase(item.question, text, item.gold, budget.max_rouge)
+            else check_paraphrase(item.question, text, item.gold, budget.max_rouge, item.answer_type)
         )
         if verdict.kept:
             return Outcome(item, text, verdict.rouge, tuple(refusals))

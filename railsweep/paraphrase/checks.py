@@ -10,7 +10,14 @@ numbers, says nothing of the answer, and is really reworded. In order:
 3. ``numbers_missing`` / ``numbers_added``: every number of the original (see
    :mod:`railsweep.paraphrase.numbers`) stated at least as often, and no value the original lacks (a
    value may be repeated: ``each of the 16 eggs`` restates a number, it does not change one);
-4. ``near_copy``: ROUGE-L to the original at or above ``max_rouge``.
+4. ``formulas_missing`` (tasks with ``math`` answers): every LaTeX span of the original kept (see
+   :mod:`railsweep.paraphrase.spans`; GSM8K's plain ``$`` is currency, so numeric tasks skip this);
+5. ``names_missing`` (tasks with string answers): every capitalised word of the original that does not
+   start a sentence kept;
+6. ``near_copy``: ROUGE-L to the original at or above ``max_rouge``.
+
+The gold is stated in (2) as a value when it is one (GSM8K's ``#### 18``, MATH's boxed ``5``), else as
+a formula (``answer_type`` ``math``) or as words (``string``).
 
 The gold answer is never checked against the model's output: it is carried over from the input.
 """
@@ -22,10 +29,16 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
+from railsweep.errors import ConfigError
 from railsweep.paraphrase.numbers import numbers, value
 from railsweep.paraphrase.rouge import rouge_l, rouge_tokens
+from railsweep.paraphrase.spans import formulas, names, states_answer
 
-REASONS = ("format", "empty", "answer_leak", "numbers_missing", "numbers_added", "near_copy")
+REASONS = (
+    "format", "empty", "answer_leak", "numbers_missing", "numbers_added", "formulas_missing", "names_missing",
+    "near_copy",
+)  # fmt: skip
+ANSWER_TYPES = ("numeric", "math", "string")
 _LEAK = re.compile(r"####|\banswer\s*(?:is\b|:)|\bsolution\s*:", re.IGNORECASE)
 
 
@@ -46,23 +59,20 @@ def _show(values: Counter[Decimal]) -> str:
     return ", ".join(f"{format(v, 'f')}" + (f" x{n}" if n > 1 else "") for v, n in sorted(values.items()))
 
 
-def _leak(original: str, paraphrase: str, gold: str) -> str | None:
+def _leak(original: str, paraphrase: str, gold: str, answer_type: str) -> str | None:
     marker = _LEAK.search(paraphrase)
     if marker and not _LEAK.search(original):
         return f"solution marker {marker.group(0)!r}"
     g = value(gold)
-    if g is not None and numbers(paraphrase)[g] and not numbers(original)[g]:
-        return f"states the gold answer {gold}"
-    return None
+    if g is not None:
+        stated = numbers(paraphrase)[g] and not numbers(original)[g]
+    else:
+        stated = states_answer(paraphrase, gold, answer_type) and not states_answer(original, gold, answer_type)
+    return f"states the gold answer {gold}" if stated else None
 
 
-def check_paraphrase(original: str, paraphrase: str, gold: str, max_rouge: float) -> Verdict:
-    """The verdict on ``paraphrase`` of ``original`` whose gold answer is ``gold`` (see the module docstring)."""
-    if not rouge_tokens(paraphrase):
-        return Verdict("empty", "no words")
-    leak = _leak(original, paraphrase, gold)
-    if leak:
-        return Verdict("answer_leak", leak)
+def _kept_facts(original: str, paraphrase: str, answer_type: str) -> Verdict | None:
+    """The refusal for a number, formula or name of the original that the paraphrase changed; None if kept."""
     want, got = numbers(original), numbers(paraphrase)
     missing = want - got
     if missing:
@@ -70,6 +80,30 @@ def check_paraphrase(original: str, paraphrase: str, gold: str, max_rouge: float
     added = Counter({v: n for v, n in got.items() if v not in want})
     if added:
         return Verdict("numbers_added", f"added {_show(added)}")
+    lost = formulas(original) - formulas(paraphrase) if answer_type == "math" else Counter()
+    if lost:
+        return Verdict("formulas_missing", "missing " + ", ".join(f"${k}$" for k in sorted(lost)))
+    gone = names(original) - set(re.findall(r"\w+(?:[-']\w+)?", paraphrase)) if answer_type == "string" else set()
+    if gone:
+        return Verdict("names_missing", "missing " + ", ".join(sorted(gone)))
+    return None
+
+
+def check_paraphrase(
+    original: str, paraphrase: str, gold: str, max_rouge: float, answer_type: str = "numeric"
+) -> Verdict:
+    """The verdict on ``paraphrase`` of ``original`` whose gold answer is ``gold``, of a task whose answers are
+    ``answer_type`` (``numeric``, ``math`` or ``string``; see the module docstring)."""
+    if answer_type not in ANSWER_TYPES:
+        raise ConfigError(f"answer type must be one of {', '.join(ANSWER_TYPES)}, got {answer_type!r}")
+    if not rouge_tokens(paraphrase):
+        return Verdict("empty", "no words")
+    leak = _leak(original, paraphrase, gold, answer_type)
+    if leak:
+        return Verdict("answer_leak", leak)
+    changed = _kept_facts(original, paraphrase, answer_type)
+    if changed:
+        return changed
     score = rouge_l(original, paraphrase)
     if score >= max_rouge:
         return Verdict("near_copy", f"ROUGE-L {score:.3f} >= {max_rouge:g}", score)
