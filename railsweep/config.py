@@ -233,6 +233,10 @@ class CellConfig:
     def _default_fewshot(self) -> Path:
         return MATH_FEWSHOT if self.answer_type == "math" else Path(self.task_dir) / "cot_8shot.json"
 
+    def adapters_used(self) -> tuple[str | None, ...]:
+        """The adapter names this cell decodes with (None: the base model alone), for the weights' checksums."""
+        return (self.adapter, self.clean_adapter, self.base_adapter)
+
     def task_files(self) -> list[Path]:
         """The data files this cell reads (for checksums)."""
         spec = self.task_spec()

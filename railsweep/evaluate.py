@@ -16,6 +16,7 @@ from typing import Any
 from railsweep import provenance as prov
 from railsweep.config import CellConfig
 from railsweep.engines.base import Engine
+from railsweep.engines.config import EngineConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import CellPaths, write_cell
 from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
@@ -87,6 +88,13 @@ def load_task(cell: CellConfig) -> Task:
         leak_split=cell.leak_split,
         answer_rule=cell.answer_rule,
     )
+
+
+def cell_provenance(cell: CellConfig, engine_config: EngineConfig) -> dict[str, Any]:
+    """What a cell's files record of their making: :func:`railsweep.provenance.collect` over its data files and
+    the sha256 of the weight files it decodes with (:func:`railsweep.provenance.weights`)."""
+    used = prov.weights(engine_config.model, engine_config.adapters, cell.adapters_used())
+    return {**prov.collect(cell.task_files()), "weights": used}
 
 
 def evaluate_cell(

@@ -3,7 +3,10 @@
 Every results file and every tracked run records the git commit of the
 railsweep checkout and whether it had uncommitted changes, the versions of the
 packages that shape the numbers, and the sha256 of every data file read, so a
-number in a table can be traced back to exactly what made it.
+number in a table can be traced back to exactly what made it. A cell's files
+also record the sha256 of the weight files it decoded with (:func:`weights`:
+the base model's ``*.safetensors`` and its adapters' ``adapter_model.safetensors``):
+two builds of one world configuration can hold other models.
 """
 
 from __future__ import annotations
@@ -94,6 +97,22 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
 def dataset_checksums(paths: Iterable[str | Path | None]) -> dict[str, str]:
     """``{path: sha256}`` for every given file that exists (None entries are ignored)."""
     return {str(p): file_sha256(p) for p in paths if p is not None and Path(p).is_file()}
+
+
+def _weight_files(folder: str | Path) -> list[Path]:
+    path = Path(folder)
+    return sorted(path.glob("*.safetensors")) if path.is_dir() else []  # a hub id: its revision says which
+
+
+def weights(model: str | Path, adapters: Iterable[tuple[str, str | Path]], used: Iterable[str | None]) -> dict[str, Any]:
+    """``{"model": {file: sha256}, "adapters": {name: {file: sha256}}}`` for a local base model folder and the
+    adapters in ``used`` (names; None = the base alone), each file hashed once per process (memoised)."""
+    paths = dict(adapters)
+    names = sorted({n for n in used if n is not None and n in paths})
+    return {
+        "model": dataset_checksums(_weight_files(model)),
+        "adapters": {n: dataset_checksums(_weight_files(paths[n])) for n in names},
+    }
 
 
 def collect(data_files: Iterable[str | Path | None] = ()) -> dict[str, Any]:

@@ -132,6 +132,20 @@ def test_eval_clean_and_mitigated_then_score_prints_and_writes_the_metric_table(
     assert csv.loc[0, "a_ppg"] == pytest.approx(naive)
 
 
+def test_a_cell_records_the_sha256_of_the_weight_files_it_decoded_with(world, tmp_path, capsys):
+    from pathlib import Path
+
+    from railsweep.provenance import file_sha256
+    from railsweep.results import read_metadata
+
+    out = run_ok(eval_argv(world, tmp_path / "cells", use="co"), capsys)
+    weights = read_metadata(out.splitlines()[0])["provenance"]["weights"]
+    model_files = sorted(Path(world["model"]).glob("*.safetensors"))
+    assert model_files and weights["model"] == {str(p): file_sha256(p) for p in model_files}
+    co = Path(world["adapters"]["co"]) / "adapter_model.safetensors"
+    assert weights["adapters"] == {"co": {str(co): file_sha256(co)}}  # the clean adapter is not used
+
+
 def _assert_one_line_error(rc, capsys, needle):
     err = capsys.readouterr().err
     assert rc == 2

@@ -254,7 +254,7 @@ def _evaluate(args: argparse.Namespace, cell: CellConfig, engine_cfg: EngineConf
     from tqdm import tqdm
 
     from railsweep.engines.factory import build_engine
-    from railsweep.evaluate import evaluate_cell, load_task
+    from railsweep.evaluate import cell_provenance, evaluate_cell, load_task
 
     task = load_task(cell)  # malformed task data is refused here, before the model loads
     engine = build_engine(engine_cfg)
@@ -269,6 +269,7 @@ def _evaluate(args: argparse.Namespace, cell: CellConfig, engine_cfg: EngineConf
             batch_size=args.batch_size,
             cache_dir=args.cache_dir,
             progress=bar.update,
+            provenance=cell_provenance(cell, engine_cfg),
         )
     finally:
         bar.close()

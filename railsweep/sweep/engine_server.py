@@ -38,7 +38,7 @@ from railsweep.config import CellConfig
 from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.engines.threads import apply_thread_budget, thread_env
-from railsweep.evaluate import evaluate_cell
+from railsweep.evaluate import cell_provenance, evaluate_cell
 from railsweep.strategy_registry import registration
 from railsweep.sweep.actors import ENGINE_NAMESPACE
 
@@ -129,6 +129,7 @@ class EngineServer:
                     out_dir=tmp,
                     batch_size=self.prompts_per_call,
                     cache_dir=self.cache_dir,
+                    provenance=cell_provenance(cfg, self.config),
                 )
                 files = {
                     "questions": (res.paths.questions.name, res.paths.questions.read_bytes()),
