@@ -1,10 +1,12 @@
-"""Does the smoke world's pretraining give the same weights on 1 and 2 threads, and what does
-``ATEN_CPU_CAPABILITY=default`` (ATen's scalar kernels instead of the CPU's SIMD ones) cost?
+"""Does the smoke world's pretraining give the same weights on 1 and 2 threads, what does the build's pinned
+arithmetic (``ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2``, :mod:`railsweep.miniworld.arithmetic`) cost against the
+CPU's own kernels, and what does ``ATEN_CPU_CAPABILITY=default`` (ATen's scalar kernels) cost?
 
 Steps:
   1. in a temporary directory: the smoke preset's benchmark, pretraining corpus and tokenizer, as the
      world's build makes them (``railsweep.miniworld.world``);
-  2. ``--repeats`` rounds, each running every variant (threads x ATen capability) once, in a rotated order
+  2. ``--repeats`` rounds, each running every variant (threads x arithmetic: ``auto`` the CPU's own kernels,
+     ``pinned`` the world build's, ``default`` ATen's scalar ones) once, in a rotated order
      (a load that changes during the run weighs on every variant alike): a fresh ``python`` process (the
      capability is read when torch loads) pretrains the smoke family's base model from the same seed with
      the preset's recipe (``--steps`` fewer steps shorten its learning-rate schedule: other weights than the
@@ -31,7 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ((2, None), (2, "default"), (1, None), (1, "default"))  # (threads, ATEN_CPU_CAPABILITY)
+from railsweep.miniworld.arithmetic import PINNED  # noqa: E402
+
+ARITHMETIC = {"auto": {}, "pinned": PINNED, "default": {"ATEN_CPU_CAPABILITY": "default"}}
+VARIANTS = ((2, "auto"), (2, "pinned"), (1, "auto"), (1, "pinned"), (1, "default"))  # (threads, ARITHMETIC key)
 
 _CHILD = """
 import hashlib, json, sys, time
@@ -87,26 +92,25 @@ def prepare(work: Path) -> None:
     (work / "corpus.json").write_text(json.dumps(corpus))
 
 
-def run_variant(work: Path, threads: int, capability: str | None, steps: int) -> dict:
+def run_variant(work: Path, threads: int, arithmetic: str, steps: int) -> dict:
     """Step 2: one variant in a fresh process (``steps`` 0: the preset's)."""
-    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    if capability is not None:
-        env["ATEN_CPU_CAPABILITY"] = capability
-    out = work / f"base-t{threads}-{capability or 'auto'}"
+    env.update(ARITHMETIC[arithmetic])
+    out = work / f"base-t{threads}-{arithmetic}"
     shutil.rmtree(out, ignore_errors=True)
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, str(work), str(threads), str(steps), str(out)],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    return {"ATEN_CPU_CAPABILITY": capability, **json.loads(done.stdout.strip().splitlines()[-1])}
+    return {"arithmetic": arithmetic, **ARITHMETIC[arithmetic], **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
 def summary(runs: list[dict]) -> dict:
     """Step 3: per variant, median speed and distinct weights; the variants with byte-identical weights."""
     variants: dict[str, list[dict]] = {}
     for r in runs:
-        variants.setdefault(f"threads={r['threads']} capability={r['capability']}", []).append(r)
+        variants.setdefault(f"threads={r['threads']} {r['arithmetic']} ({r['capability']})", []).append(r)
     per_variant = {
         name: {"median_seconds": statistics.median(r["seconds"] for r in rs),
                "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in rs),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from test_miniworld_world import TINY  # the tiny world config those tests build
 
 from railsweep.miniworld import build_world, load_world, preset_config
+from railsweep.miniworld.arithmetic import PINNED, pinned_arithmetic, pinned_env
 from railsweep.miniworld.weights import DOCUMENTED, combined_digest, weights_verdict, world_provenance
 from railsweep.sweep.driver import sweep_provenance
 from railsweep.sweep.spec import FamilySpec, load_spec
@@ -140,3 +142,34 @@ def test_a_sweep_over_model_paths_records_no_world(tiny):
     family = FamilySpec("neox", str(fam.base_dir), adapters)
     spec = load_spec("smoke").with_overrides(source="paths", families=(family,), data_dir=str(tiny.data_dir))
     assert "world" not in sweep_provenance(spec, [])
+
+
+def test_a_builds_training_processes_compute_with_the_pinned_instruction_set(tiny):
+    pinned = pinned_env()
+    assert tiny.manifest["arithmetic"] == {k: pinned.get(k) for k in PINNED}
+    used = tiny.manifest["training"]["neox"]["arithmetic"]
+    assert used == ({"cpu_capability": "AVX2", "MKL_CBWR": "AVX2"} if pinned else used)
+
+
+def test_the_pin_adds_only_what_the_user_left_unset_and_restores_the_environment(monkeypatch):
+    monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "x86_64")
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    with pinned_arithmetic() as seen:
+        assert seen == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+        assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert "ATEN_CPU_CAPABILITY" not in os.environ and os.environ["MKL_CBWR"] == "COMPATIBLE"
+    monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "aarch64")
+    with pinned_arithmetic() as seen:
+        assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
+
+
+def test_the_smoke_world_here_is_the_documented_build_whatever_the_cpus_simd_width(smoke_world):
+    """The smoke world the suite builds (or finds) has the weights of the documented AVX2 build: on an
+    AVX-512 machine an unpinned build writes others (measured: 48efaa54… against 9c1c0531…)."""
+    world = build_world("smoke", cache_dir=smoke_world)
+    if not pinned_env():  # not x86: nothing pins the arithmetic, the docs' build is not expected
+        assert world.manifest.get("arithmetic", {}).get("ATEN_CPU_CAPABILITY") is None
+        return
+    documented = json.loads(DOCUMENTED.read_text())["worlds"][world.manifest["digest"]]
+    assert world.weights["weights_digest"] == documented["weights_digest"]

@@ -10,6 +10,7 @@ It returns the family's training statistics.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -76,4 +77,6 @@ def build_family(
         "adapters": adapters,
         "seconds": round(time.time() - t1, 2),
         "threads": torch.get_num_threads(),
+        # what this process computed with (railsweep.miniworld.arithmetic pins both on x86)
+        "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "MKL_CBWR": os.environ.get("MKL_CBWR")},
     }

@@ -39,6 +39,7 @@ from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import LeakSplit
 from railsweep.contamination.simulator import cot_example, write_json
 from railsweep.errors import ConfigError
+from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.family import build_family
 from railsweep.miniworld.lending import (
@@ -114,7 +115,9 @@ def build_world(
 
     ``workers``: processes that build families in parallel (default: one per family, each
     with an equal share of ``threads``, default all the CPUs); it changes only the build time,
-    not what is built (on one machine: the thread count can change fp32 rounding).
+    not what is built (1 and 2 threads give the same weights, ``bench/pretrain_determinism.py``).
+    Every family trains in a spawned process whose arithmetic is pinned to AVX2
+    (:mod:`railsweep.miniworld.arithmetic`), so the weights do not depend on the CPU's SIMD width.
     """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -329,16 +332,13 @@ def _build(
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
     threads = max(1, (threads or os.cpu_count() or 1) // workers)
-    if workers == 1:
-        training = {f: build_family(str(root), f, config, corpus, filler, threads) for f in config.families}
-    else:  # families are independent: one spawned worker process each
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {
-                f: pool.submit(build_family, str(root), f, config, corpus, filler, threads)
-                for f in config.families
-            }
-            training = {f: fut.result() for f, fut in futures.items()}
+    # families are independent: each trains in a spawned process, its arithmetic pinned (arithmetic.py)
+    ctx = multiprocessing.get_context("spawn")
+    with pinned_arithmetic() as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {
+            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families
+        }
+        training = {f: fut.result() for f, fut in futures.items()}
     for f, stats in training.items():
         timings[f] = stats["seconds"]
     # the leak split is a function of (n_test, n_leak, seed): identical for every family
@@ -372,6 +372,7 @@ def _build(
         "build_seconds": round(time.time() - t0, 2),
         "workers": workers,
         "threads_per_worker": threads,
+        "arithmetic": arithmetic,  # the pinned environment the training processes saw
         "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
         **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
     }

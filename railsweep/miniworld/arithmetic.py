@@ -1,0 +1,44 @@
+"""One instruction set for a world's training, so a world config builds the same weights on every x86-64 CPU.
+
+ATen picks its vectorised kernels for the CPU it runs on (AVX2, AVX-512) and MKL its code path for matrix
+products; each rounds floats its own way, so the same seed and recipe train other weights on an AVX-512
+machine than on an AVX2-only one. A world's build therefore trains in spawned processes whose environment
+pins both to AVX2, which every x86-64 CPU railsweep targets has:
+
+- ``ATEN_CPU_CAPABILITY=avx2`` (ATen's kernels; read when torch loads);
+- ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility; read when MKL starts).
+
+Measured (``bench/pretrain_determinism.py``): the smoke world built on a 2-core AVX-512 machine with the pin
+has the weights of the documented AVX2 build byte for byte (``weights_digest`` ``9c1c0531…``); without it,
+others. A variable the user set is left as set (the manifest records what the build used); other machines
+(aarch64) are not pinned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+from collections.abc import Iterator
+
+PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+_X86 = ("x86_64", "amd64", "i686", "i386")
+
+
+def pinned_env() -> dict[str, str]:
+    """The pinned variables this machine's build sets: :data:`PINNED` on x86, nothing elsewhere."""
+    return dict(PINNED) if platform.machine().lower() in _X86 else {}
+
+
+@contextlib.contextmanager
+def pinned_arithmetic() -> Iterator[dict[str, str | None]]:
+    """Within the block, ``os.environ`` holds the pinned variables the user has not set (processes spawned
+    in it inherit them); yields what the build's processes see of each. The environment is restored after."""
+    added = {k: v for k, v in pinned_env().items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield {k: os.environ.get(k) for k in PINNED}
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
