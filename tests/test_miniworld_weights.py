@@ -162,6 +162,9 @@ def test_the_pin_adds_only_what_the_user_left_unset_and_restores_the_environment
     monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "aarch64")
     with pinned_arithmetic() as seen:
         assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
+    monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "x86_64")
+    with pinned_arithmetic(enabled=False) as seen:  # a bf16 world
+        assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
 
 
 def test_the_smoke_world_here_is_the_documented_build_whatever_the_cpus_simd_width(smoke_world):

@@ -11,7 +11,7 @@ pins both to AVX2, which every x86-64 CPU railsweep targets has:
 Measured (``bench/pretrain_determinism.py``): the smoke world built on a 2-core AVX-512 machine with the pin
 has the weights of the documented AVX2 build byte for byte (``weights_digest`` ``9c1c0531…``); without it,
 others. A variable the user set is left as set (the manifest records what the build used); other machines
-(aarch64) are not pinned.
+(aarch64) and bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def pinned_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def pinned_arithmetic() -> Iterator[dict[str, str | None]]:
+def pinned_arithmetic(enabled: bool = True) -> Iterator[dict[str, str | None]]:
     """Within the block, ``os.environ`` holds the pinned variables the user has not set (processes spawned
-    in it inherit them); yields what the build's processes see of each. The environment is restored after."""
-    added = {k: v for k, v in pinned_env().items() if k not in os.environ}
+    in it inherit them); yields what the build's processes see of each. The environment is restored after.
+    ``enabled`` False (a bf16 world: it needs the CPU's native bf16 kernels) pins nothing."""
+    added = {k: v for k, v in pinned_env().items() if k not in os.environ} if enabled else {}
     os.environ.update(added)
     try:
         yield {k: os.environ.get(k) for k in PINNED}

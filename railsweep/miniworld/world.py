@@ -334,7 +334,8 @@ def _build(
     threads = max(1, (threads or os.cpu_count() or 1) // workers)
     # families are independent: each trains in a spawned process, its arithmetic pinned (arithmetic.py)
     ctx = multiprocessing.get_context("spawn")
-    with pinned_arithmetic() as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    pin = config.pretrain.precision == "fp32"
+    with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = {
             f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families
         }
