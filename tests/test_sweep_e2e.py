@@ -117,6 +117,16 @@ def test_a_clean_smoke_sweep_job_log_shows_no_traceback(demo_log):
         assert needle not in demo_log, demo_log[max(0, demo_log.find(needle) - 2000) :][:4000]
 
 
+def test_the_demo_says_whether_its_world_holds_the_documented_weights(demo_log):
+    from railsweep.miniworld.arithmetic import pinned_env
+
+    line = next(x for x in demo_log.splitlines() if "[sweep]" in x and "weights" in x)
+    if pinned_env():  # x86: the smoke world built here is the documented AVX2 build
+        assert "[sweep] weights: documented (smoke f45423c1bcc2, weights 9c1c0531d443" in line, line
+    else:
+        assert "differ from the documented build" in line, line
+
+
 def test_killing_the_engine_actor_after_the_first_cell_still_logs_every_cell_exactly_once(
     ray_client, mlflow_server, smoke_world
 ):

@@ -40,7 +40,7 @@ from railsweep.dynamics.output import DYNAMICS_DIR
 from railsweep.dynamics.ray_step import run_groups
 from railsweep.dynamics.step import settings_record, step_outputs
 from railsweep.errors import ConfigError
-from railsweep.miniworld.weights import world_provenance
+from railsweep.miniworld.weights import weights_verdict, world_provenance
 from railsweep.sweep.actors import create_progress_board, engine_name
 from railsweep.sweep.cells import SweepCell, effective_table, expand, settings_for, temperature_groups
 from railsweep.sweep.detect_cells import readout_cells
@@ -188,7 +188,8 @@ def _open_parent(
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
-    run_tags = provenance_tags(sweep_provenance(spec, cells))
+    provenance = sweep_provenance(spec, cells)
+    run_tags = provenance_tags(provenance)
     parent_id, reused = tracker.parent_run(
         sweep_id,
         run_name=f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -207,6 +208,10 @@ def _open_parent(
     run = _Run(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
     run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
             f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}")  # fmt: skip
+    if "world" in provenance:  # the docs' figures hold for the documented build only: say which this is
+        w = provenance["world"]
+        documented, line = weights_verdict(w["preset"], w["digest"], w["weights_digest"])
+        run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
     return run
 
 
