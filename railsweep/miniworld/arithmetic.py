@@ -1,4 +1,5 @@
-"""One instruction set for a world's training, so a world config builds the same weights on every x86-64 CPU.
+"""One instruction set for a world's training, so that a world config builds the same weights on x86-64 CPUs of
+other SIMD widths.
 
 ATen picks its vectorised kernels for the CPU it runs on (AVX2, AVX-512) and MKL its code path for matrix
 products; each rounds floats its own way, so the same seed and recipe train other weights on an AVX-512
@@ -8,9 +9,9 @@ pins both to AVX2, which every x86-64 CPU railsweep targets has:
 - ``ATEN_CPU_CAPABILITY=avx2`` (ATen's kernels; read when torch loads);
 - ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility; read when MKL starts).
 
-Measured (``bench/pretrain_determinism.py``): the smoke world built on a 2-core AVX-512 machine with the pin
-has the weights of the documented AVX2 build byte for byte (``weights_digest`` ``9c1c0531…``); without it,
-others. A variable the user set is left as set (the manifest records what the build used); other machines
+Measured on a 2-core AVX-512 machine: with the pin the smoke world and the ``mini`` llama and gemma bases have
+the weights of the documented AVX2 builds byte for byte (without it, others); the ``mini`` neox base does not
+(docs/miniworld.md), so some kernel it uses is not covered yet. A variable the user set is left as set (the manifest records what the build used); other machines
 (aarch64) and bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
 """
 
