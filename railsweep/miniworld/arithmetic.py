@@ -9,10 +9,11 @@ pins both to AVX2, which every x86-64 CPU railsweep targets has:
 - ``ATEN_CPU_CAPABILITY=avx2`` (ATen's kernels; read when torch loads);
 - ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility; read when MKL starts).
 
-Measured on a 2-core AVX-512 machine: with the pin the smoke world and the ``mini`` llama and gemma bases have
-the weights of the documented AVX2 builds byte for byte (without it, others); the ``mini`` neox base does not
-(docs/miniworld.md), so some kernel it uses is not covered yet. A variable the user set is left as set (the manifest records what the build used); other machines
-(aarch64) and bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
+Measured on a 2-core AVX-512 machine: with the pin the smoke world, the ``mini`` llama and gemma bases and the
+``smollm2`` world's three adapters have the weights of the documented AVX2 builds byte for byte (without it,
+others); the ``mini`` neox base does not (docs/miniworld.md), so some kernel it uses is not covered yet. A
+variable the user set is left as set (the manifest records what the build used); other machines (aarch64) and
+bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
 """
 
 from __future__ import annotations
