@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from railsweep.cli import main
-from railsweep.diagnostics.rails import RailsSettings, _ratio, summarise, wilson
+from railsweep.diagnostics.rails import Progress, RailsSettings, _ratio, summarise, wilson
 from railsweep.errors import ConfigError
 
 ARGS = [
@@ -176,3 +176,22 @@ def test_a_ratio_over_few_questions_has_a_finite_interval_from_the_resamples_tha
     num, den = [0.0] * 9 + [1.0], [0.0] * 9 + [2.0]
     out = _ratio(num, den, RailsSettings(), "test")
     assert out["value"] == 0.5 and (out["lo"], out["hi"]) == (0.5, 0.5)
+
+
+def test_progress_counts_every_decoded_response_and_ends_with_nothing_left():
+    lines = []
+    s = RailsSettings(m=3, ks=(1, 2), runs=5)
+    p = Progress(4, s, lines.append)
+    assert lines[-1] == "rails: 4 questions, at most 88 responses to decode"  # 3 readouts x 4 x 4 + 4 x 2 x 5
+    p.step("M_cl readout", 16, forced_jobs=10)  # two questions solved once or more: 2 x 2 x 5
+    assert "(16/58 responses" in lines[-1] and "eta" in lines[-1]
+    p.step("RailCap on M_cl", 16)
+    p.step("RailCap on M_co", 16)
+    p.step("forced runs 10/10", 10)
+    assert "(58/58 responses" in lines[-1] and lines[-1].endswith("eta 0s)")
+
+
+def test_progress_without_a_log_stays_silent_and_keeps_counting():
+    p = Progress(2, RailsSettings(m=1, ks=(1,), runs=1), None)
+    p.step("M_cl readout", 4, forced_jobs=0)
+    assert (p.done, p.total) == (4, 12)

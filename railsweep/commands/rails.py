@@ -4,13 +4,15 @@ RailCap on M_cl, RailCap's caps and departures; :mod:`railsweep.diagnostics.rail
 Writes ``OUT/rails.json`` (the figures with 95 % intervals), ``OUT/rails_questions.parquet`` (one row
 per question), ``OUT/rails_runs.parquet`` (one row per forced decode) and ``OUT/rails_samples.parquet``
 (one row per RailCap sample of M_co). Inputs as for ``railsweep figure1``; transformers engine only
-(the forced departures and the replayed caps need the model's logits).
+(the forced departures and the replayed caps need the model's logits). Each step's progress and an ETA
+go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,10 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     import pandas as pd
@@ -79,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
     engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
     try:
-        res = rails(engine, task, list(task.questions()), args.clean, args.co, settings)
+        res = rails(engine, task, list(task.questions()), args.clean, args.co, settings, log=_log)
     finally:
         engine.close()
     out.mkdir(parents=True, exist_ok=True)

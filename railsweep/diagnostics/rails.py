@@ -26,7 +26,8 @@ Steps of :func:`rails`:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,15 +95,55 @@ class Rails:
     summary: dict = field(default_factory=dict)
 
 
-def rails(engine, task, questions: Sequence[Question], clean: str, co: str, s: RailsSettings) -> Rails:
-    """The four diagnostics for M_cl = ``clean`` and M_co = ``co`` (adapter names of ``engine``)."""
+class Progress:
+    """Logs each step's time and an ETA for the rest, counted in decoded responses: every readout
+    decodes ``m + 1`` per question (greedy and samples), a forced run one; the rate is the one
+    measured so far. The teacher-forced replays (one forward pass per sample) are timed, not estimated."""
+
+    def __init__(self, n_questions: int, s: RailsSettings, log: Callable[[str], None] | None):
+        self.log = log
+        self.t0 = time.time()
+        self.done = 0  # responses decoded so far
+        self.forced = n_questions * len(s.ks) * s.runs  # forced runs: an upper bound until M_cl's readout
+        self.total = 3 * n_questions * (s.m + 1) + self.forced  # Identity, RailCap on M_cl and on M_co, forced
+        if log is not None:
+            log(f"rails: {n_questions} questions, at most {self.total} responses to decode")
+
+    def step(self, name: str, responses: int = 0, forced_jobs: int | None = None) -> None:
+        self.done += responses
+        if forced_jobs is not None:  # the exact number of forced runs, known once M_cl's readout is in
+            self.total, self.forced = self.total - self.forced + forced_jobs, forced_jobs
+        if self.log is None:
+            return
+        elapsed = time.time() - self.t0
+        left = max(0, self.total - self.done)
+        eta = f", eta {elapsed / self.done * left:.0f}s" if self.done else ""
+        self.log(f"rails: {name} ({self.done}/{self.total} responses, {elapsed:.0f}s{eta})")
+
+
+def rails(
+    engine,
+    task,
+    questions: Sequence[Question],
+    clean: str,
+    co: str,
+    s: RailsSettings,
+    log: Callable[[str], None] | None = None,
+) -> Rails:
+    """The four diagnostics for M_cl = ``clean`` and M_co = ``co`` (adapter names of ``engine``);
+    ``log`` gets each step's progress and an ETA."""
     tok = engine.tokenizer
     railcap = RailCap(RailCapConfig(n=s.n))
     ctx_cl = EvalContext(engine=engine, task=task, adapter=clean, settings=s.decode())
     ctx_co = EvalContext(engine=engine, task=task, adapter=co, settings=s.decode())
+    progress = Progress(len(questions), s, log)
+    per_readout = len(questions) * (s.m + 1)
     ident = readout(engine, task, questions, clean, s)  # 1.
+    progress.step("M_cl readout", per_readout, forced_jobs=len(_forced_jobs(questions, ident, s, tok)))
     rc_cl = railcap.run(ctx_cl, questions)
+    progress.step("RailCap on M_cl", per_readout)
     rc_co = railcap.run(ctx_co, questions)  # 2.
+    progress.step("RailCap on M_co", per_readout)
     out = Rails()
     for i, q in enumerate(questions):
         rail = answer_ids(rc_co[i].greedy, tok)
@@ -128,7 +169,8 @@ def rails(engine, task, questions: Sequence[Question], clean: str, co: str, s: R
                 "exposed_answers": int(sum(e > 0 for e in exposed)),
             }
         )
-    out.runs = forced_runs(engine, task, questions, ident, s)  # 5.
+    progress.step("caps replayed on M_co's logits")
+    out.runs = forced_runs(engine, task, questions, ident, s, progress)  # 5.
     out.summary = summarise(out.questions, out.runs, out.samples, s)  # 6.
     return out
 
@@ -146,10 +188,9 @@ def _replay_caps(engine, co: str, prompt: str, samples, rail: list[int], n: int)
     return out
 
 
-def forced_runs(engine, task, questions: Sequence[Question], ident, s: RailsSettings) -> list[dict]:
-    """Step 5: one row per forced decode of M_cl (``correct``, its forced positions' classes)."""
-    tok = engine.tokenizer
-    jobs = []  # (question position, k, run, steps)
+def _forced_jobs(questions: Sequence[Question], ident, s: RailsSettings, tok) -> list[tuple]:
+    """(question position, k, run, forced steps) for every forced decode: questions M_cl solves at least once."""
+    jobs = []
     for i, q in enumerate(questions):
         length = len(answer_ids(ident.greedy[i], tok))
         if ident.r[i] == 0 or length == 0:
@@ -158,6 +199,14 @@ def forced_runs(engine, task, questions: Sequence[Question], ident, s: RailsSett
             for j in range(s.runs):
                 rng = random.Random(question_seed(s.seed, q.index, f"forced-steps:{k}:{j}"))
                 jobs.append((i, k, j, tuple(sorted(rng.sample(range(length), min(k, length))))))
+    return jobs
+
+
+def forced_runs(
+    engine, task, questions: Sequence[Question], ident, s: RailsSettings, progress: Progress | None = None
+) -> list[dict]:
+    """Step 5: one row per forced decode of M_cl (``correct``, its forced positions' classes)."""
+    jobs = _forced_jobs(questions, ident, s, engine.tokenizer)
     rows = []
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
@@ -181,6 +230,8 @@ def forced_runs(engine, task, questions: Sequence[Question], ident, s: RailsSett
                     "r_clean": float(ident.r[i]),
                 }
             )
+        if progress is not None:
+            progress.step(f"forced runs {lo + len(chunk)}/{len(jobs)}", len(chunk))
     return rows
 
 
