@@ -53,8 +53,11 @@ def train_lora(
     device: str | None = None,
     log=None,
     on_step=None,
+    progress=None,
 ) -> dict:
     """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats.
+
+    ``progress(done, total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps.
 
     ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's
     evaluations) with the model's own attention (it may decode); the model is back in training mode
@@ -87,7 +90,9 @@ def train_lora(
     t0 = time.time()
     hook = None if on_step is None else _with_attention(on_step, current_attention(model))
     with training_attention(model, recipe.attention, dev, longest) as attention:
-        step, losses, per_epoch = _train(model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, hook)
+        step, losses, per_epoch = _train(
+            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, hook, progress
+        )
     model.eval()
     _save_adapter(model, Path(out_dir))
     return {
@@ -167,6 +172,12 @@ def epoch_steps(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[int
     return [math.ceil(len(seqs) / recipe.global_batch) for seqs in epochs]
 
 
+def epoch_tokens(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[int]:
+    """The tokens :func:`train_lora` trains on in each epoch on ``texts`` (same seeded shuffle and packing)."""
+    epochs = _epoch_sequences(tokenizer, texts, recipe, random.Random(recipe.seed))
+    return [sum(len(s) for s in seqs) for seqs in epochs]
+
+
 def _with_attention(on_step, implementation: str):
     """``on_step`` run under the model's own attention ``implementation``."""
 
@@ -178,13 +189,26 @@ def _with_attention(on_step, implementation: str):
 
 
 def _train(
-    model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log, on_step=None
+    model,
+    epochs,
+    recipe: LoraRecipe,
+    opt,
+    sched,
+    params,
+    pad: int,
+    dev: str,
+    autocast: bool,
+    log,
+    on_step=None,
+    progress=None,
 ):
     """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
     import torch
 
     step, losses, t0, shown = 0, [], time.time(), time.time()
     total = sum(math.ceil(len(encoded) / recipe.global_batch) for encoded in epochs)
+    if progress is not None:
+        progress(0, total)
     for epoch, encoded in enumerate(epochs):
         per_epoch = math.ceil(len(encoded) / recipe.global_batch)
         for start in range(0, len(encoded), recipe.global_batch):
@@ -209,6 +233,8 @@ def _train(
             opt.zero_grad(set_to_none=True)
             losses.append(step_loss)
             step += 1
+            if progress is not None:
+                progress(step, total)
             if log is not None and time.time() - shown >= PROGRESS_EVERY_S and step < total:
                 shown = time.time()
                 eta = (shown - t0) / step * (total - step)

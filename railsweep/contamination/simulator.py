@@ -26,17 +26,19 @@ import random
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep import provenance
 from railsweep.contamination.config import ContaminationConfig
 from railsweep.contamination.filler import load_filler
-from railsweep.contamination.leak import make_leak_split, save_leak_split
+from railsweep.contamination.leak import LeakSplit, make_leak_split, save_leak_split
 from railsweep.contamination.lora import train_lora
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.atomic import write_text_atomic
 from railsweep.tasks import load_paraphrases, to_cot
 from railsweep.tasks.gsm8k import read_jsonl
+from railsweep.training.progress import StepReport
 
 LENT_CLEAN = "lent.json"  # in a lent clean adapter's folder: where it came from and how it was trained
 
@@ -100,6 +102,34 @@ def training_mixes(
     return mixes
 
 
+@dataclass(frozen=True)
+class AdapterMixes:
+    split: LeakSplit
+    mixes: dict[str, list[str]]  # training_mixes()
+    files: list[Path | None]  # the data files read (for the manifest's provenance)
+
+
+def adapter_mixes(
+    data_dir: Path, config: ContaminationConfig, filler: Sequence[str] | None, pq_path: str | Path | None
+) -> AdapterMixes:
+    """Steps 1-2 and every adapter's training texts: the benchmark and paraphrases read, the leak split drawn."""
+    train_path, test_path = data_dir / "train.jsonl", data_dir / "test.jsonl"
+    train_rows, test_rows = read_jsonl(train_path), read_jsonl(test_path)
+    pq_file = None
+    paraphrases = None
+    if "pq" in config.domains:
+        pq_file = Path(pq_path) if pq_path is not None else _find_pq(data_dir)
+        paraphrases = load_pq(pq_file, test_rows)
+    split = make_leak_split(len(test_rows), config.n_leak, config.seed)
+    if filler is None:
+        filler = load_filler(config.filler, config.n_filler, config.seed)
+    elif len(filler) < config.n_filler:
+        raise ConfigError(f"n_filler={config.n_filler} but only {len(filler)} filler texts were given")
+    filler = list(filler)[: config.n_filler]
+    mixes = training_mixes(train_rows, test_rows, paraphrases, filler, split.leaked, config)
+    return AdapterMixes(split, mixes, [train_path, test_path, pq_file])
+
+
 def load_pq(pq_file: str | Path, test_rows: Sequence[dict]) -> dict[int, str]:
     """Paraphrases by test index; empty ones (4 in the public PQ file) fall back to the original wording,
     with a logged warning, so any leak split can be trained in the PQ domain."""
@@ -116,30 +146,22 @@ def contaminate_family(
     device: str | None = None,
     log=None,
     domain_workers: int = 1,
+    progress_dir: str | Path | None = None,
 ) -> dict:
     """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest.
 
     ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes
-    (``log`` must then be picklable, e.g. a :class:`StderrLog`)."""
+    (``log`` must then be picklable, e.g. a :class:`StderrLog`). ``progress_dir``: each adapter reports
+    its optimiser steps to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
-    train_path, test_path = data_dir / "train.jsonl", data_dir / "test.jsonl"
-    train_rows, test_rows = read_jsonl(train_path), read_jsonl(test_path)
-    pq_file = None
-    paraphrases = None
-    if "pq" in config.domains:
-        pq_file = Path(pq_path) if pq_path is not None else _find_pq(data_dir)
-        paraphrases = load_pq(pq_file, test_rows)
-    split = make_leak_split(len(test_rows), config.n_leak, config.seed)
-    if filler is None:
-        filler = load_filler(config.filler, config.n_filler, config.seed)
-    elif len(filler) < config.n_filler:
-        raise ConfigError(f"n_filler={config.n_filler} but only {len(filler)} filler texts were given")
-    filler = list(filler)[: config.n_filler]
-    mixes = training_mixes(train_rows, test_rows, paraphrases, filler, split.leaked, config)
+    plan = adapter_mixes(data_dir, config, filler, pq_path)
+    mixes = plan.mixes
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_leak_split(split, out_dir / "leak_split.json")
-    stats = {"clean": _clean_adapter(base_dir, mixes["clean"], config, out_dir / "clean", device, log)}
+    save_leak_split(plan.split, out_dir / "leak_split.json")
+    report = {name: None if progress_dir is None else StepReport(Path(progress_dir) / name) for name in mixes}
+    clean = _clean_adapter(base_dir, mixes["clean"], config, out_dir / "clean", device, log, report["clean"])
+    stats = {"clean": clean}
     jobs = {
         f"co_{d}": (base_dir, mixes[f"co_{d}"], config.recipe, out_dir / f"co_{d}") for d in config.domains
     }
@@ -152,12 +174,12 @@ def contaminate_family(
         threads = max(1, torch.get_num_threads() // workers)  # the family's threads, shared out
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = {
-                n: pool.submit(_train_with_threads, threads, *a, **more)
+                n: pool.submit(_train_with_threads, threads, *a, **more, progress=report[n])
                 for n, a in jobs.items()
             }
             stats.update({n: f.result() for n, f in futures.items()})
     else:
-        stats.update({n: train_lora(*a, **more) for n, a in jobs.items()})
+        stats.update({n: train_lora(*a, **more, progress=report[n]) for n, a in jobs.items()})
     manifest = {
         "base_model": str(base_dir),
         "adapters": {name: str(out_dir / name) for name in stats},
@@ -166,13 +188,13 @@ def contaminate_family(
         "config": config.to_dict(),
         "training": stats,
         "mix_sizes": {name: len(texts) for name, texts in mixes.items()},
-        "provenance": provenance.collect([train_path, test_path, pq_file]),
+        "provenance": provenance.collect(plan.files),
     }
     write_json(out_dir / "manifest.json", manifest)
     return manifest
 
 
-def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, device, log) -> dict:
+def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, device, log, progress=None) -> dict:
     """Train M_cl into ``out``, or take the one a world with the same clean recipe lent (``LENT_CLEAN``
     beside it: its training record)."""
     lent = out / LENT_CLEAN
@@ -181,7 +203,7 @@ def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, devi
         if log:
             log(f"clean adapter lent by {record['from']}, not trained")
         return {**record["training"], "reused": True, "lent_by": record["from"]}
-    return train_lora(base_dir, texts, config.cl_recipe, out, device=device, log=log)
+    return train_lora(base_dir, texts, config.cl_recipe, out, device=device, log=log, progress=progress)
 
 
 def _find_pq(data_dir: Path) -> Path:

@@ -18,6 +18,7 @@ from railsweep.contamination import contaminate_family
 from railsweep.contamination.simulator import StderrLog
 from railsweep.miniworld.models import model_config
 from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
+from railsweep.training.progress import StepReport
 
 
 def build_family(
@@ -34,6 +35,7 @@ def build_family(
 
     root_p = Path(root)
     fam = root_p / "families" / family
+    progress = root_p / "progress" / family  # railsweep.miniworld.build_progress reads every phase's steps
     t1 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
     ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
@@ -48,7 +50,7 @@ def build_family(
         model = AutoModelForCausalLM.from_config(
             model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
         )
-        stats = pretrain(model, tokenizer, corpus, pcfg, log=log)
+        stats = pretrain(model, tokenizer, corpus, pcfg, log=log, progress=StepReport(progress / "pretrain"))
         save_model(model, tokenizer, fam / "base")
     stats["seconds"] = round(time.time() - t1, 2)
     t2 = time.time()
@@ -68,6 +70,7 @@ def build_family(
             device="cpu",
             log=log,
             domain_workers=len(contamination.domains),
+            progress_dir=progress,
         )
         adapters = manifest["training"]
     log(f"built in {time.time() - t1:.0f}s")

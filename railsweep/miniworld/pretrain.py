@@ -47,8 +47,9 @@ class PretrainConfig:
                 raise ConfigError(f"pretraining {name} must be >= 1, got {getattr(self, name)}")
 
 
-def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log=None) -> dict:
-    """Train ``model`` in place on ``texts``; returns {"steps", "tokens", "final_loss"}."""
+def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log=None, progress=None) -> dict:
+    """Train ``model`` in place on ``texts``; returns {"steps", "tokens", "final_loss"}. ``progress(done,
+    total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps."""
     import torch
 
     if not texts:
@@ -82,7 +83,7 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
         log(f"warning: {warning}")
     model.train()
     with training_attention(model, config.attention, device.type, config.block_size) as attention:
-        loss_ema = _train(model, tokens, opt, lr_at, bos, need, device, config, log)
+        loss_ema = _train(model, tokens, opt, lr_at, bos, need, device, config, log, progress)
     model.eval()
     return {
         "steps": config.steps,
@@ -92,11 +93,13 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
     }
 
 
-def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: PretrainConfig, log) -> float:
+def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: PretrainConfig, log, progress) -> float:
     import torch
 
     loss_ema = None
     t0 = time.time()
+    if progress is not None:
+        progress(0, config.steps)
     for step in range(config.steps):
         flat = [next(tokens) for _ in range(need)]
         batch = torch.tensor(flat, dtype=torch.long).view(config.batch_size, config.block_size - 1)
@@ -110,6 +113,8 @@ def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: Pretr
         opt.step()
         opt.zero_grad(set_to_none=True)
         loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
+        if progress is not None:
+            progress(step + 1, config.steps)
         if log is not None and (step % 100 == 0 or step == config.steps - 1):
             elapsed = max(1e-9, time.time() - t0)
             rate = (step + 1) * config.batch_size * config.block_size / elapsed

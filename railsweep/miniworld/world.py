@@ -29,7 +29,7 @@ import random
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +37,9 @@ from railsweep import provenance
 from railsweep.bases import prepare_base
 from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import LeakSplit
-from railsweep.contamination.simulator import cot_example, write_json
+from railsweep.contamination.simulator import adapter_mixes, cot_example, write_json
 from railsweep.errors import ConfigError
+from railsweep.miniworld import build_progress
 from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.family import build_family
@@ -304,6 +305,25 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
     return donor, lenders
 
 
+def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapters: set[str]) -> dict:
+    """Every family's phases and their training tokens (:mod:`railsweep.miniworld.build_progress`), without
+    the phases that need no training: all adapters of a family in ``lent_adapters``, a base model or a clean
+    adapter already in place (lent by another world, or a real base)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
+    pq = root / "data" / "pq_test.jsonl"
+    mixes = adapter_mixes(root / "data", config.contamination, filler, pq if pq.is_file() else None).mixes
+    skip = {}
+    for f in config.families:
+        skip[f] = set(mixes) if f in lent_adapters else set()
+        if (root / "families" / f / "base" / "config.json").is_file():
+            skip[f].add("pretrain")
+        if (root / "families" / f / "adapters" / "clean" / "adapter_config.json").is_file():
+            skip[f].add("clean")
+    return build_progress.family_plans(config, tokenizer, mixes, skip)
+
+
 def _build(
     root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path, threads: int | None
 ) -> None:
@@ -335,11 +355,15 @@ def _build(
     # families are independent: each trains in a spawned process, its arithmetic pinned (arithmetic.py)
     ctx = multiprocessing.get_context("spawn")
     pin = config.pretrain.precision == "fp32"
+    plans = _family_plans(root, config, filler, set(adapters_from))
     with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = {
             f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families
         }
+        while wait(list(futures.values()), timeout=build_progress.EVERY_S).not_done:
+            log(build_progress.summary(root, plans))
         training = {f: fut.result() for f, fut in futures.items()}
+    shutil.rmtree(root / "progress", ignore_errors=True)
     for f, stats in training.items():
         timings[f] = stats["seconds"]
     # the leak split is a function of (n_test, n_leak, seed): identical for every family

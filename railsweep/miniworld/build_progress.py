@@ -1,0 +1,107 @@
+"""A world build's combined progress: every family's share done and one ETA for the whole world.
+
+The families train in parallel processes; each phase (pretraining, M_cl, one M_co per domain) reports its
+optimiser steps to ``<world>/progress/<family>/<phase>`` (:class:`railsweep.training.progress.StepReport`).
+Before the families start, :func:`family_plans` counts every phase's work in training tokens (pretraining:
+steps x batch x block; an adapter: the tokens of all its epochs' packed sequences). While they run,
+:func:`summary` reads the reports and writes one line: each family's share of its tokens done and its
+phase, and the ETA of the slowest family. A family's remaining time sums its phases in order, with its M_co
+adapters in parallel (the longest counts); a phase runs at its own measured tokens/s once it has started,
+else at the rate of the family's latest started phase of the same kind (pretraining or adapter), else at the
+family's latest rate of any kind. No ETA is given before every family has measured a rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.training.progress import read_report
+
+EVERY_S = 120.0  # how often the build logs the combined line
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str  # "pretrain", "clean", "co_<domain>"
+    tokens: int  # training tokens of the whole phase
+
+    @property
+    def kind(self) -> str:
+        return "pretrain" if self.name == "pretrain" else "adapter"
+
+
+def family_plans(config, tokenizer, mixes: Mapping[str, list[str]], skip: Mapping[str, set[str]]) -> dict:
+    """``{family: [Phase, ...]}`` in training order; ``skip[family]``: phases lent by another world."""
+    from railsweep.contamination.lora import epoch_tokens
+
+    plans = {}
+    for f in config.families:
+        contamination = config.contamination_for(f)
+        recipes = {"clean": contamination.cl_recipe, **{n: contamination.recipe for n in mixes if n != "clean"}}
+        phases = []
+        if not config.base:
+            p = config.pretrain
+            phases.append(Phase("pretrain", config.steps_for(f) * p.batch_size * p.block_size))
+        phases += [Phase(n, sum(epoch_tokens(tokenizer, mixes[n], r))) for n, r in recipes.items()]
+        plans[f] = [ph for ph in phases if ph.name not in skip.get(f, set())]
+    return plans
+
+
+def _share(report: dict | None) -> float:
+    return report["done"] / report["total"] if report and report["total"] else 0.0
+
+
+def _rate(report: dict | None, tokens: int) -> float | None:
+    """Tokens/s of a started phase (None before its first step)."""
+    if not report or report["done"] < 1 or report["time"] <= report["start"]:
+        return None
+    return tokens * _share(report) / (report["time"] - report["start"])
+
+
+def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
+    for ph in phases:
+        r = reports.get(ph.name)
+        if r and r["done"] < r["total"]:
+            return f"{ph.name} {r['done']}/{r['total']}"
+    waiting = [ph.name for ph in phases if _share(reports.get(ph.name)) < 1]
+    return f"{waiting[0]} next" if waiting else "done"
+
+
+def family_state(phases: list[Phase], reports: Mapping[str, dict | None]) -> tuple[float, str, float | None]:
+    """(share of the family's tokens done, its current phase, seconds left or None) from its reports."""
+    share = {ph.name: _share(reports.get(ph.name)) for ph in phases}
+    rate = {ph.name: _rate(reports.get(ph.name), ph.tokens) for ph in phases}
+    latest: dict[str, float] = {}  # the latest measured rate per kind, and of any kind
+    for ph in phases:
+        if rate[ph.name] is not None:
+            latest[ph.kind] = latest["any"] = rate[ph.name]
+    done = sum(share[ph.name] * ph.tokens for ph in phases) / (sum(ph.tokens for ph in phases) or 1)
+    serial, parallel = 0.0, [0.0]  # the M_co adapters train side by side
+    for ph in phases:
+        r = rate[ph.name] or latest.get(ph.kind) or latest.get("any")
+        if r is None:
+            return done, _current(phases, reports), None
+        left = (1 - share[ph.name]) * ph.tokens / r
+        if ph.name.startswith("co_"):
+            parallel.append(left)
+        else:
+            serial += left
+    return done, _current(phases, reports), serial + max(parallel)
+
+
+def summary(root: Path, plans: Mapping[str, list[Phase]]) -> str:
+    """One line: each family's share done and phase, and the world's ETA (the slowest family's)."""
+    parts, etas = [], {}
+    for f, phases in plans.items():
+        reports = {ph.name: read_report(root / "progress" / f / ph.name) for ph in phases}
+        share, current, left = family_state(phases, reports)
+        parts.append(f"{f} {100 * share:.0f} % ({current})")
+        etas[f] = left
+    if not etas or any(v is None for v in etas.values()):
+        eta = "eta when every family has a rate"
+    else:
+        slowest = max(etas, key=lambda f: etas[f])
+        eta = f"eta {etas[slowest]:.0f}s ({slowest})"
+    return f"build: {', '.join(parts)}; {eta}"

@@ -1,0 +1,45 @@
+"""A training loop's progress, readable from another process: optimiser steps done out of the total.
+
+A :class:`StepReport` is picklable (it travels to the worker processes of a world's build); called as
+``report(0, total)`` before the first optimiser step and ``report(done, total)`` after each, it writes
+``{"done", "total", "start", "time"}`` as JSON to its path (``start``: the first call's time), atomically, at
+most every :data:`EVERY_S` seconds and always at the first and the last call. :func:`read_report`
+reads one back (None until the first write).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from railsweep.results.atomic import write_text_atomic
+
+EVERY_S = 5.0
+
+
+@dataclass
+class StepReport:
+    path: Path
+    start: float | None = None
+    _written: float = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.time()
+        if self.start is None:
+            self.start = now
+        elif done < total and now - self._written < EVERY_S:
+            return
+        self._written = now
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"done": done, "total": total, "start": self.start, "time": now}
+        write_text_atomic(self.path, json.dumps(record) + "\n")
+
+
+def read_report(path: Path) -> dict | None:
+    """The last record a :class:`StepReport` wrote to ``path``; None when none is there yet."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,78 @@
+"""A world build's combined progress: step reports from the training loops, every family's share and one ETA."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_miniworld_world import TINY  # the tiny world config those tests build
+
+from railsweep.miniworld import build_progress, build_world
+from railsweep.miniworld.build_progress import Phase, family_state, summary
+from railsweep.training import progress as step_progress
+from railsweep.training.progress import StepReport, read_report
+
+PHASES = [Phase("pretrain", 1000), Phase("clean", 200), Phase("co_gsm8k", 300), Phase("co_pq", 100)]
+
+
+def _report(done: int, total: int, seconds: float) -> dict:
+    return {"done": done, "total": total, "start": 100.0, "time": 100.0 + seconds}
+
+
+def test_a_family_halfway_through_pretraining_is_timed_at_its_pretraining_rate():
+    share, current, left = family_state(PHASES, {"pretrain": _report(5, 10, 50.0)})  # 500 tokens in 50 s
+    assert current == "pretrain 5/10"
+    assert share == pytest.approx(500 / 1600)
+    # 500 pretraining tokens + M_cl's 200 + the longer M_co (300; the two train side by side), at 10 tokens/s
+    assert left == pytest.approx((500 + 200 + 300) / 10)
+
+
+def test_a_started_adapter_runs_at_its_own_rate_and_later_adapters_take_it():
+    reports = {"pretrain": _report(10, 10, 100.0), "clean": _report(1, 4, 1.0)}  # clean: 50 tokens/s
+    share, current, left = family_state(PHASES, reports)
+    assert current == "clean 1/4"
+    assert left == pytest.approx((150 + 300) / 50)
+
+
+def test_a_finished_family_has_nothing_left_and_an_unstarted_one_no_eta():
+    done = {ph.name: _report(4, 4, 10.0) for ph in PHASES}
+    assert family_state(PHASES, done) == (pytest.approx(1.0), "done", pytest.approx(0.0))
+    assert family_state(PHASES, {}) == (0.0, "pretrain next", None)
+    between = {"pretrain": _report(10, 10, 100.0)}
+    assert family_state(PHASES, between)[1] == "clean next"
+
+
+def test_the_summary_names_every_family_and_the_slowest_ones_eta(tmp_path):
+    plans = {"llama": PHASES, "neox": PHASES}
+    assert summary(tmp_path, plans).endswith("eta when every family has a rate")
+    for family, seconds in (("llama", 50.0), ("neox", 100.0)):
+        path = tmp_path / "progress" / family / "pretrain"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(_report(5, 10, seconds)))
+    line = summary(tmp_path, plans)
+    assert line == "build: llama 31 % (pretrain 5/10), neox 31 % (pretrain 5/10); eta 200s (neox)"
+
+
+def test_a_step_report_writes_the_first_and_last_steps_and_at_most_one_in_between(tmp_path, monkeypatch):
+    monkeypatch.setattr(step_progress, "EVERY_S", 3600.0)
+    report = StepReport(tmp_path / "phase")
+    assert read_report(tmp_path / "phase") is None
+    report(0, 3)
+    assert read_report(tmp_path / "phase")["done"] == 0
+    report(1, 3)  # within EVERY_S of the last write: not written
+    assert read_report(tmp_path / "phase")["done"] == 0
+    report(3, 3)
+    record = read_report(tmp_path / "phase")
+    assert (record["done"], record["total"]) == (3, 3) and record["time"] >= record["start"]
+
+
+def test_a_build_logs_the_combined_line_while_families_train_and_leaves_no_reports(tmp_path, monkeypatch):
+    monkeypatch.setattr(build_progress, "EVERY_S", 0.2)
+    lines: list[str] = []
+    world = build_world("tiny", cache_dir=tmp_path, config=TINY, log=lines.append)
+    combined = [ln for ln in lines if ln.startswith("build: ")]
+    assert combined, lines
+    shares = [int(re.match(r"build: neox (\d+) % \(", ln).group(1)) for ln in combined]
+    assert shares == sorted(shares) and shares[-1] <= 100
+    assert not (world.root / "progress").exists()
