@@ -49,7 +49,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="samples per question for the check (>= 20 for the strata condition)",
     )
     p.add_argument("--limit", type=at.limit, default=None, help="check only the first N test questions")
-    p.add_argument("--threads", type=at.threads, default=None, help="torch CPU threads")
+    p.add_argument(
+        "--threads",
+        type=at.threads,
+        default=None,
+        help="torch CPU threads of the check, and of the build shared out among its families (default: one per "
+        "family, the documented weights; more can give other neox weights)",
+    )
     p.add_argument(
         "--device", type=at.device, default="cpu", help="device of the check's engine: cpu (default), cuda, cuda:N or auto"
     )

@@ -114,10 +114,12 @@ def build_world(
 ) -> World:
     """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's.
 
-    ``workers``: processes that build families in parallel (default: one per family, each
-    with an equal share of ``threads``, default all the CPUs); it changes only the build time,
-    not what is built (1 and 2 threads give the same weights, ``bench/pretrain_determinism.py``).
-    Every family trains in a spawned process whose arithmetic is pinned to AVX2
+    ``workers``: processes that build families in parallel (default: one per family); it changes only
+    the build time. ``threads``: torch threads of the whole build, shared out among the workers; by default
+    every family trains with one thread, whatever the machine's core count, because the thread count can
+    change the weights: GPT-NeoX's LayerNorm sums its weight and bias gradients over rows in an order that
+    follows the thread count (llama's and gemma's RMSNorm do not; docs/miniworld.md, "Threads and SIMD
+    width"). Every family trains in a spawned process whose arithmetic is pinned to AVX2
     (:mod:`railsweep.miniworld.arithmetic`), so the weights do not depend on the CPU's SIMD width.
     """
     config = config or preset_config(preset)
@@ -351,7 +353,7 @@ def _build(
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
-    threads = max(1, (threads or os.cpu_count() or 1) // workers)
+    threads = max(1, threads // workers) if threads else 1  # one per family: the documented builds' arithmetic
     # families are independent: each trains in a spawned process, its arithmetic pinned (arithmetic.py)
     ctx = multiprocessing.get_context("spawn")
     pin = config.pretrain.precision == "fp32"
