@@ -1,15 +1,18 @@
 """Gold-answer token lengths of a miniature world, the expected response lengths `--dry-run` prices with.
 
-    python bench/gold_lengths.py --preset mini [--world-dir DIR | --cache-dir DIR] [--write]
+    python bench/gold_lengths.py --preset mini [--world-dir DIR | --cache-dir DIR] [--responses RESULTS] [--write]
 
 Steps:
   1. find the world's data and tokenizer: ``--world-dir`` (a world directory with ``data/test.jsonl`` and
      ``tokenizer/tokenizer.json``, read only; a world still being built has both), else the cached world of
      ``--preset`` under ``--cache-dir`` (built when missing);
-  2. count the tokens of ``" " + gold solution + "\\n\\nQ:"`` per test question
+  2. count the tokens of ``" " + gold solution in the 8-shot answer format + "\\n\\nQ:"`` per test question
      (:func:`railsweep.miniworld.lengths.gold_token_lengths`);
-  3. print JSON (mean, min, max, count); with ``--write``, record the lengths in
-     ``railsweep/miniworld/gold_lengths.json`` under the preset's data digest.
+  3. with ``--responses RESULTS`` (a sweep's run directory, or any folder of cells' ``*.responses.parquet``
+     on this world): each question's mean generated tokens per response
+     (:func:`railsweep.miniworld.lengths.response_lengths`), which the dry run then prices with;
+  4. print JSON (mean, min, max, count; the responses' mean and its ratio to the gold mean); with ``--write``,
+     record the lengths in ``railsweep/miniworld/gold_lengths.json`` under the preset's data digest.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from railsweep.miniworld import PRESETS, build_world, preset_config  # noqa: E402
-from railsweep.miniworld.lengths import gold_token_lengths, record_lengths  # noqa: E402
+from railsweep.miniworld.lengths import gold_token_lengths, record_lengths, response_lengths  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--cache-dir", help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)"
     )
+    p.add_argument("--responses", type=Path, help="a folder of this world's cells (*.responses.parquet) to measure")
     p.add_argument(
         "--write", action="store_true", help="record the lengths in railsweep/miniworld/gold_lengths.json"
     )
@@ -41,11 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.world_dir and not root.name.endswith(digest):
         p.error(f"--world-dir {root} is not the {args.preset!r} world (its directory ends in -{digest})")
     lengths = gold_token_lengths(root / "data" / "test.jsonl", root / "tokenizer" / "tokenizer.json")
+    responses = response_lengths(args.responses, lengths) if args.responses else None
     if args.write:
-        record_lengths(args.preset, lengths)
-    print(json.dumps({"preset": args.preset, "world": str(root), "questions": len(lengths),
-                      "mean": round(sum(lengths) / len(lengths), 2), "min": min(lengths), "max": max(lengths),
-                      "written": args.write}, indent=1))  # fmt: skip
+        record_lengths(args.preset, lengths, responses=responses)
+    out = {"preset": args.preset, "world": str(root), "questions": len(lengths),
+           "mean": round(sum(lengths) / len(lengths), 2), "min": min(lengths), "max": max(lengths)}  # fmt: skip
+    if responses is not None:
+        mean = sum(responses) / len(responses)
+        out.update(responses=str(args.responses), responses_mean=round(mean, 2),
+                   responses_over_gold=round(mean / out["mean"], 3))  # fmt: skip
+    print(json.dumps({**out, "written": args.write}, indent=1))
     return 0
 
 

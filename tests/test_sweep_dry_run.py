@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from railsweep import cli
+from railsweep.errors import DataError
 from railsweep.sweep import job, options
 from railsweep.sweep.pricing import price_params, price_sweep, sweep_price
 from railsweep.sweep.resolve import resolve_spec
@@ -224,3 +225,34 @@ def test_smoke_token_estimate_is_within_20_percent_of_the_tokens_its_cells_gener
         evaluate_cell(cell.config, engine, out_dir=tmp_path / cell.cell_id, cache_dir=tmp_path / "cache")
     assert engine.samples == price.samples
     assert abs(price.tokens - engine.tokens) <= 0.2 * engine.tokens, (price.tokens, engine.tokens)
+
+
+def _responses_file(path, rows):
+    import pandas as pd
+
+    pd.DataFrame(rows).to_parquet(path / "cell.responses.parquet")
+
+
+def test_measured_response_lengths_are_per_question_means_and_scale_gold_for_unread_questions(tmp_path):
+    from railsweep.miniworld.lengths import response_lengths
+
+    _responses_file(tmp_path, {"question_index": [0, 0, 1], "token_ids": [[1] * 10, [1] * 20, [1] * 30]})
+    # read: 15 and 30 tokens against gold 10 and 20 (ratio 1.5); question 2 unread: gold 40 x 1.5
+    assert response_lengths(tmp_path, [10, 20, 40]) == [15, 30, 60]
+
+
+def test_response_lengths_refuse_an_empty_folder_and_foreign_question_indices(tmp_path):
+    from railsweep.miniworld.lengths import response_lengths
+
+    with pytest.raises(DataError, match="no \\*.responses.parquet under"):
+        response_lengths(tmp_path, [10])
+    _responses_file(tmp_path, {"question_index": [3], "token_ids": [[1, 2]]})
+    with pytest.raises(DataError, match=r"question indices \[3\] outside this world's 0..1"):
+        response_lengths(tmp_path, [10, 20])
+
+
+def test_the_dry_run_prices_with_measured_responses_where_the_world_has_them():
+    from railsweep.sweep.pricing import sweep_questions
+
+    questions = sweep_questions(load_spec("smoke"))
+    assert questions.length_source.startswith("responses measured on the 'smoke' world")

@@ -1,8 +1,13 @@
 """Gold-answer token lengths of the miniature worlds' test questions, shipped so a sweep is priced unbuilt.
 
-A response that reproduces its question's gold solution and stops generates ``" " + solution + "\\n\\nQ:"``
-(the space after the prompt's ``A:``; the engine keeps the stop string's tokens), so that is the expected
-length of a response, capped at ``max_new_tokens``. The tokenizer that counts it exists only once the world's
+A response that reproduces its question's gold solution in the 8-shot answer format and stops generates
+``" " + to_cot(solution) + "\\n\\nQ:"`` (the space after the prompt's ``A:``; the solution without its
+calculator annotations and ``####`` line, ending "The answer is N.", :func:`railsweep.tasks.answers.to_cot`;
+the engine keeps the stop string's tokens), so that is the expected length of a response, capped at
+``max_new_tokens``. A model that rambles past its answer (the under-trained smoke world's) generates more: where
+a sweep on the world has been measured (``bench/gold_lengths.py --responses DIR``), the entry also holds each
+question's mean generated tokens per response (questions the sweep did not read: their gold length times the
+measured ratio), and the dry run prices with those instead. The tokenizer that counts it exists only once the world's
 data is built, so ``gold_lengths.json`` (next to this module) holds the lengths per question, keyed by the
 world's :meth:`~railsweep.miniworld.presets.WorldConfig.data_digest` (data and tokenizer depend on nothing
 else): ``railsweep sweep --dry-run`` reads them without building anything. ``bench/gold_lengths.py``
@@ -16,6 +21,7 @@ from pathlib import Path
 
 from railsweep.errors import DataError
 from railsweep.miniworld.presets import preset_config
+from railsweep.tasks.answers import to_cot
 from railsweep.tasks.grading import STOP
 from railsweep.tasks.text import read_utf8
 
@@ -23,7 +29,7 @@ LENGTHS_FILE = Path(__file__).resolve().parent / "gold_lengths.json"
 
 
 def gold_token_lengths(test_jsonl: str | Path, tokenizer_file: str | Path) -> list[int]:
-    """Per test question, the tokens of ``" " + solution + STOP[0]`` under ``tokenizer_file`` (tokenizer.json)."""
+    """Per test question, the tokens of ``" " + to_cot(solution) + STOP[0]`` under ``tokenizer_file`` (tokenizer.json)."""
     from tokenizers import Tokenizer  # optional heavy dependency of the measurement only
 
     tok = Tokenizer.from_file(str(tokenizer_file))
@@ -35,7 +41,7 @@ def gold_token_lengths(test_jsonl: str | Path, tokenizer_file: str | Path) -> li
             answer = json.loads(line)["answer"]
         except (ValueError, KeyError, TypeError) as e:
             raise DataError(f"{test_jsonl}:{lineno}: not a GSM8K row with an 'answer' ({e})") from e
-        out.append(len(tok.encode(" " + answer + STOP[0], add_special_tokens=False).ids))
+        out.append(len(tok.encode(" " + to_cot(answer) + STOP[0], add_special_tokens=False).ids))
     return out
 
 
@@ -47,12 +53,46 @@ def shipped_lengths(world_preset: str, path: Path = LENGTHS_FILE) -> list[int] |
     return None if entry is None else [int(n) for n in entry["lengths"]]
 
 
-def record_lengths(world_preset: str, lengths: list[int], path: Path = LENGTHS_FILE) -> None:
-    """Write (or replace) ``world_preset``'s entry, keyed by its data digest."""
+def shipped_response_lengths(world_preset: str, path: Path = LENGTHS_FILE) -> list[int] | None:
+    """Per test question, the mean tokens a measured sweep on ``world_preset``'s world generated per response
+    (rounded), or None when none was measured for its current data digest."""
+    entry = json.loads(read_utf8(path))["worlds"].get(preset_config(world_preset).data_digest())
+    return None if entry is None or "responses" not in entry else [int(n) for n in entry["responses"]]
+
+
+def response_lengths(results_dir: str | Path, gold: list[int]) -> list[int]:
+    """Per question, the mean generated tokens per response over every ``*.responses.parquet`` under
+    ``results_dir`` (a sweep's or ``railsweep eval``'s cells), rounded; a question no cell read gets its
+    ``gold`` length scaled by the measured questions' ratio of generated to gold tokens."""
+    import pandas as pd  # only the measurement reads Parquet; the dry run that imports this module stays light
+
+    files = sorted(Path(results_dir).rglob("*.responses.parquet"))
+    if not files:
+        raise DataError(f"no *.responses.parquet under {results_dir}")
+    rows = pd.concat([pd.read_parquet(f, columns=["question_index", "token_ids"]) for f in files])
+    means = rows["token_ids"].map(len).groupby(rows["question_index"]).mean().to_dict()
+    outside = sorted(i for i in means if not 0 <= i < len(gold))
+    if outside:
+        raise DataError(f"{results_dir}: question indices {outside[:10]} outside this world's 0..{len(gold) - 1}")
+    ratio = sum(means.values()) / sum(gold[i] for i in means)
+    return [int(round(means[i] if i in means else gold[i] * ratio)) for i in range(len(gold))]
+
+
+def record_lengths(
+    world_preset: str, lengths: list[int], path: Path = LENGTHS_FILE, responses: list[int] | None = None
+) -> None:
+    """Write (or replace) ``world_preset``'s entry, keyed by its data digest: the gold lengths and, when given,
+    the measured response lengths (else the entry's earlier ones are kept)."""
     table = json.loads(read_utf8(path)) if path.is_file() else {"worlds": {}}
     table["about"] = (
-        "Per test question: tokens of ' ' + gold solution + '\\n\\nQ:' under the world's tokenizer, "
+        "Per test question: tokens of ' ' + gold solution in the 8-shot answer format (to_cot) + '\\n\\nQ:' "
+        "under the world's tokenizer; responses: mean generated tokens per response of a measured sweep, "
         "keyed by WorldConfig.data_digest(); measured by bench/gold_lengths.py"
     )
-    table["worlds"][preset_config(world_preset).data_digest()] = {"preset": world_preset, "lengths": lengths}
+    key = preset_config(world_preset).data_digest()
+    entry = {"preset": world_preset, "lengths": lengths}
+    kept = table["worlds"].get(key, {}).get("responses")
+    if responses is not None or kept is not None:
+        entry["responses"] = responses if responses is not None else kept
+    table["worlds"][key] = entry
     path.write_text(json.dumps(table, indent=None, sort_keys=True) + "\n", encoding="utf-8")

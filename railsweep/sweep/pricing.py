@@ -9,7 +9,8 @@ starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep
    GSM8K's or MATH's test size is assumed, by ``readout.answer_type``);
 2. the driver's own grid: :func:`~railsweep.sweep.cells.expand` for the table, plus the detectors' readout cells;
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
-   expected to be as long as its question's gold answer under the world's tokenizer, capped at
+   expected to be as long as the world's measured responses to its question (a shipped measurement of a sweep
+   on that world), else as its gold answer in the 8-shot answer format under the world's tokenizer, capped at
    ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), or ``max_new_tokens`` itself, labelled as an upper
    bound, where no lengths were measured; one-off steps (Shortcut's localisation) once per family and domain;
 4. per cluster size: the engines the driver would create (one per core or GPU, dealt out over the families:
@@ -33,7 +34,7 @@ from typing import Any
 
 from railsweep.contamination.leak import make_leak_split
 from railsweep.errors import ConfigError
-from railsweep.miniworld.lengths import shipped_lengths
+from railsweep.miniworld.lengths import shipped_lengths, shipped_response_lengths
 from railsweep.miniworld.presets import preset_config
 from railsweep.strategies import build_strategy
 from railsweep.sweep.cells import SweepCell, effective_table, expand
@@ -149,8 +150,12 @@ def sweep_questions(spec: SweepSpec) -> Questions:
     if spec.source == "miniworld":
         cfg = preset_config(spec.miniworld_preset)
         split = make_leak_split(cfg.n_test, cfg.contamination.n_leak, cfg.contamination.seed)
-        lengths = shipped_lengths(spec.miniworld_preset)
         source = f"the {spec.miniworld_preset!r} miniature world's test split"
+        measured = shipped_response_lengths(spec.miniworld_preset)
+        if measured is not None:
+            return Questions(cfg.n_test, frozenset(split.leaked), tuple(measured), source,
+                             f"responses measured on the {spec.miniworld_preset!r} world (bench/gold_lengths.py --responses), capped at max_new_tokens")  # fmt: skip
+        lengths = shipped_lengths(spec.miniworld_preset)
         if lengths is None:
             return Questions(cfg.n_test, frozenset(split.leaked), None, source,
                              f"max_new_tokens (upper bound: no gold lengths shipped for the {spec.miniworld_preset!r} world)")  # fmt: skip
