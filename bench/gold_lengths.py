@@ -11,7 +11,8 @@ Steps:
   3. with ``--responses RESULTS`` (a sweep's run directory, or any folder of cells' ``*.responses.parquet``
      on this world): each question's mean generated tokens per response
      (:func:`railsweep.miniworld.lengths.response_lengths`), which the dry run then prices with;
-  4. print JSON (mean, min, max, count; the responses' mean and its ratio to the gold mean); with ``--write``,
+  4. print JSON (mean, min, max, count; the questions the responses read, their mean generated tokens per
+     response and its ratio to their gold tokens); with ``--write``,
      record the lengths in ``railsweep/miniworld/gold_lengths.json`` under the preset's data digest.
 """
 
@@ -47,13 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     lengths = gold_token_lengths(root / "data" / "test.jsonl", root / "tokenizer" / "tokenizer.json")
     responses = response_lengths(args.responses, lengths) if args.responses else None
     if args.write:
-        record_lengths(args.preset, lengths, responses=responses)
+        record_lengths(args.preset, lengths, responses=responses.lengths if responses else None)
     out = {"preset": args.preset, "world": str(root), "questions": len(lengths),
            "mean": round(sum(lengths) / len(lengths), 2), "min": min(lengths), "max": max(lengths)}  # fmt: skip
     if responses is not None:
-        mean = sum(responses) / len(responses)
-        out.update(responses=str(args.responses), responses_mean=round(mean, 2),
-                   responses_over_gold=round(mean / out["mean"], 3))  # fmt: skip
+        out.update(responses=str(args.responses), responses_questions_read=responses.read,
+                   responses_mean_read=round(responses.mean_read, 2),
+                   responses_over_gold=round(responses.ratio, 3))  # fmt: skip
     print(json.dumps({**out, "written": args.write}, indent=1))
     return 0
 

@@ -238,7 +238,9 @@ def test_measured_response_lengths_are_per_question_means_and_scale_gold_for_unr
 
     _responses_file(tmp_path, {"question_index": [0, 0, 1], "token_ids": [[1] * 10, [1] * 20, [1] * 30]})
     # read: 15 and 30 tokens against gold 10 and 20 (ratio 1.5); question 2 unread: gold 40 x 1.5
-    assert response_lengths(tmp_path, [10, 20, 40]) == [15, 30, 60]
+    measured = response_lengths(tmp_path, [10, 20, 40])
+    assert measured.lengths == [15, 30, 60]
+    assert (measured.read, measured.mean_read, measured.ratio) == (2, 22.5, 1.5)
 
 
 def test_response_lengths_refuse_an_empty_folder_and_foreign_question_indices(tmp_path):

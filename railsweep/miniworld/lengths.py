@@ -17,6 +17,7 @@ measures a world and writes its entry.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import DataError
@@ -60,7 +61,15 @@ def shipped_response_lengths(world_preset: str, path: Path = LENGTHS_FILE) -> li
     return None if entry is None or "responses" not in entry else [int(n) for n in entry["responses"]]
 
 
-def response_lengths(results_dir: str | Path, gold: list[int]) -> list[int]:
+@dataclass(frozen=True)
+class ResponseLengths:
+    lengths: list[int]  # per question: measured, or gold x ratio where no cell read it
+    read: int  # questions some cell read
+    mean_read: float  # mean generated tokens per response over those questions
+    ratio: float  # their generated tokens over their gold tokens
+
+
+def response_lengths(results_dir: str | Path, gold: list[int]) -> ResponseLengths:
     """Per question, the mean generated tokens per response over every ``*.responses.parquet`` under
     ``results_dir`` (a sweep's or ``railsweep eval``'s cells), rounded; a question no cell read gets its
     ``gold`` length scaled by the measured questions' ratio of generated to gold tokens."""
@@ -75,7 +84,8 @@ def response_lengths(results_dir: str | Path, gold: list[int]) -> list[int]:
     if outside:
         raise DataError(f"{results_dir}: question indices {outside[:10]} outside this world's 0..{len(gold) - 1}")
     ratio = sum(means.values()) / sum(gold[i] for i in means)
-    return [int(round(means[i] if i in means else gold[i] * ratio)) for i in range(len(gold))]
+    lengths = [int(round(means[i] if i in means else gold[i] * ratio)) for i in range(len(gold))]
+    return ResponseLengths(lengths, len(means), sum(means.values()) / len(means), ratio)
 
 
 def record_lengths(
