@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep.contamination.lora import epoch_tokens
 from railsweep.training.progress import read_report
 
 EVERY_S = 120.0  # how often the build logs the combined line
@@ -34,8 +35,6 @@ class Phase:
 
 def family_plans(config, tokenizer, mixes: Mapping[str, list[str]], skip: Mapping[str, set[str]]) -> dict:
     """``{family: [Phase, ...]}`` in training order; ``skip[family]``: phases lent by another world."""
-    from railsweep.contamination.lora import epoch_tokens
-
     plans = {}
     for f in config.families:
         contamination = config.contamination_for(f)
