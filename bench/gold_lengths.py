@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         "--write", action="store_true", help="record the lengths in railsweep/miniworld/gold_lengths.json"
     )
     args = p.parse_args(argv)
+    if args.responses is not None and not any(args.responses.rglob("*.responses.parquet")):
+        p.error(f"--responses {args.responses}: no *.responses.parquet there")  # before any world is built
     root = args.world_dir or build_world(args.preset, cache_dir=args.cache_dir).root
     digest = preset_config(args.preset).digest()
     if args.world_dir and not root.name.endswith(digest):
