@@ -139,7 +139,8 @@ def rails(
     progress = Progress(len(questions), s, log)
     per_readout = len(questions) * (s.m + 1)
     ident = readout(engine, task, questions, clean, s)  # 1.
-    progress.step("M_cl readout", per_readout, forced_jobs=len(_forced_jobs(questions, ident, s, tok)))
+    jobs = _forced_jobs(questions, ident, s, tok)
+    progress.step("M_cl readout", per_readout, forced_jobs=len(jobs))
     rc_cl = railcap.run(ctx_cl, questions)
     progress.step("RailCap on M_cl", per_readout)
     rc_co = railcap.run(ctx_co, questions)  # 2.
@@ -170,7 +171,7 @@ def rails(
             }
         )
     progress.step("caps replayed on M_co's logits")
-    out.runs = forced_runs(engine, task, questions, ident, s, progress)  # 5.
+    out.runs = forced_runs(engine, task, questions, ident, s, jobs, progress)  # 5.
     out.summary = summarise(out.questions, out.runs, out.samples, s)  # 6.
     return out
 
@@ -203,10 +204,10 @@ def _forced_jobs(questions: Sequence[Question], ident, s: RailsSettings, tok) ->
 
 
 def forced_runs(
-    engine, task, questions: Sequence[Question], ident, s: RailsSettings, progress: Progress | None = None
+    engine, task, questions: Sequence[Question], ident, s: RailsSettings, jobs: list[tuple], progress: Progress
 ) -> list[dict]:
-    """Step 5: one row per forced decode of M_cl (``correct``, its forced positions' classes)."""
-    jobs = _forced_jobs(questions, ident, s, engine.tokenizer)
+    """Step 5: one row per forced decode of M_cl (``correct``, its forced positions' classes); ``jobs``:
+    :func:`_forced_jobs`."""
     rows = []
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
@@ -230,8 +231,7 @@ def forced_runs(
                     "r_clean": float(ident.r[i]),
                 }
             )
-        if progress is not None:
-            progress.step(f"forced runs {lo + len(chunk)}/{len(jobs)}", len(chunk))
+        progress.step(f"forced runs {lo + len(chunk)}/{len(jobs)}", len(chunk))
     return rows
 
 

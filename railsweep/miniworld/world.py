@@ -311,7 +311,7 @@ def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapt
     """Every family's phases and their training tokens (:mod:`railsweep.miniworld.build_progress`), without
     the phases that need no training: all adapters of a family in ``lent_adapters``, a base model or a clean
     adapter already in place (lent by another world, or a real base)."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: loaded only when a world is built, not when one is read
 
     tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
     pq = root / "data" / "pq_test.jsonl"
