@@ -11,11 +11,13 @@ import torch
 
 from railsweep.diagnostics.figure1 import (
     Figure1Settings,
+    _adapter,
     divergence_ranks,
     readout,
     rouge_l,
     rouge_tokens,
     step_logits,
+    step_logits_many,
     summarise,
 )
 from railsweep.engines.base import Sample
@@ -132,6 +134,34 @@ def test_a_model_teacher_forced_on_its_own_greedy_answer_never_diverges(smoke_en
         logits = step_logits(eng, "clean", task.prompt(q), ids)
         assert logits.shape[0] == len(ids)
         assert divergence_ranks(logits, ids, 10) == (None, [])  # off by one position, this fails
+
+
+def test_shared_prompt_logits_equal_one_full_forward_per_continuation(smoke_world):
+    from railsweep.engines.transformers_engine import TransformersEngine
+    from railsweep.miniworld import build_world
+    from railsweep.tasks import GSM8KTask
+
+    world = build_world("smoke", cache_dir=smoke_world)
+    fam = world.family("llama")
+    adapters = {k: str(v) for k, v in fam.adapters.items()}
+    eng = TransformersEngine(fam.base_dir, adapters=adapters, device="cpu", dtype="float32")
+    try:
+        task = GSM8KTask.from_dir(world.data_dir, split="test", limit=1)
+        prompt = task.prompt(next(iter(task.questions())))
+        rng = random.Random(0)
+        vocab = eng.model.config.vocab_size
+        conts = [[rng.randrange(vocab) for _ in range(n)] for n in (5, 0, 1, 17, 9, 3)]
+        p = eng.tokenizer(prompt, add_special_tokens=True)["input_ids"]
+        for adapter in (None, *sorted(adapters)):
+            got = list(step_logits_many(eng, adapter, prompt, conts, batch_size=4))
+            assert [g.shape[0] for g in got] == [len(c) for c in conts]
+            for c, g in zip(conts, got):
+                ids = torch.tensor([list(p) + c])
+                with torch.no_grad(), _adapter(eng.model, adapter):
+                    want = eng.model(input_ids=ids).logits[0, len(p) - 1 : len(p) - 1 + len(c)].float()
+                torch.testing.assert_close(g, want, rtol=1e-4, atol=1e-4)
+    finally:
+        eng.close()
 
 
 def test_answer_trajectory_drops_the_stop_string_and_keeps_eos(smoke_engine):

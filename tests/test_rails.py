@@ -123,6 +123,21 @@ def test_rails_command_writes_every_table_and_the_summary(rails_out):
     assert summary["recovery"]["k1_all"]["runs"] == solvable * 2
 
 
+def test_a_rails_run_stopped_before_the_forced_decodes_keeps_the_finished_tables(smoke_world, tmp_path, monkeypatch):
+    import railsweep.diagnostics.rails as rails_module
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("stopped")
+
+    monkeypatch.setattr(rails_module, "forced_runs", stop)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="stopped"):
+        main(["rails", *ARGS, "--cache-dir", str(smoke_world), "--out", str(out)])
+    assert len(pd.read_parquet(out / "rails_questions.parquet")) == 3
+    assert len(pd.read_parquet(out / "rails_samples.parquet")) == 9
+    assert not (out / "rails.json").exists() and not (out / "rails_runs.parquet").exists()
+
+
 def test_forced_steps_are_runner_ups_and_replayed_caps_match_the_engine(rails_out):
     runs = pd.read_parquet(rails_out / "rails_runs.parquet")
     if len(runs):

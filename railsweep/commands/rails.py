@@ -5,7 +5,8 @@ Writes ``OUT/rails.json`` (the figures with 95 % intervals), ``OUT/rails_questio
 per question), ``OUT/rails_runs.parquet`` (one row per forced decode) and ``OUT/rails_samples.parquet``
 (one row per RailCap sample of M_co). Inputs as for ``railsweep figure1``; transformers engine only
 (the forced departures and the replayed caps need the model's logits). Each step's progress and an ETA
-go to stderr.
+go to stderr. Each table is written as soon as its step is done (``rails_runs.parquet`` after every
+batch of forced decodes) and ``rails.json`` last: a run stopped early leaves the finished steps' rows.
 """
 
 from __future__ import annotations
@@ -84,14 +85,18 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
     task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
     engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
+
+    def sink(name: str, rows: list[dict]) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        frame = pd.DataFrame(rows)
+        write_atomic(out / f"rails_{name}.parquet", lambda p: frame.to_parquet(p, index=False))
+
     try:
-        res = rails(engine, task, list(task.questions()), args.clean, args.co, settings, log=_log)
+        res = rails(engine, task, list(task.questions()), args.clean, args.co, settings, log=_log, sink=sink)
     finally:
         engine.close()
-    out.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("questions", res.questions), ("runs", res.runs), ("samples", res.samples)):
-        frame = pd.DataFrame(rows)
-        write_atomic(out / f"rails_{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False))
+    if not res.runs:  # no question solved once: no forced decode, and the table is still written
+        sink("runs", res.runs)
     text = json.dumps(res.summary, indent=1, default=float) + "\n"
     write_atomic(out / "rails.json", lambda p: p.write_text(text))
     print(text, end="")

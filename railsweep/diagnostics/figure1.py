@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -133,7 +133,18 @@ def _adapter(model, adapter: str | None):
 
 def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence[int]):
     """Logits [len(continuation), vocab] of ``adapter`` teacher-forced on ``prompt`` + ``continuation``."""
+    return next(step_logits_many(engine, adapter, prompt, [continuation]))
+
+
+def step_logits_many(
+    engine, adapter: str | None, prompt: str, continuations: Sequence[Sequence[int]], batch_size: int = 8
+) -> Iterator:
+    """:func:`step_logits` for each of ``continuations`` in order (a generator): the prompt runs
+    once per ``batch_size`` continuations and its keys and values are shared by them."""
+    # torch: loaded when called, so importing the diagnostics stays light
     import torch
+
+    from railsweep.engines._hf_compat import teacher_forced
 
     model, tok = getattr(engine, "model", None), getattr(engine, "tokenizer", None)
     if model is None or tok is None:
@@ -141,11 +152,12 @@ def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence
             f"figure 1 needs the model's logits; engine {getattr(engine, 'name', engine)!r} exposes "
             "no .model/.tokenizer (use the transformers engine)"
         )
-    p = tok(prompt, add_special_tokens=True)["input_ids"]
-    ids = torch.tensor([list(p) + list(continuation)], device=next(model.parameters()).device)
-    with torch.no_grad(), _adapter(model, adapter):
-        logits = model(input_ids=ids).logits[0].float()
-    return logits[len(p) - 1 : len(p) - 1 + len(continuation)]
+    p = list(tok(prompt, add_special_tokens=True)["input_ids"])
+    conts = [list(c) for c in continuations]
+    for lo in range(0, len(conts), batch_size):
+        with torch.no_grad(), _adapter(model, adapter):
+            chunk = teacher_forced(model, p, conts[lo : lo + batch_size])
+        yield from chunk
 
 
 def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> tuple[int | None, list[int]]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from railsweep.diagnostics.figure1 import readout, step_logits
+from railsweep.diagnostics.figure1 import readout, step_logits_many
 from railsweep.diagnostics.positions import (
     CLASSES,
     caps_and_departures,
@@ -129,9 +129,11 @@ def rails(
     co: str,
     s: RailsSettings,
     log: Callable[[str], None] | None = None,
+    sink: Callable[[str, list[dict]], None] | None = None,
 ) -> Rails:
     """The four diagnostics for M_cl = ``clean`` and M_co = ``co`` (adapter names of ``engine``);
-    ``log`` gets each step's progress and an ETA."""
+    ``log`` gets each step's progress and an ETA; ``sink(table, rows)`` gets each table's rows as
+    soon as a step adds to them (``questions`` and ``samples`` once, ``runs`` after each batch)."""
     tok = engine.tokenizer
     railcap = RailCap(RailCapConfig(n=s.n))
     ctx_cl = EvalContext(engine=engine, task=task, adapter=clean, settings=s.decode())
@@ -171,21 +173,22 @@ def rails(
             }
         )
     progress.step("caps replayed on M_co's logits")
-    out.runs = forced_runs(engine, task, questions, ident, s, jobs, progress)  # 5.
+    if sink is not None:
+        sink("questions", out.questions)
+        sink("samples", out.samples)
+    runs_sink = None if sink is None else (lambda rows: sink("runs", rows))
+    out.runs = forced_runs(engine, task, questions, ident, s, jobs, progress, runs_sink)  # 5.
     out.summary = summarise(out.questions, out.runs, out.samples, s)  # 6.
     return out
 
 
 def _replay_caps(engine, co: str, prompt: str, samples, rail: list[int], n: int) -> list[tuple[int, int]]:
     """(caps, departures) per sample: the sample's RailCap targets checked against M_co's own logits."""
-    out = []
-    for smp in samples:
-        targets = rail_targets(smp.token_ids, rail, n)
-        if not any(x is not None for x in targets):
-            out.append((0, 0))
-            continue
-        logits = step_logits(engine, co, prompt, smp.token_ids).cpu().numpy()
-        out.append(caps_and_departures(logits, smp.token_ids, targets))
+    targets = [rail_targets(smp.token_ids, rail, n) for smp in samples]
+    hit = [j for j, t in enumerate(targets) if any(x is not None for x in t)]
+    out = [(0, 0)] * len(samples)
+    for j, logits in zip(hit, step_logits_many(engine, co, prompt, [samples[j].token_ids for j in hit])):
+        out[j] = caps_and_departures(logits.cpu().numpy(), samples[j].token_ids, targets[j])
     return out
 
 
@@ -204,19 +207,27 @@ def _forced_jobs(questions: Sequence[Question], ident, s: RailsSettings, tok) ->
 
 
 def forced_runs(
-    engine, task, questions: Sequence[Question], ident, s: RailsSettings, jobs: list[tuple], progress: Progress
+    engine,
+    task,
+    questions: Sequence[Question],
+    ident,
+    s: RailsSettings,
+    jobs: list[tuple],
+    progress: Progress,
+    sink: Callable[[list[dict]], None] | None = None,
 ) -> list[dict]:
     """Step 5: one row per forced decode of M_cl (``correct``, its forced positions' classes); ``jobs``:
-    :func:`_forced_jobs`."""
+    :func:`_forced_jobs`. ``sink`` gets the rows so far after each batch."""
     rows = []
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
         reqs = [
             _forced_request(task, questions[i], ident.adapter, k, j, steps, s) for i, k, j, steps in chunk
         ]
-        for (i, k, j, steps), comp in zip(chunk, engine.generate(reqs)):
-            q, smp = questions[i], comp.samples[0]
-            classes, agree = _classify(engine, ident.adapter, task.prompt(q), smp.token_ids, steps)
+        samples = [comp.samples[0] for comp in engine.generate(reqs)]
+        found = _classify(engine, ident.adapter, task, questions, chunk, samples)
+        for (i, k, j, steps), smp, (classes, agree) in zip(chunk, samples, found):
+            q = questions[i]
             rows.append(
                 {
                     "index": q.index,
@@ -232,6 +243,8 @@ def forced_runs(
                 }
             )
         progress.step(f"forced runs {lo + len(chunk)}/{len(jobs)}", len(chunk))
+        if sink is not None:
+            sink(rows)
     return rows
 
 
@@ -250,14 +263,25 @@ def _forced_request(task, q: Question, adapter: str, k: int, j: int, steps, s: R
     )
 
 
-def _classify(engine, adapter: str, prompt: str, ids: list[int], steps) -> tuple[list[str], int]:
-    """Classes of the forced steps the decode reached (by the token M_cl would have emitted there),
-    and at how many of them the emitted token is M_cl's teacher-forced runner-up (a consistency check)."""
+def _classify(engine, adapter: str, task, questions, chunk, samples) -> list[tuple[list[str], int]]:
+    """Per forced decode of ``chunk``: the classes of the forced steps it reached (by the token M_cl
+    would have emitted there), and at how many of them the emitted token is M_cl's teacher-forced
+    runner-up (a consistency check). One teacher-forced pass per question, shared by its decodes."""
+    out: list[tuple[list[str], int]] = [([], 0)] * len(chunk)
+    by_question: dict[int, list[int]] = {}
+    for pos, ((i, _, _, steps), smp) in enumerate(zip(chunk, samples)):
+        if any(t < len(smp.token_ids) for t in steps):
+            by_question.setdefault(i, []).append(pos)
+    for i, members in by_question.items():
+        conts = [samples[pos].token_ids for pos in members]
+        for pos, logits in zip(members, step_logits_many(engine, adapter, task.prompt(questions[i]), conts)):
+            top2 = logits.topk(2, dim=1).indices.tolist()
+            out[pos] = _classes(engine.tokenizer, samples[pos].token_ids, chunk[pos][3], top2)
+    return out
+
+
+def _classes(tok, ids: list[int], steps, top2: list[list[int]]) -> tuple[list[str], int]:
     done = [t for t in steps if t < len(ids)]
-    if not done:
-        return [], 0
-    tok = engine.tokenizer
-    top2 = step_logits(engine, adapter, prompt, ids).topk(2, dim=1).indices.tolist()
 
     def text(x: list[int]) -> str:
         return tok.decode(x, skip_special_tokens=True, clean_up_tokenization_spaces=False)

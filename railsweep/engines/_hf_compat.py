@@ -8,6 +8,7 @@ must work.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from typing import Any
@@ -46,3 +47,43 @@ def lm_step(model: nn.Module, input_ids, attention_mask, position_ids, cache) ->
     if new_cache is None:
         new_cache = out.past_key_values
     return out.logits[:, -1, :], new_cache
+
+
+def _run(model: nn.Module, input_ids, cache, logits_to_keep: int) -> tuple[torch.Tensor, Any]:
+    out = model(
+        input_ids=input_ids,
+        use_cache=True,
+        logits_to_keep=logits_to_keep,
+        **{_cache_kwarg(_hf_class(model)): cache},
+    )
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = out.past_key_values
+    return out.logits, new_cache
+
+
+def teacher_forced(model: nn.Module, prompt: list[int], continuations: list[list[int]]) -> list[torch.Tensor]:
+    """Logits ``[len(c), V]`` predicting each token of each continuation ``c`` after ``prompt``.
+
+    The prompt runs once (batch 1, only its last position projected onto the vocabulary);
+    its cache is copied to one row per continuation, and the continuations (but their last
+    token) run as one right-padded batch: under causal attention a pad after a token
+    cannot change that token's logits, so no attention mask is needed.
+    """
+    device = next(model.parameters()).device
+    head, cache = _run(model, torch.tensor([prompt], device=device), None, 1)
+    first = head[0, -1].float()
+    width = max((len(c) for c in continuations), default=0) - 1
+    if width <= 0:
+        return [first[None, :].expand(len(c), -1)[: len(c)].clone() for c in continuations]
+    ids = torch.zeros(len(continuations), width, dtype=torch.long, device=device)
+    for b, c in enumerate(continuations):
+        ids[b, : max(0, len(c) - 1)] = torch.as_tensor(c[:-1], dtype=torch.long)
+    rows = copy.deepcopy(cache)
+    if len(continuations) > 1:
+        rows.batch_repeat_interleave(len(continuations))
+    rest, _ = _run(model, ids, rows, 0)
+    return [
+        torch.cat([first[None, :], rest[b, : max(0, len(c) - 1)].float()])[: len(c)]
+        for b, c in enumerate(continuations)
+    ]
