@@ -11,7 +11,7 @@ import torch
 from family_models import VOCAB
 from family_models import family_model as _model
 
-from railsweep.engines._hf_compat import teacher_forced
+from railsweep.engines._hf_compat import prompt_cache, teacher_forced
 
 
 @pytest.mark.parametrize(
@@ -25,17 +25,20 @@ def test_shared_prompt_logits_equal_a_full_forward_per_continuation(family, extr
     prompt = [rng.randrange(1, VOCAB) for _ in range(21)]
     conts = [[rng.randrange(1, VOCAB) for _ in range(n)] for n in (6, 0, 1, 13, 2)]
     with torch.no_grad():
-        got = teacher_forced(model, prompt, conts)
+        first, cache = prompt_cache(model, prompt)
+        got = teacher_forced(model, first, cache, conts[:3]) + teacher_forced(model, first, cache, conts[3:])
         for c, g in zip(conts, got):
-            want = model(input_ids=torch.tensor([prompt + c])).logits[0, len(prompt) - 1 : len(prompt) - 1 + len(c)]
+            want = model(input_ids=torch.tensor([prompt + c])).logits[
+                0, len(prompt) - 1 : len(prompt) - 1 + len(c)
+            ]
             assert g.shape == (len(c), VOCAB)
             torch.testing.assert_close(g, want.float(), rtol=1e-5, atol=1e-5)
 
 
-def test_continuations_of_one_token_need_no_second_forward():
+def test_continuations_of_one_token_take_the_prompts_last_logits():
     model = _model("llama")
     with torch.no_grad():
-        got = teacher_forced(model, [3, 4, 5], [[7], [], [9]])
+        got = teacher_forced(model, *prompt_cache(model, [3, 4, 5]), [[7], [], [9]])
         want = model(input_ids=torch.tensor([[3, 4, 5]])).logits[0, -1]
     assert [tuple(g.shape) for g in got] == [(1, VOCAB), (0, VOCAB), (1, VOCAB)]
     torch.testing.assert_close(got[0][0], want)

@@ -137,14 +137,16 @@ def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence
 
 
 def step_logits_many(
-    engine, adapter: str | None, prompt: str, continuations: Sequence[Sequence[int]], batch_size: int = 8
+    engine, adapter: str | None, prompt: str, continuations: Sequence[Sequence[int]], batch_size: int = 1
 ) -> Iterator:
     """:func:`step_logits` for each of ``continuations`` in order (a generator): the prompt runs
-    once per ``batch_size`` continuations and its keys and values are shared by them."""
+    once and its keys and values are shared by every continuation, ``batch_size`` at a time
+    (one by default: the fastest on CPU, where a batch pads every row to its longest;
+    ``bench/teacher_forced.py``)."""
     # torch: loaded when called, so importing the diagnostics stays light
     import torch
 
-    from railsweep.engines._hf_compat import teacher_forced
+    from railsweep.engines._hf_compat import prompt_cache, teacher_forced
 
     model, tok = getattr(engine, "model", None), getattr(engine, "tokenizer", None)
     if model is None or tok is None:
@@ -154,9 +156,14 @@ def step_logits_many(
         )
     p = list(tok(prompt, add_special_tokens=True)["input_ids"])
     conts = [list(c) for c in continuations]
+    if not conts:
+        return
+    with torch.no_grad(), _adapter(model, adapter):
+        first, cache = prompt_cache(model, p)
     for lo in range(0, len(conts), batch_size):
+        # entered per batch, never held across a yield: the caller's grad mode stays its own
         with torch.no_grad(), _adapter(model, adapter):
-            chunk = teacher_forced(model, p, conts[lo : lo + batch_size])
+            chunk = teacher_forced(model, first, cache, conts[lo : lo + batch_size])
         yield from chunk
 
 

@@ -62,21 +62,27 @@ def _run(model: nn.Module, input_ids, cache, logits_to_keep: int) -> tuple[torch
     return out.logits, new_cache
 
 
-def teacher_forced(model: nn.Module, prompt: list[int], continuations: list[list[int]]) -> list[torch.Tensor]:
-    """Logits ``[len(c), V]`` predicting each token of each continuation ``c`` after ``prompt``.
-
-    The prompt runs once (batch 1, only its last position projected onto the vocabulary);
-    its cache is copied to one row per continuation, and the continuations (but their last
-    token) run as one right-padded batch: under causal attention a pad after a token
-    cannot change that token's logits, so no attention mask is needed.
-    """
+def prompt_cache(model: nn.Module, prompt: list[int]) -> tuple[torch.Tensor, Any]:
+    """Run ``prompt`` once (batch 1): the logits [V] of its last position and its KV cache."""
     device = next(model.parameters()).device
     head, cache = _run(model, torch.tensor([prompt], device=device), None, 1)
-    first = head[0, -1].float()
+    return head[0, -1].float(), cache
+
+
+def teacher_forced(
+    model: nn.Module, first: torch.Tensor, cache, continuations: list[list[int]]
+) -> list[torch.Tensor]:
+    """Logits ``[len(c), V]`` predicting each token of each continuation ``c`` after a prompt whose
+    last logits and cache :func:`prompt_cache` returned (the cache is copied, never changed).
+
+    The continuations (but their last token) run as one right-padded batch over copies of the
+    prompt's cache: under causal attention a pad after a token cannot change that token's
+    logits, so no attention mask is needed; only their positions are projected onto the vocabulary.
+    """
     width = max((len(c) for c in continuations), default=0) - 1
     if width <= 0:
-        return [first[None, :].expand(len(c), -1)[: len(c)].clone() for c in continuations]
-    ids = torch.zeros(len(continuations), width, dtype=torch.long, device=device)
+        return [first[None, :].expand(len(c), -1).clone() for c in continuations]
+    ids = torch.zeros(len(continuations), width, dtype=torch.long, device=first.device)
     for b, c in enumerate(continuations):
         ids[b, : max(0, len(c) - 1)] = torch.as_tensor(c[:-1], dtype=torch.long)
     rows = copy.deepcopy(cache)
