@@ -3,7 +3,9 @@
 Runs ``railsweep eval`` twice on the same model, adapter, questions, strategy and seed: once in this venv with
 ``--backend transformers``, once in the vLLM venv (``--vllm-python``, the one ``.ci/vllm.sh`` builds) with
 ``--backend vllm``. The engines draw different random streams, so samples differ; what must agree is each
-question's solve rate within binomial noise and the strategy's trigger rate. Printed as JSON:
+question's solve rate within binomial noise and the strategy's trigger rate. Each cell's whole output goes
+to ``transformers.log`` / ``vllm.log`` beside it (under ``--keep``, else a temporary folder the error names).
+Printed as JSON:
 
 - per question: c / m of each engine and the two-proportion z statistic (pooled); a question *agrees* when
   |z| <= 1.96 (the difference is inside the 95 % interval of a common rate);
@@ -50,7 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--vllm-python", default=str(DEFAULT_VLLM_PYTHON))
-    p.add_argument("--keep", default=None, help="keep both cells under this folder")
+    p.add_argument("--keep", default=None, help="keep both cells and their whole logs under this folder")
     return p
 
 
@@ -69,10 +71,22 @@ def eval_args(args, backend: str, out: Path) -> list[str]:
 
 
 def run_eval(python: str, args, backend: str, out: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}".rstrip(os.pathsep)}
-    proc = subprocess.run([python, *eval_args(args, backend, out)], env=env, capture_output=True, text=True)
+    """Run one cell; its whole output (the engine's own processes included) goes to ``OUT.log`` as it comes."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}".rstrip(os.pathsep),
+    }
+    log = out.with_name(out.name + ".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as f:
+        proc = subprocess.run(
+            [python, *eval_args(args, backend, out)], env=env, stdout=f, stderr=subprocess.STDOUT
+        )
     if proc.returncode != 0:
-        raise SystemExit(f"engines_agree.py: {backend} eval failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        tail = log.read_text(errors="replace")[-3000:]
+        raise SystemExit(
+            f"engines_agree.py: {backend} eval failed (exit {proc.returncode}), whole log {log}:\n{tail}"
+        )
     (cell_path,) = find_cells(out)
     _, questions = read_cell(cell_path)
     responses = read_responses(cell_path)
@@ -117,7 +131,9 @@ def compare(hf: dict, vl: dict) -> dict:
 
 def main(args: argparse.Namespace) -> dict:
     if not Path(args.vllm_python).is_file():
-        raise SystemExit(f"engines_agree.py: error: --vllm-python: no such file {args.vllm_python} (bash .ci/vllm.sh)")
+        raise SystemExit(
+            f"engines_agree.py: error: --vllm-python: no such file {args.vllm_python} (bash .ci/vllm.sh)"
+        )
     work = Path(args.keep or tempfile.mkdtemp(prefix="railsweep-agree-"))
     hf = run_eval(sys.executable, args, "transformers", work / "transformers")
     vl = run_eval(args.vllm_python, args, "vllm", work / "vllm")

@@ -1,0 +1,34 @@
+"""bench/engines_agree.py: a cell that fails leaves its whole log (not only the tail the error shows), and the
+comparison counts a question as agreeing when the two rates are inside binomial noise."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import engines_agree as bench  # noqa: E402
+
+
+def test_a_failed_cell_keeps_its_whole_log_and_the_error_names_it(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/sh\nfor i in $(seq 1 3000); do echo "engine line $i" >&2; done\nexit 3\n')
+    fake.chmod(0o755)
+    args = bench.make_parser().parse_args(["--model", "m", "--task-dir", "t"])
+    with pytest.raises(SystemExit) as err:
+        bench.run_eval(str(fake), args, "vllm", tmp_path / "keep" / "vllm")
+    log = tmp_path / "keep" / "vllm.log"
+    assert str(log) in str(err.value) and "exit 3" in str(err.value)
+    assert "engine line 3000" in str(err.value) and "engine line 1\n" not in str(err.value)
+    assert log.read_text().startswith("engine line 1\n") and "engine line 3000" in log.read_text()
+
+
+def test_rates_inside_binomial_noise_agree_and_far_apart_do_not():
+    hf = {"c": [5, 10, 0], "m": [10, 10, 10], "triggers_per_sample": 2.0}
+    vl = {"c": [6, 1, 0], "m": [10, 10, 10], "triggers_per_sample": 1.0}
+    out = bench.compare(hf, vl)
+    assert out["agree"] == 2 and out["questions"] == 3
+    assert out["triggers_per_sample"]["ratio"] == 0.5
