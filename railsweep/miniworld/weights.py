@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from railsweep.miniworld.arithmetic import builds_documented_weights, mkl_refusal
 from railsweep.provenance import file_sha256
 
 DOCUMENTED = Path(__file__).with_name("documented_weights.json")
@@ -64,6 +65,7 @@ def world_provenance(root: str | Path) -> dict[str, Any]:
         "preset": manifest["preset"],
         "digest": manifest["digest"],
         "weights_digest": world_weights(root, manifest)["weights_digest"],
+        "arithmetic": manifest.get("arithmetic") or {},
     }
 
 
@@ -74,9 +76,14 @@ def documented_weights(digest: str, table: str | Path | None = None) -> dict[str
 
 
 def weights_verdict(
-    preset: str, digest: str, weights_digest: str, table: str | Path | None = None
+    preset: str,
+    digest: str,
+    weights_digest: str,
+    table: str | Path | None = None,
+    arithmetic: Mapping[str, Any] | None = None,
 ) -> tuple[bool | None, str]:
-    """(True: the documented weights, False: other weights, None: no documented build; one line to print)."""
+    """(True: the documented weights, False: other weights, None: no documented build; one line to print).
+    ``arithmetic``: the build's record (manifest), which says why where the machine could not match."""
     documented = documented_weights(digest, table)
     mine = weights_digest[:SHORT]
     if documented is None:
@@ -87,7 +94,8 @@ def weights_verdict(
             True,
             f"weights: documented ({preset} {digest}, weights {mine}, as measured on {documented['measured_on']})",
         )
+    why = "" if builds_documented_weights(arithmetic or {}) else f"; {mkl_refusal(arithmetic or {})}"
     return False, (
         f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
-        "figures in docs/ were measured on other weights"
+        f"figures in docs/ were measured on other weights{why}"
     )
