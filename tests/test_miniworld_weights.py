@@ -14,14 +14,7 @@ import pytest
 from test_miniworld_world import TINY  # the tiny world config those tests build
 
 from railsweep.miniworld import build_world, load_world, preset_config
-from railsweep.miniworld.arithmetic import (
-    PINNED,
-    builds_documented_weights,
-    cpu_has_avx512,
-    mkl_branch,
-    pinned_arithmetic,
-    pinned_env,
-)
+from railsweep.miniworld.arithmetic import PINNED, pinned_arithmetic, pinned_env
 from railsweep.miniworld.weights import DOCUMENTED, combined_digest, weights_verdict, world_provenance
 from railsweep.sweep.driver import sweep_provenance
 from railsweep.sweep.spec import FamilySpec, load_spec
@@ -131,10 +124,8 @@ def test_a_sweep_on_a_miniature_world_records_its_config_and_weights_digests(tin
         "preset": "tiny",
         "digest": TINY.digest(),
         "weights_digest": tiny.manifest["weights_digest"],
-        "arithmetic": tiny.manifest["arithmetic"],
     }
     tags = provenance_tags(p)
-    assert tags["world.arithmetic.MKL_CBWR"] == str(tiny.manifest["arithmetic"]["MKL_CBWR"])
     assert (
         tags["world.weights_digest"] == tiny.manifest["weights_digest"]
         and tags["world.digest"] == TINY.digest()
@@ -155,9 +146,7 @@ def test_a_sweep_over_model_paths_records_no_world(tiny):
 
 def test_a_builds_training_processes_compute_with_the_pinned_instruction_set(tiny):
     pinned = pinned_env()
-    recorded = tiny.manifest["arithmetic"]
-    assert {k: recorded[k] for k in PINNED} == {k: pinned.get(k) for k in PINNED}
-    assert recorded["avx512"] == cpu_has_avx512() and recorded["mkl_branch"] == mkl_branch(pinned)
+    assert tiny.manifest["arithmetic"] == {k: pinned.get(k) for k in PINNED}
     used = tiny.manifest["training"]["neox"]["arithmetic"]
     assert used == ({"cpu_capability": "AVX2", "MKL_CBWR": "AVX2"} if pinned else used)
 
@@ -178,49 +167,12 @@ def test_the_pin_adds_only_what_the_user_left_unset_and_restores_the_environment
         assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
 
 
-def test_the_smoke_world_here_is_the_documented_build_where_mkl_runs_the_pinned_branch(smoke_world):
-    """The smoke world the suite builds (or finds) has the weights of the documented AVX2 build wherever MKL
-    runs the pinned branch or the CPU has no AVX-512 (on an Intel AVX-512 machine an unpinned build writes
-    others: 48efaa54… against 9c1c0531…). On an AMD CPU with AVX-512, MKL runs its own branch: the build
-    records it and the verdict says so."""
+def test_the_smoke_world_here_is_the_documented_build_whatever_the_cpus_simd_width(smoke_world):
+    """The smoke world the suite builds (or finds) has the weights of the documented AVX2 build: on an
+    AVX-512 machine an unpinned build writes others (measured: 48efaa54… against 9c1c0531…)."""
     world = build_world("smoke", cache_dir=smoke_world)
     if not pinned_env():  # not x86: nothing pins the arithmetic, the docs' build is not expected
         assert world.manifest.get("arithmetic", {}).get("ATEN_CPU_CAPABILITY") is None
         return
-    arithmetic = dict(world.manifest["arithmetic"])
-    if "mkl_branch" not in arithmetic:  # a world cached before the branch was recorded: built on this machine
-        arithmetic.update(mkl_branch=mkl_branch(pinned_env()), avx512=cpu_has_avx512())
-    digest = world.manifest["digest"]
-    documented = json.loads(DOCUMENTED.read_text())["worlds"][digest]
-    if builds_documented_weights(arithmetic):
-        assert world.weights["weights_digest"] == documented["weights_digest"]
-    else:
-        verdict, line = weights_verdict("smoke", digest, world.weights["weights_digest"], arithmetic=arithmetic)
-        assert verdict is not False or f"MKL ran its {arithmetic['mkl_branch']} branch" in line
-
-
-def test_mkl_reports_the_branch_it_runs_and_the_verdict_names_a_refused_pin(tmp_path):
-    if pinned_env():  # x86: torch computes with MKL, which runs COMPATIBLE on every CPU
-        assert mkl_branch({"MKL_CBWR": "COMPATIBLE"}) == "COMPATIBLE"
-    amd = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "mkl_branch": "AUTO", "avx512": True}
-    assert not builds_documented_weights(amd)
-    assert builds_documented_weights({**amd, "avx512": False})  # the docs' AVX2-only AMD EPYCs
-    assert builds_documented_weights({**amd, "mkl_branch": "AVX2"})  # Intel: the pin holds
-    assert builds_documented_weights({"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"})  # an older record
-    table = tmp_path / "documented.json"
-    table.write_text(json.dumps({"worlds": {"abc123abc123": {"preset": "tiny", "weights_digest": "a" * 64,
-                                                             "measured_on": "x"}}}))  # fmt: skip
-    _, line = weights_verdict("tiny", "abc123abc123", "b" * 64, table, arithmetic=amd)
-    assert line.endswith("; this CPU's MKL ran its AUTO branch, not the pinned MKL_CBWR=AVX2 (MKL honours that "
-                         "branch on Intel CPUs only; builds on an AMD CPU with AVX-512 were measured to train other "
-                         "weights)")  # fmt: skip
-    _, line = weights_verdict("tiny", "abc123abc123", "b" * 64, table, arithmetic={**amd, "avx512": False})
-    assert line.endswith("figures in docs/ were measured on other weights")
-
-
-def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("flags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n")
-    assert cpu_has_avx512(info)
-    info.write_text("flags\t\t: fpu sse2 avx2\n")
-    assert not cpu_has_avx512(info) and not cpu_has_avx512(tmp_path / "missing")
+    documented = json.loads(DOCUMENTED.read_text())["worlds"][world.manifest["digest"]]
+    assert world.weights["weights_digest"] == documented["weights_digest"]

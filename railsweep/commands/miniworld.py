@@ -85,9 +85,7 @@ def run(args: argparse.Namespace) -> int:
         resolve_device(args.device)  # a bad --device fails before the world is built
     world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force, threads=args.threads)
     weights_digest = world.weights["weights_digest"]
-    documented, line = weights_verdict(
-        world.preset, world.manifest["digest"], weights_digest, arithmetic=world.manifest.get("arithmetic")
-    )
+    documented, line = weights_verdict(world.preset, world.manifest["digest"], weights_digest)
     print(f"railsweep: {'warning: ' if documented is False else ''}{line}", file=sys.stderr, flush=True)
     if args.action == "build":
         print(

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from railsweep.miniworld.arithmetic import builds_documented_weights, mkl_refusal
 from railsweep.provenance import file_sha256
 
 DOCUMENTED = Path(__file__).with_name("documented_weights.json")
@@ -65,7 +64,6 @@ def world_provenance(root: str | Path) -> dict[str, Any]:
         "preset": manifest["preset"],
         "digest": manifest["digest"],
         "weights_digest": world_weights(root, manifest)["weights_digest"],
-        "arithmetic": manifest.get("arithmetic") or {},
     }
 
 
@@ -76,14 +74,9 @@ def documented_weights(digest: str, table: str | Path | None = None) -> dict[str
 
 
 def weights_verdict(
-    preset: str,
-    digest: str,
-    weights_digest: str,
-    table: str | Path | None = None,
-    arithmetic: Mapping[str, Any] | None = None,
+    preset: str, digest: str, weights_digest: str, table: str | Path | None = None
 ) -> tuple[bool | None, str]:
-    """(True: the documented weights, False: other weights, None: no documented build; one line to print).
-    ``arithmetic``: the build's record (manifest), which says why where the machine could not match."""
+    """(True: the documented weights, False: other weights, None: no documented build; one line to print)."""
     documented = documented_weights(digest, table)
     mine = weights_digest[:SHORT]
     if documented is None:
@@ -94,8 +87,7 @@ def weights_verdict(
             True,
             f"weights: documented ({preset} {digest}, weights {mine}, as measured on {documented['measured_on']})",
         )
-    why = "" if builds_documented_weights(arithmetic or {}) else f"; {mkl_refusal(arithmetic or {})}"
     return False, (
         f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
-        f"figures in docs/ were measured on other weights{why}"
+        "figures in docs/ were measured on other weights"
     )

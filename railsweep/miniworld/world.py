@@ -40,12 +40,7 @@ from railsweep.contamination.leak import LeakSplit
 from railsweep.contamination.simulator import adapter_mixes, cot_example, write_json
 from railsweep.errors import ConfigError
 from railsweep.miniworld import build_progress
-from railsweep.miniworld.arithmetic import (
-    build_arithmetic,
-    builds_documented_weights,
-    mkl_refusal,
-    pinned_arithmetic,
-)
+from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.family import build_family
 from railsweep.miniworld.lending import (
@@ -312,17 +307,6 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
     return donor, lenders
 
 
-def _check_mkl(arithmetic: dict, pin: bool, log) -> dict:
-    """``arithmetic`` plus the branch MKL actually runs under the pin; warns when this machine cannot
-    build the documented weights (:func:`railsweep.miniworld.arithmetic.builds_documented_weights`)."""
-    if not pin:
-        return arithmetic
-    out = build_arithmetic(arithmetic)
-    if not builds_documented_weights(out):
-        log(f"warning: {mkl_refusal(out)}: this build's weights will not be the documented ones")
-    return out
-
-
 def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapters: set[str]) -> dict:
     """Every family's phases and their training tokens (:mod:`railsweep.miniworld.build_progress`), without
     the phases that need no training: all adapters of a family in ``lent_adapters``, a base model or a clean
@@ -375,7 +359,6 @@ def _build(
     pin = config.pretrain.precision == "fp32"
     plans = _family_plans(root, config, filler, set(adapters_from))
     with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        arithmetic = _check_mkl(arithmetic, pin, log)
         futures = {
             f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families
         }
@@ -416,7 +399,7 @@ def _build(
         "build_seconds": round(time.time() - t0, 2),
         "workers": workers,
         "threads_per_worker": threads,
-        "arithmetic": arithmetic,  # the pinned environment the training processes saw, MKL's branch, AVX-512
+        "arithmetic": arithmetic,  # the pinned environment the training processes saw
         "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
         **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
     }

@@ -210,9 +210,7 @@ def _open_parent(
             f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}")  # fmt: skip
     if "world" in provenance:  # the docs' figures hold for the documented build only: say which this is
         w = provenance["world"]
-        documented, line = weights_verdict(
-            w["preset"], w["digest"], w["weights_digest"], arithmetic=w.get("arithmetic")
-        )
+        documented, line = weights_verdict(w["preset"], w["digest"], w["weights_digest"])
         run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
     return run
 

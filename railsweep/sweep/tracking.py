@@ -232,11 +232,8 @@ def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
         tags[f"pkg.{name}"] = str(ver)
     for path, sha in (prov.get("datasets") or {}).items():
         tags[f"data.sha256.{Path(path).name}"] = sha
-    for key, value in (prov.get("world") or {}).items():  # the miniature world: preset, digests, root, arithmetic
-        if isinstance(value, Mapping):
-            tags.update({f"world.{key}.{k}": str(v) for k, v in value.items()})
-        else:
-            tags[f"world.{key}"] = str(value)
+    for key, value in (prov.get("world") or {}).items():  # the miniature world: preset, digests, root
+        tags[f"world.{key}"] = str(value)
     return tags
 
 
