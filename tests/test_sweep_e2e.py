@@ -122,7 +122,7 @@ def test_the_demo_says_whether_its_world_holds_the_documented_weights(demo_log):
 
     line = next(x for x in demo_log.splitlines() if "[sweep]" in x and "weights" in x)
     if pinned_env():  # x86: the smoke world built here is the documented AVX2 build
-        assert "[sweep] weights: documented (smoke f45423c1bcc2, weights 9c1c0531d443" in line, line
+        assert "[sweep] weights: documented (smoke f45423c1bcc2, weights 47ac6d23f0c4" in line, line
     else:
         assert "differ from the documented build" in line, line
 
