@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task-dir", type=Path, default=DATA, help=f"GSM8K-format task (default {DATA})")
     p.add_argument("--questions", type=int, default=3)
     p.add_argument("--m", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=1, help="continuations per pass (default 1, as rails)")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -35,25 +35,18 @@ def _hf_class(model: nn.Module) -> type:
 
 def lm_step(model: nn.Module, input_ids, attention_mask, position_ids, cache) -> tuple[torch.Tensor, Any]:
     """Run ``model`` on new tokens with a KV cache; returns (last-position logits [B, V], updated cache)."""
-    out = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        position_ids=position_ids,
-        use_cache=True,
-        logits_to_keep=1,
-        **{_cache_kwarg(_hf_class(model)): cache},
-    )
-    new_cache = getattr(out, "cache", None)
-    if new_cache is None:
-        new_cache = out.past_key_values
-    return out.logits[:, -1, :], new_cache
+    logits, new_cache = _run(model, input_ids, cache, 1, attention_mask=attention_mask, position_ids=position_ids)
+    return logits[:, -1, :], new_cache
 
 
-def _run(model: nn.Module, input_ids, cache, logits_to_keep: int) -> tuple[torch.Tensor, Any]:
+def _run(model: nn.Module, input_ids, cache, logits_to_keep: int, **kwargs) -> tuple[torch.Tensor, Any]:
+    """One forward pass with a KV cache (None: from scratch): (logits of the last ``logits_to_keep``
+    positions, 0 for all, and the updated cache), under either name of the cache argument."""
     out = model(
         input_ids=input_ids,
         use_cache=True,
         logits_to_keep=logits_to_keep,
+        **kwargs,
         **{_cache_kwarg(_hf_class(model)): cache},
     )
     new_cache = getattr(out, "cache", None)
