@@ -10,7 +10,11 @@ Printed as JSON:
 - per question: c / m of each engine and the two-proportion z statistic (pooled); a question *agrees* when
   |z| <= 1.96 (the difference is inside the 95 % interval of a common rate);
 - ``agree_share``: the share of questions that agree (about 0.95 is what two draws of the same model give);
-- mean solve rate and mean triggers per sample of each engine, with the triggers' ratio.
+- mean solve rate and mean triggers per sample of each engine, with the triggers' ratio and a Welch z of their
+  difference over the sampled responses;
+- ``greedy_identical``: the questions whose greedy response (RailCap's rail) has the same token ids on both
+  engines. Both engines run in ``--dtype`` (default float32): vLLM's ``auto`` downcasts a float32 checkpoint to
+  bfloat16 on a CPU, and a bf16 greedy answer is another rail, so its triggers differ for that reason alone.
 
 Run (the vLLM venv must exist: ``bash .ci/vllm.sh`` builds it)::
 
@@ -51,6 +55,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", default="float32", help="both engines' dtype (vLLM's auto is bf16 on a CPU)")
     p.add_argument("--vllm-python", default=str(DEFAULT_VLLM_PYTHON))
     p.add_argument("--keep", default=None, help="keep both cells and their whole logs under this folder")
     return p
@@ -64,7 +69,8 @@ def eval_args(args, backend: str, out: Path) -> list[str]:
         cmd += ["--use-adapter", args.use_adapter]
     cmd += ["--strategy", args.strategy, "--m", str(args.m), "--limit", str(args.limit)]
     cmd += ["--temperature", str(args.temperature), "--max-new-tokens", str(args.max_new_tokens)]
-    cmd += ["--seed", str(args.seed), "--backend", backend, "--device", "cpu", "--out", str(out)]
+    cmd += ["--seed", str(args.seed), "--dtype", args.dtype, "--backend", backend, "--device", "cpu"]
+    cmd += ["--out", str(out)]
     for kv in args.param:
         cmd += ["--param", kv]
     return cmd
@@ -91,10 +97,13 @@ def run_eval(python: str, args, backend: str, out: Path) -> dict:
     _, questions = read_cell(cell_path)
     responses = read_responses(cell_path)
     graded = responses[responses["sample_index"] >= 0]
+    greedy = responses[responses["sample_index"] < 0].sort_values("question_index")
     return {
         "c": questions["c"].tolist(),
         "m": questions["m"].tolist(),
         "triggers_per_sample": float(graded["triggers"].mean()) if len(graded) else 0.0,
+        "triggers": graded["triggers"].astype(float).tolist(),
+        "greedy": {int(q): list(map(int, ids)) for q, ids in zip(greedy["question_index"], greedy["token_ids"])},
     }
 
 
@@ -105,6 +114,16 @@ def z_pooled(c1: int, m1: int, c2: int, m2: int) -> float:
     p = (c1 + c2) / (m1 + m2)
     se = math.sqrt(p * (1 - p) * (1 / m1 + 1 / m2))
     return 0.0 if se == 0 else (c1 / m1 - c2 / m2) / se
+
+
+def z_welch(a: list[float], b: list[float]) -> float | None:
+    """Welch z statistic of mean(b) - mean(a) (None with fewer than two values on a side)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    mean = lambda x: sum(x) / len(x)  # noqa: E731
+    var = lambda x: sum((v - mean(x)) ** 2 for v in x) / (len(x) - 1)  # noqa: E731
+    se = math.sqrt(var(a) / len(a) + var(b) / len(b))
+    return 0.0 if se == 0 else (mean(b) - mean(a)) / se
 
 
 def compare(hf: dict, vl: dict) -> dict:
@@ -124,7 +143,9 @@ def compare(hf: dict, vl: dict) -> dict:
             "transformers": round(hf["triggers_per_sample"], 3),
             "vllm": round(vl["triggers_per_sample"], 3),
             "ratio": None if ratio is None else round(ratio, 3),
+            "z": _round(z_welch(hf.get("triggers", []), vl.get("triggers", []))),
         },
+        "greedy_identical": sum(ids == vl.get("greedy", {}).get(q) for q, ids in hf.get("greedy", {}).items()),
         "per_question": rows,
     }
 
@@ -137,7 +158,12 @@ def main(args: argparse.Namespace) -> dict:
     work = Path(args.keep or tempfile.mkdtemp(prefix="railsweep-agree-"))
     hf = run_eval(sys.executable, args, "transformers", work / "transformers")
     vl = run_eval(args.vllm_python, args, "vllm", work / "vllm")
-    return {"strategy": args.strategy, "m": args.m, "temperature": args.temperature, **compare(hf, vl)}
+    return {"strategy": args.strategy, "m": args.m, "temperature": args.temperature, "dtype": args.dtype,
+            **compare(hf, vl)}  # fmt: skip
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
 
 
 if __name__ == "__main__":

@@ -32,3 +32,24 @@ def test_rates_inside_binomial_noise_agree_and_far_apart_do_not():
     out = bench.compare(hf, vl)
     assert out["agree"] == 2 and out["questions"] == 3
     assert out["triggers_per_sample"]["ratio"] == 0.5
+
+
+def test_the_trigger_difference_gets_a_z_and_identical_greedy_rails_are_counted():
+    hf = {"c": [1, 1], "m": [4, 4], "triggers_per_sample": 2.0, "triggers": [1.0, 2.0, 3.0, 2.0],
+          "greedy": {0: [5, 6, 7], 1: [5, 6]}}
+    vl = {"c": [1, 1], "m": [4, 4], "triggers_per_sample": 2.0, "triggers": [2.0, 2.0, 2.0, 2.0],
+          "greedy": {0: [5, 6, 7], 1: [5, 8]}}
+    out = bench.compare(hf, vl)
+    assert out["triggers_per_sample"]["z"] == 0.0 and out["greedy_identical"] == 1
+    far = bench.compare(hf, {**vl, "triggers": [9.0, 9.5, 8.5, 9.0]})
+    assert far["triggers_per_sample"]["z"] > 10
+
+
+def test_both_engines_run_in_the_same_dtype_float32_unless_told():
+    args = bench.make_parser().parse_args(["--model", "m", "--task-dir", "t"])
+    for backend in ("transformers", "vllm"):
+        cmd = bench.eval_args(args, backend, Path("out"))
+        assert cmd[cmd.index("--dtype") + 1] == "float32"
+    args = bench.make_parser().parse_args(["--model", "m", "--task-dir", "t", "--dtype", "bfloat16"])
+    cmd = bench.eval_args(args, "vllm", Path("out"))
+    assert cmd[cmd.index("--dtype") + 1] == "bfloat16"
