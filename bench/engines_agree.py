@@ -55,7 +55,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dtype", default="float32", help="both engines' dtype (vLLM's auto is bf16 on a CPU)")
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        choices=("float32", "bfloat16", "float16", "auto"),
+        help="both engines' dtype (vLLM's auto is bf16 on a CPU)",
+    )
     p.add_argument("--vllm-python", default=str(DEFAULT_VLLM_PYTHON))
     p.add_argument("--keep", default=None, help="keep both cells and their whole logs under this folder")
     return p

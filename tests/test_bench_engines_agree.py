@@ -53,3 +53,9 @@ def test_both_engines_run_in_the_same_dtype_float32_unless_told():
     args = bench.make_parser().parse_args(["--model", "m", "--task-dir", "t", "--dtype", "bfloat16"])
     cmd = bench.eval_args(args, "vllm", Path("out"))
     assert cmd[cmd.index("--dtype") + 1] == "bfloat16"
+
+
+def test_an_unknown_dtype_is_refused_before_any_engine_runs(capsys):
+    with pytest.raises(SystemExit) as err:
+        bench.make_parser().parse_args(["--model", "m", "--task-dir", "t", "--dtype", "fp8"])
+    assert err.value.code == 2 and "'fp8'" in capsys.readouterr().err
