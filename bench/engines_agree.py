@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from railsweep.engines.config import DTYPES  # noqa: E402
 from railsweep.results.io import find_cells, read_cell, read_responses  # noqa: E402
 
 DEFAULT_VLLM_PYTHON = Path.home() / ".cache" / "railsweep" / "venv-vllm" / "bin" / "python"
@@ -58,7 +60,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dtype",
         default="float32",
-        choices=("float32", "bfloat16", "float16", "auto"),
+        choices=DTYPES,
         help="both engines' dtype (vLLM's auto is bf16 on a CPU)",
     )
     p.add_argument("--vllm-python", default=str(DEFAULT_VLLM_PYTHON))
@@ -106,9 +108,10 @@ def run_eval(python: str, args, backend: str, out: Path) -> dict:
     return {
         "c": questions["c"].tolist(),
         "m": questions["m"].tolist(),
-        "triggers_per_sample": float(graded["triggers"].mean()) if len(graded) else 0.0,
         "triggers": graded["triggers"].astype(float).tolist(),
-        "greedy": {int(q): list(map(int, ids)) for q, ids in zip(greedy["question_index"], greedy["token_ids"])},
+        "greedy": {
+            int(q): list(map(int, ids)) for q, ids in zip(greedy["question_index"], greedy["token_ids"])
+        },
     }
 
 
@@ -125,32 +128,34 @@ def z_welch(a: list[float], b: list[float]) -> float | None:
     """Welch z statistic of mean(b) - mean(a) (None with fewer than two values on a side)."""
     if len(a) < 2 or len(b) < 2:
         return None
-    mean = lambda x: sum(x) / len(x)  # noqa: E731
-    var = lambda x: sum((v - mean(x)) ** 2 for v in x) / (len(x) - 1)  # noqa: E731
-    se = math.sqrt(var(a) / len(a) + var(b) / len(b))
-    return 0.0 if se == 0 else (mean(b) - mean(a)) / se
+    se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+    return 0.0 if se == 0 else (statistics.fmean(b) - statistics.fmean(a)) / se
 
 
 def compare(hf: dict, vl: dict) -> dict:
+    """The two cells side by side; each is ``{"c", "m"}`` per question, ``triggers`` per sampled response and
+    ``greedy`` token ids per question (what :func:`run_eval` returns)."""
     rows = [
         {"hf": f"{c1}/{m1}", "vllm": f"{c2}/{m2}", "z": round(z_pooled(c1, m1, c2, m2), 2)}
         for c1, m1, c2, m2 in zip(hf["c"], hf["m"], vl["c"], vl["m"])
     ]
     agree = sum(abs(r["z"]) <= Z95 for r in rows)
     rate = lambda d: sum(d["c"]) / max(1, sum(d["m"]))  # noqa: E731
-    ratio = vl["triggers_per_sample"] / hf["triggers_per_sample"] if hf["triggers_per_sample"] else None
+    per_sample = lambda d: statistics.fmean(d["triggers"]) if d["triggers"] else 0.0  # noqa: E731
+    t_hf, t_vl = per_sample(hf), per_sample(vl)
+    z = z_welch(hf["triggers"], vl["triggers"])
     return {
         "questions": len(rows),
         "agree": agree,
         "agree_share": round(agree / max(1, len(rows)), 3),
         "solve_rate": {"transformers": round(rate(hf), 4), "vllm": round(rate(vl), 4)},
         "triggers_per_sample": {
-            "transformers": round(hf["triggers_per_sample"], 3),
-            "vllm": round(vl["triggers_per_sample"], 3),
-            "ratio": None if ratio is None else round(ratio, 3),
-            "z": _round(z_welch(hf.get("triggers", []), vl.get("triggers", []))),
+            "transformers": round(t_hf, 3),
+            "vllm": round(t_vl, 3),
+            "ratio": round(t_vl / t_hf, 3) if t_hf else None,
+            "z": None if z is None else round(z, 2),
         },
-        "greedy_identical": sum(ids == vl.get("greedy", {}).get(q) for q, ids in hf.get("greedy", {}).items()),
+        "greedy_identical": sum(ids == vl["greedy"].get(q) for q, ids in hf["greedy"].items()),
         "per_question": rows,
     }
 
@@ -165,10 +170,6 @@ def main(args: argparse.Namespace) -> dict:
     vl = run_eval(args.vllm_python, args, "vllm", work / "vllm")
     return {"strategy": args.strategy, "m": args.m, "temperature": args.temperature, "dtype": args.dtype,
             **compare(hf, vl)}  # fmt: skip
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 2)
 
 
 if __name__ == "__main__":

@@ -27,18 +27,16 @@ def test_a_failed_cell_keeps_its_whole_log_and_the_error_names_it(tmp_path):
 
 
 def test_rates_inside_binomial_noise_agree_and_far_apart_do_not():
-    hf = {"c": [5, 10, 0], "m": [10, 10, 10], "triggers_per_sample": 2.0}
-    vl = {"c": [6, 1, 0], "m": [10, 10, 10], "triggers_per_sample": 1.0}
+    hf = {"c": [5, 10, 0], "m": [10, 10, 10], "triggers": [2.0, 3.0, 1.0], "greedy": {}}
+    vl = {"c": [6, 1, 0], "m": [10, 10, 10], "triggers": [1.0, 1.0, 1.0], "greedy": {}}
     out = bench.compare(hf, vl)
     assert out["agree"] == 2 and out["questions"] == 3
     assert out["triggers_per_sample"]["ratio"] == 0.5
 
 
 def test_the_trigger_difference_gets_a_z_and_identical_greedy_rails_are_counted():
-    hf = {"c": [1, 1], "m": [4, 4], "triggers_per_sample": 2.0, "triggers": [1.0, 2.0, 3.0, 2.0],
-          "greedy": {0: [5, 6, 7], 1: [5, 6]}}
-    vl = {"c": [1, 1], "m": [4, 4], "triggers_per_sample": 2.0, "triggers": [2.0, 2.0, 2.0, 2.0],
-          "greedy": {0: [5, 6, 7], 1: [5, 8]}}
+    hf = {"c": [1, 1], "m": [4, 4], "triggers": [1.0, 2.0, 3.0, 2.0], "greedy": {0: [5, 6, 7], 1: [5, 6]}}
+    vl = {"c": [1, 1], "m": [4, 4], "triggers": [2.0, 2.0, 2.0, 2.0], "greedy": {0: [5, 6, 7], 1: [5, 8]}}
     out = bench.compare(hf, vl)
     assert out["triggers_per_sample"]["z"] == 0.0 and out["greedy_identical"] == 1
     far = bench.compare(hf, {**vl, "triggers": [9.0, 9.5, 8.5, 9.0]})

@@ -17,7 +17,7 @@ from railsweep.errors import ConfigError, DataError
 Backend = Literal["transformers", "vllm"]
 
 _BACKENDS = ("transformers", "vllm")
-_DTYPES = ("auto", "float32", "float16", "bfloat16")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -73,8 +73,8 @@ class EngineConfig:
         object.__setattr__(self, "adapters", tuple(sorted(norm)))
         if not _DEVICE_RE.match(str(self.device)):
             raise ConfigError(f"device must be auto, cpu, mps, cuda or cuda:N, got device={self.device!r}")
-        if self.dtype not in _DTYPES:
-            raise ConfigError(f"dtype must be one of {_DTYPES}, got dtype={self.dtype!r}")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype must be one of {DTYPES}, got dtype={self.dtype!r}")
         if self.max_batch_size is not None and (
             isinstance(self.max_batch_size, bool)
             or not isinstance(self.max_batch_size, int)
