@@ -12,8 +12,9 @@ import pytest
 
 from railsweep import cli
 from railsweep.errors import DataError
+from railsweep.miniworld.presets import preset_config
 from railsweep.sweep import job, options
-from railsweep.sweep.pricing import price_params, price_sweep, sweep_price
+from railsweep.sweep.pricing import dry_resolve, mlp_widths_of, price_params, price_sweep, sweep_price
 from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import PRESETS, load_spec
 from railsweep.sweep.throughput import load_throughput
@@ -258,3 +259,15 @@ def test_the_dry_run_prices_with_measured_responses_where_the_world_has_them():
 
     questions = sweep_questions(load_spec("smoke"))
     assert questions.length_source.startswith("responses measured on the 'smoke' world")
+
+
+def test_shortcuts_localisation_on_a_real_base_is_priced_by_that_bases_layers_not_the_mini_size(tripwire):
+    """The smollm2 world's base is SmolLM2's 30 layers of d_mlp 1,536 (the pinned wheel's record, no file read):
+    per domain 32 questions decoded once by M_co, then 2 + 2 x 29 layers x 4 blocks greedy runs over 32."""
+    spec = load_spec("smollm2_table3")
+    assert mlp_widths_of(spec, spec.families[0]) == [1536] * 30
+    (engine,) = price_sweep(spec, "all", load_throughput()).engines
+    assert engine.one_off_samples == 2 * (32 + (2 + 2 * 29 * 4) * 32)
+    smoke = dry_resolve(load_spec("smoke"))
+    cfg = preset_config("smoke")
+    assert mlp_widths_of(smoke, smoke.families[0]) == [cfg.size.intermediate] * cfg.size.layers

@@ -43,6 +43,10 @@ class WheelGguf:
     member_bytes: int
     member_sha256: str
     license: str = ""
+    # the pinned GGUF's MLP shape (its hash fixes it): what a sweep's dry run prices Shortcut's localisation
+    # by (d_mlp of every layer) without the file on the machine; 0 = unknown
+    n_layers: int = 0
+    d_mlp: int = 0
 
     kind = "wheel_gguf"
 
@@ -56,11 +60,17 @@ class WheelGguf:
             raise ConfigError(f"member_bytes must be >= 1, got {self.member_bytes}")
 
     @property
+    def mlp_widths(self) -> list[int] | None:
+        """d_mlp of every layer, or None when the record does not say."""
+        return [self.d_mlp] * self.n_layers if self.n_layers and self.d_mlp else None
+
+    @property
     def requirement(self) -> str:
         return f"{self.package}=={self.version}"
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, **asdict(self)}
+        """What names the source (digests hash it): the MLP shape follows from the pinned hash, so it is left out."""
+        return {"kind": self.kind, **{k: v for k, v in asdict(self).items() if k not in ("n_layers", "d_mlp")}}
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,8 @@ SMOLLM2_135M_INSTRUCT = WheelGguf(
     member_bytes=98_362_432,
     member_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     license="Apache-2.0",
+    n_layers=30,
+    d_mlp=1536,
 )
 KNOWN_WHEELS: dict[str, WheelGguf] = {w.name: w for w in (SMOLLM2_135M_INSTRUCT,)}
 

