@@ -295,9 +295,10 @@ def test_miniworld_check_of_an_unknown_family_is_a_user_error(smoke, capsys):
 
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
-    [("--device", "tpu", "'tpu'"), ("--batch-size", "0", "argument --batch-size: must be an integer >= 1, got '0'")],
+    [("--device", "tpu", "'tpu'"), ("--batch-size", "0", "argument --batch-size: must be an integer >= 1, got '0'"),
+     ("--max-new-tokens", "0", "argument --max-new-tokens: must be an integer >= 1, got '0'")],
 )
-def test_miniworld_check_with_a_bad_device_or_batch_size_is_a_user_error(
+def test_miniworld_check_with_a_bad_device_batch_size_or_length_is_a_user_error(
     tmp_path, capsys, flag, value, message
 ):
     from railsweep.cli import main

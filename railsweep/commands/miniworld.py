@@ -50,6 +50,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=at.limit, default=None, help="check only the first N test questions")
     p.add_argument(
+        "--max-new-tokens",
+        type=at.new_tokens,
+        default=96,
+        help="tokens per response of the check (default 96; the smollm2 world's digit-split answers need 160, "
+        "as its sweeps use)",
+    )
+    p.add_argument(
         "--threads",
         type=at.threads,
         default=None,
@@ -111,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         result = check_family(
             world,
             f,
-            CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size),
+            CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size,
+                          max_new_tokens=args.max_new_tokens),
         )
         print(json.dumps(result), flush=True)
         ok = ok and result["passed"]
