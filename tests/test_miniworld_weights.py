@@ -8,6 +8,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,23 +150,50 @@ def test_a_builds_training_processes_compute_with_the_pinned_instruction_set(tin
     pinned = pinned_env()
     assert tiny.manifest["arithmetic"] == {k: pinned.get(k) for k in PINNED}
     used = tiny.manifest["training"]["neox"]["arithmetic"]
-    assert used == ({"cpu_capability": "AVX2", "MKL_CBWR": "AVX2"} if pinned else used)
+    assert used == ({"cpu_capability": "AVX2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"} if pinned else used)
+
+
+_NEOX_STEP = """
+import torch
+from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+torch.manual_seed(0)
+config = GPTNeoXConfig(vocab_size=50, hidden_size=64, num_hidden_layers=1, num_attention_heads=1,
+                       intermediate_size=128, hidden_act="gelu")
+model = GPTNeoXForCausalLM(config).train()
+ids = torch.randint(0, 50, (2, 16))
+model(input_ids=ids, labels=ids).loss.backward()
+"""
+
+
+def test_the_pin_keeps_onednn_kernels_a_neox_trains_with_within_avx2():
+    """GPT-NeoX's GELU trains as a oneDNN primitive, whose instruction set ATen's capability does not choose:
+    on an AVX-512 machine it ran ``jit:avx512_core_bf16`` unpinned and moved the ``mini`` neox base's bits."""
+    if not pinned_env():
+        pytest.skip("the pin applies to x86-64 only; this machine is not one")
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env.update(pinned_env(), ONEDNN_VERBOSE="1")
+    done = subprocess.run([sys.executable, "-c", _NEOX_STEP], env=env, capture_output=True, text=True, check=True)
+    kernels = {line.split(",")[6] for line in done.stdout.splitlines() if ",primitive,exec,cpu," in line}
+    assert kernels, "no oneDNN primitive ran: the GELU no longer goes through oneDNN, revisit the pin"
+    assert all(k.startswith("jit:avx2") or k.startswith("jit:sse") or k.startswith("ref") for k in kernels), kernels
 
 
 def test_the_pin_adds_only_what_the_user_left_unset_and_restores_the_environment(monkeypatch):
     monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "x86_64")
     monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
     with pinned_arithmetic() as seen:
-        assert seen == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+        assert seen == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
         assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
-    assert "ATEN_CPU_CAPABILITY" not in os.environ and os.environ["MKL_CBWR"] == "COMPATIBLE"
+    assert "ATEN_CPU_CAPABILITY" not in os.environ and "ONEDNN_MAX_CPU_ISA" not in os.environ
+    assert os.environ["MKL_CBWR"] == "COMPATIBLE"
     monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "aarch64")
     with pinned_arithmetic() as seen:
-        assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
+        assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": None}
     monkeypatch.setattr("railsweep.miniworld.arithmetic.platform.machine", lambda: "x86_64")
     with pinned_arithmetic(enabled=False) as seen:  # a bf16 world
-        assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
+        assert seen == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": None}
 
 
 def test_the_smoke_world_here_is_the_documented_build_whatever_the_cpus_simd_width(smoke_world):

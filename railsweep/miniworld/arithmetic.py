@@ -4,14 +4,16 @@ other SIMD widths.
 ATen picks its vectorised kernels for the CPU it runs on (AVX2, AVX-512) and MKL its code path for matrix
 products; each rounds floats its own way, so the same seed and recipe train other weights on an AVX-512
 machine than on an AVX2-only one. A world's build therefore trains in spawned processes whose environment
-pins both to AVX2, which every x86-64 CPU railsweep targets has:
+pins all three to AVX2, which every x86-64 CPU railsweep targets has:
 
 - ``ATEN_CPU_CAPABILITY=avx2`` (ATen's kernels; read when torch loads);
-- ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility; read when MKL starts).
+- ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility; read when MKL starts);
+- ``ONEDNN_MAX_CPU_ISA=AVX2`` (oneDNN's own kernel dispatch, which ATen's capability does not reach: GPT-NeoX's
+  GELU, forward and backward, runs as a oneDNN eltwise primitive in training; read when oneDNN starts).
 
-Measured on a 2-core AVX-512 machine: with the pin the smoke world, the ``mini`` llama and gemma bases and the
-``smollm2`` world's three adapters have the weights of the documented AVX2 builds byte for byte (without it,
-others); the ``mini`` neox base does not (docs/miniworld.md), so some kernel it uses is not covered yet. A
+Measured on 2-core AVX-512 machines: with the first two the smoke world, the ``mini`` llama and gemma bases and the
+``smollm2`` world's three adapters have the weights of the documented AVX2 builds byte for byte (without them,
+others); the ``mini`` neox base needs the third (docs/miniworld.md). A
 variable the user set is left as set (the manifest records what the build used); other machines (aarch64) and
 bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
 """
@@ -23,7 +25,7 @@ import os
 import platform
 from collections.abc import Iterator
 
-PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 _X86 = ("x86_64", "amd64", "i686", "i386")
 
 

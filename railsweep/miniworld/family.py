@@ -80,6 +80,7 @@ def build_family(
         "adapters": adapters,
         "seconds": round(time.time() - t1, 2),
         "threads": torch.get_num_threads(),
-        # what this process computed with (railsweep.miniworld.arithmetic pins both on x86)
-        "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "MKL_CBWR": os.environ.get("MKL_CBWR")},
+        # what this process computed with (railsweep.miniworld.arithmetic pins these on x86)
+        "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                       **{k: os.environ.get(k) for k in ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}},
     }
