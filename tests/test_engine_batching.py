@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from railsweep.engines import transformers_engine as te
@@ -53,4 +55,32 @@ def test_rows_of_one_call_are_split_into_near_equal_batches_with_the_same_sample
     assert sizes == [3, 2, 2]  # not 3 + 3 + 1
     assert [[s.token_ids for s in c.samples] for c in chunked] == [
         [s.token_ids for s in c.samples] for c in whole
+    ]
+
+
+def test_patched_decoding_budgets_two_kv_caches_from_the_memory_it_finds():
+    cpu = torch.device("cpu")
+    quarter = int(te.CPU_PATCHED_KV_FRACTION * 8 * 2**30)
+    assert te.patched_token_budget(cpu, 4096, None, available=8 * 2**30) == quarter // (2 * 4096)
+    assert te.patched_token_budget(cpu, 4096, 10_000) == 5_000  # half a given cap: two caches
+    assert te.patched_token_budget(torch.device("cuda"), 4096, None) is None
+
+
+def test_patched_decoding_is_split_within_its_token_budget_with_the_same_samples(tiny_model_dir, monkeypatch):
+    from railsweep.interventions import NeuronPatchSpec
+
+    spec = NeuronPatchSpec(neurons=((0, (0, 1)),), reference_adapter=None)
+    requests = [dataclasses.replace(r, intervention=spec) for r in _requests(7, 1)]
+    whole = TransformersEngine(tiny_model_dir, device="cpu", dtype="float32")
+    whole.patched_batch_tokens = None
+    capped = TransformersEngine(tiny_model_dir, device="cpu", dtype="float32")
+    widest = max(len(capped.tokenizer(r.prompt)["input_ids"]) for r in requests) + 6
+    capped.patched_batch_tokens = 3 * widest
+    sizes = []
+    decode = capped._decode
+    monkeypatch.setattr(capped, "_decode", lambda a, k, batch: (sizes.append(len(batch)), decode(a, k, batch))[1])
+    got = capped.generate(requests)
+    assert max(sizes) <= 3 and sum(sizes) == 7
+    assert [[s.token_ids for s in c.samples] for c in got] == [
+        [s.token_ids for s in c.samples] for c in whole.generate(requests)
     ]

@@ -33,6 +33,10 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 CPU_BATCH_ROWS = 320
 GPU_BATCH_ROWS = 1024
 GPU_KV_FRACTION = 0.5
+# Shortcut's patched decoding runs two padded KV caches (target and reference), each holding every row's prompt:
+# on a CPU its batches are capped at this fraction of the memory available when the engine loads (a SmolLM2 batch
+# of 320 rows with the 645-token 8-shot prompt would hold 2 x 11.9 GB). On a GPU, half of ``max_batch_tokens``.
+CPU_PATCHED_KV_FRACTION = 0.25
 
 
 def _check_weights(path: Path, what: str, safetensors_name: str = "*.safetensors") -> None:
@@ -67,6 +71,28 @@ def default_batch_limits(
     if free_bytes is None:
         free_bytes = torch.cuda.mem_get_info(device)[0]
     return GPU_BATCH_ROWS, max(1, int(GPU_KV_FRACTION * free_bytes) // max(kv_bytes_per_token, 1))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new process now (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def patched_token_budget(device: torch.device, kv_bytes: int, max_batch_tokens: int | None,
+                         available: int | None = None) -> int | None:
+    """Row-tokens one batch of patched decoding may hold (both caches counted), or None for no cap."""
+    if max_batch_tokens is not None:
+        return max(1, max_batch_tokens // 2)
+    if device.type == "cuda":
+        return None
+    available = available_memory() if available is None else available
+    return None if available is None else max(1, int(CPU_PATCHED_KV_FRACTION * available) // (2 * max(kv_bytes, 1)))
 
 
 def kv_bytes_per_token(config: Any, dtype: torch.dtype) -> int:
@@ -160,6 +186,9 @@ class TransformersEngine:
             )
             self.max_batch_size = max_batch_size or rows
             self.max_batch_tokens = max_batch_tokens or tokens
+        self.patched_batch_tokens = patched_token_budget(
+            self.device, kv_bytes_per_token(self.model.config, self.dtype), self.max_batch_tokens
+        )
         self._adapters = list(adapter_paths)
         if attention == "cascade" and not cascade_supported(self.model, 0):
             raise ConfigError(
@@ -226,7 +255,8 @@ class TransformersEngine:
         out: list[list[Sample | None]] = [[None] * r.sampling.n for r in requests]
         with torch.inference_mode():
             for (adapter, kind), members in groups.items():
-                for batch in self._batches(members):
+                limit = self.patched_batch_tokens if isinstance(kind, NeuronPatchSpec) else self.max_batch_tokens
+                for batch in self._batches(members, limit):
                     samples = self._decode(adapter, kind, batch)
                     for (i, row, _), smp in zip(batch, samples):
                         out[i][row.sample_idx] = smp
@@ -245,24 +275,25 @@ class TransformersEngine:
         if isinstance(iv, NeuronPatchSpec) and iv.reference_adapter not in (None, *self._adapters):
             raise ConfigError(f"unknown reference adapter {iv.reference_adapter!r} in NeuronPatchSpec")
 
-    def _batches(self, members: list) -> Iterator[list]:
+    def _batches(self, members: list, max_tokens: int | None) -> Iterator[list]:
         """Consecutive chunks of near-equal size within ``max_batch_size`` rows, split further where
-        ``max_batch_tokens`` requires."""
+        ``max_tokens`` row-tokens (``max_batch_tokens``; ``patched_batch_tokens`` for patched decoding) require."""
         n = len(members)
         k = -(-n // self.max_batch_size)  # fewest batches within max_batch_size rows
         lo = 0
         for i in range(k):
             hi = lo + n // k + (i < n % k)
-            yield from self._within_tokens(members[lo:hi])
+            yield from self._within_tokens(members[lo:hi], max_tokens)
             lo = hi
 
-    def _within_tokens(self, members: list) -> Iterator[list]:
+    @staticmethod
+    def _within_tokens(members: list, max_tokens: int | None) -> Iterator[list]:
         batch: list = []
         width = 0
         for m in members:
             w = len(m[1].prompt_ids) + m[1].max_new_tokens
             grown = max(width, w)
-            over = self.max_batch_tokens is not None and (len(batch) + 1) * grown > self.max_batch_tokens
+            over = max_tokens is not None and (len(batch) + 1) * grown > max_tokens
             if batch and over:
                 yield batch
                 batch, grown = [], w
