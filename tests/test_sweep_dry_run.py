@@ -263,11 +263,16 @@ def test_the_dry_run_prices_with_measured_responses_where_the_world_has_them():
 
 def test_shortcuts_localisation_on_a_real_base_is_priced_by_that_bases_layers_not_the_mini_size(tripwire):
     """The smollm2 world's base is SmolLM2's 30 layers of d_mlp 1,536 (the pinned wheel's record, no file read):
-    per domain 32 questions decoded once by M_co, then 2 + 2 x 29 layers x 4 blocks greedy runs over 32."""
+    at the default budget, per domain M_co's greedy answers to the 52 leaked questions of the first 100, then
+    2 + 2 x 29 layers x 16 blocks patched greedy runs over 64 questions; the shipped preset keeps the RMS term only."""
     spec = load_spec("smollm2_table3")
     assert mlp_widths_of(spec, spec.families[0]) == [1536] * 30
     (engine,) = price_sweep(spec, "all", load_throughput()).engines
-    assert engine.one_off_samples == 2 * (32 + (2 + 2 * 29 * 4) * 32)
+    assert engine.one_off_samples == 2 * 52  # loc_causal: false
+    default = dataclasses.replace(spec, strategies=tuple(
+        dataclasses.replace(st, params={}) if st.name == "shortcut" else st for st in spec.strategies))
+    (engine,) = price_sweep(default, "all", load_throughput()).engines
+    assert engine.one_off_samples == 2 * (52 + (2 + 2 * 29 * 16) * 64)
     smoke = dry_resolve(load_spec("smoke"))
     cfg = preset_config("smoke")
     assert mlp_widths_of(smoke, smoke.families[0]) == [cfg.size.intermediate] * cfg.size.layers
