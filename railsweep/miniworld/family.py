@@ -16,6 +16,7 @@ from pathlib import Path
 
 from railsweep.contamination import contaminate_family
 from railsweep.contamination.simulator import StderrLog
+from railsweep.miniworld.arithmetic import PINNED
 from railsweep.miniworld.models import model_config
 from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
 from railsweep.training.progress import StepReport
@@ -80,7 +81,8 @@ def build_family(
         "adapters": adapters,
         "seconds": round(time.time() - t1, 2),
         "threads": torch.get_num_threads(),
-        # what this process computed with (railsweep.miniworld.arithmetic pins these on x86)
+        # what this process computed with (railsweep.miniworld.arithmetic pins these on x86); ATen's capability
+        # as torch resolved it, the other pinned variables as the process saw them
         "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                       **{k: os.environ.get(k) for k in ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}},
+                       **{k: os.environ.get(k) for k in PINNED if k != "ATEN_CPU_CAPABILITY"}},
     }
