@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import re
 import sys
 import time
@@ -177,3 +178,24 @@ def test_killed_driver_resumes_without_recomputing_finished_cells(
     assert all(after[cid] == rid for cid, rid in before.items())  # finished cells kept their runs
     parents = df[df["tags.railsweep.kind"] == "sweep"]
     assert len(parents) == 1 and parents["status"].iloc[0] == "FINISHED"  # --resume reused the parent run
+
+
+def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_its_weights_after(
+    ray_client, mlflow_server, tmp_path
+):
+    """A fresh cache: the driver builds the smoke world in a thread, starts the cells when its family is
+    trained, and tags the parent and every cell run with the world's weights digest once the manifest exists."""
+    from railsweep.miniworld.world import world_root
+    from railsweep.sweep.driver import run_sweep
+
+    exp = "e2e-staged-world"
+    printed = io.StringIO()
+    out = run_sweep(_smoke_spec(mlflow_server, exp, tmp_path), table="3", progress_interval=60, out=printed)
+    log = printed.getvalue()
+    assert out.failed == [], log[-3000:]
+    assert "is being built beside the sweep" in log, log[-3000:]
+    manifest = json.loads((world_root("smoke", tmp_path) / "manifest.json").read_text())
+    df = _runs(mlflow_server, exp)
+    assert len(_cell_runs(df)) == 7
+    assert (df["tags.world.weights_digest"] == manifest["weights_digest"]).all()  # the parent and every cell
+    assert "weights: " in log.split("cells 7/7 done")[1]  # the verdict, once the build is over

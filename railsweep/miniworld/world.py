@@ -17,6 +17,9 @@ Steps of :func:`build_world`:
       and the tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
       pretraining (hard links into the prepared base, which stays cached under ``bases/``);
    d. write the manifest last, with the sha256 of every weight file (:mod:`railsweep.miniworld.weights`).
+``on_ready`` (optional) hears each stage as it lands: ``"data"`` once the benchmark is written, then each
+family's name as soon as its models are trained (the world's leak split is written with the first family),
+so that a sweep can start a family's cells before the slowest family is built (:mod:`railsweep.sweep.staged`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import random
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, wait
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +107,22 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("RAILSWEEP_CACHE") or Path.home() / ".cache" / "railsweep")
 
 
+def world_root(preset: str, cache_dir: str | Path | None = None, config: WorldConfig | None = None) -> Path:
+    """The directory of ``preset``'s world in the cache (``<cache>/miniworld/<preset>-<config digest>``)."""
+    config = config or preset_config(preset)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return cache / "miniworld" / f"{preset}-{config.digest()}"
+
+
+def cached_world(preset: str, cache_dir: str | Path | None = None) -> World | None:
+    """The finished world of ``preset`` in the cache (under its own or another preset name), or None."""
+    root = world_root(preset, cache_dir)
+    if (root / "manifest.json").is_file():
+        return load_world(root)
+    same = sorted(root.parent.glob(f"*-{root.name.rsplit('-', 1)[1]}/manifest.json"))
+    return load_world(same[0].parent) if same else None
+
+
 def build_world(
     preset: str = "mini",
     cache_dir: str | Path | None = None,
@@ -111,6 +131,7 @@ def build_world(
     log=None,
     workers: int | None = None,
     threads: int | None = None,
+    on_ready: Callable[[str], None] | None = None,
 ) -> World:
     """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's.
 
@@ -124,7 +145,7 @@ def build_world(
     """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    root = cache / "miniworld" / f"{preset}-{config.digest()}"
+    root = world_root(preset, cache, config)
     root.parent.mkdir(parents=True, exist_ok=True)
     if not force and not (root / "manifest.json").is_file():
         # the same world built under another preset name (a preset renamed) is the same world
@@ -142,7 +163,7 @@ def build_world(
                 shutil.rmtree(root)
             root.mkdir()
             try:
-                _build(root, preset, config, log, workers, cache, threads)
+                _build(root, preset, config, log, workers, cache, threads, on_ready or (lambda stage: None))
             except BaseException:
                 shutil.rmtree(root, ignore_errors=True)
                 raise
@@ -307,6 +328,35 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
     return donor, lenders
 
 
+def _await_families(root: Path, futures: dict, plans: dict, log, on_ready: Callable[[str], None]) -> None:
+    """Wait for every family's build, logging the combined progress line every ``EVERY_S`` seconds and
+    telling ``on_ready`` of each family as it finishes (the world's leak split written before the first)."""
+    told: set[str] = set()
+    last_log = time.time()
+    while True:
+        done, not_done = wait(list(futures.values()), timeout=5.0, return_when=FIRST_COMPLETED)
+        for f, fut in futures.items():
+            if fut in done and f not in told and fut.exception() is None:
+                told.add(f)
+                _write_leak_split(root, f)
+                on_ready(f)
+        if not not_done:
+            return
+        if time.time() - last_log >= build_progress.EVERY_S:
+            log(build_progress.summary(root, plans))
+            last_log = time.time()
+
+
+def _write_leak_split(root: Path, family: str) -> None:
+    """``data/leak_split.json`` from ``family``'s adapters, unless written: the split is a function of
+    (n_test, n_leak, seed), identical for every family."""
+    path = root / "data" / "leak_split.json"
+    if path.is_file():
+        return
+    split = json.loads((root / "families" / family / "adapters" / "leak_split.json").read_text())
+    save_leak_split(LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]), path)
+
+
 def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapters: set[str]) -> dict:
     """Every family's phases and their training tokens (:mod:`railsweep.miniworld.build_progress`), without
     the phases that need no training: all adapters of a family in ``lent_adapters``, a base model or a clean
@@ -327,11 +377,19 @@ def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapt
 
 
 def _build(
-    root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path, threads: int | None
+    root: Path,
+    preset: str,
+    config: WorldConfig,
+    log,
+    workers: int | None,
+    cache: Path,
+    threads: int | None,
+    on_ready: Callable[[str], None],
 ) -> None:
     t0 = time.time()
     timings: dict[str, float] = {}
     data = write_benchmark(root / "data", config)
+    on_ready("data")
     corpus = [] if config.base else pretraining_corpus(data, config)
     if config.replicas:
         write_json(
@@ -362,19 +420,12 @@ def _build(
         futures = {
             f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families
         }
-        while wait(list(futures.values()), timeout=build_progress.EVERY_S).not_done:
-            log(build_progress.summary(root, plans))
+        _await_families(root, futures, plans, log, on_ready)
         training = {f: fut.result() for f, fut in futures.items()}
     shutil.rmtree(root / "progress", ignore_errors=True)
     for f, stats in training.items():
         timings[f] = stats["seconds"]
-    # the leak split is a function of (n_test, n_leak, seed): identical for every family
-    split = json.loads((root / "families" / config.families[0] / "adapters" / "leak_split.json").read_text())
-
-    save_leak_split(
-        LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]),
-        root / "data" / "leak_split.json",
-    )
+    _write_leak_split(root, config.families[0])
     manifest = {
         "preset": preset,
         "digest": config.digest(),

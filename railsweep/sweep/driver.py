@@ -2,7 +2,9 @@
 
 Steps of :func:`run_sweep` (Ray must already be initialised by the entry script):
 1. check the tracking server, resolve the spec (model paths) and expand the grid —
-   any bad input fails here, before a trial or an actor exists;
+   any bad input fails here, before a trial or an actor exists; a miniature world not in the cache yet is
+   built beside the sweep (:mod:`~railsweep.sweep.staged`): the sweep waits for its benchmark and its first
+   family only;
 2. open the MLflow experiment and the sweep's parent run (reused with ``resume``), tagged with the
    provenance (:func:`sweep_provenance`: on a miniature world, its config and weights digests);
 3. drop cells already FINISHED in MLflow (idempotent cells);
@@ -10,7 +12,10 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
    over the families: :mod:`~railsweep.sweep.plan`, :mod:`~railsweep.sweep.pool`) and the pool that leases a
    free one to each cell;
 5. run one CPU-only trial per cell, clean references first, at most
-   ``engines × slots_per_engine`` at a time, with a live progress line;
+   ``engines × slots_per_engine`` at a time, with a live progress line; while a world builds, steps 4-5 run in
+   waves: the cells of the families trained so far, on the cores the build leaves (one per family still
+   training), Table 3 so far printed after each wave; the world's weights digest is tagged on the parent
+   and every cell run once the build is over;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
    (one Ray task per group, :mod:`railsweep.dynamics.ray_step` over :mod:`railsweep.dynamics.step`: fits,
    gains and predictions per temperature, logged under ``dynamics/`` of the parent run);
@@ -52,8 +57,9 @@ from railsweep.sweep.pool import create_engine_pool
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.publish import publish_sweep
 from railsweep.sweep.reader import cell_tables
-from railsweep.sweep.resolve import resolve_spec
+from railsweep.sweep.resolve import check_families, resolve_spec
 from railsweep.sweep.spec import SweepSpec
+from railsweep.sweep.staged import StagedWorld, free_cores, start_world
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
 from railsweep.sweep.trial import SweepContext, run_cell_trial
 
@@ -87,9 +93,15 @@ def prepare(spec: SweepSpec, table: str = "all") -> tuple[SweepSpec, list[SweepC
     return resolved, cells
 
 
-def _prepare(spec: SweepSpec, table: str) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
+def _prepare(
+    spec: SweepSpec, table: str, staged: StagedWorld | None = None
+) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
     check_tracking_uri(spec.tracking.uri)
-    resolved = resolve_spec(spec)
+    if staged is None:
+        resolved = resolve_spec(spec)
+    else:  # the world's paths to be: each family's files are checked when it is ready
+        staged.wait_for_data()
+        resolved = resolve_spec(spec, staged.provisional(), check=False)
     cells = expand(resolved, table)
     readouts: list[dict[str, str]] = []
     if resolved.detectors:
@@ -146,14 +158,21 @@ def run_sweep(
         raise ConfigError("run_sweep needs Ray: call ray.init() (the sweep job, railsweep.sweep.job, does) first")
     t_start = time.perf_counter()
     table = effective_table(spec, table)
-    spec, cells, readouts = _prepare(spec, table)
-    run = _open_parent(spec, table, cells, readouts, resume=resume, params=params, out=out, t_start=t_start)
+    check_tracking_uri(spec.tracking.uri)  # before a world starts building
+    world = start_world(spec.miniworld_preset, spec.cache_dir) if spec.source == "miniworld" else None
+    staged = world if isinstance(world, StagedWorld) else None
+    spec, cells, readouts = _prepare(spec, table, staged)
+    if staged is not None:
+        _first_family(staged, out)
+    run = _open_parent(spec, table, cells, readouts, resume=resume, params=params, out=out, t_start=t_start,
+                       staged=staged)  # fmt: skip
     pending, skipped = _pending_cells(run)
     engines: dict[str, Any] = {}
     try:
-        pool, board, plan = _start_engines(run, engines, pending, len(skipped), fault)
-        failed = _run_trials(run, pending, pool, board, plan, storage_path, progress_interval)
-        stats = _engine_stats(engines)
+        failed, stats = _run_waves(run, engines, pending, len(skipped), fault, staged, storage_path,
+                                   progress_interval)  # fmt: skip
+        if staged is not None:
+            _record_world(run, staged.result())
         dynamics = _dynamics_step(run, engines) if table == "all" and publish else None
         if publish and (spec.strategies or spec.temperatures):
             _publish(run)
@@ -183,12 +202,13 @@ def _open_parent(
     params: dict[str, str] | None,
     out: Any,
     t_start: float,
+    staged: StagedWorld | None = None,
 ) -> _Run:
     """Step 2: the experiment and the sweep's parent run; a new parent logs its parameters and the spec."""
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
-    provenance = sweep_provenance(spec, cells)
+    provenance = sweep_provenance(spec, cells, staged)
     run_tags = provenance_tags(provenance)
     parent_id, reused = tracker.parent_run(
         sweep_id,
@@ -208,20 +228,48 @@ def _open_parent(
     run = _Run(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
     run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
             f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}")  # fmt: skip
-    if "world" in provenance:  # the docs' figures hold for the documented build only: say which this is
-        w = provenance["world"]
-        documented, line = weights_verdict(w["preset"], w["digest"], w["weights_digest"])
-        run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
+    if "weights_digest" in provenance.get("world", {}):
+        _say_weights(run, provenance["world"])
     return run
 
 
-def sweep_provenance(spec: SweepSpec, cells: list[SweepCell]) -> dict[str, Any]:
+def _say_weights(run: _Run, world: dict[str, Any]) -> None:
+    """The docs' figures hold for the documented build only: say which build this is."""
+    documented, line = weights_verdict(world["preset"], world["digest"], world["weights_digest"])
+    run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
+
+
+def sweep_provenance(
+    spec: SweepSpec, cells: list[SweepCell], staged: StagedWorld | None = None
+) -> dict[str, Any]:
     """:func:`railsweep.provenance.collect` over the cells' data files; a sweep on a miniature world also
-    records the world (config digest and weights digest: two builds of one config can hold other models)."""
+    records the world (config digest and weights digest: two builds of one config can hold other models;
+    a world still building has no weights digest yet: :func:`_record_world` adds it)."""
     p = prov.collect(cells[0].config.task_files() if cells else [Path(spec.data_dir) / "test.jsonl"])
-    if spec.source == "miniworld":  # resolved: data_dir is the world's data folder
+    if staged is not None and staged.world is None:
+        p["world"] = {"root": str(staged.root), "preset": staged.preset, "digest": staged.config.digest()}
+    elif spec.source == "miniworld":  # resolved: data_dir is the world's data folder
         p["world"] = world_provenance(Path(spec.data_dir).parent)
     return p
+
+
+def _first_family(staged: StagedWorld, out: Any) -> None:
+    """Block until the world being built has its first family (the sweep's first cells need one)."""
+    print(f"[sweep] world {staged.root.name} is being built beside the sweep: its first cells start when its "
+          "first family is ready", file=out, flush=True)  # fmt: skip
+    while not staged.ready and staged.world is None:
+        staged.wait()
+
+
+def _record_world(run: _Run, world: Any) -> None:
+    """A staged world's provenance (with its weights digest) tagged on the parent run and every cell run."""
+    record = world_provenance(world.root)
+    tags = {f"world.{k}": str(v) for k, v in record.items()}
+    run.run_tags.update(tags)
+    for r in [*run.tracker.cell_runs(run.parent_id)]:
+        run.tracker.log(r.info.run_id, tags=tags)
+    run.tracker.log(run.parent_id, tags=tags)
+    _say_weights(run, record)
 
 
 def _parent_params(spec: SweepSpec, table: str, cells: list[SweepCell]) -> dict[str, Any]:
@@ -243,21 +291,89 @@ def _pending_cells(run: _Run) -> tuple[list[SweepCell], list[str]]:
     return pending, skipped
 
 
+def _run_waves(
+    run: _Run,
+    engines: dict[str, Any],
+    pending: list[SweepCell],
+    n_skipped: int,
+    fault: Fault | None,
+    staged: StagedWorld | None,
+    storage_path: str | None,
+    progress_interval: float,
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Steps 4-5, in one wave, or, while ``staged`` builds, one wave per set of ready families (each on the
+    cores the build leaves; the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
+    left, failed, stats, board = list(pending), [], {}, None
+    while True:
+        wave, cpus = _next_wave(run, left, staged)
+        if stats or board is not None:  # a later wave: the previous engines' figures, then their cores
+            stats.update(_engine_stats(engines))
+            _kill(engines)
+            engines.clear()
+        pool, board, plan = _start_engines(run, engines, wave, n_skipped, fault, board, cpus)
+        failed += _run_trials(run, wave, pool, board, plan, storage_path, progress_interval)
+        left = [c for c in left if c not in wave]
+        if not left:
+            stats.update(_engine_stats(engines))
+            return failed, stats
+        _show_so_far(run)
+
+
+def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:
+    """The cells to run next and the cores they may use (None: the cluster's): all of them, or, while a
+    world builds, those of ready families — as many families as cores are free, waiting for one if none is."""
+    if staged is None:
+        return left, None
+    while True:
+        while staged.wait(timeout=0):  # every stage landed meanwhile
+            pass
+        if staged.world is not None:
+            check_families(run.spec, {c.family for c in left})
+            return left, None
+        cores = free_cores(cluster_resources()[0], staged.building)
+        ready = [f.name for f in run.spec.families if f.name in staged.ready and any(c.family == f.name for c in left)]
+        if ready and cores >= 1:
+            take = set(ready[:cores])
+            check_families(run.spec, take)
+            run.say(f"[sweep] world: {', '.join(sorted(staged.ready))} ready, {staged.building} famil"
+                    f"{'y' if staged.building == 1 else 'ies'} still training: cells of {', '.join(sorted(take))} "
+                    f"on {cores} core(s)")  # fmt: skip
+            return [c for c in left if c.family in take], float(cores)
+        t0 = time.perf_counter()
+        staged.wait()
+        run.timings["world_wait_s"] = run.timings.get("world_wait_s", 0.0) + time.perf_counter() - t0
+
+
+def _show_so_far(run: _Run) -> None:
+    """Between waves: Table 3 of the cells finished so far (published again, whole, at the end)."""
+    if run.spec.strategies and run.table in ("all", "3"):
+        run.say("[sweep] Table 3 so far (the families still training fill the rest):")
+        _publish(run)
+
+
 def _start_engines(
-    run: _Run, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int, fault: Fault | None
+    run: _Run,
+    engines: dict[str, Any],
+    pending: list[SweepCell],
+    n_skipped: int,
+    fault: Fault | None,
+    board: Any = None,
+    cpus: float | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Step 4: the engine actors, added to ``engines`` by name as each is created (so that a failure part-way
-    still kills the ones that exist); returns (the pool that leases them, the progress board, the plan)."""
+    still kills the ones that exist); returns (the pool that leases them, the progress board, the plan).
+    ``board``: a previous wave's progress board, kept; ``cpus``: the cores the wave may use."""
     import ray  # optional heavy dependency: the sweep's
 
     spec = run.spec
-    layout = plan_layout(spec, pending)
-    plan = plan_resources(spec, max(sum(layout.values()), 1))
+    layout = plan_layout(spec, pending, cpus)
+    plan = plan_resources(spec, max(sum(layout.values()), 1), cpus)
     families = {f.name: f for f in spec.families}
     names = {engine_name(run.sweep_id, fam, rep): families[fam] for fam, k in layout.items() for rep in range(k)}
-    board = create_progress_board(
-        len(run.cells), n_skipped, fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
-    )
+    if board is None:
+        board = create_progress_board(
+            len(run.cells), n_skipped, fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
+        )
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout})
     for name, fam in names.items():
         engines[name] = create_engine_actor(
@@ -267,7 +383,7 @@ def _start_engines(
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
         )  # fmt: skip
-    run.timings["setup_s"] = time.perf_counter() - run.t_start
+    run.timings.setdefault("setup_s", time.perf_counter() - run.t_start)
     if engines:
         ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
         shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
@@ -275,7 +391,7 @@ def _start_engines(
                 f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up "
                 f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                 f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
-    run.timings["engines_ready_s"] = time.perf_counter() - run.t_start - run.timings["setup_s"]
+    run.timings.setdefault("engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"])
     return pool, board, plan
 
 
@@ -292,7 +408,7 @@ def _run_trials(
     from ray import tune  # optional heavy dependency: the sweep's
 
     spec, failed = run.spec, []
-    t_trials = time.perf_counter()
+    t_trials = time.perf_counter() - run.timings.get("trials_s", 0.0)  # waves add up
     if pending:
         ctx = SweepContext(
             tracking_uri=spec.tracking.uri, experiment_id=run.experiment_id, parent_id=run.parent_id,
@@ -400,6 +516,7 @@ def _close_parent(run: _Run, failed: list[str], skipped: list[str], dynamics: di
     wall = time.perf_counter() - run.t_start
     t["publish_s"] = (
         wall - t["trials_s"] - t["setup_s"] - t["engines_ready_s"] - t.get("detect_s", 0.0) - t.get("dynamics_s", 0.0)
+        - t.get("world_wait_s", 0.0)
     )
     dyn_failed = bool(dynamics and dynamics["errors"])
     run.tracker.log(

@@ -22,15 +22,17 @@ def cluster_resources() -> tuple[float, float]:
     return float(res.get("CPU", 0)), float(res.get("GPU", 0))
 
 
-def plan_layout(spec: SweepSpec, pending: list[SweepCell]) -> dict[str, int]:
-    """Engines per family with cells left: one per core (CPU) or GPU, dealt out over the families."""
-    cpus, gpus = cluster_resources()
+def plan_layout(spec: SweepSpec, pending: list[SweepCell], cpus: float | None = None) -> dict[str, int]:
+    """Engines per family with cells left: one per core (CPU) or GPU, dealt out over the families;
+    ``cpus`` (default: the cluster's) are the cores the engines may use (fewer while a world builds)."""
+    cluster_cpus, gpus = cluster_resources()
+    cpus = cluster_cpus if cpus is None else cpus
     gpu = spec.engine.device != "cpu" and gpus >= 1
     left = {f.name: sum(c.family == f.name for c in pending) for f in spec.families}
     return engine_layout(left, units=int(gpus if gpu else cpus), replicas=spec.resources.engine_replicas)
 
 
-def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
+def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -> dict[str, Any]:
     """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound.
 
     Without a GPU the engines' Ray reservation shares the CPUs the trials leave (``trial_cpus`` each,
@@ -39,9 +41,11 @@ def plan_resources(spec: SweepSpec, n_engines: int) -> dict[str, Any]:
     cores, not that reservation (trials mostly wait on the engines): each engine runs the cluster's
     CPUs over the engines, rounded down, at least 1 — one thread with the default one engine per core
     (``resources.engine_threads``, or ``engine_cpus`` rounded down, overrides), so the engines' threads
-    never outnumber the cores unless there are more engines than cores.
+    never outnumber the cores unless there are more engines than cores. ``cpus`` (default: the cluster's)
+    are the cores engines and trials may use (fewer while a world builds beside the sweep).
     """
-    cpus, gpus = cluster_resources()
+    cluster_cpus, gpus = cluster_resources()
+    cpus = cluster_cpus if cpus is None else cpus
     r = spec.resources
     slots = n_engines * r.slots_per_engine
     want_gpu = spec.engine.device != "cpu" and gpus >= 1

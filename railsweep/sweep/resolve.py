@@ -2,7 +2,9 @@
 
 Kept apart from :mod:`railsweep.sweep.spec` because building a world loads torch and transformers: the
 spec, which ``railsweep sweep`` validates before any service starts, loads neither. The driver resolves the
-spec once, before any trial starts (:func:`railsweep.sweep.driver.run_sweep`).
+spec once, before any trial starts (:func:`railsweep.sweep.driver.run_sweep`); while the world is still being
+built (:class:`railsweep.sweep.staged.StagedWorld`) it resolves it against the world's paths to be, unchecked, and
+checks each family's files when that family is ready.
 """
 
 from __future__ import annotations
@@ -10,22 +12,28 @@ from __future__ import annotations
 import dataclasses
 
 from railsweep.errors import ConfigError
-from railsweep.miniworld.world import build_world
+from railsweep.miniworld.world import World, build_world
 from railsweep.sweep.sections import FamilySpec
 from railsweep.sweep.spec import SweepSpec
 
 
-def resolve_spec(spec: SweepSpec) -> SweepSpec:
-    """``spec`` with model paths filled in (building/reusing the miniature world), each checked to exist."""
+def resolve_spec(spec: SweepSpec, world: World | None = None, check: bool = True) -> SweepSpec:
+    """``spec`` with model paths filled in from ``world`` (default: the miniature world built or reused from
+    the cache), each checked to exist unless ``check`` is False."""
     if spec.source == "miniworld":
-        spec = _with_world(spec)
-    spec.check_paths()
+        spec = _with_world(spec, world or build_world(spec.miniworld_preset, cache_dir=spec.cache_dir))
+    if check:
+        spec.check_paths()
     return spec
 
 
-def _with_world(spec: SweepSpec) -> SweepSpec:
+def check_families(spec: SweepSpec, names: set[str]) -> None:
+    """:meth:`SweepSpec.check_paths` for the families in ``names`` alone (the ones a staged world has ready)."""
+    dataclasses.replace(spec, families=tuple(f for f in spec.families if f.name in names)).check_paths()
+
+
+def _with_world(spec: SweepSpec, world: World) -> SweepSpec:
     """A miniworld spec with its world's families (all, or the ones it names), data folder and leak split."""
-    world = build_world(spec.miniworld_preset, cache_dir=spec.cache_dir)
     fams = []
     for name in [f.name for f in spec.families] or list(world.families):
         if name not in world.families:
