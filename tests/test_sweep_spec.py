@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from railsweep.errors import ConfigError
+from railsweep.errors import ConfigError, DataError
 from railsweep.sweep.cells import expand
 from railsweep.sweep.driver import prepare
-from railsweep.sweep.resolve import resolve_spec
+from railsweep.sweep.resolve import check_families, resolve_spec
 from railsweep.sweep.spec import load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -271,3 +271,12 @@ def test_a_local_job_runs_this_railsweep_even_from_another_checkouts_directory(t
                               env={k: v for k, v in env.items() if k != "PYTHONSAFEPATH"},
                               capture_output=True, text=True, timeout=120)  # fmt: skip
     assert "the other checkout" in shadowed.stderr  # the hazard the setting removes
+
+
+def test_checking_the_ready_families_alone_ignores_the_others_and_keeps_the_primary_family(paths_spec, tmp_path):
+    """A world building beside the sweep: only the families it has ready are checked, whichever is primary."""
+    spec = spec_from_dict(paths_spec)
+    (tmp_path / "fa" / "config.json").unlink()  # fa (the primary family) not trained yet
+    check_families(spec, {"fb"})
+    with pytest.raises(DataError, match="family 'fa'"):
+        check_families(spec, {"fa", "fb"})

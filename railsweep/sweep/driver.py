@@ -186,6 +186,8 @@ def run_sweep(
             run.tracker.terminate(run.parent_id, "KILLED")
         finally:
             _kill(engines)
+            if staged is not None and staged.world is None:
+                run.say("[sweep] the sweep failed; the world's build goes on until it is cached (Ctrl-C stops it)")
         raise
     _kill(engines)
     return SweepOutcome(run.parent_id, run.experiment_id, [c.cell_id for c in cells], skipped, failed, wall, stats,
@@ -348,7 +350,7 @@ def _show_so_far(run: _Run) -> None:
     """Between waves: Table 3 of the cells finished so far (published again, whole, at the end)."""
     if run.spec.strategies and run.table in ("all", "3"):
         run.say("[sweep] Table 3 so far (the families still training fill the rest):")
-        _publish(run)
+        _publish(run, partial=True)
 
 
 def _start_engines(
@@ -481,8 +483,9 @@ def _dynamics_step(run: _Run, engines: dict[str, Any]) -> dict[str, Any] | None:
     return {"groups": sorted(res.done), "skipped": res.skipped, "errors": res.errors, "seconds": seconds}
 
 
-def _publish(run: _Run) -> None:
-    """Step 7: Tables 1–4 and figures on the parent run (a Ray task); print the table asked for."""
+def _publish(run: _Run, partial: bool = False) -> None:
+    """Step 7: Tables 1–4 and figures on the parent run (a Ray task); print the table asked for (and, unless
+    ``partial``, the cells with no FINISHED run)."""
     import ray  # optional heavy dependency: the sweep's
 
     task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
@@ -493,7 +496,7 @@ def _publish(run: _Run) -> None:
         print(f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{run.tables[shown]}", file=run.out)
     if "paired_identity" in run.tables:
         print(f"\n{run.tables['paired_identity']}", file=run.out)
-    if published.get("missing"):
+    if published.get("missing") and not partial:
         run.say(f"[sweep] cells without a FINISHED run: {published['missing']}")
 
 

@@ -29,7 +29,7 @@ def resolve_spec(spec: SweepSpec, world: World | None = None, check: bool = True
 
 def check_families(spec: SweepSpec, names: set[str]) -> None:
     """:meth:`SweepSpec.check_paths` for the families in ``names`` alone (the ones a staged world has ready)."""
-    dataclasses.replace(spec, families=tuple(f for f in spec.families if f.name in names)).check_paths()
+    spec.check_paths(only=names)
 
 
 def _with_world(spec: SweepSpec, world: World) -> SweepSpec:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
@@ -293,9 +294,10 @@ class SweepSpec:
             return
         self.check_paths()
 
-    def check_paths(self) -> None:
+    def check_paths(self, only: Collection[str] | None = None) -> None:
         """A resolved (or ``paths``) spec's inputs exist on this machine: the data folder (a MATH-style one
-        read in full), the leak split (needed with ``temperatures``), each family's base model and adapters."""
+        read in full), the leak split (needed with ``temperatures``), each family's base model and adapters
+        (only the families named in ``only``, when given: those a world building beside the sweep has ready)."""
 
         if not self.data_dir or not Path(self.data_dir).is_dir():
             raise DataError(f"task data_dir {self.data_dir!r} is not a directory")
@@ -304,6 +306,8 @@ class SweepSpec:
         if self.leak_split and not Path(self.leak_split).is_file():
             raise DataError(f"leak_split file {self.leak_split!r} does not exist")
         for fam in self.families:
+            if only is not None and fam.name not in only:
+                continue
             why = model_problem(fam.base)
             if why:
                 raise DataError(f"family {fam.name!r}: base model {why}")
