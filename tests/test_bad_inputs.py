@@ -421,7 +421,7 @@ OPTION_KINDS: dict[str, list[str]] = {
     "base": ["source:text", "--dtype:choice", "--cache-dir:writable_dir", "--find-links:existing_dir"],
     "miniworld": ["action:choice", "--preset:choice", "--cache-dir:writable_dir", "--family:text", "--m:samples",
                   "--limit:limit", "--max-new-tokens:new_tokens", "--threads:threads", "--device:device",
-                  "--batch-size:positive"],
+                  "--batch-size:positive", "--workers:threads"],
     "dynamics": ["--world:text", "--family:text", "--domain:text", "--temperatures:temperature", "--m:samples",
                  "--limit:limit", "--max-new-tokens:new_tokens", "--seed:seed", "--n-boot:n_boot", "--n-boot-gain:n_boot",
                  "--min-items:positive", "--e-cut:positive_real", "--batch-size:positive", "--device:device",

@@ -372,3 +372,13 @@ def test_bases_of_several_worlds_are_combined_only_when_their_tokenizers_are_ide
     assert _base_donors(tmp_path / "new", config) == (a, {"llama": a, "gemma": c})
     assert config.family_base_digest("llama") == other_gemma.family_base_digest("llama")
     assert config.family_base_digest("gemma") != other_gemma.family_base_digest("gemma")
+
+
+def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_process(smoke):
+    from railsweep.miniworld.calibration import CheckSettings, check_family
+
+    s = CheckSettings(m=3, limit=6, max_new_tokens=24, batch_size=8, departures=2)
+    one = check_family(smoke, "llama", s)
+    two = check_family(smoke, "llama", dataclasses.replace(s, workers=2))
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+    assert one["questions"] == 6 and {"co_gsm8k", "co_pq", "figure1"} <= one.keys()

@@ -69,6 +69,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--batch-size", type=at.positive, default=64, help="sequences decoded together by the check's engine"
     )
+    p.add_argument(
+        "--workers",
+        type=at.threads,
+        default=1,
+        help="processes of one torch thread each for the check's readouts (one model each; same samples as 1; "
+        "on CPUs one thread per process decodes faster than threads in one)",
+    )
     return p
 
 
@@ -119,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             world,
             f,
             CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size,
-                          max_new_tokens=args.max_new_tokens),
+                          max_new_tokens=args.max_new_tokens, workers=args.workers),
         )
         print(json.dumps(result), flush=True)
         ok = ok and result["passed"]

@@ -3,7 +3,9 @@
 Steps of :func:`check_family`, for one model family:
 1. serve base + all adapters in one TransformersEngine; load the test split with its leak split;
 2. per model (M_cl, then M_co of each domain): greedy response + m samples at
-   T per test question (the Identity readout), graded;
+   T per test question (the Identity readout), graded; with ``workers`` > 1 the readouts run in that many
+   spawned processes, one torch thread each, each serving the same base + adapters (the samples are the
+   same: seeds are per question and sampling is batch-invariant);
 3. compute the conditions:
    - spread: M_cl's mean solve probability in [0.2, 0.8] and >= 8 non-empty strata (B = 50);
    - contamination (domain gsm8k): on leaked questions mean r_co - r_cl >= 0.25, on
@@ -22,13 +24,17 @@ the leaked wording is the evaluated wording.
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from railsweep.diagnostics.figure1 import Figure1Settings, figure1, readout
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.metrics import g_ap, solve_prob, stratify
+from railsweep.miniworld.world import load_world
 from railsweep.tasks import GSM8KTask
 
 THRESHOLDS = {
@@ -58,6 +64,7 @@ class CheckSettings:
     device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (the engine's device)
     dtype: str = "float32"  # the world is built and calibrated in fp32; "auto" = bf16 on GPU
     departures: int = 20  # forced departures per reliable question (figure 1 (d))
+    workers: int = 1  # processes for the models' readouts (one torch thread each)
 
     def figure1(self):
         return Figure1Settings(
@@ -94,35 +101,67 @@ def _readout(engine, task, questions, adapter: str, s: CheckSettings):
     return run, arrays
 
 
+def _engine(fam, s: CheckSettings) -> TransformersEngine:
+    return TransformersEngine(
+        fam.base_dir, adapters={k: str(v) for k, v in fam.adapters.items()}, device=s.device, dtype=s.dtype
+    )
+
+
+def _task(world, s: CheckSettings) -> GSM8KTask:
+    return GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
+
+
+def _readout_in_process(root: str, family: str, adapter: str, s: CheckSettings):
+    """One model's readout in a worker process of its own (one torch thread): its own engine and task."""
+    torch.set_num_threads(1)
+    world = load_world(root)
+    engine = _engine(world.family(family), s)
+    try:
+        task = _task(world, s)
+        return _readout(engine, task, list(task.questions()), adapter, s)
+    finally:
+        engine.close()
+
+
+def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tuple[dict, object]:
+    """Every model's readout and Figure 1 over M_cl and M_co (gsm8k): in this process, or with the readouts
+    over ``s.workers`` spawned processes while this one, once M_cl's and M_co's are in, runs Figure 1."""
+    if s.workers <= 1:
+        engine = _engine(fam, s)
+        try:
+            readouts = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}
+            return readouts, _figure1(engine, task, questions, readouts, s)
+        finally:
+            engine.close()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx) as pool:
+        first = ["clean", "co_gsm8k"] + [n for n in fam.adapters if n not in ("clean", "co_gsm8k")]
+        futures = {name: pool.submit(_readout_in_process, str(world.root), family, name, s) for name in first}
+        pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
+        engine = _engine(fam, s)
+        try:
+            fig1 = _figure1(engine, task, questions, pair, s)
+        finally:
+            engine.close()
+        return {name: fut.result() for name, fut in futures.items()}, fig1
+
+
+def _figure1(engine, task, questions, readouts: dict, s: CheckSettings):
+    return figure1(
+        engine, task, questions, "clean", "co_gsm8k", s.figure1(),
+        readouts={name: run for name, (run, _) in readouts.items()},
+    )  # fmt: skip
+
+
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
     """The calibration figures and pass/fail of each condition for one family (JSON-ready)."""
     s = settings or CheckSettings()
     fam = world.family(family)
-    engine = TransformersEngine(
-        fam.base_dir,
-        adapters={k: str(v) for k, v in fam.adapters.items()},
-        device=s.device,
-        dtype=s.dtype,
-    )
-    try:
-        task = GSM8KTask.from_dir(
-            world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit
-        )
-        questions = list(task.questions())
-        leaked = np.array([bool(q.leaked) for q in questions])
-        readouts = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}
-        runs = {name: arrays for name, (_, arrays) in readouts.items()}
-        fig1 = figure1(
-            engine,
-            task,
-            questions,
-            "clean",
-            "co_gsm8k",
-            s.figure1(),
-            readouts={name: run for name, (run, _) in readouts.items()},
-        )
-    finally:
-        engine.close()
+    task = _task(world, s)
+    questions = list(task.questions())
+    leaked = np.array([bool(q.leaked) for q in questions])
+    readouts, fig1 = _measure(world, family, fam, task, questions, s)
+    runs = {name: arrays for name, (_, arrays) in readouts.items()}
     cl = runs["clean"]
     r_cl = solve_prob(cl["c"], cl["m"])
     out: dict = {
