@@ -114,12 +114,16 @@ def world_root(preset: str, cache_dir: str | Path | None = None, config: WorldCo
     return cache / "miniworld" / f"{preset}-{config.digest()}"
 
 
-def cached_world(preset: str, cache_dir: str | Path | None = None) -> World | None:
-    """The finished world of ``preset`` in the cache (under its own or another preset name), or None."""
-    root = world_root(preset, cache_dir)
+def cached_world(
+    preset: str, cache_dir: str | Path | None = None, config: WorldConfig | None = None
+) -> World | None:
+    """The finished world of ``preset`` (``config`` overrides its configuration) in the cache, or None; the
+    same world built under another preset name (a preset renamed) is the same world."""
+    config = config or preset_config(preset)
+    root = world_root(preset, cache_dir, config)
     if (root / "manifest.json").is_file():
         return load_world(root)
-    same = sorted(root.parent.glob(f"*-{root.name.rsplit('-', 1)[1]}/manifest.json"))
+    same = sorted(root.parent.glob(f"*-{config.digest()}/manifest.json"))
     return load_world(same[0].parent) if same else None
 
 
@@ -147,11 +151,8 @@ def build_world(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     root = world_root(preset, cache, config)
     root.parent.mkdir(parents=True, exist_ok=True)
-    if not force and not (root / "manifest.json").is_file():
-        # the same world built under another preset name (a preset renamed) is the same world
-        same = sorted(root.parent.glob(f"*-{config.digest()}/manifest.json"))
-        if same:
-            return load_world(same[0].parent)
+    if not force and (found := cached_world(preset, cache, config)) is not None:
+        return found
     log = log or (lambda msg: print(f"[miniworld] {msg}", file=sys.stderr, flush=True))
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -41,10 +41,6 @@ class StagedWorld:
         self._events.put("")  # the build is over (the empty name is no stage)
 
     @property
-    def finished(self) -> bool:
-        return not self._thread.is_alive() and self._events.empty()
-
-    @property
     def building(self) -> int:
         """Families still training (0 once the build is over)."""
         return 0 if self.world is not None else len(self.config.families) - len(self.ready)
