@@ -375,6 +375,7 @@ def test_bases_of_several_worlds_are_combined_only_when_their_tokenizers_are_ide
 
 
 def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_process(smoke):
+    """The readouts and Figure 1's forced departures over two worker processes: the same JSON, byte for byte."""
     from railsweep.miniworld.calibration import CheckSettings, check_family
 
     s = CheckSettings(m=3, limit=6, max_new_tokens=24, batch_size=8, departures=2)
@@ -382,3 +383,28 @@ def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_pro
     two = check_family(smoke, "llama", dataclasses.replace(s, workers=2))
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
     assert one["questions"] == 6 and {"co_gsm8k", "co_pq", "figure1"} <= one.keys()
+
+
+def test_forced_departures_shared_out_over_worker_processes_are_the_samples_of_one_process(smoke):
+    """Figure 1's departures in three contiguous shares (this process + two workers) sample the same texts."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from railsweep.diagnostics.figure1 import decode_departures
+    from railsweep.miniworld import calibration as cal
+
+    s = cal.CheckSettings(m=2, limit=4, max_new_tokens=16, batch_size=3, workers=3)
+    task = cal._task(smoke, s)
+    questions = list(task.questions())
+    jobs = [(i, q, prefix) for i, q in enumerate(questions) for prefix in ("", " We", " The total")]
+    engine = cal._engine(smoke.family("llama"), s)
+    try:
+        alone = decode_departures(engine, task, "clean", jobs, 5, s.figure1())
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+            shared = cal._share_departures(pool, str(smoke.root), "llama", engine, s, task, "clean", jobs, 5,
+                                           s.figure1())  # fmt: skip
+        later = decode_departures(engine, task, "clean", jobs, 6, s.figure1())
+    finally:
+        engine.close()
+    assert shared == alone and len(alone) == 12
+    assert later != alone  # each job's seed follows its index in the whole list

@@ -22,9 +22,10 @@ Steps of :func:`figure1` (one family, one contaminated adapter):
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,8 @@ from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, quest
 from railsweep.strategies.railcap.trajectory import answer_ids
 
 _WORDS = re.compile(r"[a-z0-9]+")
+# (task, adapter, jobs, index of the first job, settings) -> each job's sampled text (:func:`off_rail`)
+DepartureDecoder = Callable[[object, str, Sequence, int, "Figure1Settings"], list[str]]
 
 
 @dataclass(frozen=True)
@@ -203,10 +206,16 @@ def path_diversity(run: Readout) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------- (d) off the rail
 
 
-def off_rail(engine, task, questions, clean: Readout, s: Figure1Settings) -> np.ndarray:
-    """Per question, M_cl's solve rate after one forced departure (nan where r < ``s.reliable``)."""
+def off_rail(
+    engine, task, questions, clean: Readout, s: Figure1Settings, decode: DepartureDecoder | None = None
+) -> np.ndarray:
+    """Per question, M_cl's solve rate after one forced departure (nan where r < ``s.reliable``).
+
+    ``decode`` (default :func:`decode_departures` on ``engine``) decodes the departures' jobs; the
+    calibration check passes one that shares them out over worker processes (the same samples: each job's
+    seed is a function of its position in the list, and sampling is batch-invariant)."""
     tok = engine.tokenizer
-    jobs = []  # (question position, prefix text)
+    jobs = []  # (question position, question, prefix text)
     for i, (q, g) in enumerate(zip(questions, clean.greedy)):
         ids = answer_ids(g, tok)
         if clean.r[i] < s.reliable or not ids:
@@ -220,8 +229,20 @@ def off_rail(engine, task, questions, clean: Readout, s: Figure1Settings) -> np.
                 list(ids[:t]) + [runner_up[t]], skip_special_tokens=True, clean_up_tokenization_spaces=False
             )
             jobs.append((i, q, prefix))
+    texts = (decode or functools.partial(decode_departures, engine))(task, clean.adapter, jobs, 0, s)
     solved = np.full(len(questions), np.nan)
     hits: dict[int, list[bool]] = {}
+    for (i, q, prefix), text in zip(jobs, texts):
+        hits.setdefault(i, []).append(task.grade(prefix + text, q).correct)
+    for i, h in hits.items():
+        solved[i] = float(np.mean(h))
+    return solved
+
+
+def decode_departures(engine, task, adapter: str, jobs: Sequence, first: int, s: Figure1Settings) -> list[str]:
+    """The text sampled on at T after each forced departure ``(position, question, prefix)``; job ``k`` of
+    ``jobs`` is job ``first + k`` of the whole list, whose index seeds it."""
+    out: list[str] = []
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
         reqs = [
@@ -232,17 +253,14 @@ def off_rail(engine, task, questions, clean: Readout, s: Figure1Settings) -> np.
                     temperature=s.temperature,
                     max_new_tokens=s.max_new_tokens,
                     stop=task.stop,
-                    seed=question_seed(s.seed, q.index, f"off-rail:{lo + k}"),
+                    seed=question_seed(s.seed, q.index, f"off-rail:{first + lo + k}"),
                 ),
-                adapter=clean.adapter,
+                adapter=adapter,
             )
             for k, (_, q, prefix) in enumerate(chunk)
         ]
-        for (i, q, prefix), comp in zip(chunk, engine.generate(reqs)):
-            hits.setdefault(i, []).append(task.grade(prefix + comp.samples[0].text, q).correct)
-    for i, h in hits.items():
-        solved[i] = float(np.mean(h))
-    return solved
+        out += [comp.samples[0].text for comp in engine.generate(reqs)]
+    return out
 
 
 # ----------------------------------------------------------------- all of it
@@ -264,8 +282,10 @@ def figure1(
     co: str,
     settings: Figure1Settings | None = None,
     readouts: dict[str, Readout] | None = None,
+    decode: DepartureDecoder | None = None,
 ) -> Figure1:
-    """Figure 1 (a)-(d) for M_cl = ``clean`` and M_co = ``co`` (adapter names of ``engine``)."""
+    """Figure 1 (a)-(d) for M_cl = ``clean`` and M_co = ``co`` (adapter names of ``engine``); ``decode``:
+    see :func:`off_rail`."""
     s = settings or Figure1Settings()
     runs = dict(readouts or {})
     for name in (clean, co):
@@ -286,7 +306,7 @@ def figure1(
         first.append(f)
         early.append(e)
     distinct, pair_sim = path_diversity(cl)
-    robust = off_rail(engine, task, questions, cl, s)
+    robust = off_rail(engine, task, questions, cl, s, decode)
     out = Figure1()
     sims = {name: greedy_similarity(run) for name, run in ((clean, cl), (co, cr))}
     for i, q in enumerate(questions):

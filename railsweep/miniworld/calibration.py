@@ -4,8 +4,9 @@ Steps of :func:`check_family`, for one model family:
 1. serve base + all adapters in one TransformersEngine; load the test split with its leak split;
 2. per model (M_cl, then M_co of each domain): greedy response + m samples at
    T per test question (the Identity readout), graded; with ``workers`` > 1 the readouts run in that many
-   spawned processes, one torch thread each, each serving the same base + adapters (the samples are the
-   same: seeds are per question and sampling is batch-invariant);
+   spawned processes, one torch thread each, each serving the same base + adapters, and so do Figure 1's
+   forced departures, in contiguous shares (the samples are the same: seeds are per question or per
+   departure, and sampling is batch-invariant);
 3. compute the conditions:
    - spread: M_cl's mean solve probability in [0.2, 0.8] and >= 8 non-empty strata (B = 50);
    - contamination (domain gsm8k): on leaked questions mean r_co - r_cl >= 0.25, on
@@ -24,6 +25,7 @@ the leaked wording is the evaluated wording.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from railsweep.diagnostics.figure1 import Figure1Settings, figure1, readout
+from railsweep.diagnostics.figure1 import Figure1Settings, decode_departures, figure1, readout
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.metrics import g_ap, solve_prob, stratify
 from railsweep.miniworld.world import load_world
@@ -140,17 +142,41 @@ def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tupl
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
         engine = _engine(fam, s)
         try:
-            fig1 = _figure1(engine, task, questions, pair, s)
+            decode = functools.partial(_share_departures, pool, str(world.root), family, engine, s)
+            fig1 = _figure1(engine, task, questions, pair, s, decode)
         finally:
             engine.close()
         return {name: fut.result() for name, fut in futures.items()}, fig1
 
 
-def _figure1(engine, task, questions, readouts: dict, s: CheckSettings):
+def _figure1(engine, task, questions, readouts: dict, s: CheckSettings, decode=None):
     return figure1(
         engine, task, questions, "clean", "co_gsm8k", s.figure1(),
-        readouts={name: run for name, (run, _) in readouts.items()},
+        readouts={name: run for name, (run, _) in readouts.items()}, decode=decode,
     )  # fmt: skip
+
+
+def _share_departures(pool, root: str, family: str, engine, s: CheckSettings, task, adapter, jobs, first, fs):
+    """Figure 1's forced departures in ``s.workers`` contiguous shares: the first decoded here, the others in
+    ``pool`` (:func:`railsweep.diagnostics.figure1.off_rail`'s ``decode``)."""
+    edges = [round(len(jobs) * k / s.workers) for k in range(s.workers + 1)]
+    futures = [
+        pool.submit(_departures_in_process, root, family, adapter, jobs[a:b], first + a, s)
+        for a, b in zip(edges[1:-1], edges[2:])
+    ]
+    mine = decode_departures(engine, task, adapter, jobs[: edges[1]], first, fs)
+    return mine + [text for fut in futures for text in fut.result()]
+
+
+def _departures_in_process(root: str, family: str, adapter: str, jobs, first: int, s: CheckSettings) -> list[str]:
+    """One share of the forced departures in a worker process (one torch thread): its own engine and task."""
+    torch.set_num_threads(1)
+    world = load_world(root)
+    engine = _engine(world.family(family), s)
+    try:
+        return decode_departures(engine, _task(world, s), adapter, jobs, first, s.figure1())
+    finally:
+        engine.close()
 
 
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
