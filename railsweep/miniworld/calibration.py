@@ -25,6 +25,7 @@ the leaked wording is the evaluated wording.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
@@ -66,7 +67,7 @@ class CheckSettings:
     device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (the engine's device)
     dtype: str = "float32"  # the world is built and calibrated in fp32; "auto" = bf16 on GPU
     departures: int = 20  # forced departures per reliable question (figure 1 (d))
-    workers: int = 1  # processes for the models' readouts (one torch thread each)
+    workers: int = 1  # processes for the readouts and forced departures (one torch thread each)
 
     def figure1(self):
         return Figure1Settings(
@@ -113,16 +114,22 @@ def _task(world, s: CheckSettings) -> GSM8KTask:
     return GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
 
 
-def _readout_in_process(root: str, family: str, adapter: str, s: CheckSettings):
-    """One model's readout in a worker process of its own (one torch thread): its own engine and task."""
+@contextlib.contextmanager
+def _worker(root: str, family: str, s: CheckSettings):
+    """A worker process's own engine (one torch thread) and task over the world at ``root``."""
     torch.set_num_threads(1)
     world = load_world(root)
     engine = _engine(world.family(family), s)
     try:
-        task = _task(world, s)
-        return _readout(engine, task, list(task.questions()), adapter, s)
+        yield engine, _task(world, s)
     finally:
         engine.close()
+
+
+def _readout_in_process(root: str, family: str, adapter: str, s: CheckSettings):
+    """One model's readout in a worker process."""
+    with _worker(root, family, s) as (engine, task):
+        return _readout(engine, task, list(task.questions()), adapter, s)
 
 
 def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tuple[dict, object]:
@@ -169,14 +176,9 @@ def _share_departures(pool, root: str, family: str, engine, s: CheckSettings, ta
 
 
 def _departures_in_process(root: str, family: str, adapter: str, jobs, first: int, s: CheckSettings) -> list[str]:
-    """One share of the forced departures in a worker process (one torch thread): its own engine and task."""
-    torch.set_num_threads(1)
-    world = load_world(root)
-    engine = _engine(world.family(family), s)
-    try:
-        return decode_departures(engine, _task(world, s), adapter, jobs, first, s.figure1())
-    finally:
-        engine.close()
+    """One share of the forced departures in a worker process."""
+    with _worker(root, family, s) as (engine, task):
+        return decode_departures(engine, task, adapter, jobs, first, s.figure1())
 
 
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
