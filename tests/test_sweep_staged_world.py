@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
@@ -159,3 +160,19 @@ def test_a_failed_family_is_never_announced(tmp_path):
         futures = {"llama": pool.submit(boom)}
         world_mod._await_families(tmp_path, futures, {}, lambda msg: None, heard.append)
     assert heard == [] and futures["llama"].exception() is not None
+
+
+def test_waiting_for_the_last_family_sleeps_instead_of_spinning_on_the_finished_ones(tmp_path, monkeypatch):
+    calls = []
+    real_wait = world_mod.wait
+
+    def counting_wait(fs, **kwargs):
+        calls.append(len(fs))
+        return real_wait(fs, **kwargs)
+
+    monkeypatch.setattr(world_mod, "wait", counting_wait)
+    monkeypatch.setattr(world_mod, "_write_leak_split", lambda root, family: None)
+    with ThreadPoolExecutor(2) as pool:
+        futures = {"llama": pool.submit(lambda: {"seconds": 1}), "neox": pool.submit(time.sleep, 1.0)}
+        world_mod._await_families(tmp_path, futures, {}, lambda msg: None, lambda stage: None)
+    assert 1 <= len(calls) <= 4, calls[:5]  # a spinning loop calls wait thousands of times a second

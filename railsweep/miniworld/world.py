@@ -335,14 +335,15 @@ def _await_families(root: Path, futures: dict, plans: dict, log, on_ready: Calla
     told: set[str] = set()
     last_log = time.time()
     while True:
-        done, not_done = wait(list(futures.values()), timeout=5.0, return_when=FIRST_COMPLETED)
         for f, fut in futures.items():
-            if fut in done and f not in told and fut.exception() is None:
+            if fut.done() and f not in told and fut.exception() is None:
                 told.add(f)
                 _write_leak_split(root, f)
                 on_ready(f)
-        if not not_done:
+        pending = [fut for fut in futures.values() if not fut.done()]
+        if not pending:
             return
+        wait(pending, timeout=5.0, return_when=FIRST_COMPLETED)  # the pending only: a done one returns at once
         if time.time() - last_log >= build_progress.EVERY_S:
             log(build_progress.summary(root, plans))
             last_log = time.time()
