@@ -3,7 +3,8 @@
 Families are independent given the benchmark and the tokenizer, so
 :func:`build_family` runs in its own worker process (one per family, a share of
 the CPU threads each); its M_co adapters (one per domain) train in parallel
-processes of their own, so the last family to finish does not leave cores idle.
+processes of their own, so the last family to finish does not leave cores idle. When the families outnumber
+the cores, all but the one with the most training yield it their priority (:mod:`railsweep.miniworld.scheduling`).
 It returns the family's training statistics.
 """
 
@@ -19,13 +20,15 @@ from railsweep.contamination.simulator import StderrLog
 from railsweep.miniworld.arithmetic import PINNED
 from railsweep.miniworld.models import model_config
 from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
+from railsweep.miniworld.scheduling import yield_priority
 from railsweep.training.progress import StepReport
 
 
 def build_family(
-    root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0
+    root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0, nice: int = 0
 ) -> dict:
-    """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready)."""
+    """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready). ``nice``: the
+    priority this process (and the adapters' processes it starts) yields to (:mod:`railsweep.miniworld.scheduling`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -33,6 +36,8 @@ def build_family(
         torch.set_num_threads(threads)
 
     log = StderrLog(f"[miniworld] {family}: ")
+    if (niceness := yield_priority(nice)) > 0:
+        log(f"training at nice {niceness}: the family with the most training has a core to itself")
 
     root_p = Path(root)
     fam = root_p / "families" / family
@@ -81,6 +86,7 @@ def build_family(
         "adapters": adapters,
         "seconds": round(time.time() - t1, 2),
         "threads": torch.get_num_threads(),
+        "nice": niceness,
         # what this process computed with (railsweep.miniworld.arithmetic pins these on x86); ATen's capability
         # as torch resolved it, the other pinned variables as the process saw them
         "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(),

@@ -57,6 +57,7 @@ from railsweep.miniworld.lending import (
 )
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
+from railsweep.miniworld.scheduling import cores, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
 from railsweep.miniworld.weights import weights_record, world_weights
 
@@ -418,12 +419,15 @@ def _build(
     ctx = multiprocessing.get_context("spawn")
     pin = config.pretrain.precision == "fp32"
     plans = _family_plans(root, config, filler, set(adapters_from))
+    work = {f: sum(ph.tokens for ph in plans[f]) for f in config.families}
+    nice = family_niceness(work, cores(), threads) if workers >= len(config.families) else dict.fromkeys(work, 0)
+    order = sorted(config.families, key=lambda f: nice[f])  # full priority first: it starts in a fresh process
     with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = {
-            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads) for f in config.families
+            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads, nice[f]) for f in order
         }
         _await_families(root, futures, plans, log, on_ready)
-        training = {f: fut.result() for f, fut in futures.items()}
+        training = {f: futures[f].result() for f in config.families}
     shutil.rmtree(root / "progress", ignore_errors=True)
     for f, stats in training.items():
         timings[f] = stats["seconds"]

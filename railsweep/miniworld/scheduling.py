@@ -1,0 +1,45 @@
+"""Which family of a world's build trains at full priority when the families outnumber the cores.
+
+A build trains each family in a process of its own, one torch thread each (the weights depend on the thread count,
+docs/miniworld.md). With three families on two cores, the operating system shares the cores out evenly, so the
+family with the most training (the `mini` world's neox: 1,800 pretraining steps against 900 and 800) runs at two
+thirds of a core until the others finish, then alone on one core while the other core idles: its chain of steps is
+the build's critical path. Here the family with the most training tokens keeps normal priority and the others
+yield to it (``nice`` :data:`YIELD_NICE`): it has a core to itself, the others share the rest, and when it is done
+they get every core. The scheduling never changes the weights: each family's arithmetic is one thread, whatever
+the cores it runs on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+YIELD_NICE = 10  # CFS weight 110 against nice 0's 1024: the yielding families take what the first leaves
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it, else the CPU count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def family_niceness(work: Mapping[str, int], cores: int, threads: int = 1) -> dict[str, int]:
+    """``nice`` per family from its training tokens (``work``, in build order): 0 for all when every training
+    family has ``threads`` cores of its own; else 0 for the family with the most tokens (the first among equals)
+    and :data:`YIELD_NICE` for the rest. A family with nothing to train keeps 0."""
+    training = [f for f, tokens in work.items() if tokens > 0]
+    if len(training) * max(1, threads) <= cores:
+        return dict.fromkeys(work, 0)
+    first = max(training, key=lambda f: work[f])  # max keeps the first of equals
+    return {f: YIELD_NICE if f in training and f != first else 0 for f in work}
+
+
+def yield_priority(nice: int) -> int:
+    """Lower this process's priority to ``nice`` (never raise it: that needs privileges); returns the niceness now."""
+    now = os.nice(0)
+    if nice > now:
+        now = os.nice(nice - now)
+    return now

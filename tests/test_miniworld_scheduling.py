@@ -1,0 +1,48 @@
+"""A world's build gives its longest family a core of its own when the families outnumber the cores; the others
+yield their priority to it and the weights stay the same."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+from test_miniworld_world import TINY  # the tiny world config those tests build
+
+from railsweep.miniworld import build_world
+from railsweep.miniworld.scheduling import YIELD_NICE, family_niceness
+
+MINI_WORK = {"llama": 900, "neox": 1800, "gemma": 800}  # the mini world's pretraining steps, in build order
+
+
+def test_the_family_with_the_most_training_keeps_full_priority_when_families_outnumber_cores():
+    assert family_niceness(MINI_WORK, cores=2) == {"llama": YIELD_NICE, "neox": 0, "gemma": YIELD_NICE}
+    assert family_niceness(MINI_WORK, cores=1) == {"llama": YIELD_NICE, "neox": 0, "gemma": YIELD_NICE}
+
+
+def test_every_family_keeps_full_priority_when_each_has_its_cores():
+    assert family_niceness(MINI_WORK, cores=3) == dict.fromkeys(MINI_WORK, 0)
+    assert family_niceness(MINI_WORK, cores=6, threads=2) == dict.fromkeys(MINI_WORK, 0)
+    assert family_niceness(MINI_WORK, cores=4, threads=2)["llama"] == YIELD_NICE
+
+
+def test_a_family_with_nothing_to_train_never_yields_and_the_first_of_equals_leads():
+    assert family_niceness({"a": 0, "b": 5, "c": 5}, cores=1) == {"a": 0, "b": 0, "c": YIELD_NICE}
+    assert family_niceness({"a": 0, "b": 5, "c": 0}, cores=1) == {"a": 0, "b": 0, "c": 0}
+
+
+def test_yielding_priority_only_ever_lowers_it():
+    code = (
+        "from railsweep.miniworld.scheduling import yield_priority as y; import os; base = os.nice(0); "
+        "print(y(base + 5) - base, y(base + 2) - base, y(0) - base)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["5", "5", "5"]
+
+
+def test_a_build_on_one_core_trains_the_longest_family_at_full_priority(tmp_path, monkeypatch):
+    monkeypatch.setattr("railsweep.miniworld.world.cores", lambda: 1)
+    config = dataclasses.replace(TINY, families=("llama", "neox"), family_steps=(("llama", 2),))
+    world = build_world("tiny2", cache_dir=tmp_path, config=config)
+    training = world.manifest["training"]
+    assert {f: t["nice"] - training["neox"]["nice"] for f, t in training.items()} == {"llama": YIELD_NICE, "neox": 0}
