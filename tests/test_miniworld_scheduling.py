@@ -46,3 +46,9 @@ def test_a_build_on_one_core_trains_the_longest_family_at_full_priority(tmp_path
     world = build_world("tiny2", cache_dir=tmp_path, config=config)
     training = world.manifest["training"]
     assert {f: t["nice"] - training["neox"]["nice"] for f, t in training.items()} == {"llama": YIELD_NICE, "neox": 0}
+
+
+def test_the_yielding_families_stay_below_a_niced_build_and_never_pass_19():
+    assert family_niceness(MINI_WORK, cores=2, base=5) == {"llama": 15, "neox": 5, "gemma": 15}
+    assert family_niceness(MINI_WORK, cores=2, base=15) == {"llama": 19, "neox": 15, "gemma": 19}
+    assert family_niceness(MINI_WORK, cores=3, base=15) == dict.fromkeys(MINI_WORK, 15)

@@ -5,7 +5,7 @@ docs/miniworld.md). With three families on two cores, the operating system share
 family with the most training (the `mini` world's neox: 1,800 pretraining steps against 900 and 800) runs at two
 thirds of a core until the others finish, then alone on one core while the other core idles: its chain of steps is
 the build's critical path. Here the family with the most training tokens keeps normal priority and the others
-yield to it (``nice`` :data:`YIELD_NICE`): it has a core to itself, the others share the rest, and when it is done
+yield to it (``nice`` :data:`YIELD_NICE` above the build's own, at most 19): it has a core to itself, the others share the rest, and when it is done
 they get every core. The scheduling never changes the weights: each family's arithmetic is one thread, whatever
 the cores it runs on.
 """
@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 
 YIELD_NICE = 10  # CFS weight 110 against nice 0's 1024: the yielding families take what the first leaves
+MAX_NICE = 19
 
 
 def cores() -> int:
@@ -26,15 +27,17 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def family_niceness(work: Mapping[str, int], cores: int, threads: int = 1) -> dict[str, int]:
-    """``nice`` per family from its training tokens (``work``, in build order): 0 for all when every training
-    family has ``threads`` cores of its own; else 0 for the family with the most tokens (the first among equals)
-    and :data:`YIELD_NICE` for the rest. A family with nothing to train keeps 0."""
+def family_niceness(work: Mapping[str, int], cores: int, threads: int = 1, base: int = 0) -> dict[str, int]:
+    """``nice`` per family from its training tokens (``work``, in build order), relative to the build's own
+    ``base`` (a Ray job's driver runs at 15): ``base`` for all when every training family has ``threads`` cores of
+    its own; else ``base`` for the family with the most tokens (the first among equals) and ``base`` +
+    :data:`YIELD_NICE` (at most 19) for the rest. A family with nothing to train keeps ``base``."""
     training = [f for f, tokens in work.items() if tokens > 0]
     if len(training) * max(1, threads) <= cores:
-        return dict.fromkeys(work, 0)
+        return dict.fromkeys(work, base)
     first = max(training, key=lambda f: work[f])  # max keeps the first of equals
-    return {f: YIELD_NICE if f in training and f != first else 0 for f in work}
+    low = min(MAX_NICE, base + YIELD_NICE)
+    return {f: low if f in training and f != first else base for f in work}
 
 
 def yield_priority(nice: int) -> int:

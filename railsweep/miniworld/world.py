@@ -420,11 +420,12 @@ def _build(
     pin = config.pretrain.precision == "fp32"
     plans = _family_plans(root, config, filler, set(adapters_from))
     work = {f: sum(ph.tokens for ph in plans[f]) for f in config.families}
-    nice = family_niceness(work, cores(), threads) if workers >= len(config.families) else dict.fromkeys(work, 0)
-    order = sorted(config.families, key=lambda f: nice[f])  # full priority first: it starts in a fresh process
+    nice = family_niceness(work, cores(), threads, os.nice(0)) if workers >= len(config.families) else {}
+    order = sorted(config.families, key=lambda f: nice.get(f, 0))  # full priority first, in a fresh process
     with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = {
-            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads, nice[f]) for f in order
+            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads, nice.get(f, 0))
+            for f in order
         }
         _await_families(root, futures, plans, log, on_ready)
         training = {f: futures[f].result() for f in config.families}
