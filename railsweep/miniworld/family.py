@@ -37,7 +37,7 @@ def build_family(
 
     log = StderrLog(f"[miniworld] {family}: ")
     if (niceness := yield_priority(nice)) > 0:
-        log(f"training at nice {niceness}: the family with the most training has a core to itself")
+        log(f"training at nice {niceness} (more families than cores: the one with the most training goes first)")
 
     root_p = Path(root)
     fam = root_p / "families" / family

@@ -29,7 +29,7 @@ def cores() -> int:
 
 def family_niceness(work: Mapping[str, int], cores: int, threads: int = 1, base: int = 0) -> dict[str, int]:
     """``nice`` per family from its training tokens (``work``, in build order), relative to the build's own
-    ``base`` (a Ray job's driver runs at 15): ``base`` for all when every training family has ``threads`` cores of
+    ``base`` (a build started under ``nice`` keeps that offset): ``base`` for all when every training family has ``threads`` cores of
     its own; else ``base`` for the family with the most tokens (the first among equals) and ``base`` +
     :data:`YIELD_NICE` (at most 19) for the rest. A family with nothing to train keeps ``base``."""
     training = [f for f, tokens in work.items() if tokens > 0]
