@@ -19,7 +19,7 @@ Steps:
 
 Runs against the code of the ``railsweep`` it imports (``PYTHONPATH``), and hands that path to Ray's workers, so a
 before/after comparison runs the same script over two checkouts. ``smoke`` takes a couple of minutes on 2 cores;
-``mini_six`` (what a one-family sweep with one-off steps costs) takes hours there.
+``mini_six`` (what a one-family sweep with one-off steps costs) about half an hour there.
 """
 
 from __future__ import annotations

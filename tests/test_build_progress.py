@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from test_miniworld_world import TINY  # the tiny world config those tests build
@@ -50,8 +51,28 @@ def test_the_summary_names_every_family_and_the_slowest_ones_eta(tmp_path):
         path = tmp_path / "progress" / family / "pretrain"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(_report(5, 10, seconds)))
-    line = summary(tmp_path, plans)
+    line = summary(tmp_path, plans, cores=2)
     assert line == "build: llama 31 % (pretrain 5/10), neox 31 % (pretrain 5/10); eta 200s (neox)"
+    # on one core the two families' work (110 + 220 s) outlasts neox's chain
+    assert summary(tmp_path, plans, cores=1).endswith("; eta 330s (1 cores)")
+
+
+def test_a_family_that_yields_its_core_is_timed_at_its_cpu_rate():
+    # 500 tokens in 200 wall seconds but 50 CPU seconds: 10 tokens per CPU second once it has a core
+    waiting = {"pretrain": {**_report(5, 10, 200.0), "cpu": 50.0}}
+    assert family_state(PHASES, waiting)[2] == pytest.approx((500 + 200 + 300) / 10)
+    assert build_progress.remaining(PHASES, waiting) == pytest.approx(((500 + 200 + 300) / 10, 1100 / 10))
+
+
+def test_a_step_report_counts_the_cpu_seconds_of_its_process(tmp_path):
+    report = StepReport(tmp_path / "phase")
+    report(0, 2)
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:
+        pass
+    report(2, 2)
+    record = read_report(tmp_path / "phase")
+    assert 0.04 <= record["cpu"] <= record["time"] - record["start"] + 0.01
 
 
 def test_a_step_report_writes_the_first_and_last_steps_and_at_most_one_in_between(tmp_path, monkeypatch):

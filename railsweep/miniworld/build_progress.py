@@ -5,10 +5,14 @@ optimiser steps to ``<world>/progress/<family>/<phase>`` (:class:`railsweep.trai
 Before the families start, :func:`family_plans` counts every phase's work in training tokens (pretraining:
 steps x batch x block; an adapter: the tokens of all its epochs' packed sequences). While they run,
 :func:`summary` reads the reports and writes one line: each family's share of its tokens done and its
-phase, and the ETA of the slowest family. A family's remaining time sums its phases in order, with its M_co
-adapters in parallel (the longest counts); a phase runs at its own measured tokens/s once it has started,
-else at the rate of the family's latest started phase of the same kind (pretraining or adapter), else at the
-family's latest rate of any kind. No ETA is given before every family has measured a rate.
+phase, and the world's ETA. Rates are tokens per CPU second of the training process (the reports' ``cpu``;
+wall seconds for a report without it), so a family that shares a core, or yields it to the family with the
+most training (:mod:`railsweep.miniworld.scheduling`), is timed at the speed it gets once it has a core. A
+family's remaining chain sums its phases in order, with its M_co adapters in parallel (the longest counts); its
+remaining work adds them all. A phase runs at its own measured rate once it has started, else at the rate of
+the family's latest started phase of the same kind (pretraining or adapter), else at the family's latest rate
+of any kind. The world's ETA is the longer of the longest chain and the whole work shared over the cores; it
+names the family whose chain sets it, else the cores. No ETA is given before every family has measured a rate.
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ def _share(report: dict | None) -> float:
 
 
 def _rate(report: dict | None, tokens: int) -> float | None:
-    """Tokens/s of a started phase (None before its first step)."""
-    if not report or report["done"] < 1 or report["time"] <= report["start"]:
+    """Tokens per CPU second of a started phase (per wall second for a report without ``cpu``; None before its
+    first step)."""
+    if not report or report["done"] < 1:
         return None
-    return tokens * _share(report) / (report["time"] - report["start"])
+    seconds = report["cpu"] if "cpu" in report else report["time"] - report["start"]
+    return tokens * _share(report) / seconds if seconds > 0 else None
 
 
 def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
@@ -69,38 +75,47 @@ def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
 
 
 def family_state(phases: list[Phase], reports: Mapping[str, dict | None]) -> tuple[float, str, float | None]:
-    """(share of the family's tokens done, its current phase, seconds left or None) from its reports."""
+    """(share of the family's tokens done, its current phase, seconds left on its chain or None)."""
+    share = {ph.name: _share(reports.get(ph.name)) for ph in phases}
+    done = sum(share[ph.name] * ph.tokens for ph in phases) / (sum(ph.tokens for ph in phases) or 1)
+    left = remaining(phases, reports)
+    return done, _current(phases, reports), None if left is None else left[0]
+
+
+def remaining(phases: list[Phase], reports: Mapping[str, dict | None]) -> tuple[float, float] | None:
+    """(seconds left on the family's chain, CPU seconds of work left), or None before it has a rate."""
     share = {ph.name: _share(reports.get(ph.name)) for ph in phases}
     rate = {ph.name: _rate(reports.get(ph.name), ph.tokens) for ph in phases}
     latest: dict[str, float] = {}  # the latest measured rate per kind, and of any kind
     for ph in phases:
         if rate[ph.name] is not None:
             latest[ph.kind] = latest["any"] = rate[ph.name]
-    done = sum(share[ph.name] * ph.tokens for ph in phases) / (sum(ph.tokens for ph in phases) or 1)
     serial, parallel = 0.0, [0.0]  # the M_co adapters train side by side
     for ph in phases:
         r = rate[ph.name] or latest.get(ph.kind) or latest.get("any")
         if r is None:
-            return done, _current(phases, reports), None
+            return None
         left = (1 - share[ph.name]) * ph.tokens / r
         if ph.name.startswith("co_"):
             parallel.append(left)
         else:
             serial += left
-    return done, _current(phases, reports), serial + max(parallel)
+    return serial + max(parallel), serial + sum(parallel)
 
 
-def summary(root: Path, plans: Mapping[str, list[Phase]]) -> str:
-    """One line: each family's share done and phase, and the world's ETA (the slowest family's)."""
-    parts, etas = [], {}
+def summary(root: Path, plans: Mapping[str, list[Phase]], cores: int = 1) -> str:
+    """One line: each family's share done and phase, and the world's ETA on ``cores`` cores."""
+    parts, left = [], {}
     for f, phases in plans.items():
         reports = {ph.name: read_report(root / "progress" / f / ph.name) for ph in phases}
-        share, current, left = family_state(phases, reports)
+        share, current, _ = family_state(phases, reports)
         parts.append(f"{f} {100 * share:.0f} % ({current})")
-        etas[f] = left
-    if not etas or any(v is None for v in etas.values()):
+        left[f] = remaining(phases, reports)
+    if not left or any(v is None for v in left.values()):
         eta = "eta when every family has a rate"
     else:
-        slowest = max(etas, key=lambda f: etas[f])
-        eta = f"eta {etas[slowest]:.0f}s ({slowest})"
+        slowest = max(left, key=lambda f: left[f][0])
+        shared = sum(work for _, work in left.values()) / max(1, cores)
+        chain = left[slowest][0]
+        eta = f"eta {chain:.0f}s ({slowest})" if chain >= shared else f"eta {shared:.0f}s ({cores} cores)"
     return f"build: {', '.join(parts)}; {eta}"

@@ -346,7 +346,7 @@ def _await_families(root: Path, futures: dict, plans: dict, log, on_ready: Calla
             return
         wait(pending, timeout=5.0, return_when=FIRST_COMPLETED)  # the pending only: a done one returns at once
         if time.time() - last_log >= build_progress.EVERY_S:
-            log(build_progress.summary(root, plans))
+            log(build_progress.summary(root, plans, cores()))
             last_log = time.time()
 
 

@@ -2,7 +2,8 @@
 
 A :class:`StepReport` is picklable (it travels to the worker processes of a world's build); called as
 ``report(0, total)`` before the first optimiser step and ``report(done, total)`` after each, it writes
-``{"done", "total", "start", "time"}`` as JSON to its path (``start``: the first call's time), atomically, at
+``{"done", "total", "start", "time", "cpu"}`` as JSON to its path (``start``: the first call's time; ``cpu``: the
+CPU seconds the calling process has spent since then, so that a reader can tell work from waiting), atomically, at
 most every :data:`EVERY_S` seconds and always at the first and the last call. :func:`read_report`
 reads one back (None until the first write).
 """
@@ -24,16 +25,18 @@ class StepReport:
     path: Path
     start: float | None = None
     _written: float = 0.0
+    _cpu_start: float = 0.0
 
     def __call__(self, done: int, total: int) -> None:
         now = time.time()
         if self.start is None:
-            self.start = now
+            self.start, self._cpu_start = now, time.process_time()
         elif done < total and now - self._written < EVERY_S:
             return
         self._written = now
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"done": done, "total": total, "start": self.start, "time": now}
+        cpu = time.process_time() - self._cpu_start
+        record = {"done": done, "total": total, "start": self.start, "time": now, "cpu": cpu}
         write_text_atomic(self.path, json.dumps(record) + "\n")
 
 
