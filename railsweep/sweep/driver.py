@@ -13,9 +13,10 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
    free one to each cell;
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line; while a world builds, steps 4-5 run in
-   waves: the cells of the families trained so far, on the cores the build leaves (one per family still
-   training), Table 3 so far printed after each wave; the world's weights digest is tagged on the parent
-   and every cell run once the build is over;
+   waves: the cells of the families trained so far, started once the build leaves a core (one per family still
+   training), with engines on every core (they decode on what the build leaves, and on everything once it
+   ends), Table 3 so far printed after each wave; the world's weights digest is tagged on the parent and every
+   cell run once the build is over;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
    (one Ray task per group, :mod:`railsweep.dynamics.ray_step` over :mod:`railsweep.dynamics.step`: fits,
    gains and predictions per temperature, logged under ``dynamics/`` of the parent run);
@@ -322,8 +323,11 @@ def _run_waves(
 
 
 def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:
-    """The cells to run next and the cores they may use (None: the cluster's): all of them, or, while a
-    world builds, those of ready families — as many families as cores are free, waiting for one if none is."""
+    """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
+    a world builds, those of ready families — as many families as cores are free of the build, waiting for one if
+    none is — with engines on every core. The engines run in Ray's workers, below the build's priority (a nice
+    of 15, and another session's scheduling group): they take the cores the build leaves, and the cores it
+    frees when it ends in the middle of the wave, which would otherwise wait for the wave."""
     if staged is None:
         return left, None
     while True:
@@ -332,15 +336,16 @@ def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> 
         if staged.world is not None:
             check_families(run.spec, {c.family for c in left})
             return left, None
-        cores = free_cores(cluster_resources()[0], staged.building)
+        cpus = cluster_resources()[0]
+        cores = free_cores(cpus, staged.building)
         ready = [f.name for f in run.spec.families if f.name in staged.ready and any(c.family == f.name for c in left)]
         if ready and cores >= 1:
             take = set(ready[:cores])
             check_families(run.spec, take)
             run.say(f"[sweep] world: {', '.join(sorted(staged.ready))} ready, {staged.building} famil"
                     f"{'y' if staged.building == 1 else 'ies'} still training: cells of {', '.join(sorted(take))} "
-                    f"on {cores} core(s)")  # fmt: skip
-            return [c for c in left if c.family in take], float(cores)
+                    f"on {cores} free core(s), engines on all {cpus:g} below the build")  # fmt: skip
+            return [c for c in left if c.family in take], cpus
         t0 = time.perf_counter()
         staged.wait()
         run.timings["world_wait_s"] = run.timings.get("world_wait_s", 0.0) + time.perf_counter() - t0

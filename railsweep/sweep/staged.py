@@ -4,8 +4,9 @@ A sweep on a miniature world that is not in the cache yet would otherwise wait f
 slowest family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
 :func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands
 (the benchmark first, then each family); the driver runs the cells of the families that are ready, in waves,
-on the cores the build no longer uses (:func:`free_cores`), and records the world's weights digest on every
-run once the build has finished (:func:`railsweep.sweep.driver.run_sweep`).
+each started once the build leaves a core (:func:`free_cores`) with engines on every core below the build's
+priority, and records the world's weights digest on every run once the build has finished
+(:func:`railsweep.sweep.driver.run_sweep`).
 """
 
 from __future__ import annotations
@@ -96,5 +97,6 @@ def start_world(preset: str, cache_dir: str | Path | None = None) -> World | Sta
 
 
 def free_cores(cpus: float, building: int) -> int:
-    """Cores a sweep's engines can have while ``building`` families train, one core each, on ``cpus``."""
+    """Cores free of the build while ``building`` families train, one core each, on ``cpus``: a wave of ready
+    families starts when one is free, one family per free core."""
     return max(0, int(cpus) - building)
