@@ -115,3 +115,33 @@ def test_a_cell_waiting_twice_is_served_once_and_both_waits_end():
 def test_a_family_without_engines_is_refused_by_name():
     with pytest.raises(KeyError, match="no engine for family 'gemma'"):
         asyncio.run(_pool().acquire("gemma", "a"))
+
+
+def test_an_engine_borrows_its_familys_idle_engine_for_a_share_and_gives_it_back():
+    async def go():
+        pool = _pool()
+        assert await pool.acquire("llama", "shortcut") == "l0"
+        assert await pool.lend("l0", "share-1") == "l1"
+        assert await pool.lend("l0", "share-2") is None  # nothing else free in llama
+        assert await pool.lend("n0", "share-3") is None  # an engine never borrows itself
+        await pool.release("share-1")
+        assert (await pool.snapshot())["free"]["llama"] == ["l1"]
+
+    asyncio.run(go())
+
+
+def test_a_borrow_never_takes_an_engine_a_cell_waits_for():
+    async def go():
+        pool = _pool()
+        await pool.acquire("llama", "shortcut")
+        assert await pool.lend("l0", "share-1") == "l1"
+        waiting = asyncio.ensure_future(pool.acquire("llama", "identity"))
+        await asyncio.sleep(0)
+        await pool.release("share-1")  # the share's engine goes to the waiting cell, not back to sharing
+        assert await asyncio.wait_for(waiting, 1) == "l1"
+        assert await pool.lend("l0", "share-2") is None
+        await pool.release("identity")
+        assert await pool.lend("l0", "share-3") == "l1"
+        assert await pool.lend("zz", "share-4") is None  # an engine the pool does not know lends nothing
+
+    asyncio.run(go())

@@ -41,6 +41,7 @@ from railsweep.engines.threads import apply_thread_budget, thread_env
 from railsweep.evaluate import cell_provenance, evaluate_cell
 from railsweep.strategy_registry import registration
 from railsweep.sweep.actors import ENGINE_NAMESPACE
+from railsweep.sweep.sharing import SharingEngine
 
 
 class _CountingEngine:
@@ -110,8 +111,10 @@ class EngineServer:
             self._fallback = build_engine(dataclasses.replace(self.config, backend="transformers"))
         return self._fallback
 
-    def run_cell(self, cell: dict[str, Any], board: Any = None) -> dict[str, Any]:
-        """Evaluate one cell; returns its per-question and responses Parquet files as bytes plus timings."""
+    def run_cell(self, cell: dict[str, Any], board: Any = None, pool: Any = None, name: str | None = None) -> dict[str, Any]:
+        """Evaluate one cell; returns its per-question and responses Parquet files as bytes plus timings.
+        ``pool`` and ``name`` (this engine's actor name): the cell may share its one-off decoding jobs with the
+        family's idle engines (:class:`railsweep.sweep.sharing.SharingEngine`)."""
         cfg = CellConfig.from_dict(cell)
         cid = cfg.cell_id
 
@@ -120,12 +123,15 @@ class EngineServer:
             if board is not None:
                 board.add_samples.remote(cid, n)
 
+        engine: Any = _CountingEngine(self.engine_for(cfg.strategy), on_samples)
+        if pool is not None and name is not None:
+            engine = SharingEngine(engine, pool, name, cfg.strategy, cid, on_samples)
         t0 = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
                 res = evaluate_cell(
                     cfg,
-                    _CountingEngine(self.engine_for(cfg.strategy), on_samples),
+                    engine,
                     out_dir=tmp,
                     batch_size=self.prompts_per_call,
                     cache_dir=self.cache_dir,
@@ -146,6 +152,17 @@ class EngineServer:
             "eval_s": res.wall_s,
             "pid": os.getpid(),
         }
+
+    def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None) -> list[Any]:
+        """Decode a share of another cell's work (:mod:`railsweep.sweep.sharing`) with ``strategy``'s backend,
+        then give this engine back to the pool under ``holder``."""
+        t0 = time.perf_counter()
+        try:
+            return self.engine_for(strategy).generate(requests)
+        finally:
+            self.busy_s += time.perf_counter() - t0
+            if pool is not None and holder is not None:
+                pool.release.remote(holder)
 
     def stats(self) -> dict[str, Any]:
         return {"busy_s": self.busy_s, "cells": self.cells, "samples": self.samples, "load_s": self.load_s}

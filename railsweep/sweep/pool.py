@@ -18,6 +18,10 @@ one-off step (Shortcut's localisation, TED's reference sampling) holds its own e
 two or more engines its other cells decode on the others. With one engine for a family, its cells take
 turns, and a one-off step delays the cells queued after it.
 
+An engine that holds a cell may also borrow its family's idle engines for a share of that cell's one-off work
+(:meth:`EnginePool.lend`: Shortcut's patched localisation runs, :mod:`railsweep.sweep.sharing`): a borrow never
+waits and never takes an engine a cell is waiting for, and each share gives the engine back at once.
+
 A lease is keyed by cell id: a retried trial of the same cell (Tune restarts a trial whose worker died) gets
 the engine its cell already held, so a dead trial does not strand an engine. Which engine decodes a cell
 never changes its samples (seeded, batch-invariant sampling; ``tests/test_engine_placement.py``).
@@ -71,6 +75,18 @@ class EnginePool:
         fut = asyncio.get_running_loop().create_future()
         self._waiting[family].setdefault(cell_id, []).append(fut)
         return await fut
+
+    async def lend(self, engine: str, holder: str) -> str | None:
+        """A free engine of ``engine``'s family for ``holder`` (a share of a cell's work), or None when none is
+        free or a cell of the family waits for one (cells come first). Given back with :meth:`release`."""
+        family = self._family.get(engine)
+        if family is None or self._waiting[family] or holder in self._held:
+            return None
+        free = [name for name in self._free[family] if name != engine]
+        if not free:
+            return None
+        self._free[family].remove(free[0])
+        return self._lease(holder, free[0])
 
     async def release(self, cell_id: str) -> None:
         """Give ``cell_id``'s engine back: to the longest-waiting cell of its family, else to the free list."""

@@ -155,7 +155,8 @@ def _decode(ctx: SweepContext, cid: str, cfg: dict[str, Any], board: Any) -> dic
     if board is not None:
         board.set_state.remote(cid, "running")
     try:
-        return ray.get(ray.get_actor(name, namespace=ENGINE_NAMESPACE).run_cell.remote(cfg, board))
+        engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
+        return ray.get(engine.run_cell.remote(cfg, board, pool=ctx.pool, name=name))
     finally:
         ctx.pool.release.remote(cid)
 

@@ -130,17 +130,30 @@ def _greedy_requests(ctx, qs, adapter, spec=None) -> list[Request]:
 
 def _accuracies(ctx, groups: list[tuple[list[Question], str | None, NeuronPatchSpec | None]]) -> list[float]:
     """Greedy accuracy of each (questions, adapter, patch) group, decoded in one engine call."""
-    reqs, spans = [], []
-    for qs, adapter, spec in groups:
-        spans.append((len(reqs), qs))
-        reqs += _greedy_requests(ctx, qs, adapter, spec)
-    comps = ctx.engine.generate(reqs)
-    if ctx.progress:
-        ctx.progress(len(comps))
-    return [
-        sum(ctx.task.grade(comps[lo + i].samples[0].text, q).correct for i, q in enumerate(qs)) / len(qs)
-        for lo, qs in spans
-    ]
+    return _accuracies_of_jobs(ctx, [groups])[0]
+
+
+def _accuracies_of_jobs(ctx, jobs: list[list[tuple]]) -> list[list[float]]:
+    """:func:`_accuracies` of every job (a list of groups, one engine call each), in order. On a sweep's engine
+    (``generate_shares``: :mod:`railsweep.sweep.sharing`) the family's idle engines decode some of the jobs."""
+    built = []
+    for groups in jobs:
+        reqs, spans = [], []
+        for qs, adapter, spec in groups:
+            spans.append((len(reqs), qs))
+            reqs += _greedy_requests(ctx, qs, adapter, spec)
+        built.append((reqs, spans))
+    share = getattr(ctx.engine, "generate_shares", None)
+    comps_of = share([r for r, _ in built]) if share else [ctx.engine.generate(r) for r, _ in built]
+    out = []
+    for comps, (_, spans) in zip(comps_of, built):
+        if ctx.progress:
+            ctx.progress(len(comps))
+        out.append([
+            sum(ctx.task.grade(comps[lo + i].samples[0].text, q).correct for i, q in enumerate(qs)) / len(qs)
+            for lo, qs in spans
+        ])  # fmt: skip
+    return out
 
 
 def _encode(tok, prompt: str) -> list[int]:
@@ -213,19 +226,20 @@ def causal_scores(ctx: EvalContext, qs: Sequence[Question], params: Localisation
     widths = mlp_widths(model)[:-1]
     co, cl, base = ctx.adapter, ctx.clean_adapter, ctx.base_adapter
     em_co, em_base = _accuracies(ctx, [(qs, co, None), (qs, base, None)])
-    out, runs = [], 2
-    for layer, w in enumerate(widths):
-        size = math.ceil(w / params.n_blocks)
-        score = np.zeros(w)
-        for start in range(0, w, size):
-            spec = NeuronPatchSpec(
-                neurons=((layer, tuple(range(start, min(w, start + size)))),), reference_adapter=cl
-            )
-            em_co_p, em_base_p = _accuracies(ctx, [(qs, co, spec), (qs, base, spec)])
-            score[start : start + size] = (em_co - em_co_p) + (em_base_p - em_base)
-            runs += 2
-        out.append(score)
-    return out, {"em_co": em_co, "em_base": em_base, "greedy_runs": runs, "greedy_decodes": runs * len(qs)}
+    blocks = [
+        (layer, start, min(w, start + math.ceil(w / params.n_blocks)))
+        for layer, w in enumerate(widths)
+        for start in range(0, w, math.ceil(w / params.n_blocks))
+    ]
+    specs = [NeuronPatchSpec(neurons=((layer, tuple(range(lo, hi))),), reference_adapter=cl) for layer, lo, hi in blocks]
+    patched = _accuracies_of_jobs(ctx, [[(qs, co, spec), (qs, base, spec)] for spec in specs])
+    out = [np.zeros(w) for w in widths]
+    for (layer, lo, hi), (em_co_p, em_base_p) in zip(blocks, patched):
+        out[layer][lo:hi] = (em_co - em_co_p) + (em_base_p - em_base)
+    runs = 2 + 2 * len(blocks)
+    shared = getattr(ctx.engine, "shared", 0)
+    return out, {"em_co": em_co, "em_base": em_base, "greedy_runs": runs, "greedy_decodes": runs * len(qs),
+                 "shared_block_runs": shared}  # fmt: skip
 
 
 def cache_key(ctx: EvalContext, params: LocalisationParams, qs_rmse, qs_causal) -> str:
