@@ -76,10 +76,14 @@ def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
 
 def family_state(phases: list[Phase], reports: Mapping[str, dict | None]) -> tuple[float, str, float | None]:
     """(share of the family's tokens done, its current phase, seconds left on its chain or None)."""
-    share = {ph.name: _share(reports.get(ph.name)) for ph in phases}
-    done = sum(share[ph.name] * ph.tokens for ph in phases) / (sum(ph.tokens for ph in phases) or 1)
     left = remaining(phases, reports)
-    return done, _current(phases, reports), None if left is None else left[0]
+    return _done(phases, reports), _current(phases, reports), None if left is None else left[0]
+
+
+def _done(phases: list[Phase], reports: Mapping[str, dict | None]) -> float:
+    """The share of the family's training tokens done."""
+    done = sum(_share(reports.get(ph.name)) * ph.tokens for ph in phases)
+    return done / (sum(ph.tokens for ph in phases) or 1)
 
 
 def remaining(phases: list[Phase], reports: Mapping[str, dict | None]) -> tuple[float, float] | None:
@@ -108,8 +112,7 @@ def summary(root: Path, plans: Mapping[str, list[Phase]], cores: int = 1) -> str
     parts, left = [], {}
     for f, phases in plans.items():
         reports = {ph.name: read_report(root / "progress" / f / ph.name) for ph in phases}
-        share, current, _ = family_state(phases, reports)
-        parts.append(f"{f} {100 * share:.0f} % ({current})")
+        parts.append(f"{f} {100 * _done(phases, reports):.0f} % ({_current(phases, reports)})")
         left[f] = remaining(phases, reports)
     if not left or any(v is None for v in left.values()):
         eta = "eta when every family has a rate"

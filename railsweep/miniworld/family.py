@@ -36,7 +36,8 @@ def build_family(
         torch.set_num_threads(threads)
 
     log = StderrLog(f"[miniworld] {family}: ")
-    if (niceness := yield_priority(nice)) > 0:
+    before = os.nice(0)
+    if (niceness := yield_priority(nice)) > before:
         log(f"training at nice {niceness} (more families than cores: the one with the most training goes first)")
 
     root_p = Path(root)

@@ -226,11 +226,10 @@ def causal_scores(ctx: EvalContext, qs: Sequence[Question], params: Localisation
     widths = mlp_widths(model)[:-1]
     co, cl, base = ctx.adapter, ctx.clean_adapter, ctx.base_adapter
     em_co, em_base = _accuracies(ctx, [(qs, co, None), (qs, base, None)])
-    blocks = [
-        (layer, start, min(w, start + math.ceil(w / params.n_blocks)))
-        for layer, w in enumerate(widths)
-        for start in range(0, w, math.ceil(w / params.n_blocks))
-    ]
+    blocks = []  # (layer, first neuron, end) of every block of layers 0..L−2
+    for layer, w in enumerate(widths):
+        size = math.ceil(w / params.n_blocks)
+        blocks += [(layer, lo, min(w, lo + size)) for lo in range(0, w, size)]
     specs = [NeuronPatchSpec(neurons=((layer, tuple(range(lo, hi))),), reference_adapter=cl) for layer, lo, hi in blocks]
     patched = _accuracies_of_jobs(ctx, [[(qs, co, spec), (qs, base, spec)] for spec in specs])
     out = [np.zeros(w) for w in widths]
