@@ -111,7 +111,7 @@ def test_a_wave_waits_until_the_build_leaves_a_core_then_takes_the_first_ready_f
     run, world = _run(fams), _ScriptedWorld(fams, ["gemma", "llama", "neox", None])
     wave, cpus = driver._next_wave(run, _cells(fams), world)
     # gemma alone ready: neox and llama train on both cores; llama ready too: one core free, one family
-    # its engines take both cores, below the build: the core the build frees mid-wave does not wait for the wave
+    # its engines take both cores: the core the build frees mid-wave does not wait for the wave
     assert world.waits == 2 and cpus == 2.0
     assert {c.family for c in wave} == {"llama"} and two_cores == [{"llama"}]
     assert "llama, gemma" not in run.said[0] and "cells of llama on 1 free core(s), engines on all 2" in run.said[0]

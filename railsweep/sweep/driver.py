@@ -14,8 +14,8 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
 5. run one CPU-only trial per cell, clean references first, at most
    ``engines × slots_per_engine`` at a time, with a live progress line; while a world builds, steps 4-5 run in
    waves: the cells of the families trained so far, started once the build leaves a core (one per family still
-   training), with engines on every core (they decode on what the build leaves, and on everything once it
-   ends), Table 3 so far printed after each wave; the world's weights digest is tagged on the parent and every
+   training), with engines on every core (they share the cores with the build while it trains, and take the
+   cores it frees when it ends in the middle of a wave), Table 3 so far printed after each wave; the world's weights digest is tagged on the parent and every
    cell run once the build is over;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
    (one Ray task per group, :mod:`railsweep.dynamics.ray_step` over :mod:`railsweep.dynamics.step`: fits,
@@ -325,9 +325,10 @@ def _run_waves(
 def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:
     """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
     a world builds, those of ready families — as many families as cores are free of the build, waiting for one if
-    none is — with engines on every core. The engines run in Ray's workers, below the build's priority (a nice
-    of 15, and another session's scheduling group): they take the cores the build leaves, and the cores it
-    frees when it ends in the middle of the wave, which would otherwise wait for the wave."""
+    none is — with engines on every core, so the cores the build frees when it ends in the middle of the wave do
+    not wait for the wave. Until then the engines share the cores with the build: Ray's workers run at nice 15,
+    but on a Linux kernel with autogroup scheduling (the usual default) a nice value ranks a process only
+    against its own session's, and the workers are in Ray's session, the build in the driver's."""
     if staged is None:
         return left, None
     while True:
@@ -344,7 +345,7 @@ def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> 
             check_families(run.spec, take)
             run.say(f"[sweep] world: {', '.join(sorted(staged.ready))} ready, {staged.building} famil"
                     f"{'y' if staged.building == 1 else 'ies'} still training: cells of {', '.join(sorted(take))} "
-                    f"on {cores} free core(s), engines on all {cpus:g} below the build")  # fmt: skip
+                    f"on {cores} free core(s), engines on all {cpus:g}")  # fmt: skip
             return [c for c in left if c.family in take], cpus
         t0 = time.perf_counter()
         staged.wait()

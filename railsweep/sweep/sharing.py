@@ -3,19 +3,23 @@
 Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off step
 inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other. On a sweep's engine the cell's
 engine is wrapped in a :class:`SharingEngine`, whose ``generate_shares(jobs)`` decodes a list of jobs (each a list
-of requests) in order: before each job it decodes itself, it borrows every idle engine of its family from the pool
-(:meth:`railsweep.sweep.pool.EnginePool.lend`: never one a cell waits for) and hands each the next job; a borrowed
-engine gives itself back when its job is done. The results come back in job order and are the same wherever a job
-ran (greedy decoding, the same engine configuration on every engine of a family; ``tests/test_engine_placement.py``);
-a job whose borrowed engine failed is decoded again by the cell's own.
+of requests): the cell's own engine takes the jobs one after another from a shared queue while a lender thread
+borrows every idle engine of its family from the pool (:meth:`railsweep.sweep.pool.EnginePool.lend`: never one a
+cell waits for), the moment one is idle, and hands it the next job; a borrowed engine gives itself back when its
+job is done. The results come back in job order and are the same wherever a job ran (greedy decoding, the same
+engine configuration on every engine of a family; ``tests/test_engine_placement.py``); a job whose borrowed engine
+failed is decoded again by the cell's own.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from railsweep.sweep.actors import ENGINE_NAMESPACE
+
+POLL_S = 0.25  # how often the lender asks the pool again while no engine of the family is idle
 
 
 class SharingEngine:
@@ -39,15 +43,15 @@ class SharingEngine:
         import ray  # the sweep's optional dependency; this wrapper exists only on a sweep's engine
 
         results: list[Any] = [None] * len(jobs)
-        lent: dict[Any, int] = {}  # object ref → job index
-        i = 0
-        while i < len(jobs):
-            while i < len(jobs) - 1 and (name := self._borrow(i)) is not None:  # the last job is always ours
-                engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
-                lent[engine.decode.remote(list(jobs[i]), self._strategy, self._pool, self._holder(i))] = i
-                i += 1
-            results[i] = self._engine.generate(jobs[i])
-            i += 1
+        queue, lent, done = _Queue(len(jobs)), {}, threading.Event()  # lent: object ref → job index
+        lender = threading.Thread(target=self._lend, args=(jobs, queue, lent, done), daemon=True)
+        lender.start()
+        try:
+            while (i := queue.take()) is not None:
+                results[i] = self._engine.generate(jobs[i])
+        finally:
+            done.set()
+            lender.join()
         for ref, k in lent.items():
             try:
                 results[k] = ray.get(ref)
@@ -58,13 +62,58 @@ class SharingEngine:
             self._on(sum(len(c.samples) for c in results[k]))
         return results
 
-    def _holder(self, job: int) -> str:
-        return f"{self._cell}/share-{job}"
-
-    def _borrow(self, job: int) -> str | None:
+    def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:
+        """The lender thread: while jobs are left, hand the next one to each engine the pool lends; while none is
+        idle, wait up to :data:`POLL_S` for a lent job to finish (its engine is then given back at once, so it can
+        be lent again) and ask again. A failing pool ends the lending (the own engine decodes on)."""
         import ray
 
-        return ray.get(self._pool.lend.remote(self._me, self._holder(job)))
+        holders: dict[Any, str] = {}  # the lent jobs not seen finished yet: object ref → lease holder
+        try:
+            while not done.is_set() and queue.left():
+                holder = f"{self._cell}/share-{len(lent)}"
+                name = ray.get(self._pool.lend.remote(self._me, holder))
+                if name is None:
+                    self._await_one(holders, done)
+                    continue
+                if (i := queue.take()) is None:
+                    ray.get(self._pool.release.remote(holder))
+                    return
+                engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
+                ref = engine.decode.remote(list(jobs[i]), self._strategy, self._pool, holder)
+                lent[ref], holders[ref] = i, holder
+        except Exception:  # noqa: BLE001 - the pool is gone (sweep shutting down): nothing more to lend
+            return
+
+    def _await_one(self, holders: dict[Any, str], done: threading.Event) -> None:
+        """Wait up to :data:`POLL_S` for one lent job to finish and give its engine back (the engine does too, after
+        its job: whichever release comes second finds the lease gone), else for the own engine to finish."""
+        import ray
+
+        if not holders:
+            done.wait(POLL_S)
+            return
+        finished, _ = ray.wait(list(holders), num_returns=1, timeout=POLL_S)
+        for ref in finished:
+            ray.get(self._pool.release.remote(holders.pop(ref)))
 
     def __getattr__(self, item: str) -> Any:  # model, tokenizer, adapters(), supports(), name, ...
         return getattr(self._engine, item)
+
+
+class _Queue:
+    """The next job index, taken under a lock by the own engine and the lender thread."""
+
+    def __init__(self, n: int):
+        self._next, self._n, self._lock = 0, n, threading.Lock()
+
+    def take(self) -> int | None:
+        with self._lock:
+            if self._next >= self._n:
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def left(self) -> bool:
+        with self._lock:
+            return self._next < self._n

@@ -4,8 +4,8 @@ A sweep on a miniature world that is not in the cache yet would otherwise wait f
 slowest family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
 :func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands
 (the benchmark first, then each family); the driver runs the cells of the families that are ready, in waves,
-each started once the build leaves a core (:func:`free_cores`) with engines on every core below the build's
-priority, and records the world's weights digest on every run once the build has finished
+each started once the build leaves a core (:func:`free_cores`) with engines on every core (sharing them with the
+build until it ends), and records the world's weights digest on every run once the build has finished
 (:func:`railsweep.sweep.driver.run_sweep`).
 """
 
