@@ -1,5 +1,5 @@
-"""A cell's one-off jobs (Shortcut's patched localisation runs) are shared with the family's idle engines through
-the pool, and the cell's results are the same as when its own engine decodes them all."""
+"""A cell's decoding jobs (Shortcut's patched localisation runs, any cell's sampled batches) are shared with the
+family's idle engines through the pool, and the cell's results are the same as when its own engine decodes them all."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ domains: [gsm8k]
 strategies:
   - name: shortcut
     params: {loc_questions: 4, loc_blocks: 3}
+  - name: identity
 readout: {m: 2, temperature: 0.7, max_new_tokens: 24, seed: 0, batch_size: 16, limit: 4}
 scoring: {B: 10, n_boot: 20, seed: 0}
 engine: {backend: transformers, device: cpu}
@@ -35,16 +36,25 @@ def _data(blob: bytes):
     return pq.read_table(io.BytesIO(blob)).replace_schema_metadata(None)
 
 
-def test_a_localisation_shared_with_an_idle_engine_gives_the_cells_samples_unchanged(ray_client, smoke_world, tmp_path):
+@pytest.mark.parametrize(
+    "strategy, readout",
+    [("shortcut", {}), ("identity", {"batch_size": 2, "limit": 8, "m": 3})],
+    ids=["a localisation's runs", "sampled batches"],
+)
+def test_jobs_shared_with_an_idle_engine_give_the_cells_samples_unchanged(
+    ray_client, smoke_world, tmp_path, strategy, readout
+):
     import ray
 
     from railsweep.sweep.engine_server import create_engine_actor
     from railsweep.sweep.plan import engine_config
     from railsweep.sweep.pool import create_engine_pool
 
-    spec = resolve_spec(dataclasses.replace(spec_from_dict(yaml.safe_load(SPEC)), cache_dir=str(smoke_world)))
+    raw = yaml.safe_load(SPEC)
+    raw["readout"].update(readout)
+    spec = resolve_spec(dataclasses.replace(spec_from_dict(raw), cache_dir=str(smoke_world)))
     fam = spec.families[0]
-    (cell,) = [c.config for c in expand(spec) if c.config.strategy == "shortcut"]
+    (cell,) = [c.config for c in expand(spec) if c.config.strategy == strategy and c.config.role != "clean"]
     names = ["sharing-a", "sharing-b", "alone"]
     engines = {
         name: create_engine_actor(name, engine_config(spec, fam, "cpu"), num_gpus=0, num_cpus=0.3, threads=1,

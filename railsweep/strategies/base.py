@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -136,12 +136,13 @@ def decode(
     intervention: Callable[[Question], Intervention | None] | None = None,
     return_entropy: bool = False,
 ) -> list[Completion]:
-    """Decode every question's prompt in batches of ``ctx.settings.batch_size``."""
+    """Decode every question's prompt in batches of ``ctx.settings.batch_size``, one engine call each. On a sweep's
+    engine (``generate_shares``: :mod:`railsweep.sweep.sharing`) the family's idle engines decode some of the
+    batches; the completions are the same wherever a batch ran (seeds are per question, not per batch)."""
     s = ctx.settings
-    out: list[Completion] = []
+    jobs = []
     for lo in range(0, len(questions), s.batch_size):
-        chunk = questions[lo : lo + s.batch_size]
-        reqs = [
+        jobs.append([
             Request(
                 prompt=ctx.task.prompt(q),
                 sampling=SamplingSpec(
@@ -155,13 +156,24 @@ def decode(
                 adapter=ctx.adapter,
                 intervention=intervention(q) if intervention else None,
             )
-            for q in chunk
-        ]
-        comps = ctx.engine.generate(reqs)
+            for q in questions[lo : lo + s.batch_size]
+        ])  # fmt: skip
+    out: list[Completion] = []
+    for comps in _generate_jobs(ctx, jobs):
         out.extend(comps)
         if ctx.progress:
             ctx.progress(sum(len(c.samples) for c in comps))
     return out
+
+
+def _generate_jobs(ctx: EvalContext, jobs: list[list[Request]]) -> Iterator[list[Completion]]:
+    """Each job's completions, in order: shared with idle engines where the engine offers it."""
+    share = getattr(ctx.engine, "generate_shares", None)
+    if share is not None and len(jobs) > 1:
+        yield from share(jobs)
+        return
+    for reqs in jobs:
+        yield ctx.engine.generate(reqs)
 
 
 def greedy(ctx: EvalContext, questions: Sequence[Question], **kw: Any) -> list[Sample]:
