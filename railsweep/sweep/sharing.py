@@ -19,7 +19,7 @@ from typing import Any
 
 from railsweep.sweep.actors import ENGINE_NAMESPACE
 
-POLL_S = 0.25  # how often the lender asks the pool again while no engine of the family is idle
+POLL_S = 0.5  # how often the lender asks the pool again while no engine of the family is idle
 
 
 class SharingEngine:
