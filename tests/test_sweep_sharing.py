@@ -37,12 +37,12 @@ def _data(blob: bytes):
 
 
 @pytest.mark.parametrize(
-    "strategy, readout",
-    [("shortcut", {}), ("identity", {"batch_size": 2, "limit": 8, "m": 3})],
+    "strategy, readout, engine",
+    [("shortcut", {}, {}), ("identity", {"batch_size": 4, "limit": 8, "m": 3}, {"max_batch_size": 6})],
     ids=["a localisation's runs", "sampled batches"],
 )
 def test_jobs_shared_with_an_idle_engine_give_the_cells_samples_unchanged(
-    ray_client, smoke_world, tmp_path, strategy, readout
+    ray_client, smoke_world, tmp_path, strategy, readout, engine
 ):
     import ray
 
@@ -51,7 +51,8 @@ def test_jobs_shared_with_an_idle_engine_give_the_cells_samples_unchanged(
     from railsweep.sweep.pool import create_engine_pool
 
     raw = yaml.safe_load(SPEC)
-    raw["readout"].update(readout)
+    raw["readout"].update(readout)  # sampled: 2 calls of 4 questions x 3 samples, shared as 4 jobs of 2 (6 rows)
+    raw["engine"].update(engine)
     spec = resolve_spec(dataclasses.replace(spec_from_dict(raw), cache_dir=str(smoke_world)))
     fam = spec.families[0]
     (cell,) = [c.config for c in expand(spec) if c.config.strategy == strategy and c.config.role != "clean"]

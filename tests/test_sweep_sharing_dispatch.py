@@ -107,3 +107,20 @@ def test_without_an_idle_engine_the_cells_own_engine_decodes_every_job(fake_ray)
     results = _sharing(own, pool, heard).generate_shares([["a"], ["b"], ["c"]])
     assert [c[0].samples for c in results] == [["a"], ["b"], ["c"]] and own.jobs == ["a", "b", "c"]
     assert pool.leases == 0 and pool.holder == "another cell"
+
+
+@pytest.mark.parametrize(
+    "engine, n, questions",
+    [
+        (types.SimpleNamespace(max_batch_size=320), 20, 64),  # an engine that does not share: the readout's calls
+        (types.SimpleNamespace(max_batch_size=320, generate_shares=print), 20, 16),  # one 320-row batch per job
+        (types.SimpleNamespace(max_batch_size=320, generate_shares=print), 1, 64),  # greedy: the readout's calls
+        (types.SimpleNamespace(max_batch_size=8, generate_shares=print), 20, 1),  # at least one question
+        (types.SimpleNamespace(generate_shares=print), 20, 64),  # no row limit known (vLLM): the readout's calls
+    ],
+)
+def test_a_shared_readout_is_cut_into_the_engines_own_batches(engine, n, questions):
+    from railsweep.strategies import base
+
+    ctx = types.SimpleNamespace(engine=engine, settings=types.SimpleNamespace(batch_size=64))
+    assert base._job_size(ctx, n) == questions

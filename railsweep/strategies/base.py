@@ -136,12 +136,14 @@ def decode(
     intervention: Callable[[Question], Intervention | None] | None = None,
     return_entropy: bool = False,
 ) -> list[Completion]:
-    """Decode every question's prompt in batches of ``ctx.settings.batch_size``, one engine call each. On a sweep's
-    engine (``generate_shares``: :mod:`railsweep.sweep.sharing`) the family's idle engines decode some of the
-    batches; the completions are the same wherever a batch ran (seeds are per question, not per batch)."""
+    """Decode every question's prompt in batches of ``ctx.settings.batch_size`` (:func:`_job_size`), one engine call
+    each. On a sweep's engine (``generate_shares``: :mod:`railsweep.sweep.sharing`) the family's idle engines decode
+    some of the batches; the completions are the same wherever a batch ran (seeds are per question, not per batch).
+    """
     s = ctx.settings
     jobs = []
-    for lo in range(0, len(questions), s.batch_size):
+    size = _job_size(ctx, n)
+    for lo in range(0, len(questions), size):
         jobs.append([
             Request(
                 prompt=ctx.task.prompt(q),
@@ -156,7 +158,7 @@ def decode(
                 adapter=ctx.adapter,
                 intervention=intervention(q) if intervention else None,
             )
-            for q in questions[lo : lo + s.batch_size]
+            for q in questions[lo : lo + size]
         ])  # fmt: skip
     out: list[Completion] = []
     for comps in _generate_jobs(ctx, jobs):
@@ -164,6 +166,17 @@ def decode(
         if ctx.progress:
             ctx.progress(sum(len(c.samples) for c in comps))
     return out
+
+
+def _job_size(ctx: EvalContext, n: int) -> int:
+    """Questions per engine call: ``batch_size``; on an engine that shares its calls and decodes at most
+    ``max_batch_size`` rows at once (the transformers engine), no more than one such batch of ``n``-sample rows, so
+    the jobs are as many as the engine's own batches and spread evenly over the engines that take them (its samples
+    do not depend on the batch: ``tests/test_engine_batching.py``)."""
+    rows = getattr(ctx.engine, "max_batch_size", None)
+    if getattr(ctx.engine, "generate_shares", None) is None or not isinstance(rows, int):
+        return ctx.settings.batch_size
+    return max(1, min(ctx.settings.batch_size, rows // n))
 
 
 def _generate_jobs(ctx: EvalContext, jobs: list[list[Request]]) -> Iterator[list[Completion]]:
