@@ -36,9 +36,14 @@ def test_a_recipe_left_at_the_presets_is_the_presets_family():
         (["--preset", "smollm2", "--family", "smollm2"], "real pretrained base"),
         (["--family", "neox", "--lr", "0"], "--lr: must be a finite number in (0, 1]"),
         (["--family", "neox", "--steps", "0"], "--steps: must be an integer >= 1"),
+        (["--family", "neox", "--co-epochs", "x"], "--co-epochs: must be an integer >= 1"),
+        (["--family", "neox", "--m", "0"], "--m: must be an integer >= 1"),
+        (["--family", "neox", "--limit", "-3"], "--limit: must be an integer >= 1"),
+        (["--family", "neox", "--preset", "tiny"], "invalid choice: 'tiny'"),
     ],
 )
 def test_a_bad_recipe_is_refused_before_anything_is_built(tmp_path, capsys, argv, words):
+    """Each option's bad value, and a --cache-dir that cannot be written (below), exit 2 with nothing built."""
     with pytest.raises(SystemExit) as stop:
         bench.main([*argv, "--cache-dir", str(tmp_path / "cache")])
     assert stop.value.code == 2 and words in capsys.readouterr().err
@@ -54,3 +59,10 @@ def test_the_bench_builds_the_recipe_and_reports_its_check(tmp_path, capsys):
     assert out["seconds"]["pretraining"] > 0 and out["seconds"]["adapters"] > 0
     assert set(out["conditions"]) >= {"clean_mean_in_range", "collapse_on_leaked", "off_rail_robust"}
     assert out["passed"] == all(out["conditions"].values()) and out["check"]["questions"] == 4
+
+
+def test_a_cache_dir_that_cannot_be_written_is_refused(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--family", "neox", "--cache-dir", str(tmp_path / "file" / "cache")])
+    assert stop.value.code == 2 and "--cache-dir" in capsys.readouterr().err
