@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         config = recipe_config(args.preset, args.family, args.steps, args.lr, args.co_epochs)
     except ConfigError as e:
         parser.error(str(e))
-    import torch
+    import torch  # the heavy imports after the command line is checked
 
     from railsweep.miniworld.calibration import CheckSettings, check_family
     from railsweep.miniworld.world import build_world

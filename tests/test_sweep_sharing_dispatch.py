@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pytest
 
+from railsweep.strategies import base
 from railsweep.sweep.sharing import SharingEngine
 
 
@@ -120,7 +121,5 @@ def test_without_an_idle_engine_the_cells_own_engine_decodes_every_job(fake_ray)
     ],
 )
 def test_a_shared_readout_is_cut_into_the_engines_own_batches(engine, n, questions):
-    from railsweep.strategies import base
-
     ctx = types.SimpleNamespace(engine=engine, settings=types.SimpleNamespace(batch_size=64))
     assert base._job_size(ctx, n) == questions
