@@ -15,8 +15,8 @@ Steps of :func:`run_sweep` (Ray must already be initialised by the entry script)
    ``engines × slots_per_engine`` at a time, with a live progress line; while a world builds, steps 4-5 run in
    waves: the cells of the families trained so far, started once the build leaves a core (one per family still
    training), with engines on every core (they share the cores with the build while it trains, and take the
-   cores it frees when it ends in the middle of a wave), Table 3 so far printed after each wave; the world's weights digest is tagged on the parent and every
-   cell run once the build is over;
+   cores it frees when it ends in the middle of a wave), Table 3 so far printed after each wave; the world's
+   weights digest is tagged on the parent and every cell run once the build is over;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
    (one Ray task per group, :mod:`railsweep.dynamics.ray_step` over :mod:`railsweep.dynamics.step`: fits,
    gains and predictions per temperature, logged under ``dynamics/`` of the parent run);
