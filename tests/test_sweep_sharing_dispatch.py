@@ -123,3 +123,10 @@ def test_without_an_idle_engine_the_cells_own_engine_decodes_every_job(fake_ray)
 def test_a_shared_readout_is_cut_into_the_engines_own_batches(engine, n, questions):
     ctx = types.SimpleNamespace(engine=engine, settings=types.SimpleNamespace(batch_size=64))
     assert base._job_size(ctx, n) == questions
+
+
+def test_a_job_taken_by_a_lender_that_then_failed_is_decoded_by_the_cells_own_engine(fake_ray, monkeypatch):
+    own, pool, heard = _Engine("own", 0.05), _Pool(), []
+    monkeypatch.setattr(sys.modules["ray"], "get_actor", lambda name, namespace: 1 / 0)  # after the job is taken
+    results = _sharing(own, pool, heard).generate_shares([["a"], ["b"], ["c"]])
+    assert [c[0].samples for c in results] == [["a"], ["b"], ["c"]] and sorted(own.jobs) == ["a", "b", "c"]

@@ -60,6 +60,8 @@ class SharingEngine:
                 continue
             self.shared += 1
             self._on(sum(len(c.samples) for c in results[k]))
+        for k in [k for k, r in enumerate(results) if r is None]:  # taken by a lender that failed before lending it
+            results[k] = self._engine.generate(jobs[k])
         return results
 
     def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:
