@@ -2,8 +2,8 @@
 
 Steps:
 1. the world preset's configuration with ``--family`` alone and its pretraining steps (``--steps``), pretraining
-   learning rate (``--lr``) and M_co epochs (``--co-epochs``) replaced; left out, each is the preset's own for
-   that family;
+   learning rate (``--lr``) and M_co epochs (``--co-epochs``) replaced (``family_steps``, ``family_lr`` and
+   ``family_co_epochs``, as a preset would set them); left out, each is the preset's own for that family;
 2. build it into ``--cache-dir``, one torch thread (a base or M_cl of the same recipe already there is reused, so
    trying other M_co epochs on one base costs the two M_co adapters only);
 3. the calibration conditions of ``railsweep miniworld check`` for that family
@@ -51,13 +51,12 @@ def recipe_config(preset: str, family: str, steps: int | None, lr: float | None,
         raise ConfigError(f"--preset {preset}: its family is a real pretrained base; nothing is pretrained here")
     if family not in base.families:
         raise ConfigError(f"--family {family!r} is not a family of {preset} ({', '.join(base.families)})")
-    pretrain = dataclasses.replace(base.pretrain, lr=lr if lr is not None else base.pretrain.lr)
     epochs = co_epochs if co_epochs is not None else base.contamination_for(family).recipe.epochs
     return dataclasses.replace(
         base,
         families=(family,),
-        pretrain=pretrain,
         family_steps=((family, steps if steps is not None else base.steps_for(family)),),
+        family_lr=((family, lr if lr is not None else base.pretrain_for(family).lr),),
         family_co_epochs=((family, epochs),),
     )
 
@@ -66,7 +65,7 @@ def recipe(config: WorldConfig, family: str) -> dict:
     tokens = config.pretrain.batch_size * config.pretrain.block_size
     return {
         "steps": config.steps_for(family),
-        "lr": config.pretrain.lr,
+        "lr": config.pretrain_for(family).lr,
         "co_epochs": config.contamination_for(family).recipe.epochs,
         "pretraining_tokens": config.steps_for(family) * tokens,
     }

@@ -39,13 +39,13 @@ ARITHMETIC = {"auto": {}, "pinned": PINNED, "default": {"ATEN_CPU_CAPABILITY": "
 VARIANTS = ((2, "auto"), (2, "pinned"), (1, "auto"), (1, "pinned"), (1, "default"))  # (threads, ARITHMETIC key)
 
 _CHILD = """
-import hashlib, json, sys, time
+import dataclasses, hashlib, json, sys, time
 from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from railsweep.miniworld.models import model_config
 from railsweep.miniworld.presets import preset_config
-from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
+from railsweep.miniworld.pretrain import pretrain, save_model
 
 work, threads, steps, out = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) or None, Path(sys.argv[4])
 torch.set_num_threads(threads)
@@ -53,7 +53,8 @@ config = preset_config("smoke")
 family = config.families[0]
 tokenizer = AutoTokenizer.from_pretrained(work / "tokenizer")
 ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
-pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": steps or config.steps_for(family)})
+pcfg = config.pretrain_for(family)
+pcfg = dataclasses.replace(pcfg, steps=steps) if steps else pcfg
 torch.manual_seed(config.seed)  # as railsweep.miniworld.family.build_family
 model = AutoModelForCausalLM.from_config(model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32)
 corpus = json.loads((work / "corpus.json").read_text())

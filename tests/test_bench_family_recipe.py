@@ -17,7 +17,8 @@ from railsweep.miniworld.presets import preset_config  # noqa: E402
 
 def test_a_recipe_replaces_only_the_named_familys_steps_lr_and_epochs():
     config = bench.recipe_config("mini", "neox", 1100, 4.5e-3, 34)
-    assert config.families == ("neox",) and config.steps_for("neox") == 1100 and config.pretrain.lr == 4.5e-3
+    assert config.families == ("neox",) and config.steps_for("neox") == 1100
+    assert config.pretrain_for("neox").lr == 4.5e-3 and config.pretrain == preset_config("mini").pretrain
     assert config.contamination_for("neox").recipe.epochs == 34
     assert config.data_digest() == preset_config("mini").data_digest()  # the same benchmark
 

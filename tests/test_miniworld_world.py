@@ -10,6 +10,7 @@ import pytest
 from railsweep.contamination import ContaminationConfig, LoraRecipe
 from railsweep.errors import ConfigError
 from railsweep.miniworld import ModelSize, WorldConfig, build_world, preset_config
+from railsweep.miniworld.lending import config_from_dict
 from railsweep.miniworld.pretrain import PretrainConfig
 from railsweep.miniworld.world import _base_donors
 
@@ -205,6 +206,25 @@ def test_family_overrides_must_name_a_known_family_and_a_positive_count():
         dataclasses.replace(TINY, family_co_epochs=(("mistral", 3),))
     with pytest.raises(ConfigError, match="family_steps"):
         dataclasses.replace(TINY, family_steps=(("neox", 0),))
+    for bad in (("neox", 0.0), ("neox", 1.5), ("mistral", 1e-3), ("neox", "fast"), ("neox", True)):
+        with pytest.raises(ConfigError, match="family_lr"):
+            dataclasses.replace(TINY, family_lr=(bad,))
+
+
+def test_a_family_learning_rate_changes_that_familys_base_alone_and_an_unset_one_keeps_every_digest():
+    two = dataclasses.replace(TINY, families=("llama", "neox"))
+    same = dataclasses.replace(two, family_lr=(("neox", two.pretrain.lr),))
+    faster = dataclasses.replace(two, family_lr=(("neox", 2 * two.pretrain.lr),))
+    assert same.family_base_digest("neox") == two.family_base_digest("neox")
+    assert faster.family_base_digest("neox") != two.family_base_digest("neox")
+    assert faster.family_base_digest("llama") == two.family_base_digest("llama")
+    assert faster.data_digest() == two.data_digest()
+    assert faster.pretrain_for("neox").lr == 2 * two.pretrain.lr and faster.pretrain_for("llama") == two.pretrain
+    assert "family_lr" not in two.to_dict() and faster.digest() != two.digest()
+    # the family's base equals the one a world pretraining at that lr for every family trains
+    alone = dataclasses.replace(two, pretrain=dataclasses.replace(two.pretrain, lr=2 * two.pretrain.lr))
+    assert alone.family_base_digest("neox") == faster.family_base_digest("neox")
+    assert config_from_dict(faster.to_dict()) == faster  # what a manifest stores reads back
 
 
 def test_the_mini_world_differs_from_its_predecessor_only_in_neox_pretraining_and_co_epochs():

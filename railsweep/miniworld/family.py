@@ -19,7 +19,7 @@ from railsweep.contamination import contaminate_family
 from railsweep.contamination.simulator import StderrLog
 from railsweep.miniworld.arithmetic import PINNED
 from railsweep.miniworld.models import model_config
-from railsweep.miniworld.pretrain import PretrainConfig, pretrain, save_model
+from railsweep.miniworld.pretrain import pretrain, save_model
 from railsweep.miniworld.scheduling import yield_priority
 from railsweep.training.progress import StepReport
 
@@ -46,7 +46,7 @@ def build_family(
     t1 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
     ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
-    pcfg = PretrainConfig(**{**config.pretrain.__dict__, "steps": config.steps_for(family)})
+    pcfg = config.pretrain_for(family)
     if config.base:  # a real pretrained base, in place before the family's build
         stats = {"source": config.base}
     elif (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest

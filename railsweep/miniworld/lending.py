@@ -36,6 +36,7 @@ def config_from_dict(d: dict) -> WorldConfig:
             "pretrain": PretrainConfig(**d["pretrain"]),
             "family_steps": tuple(tuple(x) for x in d["family_steps"]),
             "family_co_epochs": tuple(tuple(x) for x in d.get("family_co_epochs", ())),
+            "family_lr": tuple(tuple(x) for x in d.get("family_lr", ())),
             "contamination": ContaminationConfig(**{**c, "domains": tuple(c["domains"])}),
         }
     )

@@ -40,6 +40,7 @@ class WorldConfig:
     size: ModelSize = field(default_factory=ModelSize)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
+    family_lr: tuple[tuple[str, float], ...] = ()  # per-family override of pretrain.lr
     family_co_epochs: tuple[tuple[str, int], ...] = ()  # per-family override of M_co's epochs
     # pretraining-replica world: the test items fall into len(replicas) disjoint groups (a seeded
     # permutation dealt round-robin); each item of a group with count c is inserted c times, in its
@@ -91,6 +92,7 @@ class WorldConfig:
                 raise ConfigError(
                     f"{name} must pair a known family with a count >= 1, got {bad_pairs!r}"
                 )
+        self._check_family_lr()
         if isinstance(self.replicas, list):
             object.__setattr__(self, "replicas", tuple(self.replicas))
         bad_counts = [c for c in self.replicas if isinstance(c, bool) or not isinstance(c, int) or c < 0]
@@ -105,6 +107,21 @@ class WorldConfig:
                 f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions"
             )
 
+    def _check_family_lr(self) -> None:
+        pairs = tuple(tuple(x) for x in self.family_lr)
+        object.__setattr__(self, "family_lr", pairs)
+        bad = [
+            p
+            for p in pairs
+            if len(p) != 2
+            or p[0] not in FAMILIES + self.families
+            or isinstance(p[1], bool)
+            or not isinstance(p[1], (int, float))
+            or not 0 < p[1] < 1
+        ]
+        if bad:
+            raise ConfigError(f"family_lr must pair a known family with a learning rate in (0, 1), got {bad!r}")
+
     def _check_families(self) -> None:
         if self.base:
             parse_source(self.base)  # an unknown wheel name or a malformed hub id -> ConfigError
@@ -112,8 +129,10 @@ class WorldConfig:
                 raise ConfigError(
                     f"a world over a real base has one family named in lower case, got {list(self.families)!r}"
                 )
-            if self.family_steps or self.replicas:
-                raise ConfigError("a world over a real base pretrains nothing: no family_steps, no replicas")
+            if self.family_steps or self.family_lr or self.replicas:
+                raise ConfigError(
+                    "a world over a real base pretrains nothing: no family_steps, no family_lr, no replicas"
+                )
             return
         bad = [f for f in self.families if f not in FAMILIES]
         if bad or not self.families:
@@ -132,6 +151,11 @@ class WorldConfig:
     def steps_for(self, family: str) -> int:
         return dict(self.family_steps).get(family, self.pretrain.steps)
 
+    def pretrain_for(self, family: str) -> PretrainConfig:
+        """``family``'s pretraining recipe: ``pretrain`` with that family's steps and learning rate."""
+        lr = float(dict(self.family_lr).get(family, self.pretrain.lr))
+        return dataclasses.replace(self.pretrain, steps=self.steps_for(family), lr=lr)
+
     def contamination_for(self, family: str) -> ContaminationConfig:
         """The contamination recipe ``family``'s adapters are trained with (``family_co_epochs``)."""
         epochs = dict(self.family_co_epochs).get(family)
@@ -142,8 +166,9 @@ class WorldConfig:
 
     def to_dict(self) -> dict:
         d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
-        if not self.family_co_epochs:  # worlds without the override keep their digests
-            del d["family_co_epochs"]
+        for key in ("family_co_epochs", "family_lr"):
+            if not getattr(self, key):  # worlds without the override keep their digests
+                del d[key]
         # precision was added later: absent at its default, so cached fp32 worlds keep their digest
         if self.pretrain.precision == "fp32":
             del d["pretrain"]["precision"]
@@ -174,12 +199,13 @@ class WorldConfig:
         for key in ("families", "family_steps", "pretrain"):
             d.pop(key)
         d.pop("family_co_epochs", None)
+        d.pop("family_lr", None)
         return _hash(d)
 
     def family_base_digest(self, family: str) -> str:
         """What ``family``'s pretrained base model depends on: the data, the model size and the
-        pretraining recipe with that family's step count (other families' steps do not enter)."""
-        pretrain = {**self.to_dict()["pretrain"], "steps": self.steps_for(family)}
+        pretraining recipe with that family's step count and learning rate (other families' do not enter)."""
+        pretrain = {**self.to_dict()["pretrain"], "steps": self.steps_for(family), "lr": self.pretrain_for(family).lr}
         return _hash({"data": self.data_digest(), "family": family, "pretrain": pretrain})
 
     def family_adapter_digest(self, family: str) -> str:
