@@ -145,3 +145,78 @@ def test_a_borrow_never_takes_an_engine_a_cell_waits_for():
         assert await pool.lend("zz", "share-4") is None  # an engine the pool does not know lends nothing
 
     asyncio.run(go())
+
+
+def _moving_pool(cells: dict[str, int]) -> EnginePool:
+    return EnginePool({"llama": ["l0"], "neox": ["n0"], "gemma": ["g0"]}, cells)
+
+
+def test_the_engine_of_a_family_with_no_cell_left_moves_to_the_family_with_the_most_left():
+    """neox's only cell finishes while llama has three cells (one running, two waiting) and gemma one: n0 goes to
+    llama's longest-waiting cell, then is llama's."""
+
+    async def go():
+        pool = _moving_pool({"llama": 3, "neox": 1, "gemma": 1})
+        assert await pool.acquire("llama", "l-a") == "l0"
+        assert await pool.acquire("neox", "n-a") == "n0"
+        assert await pool.acquire("gemma", "g-a") == "g0"
+        waiting = [asyncio.ensure_future(pool.acquire("llama", c)) for c in ("l-b", "l-c")]
+        await asyncio.sleep(0)
+        await pool.release("n-a", True)
+        assert await asyncio.wait_for(waiting[0], 1) == "n0" and not waiting[1].done()
+        snap = await pool.snapshot()
+        assert snap["moves"] == 1 and snap["cells_left"] == {"llama": 3, "neox": 0, "gemma": 1}
+        await pool.release("l-b", True)  # n0 now serves llama's next waiting cell, as llama's own engine
+        assert await asyncio.wait_for(waiting[1], 1) == "n0"
+
+    asyncio.run(go())
+
+
+def test_a_moved_engine_is_lent_to_the_running_cell_of_its_new_family():
+    """gemma's last cell runs alone; once llama and neox are done, both their engines are gemma's to borrow."""
+
+    async def go():
+        pool = _moving_pool({"llama": 1, "neox": 1, "gemma": 1})
+        for fam, cell in (("llama", "l-a"), ("neox", "n-a"), ("gemma", "g-a")):
+            await pool.acquire(fam, cell)
+        await pool.release("l-a", True)
+        await pool.release("n-a", True)
+        assert sorted([await pool.lend("g0", "g-a/share-0"), await pool.lend("g0", "g-a/share-1")]) == ["l0", "n0"]
+        assert (await pool.snapshot())["moves"] == 3  # l0 went to neox's running cell first, then both to gemma
+
+    asyncio.run(go())
+
+
+def test_an_engine_stays_with_its_family_while_it_has_cells_left_or_without_cell_counts():
+    async def go():
+        pool = _moving_pool({"llama": 2, "neox": 2, "gemma": 1})
+        for fam, cell in (("llama", "l-a"), ("neox", "n-a")):
+            await pool.acquire(fam, cell)
+        await pool.release("n-a", True)  # neox has a cell left
+        assert (await pool.snapshot())["free"]["neox"] == ["n0"]
+        fixed = EnginePool({"llama": ["l0"], "neox": ["n0"]})
+        await fixed.acquire("neox", "n-a")
+        await fixed.release("n-a", True)
+        assert await fixed.lend("l0", "x") is None and (await fixed.snapshot())["moves"] == 0
+
+    asyncio.run(go())
+
+
+def test_a_failed_cell_does_not_count_as_finished_and_a_retried_finished_cell_still_gets_an_engine():
+    async def go():
+        pool = _moving_pool({"llama": 1, "neox": 1, "gemma": 1})
+        await pool.acquire("neox", "n-a")
+        await pool.release("n-a")  # the decode failed: neox keeps its engine for the retry
+        assert (await pool.snapshot())["free"]["neox"] == ["n0"]
+        assert await pool.acquire("neox", "n-a") == "n0"
+        await pool.acquire("llama", "l-a")
+        await pool.release("n-a", True)  # n0 moves to llama (one cell left, running) or gemma (one, idle engine)
+        assert (await pool.snapshot())["free"]["neox"] == []
+        retried = asyncio.ensure_future(pool.acquire("neox", "n-a"))  # the trial failed after decoding
+        await asyncio.sleep(0)
+        assert not retried.done()
+        await pool.release("l-a", True)  # the next engine released goes to neox, which has none
+        assert await asyncio.wait_for(retried, 1) in ("l0", "n0")
+        assert (await pool.snapshot())["cells_left"]["neox"] == 1
+
+    asyncio.run(go())

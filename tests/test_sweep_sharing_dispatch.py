@@ -47,7 +47,9 @@ class _Engine:
     def __init__(self, name, seconds, fail=False):
         self.name, self.seconds, self.fail, self.jobs = name, seconds, fail, []
         self.executor = ThreadPoolExecutor(1)
-        self.decode = _Remote(lambda requests, strategy, pool, holder: self.executor.submit(self._decode, requests, pool, holder))
+        self.decode = _Remote(
+            lambda requests, strategy, pool, holder, family: self.executor.submit(self._decode, requests, pool, holder)
+        )
 
     def generate(self, requests):
         time.sleep(self.seconds)

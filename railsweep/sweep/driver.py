@@ -382,7 +382,12 @@ def _start_engines(
         board = create_progress_board(
             len(run.cells), n_skipped, fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
         )
-    pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout})
+    # an engine that can change its model moves to the family with the most cells left when its own has none
+    # (railsweep.sweep.pool); vLLM's engines keep their GPU memory, so they stay with their family
+    movable = spec.engine.backend == "transformers" and len(layout) > 1
+    cells = {fam: sum(c.family == fam for c in pending) for fam in layout} if movable else None
+    configs = {fam: engine_config(spec, families[fam], plan["device"]) for fam in layout} if movable else None
+    pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout}, cells)
     for name, fam in names.items():
         engines[name] = create_engine_actor(
             name, engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
@@ -390,6 +395,7 @@ def _start_engines(
             max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
+            family_configs=configs,
         )  # fmt: skip
     run.timings.setdefault("setup_s", time.perf_counter() - run.t_start)
     if engines:

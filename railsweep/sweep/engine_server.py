@@ -62,7 +62,8 @@ class _CountingEngine:
 
 
 class EngineServer:
-    """One family's engine. Methods are called by trials through a named actor handle.
+    """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or share
+    of another family loads that family's model first). Methods are called by trials through a named actor handle.
 
     ``threads``: torch threads of this process (None = torch's default); ``prompts_per_call``:
     prompts per engine call (``DecodeSettings.batch_size``; the engine's own batch is
@@ -75,14 +76,17 @@ class EngineServer:
         threads: int | None = None,
         cache_dir: str | None = None,
         prompts_per_call: int = 64,
+        family_configs: dict[str, dict[str, Any]] | None = None,
     ):
         if threads:
             apply_thread_budget(threads)
         self.threads = torch.get_num_threads()
         self.prompts_per_call = prompts_per_call
-        self.config = EngineConfig(
-            **{**engine_config, "adapters": tuple(map(tuple, engine_config["adapters"]))}
-        )
+        # every family's engine config (the pool may move this engine to another family): a call naming another
+        # family loads that family's model in place of this one's (:meth:`use`)
+        self._configs = {f: _engine_config(c) for f, c in (family_configs or {}).items()}
+        self.config = _engine_config(engine_config)
+        self.family = next((f for f, c in self._configs.items() if c == self.config), None)
         t0 = time.perf_counter()
         self.engine = build_engine(self.config)
         self.load_s = time.perf_counter() - t0
@@ -91,6 +95,22 @@ class EngineServer:
         self.busy_s = 0.0
         self.cells = 0
         self.samples = 0
+        self.switches = 0
+
+    def use(self, family: str | None) -> None:
+        """Hold ``family``'s model (a no-op for this engine's own family, or without family configs)."""
+        if family is None or family == self.family or family not in self._configs:
+            return
+        t0 = time.perf_counter()
+        for engine in (self.engine, self._fallback):
+            if engine is not None and hasattr(engine, "close"):
+                engine.close()
+        self.engine = self._fallback = None
+        self.config = self._configs[family]
+        self.engine = build_engine(self.config)
+        self.family = family
+        self.switches += 1
+        self.load_s += time.perf_counter() - t0
 
     def ready(self) -> dict[str, Any]:
         return {
@@ -117,6 +137,7 @@ class EngineServer:
         family's idle engines (:class:`railsweep.sweep.sharing.SharingEngine`)."""
         cfg = CellConfig.from_dict(cell)
         cid = cfg.cell_id
+        self.use(cfg.family)
 
         def on_samples(n: int) -> None:
             self.samples += n
@@ -125,7 +146,7 @@ class EngineServer:
 
         engine: Any = _CountingEngine(self.engine_for(cfg.strategy), on_samples)
         if pool is not None and name is not None:
-            engine = SharingEngine(engine, pool, name, cfg.strategy, cid, on_samples)
+            engine = SharingEngine(engine, pool, name, cfg.strategy, cid, on_samples, cfg.family)
         t0 = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
@@ -153,11 +174,14 @@ class EngineServer:
             "pid": os.getpid(),
         }
 
-    def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None) -> list[Any]:
-        """Decode a share of another cell's work (:mod:`railsweep.sweep.sharing`) with ``strategy``'s backend,
-        then give this engine back to the pool under ``holder``."""
+    def decode(
+        self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None, family: str | None = None
+    ) -> list[Any]:
+        """Decode a share of another cell's work (:mod:`railsweep.sweep.sharing`) with ``strategy``'s backend on
+        ``family``'s model, then give this engine back to the pool under ``holder``."""
         t0 = time.perf_counter()
         try:
+            self.use(family)
             return self.engine_for(strategy).generate(requests)
         finally:
             self.busy_s += time.perf_counter() - t0
@@ -165,7 +189,14 @@ class EngineServer:
                 pool.release.remote(holder)
 
     def stats(self) -> dict[str, Any]:
-        return {"busy_s": self.busy_s, "cells": self.cells, "samples": self.samples, "load_s": self.load_s}
+        return {
+            "busy_s": self.busy_s, "cells": self.cells, "samples": self.samples, "load_s": self.load_s,
+            "switches": self.switches, "family": self.family,
+        }  # fmt: skip
+
+
+def _engine_config(config: dict[str, Any]) -> EngineConfig:
+    return EngineConfig(**{**config, "adapters": tuple(map(tuple, config["adapters"]))})
 
 
 def create_engine_actor(
@@ -180,6 +211,7 @@ def create_engine_actor(
     cache_dir: str | None = None,
     prompts_per_call: int = 64,
     omp_wait_policy: str | None = "PASSIVE",
+    family_configs: dict[str, dict[str, Any]] | None = None,
 ) -> Any:
     """Start a named engine actor (call from the driver, never from a trial).
 
@@ -200,5 +232,5 @@ def create_engine_actor(
             max_task_retries=max_task_retries,
             runtime_env=env,
         )
-        .remote(engine_config, threads, cache_dir, prompts_per_call)
+        .remote(engine_config, threads, cache_dir, prompts_per_call, family_configs)
     )

@@ -27,11 +27,21 @@ class SharingEngine:
 
     ``pool``: the sweep's engine pool actor; ``me``: this engine's actor name; ``strategy``: the cell's (a borrowed
     engine decodes with the same backend); ``cell_id``: names the shares' leases; ``on_samples``: hears the samples
-    the borrowed engines decoded (the cell's own engine counts its own)."""
+    the borrowed engines decoded (the cell's own engine counts its own); ``family``: the cell's (a borrowed engine
+    decodes on that family's model)."""
 
-    def __init__(self, engine: Any, pool: Any, me: str, strategy: str, cell_id: str, on_samples: Callable[[int], None]):
+    def __init__(
+        self,
+        engine: Any,
+        pool: Any,
+        me: str,
+        strategy: str,
+        cell_id: str,
+        on_samples: Callable[[int], None],
+        family: str | None = None,
+    ):
         self._engine = engine
-        self._pool, self._me, self._strategy, self._cell = pool, me, strategy, cell_id
+        self._pool, self._me, self._strategy, self._cell, self._family = pool, me, strategy, cell_id, family
         self._on = on_samples
         self.shared = 0  # jobs decoded by borrowed engines
 
@@ -82,7 +92,7 @@ class SharingEngine:
                     ray.get(self._pool.release.remote(holder))
                     return
                 engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
-                ref = engine.decode.remote(list(jobs[i]), self._strategy, self._pool, holder)
+                ref = engine.decode.remote(list(jobs[i]), self._strategy, self._pool, holder, self._family)
                 lent[ref], holders[ref] = i, holder
         except Exception:  # noqa: BLE001 - the pool is gone (sweep shutting down): nothing more to lend
             return

@@ -154,11 +154,14 @@ def _decode(ctx: SweepContext, cid: str, cfg: dict[str, Any], board: Any) -> dic
     name = ray.get(ctx.pool.acquire.remote(cfg["family"], cid))
     if board is not None:
         board.set_state.remote(cid, "running")
+    decoded = False
     try:
         engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
-        return ray.get(engine.run_cell.remote(cfg, board, pool=ctx.pool, name=name))
+        out = ray.get(engine.run_cell.remote(cfg, board, pool=ctx.pool, name=name))
+        decoded = True
+        return out
     finally:
-        ctx.pool.release.remote(cid)
+        ctx.pool.release.remote(cid, decoded)
 
 
 def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
