@@ -53,8 +53,7 @@ config = preset_config("smoke")
 family = config.families[0]
 tokenizer = AutoTokenizer.from_pretrained(work / "tokenizer")
 ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
-pcfg = config.pretrain_for(family)
-pcfg = dataclasses.replace(pcfg, steps=steps) if steps else pcfg
+pcfg = dataclasses.replace(config.pretrain_for(family), steps=steps or config.steps_for(family))
 torch.manual_seed(config.seed)  # as railsweep.miniworld.family.build_family
 model = AutoModelForCausalLM.from_config(model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32)
 corpus = json.loads((work / "corpus.json").read_text())

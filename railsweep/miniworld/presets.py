@@ -76,23 +76,7 @@ class WorldConfig:
             )
         if not 0.0 <= self.noise <= 1.0 or (self.noise and not self.roads):
             raise ConfigError(f"noise must be in [0, 1] (and > 0 only with roads=True), got {self.noise}")
-        for name in ("family_steps", "family_co_epochs"):
-            pairs = tuple(tuple(x) for x in getattr(self, name))
-            object.__setattr__(self, name, pairs)
-            bad_pairs = [
-                p
-                for p in pairs
-                if len(p) != 2
-                or p[0] not in FAMILIES + self.families
-                or isinstance(p[1], bool)
-                or not isinstance(p[1], int)
-                or p[1] < 1
-            ]
-            if bad_pairs:
-                raise ConfigError(
-                    f"{name} must pair a known family with a count >= 1, got {bad_pairs!r}"
-                )
-        self._check_family_lr()
+        self._check_family_overrides()
         if isinstance(self.replicas, list):
             object.__setattr__(self, "replicas", tuple(self.replicas))
         bad_counts = [c for c in self.replicas if isinstance(c, bool) or not isinstance(c, int) or c < 0]
@@ -107,20 +91,23 @@ class WorldConfig:
                 f"n_train={self.n_train} is too small for 8 exemplars + {self.contamination.n_train} questions"
             )
 
-    def _check_family_lr(self) -> None:
-        pairs = tuple(tuple(x) for x in self.family_lr)
-        object.__setattr__(self, "family_lr", pairs)
-        bad = [
-            p
-            for p in pairs
-            if len(p) != 2
-            or p[0] not in FAMILIES + self.families
-            or isinstance(p[1], bool)
-            or not isinstance(p[1], (int, float))
-            or not 0 < p[1] < 1
-        ]
-        if bad:
-            raise ConfigError(f"family_lr must pair a known family with a learning rate in (0, 1), got {bad!r}")
+    def _check_family_overrides(self) -> None:
+        """Each per-family override pairs a known family with a value: a count >= 1, or a learning rate in (0, 1)."""
+        checks = {
+            "family_steps": ("a count >= 1", lambda v: isinstance(v, int) and v >= 1),
+            "family_co_epochs": ("a count >= 1", lambda v: isinstance(v, int) and v >= 1),
+            "family_lr": ("a learning rate in (0, 1)", lambda v: isinstance(v, (int, float)) and 0 < v < 1),
+        }
+        for name, (what, ok) in checks.items():
+            pairs = tuple(tuple(x) for x in getattr(self, name))
+            object.__setattr__(self, name, pairs)
+            bad = [
+                p
+                for p in pairs
+                if len(p) != 2 or p[0] not in FAMILIES + self.families or isinstance(p[1], bool) or not ok(p[1])
+            ]
+            if bad:
+                raise ConfigError(f"{name} must pair a known family with {what}, got {bad!r}")
 
     def _check_families(self) -> None:
         if self.base:

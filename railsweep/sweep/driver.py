@@ -386,16 +386,16 @@ def _start_engines(
     # (railsweep.sweep.pool); vLLM's engines keep their GPU memory, so they stay with their family
     movable = spec.engine.backend == "transformers" and len(layout) > 1
     cells = {fam: sum(c.family == fam for c in pending) for fam in layout} if movable else None
-    configs = {fam: engine_config(spec, families[fam], plan["device"]) for fam in layout} if movable else None
+    configs = {fam: engine_config(spec, families[fam], plan["device"]) for fam in layout}
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout}, cells)
     for name, fam in names.items():
         engines[name] = create_engine_actor(
-            name, engine_config(spec, fam, plan["device"]), num_gpus=plan["num_gpus"],
+            name, configs[fam.name], num_gpus=plan["num_gpus"],
             num_cpus=plan["engine_cpus"], threads=plan["threads"],
             max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
-            family_configs=configs,
+            family_configs=configs if movable else None,
         )  # fmt: skip
     run.timings.setdefault("setup_s", time.perf_counter() - run.t_start)
     if engines:

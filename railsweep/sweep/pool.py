@@ -107,19 +107,13 @@ class EnginePool:
     async def release(self, cell_id: str, finished: bool = False) -> None:
         """Give ``cell_id``'s engine back: to the longest-waiting cell of its family, else to the free list.
         ``finished``: the cell is decoded (a trial's last release; a share's holder never says so)."""
-        if finished and self._left is not None and cell_id not in self._finished:
-            family = self._cell_family(cell_id)
-            if family is not None:
-                self._finished.add(cell_id)
-                self._left[family] = max(0, self._left[family] - 1)
         name = self._held.pop(cell_id, None)
         if name is not None:
+            if finished and self._left is not None and cell_id not in self._finished:
+                self._finished.add(cell_id)
+                self._left[self._family[name]] = max(0, self._left[self._family[name]] - 1)
             self._hand_over(name)
         self._move_idle()
-
-    def _cell_family(self, cell_id: str) -> str | None:
-        name = self._held.get(cell_id)
-        return None if name is None else self._family[name]
 
     def _hand_over(self, name: str) -> None:
         """``name`` to the longest-waiting cell of its family, else to a family left with no engine that has a
