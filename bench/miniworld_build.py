@@ -9,10 +9,14 @@ Steps:
      with the mini sweep's readout (m=20, T=0.7, max 96 new tokens, the first ``limit`` questions),
      ``--workers`` cells at a time (default one per CPU), each in a process of ``--eval-threads``
      torch threads (default 1), as the demo's Ray sweep runs one cell per CPU on one thread;
-  3. print JSON: build seconds (total and per family), evaluation seconds (total and per
-     cell), samples decoded, workers and threads, machine.
+  3. print JSON: build seconds (total, per family and per phase: pretraining, the clean adapter, each domain's
+     contaminated adapter, the family's ``nice``), the cores the build kept busy (its process tree's CPU time,
+     sampled every second: mean, idle core-seconds, a per-minute timeline, the machine's own busy cores beside
+     it), the weights digest and whether it is the documented build's (then the documented calibration holds
+     for it: docs/miniworld.md), evaluation seconds (total and per cell), samples decoded, workers and
+     threads, machine.
 
-Targets: build <= 20 min for mini (3 families, both domains) on a 2-core machine,
+Targets: build <= 25 min for mini (3 families, both domains) on a quiet 2-core machine,
 evaluation <= 10 min. Run: ``python bench/miniworld_build.py [--preset mini] [--threads 2]``.
 """
 
@@ -26,9 +30,12 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -62,6 +69,76 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=count, default=None, help="evaluate only the first N questions")
     p.add_argument("--skip-eval", action="store_true")
     return p
+
+
+class CoreSampler(threading.Thread):
+    """Cores busy in this process's tree (the build's family processes) and on the whole machine, every
+    ``interval`` seconds, from the growth of each process's CPU time."""
+
+    def __init__(self, interval: float = 1.0):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.rows: list[tuple[float, float, float]] = []  # (seconds since start, build cores, machine cores)
+        self._last: dict[int, float] = {}
+        self._done = threading.Event()
+
+    def _tree_cpu(self) -> float:
+        grown = 0.0
+        seen: dict[int, float] = {}
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                t = proc.cpu_times()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            seen[proc.pid] = t.user + t.system
+            grown += seen[proc.pid] - self._last.get(proc.pid, 0.0)
+        self._last = seen
+        return grown
+
+    def run(self) -> None:
+        t0 = prev = time.perf_counter()
+        self._tree_cpu()
+        psutil.cpu_percent()
+        while not self._done.wait(self.interval):
+            now = time.perf_counter()
+            dt = max(now - prev, 1e-9)
+            machine = psutil.cpu_percent() / 100 * (psutil.cpu_count() or 1)
+            self.rows.append((round(now - t0, 1), round(self._tree_cpu() / dt, 3), round(machine, 3)))
+            prev = now
+
+    def summary(self, cores: int) -> dict:
+        """Mean cores busy (build, machine), the build's idle core-seconds and a per-minute timeline."""
+        self._done.set()
+        self.join()
+        if not self.rows:
+            return {"cores": cores, "samples": 0}
+        build = [r[1] for r in self.rows]
+        minutes: dict[int, list] = {}
+        for t, b, m in self.rows:
+            minutes.setdefault(int(t // 60), []).append((b, m))
+        return {
+            "cores": cores,
+            "samples": len(self.rows),
+            "mean_build_cores": round(sum(build) / len(build), 3),
+            "mean_machine_cores": round(sum(r[2] for r in self.rows) / len(self.rows), 3),
+            "utilisation": round(sum(build) / len(build) / cores, 3),
+            "idle_core_s": round(sum(max(cores - b, 0.0) for b in build) * self.interval, 1),
+            "per_minute_build_cores": [round(sum(b for b, _ in v) / len(v), 2) for _, v in sorted(minutes.items())],
+            "per_minute_machine_cores": [round(sum(m for _, m in v) / len(v), 2) for _, v in sorted(minutes.items())],
+        }
+
+
+def phases(manifest: dict) -> dict:
+    """Per family: seconds of pretraining and of each adapter, the contamination step's wall, its ``nice``."""
+    out = {}
+    for family, t in manifest.get("training", {}).items():
+        row = {"total_s": t.get("seconds"), "nice": t.get("nice"), "threads": t.get("threads")}
+        row["pretrain_s"] = (t.get("pretrain") or {}).get("seconds")
+        row.update({f"{name}_s": a.get("seconds") for name, a in (t.get("adapters") or {}).items()})
+        row["adapters_wall_s"] = t.get("contamination_seconds")
+        out[family] = row
+    return out
 
 
 _ENGINES: dict = {}  # this worker's engines, one per family, loaded on first use
@@ -146,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     from railsweep.errors import ConfigError
     from railsweep.miniworld import build_world
     from railsweep.miniworld.presets import preset_config
+    from railsweep.miniworld.scheduling import cores as build_cores
+    from railsweep.miniworld.weights import weights_verdict
 
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -163,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         cache = str(default_cache_dir())
     else:
         cache = tempfile.mkdtemp(prefix="railsweep-bench-")
+    sampler = CoreSampler()
+    sampler.start()
     t0 = time.time()
     try:
         world = build_world(args.preset, cache_dir=cache, force=not args.reuse)
@@ -171,12 +252,19 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(cache, ignore_errors=True)
         raise
     build_s = time.time() - t0
+    cores = build_cores()
+    documented, verdict = weights_verdict(args.preset, world.manifest["digest"], world.manifest["weights_digest"])
     out = {
         "preset": args.preset,
         "families": world.families,
         "build_s": round(build_s, 1),
         "build_per_family_s": world.manifest["timings_s"],
-        "build_target_s": 1200,
+        "build_phases": phases(world.manifest),
+        "build_cores": sampler.summary(cores),
+        "build_target_s": 1500,
+        "weights_digest": world.manifest["weights_digest"],
+        "weights_documented": documented,
+        "weights_verdict": verdict,
         "threads": args.threads,
         "cpus": os.cpu_count(),
         "load_avg_1m": os.getloadavg()[0],

@@ -12,7 +12,7 @@ from test_miniworld_world import TINY  # the tiny world config those tests build
 from railsweep.miniworld import build_world
 from railsweep.miniworld.scheduling import YIELD_NICE, family_niceness
 
-MINI_WORK = {"llama": 900, "neox": 1800, "gemma": 800}  # the mini world's pretraining steps, in build order
+MINI_WORK = {"llama": 900, "neox": 1100, "gemma": 800}  # the mini world's pretraining steps, in build order
 
 
 def test_the_family_with_the_most_training_keeps_full_priority_when_families_outnumber_cores():
@@ -52,3 +52,47 @@ def test_the_yielding_families_stay_below_a_niced_build_and_never_pass_19():
     assert family_niceness(MINI_WORK, cores=2, base=5) == {"llama": 15, "neox": 5, "gemma": 15}
     assert family_niceness(MINI_WORK, cores=2, base=15) == {"llama": 19, "neox": 15, "gemma": 19}
     assert family_niceness(MINI_WORK, cores=3, base=15) == dict.fromkeys(MINI_WORK, 15)
+
+
+_ORPHAN_PARENT = """
+import sys, time
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+from railsweep.miniworld.scheduling import die_with_parent
+
+def child_pid():
+    import os
+    return os.getpid()
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent)
+    print(pool.submit(child_pid).result(), flush=True)
+    pool.submit(time.sleep, 600)
+    time.sleep(600)
+"""
+
+
+def test_a_build_worker_dies_with_its_killed_parent(tmp_path):
+    import os
+    import signal
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(_ORPHAN_PARENT)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)  # no clean-up in the parent: only the kernel can stop the worker
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as stat:
+            if stat.read().split(")")[-1].split()[0] == "Z":  # exited, waiting to be reaped
+                return
+        time.sleep(0.2)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError(f"worker {child} outlived its killed parent")

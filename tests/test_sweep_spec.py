@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.sweep.cells import expand
+from railsweep.sweep.cells import expand, trial_order
 from railsweep.sweep.driver import prepare
 from railsweep.sweep.resolve import check_families, resolve_spec
 from railsweep.sweep.spec import load_spec, spec_from_dict
@@ -64,6 +64,19 @@ def test_grid_has_one_clean_reference_per_family_first_then_every_strategy_point
         assert c.clean_id == clean_ids[c.family]
         assert c.config.adapter == f"co_{c.domain}" and c.config.clean_adapter == "clean"
     assert len({c.cell_id for c in cells}) == len(cells)
+
+
+def test_trials_start_with_the_references_then_take_the_families_in_turn(paths_spec):
+    cells = expand(resolve_spec(spec_from_dict(paths_spec)))
+    order = trial_order(cells)
+    assert sorted(c.cell_id for c in order) == sorted(c.cell_id for c in cells)
+    assert [c.role for c in order[:2]] == ["clean", "clean"]
+    assert [c.family for c in order[2:6]] == ["fa", "fb", "fa", "fb"]
+    for fam in ("fa", "fb"):  # each family's own order is kept
+        assert [c for c in order if c.family == fam and c.clean_id] == [
+            c for c in cells if c.family == fam and c.clean_id
+        ]
+    assert trial_order([]) == []
 
 
 def test_cell_ids_are_stable_and_change_with_the_resolved_config(paths_spec):

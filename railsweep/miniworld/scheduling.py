@@ -12,7 +12,10 @@ the cores it runs on.
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
+import signal
 from collections.abc import Mapping
 
 YIELD_NICE = 10  # CFS weight 110 against nice 0's 1024: the yielding families take what the first leaves
@@ -46,3 +49,23 @@ def yield_priority(nice: int) -> int:
     if nice > now:
         now = os.nice(nice - now)
     return now
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to send this process SIGTERM when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``), so a
+    build's family processes do not train on, orphaned, after the build is killed; the initializer of the build's
+    process pool. Returns whether the request took (False where the platform has no ``prctl``)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return False
+    if prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        return False
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # the parent died before the request took
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True

@@ -57,7 +57,7 @@ from railsweep.miniworld.lending import (
 )
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
-from railsweep.miniworld.scheduling import cores, family_niceness
+from railsweep.miniworld.scheduling import cores, die_with_parent, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
 from railsweep.miniworld.weights import weights_record, world_weights
 
@@ -422,7 +422,9 @@ def _build(
     work = {f: sum(ph.tokens for ph in plans[f]) for f in config.families}
     nice = family_niceness(work, cores(), threads, os.nice(0)) if workers >= len(config.families) else {}
     order = sorted(config.families, key=lambda f: nice.get(f, 0))  # full priority first, in a fresh process
-    with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=die_with_parent
+    ) as pool:
         futures = {
             f: pool.submit(build_family, str(root), f, config, corpus, filler, threads, nice.get(f, 0))
             for f in order

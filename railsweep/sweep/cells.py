@@ -225,6 +225,20 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     return cells
 
 
+def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
+    """The order trials start in: every cell without a reference first (clean references, readouts: the others
+    wait for them), then the rest taken in turn from each family, each family's cells in their own order. Tune
+    starts trials in this order up to its concurrency limit, so every family's engines get work from the start
+    instead of the last family's cells queueing behind the first family's."""
+    first = [c for c in cells if c.clean_id is None]
+    queues: dict[str, list[SweepCell]] = {}
+    for c in cells:
+        if c.clean_id is not None:
+            queues.setdefault(c.family, []).append(c)
+    depth = max((len(q) for q in queues.values()), default=0)
+    return first + [q[i] for i in range(depth) for q in queues.values() if i < len(q)]
+
+
 def settings_for(spec: SweepSpec, group: TemperatureGroup) -> DynamicsSettings:
     """The dynamics settings of one group: the spec's readout (m, limit, batch, tokens) and ``dynamics``."""
     r, d = spec.readout, spec.dynamics_settings

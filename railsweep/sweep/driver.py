@@ -48,7 +48,14 @@ from railsweep.dynamics.step import settings_record, step_outputs
 from railsweep.errors import ConfigError
 from railsweep.miniworld.weights import weights_verdict, world_provenance
 from railsweep.sweep.actors import create_progress_board, engine_name
-from railsweep.sweep.cells import SweepCell, effective_table, expand, settings_for, temperature_groups
+from railsweep.sweep.cells import (
+    SweepCell,
+    effective_table,
+    expand,
+    settings_for,
+    temperature_groups,
+    trial_order,
+)
 from railsweep.sweep.detect_cells import readout_cells
 from railsweep.sweep.detection import run_detection
 from railsweep.sweep.engine_server import create_engine_actor
@@ -433,7 +440,7 @@ def _run_trials(
         trainable = tune.with_resources(tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]})
         tuner = tune.Tuner(
             trainable,
-            param_space={"cell_id": tune.grid_search([c.cell_id for c in pending])},
+            param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
             tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
             run_config=tune.RunConfig(
                 name=f"railsweep-{run.sweep_id}-{int(time.time())}",
