@@ -227,12 +227,17 @@ def test_a_family_learning_rate_changes_that_familys_base_alone_and_an_unset_one
     assert config_from_dict(faster.to_dict()) == faster  # what a manifest stores reads back
 
 
-def test_the_mini_world_differs_from_its_predecessor_only_in_neox_pretraining_and_co_epochs():
+def test_the_mini_world_differs_from_its_predecessors_only_in_neox_pretraining_and_co_epochs():
     mini = preset_config("mini")
-    predecessor = dataclasses.replace(mini, family_steps=(("llama", 900), ("neox", 950)), family_co_epochs=())
+    previous = dataclasses.replace(
+        mini, family_steps=(("llama", 900), ("neox", 1800)), family_lr=(), family_co_epochs=(("llama", 24), ("neox", 26))
+    )
+    assert previous.digest() == "5ae6269e41d5"  # the recipe before neox's cheaper one (CHANGELOG)
+    predecessor = dataclasses.replace(mini, family_steps=(("llama", 900), ("neox", 950)), family_lr=(), family_co_epochs=())
     assert predecessor.digest() == "1fcc1242f0e1"  # the world docs/miniworld.md measured before
+    assert mini.pretrain_for("neox").lr == 4.5e-3 and mini.pretrain_for("llama").lr == mini.pretrain.lr
     assert mini.contamination_for("llama").recipe.epochs == 24
-    assert mini.contamination_for("neox").recipe.epochs == 26
+    assert mini.contamination_for("neox").recipe.epochs == 34
     assert mini.contamination_for("gemma") == mini.contamination
     for f in ("llama", "gemma"):
         assert mini.family_base_digest(f) == predecessor.family_base_digest(f)
