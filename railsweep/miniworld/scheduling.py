@@ -2,7 +2,7 @@
 
 A build trains each family in a process of its own, one torch thread each (the weights depend on the thread count,
 docs/miniworld.md). With three families on two cores, the operating system shares the cores out evenly, so the
-family with the most training (the `mini` world's neox: 1,800 pretraining steps against 900 and 800) runs at two
+family with the most training (the `mini` world's neox: 1,100 pretraining steps against 900 and 800) runs at two
 thirds of a core until the others finish, then alone on one core while the other core idles: its chain of steps is
 the build's critical path. Here the family with the most training tokens keeps normal priority and the others
 yield to it (``nice`` :data:`YIELD_NICE` above the build's own, at most 19): it has a core to itself, the others share the rest, and when it is done
