@@ -256,7 +256,7 @@ def _mini() -> WorldConfig:
         # lr 4.5e-3 keep it (M_cl 0.24) in 700 steps fewer than lr 3e-3 needs, and its M_co needs 34 epochs
         # for the collapse gap (26: 0.081, 30: 0.093). llama at 22 M_co epochs sat under the 0.10 collapse
         # gap (0.094), at 25 the runner-up share fell under 0.35 (docs/miniworld.md, "How to tune it",
-        # "A cheaper neox")
+        # "How neox's recipe was chosen")
         family_steps=(("llama", 900), ("neox", 1100)),
         family_lr=(("neox", 4.5e-3),),
         family_co_epochs=(("llama", 24), ("neox", 34)),
