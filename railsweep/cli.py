@@ -23,6 +23,7 @@ from railsweep.errors import RailsweepError
 COMMANDS = (
     "eval",
     "score",
+    "plan",
     "contaminate",
     "miniworld",
     "base",

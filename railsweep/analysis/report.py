@@ -7,8 +7,9 @@ call these functions, so the logged tables and the notebook's cannot drift apart
    logged (each pair is bootstrapped once), scoring only pairs the trial left unscored;
 2. :func:`paper_tables`: Tables 1–4 (rows chosen by :func:`railsweep.analysis.tables.table_cells`);
 3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2);
-4. :func:`paired_against_identity`: every strategy's SA-PPG minus Identity's on the same questions, with the
-   within-strata and the across-strata interval of the difference.
+4. :func:`paired_against_identity`: every strategy's SA-PPG, A-PPG and G-AP minus Identity's on the same
+   questions, with the interval of the difference and its verdict ("lower", "higher" or "not
+   distinguishable at this size").
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import pandas as pd
 
 from railsweep.analysis import plots
 from railsweep.analysis.scoring import paired_difference, score_pair
-from railsweep.analysis.tables import paper_tables, table_cells
+from railsweep.analysis.tables import LABELS, paper_tables, table_cells
 from railsweep.analysis.uncertainty import with_occupancy
-from railsweep.metrics.aggregate import ACROSS, CONCENTRATION
+from railsweep.metrics.aggregate import CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
 
 __all__ = [
@@ -67,7 +68,7 @@ def _reusable(cell: CellRecord, clean: CellRecord, B: int, n_boot: int, seed: in
     s = cell.scores
     return (
         s is not None
-        and ACROSS in s  # scores logged before SA-PPG had its across-strata interval are recomputed
+        and "m" in s  # scores logged before the floors and the checked intervals existed are recomputed
         and cell.scored_against == clean.run_id
         and (s.get("B"), s.get("n_boot"), s.get("seed"), s.get("alpha")) == (B, n_boot, seed, ALPHA)
     )
@@ -112,7 +113,7 @@ def sappg_frame(scored: Sequence[Mapping[str, Any]], metric: str = "sa_ppg") -> 
 
 def scores_frame(scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per scored cell: cell_id, setting, strategy, every metric with ``_ci_low``/``_ci_high``
-    (SA-PPG's across-strata interval as ``sa_ppg_across_*``) and SA-PPG's weight concentration ``sappg_*``."""
+    (each metric's interval, floor, check and corrected reading as ``<metric>_<key>``) and SA-PPG's weight concentration ``sappg_*``."""
     return pd.DataFrame([
         {"cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
          **{f"{k}{'' if kk == 'value' else '_' + kk}": vv
@@ -138,14 +139,15 @@ def gap_vs_sappg(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) ->
     return pd.DataFrame(rows, columns=["strategy", "G-AP", "G-APP", "A-PPG", "SA-PPG", "cancelled share"])
 
 
-PAIRED_COLUMNS = ["setting", "strategy", "SA-PPG", "Identity", "difference", "ci_low", "ci_high",
-                  "ci_low_across", "ci_high_across", "frac_lower"]  # fmt: skip
+PAIRED_METRICS = ("sa_ppg", "a_ppg", "g_ap")  # the planner's metrics (railsweep.metrics.power)
+PAIRED_COLUMNS = ["cell_id", "setting", "strategy", "metric", "value", "Identity", "difference", "ci_low", "ci_high",
+                  "interval", "verdict"]  # fmt: skip
 
 
 def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """SA-PPG(strategy) − SA-PPG(Identity) per setting on the same questions (same resamples for both),
-    with both intervals of the difference (:func:`railsweep.analysis.scoring.paired_difference`, the
-    sweep's scoring settings). Settings without an Identity cell are left out."""
+    """metric(strategy) − metric(Identity) per setting on the same questions, for SA-PPG, A-PPG and G-AP,
+    with the interval of the difference and its verdict (:func:`railsweep.analysis.scoring.paired_difference`,
+    the sweep's scoring settings). Settings without an Identity cell are left out."""
     by_id, sc = {c.cell_id: c for c in sweep.cells}, sweep.scoring
     ident = {(s["family"], s["domain"]): s for s in scored if s["strategy"] == "Identity"}
     rows = []
@@ -153,28 +155,47 @@ def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, An
         ref = ident.get((s["family"], s["domain"]))
         if ref is None or s is ref or s["clean_id"] != ref["clean_id"]:
             continue
-        d = paired_difference(
-            by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, by_id[ref["cell_id"]].questions,
-            "sa_ppg", B=sc["B"], n_boot=sc["n_boot"], seed=sc["seed"],
-        )  # fmt: skip
-        rows.append({
-            "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"], "SA-PPG": d["value_a"],
-            "Identity": d["value_b"], **{k: d[k] for k in PAIRED_COLUMNS[4:9]}, "frac_lower": d["frac_a_lower"],
-        })  # fmt: skip
+        for metric in PAIRED_METRICS:
+            d = paired_difference(
+                by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, by_id[ref["cell_id"]].questions,
+                metric, B=sc["B"], n_boot=sc["n_boot"], seed=sc["seed"],
+            )  # fmt: skip
+            rows.append({
+                "cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
+                "metric": LABELS[metric], "value": d["value_a"], "Identity": d["value_b"],
+                **{k: d[k] for k in PAIRED_COLUMNS[6:]},
+            })  # fmt: skip
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
+def verdict_logs(frame: pd.DataFrame) -> dict[str, tuple[dict[str, float], dict[str, str]]]:
+    """Per cell id, the metrics and tags its run gets from the paired table: ``<metric>_vs_identity``
+    (with ``_ci_low``/``_ci_high``) and the tag ``railsweep.verdict.<metric>``."""
+    out: dict[str, tuple[dict[str, float], dict[str, str]]] = {}
+    names = {label: name for name, label in LABELS.items()}
+    for r in frame.itertuples(index=False):
+        metrics, tags = out.setdefault(r.cell_id, ({}, {}))
+        key = f"{names[r.metric]}_vs_identity"
+        metrics.update({key: r.difference, f"{key}_ci_low": r.ci_low, f"{key}_ci_high": r.ci_high})
+        tags[f"railsweep.verdict.{names[r.metric]}"] = r.verdict
+    return out
+
+
+def _ci(lo: float, hi: float) -> str:
+    return f"[{lo:+.2f}, {hi:+.2f}]" if pd.notna(lo) and pd.notna(hi) else "—"
+
+
 def paired_markdown(frame: pd.DataFrame) -> str:
-    """The paired differences as a Markdown table: ``+0.1260 [0.10, 0.15] [0.05, 0.20]`` per row."""
-    lines = ["| setting | strategy | SA-PPG − Identity | within-strata CI | across-strata CI | share lower |",
-             "|---|---|:---:|:---:|:---:|:---:|"]  # fmt: skip
+    """The paired differences as a Markdown table: ``+0.1260 | [+0.10, +0.15] | higher`` per row."""
+    lines = ["| setting | strategy | metric | strategy − Identity | 95 % interval | verdict |",
+             "|---|---|---|:---:|:---:|---|"]  # fmt: skip
     for r in frame.itertuples(index=False):
         lines.append(
-            f"| {r.setting} | {r.strategy} | {r.difference:+.4f} | [{r.ci_low:+.2f}, {r.ci_high:+.2f}] | "
-            f"[{r.ci_low_across:+.2f}, {r.ci_high_across:+.2f}] | {r.frac_lower:.2f} |"
+            f"| {r.setting} | {r.strategy} | {r.metric} | {r.difference:+.4f} | {_ci(r.ci_low, r.ci_high)} | "
+            f"{r.verdict} |"
         )
     return (
-        "**Paired SA-PPG differences against Identity (same questions, same resamples)**\n\n"
+        "**Paired differences against Identity (same questions; lower = closer to M_cl)**\n\n"
         + "\n".join(lines)
         + "\n"
     )

@@ -20,7 +20,7 @@ from railsweep.metrics import (
     score_counts,
     solve_prob,
 )
-from railsweep.metrics.aggregate import ACROSS
+from railsweep.metrics.aggregate import MEAN_METRICS, withheld_reason
 from railsweep.results.readouts import aligned_readouts
 
 
@@ -34,13 +34,11 @@ def score_pair(
 ) -> dict[str, Any]:
     """Every aggregate of ``mitigated`` against ``clean`` with a stratified-bootstrap CI.
 
-    Returns ``{metric: {"value", "ci_low", "ci_high"} for metric in METRICS}``
-    (g_ap, g_app, a_ppg, delta_plus, delta_minus, sa_ppg, s_delta_plus,
-    s_delta_minus) and ``sa_ppg_across`` (SA-PPG with its across-strata
-    interval) plus ``n_questions``, ``n_strata`` (non-empty), ``B``,
-    ``n_boot``, ``alpha``, ``seed``, ``stratum_n`` (questions per stratum) and
-    the weight concentration ``sappg_*`` (:mod:`railsweep.metrics.concentration`).
-    Same inputs and seed -> same numbers.
+    Returns ``{metric: {"value", "ci_low", "ci_high", "interval", "floor", ...} for metric in METRICS}``
+    (g_ap, g_app, a_ppg, delta_plus, delta_minus, sa_ppg, s_delta_plus, s_delta_minus; see
+    :func:`railsweep.metrics.score_counts`) plus ``n_questions``, ``n_strata`` (non-empty), ``B``,
+    ``n_boot``, ``alpha``, ``m``, ``seed``, ``stratum_n`` (questions per stratum) and the weight
+    concentration ``sappg_*`` (:mod:`railsweep.metrics.concentration`). Same inputs and seed -> same numbers.
     """
     r = aligned_readouts(clean=clean, mitigated=mitigated)
     out = score_counts(
@@ -62,8 +60,8 @@ def paired_difference(
 ) -> dict[str, Any]:
     """``metric(a) − metric(b)`` against the same clean model, CI from shared resampled questions.
 
-    Returns ``{"metric", "value_a", "value_b", "difference", "ci_low", "ci_high",
-    "frac_a_lower"}``; a CI entirely below 0 means a is better (lower) than b.
+    Returns ``{"metric", "value_a", "value_b", "difference", "ci_low", "ci_high", "interval", "check",
+    "why", "verdict"}``; verdict "lower" means a is closer to M_cl than b on this metric.
     """
     r = aligned_readouts(clean=clean, a=a, b=b)
     out = paired_difference_counts(
@@ -87,38 +85,50 @@ def readout_stability_pair(batch_a: pd.DataFrame, batch_b: pd.DataFrame) -> dict
     }
 
 
-def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
-    """``{"sa_ppg": v, "sa_ppg_ci_low": lo, "sa_ppg_ci_high": hi, ..., "n_questions": n, ...}`` (for MLflow).
+ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check")  # logged as <metric>_<key>
 
-    Lists (``stratum_n``) are left out: a reader recomputes them from the clean cell's counts."""
+
+def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
+    """``{"sa_ppg": v, "sa_ppg_ci_low": lo, "sa_ppg_ci_high": hi, "sa_ppg_floor": f, ...}`` (for MLflow).
+
+    Numbers only: an entry's ``interval`` and ``why`` follow from its numbers (:func:`unflatten_scores`);
+    lists (``stratum_n``) are left out: a reader recomputes them from the clean cell's counts."""
     flat: dict[str, float] = {}
     for key, val in score.items():
         if isinstance(val, Mapping):
             flat[key] = float(val["value"])
-            flat[f"{key}_ci_low"] = float(val["ci_low"])
-            flat[f"{key}_ci_high"] = float(val["ci_high"])
+            flat.update({f"{key}_{k}": float(val[k]) for k in ENTRY_NUMBERS if k in val})
         elif isinstance(val, (int, float, np.integer, np.floating)):
             flat[key] = float(val)
     return flat
 
 
 _INT_KEYS = frozenset(
-    {"n_questions", "n_strata", "B", "n_boot", "seed", "sappg_sparse_questions", "sappg_sparse_strata"}
+    {"n_questions", "n_strata", "B", "n_boot", "seed", "m", "sappg_sparse_questions", "sappg_sparse_strata"}
 )
+
+
+def _entry(flat: Mapping[str, float], name: str) -> dict[str, Any]:
+    e = {"value": float(flat[name])}
+    e.update({k: float(flat.get(f"{name}_{k}", np.nan)) for k in ENTRY_NUMBERS if k != "corrected" or
+              f"{name}_corrected" in flat})  # fmt: skip
+    shown = np.isfinite(e["ci_low"]) and np.isfinite(e["ci_high"])
+    e["interval"] = ("bootstrap" if name in MEAN_METRICS else "jackknife") if shown else "none"
+    m = int(flat.get("m", 0)) or None
+    e["why"] = (
+        ""
+        if shown
+        else withheld_reason(e["check"], int(flat.get("n_questions", 0)), m, int(flat.get("B", 0)))
+    )
+    return e
 
 
 def unflatten_scores(flat: Mapping[str, float]) -> dict[str, Any]:
     """Inverse of :func:`flatten_scores` (e.g. for metrics read back from MLflow)."""
-    out: dict[str, Any] = {}
-    for name in (*METRICS, ACROSS):
-        if name in flat:
-            out[name] = {
-                "value": float(flat[name]),
-                "ci_low": float(flat.get(f"{name}_ci_low", np.nan)),
-                "ci_high": float(flat.get(f"{name}_ci_high", np.nan)),
-            }
+    out: dict[str, Any] = {name: _entry(flat, name) for name in METRICS if name in flat}
+    entry_keys = {f"{n}_{k}" for n in METRICS for k in ENTRY_NUMBERS}
     for key, val in flat.items():
-        if key not in out and not key.endswith(("_ci_low", "_ci_high")):
+        if key not in out and key not in entry_keys:
             out[key] = int(val) if key in _INT_KEYS else bool(val) if key == "sappg_concentrated" else val
     return out
 

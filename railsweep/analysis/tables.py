@@ -6,9 +6,12 @@ A cell is a dict ``{"family", "domain", "strategy", "score"}``: the setting
 Each builder returns a :class:`Table`: formatted strings "0.1914 [0.17, 0.21]",
 the numeric values with their CI bounds, and which cells are the best (lowest)
 in their column where that is meaningful. Reference rows (All-Zero) are shown
-but never marked best. A table that shows SA-PPG also shows its across-strata
-interval (a column in Tables 1, 2 and 4) and one note per cell with both
-intervals, the stratum occupancy and the weight concentration
+but never marked best. Every table ends with the row :data:`FLOOR_ROW`: each
+column's binomial noise floor, the value a perfect restoration of M_cl reads at
+the cell's m (:mod:`railsweep.metrics.floor`); a figure at or below it cannot be
+told from one. A withheld interval prints the value alone. A table that shows
+SA-PPG adds one note per cell with its interval (or why there is none), floor,
+floor-corrected reading, stratum occupancy and weight concentration
 (:mod:`railsweep.analysis.uncertainty`), printed under the Markdown and HTML.
 """
 
@@ -26,7 +29,6 @@ import pandas as pd
 
 from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
-from railsweep.metrics.aggregate import ACROSS
 from railsweep.results.atomic import write_text_atomic
 from railsweep.strategy_registry import in_table
 
@@ -39,9 +41,9 @@ LABELS: dict[str, str] = {
     "sa_ppg": "SA-PPG",
     "s_delta_plus": "S-Δ+",
     "s_delta_minus": "S-Δ−",
-    ACROSS: "SA-PPG across strata",
 }
-REFERENCE_ROWS: frozenset[str] = frozenset({"All-Zero", "all_zero", "AllZero"})
+FLOOR_ROW = "noise floor (M_cl vs itself)"
+REFERENCE_ROWS: frozenset[str] = frozenset({"All-Zero", "all_zero", "AllZero", FLOOR_ROW})
 STATS = ("value", "ci_low", "ci_high")
 
 
@@ -103,6 +105,22 @@ def _estimate(score: Mapping[str, Any], metric: str) -> tuple[float, float, floa
     if isinstance(est, Mapping):
         return tuple(float(est.get(s, np.nan)) for s in STATS)  # type: ignore[return-value]
     return (float(est), np.nan, np.nan)
+
+
+def _floor(score: Mapping[str, Any], metric: str) -> tuple[float, float, float]:
+    est = score.get(metric)
+    floor = est.get("floor", np.nan) if isinstance(est, Mapping) else np.nan
+    return (float(floor), np.nan, np.nan)
+
+
+def _with_floor_row(
+    values: dict, rows: list[str], floors: dict[str, tuple[float, float, float]]
+) -> list[str]:
+    """Add each column's floor as the last row (where any is known)."""
+    if not any(np.isfinite(f[0]) for f in floors.values()):
+        return rows
+    values.update({(FLOOR_ROW, col): f for col, f in floors.items()})
+    return [*rows, FLOOR_ROW]
 
 
 def _row_order(
@@ -170,11 +188,12 @@ def metric_table(
     order = _row_order(labels, rows, exclude)
     by_label = {str(c["strategy"]): c["score"] for c in setting}
     best = [LABELS[m] for m in (metrics if best_metrics is None else best_metrics)]
-    shown = [*metrics, ACROSS] if "sa_ppg" in metrics and ACROSS not in metrics else list(metrics)
+    shown = list(metrics)
     values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in shown}
+    rows = _with_floor_row(values, order, {LABELS[m]: _floor(setting[0]["score"], m) for m in shown})
     f, d = str(setting[0]["family"]), str(setting[0]["domain"])
     table = _assemble(
-        title or f"{f} × {d}", values, order, [LABELS[m] for m in shown], best, digits, ci_digits
+        title or f"{f} × {d}", values, rows, [LABELS[m] for m in shown], best, digits, ci_digits
     )
     if "sa_ppg" not in metrics:
         return table
@@ -266,7 +285,9 @@ def table3(
     values = {
         (str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric) for c in shown
     }
-    table = _assemble(title, values, order, cols, cols, digits, ci_digits)
+    floors = {f"{c['domain']} × {c['family']}": _floor(c["score"], metric) for c in shown}
+    rows = _with_floor_row(values, order, floors)
+    table = _assemble(title, values, rows, cols, cols, digits, ci_digits)
     if metric != "sa_ppg":
         return table
     shown.sort(key=lambda c: (cols.index(f"{c['domain']} × {c['family']}"), order.index(str(c["strategy"]))))
@@ -320,8 +341,6 @@ def to_csv(table: Table | pd.DataFrame) -> str:
         num[f"{c} best"] = table.best[c]
     ordered = [x for c in table.best.columns for x in (c, f"{c} ci_low", f"{c} ci_high", f"{c} best")]
     return num[ordered].to_csv()
-
-
 
 
 def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]:

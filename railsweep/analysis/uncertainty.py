@@ -1,10 +1,9 @@
-"""The lines printed beside every SA-PPG: both intervals, stratum occupancy, weight concentration.
+"""The lines printed beside the stratified metrics: interval (or why there is none), noise floor, occupancy.
 
-SA-PPG (eq 13) weighs every filled stratum equally, so its within-strata
-interval alone overstates what is known when a few questions in sparse strata
-carry much of it. Every table and report that prints SA-PPG adds one of these
-lines per cell (:func:`sappg_note`); the figures come from the score dict of
-:func:`railsweep.analysis.scoring.score_pair`.
+SA-PPG (eq 13) weighs every filled stratum equally, and every |Δ| metric carries the binomial
+noise of two m-sample readouts. Every table and report that prints SA-PPG adds one of these lines
+per cell (:func:`sappg_note`); the figures come from the score dict of
+:func:`railsweep.analysis.scoring.score_pair` (:func:`railsweep.metrics.score_counts`).
 """
 
 from __future__ import annotations
@@ -14,15 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from railsweep.metrics.aggregate import ACROSS, CONCENTRATION, concentration_fields
+from railsweep.metrics.aggregate import CONCENTRATION, concentration_fields
 from railsweep.metrics.concentration import describe_concentration, describe_occupancy
 from railsweep.metrics.stratified import stratify
-
-
-def _interval(est: Mapping[str, Any] | None) -> str:
-    if not isinstance(est, Mapping) or not np.isfinite(est.get("ci_low", np.nan)):
-        return "—"
-    return f"[{est['ci_low']:.2f}, {est['ci_high']:.2f}]"
 
 
 def concentration_of(score: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -33,14 +26,37 @@ def concentration_of(score: Mapping[str, Any]) -> dict[str, Any] | None:
     return {**{k: score[f"sappg_{k}"] for k in CONCENTRATION}, "filled_strata": int(score["n_strata"])}
 
 
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float, np.floating)) and bool(np.isfinite(x))
+
+
+def estimate_note(label: str, est: Mapping[str, Any] | None) -> str:
+    """``SA-PPG 0.2255 [0.19, 0.26] (jackknife, simulated coverage 0.95), noise floor 0.156, floor-corrected
+    0.141`` or ``SA-PPG 0.2255, no interval (withheld: ...)``."""
+    if not isinstance(est, Mapping):
+        return f"{label} —"
+    text = f"{label} {est['value']:.4f}"
+    if _finite(est.get("ci_low")) and _finite(est.get("ci_high")):
+        how = est.get("interval", "")
+        check = f", simulated coverage {est['check']:.2f}" if _finite(est.get("check")) else ""
+        text += (
+            f" [{est['ci_low']:.2f}, {est['ci_high']:.2f}] ({how}{check})"
+            if how
+            else f" [{est['ci_low']:.2f}, {est['ci_high']:.2f}]"
+        )
+    else:
+        text += f", no interval ({est.get('why') or 'withheld'})"
+    if _finite(est.get("floor")):
+        text += f", noise floor {est['floor']:.3f}"
+    if _finite(est.get("corrected")):
+        text += f", floor-corrected {est['corrected']:.3f}"
+    return text
+
+
 def sappg_note(score: Mapping[str, Any]) -> str:
-    """``SA-PPG 0.2255, within-strata CI [0.21, 0.25], across-strata CI [0.20, 0.25]; strata (lower edge:
-    questions) 0.00:84 0.10:22 ...; 39 questions (19.5 %) in the 6 sparsest of 11 strata carry 54.5 % ...``"""
-    sa = score.get("sa_ppg")
-    value = f"{sa['value']:.4f}" if isinstance(sa, Mapping) else "—"
-    parts = [
-        f"SA-PPG {value}, within-strata CI {_interval(sa)}, across-strata CI {_interval(score.get(ACROSS))}"
-    ]
+    """SA-PPG with its interval, floor and corrected reading; the strata (lower edge:questions) and the
+    weight concentration."""
+    parts = [estimate_note("SA-PPG", score.get("sa_ppg"))]
     if score.get("stratum_n") is not None:
         parts.append(f"strata (lower edge:questions) {describe_occupancy(score['stratum_n'])}")
     conc = concentration_of(score)

@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
         )
     title = (
         f"Scores vs clean cell {clean_cell.cell_id} (answer rule {clean_cell.answer_rule}, B={args.B}, "
-        f"{args.n_boot} bootstrap resamples, "
-        f"{1 - args.alpha:.0%} CI)"
+        f"{1 - args.alpha:.0%} intervals: bootstrap ({args.n_boot} resamples) for the means, jackknife for the "
+        f"stratified metrics; last row: the noise floor)"
     )
     markdown = to_markdown(metric_table(scored, list(METRICS), title=title))
     paired = _paired_with_identity(args, clean_df, cells, labels, rows)
@@ -129,35 +129,38 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[dict]) -> str:
-    """With one Identity cell among ``cells``: SA-PPG of every other cell minus Identity's on the same questions
-    (both intervals), added to ``rows`` as ``sa_ppg_vs_identity*`` and returned as Markdown ("" otherwise)."""
-    from railsweep.analysis.scoring import paired_difference  # pandas: loaded by run, kept off --help
+    """With one Identity cell among ``cells``: SA-PPG, A-PPG and G-AP of every other cell minus Identity's on
+    the same questions, with the interval and verdict, added to ``rows`` as ``<metric>_vs_identity*`` and
+    returned as Markdown ("" otherwise)."""
+    # pandas: loaded by run, kept off --help
+    from railsweep.analysis.report import PAIRED_METRICS
+    from railsweep.analysis.scoring import paired_difference
+    from railsweep.analysis.tables import LABELS
 
     ident = [i for i, (_, cell, _) in enumerate(cells) if cell.strategy == "identity"]
     if len(ident) != 1:
         return ""
     ref = cells[ident[0]][2]
     lines = [
-        f"**Paired SA-PPG differences against {labels[ident[0]]} (same questions, same resamples)**",
+        f"**Paired differences against {labels[ident[0]]} (same questions; lower = closer to M_cl)**",
         "",
-        "| strategy | SA-PPG − Identity | within-strata CI | across-strata CI | share lower |",
-        "|---|:---:|:---:|:---:|:---:|",
+        "| strategy | metric | strategy − Identity | 95 % interval | verdict |",
+        "|---|---|:---:|:---:|---|",
     ]
     for i, (_, _, df) in enumerate(cells):
         if i == ident[0]:
             continue
-        d = paired_difference(
-            clean_df, df, ref, "sa_ppg", B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha
-        )
-        rows[i].update({
-            "sa_ppg_vs_identity": d["difference"], "sa_ppg_vs_identity_ci_low": d["ci_low"],
-            "sa_ppg_vs_identity_ci_high": d["ci_high"], "sa_ppg_vs_identity_ci_low_across": d["ci_low_across"],
-            "sa_ppg_vs_identity_ci_high_across": d["ci_high_across"],
-        })  # fmt: skip
-        lines.append(
-            f"| {labels[i]} | {d['difference']:+.4f} | [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}] | "
-            f"[{d['ci_low_across']:+.2f}, {d['ci_high_across']:+.2f}] | {d['frac_a_lower']:.2f} |"
-        )
+        for metric in PAIRED_METRICS:
+            d = paired_difference(
+                clean_df, df, ref, metric, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha
+            )
+            key = f"{metric}_vs_identity"
+            rows[i].update({key: d["difference"], f"{key}_ci_low": d["ci_low"], f"{key}_ci_high": d["ci_high"],
+                            f"{key}_verdict": d["verdict"]})  # fmt: skip
+            ci = f"[{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" if d["interval"] != "none" else "—"
+            lines.append(
+                f"| {labels[i]} | {LABELS[metric]} | {d['difference']:+.4f} | {ci} | {d['verdict']} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -1,15 +1,21 @@
-"""Every aggregate of one (clean, mitigated) pair, with stratified-bootstrap CIs, and paired comparisons.
+"""Every aggregate of one (clean, mitigated) pair with a 95 % interval that holds, its noise floor, and paired comparisons.
 
 Steps of :func:`score_counts`:
-  1. per-question solve probabilities (eq 3) and gaps Δ (eq 4);
-  2. strata of the clean model (eq 12, B bins);
-  3. point estimates of all aggregates on the original questions;
-  4. the same aggregates on ``n_boot`` stratified resamples (same indices for
-     every metric); percentile CI per metric, G-AP/G-APP via their signed mean;
-  5. SA-PPG on ``n_boot`` across-strata resamples, each re-stratified
-     (``sa_ppg_across``: the same point value, a second interval), drawn after
-     step 4 from the same generator so step 4's intervals do not move;
+  1. per-question solve probabilities (eq 3) and gaps Δ (eq 4); strata of the clean model (eq 12, B bins);
+  2. point estimates of all aggregates on the questions, as the paper defines them;
+  3. the mean metrics (G-AP, G-APP, A-PPG, Δ±): percentile interval over ``n_boot`` resamples of the
+     questions drawn with replacement (each question keeps both its counts, so the readouts' binomial
+     noise is inside the resampled spread); G-AP and G-APP via their signed mean;
+  4. the stratified metrics (SA-PPG, S-Δ±): jackknife t-interval, each question left out once and the
+     rest re-stratified (:mod:`railsweep.metrics.jackknife`); printed only where a simulation from the
+     cell's own fitted population covers at least :data:`~railsweep.metrics.selfcheck.CHECK_MIN`
+     (:mod:`railsweep.metrics.selfcheck`), else withheld with the reason;
+  5. every metric's noise floor (:mod:`railsweep.metrics.floor`): its value for a perfect restoration
+     at the cell's m, and for the |Δ| metrics a floor-corrected reading;
   6. stratum occupancy and weight concentration (``stratum_n``, ``sappg_*``).
+
+What the intervals cover (the design value: the estimator's average at the cell's n, m and B) and the
+simulations that show it are in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -25,12 +31,13 @@ from railsweep.metrics.bootstrap import (
     across_strata_indices,
     check_bootstrap_args,
     percentile_ci,
-    stratified_indices,
 )
 from railsweep.metrics.concentration import stratum_counts, weight_concentration
+from railsweep.metrics.floor import corrected, floors
 from railsweep.metrics.ppg import a_ppg, delta_minus, delta_plus
 from railsweep.metrics.readout import solve_prob
-from railsweep.metrics.stratified import s_delta_minus, s_delta_plus, sa_ppg, sa_ppg_restratified, stratify
+from railsweep.metrics.selfcheck import CHECK_MIN, fitted_population, jackknife_interval, simulated_coverage
+from railsweep.metrics.stratified import stratify
 
 METRICS: tuple[str, ...] = (
     "g_ap",
@@ -43,8 +50,11 @@ METRICS: tuple[str, ...] = (
     "s_delta_minus",
 )
 ABS_OF_MEAN = frozenset({"g_ap", "g_app"})  # |mean difference|: bootstrapped signed, then |.|
-ACROSS = "sa_ppg_across"  # SA-PPG with the across-strata (re-stratified) interval
+MEAN_METRICS = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus")
+STRATIFIED_METRICS = ("sa_ppg", "s_delta_plus", "s_delta_minus")
 CONCENTRATION = ("sparse_questions", "sparse_share", "sparse_weight", "sparse_strata", "concentrated")
+NOT_DISTINGUISHABLE = "not distinguishable at this size"
+NO_INTERVAL = "no interval at this size"
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,8 @@ class Readouts:
         return cls(c_arr, m_arr, r)
 
 
-def _signed(cl: Readouts, co: Readouts, strata: np.ndarray, idx: np.ndarray) -> dict[str, np.ndarray]:
-    """Aggregates over the questions ``idx`` (..., N); G-AP and G-APP still signed."""
+def _means(cl: Readouts, co: Readouts, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The mean metrics over the questions ``idx`` (..., N); G-AP and G-APP still signed."""
     delta = solve_prob(co.c, co.m)[idx] - solve_prob(cl.c, cl.m)[idx]
     return {
         "g_ap": np.mean(co.r01[idx], axis=-1) - np.mean(cl.r01[idx], axis=-1),
@@ -73,28 +83,34 @@ def _signed(cl: Readouts, co: Readouts, strata: np.ndarray, idx: np.ndarray) -> 
         "a_ppg": a_ppg(delta),
         "delta_plus": delta_plus(delta),
         "delta_minus": delta_minus(delta),
-        "sa_ppg": sa_ppg(delta, strata),
-        "s_delta_plus": s_delta_plus(delta, strata),
-        "s_delta_minus": s_delta_minus(delta, strata),
     }
 
 
-def _chunked(
-    cl: Readouts, co: Readouts, strata: np.ndarray, idx: np.ndarray, rows: int = 256
-) -> dict[str, np.ndarray]:
-    """:func:`_signed` over the resamples ``idx`` (n_boot, N) in blocks of rows, to bound memory."""
-    parts = [_signed(cl, co, strata, idx[i : i + rows]) for i in range(0, idx.shape[0], rows)]
+def _boot_means(cl: Readouts, co: Readouts, idx: np.ndarray, rows: int = 256) -> dict[str, np.ndarray]:
+    """:func:`_means` over the resamples ``idx`` (n_boot, N) in blocks of rows, to bound memory."""
+    parts = [_means(cl, co, idx[i : i + rows]) for i in range(0, idx.shape[0], rows)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _across(cl: Readouts, co: Readouts, strata: np.ndarray, idx: np.ndarray, B: int, rows: int = 256):
-    """SA-PPG (eq 13) on across-strata resamples ``idx`` (n_boot, N), each re-stratified; (n_boot,)."""
-    delta = solve_prob(co.c, co.m) - solve_prob(cl.c, cl.m)
-    return np.concatenate(
-        [
-            sa_ppg_restratified(delta[idx[i : i + rows]], strata[idx[i : i + rows]], B)
-            for i in range(0, len(idx), rows)
-        ]
+def single_m(*readouts: Readouts) -> int | None:
+    """The one m every question of every readout was sampled with, or None (floors and checks need one)."""
+    ms = np.unique(np.concatenate([r.m for r in readouts]))
+    return int(ms[0]) if ms.size == 1 and ms[0] > 0 else None
+
+
+def verdict(lo: float, hi: float) -> str:
+    """ "lower" (the interval lies below 0), "higher", or "not distinguishable at this size"."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return NO_INTERVAL
+    return "lower" if hi < 0 else "higher" if lo > 0 else NOT_DISTINGUISHABLE
+
+
+def withheld_reason(check: float, n: int, m: int | None, B: int) -> str:
+    if m is None:
+        return "no check: the questions were not all sampled with one m"
+    return (
+        f"withheld: the jackknife interval covered {check:.2f} of cells simulated from this cell's "
+        f"fitted population at n={n}, m={m}, B={B} (needs {CHECK_MIN:.2f}); the clean strata are too sparse"
     )
 
 
@@ -116,6 +132,38 @@ def _check_pair(cl: Readouts, *others: Readouts) -> int:
     return n
 
 
+def _stratified_entries(
+    cl: Readouts,
+    a: Readouts,
+    b: Readouts | None,
+    strata: np.ndarray,
+    B: int,
+    alpha: float,
+    rng: np.random.Generator,
+) -> dict[str, dict[str, object]]:
+    """Jackknife point and interval of each stratified metric (of a, or a − b), with its simulated check."""
+    m, n = single_m(cl, a, *(() if b is None else (b,))), cl.c.size
+    d = lambda r: solve_prob(r.c, r.m) - solve_prob(cl.c, cl.m)  # noqa: E731
+    check = {part: float("nan") for part in STRATIFIED_METRICS}
+    if m is not None and n > 1:
+        rows = [cl, a] if b is None else [cl, a, b]
+        pop = fitted_population(np.stack([r.c for r in rows]), m, np.stack([r.r01 for r in rows]))
+        check = simulated_coverage(pop, n, m, B, alpha, rng, pair=b is not None)
+    out = {}
+    for part in STRATIFIED_METRICS:
+        point, lo, hi = jackknife_interval(d(a), None if b is None else d(b), strata, part, alpha)
+        held = m is None or not check[part] >= CHECK_MIN or not np.isfinite(lo)
+        out[part] = {
+            "value": point,
+            "ci_low": float("nan") if held else lo,
+            "ci_high": float("nan") if held else hi,
+            "interval": "none" if held else "jackknife",
+            "check": check[part],
+            "why": withheld_reason(check[part], n, m, B) if held else "",
+        }
+    return out
+
+
 def score_counts(
     clean: Readouts,
     mitigated: Readouts,
@@ -125,24 +173,37 @@ def score_counts(
     alpha: float = 0.05,
     rng: np.random.Generator,
 ) -> dict[str, object]:
-    """All aggregates with CIs: ``{metric: {"value", "ci_low", "ci_high"}, "n_questions", "n_strata", ...}``."""
+    """All aggregates: ``{metric: {"value", "ci_low", "ci_high", "interval", "floor", ...}, "n_questions", ...}``.
+
+    ``interval`` is "bootstrap", "jackknife" or "none" (withheld; ``why`` says why, and
+    ``ci_low``/``ci_high`` are NaN); ``check`` the simulated coverage of a stratified metric's
+    interval; ``floor`` the metric's value for a perfect restoration at the cell's m (NaN when the
+    questions do not share one m); ``corrected`` the floor-corrected reading of the |Δ| metrics.
+    """
     check_bootstrap_args(n_boot, alpha, rng)
     n = _check_pair(clean, mitigated)
     strata = stratify(clean.c, clean.m, B)
-    point = _signed(clean, mitigated, strata, np.arange(n))
-    boot = _chunked(clean, mitigated, strata, stratified_indices(strata, n_boot, rng))
+    point = _means(clean, mitigated, np.arange(n))
+    boot = _boot_means(clean, mitigated, across_strata_indices(n, n_boot, rng))
     out: dict[str, object] = {}
-    for name in METRICS:
+    for name in MEAN_METRICS:
         lo, hi = percentile_ci(boot[name], alpha)
         value = float(point[name])
         if name in ABS_OF_MEAN:
             value, (lo, hi) = abs(value), abs_interval(lo, hi)
-        out[name] = {"value": value, "ci_low": lo, "ci_high": hi}
-    lo, hi = percentile_ci(_across(clean, mitigated, strata, across_strata_indices(n, n_boot, rng), B), alpha)
-    out[ACROSS] = {"value": out["sa_ppg"]["value"], "ci_low": lo, "ci_high": hi}
+        out[name] = {"value": value, "ci_low": lo, "ci_high": hi, "interval": "bootstrap"}
+    out.update(_stratified_entries(clean, mitigated, None, strata, B, alpha, rng))
+    m = single_m(clean, mitigated)
+    floor = floors(clean.c, m, strata, rng) if m is not None else {}
+    fixed = corrected(clean.c, mitigated.c, m, strata) if m is not None else {}
+    for name in METRICS:
+        out[name]["floor"] = floor.get(name, float("nan"))
+        if name not in ABS_OF_MEAN:
+            out[name]["corrected"] = fixed.get(name, float("nan"))
     out.update(
-        n_questions=n, n_strata=int(np.unique(strata).size), B=int(B), n_boot=int(n_boot), alpha=float(alpha)
-    )
+        n_questions=n, n_strata=int(np.unique(strata).size), B=int(B), n_boot=int(n_boot), alpha=float(alpha),
+        m=int(m or 0),
+    )  # fmt: skip
     out.update(concentration_fields(strata, B))
     return out
 
@@ -157,40 +218,42 @@ def paired_difference_counts(
     n_boot: int = 1000,
     alpha: float = 0.05,
     rng: np.random.Generator,
-) -> dict[str, float | str]:
-    """metric(a) − metric(b) on the same questions, CI from the SAME resampled indices for both.
+) -> dict[str, object]:
+    """metric(a) − metric(b) on the same questions, with its interval and verdict.
 
-    Also ``frac_a_lower``: the share of resamples in which a scores lower
-    (better) than b. For SA-PPG also ``ci_low_across`` / ``ci_high_across``: the
-    interval of the difference over across-strata resamples (shared by a and b,
-    each re-stratified), drawn after the within-strata ones.
+    The mean metrics share every bootstrap resample between a and b; the stratified ones take the
+    jackknife of the difference (the same question left out of both), checked like
+    :func:`score_counts`' and withheld where the check fails. ``verdict``: "lower" (a scores lower,
+    i.e. closer to M_cl, than b), "higher" or "not distinguishable at this size"; with the
+    interval withheld, "no interval at this size". ``floor_a``/``floor_b`` are not returned: both
+    share the clean cell's floor, which :func:`score_counts` reports.
     """
     if metric not in METRICS:
         raise ConfigError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     check_bootstrap_args(n_boot, alpha, rng)
     n = _check_pair(clean, a, b)
-    strata = stratify(clean.c, clean.m, B)
-    idx = stratified_indices(strata, n_boot, rng)
-
-    def final(r: Readouts, ix: np.ndarray) -> np.ndarray:
-        v = (_chunked(clean, r, strata, ix) if ix.ndim == 2 else _signed(clean, r, strata, ix))[metric]
-        return np.abs(v) if metric in ABS_OF_MEAN else v
-
-    point_a, point_b = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
-    diff = final(a, idx) - final(b, idx)
-    lo, hi = percentile_ci(diff, alpha)
-    out: dict[str, float | str] = {
-        "metric": metric,
-        "value_a": point_a,
-        "value_b": point_b,
-        "difference": point_a - point_b,
-        "ci_low": lo,
-        "ci_high": hi,
-        "frac_a_lower": float(np.mean(diff < 0)),
-    }
-    if metric == "sa_ppg":
-        ix = across_strata_indices(n, n_boot, rng)
-        out["ci_low_across"], out["ci_high_across"] = percentile_ci(
-            _across(clean, a, strata, ix, B) - _across(clean, b, strata, ix, B), alpha
+    out: dict[str, object] = {"metric": metric}
+    if metric in STRATIFIED_METRICS:
+        strata = stratify(clean.c, clean.m, B)
+        pa, _, _ = jackknife_interval(
+            solve_prob(a.c, a.m) - solve_prob(clean.c, clean.m), None, strata, metric, alpha
         )
+        pb, _, _ = jackknife_interval(
+            solve_prob(b.c, b.m) - solve_prob(clean.c, clean.m), None, strata, metric, alpha
+        )
+        e = _stratified_entries(clean, a, b, strata, B, alpha, rng)[metric]
+        out.update(value_a=pa, value_b=pb, difference=e["value"], ci_low=e["ci_low"], ci_high=e["ci_high"],
+                   interval=e["interval"], check=e["check"], why=e["why"])  # fmt: skip
+    else:
+        idx = across_strata_indices(n, n_boot, rng)
+
+        def final(r: Readouts, ix: np.ndarray) -> np.ndarray:
+            v = (_boot_means(clean, r, ix) if ix.ndim == 2 else _means(clean, r, ix))[metric]
+            return np.abs(v) if metric in ABS_OF_MEAN else v
+
+        pa, pb = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
+        lo, hi = percentile_ci(final(a, idx) - final(b, idx), alpha)
+        out.update(value_a=pa, value_b=pb, difference=pa - pb, ci_low=lo, ci_high=hi, interval="bootstrap",
+                   check=float("nan"), why="")  # fmt: skip
+    out["verdict"] = verdict(out["ci_low"], out["ci_high"])
     return out

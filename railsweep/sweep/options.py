@@ -54,6 +54,11 @@ def add_spec_arguments(
         help="print the sweep's cells, samples, tokens per engine and wall time per cluster size; start nothing",
     )
     p.add_argument(
+        "--pilot",
+        type=at.existing_dir,
+        help="with --dry-run: cells of an earlier run for the power planner (default: a reference M_cl)",
+    )
+    p.add_argument(
         "--throughput",
         type=at.existing_file,
         help="tokens/s table written by bench/throughput.py on the target hardware (default: the shipped CPU one)",

@@ -380,5 +380,27 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
     if spec is None:
         raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
                           "of the cluster it joins)")  # fmt: skip
-    print(format_price(sweep_price(spec, table, args)), flush=True)
+    price = sweep_price(spec, table, args)
+    print(format_price(price), flush=True)
+    print(
+        "\n" + power_lines(getattr(args, "pilot", None), price.questions.n, price.m, spec.scoring.B),
+        flush=True,
+    )
     return 0
+
+
+def power_lines(pilot: str | None, n: int, m: int, B: int) -> str:
+    """The planner's printout for the sweep's own design (n, m, B) and the paper's, from ``pilot``'s cells or
+    the reference M_cl (:mod:`railsweep.analysis.planning`); nothing is started."""
+    import numpy as np
+
+    # pandas, pyarrow: the pilot's cells are read only when a dry run prints the planner
+    from railsweep.analysis.planning import PAPER_DESIGN, load_pilot, plan_text, reference_pilot
+
+    rng = np.random.default_rng(0)
+    pop, source = load_pilot(pilot, rng) if pilot else reference_pilot(rng)
+    designs = [(n, m, B)] + ([PAPER_DESIGN] if (n, m, B) != PAPER_DESIGN else [])
+    return (
+        plan_text(pop, source, designs, rng)
+        + "\n(railsweep plan --mde X: the questions a difference X needs)"
+    )

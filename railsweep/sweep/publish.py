@@ -5,9 +5,11 @@ also be rerun later against any sweep. Steps:
 1. read the sweep back (:func:`railsweep.sweep.reader.read_sweep`: spec, cells, newest FINISHED run each);
 2. score every mitigated cell against its clean reference (:func:`railsweep.analysis.report.score_sweep`:
    the scores its trial logged, bootstrapped once there);
-3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired SA-PPG differences against
-   Identity (``paired_identity.csv`` / ``.md``: they read every cell's per-question table) and the figures;
-4. log them under ``tables/`` and ``figures/`` of the parent run;
+3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired differences against Identity
+   with their verdicts (``paired_identity.csv`` / ``.md``: they read every cell's per-question table) and
+   the figures;
+4. log them under ``tables/`` and ``figures/`` of the parent run, and each cell's paired differences and
+   verdicts on the cell's own run (``<metric>_vs_identity*``, tags ``railsweep.verdict.<metric>``);
 5. return the Markdown of each table (the driver prints one).
 """
 
@@ -41,6 +43,10 @@ def publish_sweep(tracking_uri: str, parent_run_id: str) -> dict[str, Any]:
             paired.to_csv(tmp / "tables" / "paired_identity.csv", index=False)
             markdown["paired_identity"] = report.paired_markdown(paired)
             (tmp / "tables" / "paired_identity.md").write_text(markdown["paired_identity"], encoding="utf-8")
+            runs = {c.cell_id: c.run_id for c in sweep.cells}
+            for cell_id, (metrics, tags) in report.verdict_logs(paired).items():
+                if runs.get(cell_id):
+                    tracker.log(runs[cell_id], metrics=metrics, tags=tags)
         report.figures(sweep, scored, tmp / "figures")
         for sub in ("tables", "figures"):
             for f in sorted((tmp / sub).iterdir()):

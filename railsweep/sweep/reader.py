@@ -31,7 +31,6 @@ from railsweep.detection.output import FILENAME
 from railsweep.detection.output import read_detections as read_table
 from railsweep.dynamics.output import DYNAMICS_DIR
 from railsweep.errors import ConfigError, DataError
-from railsweep.metrics.aggregate import ACROSS
 from railsweep.results.io import read_cell, read_responses
 from railsweep.results.records import FINISHED, MISSING, CellRecord, SweepRecord
 from railsweep.sweep.tracking import (
@@ -47,7 +46,7 @@ from railsweep.sweep.tracking import (
     retry,
 )
 
-SCORE_COUNTS = ("n_questions", "n_strata", "B", "n_boot", "alpha", "seed")
+SCORE_COUNTS = ("n_questions", "n_strata", "B", "n_boot", "alpha", "seed", "m")
 
 
 def connect(tracking_uri: str | None = None) -> Tracker:
@@ -112,11 +111,13 @@ def logged_scores(metrics: Mapping[str, float]) -> dict[str, Any] | None:
         return None
     flat: dict[str, float] = {}
     for name in METRICS:
-        for key in (name, f"{name}_ci_low", f"{name}_ci_high"):
+        for key in (name, f"{name}_ci_low", f"{name}_ci_high", f"{name}_floor", f"{name}_check"):
             flat[key] = metrics.get(key, math.nan)
-    # the across-strata interval and the weight concentration, where the trial logged them (a score without
-    # them is recomputed at publish time: railsweep.analysis.report)
-    flat.update({k: v for k, v in metrics.items() if k.startswith((ACROSS, "sappg_"))})
+        if f"{name}_corrected" in metrics:
+            flat[f"{name}_corrected"] = metrics[f"{name}_corrected"]
+    # the weight concentration, where the trial logged it (a score without the floors is recomputed at
+    # publish time: railsweep.analysis.report)
+    flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
     flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
     return unflatten_scores(flat)
 
@@ -167,7 +168,9 @@ def cell_tables(
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
     """The per-item detection table a sweep with ``detectors`` logged on its parent run
     (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
-    listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts")
+    listed = retry(
+        lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts"
+    )
     if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
         return None
     return read_table(tracker.download(parent_run_id, f"{DETECTION_DIR}/{FILENAME}", dst))
