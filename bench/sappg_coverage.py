@@ -1,8 +1,10 @@
-"""Coverage of SA-PPG's two intervals on halves and subsamples of the questions of real cells.
+"""Coverage of SA-PPG's printed (jackknife) interval, and of the two bootstraps it replaced, on halves and
+subsamples of the questions of real cells.
 
 SA-PPG (eq 12–13) gives every filled stratum the same weight; the within-strata
 bootstrap cannot see the variance of a sparse stratum, the across-strata one
-(re-stratified resamples) can. This measures how often each interval, computed on
+(re-stratified resamples) sees some of it, the jackknife (each question left out
+once, :mod:`railsweep.metrics.jackknife`) all of it. This measures how often each interval, computed on
 part of the questions, covers the value measured on the rest or on all of them, for
 three targets: SA-PPG of the cell (e.g. RailCap), of the reference (e.g. Identity),
 and their paired difference, all against the same clean cell.
@@ -61,10 +63,11 @@ from railsweep.metrics import (
     stratify,
     weight_concentration,
 )
+from railsweep.metrics.selfcheck import jackknife_interval
 from railsweep.results.io import RESPONSES_SUFFIX, read_cell, read_metadata
 
 CALIBRATED_95 = math.erf(1.96 / 2)  # P(|Z| < 1.96/sqrt(2)) = erf(1.96/2) ≈ 0.834
-INTERVALS = ("within", "across")
+INTERVALS = ("jackknife", "within", "across")  # the printed interval, then the two bootstraps it replaced
 TARGETS = ("cell", "reference", "difference")
 
 
@@ -163,7 +166,8 @@ def estimates(
 ) -> dict[str, dict[str, object]]:  # fmt: skip
     """SA-PPG (eq 13) of cell and reference and their difference on the questions ``rows`` (k,).
 
-    Returns ``{target: {"point", "within": (lo, hi), "across": (lo, hi)}}`` for the targets
+    Returns ``{target: {"point", "jackknife": (lo, hi), "within": (lo, hi), "across": (lo, hi)}}`` for the
+    targets
     cell, reference, difference. The questions are re-stratified by the clean cell on ``rows``;
     both cells share every resample; within-strata indices are drawn before across-strata ones,
     as in :func:`railsweep.metrics.paired_difference_counts` and ``score_counts``, so with the
@@ -180,8 +184,14 @@ def estimates(
             for k, d in deltas.items()}  # fmt: skip
     point["difference"] = point["cell"] - point["reference"]
     boot["difference"] = {i: boot["cell"][i] - boot["reference"][i] for i in INTERVALS}
+    jack = {
+        "cell": jackknife_interval(deltas["cell"], None, strata, "sa_ppg", alpha)[1:],
+        "reference": jackknife_interval(deltas["reference"], None, strata, "sa_ppg", alpha)[1:],
+        "difference": jackknife_interval(deltas["cell"], deltas["reference"], strata, "sa_ppg", alpha)[1:],
+    }
     return {
-        t: {"point": point[t], **{i: percentile_ci(boot[t][i], alpha) for i in INTERVALS}} for t in TARGETS
+        t: {"point": point[t], "jackknife": jack[t], **{i: percentile_ci(boot[t][i], alpha) for i in INTERVALS[1:]}}
+        for t in TARGETS
     }
 
 
@@ -361,16 +371,17 @@ def _iv(iv) -> str:
 
 
 def _full_and_halves(out: dict) -> list[str]:
-    rows = ["| setting | filled strata (sparsest half: share of questions) | all N: difference, within | across "
-            "| first half: point, within, across | last half: point, within, across |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| setting | filled strata (sparsest half: share of questions) | all N: difference, jackknife | within "
+            "| across | first half: point, jackknife, within, across | last half: point, jackknife, within, across |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
     for s in out["settings"]:
         f, o, c = s["full_set"]["difference"], s["ordered_split"], s["concentration"]
-        halves = [f"{h['point']:+.3f} {_iv(h['within'])} {_iv(h['across'])}"
+        halves = [f"{h['point']:+.3f} {_iv(h['jackknife'])} {_iv(h['within'])} {_iv(h['across'])}"
                   for h in (o["first"]["difference"], o["last"]["difference"])]  # fmt: skip
         rows.append(
             f"| {s['name']} | {c['filled_strata']} ({100 * c['sparse_share']:.0f} %) "
-            f"| {f['point']:+.3f} {_iv(f['within'])} | {_iv(f['across'])} | {halves[0]} | {halves[1]} |"
+            f"| {f['point']:+.3f} {_iv(f['jackknife'])} | {_iv(f['within'])} | {_iv(f['across'])} | {halves[0]} "
+            f"| {halves[1]} |"
         )
     return rows
 
@@ -393,15 +404,15 @@ def markdown(out: dict) -> str:
     setting and pooled; subsample coverage pooled."""
     sh = out["settings"][0]["split_half"]["calibrated"]
     rows = [*_full_and_halves(out), "",
-            f"| setting | target | other half: within (calibrated {sh['other_half']:.3f}) | across "
-            f"| full set: within (calibrated {sh['full_set']:.3f}) | across | width: within | across "
-            "| calibrated width | midpoint − point: within | across | bias |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+            f"| setting | target | other half: jackknife (calibrated {sh['other_half']:.3f}) | within | across "
+            f"| full set: jackknife (calibrated {sh['full_set']:.3f}) | within | across | width: jackknife | within "
+            "| across | calibrated width | midpoint − point: jackknife | within | across | bias |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for s in out["settings"]:
         rows += [_coverage_row(s["name"], t, s["split_half"][t], True) for t in TARGETS]
     rows += [_coverage_row("mean", t, out["pooled"]["split_half"][t], True) for t in TARGETS]
-    rows += ["", "| subsample of N (calibrated) | target | covers full set: within | across | width: within "
-             "| across | bias |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows += ["", "| subsample of N (calibrated) | target | covers full set: jackknife | within | across "
+             "| width: jackknife | within | across | bias |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for j, (k, blk) in enumerate(out["pooled"]["subsample"].items()):
         cal = out["settings"][0]["subsample"][j]["calibrated"]["full_set"]
         name = f"{k} of {out['settings'][0]['n_questions']} ({cal:.3f})"

@@ -66,6 +66,8 @@ def test_dry_run_of_every_shipped_preset_prints_the_price_and_starts_nothing(tri
     assert f"[dry-run] sweep {preset!r}" in out and "nothing started" in out
     assert "engine (family)" in out and "\ntotal " in out
     assert "wall time" in out and ("CPU-hours" in out or "GPU-hours" in out)
+    assert "smallest difference between two strategies detectable at 80% power" in out
+    assert "\n  1319   50   50 " in out  # the paper's design beside the sweep's own
 
 
 @pytest.mark.parametrize("table", ["1", "3", "4"])
@@ -150,6 +152,7 @@ def _error(capsys, argv):
         (["--cluster-sizes", "two"], "'two'"),
         (["--throughput", "THROUGHPUT"], "THROUGHPUT"),
         (["--spec", "SPEC"], "SPEC"),
+        (["--pilot", "/no/such/pilot"], "/no/such/pilot"),
     ],
 )
 def test_bad_dry_run_values_are_one_clear_error_with_exit_2(tripwire, capsys, tmp_path, extra, named):

@@ -2,7 +2,7 @@
 
 Steps of :func:`load_pilot`:
   1. read every per-question file under the folder (``<cell_id>.parquet``, responses files skipped);
-  2. take the first (family, domain) setting, in sorted order, that has a clean cell;
+  2. take the first (family, domain) of a mitigated cell, in sorted order, whose family has a clean cell;
   3. with an Identity cell and another strategy's cell of that setting (RailCap first when there is one):
      the three-cell pilot of :func:`railsweep.metrics.power.pilot_from_cells`; else the clean-only pilot
      of :func:`railsweep.metrics.power.pilot_from_clean`.
@@ -50,13 +50,16 @@ def _single_m(df, path: Path) -> int:
 def load_pilot(folder: str | Path, rng: np.random.Generator) -> tuple[Population, str]:
     """Steps 1–3: the pilot population and a line saying what it was built from."""
     cells = _cells(Path(folder))
-    clean = sorted(
-        ((c.family or "", c.domain or "", str(p), df) for p, c, df in cells if c.role == "clean"),
-        key=lambda t: t[:3],
-    )
+    clean = {}
+    for p, c, df in sorted(cells, key=lambda t: str(t[0])):
+        if c.role == "clean":
+            clean.setdefault(c.family or "", (p, df))
     if not clean:
         raise DataError(f"--pilot {folder}: no clean cell (role='clean') among {len(cells)} cells")
-    fam, dom, cpath, cdf = clean[0]
+    settings = sorted({(c.family or "", c.domain or "") for _, c, _ in cells if c.role == "mitigated"})
+    settings = [x for x in settings if x[0] in clean]
+    fam, dom = settings[0] if settings else (sorted(clean)[0], "")
+    cpath, cdf = clean[fam]
     m = _single_m(cdf, Path(cpath))
     same = [
         (c, df)
@@ -67,7 +70,7 @@ def load_pilot(folder: str | Path, rng: np.random.Generator) -> tuple[Population
     others = sorted(
         (x for x in same if x[0].strategy != "identity"), key=lambda x: x[0].strategy != "railcap"
     )
-    where = f"{fam or '-'} × {dom or '-'}"
+    where = f"{fam or '-'} × {dom or 'all'}"
     if ident and others:
         frames = [cdf, ident[0][1], others[0][1]]
         joined = frames[0][["question_index", "c", "r01"]]

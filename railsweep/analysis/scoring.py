@@ -20,7 +20,7 @@ from railsweep.metrics import (
     score_counts,
     solve_prob,
 )
-from railsweep.metrics.aggregate import MEAN_METRICS, withheld_reason
+from railsweep.metrics.aggregate import MEAN_METRICS, MIN_NONZERO, too_sparse_reason, withheld_reason
 from railsweep.results.readouts import aligned_readouts
 
 
@@ -85,7 +85,7 @@ def readout_stability_pair(batch_a: pd.DataFrame, batch_b: pd.DataFrame) -> dict
     }
 
 
-ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check")  # logged as <metric>_<key>
+ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check", "nonzero")  # logged as <metric>_<key>
 
 
 def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
@@ -110,16 +110,19 @@ _INT_KEYS = frozenset(
 
 def _entry(flat: Mapping[str, float], name: str) -> dict[str, Any]:
     e = {"value": float(flat[name])}
-    e.update({k: float(flat.get(f"{name}_{k}", np.nan)) for k in ENTRY_NUMBERS if k != "corrected" or
-              f"{name}_corrected" in flat})  # fmt: skip
+    e.update({k: float(flat.get(f"{name}_{k}", np.nan)) for k in ENTRY_NUMBERS
+              if k not in ("corrected", "nonzero") or f"{name}_{k}" in flat})  # fmt: skip
+    if "nonzero" in e:
+        e["nonzero"] = int(e["nonzero"])
     shown = np.isfinite(e["ci_low"]) and np.isfinite(e["ci_high"])
     e["interval"] = ("bootstrap" if name in MEAN_METRICS else "jackknife") if shown else "none"
     m = int(flat.get("m", 0)) or None
-    e["why"] = (
-        ""
-        if shown
-        else withheld_reason(e["check"], int(flat.get("n_questions", 0)), m, int(flat.get("B", 0)))
-    )
+    if shown:
+        e["why"] = ""
+    elif e.get("nonzero", MIN_NONZERO) < MIN_NONZERO:
+        e["why"] = too_sparse_reason(e["nonzero"])
+    else:
+        e["why"] = withheld_reason(e["check"], int(flat.get("n_questions", 0)), m, int(flat.get("B", 0)))
     return e
 
 

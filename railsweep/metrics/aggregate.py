@@ -53,6 +53,9 @@ ABS_OF_MEAN = frozenset({"g_ap", "g_app"})  # |mean difference|: bootstrapped si
 MEAN_METRICS = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus")
 STRATIFIED_METRICS = ("sa_ppg", "s_delta_plus", "s_delta_minus")
 CONCENTRATION = ("sparse_questions", "sparse_share", "sparse_weight", "sparse_strata", "concentrated")
+PART_OF = {"a_ppg": "abs", "sa_ppg": "abs", "delta_plus": "pos", "s_delta_plus": "pos",
+           "delta_minus": "neg", "s_delta_minus": "neg"}  # fmt: skip
+MIN_NONZERO = 10  # fewer questions with a nonzero gap part than this: no interval (its resamples are all 0)
 NOT_DISTINGUISHABLE = "not distinguishable at this size"
 NO_INTERVAL = "no interval at this size"
 
@@ -120,6 +123,35 @@ def concentration_fields(strata: np.ndarray, B: int) -> dict[str, object]:
     return {"stratum_n": stratum_counts(strata, B).tolist(), **{f"sappg_{k}": conc[k] for k in CONCENTRATION}}
 
 
+def nonzero_questions(metric: str, *gaps: np.ndarray) -> int | None:
+    """Questions whose part of ``metric`` (|Δ|, max(Δ, 0) or max(−Δ, 0)) is nonzero in any of ``gaps``
+    (N,) each; None for G-AP and G-APP, which have no such part."""
+    part = PART_OF.get(metric)
+    if part is None:
+        return None
+    f = {"abs": np.abs, "pos": lambda d: np.maximum(d, 0.0), "neg": lambda d: np.maximum(-d, 0.0)}[part]
+    return int(np.count_nonzero(np.any([f(np.asarray(g, dtype=float)) > 0 for g in gaps], axis=0)))
+
+
+def too_sparse_reason(k: int) -> str:
+    return (
+        f"withheld: only {k} question(s) have a nonzero gap here (needs {MIN_NONZERO}); resamples of so few "
+        "nonzero values do not show the spread"
+    )
+
+
+def _hold_sparse(entry: dict[str, object], metric: str, *gaps: np.ndarray) -> dict[str, object]:
+    """``entry`` with its interval withheld when fewer than MIN_NONZERO questions carry the metric."""
+    k = nonzero_questions(metric, *gaps)
+    if k is None:
+        return entry
+    entry = {**entry, "nonzero": k}
+    if k >= MIN_NONZERO or entry.get("interval") == "none":
+        return entry
+    return {**entry, "ci_low": float("nan"), "ci_high": float("nan"), "interval": "none",
+            "why": too_sparse_reason(k)}  # fmt: skip
+
+
 def _check_pair(cl: Readouts, *others: Readouts) -> int:
     n = cl.c.shape[0]
     for o in others:
@@ -153,7 +185,7 @@ def _stratified_entries(
     for part in STRATIFIED_METRICS:
         point, lo, hi = jackknife_interval(d(a), None if b is None else d(b), strata, part, alpha)
         held = m is None or not check[part] >= CHECK_MIN or not np.isfinite(lo)
-        out[part] = {
+        entry = {
             "value": point,
             "ci_low": float("nan") if held else lo,
             "ci_high": float("nan") if held else hi,
@@ -161,6 +193,7 @@ def _stratified_entries(
             "check": check[part],
             "why": withheld_reason(check[part], n, m, B) if held else "",
         }
+        out[part] = _hold_sparse(entry, part, d(a), *(() if b is None else (d(b),)))
     return out
 
 
@@ -191,7 +224,10 @@ def score_counts(
         value = float(point[name])
         if name in ABS_OF_MEAN:
             value, (lo, hi) = abs(value), abs_interval(lo, hi)
-        out[name] = {"value": value, "ci_low": lo, "ci_high": hi, "interval": "bootstrap"}
+        entry = {"value": value, "ci_low": lo, "ci_high": hi, "interval": "bootstrap"}
+        out[name] = _hold_sparse(
+            entry, name, solve_prob(mitigated.c, mitigated.m) - solve_prob(clean.c, clean.m)
+        )
     out.update(_stratified_entries(clean, mitigated, None, strata, B, alpha, rng))
     m = single_m(clean, mitigated)
     floor = floors(clean.c, m, strata, rng) if m is not None else {}
@@ -253,7 +289,8 @@ def paired_difference_counts(
 
         pa, pb = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
         lo, hi = percentile_ci(final(a, idx) - final(b, idx), alpha)
-        out.update(value_a=pa, value_b=pb, difference=pa - pb, ci_low=lo, ci_high=hi, interval="bootstrap",
-                   check=float("nan"), why="")  # fmt: skip
+        entry = {"ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": float("nan"), "why": ""}
+        gaps = [solve_prob(r.c, r.m) - solve_prob(clean.c, clean.m) for r in (a, b)]
+        out.update(value_a=pa, value_b=pb, difference=pa - pb, **_hold_sparse(entry, metric, *gaps))
     out["verdict"] = verdict(out["ci_low"], out["ci_high"])
     return out

@@ -42,6 +42,13 @@ def z_sum(alpha: float = 0.05, power: float = 0.8) -> float:
     return nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(power)
 
 
+def predicted_power(delta: float, se: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided level-α test of a true difference ``delta`` with standard error ``se``."""
+    nd, z = NormalDist(), NormalDist().inv_cdf(1 - alpha / 2)
+    r = abs(delta) / se if se > 0 else math.inf
+    return nd.cdf(r - z) + nd.cdf(-r - z)
+
+
 def _posterior_means(c: np.ndarray, m: int) -> np.ndarray:
     return fit_prior(c, np.full_like(c, m)).posterior_mean()
 

@@ -1,0 +1,281 @@
+"""Coverage of every interval railsweep prints, on cells simulated where the truth is known.
+
+Populations (:class:`railsweep.metrics.simulate.Population`, rows clean / Identity / a second strategy):
+  - ``smollm2_like``: p_cl ~ Beta(2.5, 0.9) (mean 0.73, like the smollm2 world's M_cl), half the
+    questions leaked with p_co = p_cl + 0.5·(1 − p_cl), the second strategy keeping 13 % of p_co;
+  - ``uniform``: the same with p_cl ~ Beta(1, 1);
+  - one per setting of real cells (``--results-dir``: a clean, an Identity and a RailCap cell of one
+    family × domain): each question's p the posterior mean of its count under that model's fitted prior
+    (:mod:`railsweep.metrics.empirical_bayes`), greedy verdicts as observed.
+
+For each population and design (n, m, B) of the grid and each target (Identity's metric, the second
+strategy's, and their paired difference second − Identity):
+  1. the estimand: the **design value**, the paper's estimator averaged over ``--design-reps`` simulated
+     cells at (n, m, B) (what a printed interval claims to cover), beside the large-sample value at
+     (m, B), the noise-free value (exact p's) and, for Identity, M_cl read against itself at the design;
+  2. ``--reps`` simulated cells, each with the interval railsweep prints (bootstrap over all questions for
+     the means, jackknife t for the stratified metrics; :func:`railsweep.metrics.score_counts`), its
+     noise floor and its floor-corrected reading;
+  3. coverage of the design value (``coverage``: every cell; ``coverage_printed``: the cells where the
+     interval is printed, i.e. at least 10 questions carry a nonzero gap part; ``printed_share``), mean
+     width, mean floor, the corrected reading's bias against the
+     noise-free value, and ``flagged``: the planner's verdict for the stratified metrics at this design
+     (its simulated coverage on the population, :func:`railsweep.metrics.selfcheck.simulated_coverage`,
+     below 0.92: the interval is withheld there).
+
+JSON on stdout (or ``--out``): one row per (population, target, metric, design). Run (the figures of
+docs/metrics.md): ``python bench/interval_coverage.py --out coverage_grid.json`` (about 25 minutes on one
+core); ``--quick`` for one small design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from railsweep.errors import RailsweepError
+from railsweep.metrics.aggregate import MIN_NONZERO, nonzero_questions
+from railsweep.metrics.bootstrap import abs_interval, percentile_ci
+from railsweep.metrics.floor import corrected, floors
+from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, simulated_coverage
+from railsweep.metrics.simulate import (
+    Population,
+    draw_counts,
+    limit_values,
+    metric_rows,
+    noise_free_values,
+    row_strata,
+)
+
+METRICS = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus", "sa_ppg", "s_delta_plus", "s_delta_minus")
+STRATIFIED = ("sa_ppg", "s_delta_plus", "s_delta_minus")
+TARGETS = ("identity", "other", "difference")
+GRID_N, GRID_M, GRID_B = (50, 100, 200, 1319), (10, 20, 50), (10, 50)
+
+
+def synthetic(kind: str, rng: np.random.Generator, size: int = 20_000) -> Population:
+    p_cl = rng.beta(2.5, 0.9, size) if kind == "smollm2_like" else rng.beta(1.0, 1.0, size)
+    leaked = rng.random(size) < 0.5
+    p_co = np.where(leaked, p_cl + 0.5 * (1 - p_cl), p_cl)
+    p = np.stack([p_cl, p_co, 0.13 * p_co])
+    return Population(("clean", "identity", "other"), p, (p > 0.5).astype(float))
+
+
+def from_cells(clean, identity, other) -> Population:
+    """Population of real cells (per-question DataFrames joined on question_index, one m)."""
+    from railsweep.metrics.empirical_bayes import fit_prior
+
+    j = clean.merge(identity, on="question_index", suffixes=("", "_i")).merge(
+        other, on="question_index", suffixes=("", "_o")
+    )
+    m = int(j["m"].iloc[0])
+    p = np.stack(
+        [fit_prior(j[k].to_numpy(), np.full(len(j), m)).posterior_mean() for k in ("c", "c_i", "c_o")]
+    )
+    g = np.stack([j[k].to_numpy(dtype=float) for k in ("r01", "r01_i", "r01_o")])
+    return Population(("clean", "identity", "other"), p, g)
+
+
+def _target_rows(c, g, m: int, B: int, target: str) -> dict[str, np.ndarray]:
+    """The target's metric values of row-wise cells c, g (R, 3, n)."""
+    if target != "difference":
+        k = 1 if target == "identity" else 2
+        return metric_rows(c[:, 0], c[:, k], g[:, 0], g[:, k], m, B)
+    a = metric_rows(c[:, 0], c[:, 2], g[:, 0], g[:, 2], m, B)
+    b = metric_rows(c[:, 0], c[:, 1], g[:, 0], g[:, 1], m, B)
+    return {k: a[k] - b[k] for k in a}
+
+
+def design_values(pop, n, m, B, target, rng, reps) -> dict[str, float]:
+    vals: dict[str, list] = {}
+    step = max(1, 1_500_000 // (3 * n))
+    for start in range(0, reps, step):
+        c, g = draw_counts(pop, n, m, min(step, reps - start), rng)
+        for k, v in _target_rows(c, g, m, B, target).items():
+            vals.setdefault(k, []).append(v)
+    return {k: float(np.concatenate(v).mean()) for k, v in vals.items()}
+
+
+def _mean_intervals(c, g, m: int, target: str, n_boot: int, rng) -> dict[str, tuple[float, float]]:
+    """Printed intervals of the mean metrics for one cell c, g (3, n): shared resamples of all questions."""
+    n = c.shape[1]
+    idx = rng.integers(0, n, size=(n_boot, n))
+    r = c / m
+    gap = lambda k: r[k][idx] - r[0][idx]  # noqa: E731
+
+    def signed(k):
+        d = gap(k)
+        return {"g_ap": (g[k][idx] - g[0][idx]).mean(1), "g_app": d.mean(1), "a_ppg": np.abs(d).mean(1),
+                "delta_plus": np.maximum(d, 0).mean(1), "delta_minus": np.maximum(-d, 0).mean(1)}  # fmt: skip
+
+    if target == "difference":
+        a, b = signed(2), signed(1)
+        out = {}
+        for k in a:
+            fa, fb = (np.abs(a[k]), np.abs(b[k])) if k in ("g_ap", "g_app") else (a[k], b[k])
+            out[k] = percentile_ci(fa - fb)
+        return out
+    s = signed(1 if target == "identity" else 2)
+    return {
+        k: abs_interval(*percentile_ci(v)) if k in ("g_ap", "g_app") else percentile_ci(v)
+        for k, v in s.items()
+    }
+
+
+def _strat_intervals(c, m: int, B: int, target: str) -> dict[str, tuple[float, float]]:
+    s = row_strata(c[0], m, B)
+    d = lambda k: (c[k] - c[0]) / m  # noqa: E731
+    out = {}
+    for part in STRATIFIED:
+        if target == "difference":
+            _, lo, hi = jackknife_interval(d(2), d(1), s, part, 0.05)
+        else:
+            _, lo, hi = jackknife_interval(d(1 if target == "identity" else 2), None, s, part, 0.05)
+        out[part] = (lo, hi)
+    return out
+
+
+def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps=40) -> list[dict]:
+    """Steps 1–3 for one population, design and target: one row per metric."""
+    truth = design_values(pop, n, m, B, target, rng, design_reps)
+    model = {"identity": "identity", "other": "other"}.get(target)
+    limit = limit_values(pop, model, m, B) if model else {}
+    free = noise_free_values(pop, model, B) if model else {}
+    same = design_values(Population(pop.names, pop.p[[0, 0, 0]], pop.greedy[[0, 0, 0]]), n, m, B, "identity", rng,
+                         design_reps) if target == "identity" else {}  # fmt: skip
+    check = simulated_coverage(pop, n, m, B, 0.05, rng, pair=target == "difference", reps=200, design_reps=1000) \
+        if target != "other" else simulated_coverage(
+            Population(pop.names, pop.p[[0, 2, 1]], pop.greedy[[0, 2, 1]]), n, m, B, 0.05, rng, reps=200, design_reps=1000)  # fmt: skip
+    c, g = draw_counts(pop, n, m, reps, rng)
+    hits, shown, hits_shown = ({k: 0 for k in METRICS} for _ in range(3))
+    widths, flo, cor = {k: [] for k in METRICS}, {k: [] for k in METRICS}, {k: [] for k in METRICS}
+    sides = {"identity": (1,), "other": (2,), "difference": (1, 2)}[target]
+    for r in range(reps):
+        iv = {**_mean_intervals(c[r], g[r], m, target, n_boot, rng), **_strat_intervals(c[r], m, B, target)}
+        gaps = [(c[r, k] - c[r, 0]) / m for k in sides]
+        for k, (lo, hi) in iv.items():
+            hit = bool(lo <= truth[k] <= hi)
+            nz = nonzero_questions(k, *gaps)
+            printed = nz is None or nz >= MIN_NONZERO
+            hits[k] += hit
+            shown[k] += printed
+            hits_shown[k] += hit and printed
+            widths[k].append(hi - lo)
+        if target != "difference" and r < floor_reps:
+            k_x = 1 if target == "identity" else 2
+            s = row_strata(c[r, 0], m, B)
+            for k, v in floors(c[r, 0], m, s, rng, draws=100).items():
+                flo[k].append(v)
+            for k, v in corrected(c[r, 0], c[r, k_x], m, s).items():
+                cor[k].append(v)
+    rows = []
+    for k in METRICS:
+        row = {"population": name, "target": target, "metric": k, "n": n, "m": m, "B": B, "reps": reps,
+               "interval": "jackknife" if k in STRATIFIED else "bootstrap",
+               "coverage": hits[k] / reps, "printed_share": shown[k] / reps,
+               "coverage_printed": hits_shown[k] / shown[k] if shown[k] else None,
+               "width": float(np.mean(widths[k])), "design_value": truth[k]}  # fmt: skip
+        if k in STRATIFIED:
+            row["planner_check"] = check[k]
+            row["flagged"] = bool(check[k] < CHECK_MIN)
+        if limit:
+            row.update(large_sample_value=limit[k], noise_free_value=free[k])
+        if flo[k]:
+            row["floor_mean"] = float(np.mean(flo[k]))
+        if same:
+            row["same_model_design_value"] = same[k]
+        if cor[k] and free:
+            row.update(corrected_mean=float(np.mean(cor[k])), corrected_bias=float(np.mean(cor[k]) - free[k]),
+                       paper_bias=truth[k] - free[k])  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--results-dir", nargs="*", default=[], help="folders of real cells to fit populations to")
+    p.add_argument(
+        "--populations", nargs="*", default=["smollm2_like", "uniform"], choices=["smollm2_like", "uniform"]
+    )
+    p.add_argument("--n", type=int, nargs="+", default=list(GRID_N))
+    p.add_argument("--m", type=int, nargs="+", default=list(GRID_M))
+    p.add_argument("--B", type=int, nargs="+", default=list(GRID_B), dest="B")
+    p.add_argument("--reps", type=int, default=300, help="simulated cells per design")
+    p.add_argument("--design-reps", type=int, default=3000, help="cells averaged for the design value")
+    p.add_argument("--n-boot", type=int, default=300, help="bootstrap resamples per simulated cell")
+    p.add_argument(
+        "--floor-reps", type=int, default=40, help="cells whose floor and corrected reading are averaged"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="one design (100, 10, 10), 60 cells")
+    p.add_argument("--out", help="write the JSON here (default: stdout)")
+    return p
+
+
+def check_args(args: argparse.Namespace) -> None:
+    for key in ("n", "m", "B"):
+        bad = [v for v in getattr(args, key) if v < 1]
+        if bad:
+            raise RailsweepError(f"--{key} must hold positive integers, got {bad[0]}")
+    for key in ("reps", "design_reps", "n_boot", "floor_reps"):
+        if getattr(args, key) < 2:
+            raise RailsweepError(f"--{key.replace('_', '-')} must be at least 2, got {getattr(args, key)}")
+    for d in args.results_dir:
+        if not Path(d).is_dir():
+            raise RailsweepError(f"--results-dir {d!r} is not a directory")
+    if args.out and Path(args.out).is_dir():
+        raise RailsweepError(f"--out {args.out!r} is a directory")
+
+
+def real_populations(dirs) -> dict[str, Population]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import sappg_coverage  # the same setting finder as the SA-PPG coverage bench
+
+    from railsweep.results.io import read_cell
+
+    out = {}
+    for s in sappg_coverage.find_settings(dirs, "railcap", "identity"):
+        frames = [
+            read_cell(p)[1][["question_index", "c", "m", "r01"]] for p in (s.clean, s.reference, s.cell)
+        ]
+        out[s.name] = from_cells(*frames)
+    return out
+
+
+def main(argv=None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        check_args(args)
+    except RailsweepError as e:
+        print(f"interval_coverage: error: {e}", file=sys.stderr)
+        return 2
+    rng = np.random.default_rng(args.seed)
+    if args.quick:
+        args.n, args.m, args.B, args.reps = [100], [10], [10], 60
+    pops = {k: synthetic(k, rng) for k in args.populations}
+    pops.update(real_populations(args.results_dir) if args.results_dir else {})
+    t0, rows = time.time(), []
+    for (name, pop), n, m, B in itertools.product(pops.items(), args.n, args.m, args.B):
+        for target in TARGETS:
+            rows += study(
+                pop, name, n, m, B, target, rng, args.reps, args.design_reps, args.n_boot, args.floor_reps
+            )
+        print(
+            f"[interval_coverage] {name} n={n} m={m} B={B} done ({time.time() - t0:.0f} s)", file=sys.stderr
+        )
+    text = json.dumps({"rows": rows, "seconds": time.time() - t0, "seed": args.seed}, indent=1)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
