@@ -197,6 +197,48 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
     return rows
 
 
+def _fmt(x) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def markdown(rows: list[dict]) -> str:
+    """The docs' tables: coverage per design (means pooled, each stratified metric) and the floors."""
+    pops = list(dict.fromkeys(r["population"] for r in rows))
+    designs = list(dict.fromkeys((r["n"], r["m"], r["B"]) for r in rows))
+    at = {(r["population"], r["n"], r["m"], r["B"], r["target"], r["metric"]): r for r in rows}
+    out = ["| population | n | m | B | means: lowest / highest coverage | SA-PPG: Identity / other / difference "
+           "| S-Δ+ (same) | S-Δ− (same) | planner flags (SA-PPG difference) |",
+           "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for p in pops:
+        for n, m, B in designs:
+
+            def get(t, k, key=(p, n, m, B)):
+                return at.get((*key, t, k))
+
+            if get("identity", "a_ppg") is None:
+                continue
+            means = [get(t, k)["coverage_printed"] for t in TARGETS for k in METRICS if k not in STRATIFIED]
+            means = [x for x in means if x is not None]
+            strat = {k: " / ".join(_fmt(get(t, k)["coverage_printed"]) for t in TARGETS) for k in STRATIFIED}
+            d = get("difference", "sa_ppg")
+            flag = f"{'flagged' if d['flagged'] else 'printed'} ({d['planner_check']:.2f})"
+            out.append(f"| {p} | {n} | {m} | {B} | {min(means):.2f} / {max(means):.2f} | {strat['sa_ppg']} "
+                       f"| {strat['s_delta_plus']} | {strat['s_delta_minus']} | {flag} |")  # fmt: skip
+    out += ["", "| population | n | m | B | metric | noise-free | design value | floor (estimated) "
+            "| M_cl vs itself | floor-corrected | its bias | paper estimator's bias |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for p in pops:
+        for n, m, B in designs:
+            for k in ("a_ppg", "sa_ppg"):
+                r = at.get((p, n, m, B, "identity", k))
+                if r is None or "corrected_mean" not in r:
+                    continue
+                out.append(f"| {p} | {n} | {m} | {B} | {k} | {r['noise_free_value']:.3f} | {r['design_value']:.3f} "
+                           f"| {r['floor_mean']:.3f} | {r['same_model_design_value']:.3f} | {r['corrected_mean']:.3f} "
+                           f"| {r['corrected_bias']:+.3f} | {r['paper_bias']:+.3f} |")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results-dir", nargs="*", default=[], help="folders of real cells to fit populations to")
@@ -215,6 +257,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="one design (100, 10, 10), 60 cells")
     p.add_argument("--out", help="write the JSON here (default: stdout)")
+    p.add_argument("--markdown", help="write the docs' tables here")
+    p.add_argument("--from-json", help="only write --markdown from a JSON this script wrote")
     return p
 
 
@@ -255,6 +299,11 @@ def main(argv=None) -> int:
     except RailsweepError as e:
         print(f"interval_coverage: error: {e}", file=sys.stderr)
         return 2
+    if args.from_json:
+        Path(args.markdown or "/dev/stdout").write_text(
+            markdown(json.loads(Path(args.from_json).read_text())["rows"])
+        )
+        return 0
     rng = np.random.default_rng(args.seed)
     if args.quick:
         args.n, args.m, args.B, args.reps = [100], [10], [10], 60
@@ -270,6 +319,8 @@ def main(argv=None) -> int:
             f"[interval_coverage] {name} n={n} m={m} B={B} done ({time.time() - t0:.0f} s)", file=sys.stderr
         )
     text = json.dumps({"rows": rows, "seconds": time.time() - t0, "seed": args.seed}, indent=1)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(rows), encoding="utf-8")
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
     else:
