@@ -183,14 +183,18 @@ def estimates(
     boot = {k: {"within": sa_ppg(d[within], strata), "across": sa_ppg_restratified(d[across], strata[across], B)}
             for k, d in deltas.items()}  # fmt: skip
     point["difference"] = point["cell"] - point["reference"]
-    boot["difference"] = {i: boot["cell"][i] - boot["reference"][i] for i in INTERVALS}
+    boot["difference"] = {i: boot["cell"][i] - boot["reference"][i] for i in INTERVALS[1:]}
     jack = {
         "cell": jackknife_interval(deltas["cell"], None, strata, "sa_ppg", alpha)[1:],
         "reference": jackknife_interval(deltas["reference"], None, strata, "sa_ppg", alpha)[1:],
         "difference": jackknife_interval(deltas["cell"], deltas["reference"], strata, "sa_ppg", alpha)[1:],
     }
     return {
-        t: {"point": point[t], "jackknife": jack[t], **{i: percentile_ci(boot[t][i], alpha) for i in INTERVALS[1:]}}
+        t: {
+            "point": point[t],
+            "jackknife": jack[t],
+            **{i: percentile_ci(boot[t][i], alpha) for i in INTERVALS[1:]},
+        }
         for t in TARGETS
     }
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
 import torch
 
+from railsweep.analysis.tables import FLOOR_ROW
 from railsweep.cli import main
 from railsweep.results import read_cell, read_responses
 
@@ -60,7 +62,9 @@ def world(tiny_model_dir, tmp_path_factory):
         adapters[name] = root / name
     task_dir = write_task(root / "task", ["1"] * len(QUESTIONS))
     task = GSM8KTask.from_dir(task_dir)
-    engine = build_engine(EngineConfig(model=str(tiny_model_dir), adapters=adapters, device="cpu", dtype="float32"))
+    engine = build_engine(
+        EngineConfig(model=str(tiny_model_dir), adapters=adapters, device="cpu", dtype="float32")
+    )
     greedy = SamplingSpec(n=1, temperature=0.0, max_new_tokens=1, stop=task.stop)
     comps = engine.generate([Request(task.prompt(q), greedy, adapter="clean") for q in task.questions()])
     engine.close()
@@ -119,13 +123,34 @@ def test_eval_clean_and_mitigated_then_score_prints_and_writes_the_metric_table(
         str(prefix),
     ]
     printed = run_ok(argv, capsys)
-    assert "SA-PPG" in printed and "railcap mode=cap n=2 successor=last" in printed
+    railcap = "railcap mode=cap n=2 successor=last trajectory=answer"
+    assert "SA-PPG" in printed and railcap in printed
     md = (tmp_path / "report" / "scores.md").read_text()
-    assert "| identity |" in md and "G-AP" in md
+    assert "| identity |" in md and "G-AP" in md and "SA-PPG across strata" not in md
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    assert table[0] == "| strategy | G-AP | G-APP | A-PPG | Δ+ | Δ− | SA-PPG | S-Δ+ | S-Δ− |"
+    # the last row is the noise floor; G-AP's greedy readout has none
+    assert table[3].startswith(f"| {FLOOR_ROW} | 0.0000 |")
     csv = pd.read_csv(tmp_path / "report" / "scores.csv")
-    assert csv["strategy"].tolist() == ["identity", "railcap mode=cap n=2 successor=last trajectory=answer"]
-    assert (csv["sa_ppg_ci_low"] <= csv["sa_ppg"]).all() and (csv["sa_ppg"] <= csv["sa_ppg_ci_high"]).all()
-    assert (csv["n_questions"] == len(QUESTIONS)).all()
+    assert csv["strategy"].tolist() == ["identity", railcap]
+    assert (csv["n_questions"] == len(QUESTIONS)).all() and (csv["m"] == 8).all()
+    # 5 questions: fewer than 10 can carry a gap, so every |Δ| metric's interval is withheld, with the reason
+    assert csv["sa_ppg_ci_low"].isna().all() and csv["a_ppg_ci_high"].isna().all()
+    assert re.search(
+        r"- identity: SA-PPG \d\.\d{4}, no interval \(withheld: ", md
+    )  # the note under the table
+    assert (csv["g_ap_ci_low"] <= csv["g_ap"]).all() and (csv["g_ap"] <= csv["g_ap_ci_high"]).all()
+    # both cells share the clean cell's floor
+    assert csv["sa_ppg_floor"].nunique() == 1 and csv.loc[0, "sa_ppg_floor"] > 0
+    assert (csv["g_ap_floor"] == 0).all()
+    # the paired table: one row per metric for railcap against identity, each with its verdict
+    head, tail = md.split("**Paired differences against identity")
+    assert f"| {railcap} | " in head
+    paired = [line for line in tail.splitlines() if line.startswith(f"| {railcap} | ")]
+    assert [line.split(" | ")[1] for line in paired] == ["SA-PPG", "A-PPG", "G-AP"]
+    assert paired[0].endswith("| — | no interval at this size |")
+    assert csv.loc[1, "sa_ppg_vs_identity_verdict"] == "no interval at this size"
+    assert csv.loc[1, "g_ap_vs_identity_verdict"] in {"lower", "higher", "not distinguishable at this size"}
     # A-PPG recomputed by hand from the two per-question tables
     co_df = read_cell(mitigated[0])[1]
     naive = (co_df["solve_prob"] - clean_df["solve_prob"]).abs().mean()
@@ -239,6 +264,10 @@ def test_score_on_synthetic_cells_matches_hand_computed_a_ppg(synthetic_cells, t
     # Δ = [1, .75, 0, -.5] → A-PPG = 2.25/4, G-APP = |1.25/4|
     assert csv.loc[0, "a_ppg"] == pytest.approx(2.25 / 4)
     assert csv.loc[0, "g_app"] == pytest.approx(1.25 / 4)
+    assert csv.loc[0, "a_ppg_floor"] > 0 and csv.loc[0, "g_ap_floor"] == 0
+    md = (tmp_path / "r" / "s.md").read_text()
+    assert f"| {FLOOR_ROW} | 0.0000 |" in md
+    assert "Paired differences" not in md  # Identity is the only cell: nothing to compare with it
 
 
 @pytest.mark.parametrize(

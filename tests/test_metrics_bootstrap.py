@@ -1,4 +1,6 @@
-"""Stratified bootstrap: seeded determinism, strata preserved, CIs that cover, paired comparisons."""
+"""Intervals of score_counts / paired_difference_counts: a bootstrap over all questions for the mean metrics,
+a deterministic jackknife for the stratified ones; seeded determinism, intervals that contain their point,
+paired comparisons and their verdicts; the bootstrap helpers."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from railsweep.metrics import (
     stratified_indices,
     stratify,
 )
+from railsweep.metrics.aggregate import MEAN_METRICS, NOT_DISTINGUISHABLE, STRATIFIED_METRICS
+from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval
 
 
 def readouts(seed: int, n: int = 400, shift: float = 0.3):
@@ -32,24 +36,44 @@ def readouts(seed: int, n: int = 400, shift: float = 0.3):
     return clean, co
 
 
-def test_same_seed_gives_identical_scores_and_other_seed_differs():
+def better_and_worse(seed: int, n: int = 400, shift: float = 0.4):
+    """Clean readouts, a strategy that restores M_cl's p (fresh readouts of the same p) and one that does not."""
+    rng = np.random.default_rng(seed)
+    m = np.full(n, 20)
+    p = rng.beta(0.4, 1.2, n)
+
+    def draw(q):
+        c = rng.binomial(20, q)
+        return Readouts.of(c, m, rng.binomial(1, c / 20))
+
+    return draw(p), draw(p), draw(np.clip(p + shift, 0, 1))
+
+
+def test_same_seed_gives_identical_scores_and_another_seed_moves_only_the_bootstrap_intervals():
     clean, co = readouts(0)
     a = score_counts(clean, co, n_boot=300, rng=np.random.default_rng(11))
     b = score_counts(clean, co, n_boot=300, rng=np.random.default_rng(11))
     c = score_counts(clean, co, n_boot=300, rng=np.random.default_rng(12))
-    assert a == b
-    assert a["sa_ppg"]["value"] == c["sa_ppg"]["value"]
-    assert a["sa_ppg"]["ci_low"] != c["sa_ppg"]["ci_low"]
+    np.testing.assert_equal(a, b)  # NaN-aware, nested
+    for name in METRICS:
+        assert a[name]["value"] == c[name]["value"], name
+    assert a["a_ppg"]["ci_low"] != c["a_ppg"]["ci_low"]  # resampled
+    for name in STRATIFIED_METRICS:  # the jackknife draws no random numbers
+        assert (a[name]["ci_low"], a[name]["ci_high"]) == (c[name]["ci_low"], c[name]["ci_high"]), name
 
 
 @pytest.mark.parametrize(("seed", "shift"), [(0, 0.3), (1, 0.0), (2, -0.1)])
-def test_every_ci_contains_its_point_estimate(seed, shift):
+def test_every_printed_interval_contains_its_point_and_names_its_kind(seed, shift):
     clean, co = readouts(seed, shift=shift)
     score = score_counts(clean, co, n_boot=500, rng=np.random.default_rng(seed))
+    assert score["m"] == 20 and score["n_boot"] == 500
     for name in METRICS:
         est = score[name]
+        assert est["interval"] == ("bootstrap" if name in MEAN_METRICS else "jackknife"), (name, est)
         assert est["ci_low"] <= est["value"] <= est["ci_high"], (name, est)
         assert est["ci_low"] < est["ci_high"], name
+    for name in STRATIFIED_METRICS:
+        assert score[name]["check"] >= CHECK_MIN and score[name]["why"] == "", name
 
 
 def test_resamples_stay_within_the_clean_strata():
@@ -61,40 +85,66 @@ def test_resamples_stay_within_the_clean_strata():
     assert len(np.unique(idx)) > strata.size * 0.5  # it really resamples
 
 
-def test_ci_narrows_with_more_questions():
+def test_bootstrap_and_jackknife_intervals_narrow_with_more_questions():
     narrow, wide = (
-        score_counts(*readouts(4, n=n), n_boot=300, rng=np.random.default_rng(0)) for n in (1600, 100)
+        score_counts(*readouts(4, n=n), n_boot=300, rng=np.random.default_rng(0)) for n in (800, 100)
     )
-    width = {k: s["a_ppg"]["ci_high"] - s["a_ppg"]["ci_low"] for k, s in (("n", narrow), ("w", wide))}
-    assert width["n"] < width["w"] / 2
+    for name in ("a_ppg", "sa_ppg"):
+        widths = [s[name]["ci_high"] - s[name]["ci_low"] for s in (narrow, wide)]
+        assert widths[0] < widths[1] / 2, (name, widths)  # sqrt(8) ≈ 2.8 expected
 
 
-def test_g_app_ci_is_the_absolute_image_of_the_signed_ci():
+def test_g_app_interval_is_the_absolute_image_of_the_signed_interval():
     assert abs_interval(-0.02, 0.05) == (0.0, 0.05)
     assert abs_interval(-0.3, -0.1) == (0.1, 0.3)
-    clean, co = readouts(5, shift=0.0)
+    assert not np.signbit(abs_interval(0.0, 0.0)[1])  # never -0.0, which prints as "-0.00"
+    clean, _ = readouts(5, shift=0.0)
     co_same = Readouts.of(clean.c, clean.m, clean.r01)
     s = score_counts(clean, co_same, n_boot=200, rng=np.random.default_rng(0))
-    assert s["g_app"] == {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0}
+    assert {k: s["g_app"][k] for k in ("value", "ci_low", "ci_high", "interval")} == {
+        "value": 0.0,
+        "ci_low": 0.0,
+        "ci_high": 0.0,
+        "interval": "bootstrap",
+    }
 
 
-def test_paired_difference_of_identical_strategies_is_exactly_zero():
+@pytest.mark.parametrize("metric", ["sa_ppg", "a_ppg", "g_ap"])
+def test_paired_difference_of_identical_strategies_is_exactly_zero_and_not_distinguishable(metric):
     clean, co = readouts(6)
-    out = paired_difference_counts(clean, co, co, "sa_ppg", n_boot=200, rng=np.random.default_rng(0))
+    out = paired_difference_counts(clean, co, co, metric, n_boot=200, rng=np.random.default_rng(0))
     assert out["difference"] == 0.0 and out["ci_low"] == 0.0 and out["ci_high"] == 0.0
+    assert out["interval"] == ("jackknife" if metric == "sa_ppg" else "bootstrap")
+    assert out["verdict"] == NOT_DISTINGUISHABLE
+    assert not {"frac_a_lower", "ci_low_across", "ci_high_across"} & set(out)
 
 
-def test_paired_difference_detects_the_better_strategy_and_shares_resamples():
-    clean, worse = readouts(7, shift=0.4)
-    better = Readouts.of(clean.c, clean.m, clean.r01)  # perfect restoration
-    out = paired_difference_counts(clean, better, worse, "sa_ppg", n_boot=300, rng=np.random.default_rng(0))
+@pytest.mark.parametrize("metric", ["sa_ppg", "a_ppg"])
+def test_paired_difference_finds_the_restoring_strategy_lower_with_a_paired_interval(metric):
+    clean, better, worse = better_and_worse(7)
+    out = paired_difference_counts(clean, better, worse, metric, n_boot=300, rng=np.random.default_rng(0))
     assert out["difference"] == pytest.approx(out["value_a"] - out["value_b"]) and out["difference"] < 0
-    assert out["ci_high"] < 0 and out["frac_a_lower"] == 1.0
-    # same resampled questions: the paired CI is narrower than the two marginal CIs combined
-    marg = [
-        score_counts(clean, r, n_boot=300, rng=np.random.default_rng(0))["sa_ppg"] for r in (better, worse)
-    ]
-    assert out["ci_high"] - out["ci_low"] <= sum(m["ci_high"] - m["ci_low"] for m in marg) + 1e-12
+    assert out["ci_low"] <= out["difference"] <= out["ci_high"] < 0 and out["verdict"] == "lower"
+    if metric == "sa_ppg":
+        assert out["interval"] == "jackknife" and out["check"] >= CHECK_MIN
+    flipped = paired_difference_counts(clean, worse, better, metric, n_boot=300, rng=np.random.default_rng(0))
+    assert flipped["verdict"] == "higher" and flipped["difference"] == pytest.approx(-out["difference"])
+    # the same questions on both sides: the paired interval is no wider than the two marginal ones combined
+    # (SA-PPG's marginals straight from the jackknife: the worse cell's own check withholds its printed one)
+    if metric == "sa_ppg":
+        strata = stratify(clean.c, clean.m, 50)
+        marg = [
+            jackknife_interval((r.c - clean.c) / 20, None, strata, metric, 0.05)[1:] for r in (better, worse)
+        ]
+    else:
+        marg = [
+            (s["ci_low"], s["ci_high"])
+            for s in (
+                score_counts(clean, r, n_boot=300, rng=np.random.default_rng(0))[metric]
+                for r in (better, worse)
+            )
+        ]
+    assert out["ci_high"] - out["ci_low"] <= sum(hi - lo for lo, hi in marg) + 1e-12
 
 
 def test_bootstrap_ci_of_a_custom_statistic():

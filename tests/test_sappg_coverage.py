@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from railsweep.config import CellConfig
-from railsweep.metrics import Readouts, paired_difference_counts, score_counts
+from railsweep.metrics import Readouts, paired_difference_counts, score_counts, solve_prob, stratify
+from railsweep.metrics.selfcheck import jackknife_interval
 from railsweep.results import write_cell
 from railsweep.strategies.base import QuestionOutcome
 from railsweep.tasks.base import Question
@@ -45,22 +46,24 @@ def readouts(c_cl, cell, ref, m):
     return tuple(Readouts.of(c, ms, 0 * ms) for c in (c_cl, cell, ref))
 
 
-def test_estimates_reproduce_the_library_intervals_drawn_from_the_same_generator():
-    """The cell's intervals are score_counts' sa_ppg / sa_ppg_across, the difference's are
-    paired_difference_counts' within and across intervals: same resamples, same order."""
+def test_estimates_reproduce_the_library_jackknife_intervals():
+    """The printed interval of the bench is score_counts' / paired_difference_counts' jackknife interval (before
+    their check decides whether it is printed), on the same questions."""
     cl, co, ref = readouts(*lopsided(3, n_dense=60, n_sparse=25))
     rows = np.arange(cl.c.size)
     est = cov.estimates(cl, co, ref, rows, B=50, n_boot=150, alpha=0.05, rng=np.random.default_rng(7))
+    strata = stratify(cl.c, cl.m, 50)
+    gap = lambda r: solve_prob(r.c, r.m) - solve_prob(cl.c, cl.m)  # noqa: E731
+    _, lo, hi = jackknife_interval(gap(co), None, strata, "sa_ppg", 0.05)
+    assert est["cell"]["jackknife"] == pytest.approx((lo, hi))
+    _, lo, hi = jackknife_interval(gap(co), gap(ref), strata, "sa_ppg", 0.05)
+    assert est["difference"]["jackknife"] == pytest.approx((lo, hi))
     s = score_counts(cl, co, B=50, n_boot=150, rng=np.random.default_rng(7))
     assert est["cell"]["point"] == pytest.approx(s["sa_ppg"]["value"])
-    assert est["cell"]["within"] == pytest.approx((s["sa_ppg"]["ci_low"], s["sa_ppg"]["ci_high"]))
-    assert est["cell"]["across"] == pytest.approx(
-        (s["sa_ppg_across"]["ci_low"], s["sa_ppg_across"]["ci_high"])
-    )
+    if s["sa_ppg"]["interval"] == "jackknife":
+        assert est["cell"]["jackknife"] == pytest.approx((s["sa_ppg"]["ci_low"], s["sa_ppg"]["ci_high"]))
     d = paired_difference_counts(cl, co, ref, "sa_ppg", B=50, n_boot=150, rng=np.random.default_rng(7))
     assert est["difference"]["point"] == pytest.approx(d["difference"])
-    assert est["difference"]["within"] == pytest.approx((d["ci_low"], d["ci_high"]))
-    assert est["difference"]["across"] == pytest.approx((d["ci_low_across"], d["ci_high_across"]))
 
 
 def test_estimates_on_some_rows_restratify_those_questions_alone():
@@ -124,8 +127,8 @@ def test_identical_cells_give_a_zero_difference_that_every_interval_covers():
     c_cl, cell, _, m = lopsided(5, n_dense=40, n_sparse=20)
     tables = frames(c_cl, cell, cell, m)
     out = cov.subsample_coverage(*tables, 30, B=50, repeats=5, n_boot=50, seed=0)
-    assert out["difference"]["covers_full_set"] == {"within": 1.0, "across": 1.0}
-    assert out["difference"]["width"] == {"within": 0.0, "across": 0.0}
+    assert out["difference"]["covers_full_set"] == {"jackknife": 1.0, "within": 1.0, "across": 1.0}
+    assert out["difference"]["width"] == {"jackknife": 0.0, "within": 0.0, "across": 0.0}
     assert out["difference"]["bias"] == 0.0
     assert out["calibrated"]["full_set"] == pytest.approx(cov.calibrated_full_set(0.5))
 

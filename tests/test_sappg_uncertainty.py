@@ -1,5 +1,5 @@
-"""SA-PPG's second interval (across strata, re-stratified), stratum occupancy and weight concentration
-(the coverage study of the two intervals: tests/test_sappg_coverage.py)."""
+"""SA-PPG's printed interval (the jackknife, each question left out once and the rest re-stratified) where
+sparse strata carry the metric, the re-stratified SA-PPG, stratum occupancy and weight concentration."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ from railsweep.metrics import (
     stratify,
     weight_concentration,
 )
+from railsweep.metrics.aggregate import NOT_DISTINGUISHABLE
 from railsweep.metrics.concentration import describe_concentration
+from railsweep.metrics.jackknife import jackknife_se, leave_one_out
+from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, t_quantile
 
 
 def naive_sa_ppg(delta, strata):
@@ -57,41 +60,45 @@ def lopsided(seed: int, n_dense: int = 300, n_sparse: int = 60, m: int = 50):
     return c_cl, cell, ref, m
 
 
-def test_across_interval_is_wider_where_one_question_strata_carry_the_metric():
+def test_jackknife_interval_is_wider_than_the_within_strata_bootstrap_where_one_question_strata_carry_it():
+    """The within-strata bootstrap redraws a one-question stratum as itself and never sees its variance;
+    the jackknife deletes it, so the printed interval is several times wider."""
     c_cl, cell, _, m = lopsided(0)
     ms = np.full(c_cl.size, m)
-    s = score_counts(Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms), n_boot=400,
+    s = score_counts(Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms), n_boot=200,
                      rng=np.random.default_rng(0))  # fmt: skip
-    within = s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]
-    across = s["sa_ppg_across"]["ci_high"] - s["sa_ppg_across"]["ci_low"]
-    assert s["sa_ppg_across"]["value"] == s["sa_ppg"]["value"]
-    assert across > 2 * within
+    assert s["sa_ppg"]["interval"] == "jackknife" and s["sa_ppg"]["check"] >= CHECK_MIN
+    jack = s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]
+    strata = stratify(c_cl, ms, 50)
+    idx = stratified_indices(strata, 400, np.random.default_rng(0))
+    lo, hi = percentile_ci(sa_ppg((cell / m - c_cl / m)[idx], strata))
+    assert jack > 2 * (hi - lo)
     assert s["sappg_concentrated"] and s["sappg_sparse_share"] <= 0.10 and s["sappg_sparse_weight"] >= 0.5
 
 
-def test_across_interval_leaves_the_within_strata_intervals_where_they_were():
-    """The across-strata resamples are drawn after the within-strata ones, from the same generator."""
+def test_printed_stratified_intervals_are_the_jackknife_t_intervals_on_the_clean_strata():
     c_cl, cell, _, m = lopsided(2, n_dense=80, n_sparse=30)
     ms = np.full(c_cl.size, m)
-    cl, co = Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms)
-    s = score_counts(cl, co, B=50, n_boot=200, rng=np.random.default_rng(5))
+    s = score_counts(Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms), B=50, n_boot=100,
+                     rng=np.random.default_rng(5))  # fmt: skip
     strata = stratify(c_cl, ms, 50)
-    idx = stratified_indices(strata, 200, np.random.default_rng(5))
     delta = cell / m - c_cl / m
-    assert (s["sa_ppg"]["ci_low"], s["sa_ppg"]["ci_high"]) == pytest.approx(
-        percentile_ci(sa_ppg(delta[idx], strata))
-    )
+    for part in ("sa_ppg", "s_delta_plus", "s_delta_minus"):
+        point, lo, hi = jackknife_interval(delta, None, strata, part, 0.05)
+        assert s[part]["interval"] == "jackknife" and s[part]["value"] == pytest.approx(point), part
+        assert (s[part]["ci_low"], s[part]["ci_high"]) == pytest.approx((lo, hi)), part
+    half = (s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]) / 2
+    loo = leave_one_out(np.abs(delta), strata)
+    assert half == pytest.approx(t_quantile(delta.size, 0.05) * jackknife_se(loo))
 
 
-def test_paired_difference_of_identical_cells_is_zero_in_both_intervals():
+def test_paired_difference_of_identical_cells_is_zero_and_not_distinguishable():
     c_cl, cell, _, m = lopsided(3, n_dense=50, n_sparse=20)
     ms = np.full(c_cl.size, m)
     cl, co = Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms)
     d = paired_difference_counts(cl, co, co, "sa_ppg", n_boot=100, rng=np.random.default_rng(0))
-    assert (d["ci_low_across"], d["ci_high_across"]) == (0.0, 0.0)
-    assert "ci_low_across" not in paired_difference_counts(
-        cl, co, co, "a_ppg", n_boot=10, rng=np.random.default_rng(0)
-    )
+    assert (d["difference"], d["ci_low"], d["ci_high"]) == (0.0, 0.0, 0.0)
+    assert d["interval"] == "jackknife" and d["verdict"] == NOT_DISTINGUISHABLE
 
 
 def test_weight_concentration_counts_the_sparsest_strata_up_to_half_the_weight():

@@ -15,6 +15,7 @@ from railsweep.analysis import (
 )
 from railsweep.errors import ConfigError, DataError
 from railsweep.metrics import METRICS, a_ppg, ppg, sa_ppg, solve_prob, stratify
+from railsweep.metrics.aggregate import MEAN_METRICS, STRATIFIED_METRICS
 
 
 def frame(c, m, r01=None, index=None):
@@ -40,12 +41,23 @@ def pair():
     return frame(c_cl, m), frame(c_co, m)
 
 
-def test_score_pair_reports_every_aggregate_with_ci_and_counts(pair):
+def test_score_pair_reports_every_aggregate_with_interval_floor_and_counts(pair):
     clean, co = pair
     s = score_pair(clean, co, B=50, n_boot=200, seed=3)
+    withheld = {"delta_minus", "s_delta_minus"}  # a shift of +0.3 leaves no question with a negative gap
     for name in METRICS:
-        assert set(s[name]) == {"value", "ci_low", "ci_high"}
-    assert s["n_questions"] == 300 and 1 <= s["n_strata"] <= 50 and s["seed"] == 3
+        keys = {"value", "ci_low", "ci_high", "interval", "floor"}
+        keys |= set() if name in ("g_ap", "g_app") else {"corrected", "nonzero"}
+        keys |= {"check", "why"} if name in STRATIFIED_METRICS else {"why"} if name in withheld else set()
+        assert set(s[name]) == keys, name
+        kind = "none" if name in withheld else "bootstrap" if name in MEAN_METRICS else "jackknife"
+        assert s[name]["interval"] == kind, name
+        assert s[name]["floor"] >= 0, name
+    for name in ("a_ppg", "sa_ppg", "delta_plus", "s_delta_plus"):  # far above the noise floor
+        assert s[name]["value"] > 3 * s[name]["floor"], name
+    assert s["delta_minus"]["nonzero"] == 0 and "only 0 question(s)" in s["delta_minus"]["why"]
+    assert "sa_ppg_across" not in s
+    assert s["n_questions"] == 300 and 1 <= s["n_strata"] <= 50 and s["seed"] == 3 and s["m"] == 50
     delta = ppg(solve_prob(co.c, co.m), solve_prob(clean.c, clean.m))
     assert s["a_ppg"]["value"] == pytest.approx(a_ppg(delta))
     assert s["sa_ppg"]["value"] == pytest.approx(sa_ppg(delta, stratify(clean.c, clean.m, 50)))
@@ -54,7 +66,7 @@ def test_score_pair_reports_every_aggregate_with_ci_and_counts(pair):
 def test_rows_are_joined_on_question_index_not_position(pair):
     clean, co = pair
     shuffled = co.sample(frac=1.0, random_state=1)
-    assert score_pair(clean, shuffled, n_boot=100) == score_pair(clean, co, n_boot=100)
+    np.testing.assert_equal(score_pair(clean, shuffled, n_boot=100), score_pair(clean, co, n_boot=100))
 
 
 def test_mismatched_question_sets_raise_data_error_naming_missing_indices(pair):
@@ -89,18 +101,47 @@ def test_m_zero_rows_read_as_zero_solve_probability():
     assert s["a_ppg"]["value"] == pytest.approx((0 + 0.5 + 1.0) / 3)
 
 
-def test_flatten_and_unflatten_round_trip(pair):
+def assert_round_trip(s):
+    """unflatten(flatten(s)) gives back s (stratum_n aside); a mean metric's entry gains only check = NaN and,
+    unless withheld, why = "" (its interval needs no check)."""
+    back = unflatten_scores(flatten_scores(s))
+    assert set(back) == set(s) - {"stratum_n"}
+    for key, val in s.items():
+        if key in METRICS:
+            np.testing.assert_equal({k: back[key][k] for k in val}, val, err_msg=key)
+            extra = {k: back[key][k] for k in set(back[key]) - set(val)}
+            gained = {"check": np.nan, "why": ""} if key in MEAN_METRICS else {}
+            np.testing.assert_equal(extra, {k: v for k, v in gained.items() if k not in val}, err_msg=key)
+        elif key != "stratum_n":
+            assert back[key] == val and type(back[key]) is type(val), key
+
+
+def test_flatten_and_unflatten_round_trip_with_floors_checks_and_printed_intervals(pair):
     s = score_pair(*pair, n_boot=50)
     flat = flatten_scores(s)
-    assert flat["sa_ppg_ci_low"] == s["sa_ppg"]["ci_low"] and all(isinstance(v, float) for v in flat.values())
+    assert all(isinstance(v, float) for v in flat.values())
+    assert flat["sa_ppg_ci_low"] == s["sa_ppg"]["ci_low"] and flat["sa_ppg_check"] == s["sa_ppg"]["check"]
+    assert flat["a_ppg_floor"] == s["a_ppg"]["floor"] and flat["a_ppg_corrected"] == s["a_ppg"]["corrected"]
+    assert flat["m"] == 50.0 and "g_ap_corrected" not in flat and "g_ap_check" not in flat
     assert "stratum_n" not in flat  # a list: readers recompute it from the clean cell's counts
-    assert unflatten_scores(flat) == {k: v for k, v in s.items() if k != "stratum_n"}
+    assert_round_trip(s)
+
+
+def test_round_trip_rebuilds_why_an_interval_was_withheld():
+    """4 questions: every |Δ| metric's interval is withheld for too few nonzero gaps, the reason named first
+    (the stratified ones' check fails too)."""
+    s = score_pair(frame([0, 1, 4, 2], [4] * 4), frame([4, 4, 4, 0], [4] * 4), B=4, n_boot=20)
+    assert s["a_ppg"]["interval"] == "none" and "only 3 question(s)" in s["a_ppg"]["why"]
+    assert s["sa_ppg"]["interval"] == "none" and "only 3 question(s)" in s["sa_ppg"]["why"]
+    assert s["sa_ppg"]["nonzero"] == 3 and s["sa_ppg"]["check"] < 0.92
+    assert_round_trip(s)
 
 
 def test_paired_difference_prefers_the_restoring_strategy(pair):
     clean, co = pair
     out = paired_difference(clean, clean.copy(), co, "a_ppg", n_boot=200)
-    assert out["value_a"] == 0.0 and out["ci_high"] < 0 and out["frac_a_lower"] == 1.0
+    assert out["value_a"] == 0.0 and out["ci_high"] < 0 and out["verdict"] == "lower"
+    assert out["interval"] == "bootstrap" and "frac_a_lower" not in out
 
 
 def test_paired_difference_unknown_metric_is_a_config_error(pair):
@@ -119,7 +160,7 @@ def test_missing_values_raise_data_error_naming_the_column():
 def test_nullable_integer_columns_score_like_plain_ones():
     clean, co = frame([1, 2, 3], [5, 5, 5]), frame([3, 2, 5], [5, 5, 5])
     nullable = co.astype({"c": "Int64", "m": "Int64", "r01": "Int64"})
-    assert score_pair(clean, nullable, n_boot=20) == score_pair(clean, co, n_boot=20)
+    np.testing.assert_equal(score_pair(clean, nullable, n_boot=20), score_pair(clean, co, n_boot=20))
 
 
 def test_readout_stability_pair_reports_both_readouts():
@@ -129,14 +170,15 @@ def test_readout_stability_pair_reports_both_readouts():
     assert out == {"r01": pytest.approx(0.5), "solve_prob": pytest.approx((0.1 + 0.1) / 4), "n_questions": 4}
 
 
-def test_bootstrap_in_chunks_matches_the_unchunked_statistic(pair):
-    from railsweep.metrics import Readouts, stratified_indices
-    from railsweep.metrics.aggregate import _chunked, _signed
+def test_bootstrap_in_blocks_matches_the_unblocked_statistic(pair):
+    from railsweep.metrics import Readouts, across_strata_indices
+    from railsweep.metrics.aggregate import _boot_means, _means
 
     clean, co = pair
     cl, mi = Readouts.of(clean.c, clean.m, clean.r01), Readouts.of(co.c, co.m, co.r01)
-    strata = stratify(clean.c, clean.m, 50)
-    idx = stratified_indices(strata, 600, np.random.default_rng(0))
-    whole, chunked = _signed(cl, mi, strata, idx), _chunked(cl, mi, strata, idx, rows=256)
+    idx = across_strata_indices(len(clean), 600, np.random.default_rng(0))
+    whole, blocked = _means(cl, mi, idx), _boot_means(cl, mi, idx, rows=256)
+    assert set(blocked) == set(MEAN_METRICS)
     for k in whole:
-        np.testing.assert_allclose(chunked[k], whole[k])
+        assert blocked[k].shape == (600,)
+        np.testing.assert_allclose(blocked[k], whole[k])

@@ -20,7 +20,12 @@ from railsweep.metrics import (
     score_counts,
     solve_prob,
 )
-from railsweep.metrics.aggregate import MEAN_METRICS, MIN_NONZERO, too_sparse_reason, withheld_reason
+from railsweep.metrics.aggregate import (
+    MEAN_METRICS,
+    MIN_NONZERO,
+    too_sparse_reason,
+    withheld_reason,
+)
 from railsweep.results.readouts import aligned_readouts
 
 
@@ -32,7 +37,7 @@ def score_pair(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """Every aggregate of ``mitigated`` against ``clean`` with a stratified-bootstrap CI.
+    """Every aggregate of ``mitigated`` against ``clean`` with its checked interval, noise floor and corrected reading.
 
     Returns ``{metric: {"value", "ci_low", "ci_high", "interval", "floor", ...} for metric in METRICS}``
     (g_ap, g_app, a_ppg, delta_plus, delta_minus, sa_ppg, s_delta_plus, s_delta_minus; see
@@ -119,7 +124,7 @@ def _entry(flat: Mapping[str, float], name: str) -> dict[str, Any]:
     m = int(flat.get("m", 0)) or None
     if shown:
         e["why"] = ""
-    elif e.get("nonzero", MIN_NONZERO) < MIN_NONZERO:
+    elif e.get("nonzero", MIN_NONZERO) < MIN_NONZERO:  # as score_counts: this reason comes first
         e["why"] = too_sparse_reason(e["nonzero"])
     else:
         e["why"] = withheld_reason(e["check"], int(flat.get("n_questions", 0)), m, int(flat.get("B", 0)))

@@ -1,8 +1,9 @@
 """``railsweep score``: compare mitigated cells against their clean reference cell.
 
-Prints the metric table (each aggregate with its bootstrap confidence
-interval; SA-PPG also with its across-strata interval, stratum occupancy and
-weight concentration under the table) as Markdown and writes ``PREFIX.csv`` (numbers) and ``PREFIX.md``.
+Prints the metric table (each aggregate with its checked 95 % interval or none, the noise-floor row last;
+under the table SA-PPG's interval or why there is none, floor, floor-corrected reading, stratum occupancy and
+weight concentration; with an Identity cell, the paired differences and their verdicts) as Markdown and writes
+``PREFIX.csv`` (numbers) and ``PREFIX.md`` (docs/metrics.md).
 All inputs are read and checked before anything is written.
 """
 
@@ -24,7 +25,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "score",
         help="score mitigated cells against the clean reference cell (metrics with CIs)",
-        description="Per-question metrics (G-AP, A-PPG, SA-PPG, ...) with stratified bootstrap CIs.",
+        description="Per-question metrics (G-AP, A-PPG, SA-PPG, ...) with checked 95 % intervals (bootstrap over "
+        "questions for the means, jackknife for the stratified metrics), each metric's noise floor and, with an "
+        "Identity cell, paired differences with verdicts (docs/metrics.md).",
     )
     p.add_argument(
         "--clean", required=True, metavar="FILE", help="the clean reference cell's per-question Parquet"
@@ -138,7 +141,7 @@ def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[d
     from railsweep.analysis.tables import LABELS
 
     ident = [i for i, (_, cell, _) in enumerate(cells) if cell.strategy == "identity"]
-    if len(ident) != 1:
+    if len(ident) != 1 or len(cells) < 2:  # no Identity, or nothing to compare with it
         return ""
     ref = cells[ident[0]][2]
     lines = [

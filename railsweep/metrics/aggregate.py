@@ -112,7 +112,7 @@ def withheld_reason(check: float, n: int, m: int | None, B: int) -> str:
     if m is None:
         return "no check: the questions were not all sampled with one m"
     return (
-        f"withheld: the jackknife interval covered {check:.2f} of cells simulated from this cell's "
+        f"withheld: the jackknife interval covered {check:.3f} of cells simulated from this cell's "
         f"fitted population at n={n}, m={m}, B={B} (needs {CHECK_MIN:.2f}); the clean strata are too sparse"
     )
 
@@ -141,12 +141,13 @@ def too_sparse_reason(k: int) -> str:
 
 
 def _hold_sparse(entry: dict[str, object], metric: str, *gaps: np.ndarray) -> dict[str, object]:
-    """``entry`` with its interval withheld when fewer than MIN_NONZERO questions carry the metric."""
+    """``entry`` with its interval withheld when fewer than MIN_NONZERO questions carry the metric (this
+    reason comes first: with so few nonzero gaps no check of the interval can help)."""
     k = nonzero_questions(metric, *gaps)
     if k is None:
         return entry
     entry = {**entry, "nonzero": k}
-    if k >= MIN_NONZERO or entry.get("interval") == "none":
+    if k >= MIN_NONZERO:
         return entry
     return {**entry, "ci_low": float("nan"), "ci_high": float("nan"), "interval": "none",
             "why": too_sparse_reason(k)}  # fmt: skip

@@ -69,7 +69,7 @@ def abs_interval(lo: float, hi: float) -> tuple[float, float]:
     point estimate when the true difference is near 0.
     """
     if lo <= 0.0 <= hi:
-        return 0.0, float(max(-lo, hi))
+        return 0.0, float(abs(max(-lo, hi)))  # abs: never -0.0 (printed "-0.00")
     a, b = abs(lo), abs(hi)
     return float(min(a, b)), float(max(a, b))
 
