@@ -329,6 +329,7 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
         "--m", "2", "--temperature", "0.7", "--device", "cpu", "--out", str(o / "cells")],
     "score": lambda i, o: ["score", "--clean", str(i["clean"]), "--mitigated", str(i["co"]), "--B", "4",
                            "--n-boot", "20", "--out", str(o / "report" / "scores")],
+    "plan": lambda i, o: ["plan", "--n", "50", "--m", "10"],
     "sweep": lambda i, o: ["sweep", "--preset", "smoke", "--run-dir", str(o / "runs")],
     "demo": lambda i, o: ["demo", "--preset", "smoke", "--run-dir", str(o / "runs")],
     "detect": lambda i, o: ["detect", "--detector", "loss", "--test", str(i["task"] / "test.jsonl"),
@@ -387,7 +388,7 @@ BAD_VALUES: dict[str, list[tuple[str, object]]] = {
 }  # fmt: skip
 
 _SPEC = ["--experiment:text", "--cache-dir:writable_dir", "--limit:limit", "--m:samples", "--preset:choice", "--table:choice",
-         "--throughput:existing_file"]
+         "--throughput:existing_file", "--pilot:existing_dir"]
 _SWEEP = [*_SPEC, "--address:text", "--tracking-uri:text", "--run-dir:text", "--mlflow-port:port", "--dashboard-port:port"]
 _RECIPE = ["--data-dir:existing_dir", "--pq:existing_file", "--filler:text", "--domain:choice", "--n-filler:count",
            "--n-train:count", "--n-leak:count", "--seed:seed", "--r:positive", "--alpha:positive", "--lr:positive_real",
@@ -403,6 +404,8 @@ OPTION_KINDS: dict[str, list[str]] = {
              "--backend:choice", "--device:device", "--batch-size:positive", "--max-batch-size:positive",
              "--cache-dir:writable_dir", "--out:writable_dir"],
     "score": ["--B:strata", "--n-boot:n_boot", "--alpha:probability", "--seed:seed"],
+    "plan": ["--pilot:existing_dir", "--n:positive", "--m:positive", "--B:strata", "--mde:positive_real",
+             "--alpha:probability", "--power:probability", "--seed:seed"],
     "sweep": _SWEEP, "demo": _SWEEP,
     "detect": ["action:choice", "--out:writable_dir", "--world:text", "--family:text", "--domain:text", "--n-control:positive",
                "--test:existing_file", "--task-dir:existing_dir", "--leak-split:existing_file", "--control:existing_file", "--threshold:finite",

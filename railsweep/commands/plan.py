@@ -23,7 +23,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "plan",
         help="the smallest strategy difference a design detects, and the design a difference needs",
-        description=__doc__.split("\n\n")[1],
+        description=(
+            "For each design (n questions, m samples, B strata): the smallest SA-PPG, A-PPG and G-AP difference "
+            "between two strategies detectable at the given power and level, and whether SA-PPG's interval would "
+            "be printed at that size; with --mde X, the questions each metric needs at each m. The pilot is a "
+            "folder of cells of an earlier run (--pilot) or, without one, a reference M_cl with p ~ Beta(2.5, 0.9) "
+            "(noise only: a lower bound). Method: docs/metrics.md, 'The planner'."
+        ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         epilog=(
             "examples:\n  railsweep plan                                   # reference pilot, the paper's design too\n"
