@@ -15,7 +15,7 @@ from railsweep.analysis import (
 )
 from railsweep.errors import ConfigError, DataError
 from railsweep.metrics import METRICS, a_ppg, ppg, sa_ppg, solve_prob, stratify
-from railsweep.metrics.aggregate import MEAN_METRICS, STRATIFIED_METRICS
+from railsweep.metrics.aggregate import MEAN_METRICS
 
 
 def frame(c, m, r01=None, index=None):
@@ -46,9 +46,8 @@ def test_score_pair_reports_every_aggregate_with_interval_floor_and_counts(pair)
     s = score_pair(clean, co, B=50, n_boot=200, seed=3)
     withheld = {"delta_minus", "s_delta_minus"}  # a shift of +0.3 leaves no question with a negative gap
     for name in METRICS:
-        keys = {"value", "ci_low", "ci_high", "interval", "floor"}
+        keys = {"value", "ci_low", "ci_high", "interval", "floor", "check", "why"}
         keys |= set() if name in ("g_ap", "g_app") else {"corrected", "nonzero"}
-        keys |= {"check", "why"} if name in STRATIFIED_METRICS else {"why"} if name in withheld else set()
         assert set(s[name]) == keys, name
         kind = "none" if name in withheld else "bootstrap" if name in MEAN_METRICS else "jackknife"
         assert s[name]["interval"] == kind, name
@@ -102,16 +101,13 @@ def test_m_zero_rows_read_as_zero_solve_probability():
 
 
 def assert_round_trip(s):
-    """unflatten(flatten(s)) gives back s (stratum_n aside); a mean metric's entry gains only check = NaN and,
-    unless withheld, why = "" (its interval needs no check)."""
+    """unflatten(flatten(s)) gives back s (stratum_n aside), NaN for NaN."""
     back = unflatten_scores(flatten_scores(s))
     assert set(back) == set(s) - {"stratum_n"}
     for key, val in s.items():
         if key in METRICS:
             np.testing.assert_equal({k: back[key][k] for k in val}, val, err_msg=key)
-            extra = {k: back[key][k] for k in set(back[key]) - set(val)}
-            gained = {"check": np.nan, "why": ""} if key in MEAN_METRICS else {}
-            np.testing.assert_equal(extra, {k: v for k, v in gained.items() if k not in val}, err_msg=key)
+            assert set(back[key]) == set(val), key
         elif key != "stratum_n":
             assert back[key] == val and type(back[key]) is type(val), key
 

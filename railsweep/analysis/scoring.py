@@ -102,7 +102,8 @@ def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
     for key, val in score.items():
         if isinstance(val, Mapping):
             flat[key] = float(val["value"])
-            flat.update({f"{key}_{k}": float(val[k]) for k in ENTRY_NUMBERS if k in val})
+            flat.update({f"{key}_{k}": float(val[k]) for k in ENTRY_NUMBERS
+                         if k in val and not (k == "check" and np.isnan(val[k]))})  # fmt: skip
         elif isinstance(val, (int, float, np.integer, np.floating)):
             flat[key] = float(val)
     return flat

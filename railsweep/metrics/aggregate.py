@@ -149,7 +149,7 @@ def _hold_sparse(entry: dict[str, object], metric: str, *gaps: np.ndarray) -> di
     entry = {**entry, "nonzero": k}
     if k >= MIN_NONZERO:
         return entry
-    return {**entry, "ci_low": float("nan"), "ci_high": float("nan"), "interval": "none",
+    return {**entry, "ci_low": np.nan, "ci_high": np.nan, "interval": "none",
             "why": too_sparse_reason(k)}  # fmt: skip
 
 
@@ -177,7 +177,7 @@ def _stratified_entries(
     """Jackknife point and interval of each stratified metric (of a, or a − b), with its simulated check."""
     m, n = single_m(cl, a, *(() if b is None else (b,))), cl.c.size
     d = lambda r: solve_prob(r.c, r.m) - solve_prob(cl.c, cl.m)  # noqa: E731
-    check = {part: float("nan") for part in STRATIFIED_METRICS}
+    check = {part: np.nan for part in STRATIFIED_METRICS}
     if m is not None and n > 1:
         rows = [cl, a] if b is None else [cl, a, b]
         pop = fitted_population(np.stack([r.c for r in rows]), m, np.stack([r.r01 for r in rows]))
@@ -188,8 +188,8 @@ def _stratified_entries(
         held = m is None or not check[part] >= CHECK_MIN or not np.isfinite(lo)
         entry = {
             "value": point,
-            "ci_low": float("nan") if held else lo,
-            "ci_high": float("nan") if held else hi,
+            "ci_low": np.nan if held else lo,
+            "ci_high": np.nan if held else hi,
             "interval": "none" if held else "jackknife",
             "check": check[part],
             "why": withheld_reason(check[part], n, m, B) if held else "",
@@ -225,7 +225,7 @@ def score_counts(
         value = float(point[name])
         if name in ABS_OF_MEAN:
             value, (lo, hi) = abs(value), abs_interval(lo, hi)
-        entry = {"value": value, "ci_low": lo, "ci_high": hi, "interval": "bootstrap"}
+        entry = {"value": value, "ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": np.nan, "why": ""}
         out[name] = _hold_sparse(
             entry, name, solve_prob(mitigated.c, mitigated.m) - solve_prob(clean.c, clean.m)
         )
@@ -234,9 +234,9 @@ def score_counts(
     floor = floors(clean.c, m, strata, rng) if m is not None else {}
     fixed = corrected(clean.c, mitigated.c, m, strata) if m is not None else {}
     for name in METRICS:
-        out[name]["floor"] = floor.get(name, float("nan"))
+        out[name]["floor"] = floor.get(name, np.nan)
         if name not in ABS_OF_MEAN:
-            out[name]["corrected"] = fixed.get(name, float("nan"))
+            out[name]["corrected"] = fixed.get(name, np.nan)
     out.update(
         n_questions=n, n_strata=int(np.unique(strata).size), B=int(B), n_boot=int(n_boot), alpha=float(alpha),
         m=int(m or 0),
@@ -290,7 +290,7 @@ def paired_difference_counts(
 
         pa, pb = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
         lo, hi = percentile_ci(final(a, idx) - final(b, idx), alpha)
-        entry = {"ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": float("nan"), "why": ""}
+        entry = {"ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": np.nan, "why": ""}
         gaps = [solve_prob(r.c, r.m) - solve_prob(clean.c, clean.m) for r in (a, b)]
         out.update(value_a=pa, value_b=pb, difference=pa - pb, **_hold_sparse(entry, metric, *gaps))
     out["verdict"] = verdict(out["ci_low"], out["ci_high"])

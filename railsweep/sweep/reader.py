@@ -113,8 +113,9 @@ def logged_scores(metrics: Mapping[str, float]) -> dict[str, Any] | None:
     for name in METRICS:
         for key in (name, f"{name}_ci_low", f"{name}_ci_high", f"{name}_floor", f"{name}_check"):
             flat[key] = metrics.get(key, math.nan)
-        if f"{name}_corrected" in metrics:
-            flat[f"{name}_corrected"] = metrics[f"{name}_corrected"]
+        for extra in ("corrected", "nonzero"):  # only the metrics that have them
+            if f"{name}_{extra}" in metrics:
+                flat[f"{name}_{extra}"] = metrics[f"{name}_{extra}"]
     # the weight concentration, where the trial logged it (a score without the floors is recomputed at
     # publish time: railsweep.analysis.report)
     flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
