@@ -202,7 +202,8 @@ def _fmt(x) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    """The docs' tables: coverage per design (means pooled, each stratified metric) and the floors."""
+    """The docs' tables: coverage per design (means pooled, each stratified metric; "—" where the interval is
+    printed in fewer than half of the cells) and the floors."""
     pops = list(dict.fromkeys(r["population"] for r in rows))
     designs = list(dict.fromkeys((r["n"], r["m"], r["B"]) for r in rows))
     at = {(r["population"], r["n"], r["m"], r["B"], r["target"], r["metric"]): r for r in rows}
@@ -217,9 +218,10 @@ def markdown(rows: list[dict]) -> str:
 
             if get("identity", "a_ppg") is None:
                 continue
-            means = [get(t, k)["coverage_printed"] for t in TARGETS for k in METRICS if k not in STRATIFIED]
+            shown = lambda r: r["coverage_printed"] if r["printed_share"] >= 0.5 else None  # noqa: E731
+            means = [shown(get(t, k)) for t in TARGETS for k in METRICS if k not in STRATIFIED]
             means = [x for x in means if x is not None]
-            strat = {k: " / ".join(_fmt(get(t, k)["coverage_printed"]) for t in TARGETS) for k in STRATIFIED}
+            strat = {k: " / ".join(_fmt(shown(get(t, k))) for t in TARGETS) for k in STRATIFIED}
             d = get("difference", "sa_ppg")
             flag = f"{'flagged' if d['flagged'] else 'printed'} ({d['planner_check']:.2f})"
             out.append(f"| {p} | {n} | {m} | {B} | {min(means):.2f} / {max(means):.2f} | {strat['sa_ppg']} "
