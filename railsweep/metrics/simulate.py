@@ -12,7 +12,8 @@ Three values of each metric are defined here (docs/metrics.md, "What an interval
 covers"):
 
 1. **the design value** ``E[θ̂ | n, m, B]``: what the paper's estimator reads on
-   average at the design (:func:`design_values`, Monte Carlo over many draws). It
+   average at the design (Monte Carlo over cells of :func:`draw_counts`:
+   :func:`railsweep.metrics.selfcheck.simulated_coverage`, bench/interval_coverage.py). It
    carries the binomial noise floor of m samples and, for the stratified metrics,
    the loss of sparse strata at n questions. Every interval railsweep prints claims
    to cover this value.
@@ -118,24 +119,6 @@ def metric_rows(c_cl, c_x, g_cl, g_x, m: int, B: int) -> dict[str, np.ndarray]:
         "sa_ppg": stratified_mean_rows(np.abs(d), s, B),
         "s_delta_plus": stratified_mean_rows(pos, s, B),
         "s_delta_minus": stratified_mean_rows(neg, s, B),
-    }
-
-
-def design_values(
-    pop: Population, model: str, n: int, m: int, B: int, rng: np.random.Generator, reps: int = 4000
-) -> dict[str, dict[str, float]]:
-    """``E[θ̂]`` at the design, by Monte Carlo: ``{metric: {"mean", "se"}}`` over ``reps`` draws."""
-    n, m, B = check_design(n, m, B)
-    k = pop.index(model)
-    out: dict[str, list[np.ndarray]] = {}
-    for start in range(0, reps, max(1, 2_000_000 // (n * 2))):
-        r = min(reps - start, max(1, 2_000_000 // (n * 2)))
-        c, g = draw_counts(pop, n, m, r, rng)
-        for key, v in metric_rows(c[:, CLEAN], c[:, k], g[:, CLEAN], g[:, k], m, B).items():
-            out.setdefault(key, []).append(v)
-    vals = {k_: np.concatenate(v) for k_, v in out.items()}
-    return {
-        k_: {"mean": float(v.mean()), "se": float(v.std(ddof=1) / np.sqrt(v.size))} for k_, v in vals.items()
     }
 
 
