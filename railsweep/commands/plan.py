@@ -16,6 +16,12 @@ from typing import Any
 from railsweep import argtypes as at
 
 DEFAULT_N = (100, 200, 1319)
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown; the description and the examples keep their lines."""
+
+
 DEFAULT_M = (10, 20, 50)
 
 
@@ -24,15 +30,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "plan",
         help="the smallest strategy difference a design detects, and the design a difference needs",
         description=(
-            "For each design (n questions, m samples, B strata): the smallest SA-PPG, A-PPG and G-AP difference "
-            "between two strategies detectable at the given power and level, and whether SA-PPG's interval would "
-            "be printed at that size; with --mde X, the questions each metric needs at each m. The pilot is a "
-            "folder of cells of an earlier run (--pilot) or, without one, a reference M_cl with p ~ Beta(2.5, 0.9) "
-            "(noise only: a lower bound). Method: docs/metrics.md, 'The planner'."
+            "For each design (n questions, m samples, B strata): the smallest SA-PPG, A-PPG and G-AP\n"
+            "difference between two strategies detectable at the given power and level, and whether\n"
+            "SA-PPG's interval would be printed at that size; with --mde X, the questions each metric\n"
+            "needs at each m. The pilot is a folder of cells of an earlier run (--pilot) or, without\n"
+            "one, a reference M_cl with p ~ Beta(2.5, 0.9) (noise only: a lower bound).\n"
+            "Method: docs/metrics.md, 'The planner'."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_Help,
         epilog=(
-            "examples:\n  railsweep plan                                   # reference pilot, the paper's design too\n"
+            "examples:\n  railsweep plan                                # reference pilot, the paper's design too\n"
             "  railsweep plan --pilot runs/mlflow/mlartifacts --n 200 --m 20 --B 20\n"
             "  railsweep plan --pilot cells/ --mde 0.05      # questions needed for a 0.05 difference"
         ),
