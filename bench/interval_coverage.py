@@ -42,6 +42,7 @@ import numpy as np
 from railsweep.errors import RailsweepError
 from railsweep.metrics.aggregate import MIN_NONZERO, nonzero_questions
 from railsweep.metrics.bootstrap import abs_interval, percentile_ci
+from railsweep.metrics.empirical_bayes import fit_prior
 from railsweep.metrics.floor import corrected, floors
 from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, simulated_coverage
 from railsweep.metrics.simulate import (
@@ -52,6 +53,7 @@ from railsweep.metrics.simulate import (
     noise_free_values,
     row_strata,
 )
+from railsweep.results.io import read_cell
 
 METRICS = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus", "sa_ppg", "s_delta_plus", "s_delta_minus")
 STRATIFIED = ("sa_ppg", "s_delta_plus", "s_delta_minus")
@@ -69,8 +71,6 @@ def synthetic(kind: str, rng: np.random.Generator, size: int = 20_000) -> Popula
 
 def from_cells(clean, identity, other) -> Population:
     """Population of real cells (per-question DataFrames joined on question_index, one m)."""
-    from railsweep.metrics.empirical_bayes import fit_prior
-
     j = clean.merge(identity, on="question_index", suffixes=("", "_i")).merge(
         other, on="question_index", suffixes=("", "_o")
     )
@@ -282,8 +282,6 @@ def check_args(args: argparse.Namespace) -> None:
 def real_populations(dirs) -> dict[str, Population]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sappg_coverage  # the same setting finder as the SA-PPG coverage bench
-
-    from railsweep.results.io import read_cell
 
     out = {}
     for s in sappg_coverage.find_settings(dirs, "railcap", "identity"):

@@ -24,7 +24,8 @@ import numpy as np
 from railsweep.metrics._binomial import t_quantile as _t
 from railsweep.metrics.empirical_bayes import fit_prior
 from railsweep.metrics.jackknife import jackknife_se, leave_one_out
-from railsweep.metrics.simulate import Population, draw_counts, row_strata, stratified_mean_rows
+from railsweep.metrics.simulate import Population, draw_counts, row_strata
+from railsweep.metrics.stratified import stratified_mean_rows
 
 CHECK_MIN = 0.92  # the lowest simulated coverage at which a 95 % interval is printed
 PARTS = {

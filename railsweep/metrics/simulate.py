@@ -34,6 +34,7 @@ import numpy as np
 from railsweep.errors import ConfigError
 from railsweep.metrics._arrays import check_bins
 from railsweep.metrics._binomial import binom_pmf
+from railsweep.metrics.stratified import stratified_mean_rows
 
 CLEAN = 0  # row of the clean model in a Population
 
@@ -79,21 +80,6 @@ def draw_counts(pop: Population, n: int, m: int, reps: int, rng: np.random.Gener
     q = rng.integers(0, pop.p.shape[1], size=(int(reps), int(n)))
     p = pop.p[:, q].transpose(1, 0, 2)
     return rng.binomial(int(m), p), pop.greedy[:, q].transpose(1, 0, 2)
-
-
-def stratified_mean_rows(values: np.ndarray, strata: np.ndarray, B: int) -> np.ndarray:
-    """Equal-weight mean over each row's non-empty strata of the per-stratum mean of ``values``.
-
-    values float (R, N), strata int (R, N) -> (R,). With values |Δ| this is SA-PPG (eq 13)
-    row by row, with max(±Δ, 0) S-Δ±.
-    """
-    v, s = np.atleast_2d(values).astype(float), np.atleast_2d(strata).astype(np.int64)
-    R = v.shape[0]
-    key = (np.arange(R)[:, None] * B + s).ravel()
-    sums = np.bincount(key, weights=v.ravel(), minlength=R * B).reshape(R, B)
-    cnt = np.bincount(key, minlength=R * B).reshape(R, B)
-    means = np.divide(sums, cnt, out=np.zeros_like(sums), where=cnt > 0)
-    return means.sum(axis=1) / np.count_nonzero(cnt, axis=1)
 
 
 def row_strata(c: np.ndarray, m: int, B: int) -> np.ndarray:

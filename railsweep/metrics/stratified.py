@@ -50,25 +50,32 @@ def sa_ppg(delta, strata) -> np.ndarray:
     return _stratum_means(np.abs(np.asarray(delta, dtype=float)), strata).mean(axis=-1)
 
 
-def sa_ppg_restratified(delta, strata, B: int = 50) -> np.ndarray:
-    """SA-PPG (eq 13) of resamples whose strata differ row by row: (R, N) -> (R,).
+def stratified_mean_rows(values, strata, B: int = 50) -> np.ndarray:
+    """Equal-weight mean over each row's non-empty strata of the per-stratum mean of ``values``: (R, N) -> (R,).
 
-    delta: float (R, N) gaps of the resampled questions; strata: int (R, N)
-    their clean strata (eq 12), e.g. ``strata[idx]`` for an across-strata
-    resample ``idx``. Each row is re-stratified on its own: ℬ is that row's
-    non-empty strata. One ``bincount`` over (row, stratum) keys, no row loop.
+    values: float (R, N); strata: int (R, N), each row stratified on its own (ℬ is that row's non-empty
+    strata). One ``bincount`` over (row, stratum) keys, no row loop.
     """
     B = check_bins(B)
-    d = np.abs(np.atleast_2d(np.asarray(delta, dtype=float)))
+    v = np.atleast_2d(np.asarray(values, dtype=float))
     s = np.atleast_2d(np.asarray(strata, dtype=np.int64))
-    if d.shape != s.shape:
-        raise ValueError(f"delta {d.shape} and strata {s.shape} must have the same shape")
-    R = d.shape[0]
+    if v.shape != s.shape:
+        raise ValueError(f"values {v.shape} and strata {s.shape} must have the same shape")
+    R = v.shape[0]
     key = (np.arange(R)[:, None] * B + s).ravel()
-    sums = np.bincount(key, weights=d.ravel(), minlength=R * B).reshape(R, B)
+    sums = np.bincount(key, weights=v.ravel(), minlength=R * B).reshape(R, B)
     cnt = np.bincount(key, minlength=R * B).reshape(R, B)
     means = np.divide(sums, cnt, out=np.zeros_like(sums), where=cnt > 0)
     return means.sum(axis=1) / np.count_nonzero(cnt, axis=1)
+
+
+def sa_ppg_restratified(delta, strata, B: int = 50) -> np.ndarray:
+    """SA-PPG (eq 13) of resamples whose strata differ row by row: (R, N) -> (R,).
+
+    delta: float (R, N) gaps of the resampled questions; strata: int (R, N) their clean strata (eq 12),
+    e.g. ``strata[idx]`` for an across-strata resample ``idx``; each row is re-stratified on its own.
+    """
+    return stratified_mean_rows(np.abs(np.asarray(delta, dtype=float)), strata, B)
 
 
 def s_delta_plus(delta, strata) -> np.ndarray:
