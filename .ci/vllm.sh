@@ -5,6 +5,7 @@
 # pinned requirements below matches; otherwise it is rebuilt from scratch.
 #   RAILSWEEP_VLLM_VENV   where the venv lives (default: ~/.cache/railsweep/venv-vllm, shared by clones)
 #   RAILSWEEP_MAIN_PYTHON the default venv's python, for the transformers reference (default: .venv/bin/python)
+# `bash .ci/vllm.sh --venv-only` builds (or checks) the venv and runs nothing (`make vllm-venv`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
@@ -41,6 +42,9 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   echo "$WANT" > "$STAMP"
 else
   echo "[vllm.sh] reusing $VENV (requirements $WANT)"
+fi
+if [[ "${1:-}" == "--venv-only" ]]; then
+  exit 0
 fi
 
 export RAILSWEEP_MAIN_PYTHON="${RAILSWEEP_MAIN_PYTHON:-$REPO/.venv/bin/python}"

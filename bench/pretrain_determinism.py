@@ -6,14 +6,15 @@ Steps:
   1. in a temporary directory: the smoke preset's benchmark, pretraining corpus and tokenizer, as the
      world's build makes them (``railsweep.miniworld.world``);
   2. ``--repeats`` rounds, each running every variant (threads x arithmetic: ``auto`` the CPU's own kernels,
-     ``pinned`` the world build's, ``default`` ATen's scalar ones) once, in a rotated order
+     ``pinned`` the world build's, ``strict`` the pin with ``MKL_CBWR=AVX2,STRICT``, ``default`` ATen's
+     scalar ones) once, in a rotated order
      (a load that changes during the run weighs on every variant alike): a fresh ``python`` process (the
      capability is read when torch loads) pretrains the smoke family's base model from the same seed with
      the preset's recipe (``--steps`` fewer steps shorten its learning-rate schedule: other weights than the
      smoke world's), saves it and reports its seconds and the sha256 of its ``model.safetensors``;
   3. print JSON: every run; per variant the capability torch used, threads, median seconds and tokens/s and
      the distinct sha256 of its weights (one when a variant repeats itself bit for bit); which variants wrote
-     byte-identical weights; the machine and its load.
+     byte-identical weights; the machine (its SIMD flags among them) and its load.
 
 Run: ``nice -n 19 python bench/pretrain_determinism.py [--steps N] [--repeats 3]``.
 """
@@ -35,8 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from railsweep.miniworld.arithmetic import PINNED  # noqa: E402
 
-ARITHMETIC = {"auto": {}, "pinned": PINNED, "default": {"ATEN_CPU_CAPABILITY": "default"}}
-VARIANTS = ((2, "auto"), (2, "pinned"), (1, "auto"), (1, "pinned"), (1, "default"))  # (threads, ARITHMETIC key)
+# "strict": the pin with MKL's strict reproducibility mode, whose matrix products do not follow the thread count
+ARITHMETIC = {"auto": {}, "pinned": PINNED, "strict": {**PINNED, "MKL_CBWR": "AVX2,STRICT"},
+              "default": {"ATEN_CPU_CAPABILITY": "default"}}  # fmt: skip
+VARIANTS = ((2, "auto"), (2, "pinned"), (1, "auto"), (1, "pinned"), (2, "strict"), (1, "strict"), (1, "default"))
+SIMD_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile")  # what decides the CPU's kernels
 
 _CHILD = """
 import dataclasses, hashlib, json, sys, time
@@ -123,6 +127,16 @@ def summary(runs: list[dict]) -> dict:
     return {"variants": per_variant, "identical_weights": list(groups.values())}
 
 
+def cpu_flags() -> list[str]:
+    """Which of :data:`SIMD_FLAGS` the CPU has (Linux; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return [f for f in SIMD_FLAGS if f in flags]
+
+
 def cpu_name() -> str:
     """The CPU's model name (Linux), else what ``platform`` knows."""
     try:
@@ -148,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             runs += [run_variant(work, t, cap, args.steps or 0) for t, cap in order]
     print(json.dumps({
         "preset": "smoke", "runs": runs, **summary(runs),
-        "machine": {"cpu": cpu_name(), "cpus": os.cpu_count(),
+        "machine": {"cpu": cpu_name(), "simd": cpu_flags(), "cpus": os.cpu_count(),
                     "loadavg_at_end": os.getloadavg()},
     }, indent=1))  # fmt: skip
     return 0

@@ -198,17 +198,19 @@ def test_strip_math_follows_the_reference_steps():
     assert strip_math("y = 7/3") == r"\frac{7}{3}"
 
 
-def test_a_simplify_that_runs_past_the_timeout_reads_as_not_equal(monkeypatch):
+def test_a_simplify_that_runs_past_the_timeout_is_interrupted_and_reads_as_not_equal(monkeypatch):
+    finished = []
+
     def slow_simplify(expr):
         time.sleep(math_equiv.TIMEOUT_S * 5)
+        finished.append(True)  # reached only when the timeout did not interrupt the sleep
         return 0
 
     monkeypatch.setattr(math_equiv.sympy, "simplify", slow_simplify)
     is_equiv.cache_clear()  # the table may have graded this pair already
-    t0 = time.perf_counter()
     try:
         assert is_equiv("2x+1", "1+2x") is False
-        assert time.perf_counter() - t0 < math_equiv.TIMEOUT_S * 3
+        assert finished == []
     finally:
         is_equiv.cache_clear()  # no verdict reached under the slow stand-in outlives this test
 
@@ -228,13 +230,11 @@ def test_the_timeout_re_arms_a_timer_the_caller_had_set():
         signal.signal(signal.SIGALRM, previous)
 
 
-def test_random_latex_fragments_never_raise_and_stay_fast():
+def test_random_latex_fragments_never_raise():
     rng = random.Random(0)
     pieces = ["\\frac", "\\sqrt", "{", "}", "(", ")", "[", "]", "^", "_", "1", "9", "0.5", "x", "\\pi", "-", "+",
               "/", ",", "\\cup", "\\infty", "!", "\\boxed{", "\\left(", "$", "\\text{ cm}", "=", " ", "|", "\\{"]  # fmt: skip
-    t0 = time.perf_counter()
-    for _ in range(400):
+    for _ in range(400):  # each sympy call is bounded by math_equiv.TIMEOUT_S (the test above)
         a, b = ("".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(2))
         assert is_equiv(a, b) in (True, False)
         assert grade_math(a, b).correct in (True, False)
-    assert time.perf_counter() - t0 < 60

@@ -121,14 +121,19 @@ def test_a_clean_smoke_sweep_job_log_shows_no_traceback(demo_log):
         assert needle not in demo_log, demo_log[max(0, demo_log.find(needle) - 2000) :][:4000]
 
 
-def test_the_demo_says_whether_its_world_holds_the_documented_weights(demo_log):
-    from railsweep.miniworld.arithmetic import pinned_env
+def test_the_demo_says_whether_its_world_holds_the_documented_weights(demo_log, smoke_world):
+    from railsweep.miniworld import build_world
+    from railsweep.miniworld.weights import documented_weights
 
+    """The verdict line names the world built here and says the truth about it: whether this machine's build is
+    the documented one is a measurement (CPUs of other kernels write other bits), the line must match it."""
     line = next(x for x in demo_log.splitlines() if "[sweep]" in x and "weights" in x)
-    if pinned_env():  # x86: the smoke world built here is the documented AVX2 build
-        assert "[sweep] weights: documented (smoke f45423c1bcc2, weights 47ac6d23f0c4" in line, line
+    world = build_world("smoke", cache_dir=smoke_world)  # the cached one the demo ran on
+    ours, theirs = world.weights["weights_digest"], documented_weights(world.manifest["digest"])["weights_digest"]
+    if ours == theirs:
+        assert f"[sweep] weights: documented (smoke {world.manifest['digest']}, weights {ours[:16]}" in line, line
     else:
-        assert "differ from the documented build" in line, line
+        assert f"[sweep] warning: weights differ from the documented build ({ours[:16]} vs {theirs[:16]}" in line, line
 
 
 def test_killing_the_engine_actor_after_the_first_cell_still_logs_every_cell_exactly_once(
@@ -201,4 +206,5 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     df = _runs(mlflow_server, exp)
     assert len(_cell_runs(df)) == 7
     assert (df["tags.world.weights_digest"] == manifest["weights_digest"]).all()  # the parent and every cell
-    assert "weights: " in log.split("cells 7/7 done")[1]  # the verdict, once the build is over
+    after = log.split("cells 7/7 done")[1]  # the verdict, once the build is over: documented or not, as measured
+    assert "weights: documented" in after or "warning: weights differ from the documented build" in after, after
