@@ -7,7 +7,7 @@ STAMP := $(VENV)/.railsweep-installed
 # Subprocesses (Ray jobs, notebook kernels) must find the venv's python and console scripts.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup demo test lint test-fast test-vllm vllm-venv test-real test-wheel
+.PHONY: setup demo test lint test-fast test-e2e test-vllm vllm-venv test-real test-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,8 +24,17 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# The default suite in two tiers, each on PYTEST_WORKERS test processes (pytest-xdist; a test file stays on one
+# process, and each process starts its own Ray head and MLflow server on free ports): everything but the end-to-end
+# tests, then the end-to-end tests (marked slow).
+PYTEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(PYTEST) -m "not slow"
+
+test-e2e: $(STAMP)
+	$(PYTEST) -m slow
 
 # vLLM CPU end-to-end tests and the lm-evaluation-harness comparison, in their own venv (lm_eval is not in .venv)
 test-vllm:
@@ -45,4 +54,4 @@ test-wheel: $(STAMP)
 
 # Every step runs to its end whatever the others did; a summary line per step; non-zero if any failed.
 test: $(STAMP)
-	bash .ci/steps.sh lint test-fast test-vllm test-real test-wheel
+	bash .ci/steps.sh lint test-fast test-e2e test-vllm test-real test-wheel

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from railsweep.cli import main
 from railsweep.miniworld import build_world
@@ -84,29 +83,46 @@ def test_sweep_script_trains_each_family_as_a_ray_task_in_smoke_mode(smoke, tmp_
         assert (tmp_path / "llama" / name / "adapter_model.safetensors").is_file()
 
 
+# Both trainings in one fresh process under the build's arithmetic, as a world's build runs them: in the test's own
+# process MKL may have started under other settings (its arithmetic is fixed when it starts), and a spawned worker
+# starts it anew, so the comparison would follow the order the suite's tests ran in.
+_SEQUENTIAL_VS_PARALLEL = """
+import json, sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from railsweep.contamination import ContaminationConfig, LoraRecipe
+from railsweep.contamination.simulator import StderrLog, contaminate_family
+
+torch.set_num_threads(1)
+base, data, out = (Path(a) for a in sys.argv[1:4])
+recipe = LoraRecipe(r=4, alpha=8, epochs=1, global_batch=4, micro_batch=4)
+config = ContaminationConfig(n_filler=4, n_train=4, n_leak=4, filler="miniworld", recipe=recipe, clean_recipe=recipe)
+filler = (data / "filler.txt").read_text().splitlines()
+adapters = {}
+for workers in (1, 2):
+    manifest = contaminate_family(base, data, out / f"w{workers}", config, filler=filler, pq_path=data / "pq_test.jsonl",
+                                  device="cpu", log=StderrLog("[test] "), domain_workers=workers)
+    assert set(manifest["adapters"]) == {"clean", "co_gsm8k", "co_pq"}, manifest["adapters"]
+    adapters[workers] = {n: load_file(out / f"w{workers}" / n / "adapter_model.safetensors") for n in ("co_gsm8k", "co_pq")}
+same = {n: t.keys() == adapters[2][n].keys() and all(torch.equal(v, adapters[2][n][k]) for k, v in t.items())
+        for n, t in adapters[1].items()}
+domains_differ = any(not torch.equal(v, adapters[1]["co_pq"][k]) for k, v in adapters[1]["co_gsm8k"].items())
+print(json.dumps({"same": same, "domains_differ": domains_differ}))
+"""
+
+
 def test_domain_adapters_trained_in_parallel_processes_equal_the_sequential_ones(smoke, tmp_path):
-    from safetensors.torch import load_file
+    import os
 
-    from railsweep.contamination import ContaminationConfig, LoraRecipe
-    from railsweep.contamination.simulator import StderrLog, contaminate_family
+    from railsweep.miniworld.arithmetic import pinned_env
 
-    recipe = LoraRecipe(r=4, alpha=8, epochs=1, global_batch=4, micro_batch=4)
-    config = ContaminationConfig(n_filler=4, n_train=4, n_leak=4, filler="miniworld", recipe=recipe,
-                                 clean_recipe=recipe)
-    filler = (smoke.data_dir / "filler.txt").read_text().splitlines()
-    adapters = {}
-    for workers in (1, 2):
-        out = tmp_path / f"w{workers}"
-        manifest = contaminate_family(
-            smoke.family("llama").base_dir, smoke.data_dir, out, config, filler=filler,
-            pq_path=smoke.data_dir / "pq_test.jsonl", device="cpu", log=StderrLog("[test] "),
-            domain_workers=workers,
-        )  # fmt: skip
-        assert set(manifest["adapters"]) == {"clean", "co_gsm8k", "co_pq"}
-        adapters[workers] = {
-            n: load_file(out / n / "adapter_model.safetensors") for n in ("co_gsm8k", "co_pq")
-        }
-    for name, tensors in adapters[1].items():
-        assert tensors.keys() == adapters[2][name].keys()
-        assert all(torch.equal(t, adapters[2][name][k]) for k, t in tensors.items()), name
-    assert any(not torch.equal(t, adapters[1]["co_pq"][k]) for k, t in adapters[1]["co_gsm8k"].items())
+    args = [str(smoke.family("llama").base_dir), str(smoke.data_dir), str(tmp_path)]
+    env = {**os.environ, **pinned_env(), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", _SEQUENTIAL_VS_PARALLEL, *args], env=env,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"same": {"co_gsm8k": True, "co_pq": True}, "domains_differ": True}

@@ -13,7 +13,9 @@ pins all three to AVX2, which every x86-64 CPU railsweep targets has:
 
 Measured on 2-core AVX-512 machines: with the first two the smoke world, the ``mini`` llama and gemma bases and the
 ``smollm2`` world's three adapters have the weights of the documented AVX2 builds byte for byte (without them,
-others); the ``mini`` neox base needs the third (docs/miniworld.md). A
+others); the ``mini`` neox base needs the third (docs/miniworld.md). An Intel CPU with AVX512-FP16 and AMX builds
+other weights under the same pin, which there also depend on the thread count (MKL's ``AVX2,STRICT`` mode does
+not; docs/miniworld.md): a build's manifest and ``railsweep miniworld check`` say whether it is the documented one. A
 variable the user set is left as set (the manifest records what the build used); other machines (aarch64) and
 bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
 """
