@@ -157,3 +157,9 @@ def test_write_table_writes_three_formats_and_no_temporaries(cells, tmp_path):
     paths = write_table(table3(cells), tmp_path / "out", "table3")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["table3.csv", "table3.html", "table3.md"]
     assert paths["md"].read_text(encoding="utf-8").startswith("**Table 3")
+
+
+def test_the_html_file_is_a_page_that_declares_utf8_so_a_browser_reads_its_symbols(cells, tmp_path):
+    page = write_table(table3(cells), tmp_path, "table3")["html"].read_bytes()
+    assert page.startswith(b"<!DOCTYPE html>") and b'<meta charset="utf-8">' in page
+    assert "GSM8K × llama".encode() in page  # written as UTF-8 bytes, which the declared charset reads back

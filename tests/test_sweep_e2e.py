@@ -189,7 +189,7 @@ def test_killed_driver_resumes_without_recomputing_finished_cells(
 
 
 def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_its_weights_after(
-    ray_client, mlflow_server, tmp_path
+    ray_client, mlflow_server, tmp_path, capsys
 ):
     """A fresh cache: the driver builds the smoke world in a thread, starts the cells when its family is
     trained, and tags the parent and every cell run with the world's weights digest once the manifest exists."""
@@ -208,3 +208,5 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     assert (df["tags.world.weights_digest"] == manifest["weights_digest"]).all()  # the parent and every cell
     after = log.split("cells 7/7 done")[1]  # the verdict, once the build is over: documented or not, as measured
     assert "weights: documented" in after or "warning: weights differ from the documented build" in after, after
+    console = capsys.readouterr().out  # what Tune itself printed: nothing that points away from the sweep's own lines
+    assert "TensorBoard" not in console and "Configuration for experiment" not in console, console[-2000:]

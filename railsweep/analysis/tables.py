@@ -331,6 +331,16 @@ def to_html(table: Table | pd.DataFrame) -> str:
     return title + body + "\n" + tail
 
 
+def to_html_page(table: Table) -> str:
+    """:func:`to_html` as a whole page that declares its encoding (UTF-8), so that a browser opening the file (an
+    MLflow artifact, say) reads "×" and "Δ" as written."""
+    title = html.escape(table.title or "railsweep table")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n</head>\n'
+        f"<body>\n{to_html(table)}</body>\n</html>\n"
+    )
+
+
 def to_csv(table: Table | pd.DataFrame) -> str:
     """CSV of the numeric values: columns ``<metric>``, ``<metric> ci_low``, ``<metric> ci_high``, ``<metric> best``."""
     if isinstance(table, pd.DataFrame):
@@ -347,7 +357,7 @@ def write_table(table: Table, out_dir: str | Path, name: str) -> dict[str, Path]
     """Write ``<name>.md``, ``<name>.csv``, ``<name>.html`` atomically; returns {format: path}."""
     out_dir = Path(out_dir)
     paths = {"md": out_dir / f"{name}.md", "csv": out_dir / f"{name}.csv", "html": out_dir / f"{name}.html"}
-    texts = {"md": to_markdown(table), "csv": to_csv(table), "html": to_html(table)}
+    texts = {"md": to_markdown(table), "csv": to_csv(table), "html": to_html_page(table)}
     for fmt, path in paths.items():
         write_text_atomic(path, texts[fmt])
     return paths

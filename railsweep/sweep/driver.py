@@ -449,6 +449,9 @@ def _run_trials(
                 verbose=0,
             ),
         )
+        # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says; its
+        # classic output at verbose=0 prints nothing, and the sweep's own progress line says what runs
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
         with ProgressPrinter(board, interval=progress_interval, out=run.out):
             results = tuner.fit()
         for res in results:
