@@ -14,7 +14,14 @@ from railsweep import cli
 from railsweep.errors import DataError
 from railsweep.miniworld.presets import preset_config
 from railsweep.sweep import job, options
-from railsweep.sweep.pricing import dry_resolve, mlp_widths_of, price_params, price_sweep, sweep_price
+from railsweep.sweep.pricing import (
+    dry_resolve,
+    format_price,
+    mlp_widths_of,
+    price_params,
+    price_sweep,
+    sweep_price,
+)
 from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import PRESETS, load_spec
 from railsweep.sweep.throughput import load_throughput
@@ -85,6 +92,14 @@ DOCUMENTED = [("mini", "3", 21, 61_200), ("mini_six", "all", 7, 18_624), ("mini_
 def test_priced_cells_and_samples_equal_what_the_documented_sweeps_decoded(preset, table, cells, samples):
     price = price_sweep(load_spec(preset), table, load_throughput())
     assert (price.cells, price.samples) == (cells, samples)
+
+
+def test_a_sweep_that_starts_prints_its_plan_without_the_dry_runs_words():
+    price = price_sweep(load_spec("smoke"), "3", load_throughput())
+    started = format_price(price, dry_run=False)
+    assert started.startswith("[sweep] plan of sweep 'smoke', table 3")
+    assert "dry-run" not in started and "nothing started" not in started
+    assert started.split("\n", 1)[1] == format_price(price).split("\n", 1)[1]  # the same plan below the first line
 
 
 def test_limit_narrows_the_price_as_it_narrows_the_sweep():

@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace, table: str) -> driver.SweepOutcome:
     if spec is None:
         spec = override(load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args)
         price = sweep_price(spec, table, args)
-    print(format_price(price), flush=True)
+    print(format_price(price, dry_run=False), flush=True)
     return driver.run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval,
                             params=price_params(price), fault=fault)  # fmt: skip
 

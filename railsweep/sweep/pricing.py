@@ -311,12 +311,18 @@ def _cluster(
     return ClusterCost(units, n_engines, wall, units * wall / 3600.0)
 
 
-def format_price(p: SweepPrice) -> str:
-    """The dry run's printout: the grid, per-engine counts and the cluster table."""
+def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:
+    """The grid, per-engine counts and the cluster table: the dry run's printout, and (``dry_run=False``) the
+    plan a sweep prints as it starts."""
     unit, hours = ("cores", "CPU-hours") if p.device == "cpu" else ("GPUs", "GPU-hours")
     q = p.questions
+    head = (
+        f"[dry-run] sweep {p.name!r}, table {p.table}: nothing started (no Ray, no MLflow, no world built, no model loaded)"
+        if dry_run
+        else f"[sweep] plan of sweep {p.name!r}, table {p.table}, as priced before it starts:"
+    )
     lines = [
-        f"[dry-run] sweep {p.name!r}, table {p.table}: nothing started (no Ray, no MLflow, no world built, no model loaded)",
+        head,
         f"cells: {p.cells}, of which clean references: {p.clean_cells}; m = {p.m}; max_new_tokens = {p.max_new_tokens}",
         f"questions: {q.n} in {q.source}",
         f"response length: {q.length_source}",
