@@ -164,7 +164,7 @@ def sweep_run(mlflow_uri, tmp_path_factory):
     failed, runs, frames = [], {}, {}
     for cell, meta in zip(cells, metas):
         cfg = cell.config
-        run = tracker.start_cell_run(parent, cell.cell_id, run_name=f"{cfg.family}/{cfg.domain}/{meta['label']}",
+        run = tracker.start_cell_run(parent, cell.cell_id, run_name=meta["run_name"],
                                      tags={TAG_ROLE: cfg.role})  # fmt: skip
         if meta["label"] == FAILED_LABEL and cfg.family == "llama" and cfg.domain == "gsm8k":
             tracker.terminate(run, "FAILED")

@@ -206,6 +206,9 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     df = _runs(mlflow_server, exp)
     assert len(_cell_runs(df)) == 7
     assert (df["tags.world.weights_digest"] == manifest["weights_digest"]).all()  # the parent and every cell
+    cells = _cell_runs(df)
+    assert "llama · clean reference" in set(cells["tags.mlflow.runName"])
+    assert set(cells["tags.railsweep.strategy"]) >= {"Identity", "RailCap n=4 cap"}
     after = log.split("cells 7/7 done")[1]  # the verdict, once the build is over: documented or not, as measured
     assert "weights: documented" in after or "warning: weights differ from the documented build" in after, after
     console = capsys.readouterr().out  # what Tune itself printed: nothing that points away from the sweep's own lines

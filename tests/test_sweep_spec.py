@@ -79,6 +79,15 @@ def test_trials_start_with_the_references_then_take_the_families_in_turn(paths_s
     assert trial_order([]) == []
 
 
+def test_each_cell_run_is_named_and_tagged_by_family_domain_and_strategy(paths_spec):
+    t3 = expand(resolve_spec(spec_from_dict(paths_spec)), "3")
+    names = {c.run_name(): c.run_tags() for c in t3 if c.family == "fa"}
+    assert names["fa · clean reference"]["railsweep.strategy"] == "Identity"
+    assert names["fa · pq · RailCap n=4 cap"] == {
+        "railsweep.family": "fa", "railsweep.domain": "pq", "railsweep.strategy": "RailCap n=4 cap"}  # fmt: skip
+    assert len(names) == len([c for c in t3 if c.family == "fa"])  # every cell of a family has its own name
+
+
 def test_cell_ids_are_stable_and_change_with_the_resolved_config(paths_spec):
     a = [c.cell_id for c in expand(resolve_spec(spec_from_dict(paths_spec)))]
     b = [c.cell_id for c in expand(resolve_spec(spec_from_dict(copy.deepcopy(paths_spec))))]

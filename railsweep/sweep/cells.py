@@ -57,6 +57,19 @@ class SweepCell:
         label = strategy_label(self.config.strategy, self.config.strategy_params)
         return f"{label} ({self.note})" if self.note else label
 
+    def run_name(self) -> str:
+        """The cell's MLflow run name, read at a glance: ``llama · gsm8k · RailCap n=4 cap``, or
+        ``llama · clean reference`` for the family's reference cell (Identity on M_cl)."""
+        c = self.config
+        if c.role == "clean":
+            return f"{c.family} · clean reference"
+        return f"{c.family} · {c.domain or 'all'} · {self.label()}"
+
+    def run_tags(self) -> dict[str, str]:
+        """Tags that make the cell runs filterable in the MLflow UI by family, domain and strategy."""
+        c = self.config
+        return {"railsweep.family": c.family, "railsweep.domain": c.domain or "all", "railsweep.strategy": self.label()}
+
     def flat_params(self) -> dict[str, str]:
         """Flat, UI-comparable MLflow params."""
         c = self.config

@@ -92,6 +92,8 @@ def _cell_meta(cell: SweepCell) -> dict[str, Any]:
         "clean_id": cell.clean_id,
         "params": cell.flat_params(),
         "label": cell.label(),
+        "run_name": cell.run_name(),
+        "run_tags": cell.run_tags(),
     }
 
 

@@ -182,8 +182,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         return result
     cfg = meta["config"]
     run_id = tracker.start_cell_run(
-        ctx.parent_id, cid, run_name=f"{cfg['family']}/{cfg.get('domain') or 'all'}/{meta['label']}",
-        tags={TAG_ROLE: cfg["role"], **ctx.run_tags},
+        ctx.parent_id, cid, run_name=meta["run_name"], tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags},
     )  # fmt: skip
     try:
         out = _decode(ctx, cid, cfg, board)
