@@ -118,7 +118,7 @@ def _outcomes(cell, clean_c: np.ndarray, rng: np.random.Generator) -> list[Quest
 @pytest.fixture(scope="module")
 def sweep_run(mlflow_uri, tmp_path_factory):
     """A two-family sweep (Table 3 gets two setting columns) logged like railsweep.sweep.driver + trial + publish do."""
-    from railsweep.analysis.scoring import flatten_scores, score_pair
+    from railsweep.analysis.scoring import flatten_scores, score_pair, split_constants
     from railsweep.results.io import read_cell, write_cell
     from railsweep.sweep.cells import expand
     from railsweep.sweep.driver import _cell_meta
@@ -177,10 +177,15 @@ def sweep_run(mlflow_uri, tmp_path_factory):
         df = frames[cell.cell_id] = read_cell(paths.questions)[1]
         metrics = cell_summary(df)
         tags = {TAG_QUESTIONS_FILE: paths.questions.name, TAG_RESPONSES_FILE: paths.responses.name}
+        params = dict(meta["params"])
         if cell.clean_id and cfg.family == "llama":  # the trial's scores; pythia's trial logged none
-            metrics.update(flatten_scores(score_pair(frames[cell.clean_id], df, B=10, n_boot=50, seed=0)))
+            scores, design = split_constants(
+                flatten_scores(score_pair(frames[cell.clean_id], df, B=10, n_boot=50, seed=0))
+            )
+            metrics.update(scores)
+            params.update(design)
             tags[TAG_CLEAN_RUN] = runs[cell.clean_id]
-        tracker.log(run, params=meta["params"], metrics=metrics, tags=tags)
+        tracker.log(run, params=params, metrics=metrics, tags=tags)
         runs[cell.cell_id] = run
         tracker.log_artifact(run, paths.questions, "results")
         tracker.log_artifact(run, paths.responses, "results")

@@ -13,6 +13,7 @@ from railsweep.analysis import (
     score_pair,
     unflatten_scores,
 )
+from railsweep.analysis.scoring import SCORE_CONSTANTS, join_constants, split_constants
 from railsweep.errors import ConfigError, DataError
 from railsweep.metrics import METRICS, a_ppg, ppg, sa_ppg, solve_prob, stratify
 from railsweep.metrics.aggregate import MEAN_METRICS
@@ -121,6 +122,14 @@ def test_flatten_and_unflatten_round_trip_with_floors_checks_and_printed_interva
     assert flat["m"] == 50.0 and "g_ap_corrected" not in flat and "g_ap_check" not in flat
     assert "stratum_n" not in flat  # a list: readers recompute it from the clean cell's counts
     assert_round_trip(s)
+
+
+def test_the_scoring_design_goes_to_params_and_comes_back_as_the_same_numbers(pair):
+    flat = flatten_scores(score_pair(*pair, B=7, n_boot=50, seed=123456789))
+    metrics, params = split_constants(flat)
+    assert params == {"score.B": "7", "score.n_boot": "50", "score.alpha": repr(flat["alpha"]), "score.seed": "123456789"}
+    assert not set(metrics) & set(SCORE_CONSTANTS) and "sa_ppg" in metrics and "m" in metrics
+    assert join_constants(metrics, params) == flat
 
 
 def test_round_trip_rebuilds_why_an_interval_was_withheld():

@@ -109,6 +109,25 @@ def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
     return flat
 
 
+# The scoring design (bootstrap resamples, strata, interval level, seed): one value for every cell of a sweep, so a
+# tracker logs them as params (``score.<name>``), not as metrics to chart
+SCORE_CONSTANTS = ("B", "n_boot", "alpha", "seed")
+
+
+def split_constants(flat: Mapping[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """``(metrics, params)`` of :func:`flatten_scores`'s dict: the :data:`SCORE_CONSTANTS` as params named
+    ``score.<name>`` (integers written as integers), everything else as metrics."""
+    metrics = {k: v for k, v in flat.items() if k not in SCORE_CONSTANTS}
+    params = {f"score.{k}": str(int(flat[k])) if k in _INT_KEYS else repr(float(flat[k]))
+              for k in SCORE_CONSTANTS if k in flat}  # fmt: skip
+    return metrics, params
+
+
+def join_constants(metrics: Mapping[str, float], params: Mapping[str, str]) -> dict[str, float]:
+    """:func:`split_constants` undone: the metrics with the ``score.<name>`` params back as numbers."""
+    return {**metrics, **{k: float(params[f"score.{k}"]) for k in SCORE_CONSTANTS if f"score.{k}" in params}}
+
+
 _INT_KEYS = frozenset(
     {"n_questions", "n_strata", "B", "n_boot", "seed", "m", "sappg_sparse_questions", "sappg_sparse_strata"}
 )

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from railsweep.analysis.scoring import METRICS, unflatten_scores
+from railsweep.analysis.scoring import METRICS, join_constants, unflatten_scores
 from railsweep.detection.output import FILENAME
 from railsweep.detection.output import read_detections as read_table
 from railsweep.dynamics.output import DYNAMICS_DIR
@@ -104,9 +104,11 @@ def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame
     return pd.DataFrame(rows, columns=cols)
 
 
-def logged_scores(metrics: Mapping[str, float]) -> dict[str, Any] | None:
-    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged as metrics (``flatten_scores``);
-    None when the run logged no scores. A metric the tracker dropped (NaN) comes back as NaN."""
+def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (``flatten_scores``: the scores as
+    metrics, the scoring design as ``score.<name>`` params); None when the run logged no scores. A metric the
+    tracker dropped (NaN) comes back as NaN."""
+    metrics = join_constants(metrics, params or {})
     if "n_boot" not in metrics:
         return None
     flat: dict[str, float] = {}
@@ -201,7 +203,7 @@ def _cell_record(tracker: Tracker, meta: Mapping[str, Any], run: Any | None, dst
         **base,
         status=FINISHED,
         run_id=run.info.run_id,
-        scores=logged_scores(run.data.metrics),
+        scores=logged_scores(run.data.metrics, run.data.params),
         scored_against=run.data.tags.get(TAG_CLEAN_RUN),
         load_questions=lambda: download_questions(tracker, run, dst / cid),
         load_responses=lambda: download_responses(tracker, run, dst / f"{cid}-responses"),

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.analysis.plots import scatter_clean_vs_mitigated
-from railsweep.analysis.scoring import flatten_scores, score_pair
+from railsweep.analysis.scoring import flatten_scores, score_pair, split_constants
 from railsweep.engines.threads import apply_thread_budget
 from railsweep.results.io import read_cell, read_metadata
 from railsweep.sweep.actors import ENGINE_NAMESPACE, write_files
@@ -187,6 +187,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     try:
         out = _decode(ctx, cid, cfg, board)
         metrics = {"busy_s": out["busy_s"], "eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
+        params = dict(meta["params"])
         with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
             paths = write_files(out["files"], tmp)
             _, df = read_cell(paths["questions"])
@@ -200,14 +201,16 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
                 else:
                     clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
                     scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)
-                    metrics.update(flatten_scores(scores))
+                    score_metrics, score_params = split_constants(flatten_scores(scores))
+                    metrics.update(score_metrics)
+                    params.update(score_params)
                     tags[TAG_CLEAN_RUN] = clean_run.info.run_id
                     title = f"{cfg['family']}/{cfg.get('domain')} {meta['label']}"
                     plot = scatter_clean_vs_mitigated(
                         clean_df, df, Path(tmp) / "clean_vs_mitigated.png", title=title
                     )
                     tracker.log_artifact(run_id, plot, "plots")
-            tracker.log(run_id, params=meta["params"], metrics=metrics, tags=tags)
+            tracker.log(run_id, params=params, metrics=metrics, tags=tags)
             tracker.log_artifact(run_id, paths["questions"], RESULTS_DIR)
             tracker.log_artifact(run_id, paths["responses"], RESULTS_DIR)
         tracker.terminate(run_id, "FINISHED")
