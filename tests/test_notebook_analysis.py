@@ -297,6 +297,22 @@ def test_notebook_tables_equal_the_tables_the_sweep_published_on_its_parent_run(
     assert sweep_run["published"]["missing"] == sweep_run["failed"]
 
 
+def test_the_parent_run_carries_table_3_as_its_description_and_each_cells_sa_ppg_as_metrics(sweep_run, loaded):
+    from railsweep.analysis import report
+    from railsweep.sweep import reader
+
+    parent = reader.connect(sweep_run["uri"]).client.get_run(sweep_run["parent"])
+    note = parent.data.tags["mlflow.note.content"]
+    assert note.startswith(sweep_run["published"]["markdown"]["table3"].strip()[:40]) and "Identity" in note
+    scored = report.score_sweep(loaded)
+    sappg = {k: v for k, v in parent.data.metrics.items() if k.startswith("sa_ppg/")}
+    assert len(sappg) == len(scored) > 0
+    ident = next(s for s in scored if s["strategy"] == "Identity" and s["family"] == "llama")
+    assert sappg["sa_ppg/llama/gsm8k/Identity"] == ident["score"]["sa_ppg"]["value"]
+    railcap = [k for k in parent.data.metrics if k.startswith("sa_ppg_vs_identity/llama/gsm8k/RailCap n_")]
+    assert railcap and all("=" not in k for k in parent.data.metrics)
+
+
 def test_all_zero_looks_better_on_a_ppg_than_on_sa_ppg_in_the_reading_guide(loaded):
     """The guide table backs the notebook's markdown: All-Zero's SA-PPG is the worst of the setting."""
     from railsweep.analysis import report

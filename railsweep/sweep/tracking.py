@@ -29,6 +29,7 @@ TAG_CELL_ID = "railsweep.cell_id"
 TAG_SWEEP_ID = "railsweep.sweep_id"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_ROLE = "railsweep.role"
+TAG_VALUE_LIMIT = 5000  # characters of a tag value the tracker keeps (MLflow's own limit is 8000)
 TAG_QUESTIONS_FILE = "railsweep.questions_artifact"
 TAG_RESPONSES_FILE = "railsweep.responses_artifact"
 TAG_CLEAN_RUN = "railsweep.clean_run_id"  # the clean run a mitigated cell's logged scores compare against
@@ -197,7 +198,7 @@ class Tracker:
         ts = int(time.time() * 1000)
         p = [Param(k, str(v)[:6000]) for k, v in (params or {}).items()]
         m = [Metric(k, float(v), ts, 0) for k, v in (metrics or {}).items() if v is not None and v == v]
-        t = [RunTag(k, str(v)[:5000]) for k, v in (tags or {}).items()]
+        t = [RunTag(k, str(v)[:TAG_VALUE_LIMIT]) for k, v in (tags or {}).items()]
         for i in range(0, max(len(p), len(t), 1), 100):  # log_batch limits: 100 params/tags, 1000 metrics
             chunk = (m[:1000] if i == 0 else [], p[i : i + 100], t[i : i + 100])
             retry(
