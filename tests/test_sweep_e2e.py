@@ -206,6 +206,11 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     df = _runs(mlflow_server, exp)
     assert len(_cell_runs(df)) == 7
     assert (df["tags.world.weights_digest"] == manifest["weights_digest"]).all()  # the parent and every cell
+    parent = df[df["tags.railsweep.kind"] == "sweep"].iloc[0]
+    phases = {c[len("metrics.time."):]: parent[c] for c in df.columns if c.startswith("metrics.time.")}
+    assert {"setup_s", "world_wait_s", "trials_s", "publish_s", "other_s"} <= set(phases), phases
+    assert all(v >= 0 for v in phases.values()), phases  # disjoint phases: none is the others' remainder
+    assert sum(phases.values()) == pytest.approx(parent["metrics.wall_s"], rel=1e-6), phases
     cells = _cell_runs(df)
     assert "llama · clean reference" in set(cells["tags.mlflow.runName"])
     assert set(cells["tags.railsweep.strategy"]) >= {"Identity", "RailCap n=4 cap"}

@@ -182,7 +182,10 @@ def run_sweep(
         failed, stats = _run_waves(run, engines, pending, len(skipped), fault, staged, storage_path,
                                    progress_interval)  # fmt: skip
         if staged is not None:
-            _record_world(run, staged.result())
+            t0 = time.perf_counter()
+            world = staged.result()  # the build's last adapters may still be training
+            _add_time(run, "world_wait_s", time.perf_counter() - t0)
+            _record_world(run, world)
         dynamics = _dynamics_step(run, engines) if table == "all" and publish else None
         if publish and (spec.strategies or spec.temperatures):
             _publish(run)
@@ -358,7 +361,7 @@ def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> 
             return [c for c in left if c.family in take], cpus
         t0 = time.perf_counter()
         staged.wait()
-        run.timings["world_wait_s"] = run.timings.get("world_wait_s", 0.0) + time.perf_counter() - t0
+        _add_time(run, "world_wait_s", time.perf_counter() - t0)
 
 
 def _show_so_far(run: _Run) -> None:
@@ -406,7 +409,8 @@ def _start_engines(
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
             family_configs=configs if movable else None,
         )  # fmt: skip
-    run.timings.setdefault("setup_s", time.perf_counter() - run.t_start)
+    _add_time(run, "world_wait_s", 0.0)
+    run.timings.setdefault("setup_s", time.perf_counter() - run.t_start - run.timings["world_wait_s"])
     if engines:
         ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
         shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
@@ -414,7 +418,8 @@ def _start_engines(
                 f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up "
                 f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                 f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
-    run.timings.setdefault("engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"])
+    run.timings.setdefault("engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"]
+                           - run.timings["world_wait_s"])
     return pool, board, plan
 
 
@@ -512,8 +517,10 @@ def _publish(run: _Run, partial: bool = False) -> None:
     ``partial``, the cells with no FINISHED run)."""
     import ray  # optional heavy dependency: the sweep's
 
+    t0 = time.perf_counter()
     task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
     published = ray.get(task.remote(run.spec.tracking.uri, run.parent_id))
+    _add_time(run, "publish_s", time.perf_counter() - t0)  # the tables between waves too
     run.tables.update(published["markdown"])
     shown = {"all": "table3"}.get(run.table, f"table{run.table}")
     if shown in run.tables:
@@ -536,15 +543,17 @@ def _detection_step(run: _Run) -> None:
         run.say(f"[sweep] detection skipped {line}")
 
 
+def _add_time(run: _Run, phase: str, seconds: float) -> None:
+    """Add ``seconds`` to a phase's time (phases are disjoint: together with ``other_s`` they make up the wall)."""
+    run.timings[phase] = run.timings.get(phase, 0.0) + seconds
+
+
 def _close_parent(run: _Run, failed: list[str], skipped: list[str], dynamics: dict[str, Any] | None) -> float:
     """Step 9: the sweep's wall time and phase timings on the parent run, which ends FAILED when a cell or the
     dynamics step failed, else FINISHED; returns the wall time."""
     t = run.timings
     wall = time.perf_counter() - run.t_start
-    t["publish_s"] = (
-        wall - t["trials_s"] - t["setup_s"] - t["engines_ready_s"] - t.get("detect_s", 0.0) - t.get("dynamics_s", 0.0)
-        - t.get("world_wait_s", 0.0)
-    )
+    t["other_s"] = wall - sum(v for k, v in t.items() if k != "other_s")  # engine stats, kills, tagging the world
     dyn_failed = bool(dynamics and dynamics["errors"])
     run.tracker.log(
         run.parent_id,
