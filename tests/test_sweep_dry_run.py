@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 
 import pytest
@@ -294,3 +295,21 @@ def test_shortcuts_localisation_on_a_real_base_is_priced_by_that_bases_layers_no
     smoke = dry_resolve(load_spec("smoke"))
     cfg = preset_config("smoke")
     assert mlp_widths_of(smoke, smoke.families[0]) == [cfg.size.intermediate] * cfg.size.layers
+
+
+def test_a_job_whose_output_is_not_a_terminal_gets_rays_worker_lines_without_colour_codes(monkeypatch, tmp_path):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("RAY_COLOR_PREFIX", raising=False)
+    job.plain_worker_lines(Terminal())
+    assert "RAY_COLOR_PREFIX" not in os.environ  # a terminal keeps Ray's colours
+    with open(tmp_path / "job.log", "w") as log:
+        job.plain_worker_lines(log)
+    assert os.environ["RAY_COLOR_PREFIX"] == "0"
+    monkeypatch.setenv("RAY_COLOR_PREFIX", "1")
+    job.plain_worker_lines(io.StringIO())
+    assert os.environ["RAY_COLOR_PREFIX"] == "1"  # the user's choice stands

@@ -16,6 +16,7 @@ to ``paper`` when the cluster has GPUs and ``mini`` (the CPU miniature world) ot
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from railsweep import argtypes as at
@@ -64,6 +65,7 @@ def _run(args: argparse.Namespace, table: str) -> driver.SweepOutcome:
         tracking.check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
     # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
     init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
+    plain_worker_lines(sys.stdout)
     import ray  # optional heavy dependency, imported after the token-auth environment is set
 
     ray.init(**init, log_to_driver=True)
@@ -73,6 +75,13 @@ def _run(args: argparse.Namespace, table: str) -> driver.SweepOutcome:
     print(format_price(price, dry_run=False), flush=True)
     return driver.run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval,
                             params=price_params(price), fault=fault)  # fmt: skip
+
+
+def plain_worker_lines(stream) -> None:
+    """Where the job's output is not a terminal (a job log, a pipe), Ray prints its workers' lines without ANSI
+    colour codes (``RAY_COLOR_PREFIX=0``, read as each line is printed); a value the user set is kept."""
+    if not stream.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
 
 
 def main(argv: list[str] | None = None, table: str | None = None) -> int:
