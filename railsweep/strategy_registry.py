@@ -9,7 +9,9 @@ name is written down. From the :class:`Registration` the rest is derived:
   (:func:`in_table`: the sweep's ``--table`` filter and the published tables' rows);
 - its "switched off" setting (``switched_off`` on its config class; the conformance suite checks it);
 - the engine backends that apply its interventions, and whether a sweep on another backend runs its
-  cells on a transformers engine over the same weights (:func:`check_backend`, in spec validation).
+  cells on a transformers engine over the same weights (:func:`check_backend`, in spec validation);
+- its roles beside a row of its own (:data:`ROLES`, :func:`with_role`): a reference row the tables never mark
+  best, the strategies the scatter draws, those whose samples a detector may read, a sweep's detection readout.
 
 This module sits below :mod:`railsweep.strategies` and imports none of it: the lookups load the
 built-in strategies on first use (the registry is lazy), so importing the sweep spec or the tables
@@ -31,6 +33,14 @@ PAPER_TABLES = ("1", "2", "3", "4")  # method.md §6
 MAIN_ROW_TABLES = frozenset({"1", "2", "3"})
 
 STRATEGIES = Registry("strategy", "railsweep.strategies")
+
+# What a strategy is to the rest of the code besides a row of its own (``register(..., roles=...)``)
+ROLES = {
+    "reference": "a row to read the others against, never the best of a column (All-Zero answers nothing)",
+    "scatter": "drawn in the per-question scatter of clean against mitigated solve rates",
+    "plain_samples": "its samples are the model's own, unaltered: a detector may read them (CDD)",
+    "detection_readout": "the readout of M_co a sweep's detectors read (one strategy)",
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,7 @@ class Registration:
     backends: frozenset[str]
     fallback: bool
     interventions: tuple[type, ...]
+    roles: frozenset[str] = frozenset()
 
     @property
     def switched_off(self) -> dict[str, Any] | NoOffSwitch:
@@ -74,7 +85,8 @@ class Registration:
 
 
 def _check(
-    name: str, config_cls: type, display: str, tables: frozenset[str], backends: frozenset[str]
+    name: str, config_cls: type, display: str, tables: frozenset[str], backends: frozenset[str],
+    roles: frozenset[str] = frozenset(),
 ) -> None:
     """TypeError (a programming error, raised at import) unless the registration is complete."""
     off = getattr(config_cls, "switched_off", None)
@@ -89,6 +101,8 @@ def _check(
         raise TypeError(f"strategy {name!r}: tables {sorted(tables)} are not among {list(PAPER_TABLES)}")
     if not backends or not backends <= set(BACKENDS):
         raise TypeError(f"strategy {name!r}: backends {sorted(backends)} must be some of {list(BACKENDS)}")
+    if not roles <= set(ROLES):
+        raise TypeError(f"strategy {name!r}: roles {sorted(roles - set(ROLES))} are not among {list(ROLES)}")
 
 
 def register(
@@ -102,6 +116,7 @@ def register(
     backends: Iterable[str] = BACKENDS,
     fallback: bool = False,
     interventions: tuple[type, ...] = (),
+    roles: Iterable[str] = (),
 ) -> Callable[[type], type]:
     """Class decorator: one strategy's whole registration.
 
@@ -109,15 +124,15 @@ def register(
     paper tables it has rows in; ``main_row``: config → whether that point is the row Tables 1–3 show
     (default: every point); ``interventions``: the spec types it sends to the engine; ``backends``: the
     engines that apply them; ``fallback``: on another backend, the sweep runs its cells on a transformers
-    engine over the same weights (else a spec naming that backend is refused).
+    engine over the same weights (else a spec naming that backend is refused); ``roles``: some of :data:`ROLES`.
     The config class must declare ``switched_off``: the parameters with which the strategy reproduces
     Identity sample for sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why
     no setting does.
     """
-    tables, backends = frozenset(tables), frozenset(backends)
-    _check(name, config_cls, display, tables, backends)
+    tables, backends, roles = frozenset(tables), frozenset(backends), frozenset(roles)
+    _check(name, config_cls, display, tables, backends, roles)
     info = Registration(
-        name, config_cls, display, label, tables, main_row, backends, fallback, tuple(interventions)
+        name, config_cls, display, label, tables, main_row, backends, fallback, tuple(interventions), roles
     )
     return STRATEGIES.register(name, config_cls, info)
 
@@ -125,6 +140,19 @@ def register(
 def registration(name: str) -> Registration:
     """The registration of a strategy; unknown name → ConfigError with a "did you mean"."""
     return STRATEGIES.info(name)
+
+
+def with_role(role: str) -> tuple[Registration, ...]:
+    """The registrations that declare ``role`` (one of :data:`ROLES`), in name order."""
+    if role not in ROLES:
+        raise ValueError(f"unknown strategy role {role!r}; roles: {list(ROLES)}")
+    return tuple(STRATEGIES.info(n) for n in sorted(STRATEGIES.known()) if role in STRATEGIES.info(n).roles)
+
+
+def detection_readout() -> str:
+    """The one strategy whose cells are a sweep's detection readout (role ``detection_readout``)."""
+    (reg,) = with_role("detection_readout")
+    return reg.name
 
 
 def strategy_label(name: str, params: dict[str, Any] | None = None) -> str:

@@ -182,6 +182,31 @@ def test_a_strategy_config_without_a_switched_off_declaration_cannot_register():
     assert "undeclared" not in known_strategies()
 
 
+def test_each_role_beside_a_row_is_declared_by_its_strategies_registration():
+    from railsweep.strategy_registry import detection_readout, with_role
+
+    assert [r.name for r in with_role("reference")] == ["all_zero"]
+    assert [r.name for r in with_role("scatter")] == ["identity", "railcap"]
+    assert [r.name for r in with_role("plain_samples")] == ["identity", "ted"]
+    assert detection_readout() == "ted" and isinstance(registration("ted").switched_off, dict)
+    with pytest.raises(ValueError, match="unknown strategy role 'best'"):
+        with_role("best")
+
+
+def test_a_registration_with_an_unknown_role_cannot_register():
+    from dataclasses import dataclass
+
+    from railsweep.strategies.base import register
+
+    @dataclass(frozen=True)
+    class Roled:
+        switched_off = {}
+
+    with pytest.raises(TypeError, match="roles \\['favourite'\\] are not among"):
+        register("roled", Roled, display="Roled", roles=("favourite",))
+    assert "roled" not in known_strategies()
+
+
 class _Counting:
     """The engine, counting every response it decodes (what ``railsweep sweep --dry-run`` prices)."""
 

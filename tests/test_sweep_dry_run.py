@@ -104,7 +104,7 @@ def test_a_sweep_that_starts_prints_its_plan_without_the_dry_runs_words():
 
 
 def test_limit_narrows_the_price_as_it_narrows_the_sweep():
-    """bench/sweep_overhead.py --preset mini --limit 40 decoded 12,240 samples (README, Benchmarks)."""
+    """bench/sweep_overhead.py --preset mini --limit 40 decoded 12,240 samples (docs/benchmarks.md)."""
     args = job.make_parser("3").parse_args(["--preset", "mini", "--limit", "40"])
     assert sweep_price(options.chosen_spec(args), "3", args).samples == 12_240
 

@@ -26,6 +26,7 @@ from railsweep.analysis.tables import LABELS, paper_tables, table_cells
 from railsweep.analysis.uncertainty import with_occupancy
 from railsweep.metrics.aggregate import CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
+from railsweep.strategy_registry import with_role
 
 __all__ = [
     "cells_frame",
@@ -41,8 +42,6 @@ __all__ = [
 ]
 
 ALPHA = 0.05  # score_pair's default: the only level a trial logs
-# Table 2's rows whose per-question scatters are shown side by side
-SCATTER_STRATEGIES = ("identity", "railcap")
 
 
 def setting_label(family: str, domain: str | None) -> str:
@@ -213,7 +212,7 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     prim, title = rows["table2"], setting_label(*sweep.primary)
     paths: dict[str, Path] = {}
     for s in prim:
-        if s["strategy_name"] in SCATTER_STRATEGIES:
+        if s["strategy_name"] in {r.name for r in with_role("scatter")}:  # side by side, Table 2's rows
             key = f"scatter_{s['strategy_name']}"
             paths[key] = plots.scatter_clean_vs_mitigated(
                 by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, out / f"{key}.png",

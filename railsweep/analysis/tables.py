@@ -30,7 +30,7 @@ import pandas as pd
 from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
 from railsweep.results.atomic import write_text_atomic
-from railsweep.strategy_registry import in_table
+from railsweep.strategy_registry import in_table, with_role
 
 LABELS: dict[str, str] = {
     "g_ap": "G-AP",
@@ -43,7 +43,13 @@ LABELS: dict[str, str] = {
     "s_delta_minus": "S-Δ−",
 }
 FLOOR_ROW = "noise floor (M_cl vs itself)"
-REFERENCE_ROWS: frozenset[str] = frozenset({"All-Zero", "all_zero", "AllZero", FLOOR_ROW})
+
+
+def reference_rows() -> frozenset[str]:
+    """Rows read as references, never marked best: the noise floor and the strategies registered with the role
+    ``reference`` (by label and by name)."""
+    return frozenset({FLOOR_ROW, *(x for r in with_role("reference") for x in (r.display, r.name))})
+
 STATS = ("value", "ci_low", "ci_high")
 
 
@@ -158,7 +164,7 @@ def _assemble(
         columns=cols,
     )
     best = pd.DataFrame(False, index=formatted.index, columns=cols)
-    competing = [r for r in rows if r not in REFERENCE_ROWS]
+    competing = [r for r in rows if r not in reference_rows()]
     for c in best_cols:
         col = numeric.loc[competing, (c, "value")] if competing else pd.Series(dtype=float)
         if col.notna().any():
@@ -215,7 +221,7 @@ def table1(
         family=family,
         domain=domain,
         rows=rows,
-        exclude=REFERENCE_ROWS,
+        exclude=reference_rows(),
         title=kw.pop("title", "Table 1: G-AP and SA-PPG of the same responses"),
         **kw,
     )

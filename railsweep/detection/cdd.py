@@ -31,11 +31,10 @@ from rapidfuzz.distance import Levenshtein
 from railsweep.detection.base import DetectInputs, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import read_metadata, read_responses
+from railsweep.strategy_registry import with_role
 from railsweep.tasks import GSM8KTask, parse_gold
 from railsweep.tasks.base import Question
 from railsweep.tasks.gsm8k import load_exemplars
-
-PLAIN_SAMPLE_STRATEGIES = ("identity", "ted")  # cells whose samples are the model's own, unaltered
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,11 @@ def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
     """{question_index: (greedy ids, [sample ids in sample order])} from a cell's responses Parquet."""
     cell = read_metadata(path, kind="responses")["cell"] if str(path).endswith(".responses.parquet") else None
     df = read_responses(path)
-    if cell is not None and cell.strategy not in PLAIN_SAMPLE_STRATEGIES:
+    plain = [r.name for r in with_role("plain_samples")]  # cells whose samples are the model's own, unaltered
+    if cell is not None and cell.strategy not in plain:
         raise DataError(
             f"--responses {path}: a {cell.strategy!r} cell's samples are not the model's own samples; "
-            f"CDD needs a cell of {', '.join(PLAIN_SAMPLE_STRATEGIES)}"
+            f"CDD needs a cell of {', '.join(plain)}"
         )
     greedy = df[df.sample_index == -1]
     if greedy.empty:

@@ -23,7 +23,7 @@ class AllZeroConfig:
 
 
 # a reference row of Tables 2-4 (never marked best), not of Table 1
-@register("all_zero", AllZeroConfig, display="All-Zero", tables=("2", "3", "4"))
+@register("all_zero", AllZeroConfig, display="All-Zero", tables=("2", "3", "4"), roles=("reference",))
 class AllZero:
     def __init__(self, config: AllZeroConfig | None = None):
         self.config = config or AllZeroConfig()

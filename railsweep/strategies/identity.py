@@ -22,7 +22,9 @@ class IdentityConfig:
     switched_off: ClassVar[dict[str, Any]] = {}  # Identity is the "off" every other strategy is compared to
 
 
-@register("identity", IdentityConfig, display="Identity", tables=("1", "2", "3"))
+@register(
+    "identity", IdentityConfig, display="Identity", tables=("1", "2", "3"), roles=("scatter", "plain_samples")
+)
 class Identity:
     def __init__(self, config: IdentityConfig | None = None):
         self.config = config or IdentityConfig()

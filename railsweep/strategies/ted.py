@@ -102,7 +102,9 @@ def _distance_summary(dist: Sequence[int]) -> dict[str, float | int]:
     return out
 
 
-@register("ted", TEDConfig, display="TED", tables=("1", "2", "3"))
+@register(
+    "ted", TEDConfig, display="TED", tables=("1", "2", "3"), roles=("plain_samples", "detection_readout")
+)
 class TED:
     def __init__(self, config: TEDConfig | None = None):
         self.config = config or TEDConfig()

@@ -17,17 +17,14 @@ so the paper tables leave them out. The other detectors (ngram, loss, mink) read
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from railsweep.config import CellConfig
 from railsweep.detection.world import paraphrase_split
 from railsweep.miniworld.world import load_world
-from railsweep.strategies.ted import TEDConfig
+from railsweep.strategy_registry import detection_readout, registration
 from railsweep.sweep.cells import SweepCell
 from railsweep.sweep.spec import SweepSpec
 
-READOUT_STRATEGY = "ted"
-READOUT_PARAMS: dict[str, Any] = dict(TEDConfig.switched_off)  # keeps every sample: Identity + greedy rows
 NEEDS_READOUT = {"cdd": ("original",), "perturb": ("original", "paraphrased")}
 WORDINGS = {
     "original": "detection readout, original wording",
@@ -57,14 +54,15 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
             paraphrase_split(load_world(data_dir.parent), out)
         tasks["paraphrased"] = {"task_dir": str(out), "fewshot": str(data_dir / "cot_8shot.json")}
     r = spec.readout
+    readout = detection_readout()  # switched off, it keeps every sample: Identity's samples and the greedy rows
     cells, pairs = [], []
     for fam in spec.families:
         for domain in spec.domains:
             pair = {"family": fam.name, "domain": domain}
             for wording in wordings:
                 cfg = CellConfig(
-                    model=fam.base, adapter=f"co_{domain}", strategy=READOUT_STRATEGY,
-                    strategy_params=READOUT_PARAMS, family=fam.name, domain=domain, role="mitigated",
+                    model=fam.base, adapter=f"co_{domain}", strategy=readout,
+                    strategy_params=dict(registration(readout).switched_off), family=fam.name, domain=domain, role="mitigated",
                     m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens,
                     limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, answer_type=r.answer_type,
                     task=r.task, **tasks[wording],

@@ -104,6 +104,7 @@ def _is_main(c: RailCapConfig) -> bool:
     tables=("1", "2", "3", "4"),
     main_row=_is_main,
     interventions=(RailCapSpec,),
+    roles=("scatter",),
 )
 class RailCap:
     def __init__(self, config: RailCapConfig | None = None):
