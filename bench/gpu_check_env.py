@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         print(args.site)
     if missing:
         dists = ", ".join(NEEDED[m] for m in missing)
-        print(f"gpu_check: missing: {dists} (carry their wheels in <pack>/wheels: README, 'The GPU check')",
+        print(f"gpu_check: missing: {dists} (carry their wheels in <pack>/wheels: docs/benchmarks.md, 'The GPU check')",
               file=sys.stderr)  # fmt: skip
         return 3
     problem = cuda_problem(args.device)

@@ -1,4 +1,4 @@
-"""The package's structure figures, as one JSON object: what README's Development section quotes.
+"""The package's structure figures, as one JSON object: what docs/development.md quotes.
 
     python bench/structure.py [--root railsweep]
 
