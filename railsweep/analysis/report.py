@@ -211,8 +211,9 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     rows = table_cells(scored, sweep.primary)
     prim, title = rows["table2"], setting_label(*sweep.primary)
     paths: dict[str, Path] = {}
+    scatter = {r.name for r in with_role("scatter")}  # side by side, Table 2's rows
     for s in prim:
-        if s["strategy_name"] in {r.name for r in with_role("scatter")}:  # side by side, Table 2's rows
+        if s["strategy_name"] in scatter:
             key = f"scatter_{s['strategy_name']}"
             paths[key] = plots.scatter_clean_vs_mitigated(
                 by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, out / f"{key}.png",

@@ -164,7 +164,8 @@ def _assemble(
         columns=cols,
     )
     best = pd.DataFrame(False, index=formatted.index, columns=cols)
-    competing = [r for r in rows if r not in reference_rows()]
+    references = reference_rows()
+    competing = [r for r in rows if r not in references]
     for c in best_cols:
         col = numeric.loc[competing, (c, "value")] if competing else pd.Series(dtype=float)
         if col.notna().any():
