@@ -6,8 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOGS="$(mktemp -d -t railsweep-steps-XXXXXX)"
-declare -a SUMMARY=()
-failed=0
+declare -a SUMMARY=() FAILED=()
 for step in "$@"; do
   echo "==> make $step"
   start=$(date +%s)
@@ -17,18 +16,16 @@ for step in "$@"; do
   if [[ $rc -eq 0 ]]; then
     SUMMARY+=("$(printf '  %-10s ok       %5s min' "$step" "$minutes")")
   else
-    failed=1
+    FAILED+=("$step")
     SUMMARY+=("$(printf '  %-10s FAILED   %5s min  (exit %d; log: %s)' "$step" "$minutes" "$rc" "$LOGS/$step.log")")
   fi
 done
 echo
 echo "make test: one line per step"
 printf '%s\n' "${SUMMARY[@]}"
-if [[ $failed -ne 0 ]]; then
-  for step in "$@"; do
-    if grep -q "^  $step *FAILED" <(printf '%s\n' "${SUMMARY[@]}"); then
-      echo; echo "---- last lines of $step ----"; tail -n 15 "$LOGS/$step.log"
-    fi
+if [[ ${#FAILED[@]} -gt 0 ]]; then
+  for step in "${FAILED[@]}"; do
+    echo; echo "---- last lines of $step ----"; tail -n 15 "$LOGS/$step.log"
   done
   echo; echo "make test: FAILED"
   exit 1

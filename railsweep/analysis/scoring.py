@@ -109,6 +109,11 @@ def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
     return flat
 
 
+_INT_KEYS = frozenset(
+    {"n_questions", "n_strata", "B", "n_boot", "seed", "m", "sappg_sparse_questions", "sappg_sparse_strata"}
+)
+
+
 # The scoring design (bootstrap resamples, strata, interval level, seed): one value for every cell of a sweep, so a
 # tracker logs them as params (``score.<name>``), not as metrics to chart
 SCORE_CONSTANTS = ("B", "n_boot", "alpha", "seed")
@@ -126,11 +131,6 @@ def split_constants(flat: Mapping[str, float]) -> tuple[dict[str, float], dict[s
 def join_constants(metrics: Mapping[str, float], params: Mapping[str, str]) -> dict[str, float]:
     """:func:`split_constants` undone: the metrics with the ``score.<name>`` params back as numbers."""
     return {**metrics, **{k: float(params[f"score.{k}"]) for k in SCORE_CONSTANTS if f"score.{k}" in params}}
-
-
-_INT_KEYS = frozenset(
-    {"n_questions", "n_strata", "B", "n_boot", "seed", "m", "sappg_sparse_questions", "sappg_sparse_strata"}
-)
 
 
 def _entry(flat: Mapping[str, float], name: str) -> dict[str, Any]:

@@ -409,8 +409,8 @@ def _start_engines(
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
             family_configs=configs if movable else None,
         )  # fmt: skip
-    _add_time(run, "world_wait_s", 0.0)
-    run.timings.setdefault("setup_s", time.perf_counter() - run.t_start - run.timings["world_wait_s"])
+    waited = run.timings.get("world_wait_s", 0.0)  # for a free core, before the first wave
+    run.timings.setdefault("setup_s", time.perf_counter() - run.t_start - waited)
     if engines:
         ready = ray.get([e.ready.remote() for e in engines.values()], timeout=3600)
         shares = ", ".join(f"{fam} x{k}" for fam, k in layout.items())
@@ -418,8 +418,7 @@ def _start_engines(
                 f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up "
                 f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                 f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
-    run.timings.setdefault("engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"]
-                           - run.timings["world_wait_s"])
+    run.timings.setdefault("engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"] - waited)
     return pool, board, plan
 
 
@@ -436,7 +435,7 @@ def _run_trials(
     from ray import tune  # optional heavy dependency: the sweep's
 
     spec, failed = run.spec, []
-    t_trials = time.perf_counter() - run.timings.get("trials_s", 0.0)  # waves add up
+    t_trials = time.perf_counter()
     if pending:
         ctx = SweepContext(
             tracking_uri=spec.tracking.uri, experiment_id=run.experiment_id, parent_id=run.parent_id,
@@ -466,7 +465,7 @@ def _run_trials(
                 cid = res.config.get("cell_id") if res.config else None
                 failed.append(cid)
                 run.say(f"[sweep] cell {cid} FAILED: {type(res.error).__name__}: {res.error}"[:2000])
-    run.timings["trials_s"] = time.perf_counter() - t_trials
+    _add_time(run, "trials_s", time.perf_counter() - t_trials)  # waves add up
     return failed
 
 
