@@ -13,8 +13,8 @@ strategy's, and their paired difference second − Identity):
   1. the estimand: the **design value**, the paper's estimator averaged over ``--design-reps`` simulated
      cells at (n, m, B) (what a printed interval claims to cover), beside the large-sample value at
      (m, B), the noise-free value (exact p's) and, for Identity, M_cl read against itself at the design;
-  2. ``--reps`` simulated cells, each with the interval railsweep prints (bootstrap over all questions for
-     the means, jackknife t for the stratified metrics; :func:`railsweep.metrics.score_counts`), its
+  2. ``--reps`` simulated cells, each with the interval railsweep prints (expanded BCa bootstrap over all
+     questions for the means, jackknife t for the stratified metrics; :func:`railsweep.metrics.score_counts`), its
      noise floor and its floor-corrected reading;
   3. coverage of the design value (``coverage``: every cell; ``coverage_printed``: the cells where the
      interval is printed, i.e. at least 10 questions carry a nonzero gap part; ``printed_share``), mean
@@ -41,7 +41,7 @@ import numpy as np
 
 from railsweep.errors import RailsweepError
 from railsweep.metrics.aggregate import MIN_NONZERO, nonzero_questions
-from railsweep.metrics.bootstrap import abs_interval, percentile_ci
+from railsweep.metrics.bootstrap import abs_interval, bca_ci
 from railsweep.metrics.empirical_bayes import fit_prior
 from railsweep.metrics.floor import corrected, floors
 from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, simulated_coverage
@@ -103,29 +103,35 @@ def design_values(pop, n, m, B, target, rng, reps) -> dict[str, float]:
 
 
 def _mean_intervals(c, g, m: int, target: str, n_boot: int, rng) -> dict[str, tuple[float, float]]:
-    """Printed intervals of the mean metrics for one cell c, g (3, n): shared resamples of all questions."""
+    """Printed intervals of the mean metrics for one cell c, g (3, n): shared resamples of all questions,
+    expanded BCa (:func:`railsweep.metrics.bootstrap.bca_ci`) as :func:`railsweep.metrics.score_counts`."""
     n = c.shape[1]
     idx = rng.integers(0, n, size=(n_boot, n))
     r = c / m
-    gap = lambda k: r[k][idx] - r[0][idx]  # noqa: E731
 
-    def signed(k):
-        d = gap(k)
-        return {"g_ap": (g[k][idx] - g[0][idx]).mean(1), "g_app": d.mean(1), "a_ppg": np.abs(d).mean(1),
-                "delta_plus": np.maximum(d, 0).mean(1), "delta_minus": np.maximum(-d, 0).mean(1)}  # fmt: skip
+    def values(k):  # per question; G-AP and G-APP signed
+        d = r[k] - r[0]
+        return {"g_ap": g[k] - g[0], "g_app": d, "a_ppg": np.abs(d), "delta_plus": np.maximum(d, 0),
+                "delta_minus": np.maximum(-d, 0)}  # fmt: skip
 
     if target == "difference":
-        a, b = signed(2), signed(1)
+        a, b = values(2), values(1)
         out = {}
         for k in a:
-            fa, fb = (np.abs(a[k]), np.abs(b[k])) if k in ("g_ap", "g_app") else (a[k], b[k])
-            out[k] = percentile_ci(fa - fb)
+            xa, xb = a[k], b[k]
+            if k in ("g_ap", "g_app"):  # |mean a| − |mean b|, influence sign-weighted
+                boot = np.abs(xa[idx].mean(1)) - np.abs(xb[idx].mean(1))
+                point = abs(xa.mean()) - abs(xb.mean())
+                xa, xb = np.sign(xa.mean()) * xa, np.sign(xb.mean()) * xb
+            else:
+                boot, point = (xa - xb)[idx].mean(1), float((xa - xb).mean())
+            out[k] = bca_ci(boot, point, xa - xb)
         return out
-    s = signed(1 if target == "identity" else 2)
-    return {
-        k: abs_interval(*percentile_ci(v)) if k in ("g_ap", "g_app") else percentile_ci(v)
-        for k, v in s.items()
-    }
+    out = {}
+    for k, x in values(1 if target == "identity" else 2).items():
+        lo, hi = bca_ci(x[idx].mean(1), float(x.mean()), x)
+        out[k] = abs_interval(lo, hi) if k in ("g_ap", "g_app") else (lo, hi)
+    return out
 
 
 def _strat_intervals(c, m: int, B: int, target: str) -> dict[str, tuple[float, float]]:

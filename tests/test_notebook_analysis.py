@@ -165,7 +165,7 @@ def sweep_run(mlflow_uri, tmp_path_factory):
     for cell, meta in zip(cells, metas):
         cfg = cell.config
         run = tracker.start_cell_run(parent, cell.cell_id, run_name=meta["run_name"],
-                                     tags={TAG_ROLE: cfg.role})  # fmt: skip
+                                     tags={TAG_ROLE: cfg.role, **meta["run_tags"]})  # fmt: skip
         if meta["label"] == FAILED_LABEL and cfg.family == "llama" and cfg.domain == "gsm8k":
             tracker.terminate(run, "FAILED")
             failed.append(cell.cell_id)
@@ -395,3 +395,41 @@ def test_notebook_executes_against_the_server_and_shows_the_tables(sweep_run, tm
     assert "gsm8k × pythia |" in text  # Table 3's settings are its columns
     assert "SA-PPG" in text and "G-AP" in text
     assert images == 5
+
+
+def _mlflow_ui_bench():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import mlflow_ui
+
+    return mlflow_ui
+
+
+def test_the_ui_bench_reads_through_rest_what_the_runs_table_shows(sweep_run):
+    """bench/mlflow_ui.py's REST facts on the fixture sweep: cells + 1 runs, the experiment opens on the shared
+    "Model training" view the printed address names, readable unique names, constants as params, and the compare
+    view gets Identity beside RailCap of one setting."""
+    from railsweep.sweep.mlflow_view import ui_address
+
+    ui = _mlflow_ui_bench()
+    f = ui.facts(sweep_run["uri"], "nbsmoke")
+    assert (f["cells"], f["parents"]) == (len(sweep_run["cells"]), 1) and f["runs"] == f["cells"] + 1
+    assert f["experiment_kind"] == "custom_model_development" and f["shared_view"]
+    assert f["names_unique"] and f["filter_tags_on_every_cell"]
+    assert f["constants_logged_as_metrics"] == []
+    assert f["parent_description_chars"] > 0 and f["parent_summary_metrics"] > 0
+    from mlflow import MlflowClient
+
+    runs = MlflowClient(sweep_run["uri"]).search_runs([sweep_run["exp"]])
+    setting, strategy = zip(*(next(r.info.run_name for r in runs if r.info.run_id == i).rsplit(" · ", 1)
+                              for i in f["_ids"]["pair"]))  # fmt: skip
+    assert setting[0] == setting[1] and strategy[0] == "Identity" and strategy[1].startswith("RailCap")
+    pages = ui.pages(sweep_run["uri"], f)
+    assert pages["runs_table"] == ui_address(sweep_run["uri"], sweep_run["exp"])
+    assert set(pages) == {"runs_table", "compare", "parent_run"}
+
+
+def test_the_ui_bench_refuses_a_folder_without_a_store_in_one_line(tmp_path, capsys):
+    ui = _mlflow_ui_bench()
+    assert ui.main(["--runs-dir", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nowhere" in err[0] and "mlflow.db" in err[0]

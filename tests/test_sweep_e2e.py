@@ -89,6 +89,15 @@ def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(ml
     # table 3 of smoke: 1 clean + 2 domains × (identity, all_zero, railcap n=4 cap)
     assert len(cells) == 7 and cells["tags.railsweep.cell_id"].is_unique
     assert (cells["status"] == "FINISHED").all()
+    assert len(df) == len(cells) + 1  # exactly the cells and the parent: no orphan run
+    # what the MLflow UI shows: readable names, filterable tags, constants as params, the parent's summary
+    assert cells["tags.mlflow.runName"].is_unique and "llama · clean reference" in set(cells["tags.mlflow.runName"])
+    for tag in ("family", "domain", "strategy"):
+        assert cells[f"tags.railsweep.{tag}"].notna().all(), tag
+    assert not {"metrics.B", "metrics.n_boot", "metrics.alpha", "metrics.seed"} & set(df.columns)
+    note = parents["tags.mlflow.note.content"].iloc[0]
+    assert "SA-PPG" in note and "RailCap n=4 cap" in note
+    assert any(c.startswith("metrics.sa_ppg/llama/gsm8k/") for c in df.columns)
     for col in ("params.strategy", "params.family", "params.domain", "params.m", "params.cell_id",
                 "metrics.mean_solve_prob", "metrics.mean_r01", "tags.git.commit", "tags.pkg.torch"):  # fmt: skip
         assert cells[col].notna().all(), col
@@ -204,7 +213,8 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     assert "is being built beside the sweep" in log, log[-3000:]
     manifest = json.loads((world_root("smoke", tmp_path) / "manifest.json").read_text())
     df = _runs(mlflow_server, exp)
-    assert len(_cell_runs(df)) == 7
+    assert len(_cell_runs(df)) == 7 and len(df) == 7 + 1  # the staged first demo leaves no orphan run
+    assert (df["status"] == "FINISHED").all()
     assert (df["tags.world.weights_digest"] == manifest["weights_digest"]).all()  # the parent and every cell
     parent = df[df["tags.railsweep.kind"] == "sweep"].iloc[0]
     phases = {c[len("metrics.time."):]: parent[c] for c in df.columns if c.startswith("metrics.time.")}

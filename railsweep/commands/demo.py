@@ -14,9 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from railsweep.commands.sweep import add_arguments, submit
+from railsweep.commands.sweep import add_arguments, experiment_address, submit
 from railsweep.services.tokens import ray_token_path
-from railsweep.sweep.spec import load_spec
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -34,14 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
         return dry_run(args, args.table)
     rc, uri = submit(args)
-    try:
-        from mlflow import MlflowClient
-
-        name = args.experiment or load_spec(args.spec or args.preset).tracking.experiment
-        exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
-        where = f"{uri}/#/experiments/{exp.experiment_id}" if exp else uri
-    except Exception:  # the address is a convenience; never fail the demo over it
-        where = uri
+    where = experiment_address(uri, args)
 
     # The dashboard asks for Ray's token; name the file, never its content.
     print(f"\nMLflow UI: {where}  (Ray dashboard: http://127.0.0.1:{args.dashboard_port}, "

@@ -23,6 +23,7 @@ import railsweep
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.services import jobs, mlflow_server, ray_head
+from railsweep.sweep.mlflow_view import ui_address
 from railsweep.sweep.options import (
     add_spec_arguments,
     check_cluster_sizes,
@@ -142,5 +143,17 @@ def run(args: argparse.Namespace) -> int:
 
         return dry_run(args, args.table)
     rc, uri = submit(args)
-    print(f"[railsweep] MLflow UI: {uri}", flush=True)
+    print(f"[railsweep] MLflow UI: {experiment_address(uri, args)}", flush=True)
     return rc
+
+
+def experiment_address(uri: str, args: argparse.Namespace) -> str:
+    """The runs table of the sweep's experiment (:func:`railsweep.sweep.mlflow_view.ui_address`), else ``uri``."""
+    try:
+        from mlflow import MlflowClient  # heavy: imported once the sweep has run
+
+        name = args.experiment or load_spec(args.spec or args.preset).tracking.experiment
+        exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
+        return ui_address(uri, exp.experiment_id) if exp else uri
+    except Exception:  # the address is a convenience; never fail the sweep over it
+        return uri

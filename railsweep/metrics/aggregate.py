@@ -3,7 +3,8 @@
 Steps of :func:`score_counts`:
   1. per-question solve probabilities (eq 3) and gaps Δ (eq 4); strata of the clean model (eq 12, B bins);
   2. point estimates of all aggregates on the questions, as the paper defines them;
-  3. the mean metrics (G-AP, G-APP, A-PPG, Δ±): percentile interval over ``n_boot`` resamples of the
+  3. the mean metrics (G-AP, G-APP, A-PPG, Δ±): expanded BCa interval
+     (:func:`~railsweep.metrics.bootstrap.bca_ci`) over ``n_boot`` resamples of the
      questions drawn with replacement (each question keeps both its counts, so the readouts' binomial
      noise is inside the resampled spread); G-AP and G-APP via their signed mean;
   4. the stratified metrics (SA-PPG, S-Δ±): jackknife t-interval, each question left out once and the
@@ -29,8 +30,8 @@ from railsweep.metrics._arrays import as_binary, as_counts
 from railsweep.metrics.bootstrap import (
     abs_interval,
     across_strata_indices,
+    bca_ci,
     check_bootstrap_args,
-    percentile_ci,
 )
 from railsweep.metrics.concentration import stratum_counts, weight_concentration
 from railsweep.metrics.floor import corrected, floors
@@ -86,6 +87,19 @@ def _means(cl: Readouts, co: Readouts, idx: np.ndarray) -> dict[str, np.ndarray]
         "a_ppg": a_ppg(delta),
         "delta_plus": delta_plus(delta),
         "delta_minus": delta_minus(delta),
+    }
+
+
+def _per_question(cl: Readouts, co: Readouts) -> dict[str, np.ndarray]:
+    """Each question's value (N,) whose mean is :func:`_means`' metric (G-AP and G-APP signed): the
+    influence values of the intervals' acceleration."""
+    delta = solve_prob(co.c, co.m) - solve_prob(cl.c, cl.m)
+    return {
+        "g_ap": co.r01.astype(float) - cl.r01,
+        "g_app": delta,
+        "a_ppg": np.abs(delta),
+        "delta_plus": np.maximum(delta, 0.0),
+        "delta_minus": np.maximum(-delta, 0.0),
     }
 
 
@@ -219,10 +233,11 @@ def score_counts(
     strata = stratify(clean.c, clean.m, B)
     point = _means(clean, mitigated, np.arange(n))
     boot = _boot_means(clean, mitigated, across_strata_indices(n, n_boot, rng))
+    values = _per_question(clean, mitigated)
     out: dict[str, object] = {}
     for name in MEAN_METRICS:
-        lo, hi = percentile_ci(boot[name], alpha)
         value = float(point[name])
+        lo, hi = bca_ci(boot[name], value, values[name], alpha)
         if name in ABS_OF_MEAN:
             value, (lo, hi) = abs(value), abs_interval(lo, hi)
         entry = {"value": value, "ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": np.nan, "why": ""}
@@ -289,7 +304,10 @@ def paired_difference_counts(
             return np.abs(v) if metric in ABS_OF_MEAN else v
 
         pa, pb = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
-        lo, hi = percentile_ci(final(a, idx) - final(b, idx), alpha)
+        va, vb = _per_question(clean, a)[metric], _per_question(clean, b)[metric]
+        if metric in ABS_OF_MEAN:  # the influence of |mean a| − |mean b|
+            va, vb = np.sign(va.mean()) * va, np.sign(vb.mean()) * vb
+        lo, hi = bca_ci(final(a, idx) - final(b, idx), pa - pb, va - vb, alpha)
         entry = {"ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": np.nan, "why": ""}
         gaps = [solve_prob(r.c, r.m) - solve_prob(clean.c, clean.m) for r in (a, b)]
         out.update(value_a=pa, value_b=pb, difference=pa - pb, **_hold_sparse(entry, metric, *gaps))

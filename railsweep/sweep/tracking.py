@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from railsweep.errors import ConfigError, RailsweepError
+from railsweep.sweep.mlflow_view import EXPERIMENT_TAGS
 
 T = TypeVar("T")
 
@@ -102,11 +103,14 @@ class Tracker:
 
         def go() -> str:
             exp = self.client.get_experiment_by_name(name)
-            if exp is not None:
-                if exp.lifecycle_stage == "deleted":
-                    self.client.restore_experiment(exp.experiment_id)
-                return exp.experiment_id
-            return self.client.create_experiment(name)
+            if exp is None:
+                return self.client.create_experiment(name, tags=EXPERIMENT_TAGS)
+            if exp.lifecycle_stage == "deleted":
+                self.client.restore_experiment(exp.experiment_id)
+            for key, value in EXPERIMENT_TAGS.items():
+                if exp.tags.get(key) != value:
+                    self.client.set_experiment_tag(exp.experiment_id, key, value)
+            return exp.experiment_id
 
         self.experiment_id = retry(go, f"get/create experiment {name!r}")
         return self.experiment_id

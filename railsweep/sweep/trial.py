@@ -186,7 +186,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     )  # fmt: skip
     try:
         out = _decode(ctx, cid, cfg, board)
-        metrics = {"busy_s": out["busy_s"], "eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
+        metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
         params = dict(meta["params"])
         with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
             paths = write_files(out["files"], tmp)
