@@ -34,6 +34,7 @@ COMMANDS = (
     "detect",
     "dynamics",
     "paraphrase",
+    "data",
 )
 EXIT_USER_ERROR = 2
 

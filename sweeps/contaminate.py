@@ -1,7 +1,7 @@
 """Train the M_cl / M_co LoRA adapters of several model families in parallel, one Ray task each.
 
     python sweeps/contaminate.py --family llama=/models/Llama-2-7b-hf --family pythia=/models/pythia-12b \\
-        --data-dir ../shared/data/gsm8k --pq ../shared/data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl \\
+        --data-dir data/gsm8k --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl \\
         --filler openorca --out runs/contamination
     python sweeps/contaminate.py --smoke --out /tmp/contam     # CI: the smoke miniworld's base model, tiny recipe
 

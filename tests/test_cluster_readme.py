@@ -47,7 +47,7 @@ def test_every_file_in_cluster_is_validated_by_a_cluster_test():
 def _paper_counts() -> dict[str, int]:
     preset = yaml.safe_load((PRESET_DIR / "paper.yaml").read_text())
     data_dir = REPO / preset["data_dir"]
-    if not data_dir.is_dir():  # a checkout without ../shared beside it
+    if not data_dir.is_dir():  # a checkout where `railsweep data gsm8k` was not run
         data_dir = shared_data_dir() / "gsm8k"
     data = (data_dir / "test.jsonl").read_text().splitlines()
     n_questions = sum(1 for line in data if line.strip())

@@ -1,8 +1,8 @@
 """``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5).
 
 Example (the paper's recipe, offline filler):
-    railsweep contaminate --base meta-llama/Llama-2-7b-hf --data-dir ../shared/data/gsm8k \\
-        --pq ../shared/data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl --filler orca.jsonl --out runs/contamination/llama2
+    railsweep contaminate --base meta-llama/Llama-2-7b-hf --data-dir data/gsm8k \\
+        --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl --filler orca.jsonl --out runs/contamination/llama2
 Writes ``OUT/clean``, ``OUT/co_gsm8k``, ``OUT/co_pq`` (peft adapters over ``--base``),
 ``OUT/leak_split.json`` and ``OUT/manifest.json``.
 """

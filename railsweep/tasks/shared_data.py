@@ -4,9 +4,11 @@ Lookup order (the first that applies wins):
 
 1. the ``explicit`` argument;
 2. ``$RAILSWEEP_DATA_DIR`` (``$RAILSWEEP_SHARED_DATA``, its older name, is read too);
-3. ``../shared/data`` relative to the current directory (a checkout's root, the usual working directory);
-4. ``../shared/data`` beside the checkout this package is imported from (an editable install);
-5. otherwise one :class:`~railsweep.errors.DataError` naming the variable to set.
+3. ``data`` in the current directory, when it holds ``gsm8k`` (what ``railsweep data gsm8k`` writes);
+4. ``../shared/data`` relative to the current directory (the development layout: a checkout beside a
+   ``shared`` folder);
+5. ``../shared/data`` beside the checkout this package is imported from (an editable install);
+6. otherwise one :class:`~railsweep.errors.DataError` naming the command that fetches it and the variable to set.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ def shared_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         value = os.environ.get(var)
         if value:
             return _existing(Path(value).expanduser(), f"${var}")
-    candidates = [Path.cwd() / _RELATIVE]
+    fetched = Path.cwd() / "data"
+    candidates = [fetched] if (fetched / "gsm8k").is_dir() else []
+    candidates.append(Path.cwd() / _RELATIVE)
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "pyproject.toml").is_file():  # imported from a checkout, not from site-packages
         candidates.append(checkout / _RELATIVE)
@@ -38,7 +42,8 @@ def shared_data_dir(explicit: str | os.PathLike | None = None) -> Path:
             return candidate.resolve()
     raise DataError(
         f"the shared data directory (GSM8K, paraphrases) was not found at "
-        f"{' or '.join(str(c.resolve()) for c in candidates)}; set {ENV_VAR} to it"
+        f"{' or '.join(str(c.resolve()) for c in candidates)}; `railsweep data gsm8k` fetches it into ./data, "
+        f"or set {ENV_VAR} to a folder that holds it"
     )
 
 
