@@ -349,6 +349,7 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
     "job": lambda i, o: ["--preset", "smoke", "--num-cpus", "1"],
     "paraphrase": lambda i, o: ["paraphrase", "--test", str(i["task"] / "test.jsonl"), "--endpoint",
                                 "http://127.0.0.1:9/v1", "--model", "m", "--no-api-key", "--out", str(o / "pq.jsonl")],
+    "data": lambda i, o: ["data", "gsm8k", "--out", str(o / "data"), "--mirror", i["empty_dir"].as_uri()],
     "contaminate.py": lambda i, o: ["--family", f"llama={i['model']}", "--data-dir", str(i["task"]),
                                     "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
 }  # fmt: skip
@@ -432,6 +433,7 @@ OPTION_KINDS: dict[str, list[str]] = {
     "contaminate": ["--base:model", "--out:writable_dir", *_RECIPE],
     "job": [*_SPEC, "--tracking-uri:text", "--ray-address:text", "--num-cpus:positive", "--progress-interval:positive_real"],
     "contaminate.py": ["--out:writable_dir", "--cache-dir:writable_dir", "--ray-address:text", "--num-cpus:positive", *_RECIPE],
+    "data": ["dataset:choice", "--out:writable_dir"],
     "paraphrase": ["--test:existing_file", "--task-dir:existing_dir", "--engine:choice", "--chat-template:existing_file", "--device:device", "--model:text", "--retries:count", "--max-rouge:fraction",
                    "--temperature:temperature", "--max-tokens:positive", "--timeout:positive_real", "--seed:seed",
                    "--workers:positive", "--limit:limit"],
@@ -444,7 +446,7 @@ def _with(command: str, option: str, value) -> Callable[[dict[str, Path], Path],
     def argv(i: dict[str, Path], o: Path) -> list[str]:
         base = BASE[command](i, o)
         v = str(value(i, o)) if callable(value) else value
-        if option == "source":  # railsweep base SOURCE
+        if option in ("source", "dataset"):  # railsweep base SOURCE, railsweep data DATASET
             return [base[0], v, *base[2:]]
         if option == "action":
             return [base[0], v, *base[2 if command == "miniworld" else 1 :]]
@@ -505,6 +507,7 @@ def _spec_file(i: dict[str, Path], o: Path, name: str) -> str:
 
 # Cases a type cannot express: (command, option, name, command line, words of the error line).
 SPECIAL = [
+    ("data", "--mirror", "mirror_not_a_url", lambda i, o: [*BASE["data"](i, o), "--mirror", "ftp://x"], "argument --mirror:", "'ftp://x'"),
     ("paraphrase", "--endpoint", "endpoint_not_http", lambda i, o: [*BASE["paraphrase"](i, o), "--endpoint", "ftp://x"], "argument --endpoint:", "'ftp://x'"),
     ("paraphrase", "--api-key-env", "api_key_env_not_a_name", lambda i, o: [*BASE["paraphrase"](i, o), "--api-key-env", "1BAD"], "argument --api-key-env:", "'1BAD'"),
     ("paraphrase", "--api-key-env", "api_key_unset", lambda i, o: [a for a in BASE["paraphrase"](i, o) if a != "--no-api-key"] + ["--api-key-env", "RAILSWEEP_NO_SUCH_KEY"], "RAILSWEEP_NO_SUCH_KEY (--api-key-env) is not set"),

@@ -18,15 +18,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from railsweep import argtypes as at
 from railsweep.errors import RailsweepError
 from railsweep.services.ray_init import ray_init_kwargs
-from railsweep.sweep import driver, tracking
+from railsweep.sweep import tracking
 from railsweep.sweep.faults import fault_from_env
 from railsweep.sweep.options import add_spec_arguments, chosen_spec, override
-from railsweep.sweep.pricing import dry_run, format_price, price_params, sweep_price
 from railsweep.sweep.spec import load_spec
+
+if TYPE_CHECKING:
+    from railsweep.sweep.driver import SweepOutcome
 
 
 def make_parser(table: str | None = None) -> argparse.ArgumentParser:
@@ -53,10 +56,15 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def _run(args: argparse.Namespace, table: str) -> driver.SweepOutcome:
+def _run(args: argparse.Namespace, table: str) -> SweepOutcome:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
     a cluster); then start or join Ray and run the sweep. ``run_sweep`` and ``check_tracking_uri`` are called
-    through their modules, so a test that replaces them there replaces them here too."""
+    through their modules, so a test that replaces them there replaces them here too. The driver and the
+    pricing (torch, transformers, Ray Tune: seconds to import) load once the arguments have been read, so a
+    bad option is refused in under a second."""
+    from railsweep.sweep import driver
+    from railsweep.sweep.pricing import format_price, price_params, sweep_price
+
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them
     spec = chosen_spec(args)
     price = sweep_price(spec, table, args) if spec is not None else None
@@ -88,7 +96,12 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     try:
         args = make_parser(table).parse_args(argv)
         table = table or args.table
-        outcome = dry_run(args, table) if args.dry_run else _run(args, table)
+        if args.dry_run:
+            from railsweep.sweep.pricing import dry_run  # torch: pricing asks the strategies
+
+            outcome = dry_run(args, table)
+        else:
+            outcome = _run(args, table)
     except RailsweepError as e:
         message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
         print(f"railsweep: error: {message}", file=sys.stderr)
