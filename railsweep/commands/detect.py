@@ -48,6 +48,14 @@ from railsweep.detection.scoring import Thresholding, check_threshold
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
+GROUP = "look inside"
+EXAMPLES = (
+    'railsweep detect --world mini --detector ngram --out detect/ngram',
+    'railsweep detect --world mini --detector loss --detector mink --out detect/lm',
+    'railsweep detect report --help                 # clean subsets scored from a detection',
+)
+
+
 DETECTORS = ("ngram", "loss", "mink", "cdd", "perturb")
 
 
@@ -135,7 +143,7 @@ def _add_ngram_options(parser: argparse.ArgumentParser) -> None:
         "--text-field", type=at.text, default=None, help="record field holding the text (default 'text', else all strings)"
     )
     ng.add_argument("--n", type=at.ngram_order, nargs="+", default=[13], help="n-gram orders (default 13)")
-    ng.add_argument("--fields", default="question+solution", choices=("question", "question+solution"))
+    ng.add_argument("--fields", default="question+solution", choices=("question", "question+solution"), help="what of each test item is matched against the corpus")
     ng.add_argument("--tokenizer", type=at.tokenizer, default=None, help="use this tokenizer's ids instead of normalised words")
     ng.add_argument("--bits", type=at.hash_bits, default=64, help="hash width (64; smaller only to test collisions)")
     ng.add_argument(
@@ -163,7 +171,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     md.add_argument("--temperature", type=at.temperature, default=0.8, help="cdd decoding: temperature")
     md.add_argument("--max-new-tokens", type=at.new_tokens, default=256, help="cdd decoding: token cap")
     md.add_argument("--batch-size", type=at.positive, default=16, help="texts per forward pass")
-    md.add_argument("--device", type=at.device, default="cpu")
+    md.add_argument("--device", type=at.device, default="cpu", help="cpu, cuda or cuda:N")
 
 
 def _add_perturb_options(parser: argparse.ArgumentParser) -> None:
@@ -186,7 +194,7 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     )
     rp.add_argument("--setting", type=at.text, help="the detector setting, when the run has several")
     rp.add_argument("--weight", type=at.fraction, default=None, help="also report flagged items down-weighted to w")
-    rp.add_argument("--readout", default="solve_prob", choices=("solve_prob", "r01"))
+    rp.add_argument("--readout", default="solve_prob", choices=("solve_prob", "r01"), help="per-item readout a clean subset is scored on: sampled solve rate or greedy 0/1")
     rp.add_argument(
         "--clean", type=at.existing_file, metavar="FILE", help="clean cell's per-question Parquet: adds SA-PPG side by side"
     )

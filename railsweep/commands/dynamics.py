@@ -23,6 +23,12 @@ from railsweep.dynamics.settings import DynamicsSettings, model_adapters
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
+GROUP = "look inside"
+EXAMPLES = (
+    'railsweep dynamics --world mini --family llama --out dyn/llama',
+    'railsweep dynamics --world smoke --temperatures 0.3 0.7 1.0 --m 10 --out dyn/smoke',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -46,8 +52,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--m", type=at.samples, default=10, help="samples per item and temperature (default 10)")
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N test items")
-    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96)
-    p.add_argument("--seed", type=at.seed, default=0)
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96, help="tokens per response at most")
+    p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
     p.add_argument("--n-boot", type=at.n_boot, default=200, help="item resamples for the fit CIs (default 200)")
     p.add_argument("--n-boot-gain", type=at.n_boot, default=1000, help="resamples for the gain CIs (default 1000)")
     p.add_argument("--min-items", type=at.positive, default=5, help="positions reached by fewer items are not fitted")
@@ -58,7 +64,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"E above this (nats/token) is decoherence (default {E_CUT})",
     )
     p.add_argument("--batch-size", type=at.positive, default=64, help="prompts per engine call")
-    p.add_argument("--device", type=at.device, default="cpu")
+    p.add_argument("--device", type=at.device, default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument(
         "--base",
         action="store_true",

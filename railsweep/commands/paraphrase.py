@@ -48,6 +48,13 @@ from railsweep.paraphrase.local import LocalChat, check_chat_template
 from railsweep.results.atomic import synced_text, write_all_atomic
 from railsweep.tasks.task_ref import load_task_spec, spec_files
 
+GROUP = "build a laboratory"
+EXAMPLES = (
+    'railsweep paraphrase --test data/gsm8k/test.jsonl --endpoint http://127.0.0.1:8000/v1 --model M --no-api-key --out pq.jsonl',
+    'railsweep paraphrase --task-dir data/gsm8k --engine transformers --model ./models/instruct --limit 50 --out pq.jsonl',
+)
+
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENGINES = ("openai", "transformers")
 

@@ -15,11 +15,15 @@ from typing import Any
 
 from railsweep import argtypes as at
 
+GROUP = "run a sweep"
+EXAMPLES = (
+    "railsweep plan                                # reference pilot, the paper's design too",
+    'railsweep plan --pilot runs/mlflow/mlartifacts --n 200 --m 20 --B 20',
+    'railsweep plan --pilot cells/ --mde 0.05      # questions needed for a 0.05 difference',
+)
+
+
 DEFAULT_N = (100, 200, 1319)
-
-
-class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown; the description and the examples keep their lines."""
 
 
 DEFAULT_M = (10, 20, 50)
@@ -36,12 +40,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "needs at each m. The pilot is a folder of cells of an earlier run (--pilot) or, without\n"
             "one, a reference M_cl with p ~ Beta(2.5, 0.9) (noise only: a lower bound).\n"
             "Method: docs/metrics.md, 'The planner'."
-        ),
-        formatter_class=_Help,
-        epilog=(
-            "examples:\n  railsweep plan                                # reference pilot, the paper's design too\n"
-            "  railsweep plan --pilot runs/mlflow/mlartifacts --n 200 --m 20 --B 20\n"
-            "  railsweep plan --pilot cells/ --mde 0.05      # questions needed for a 0.05 difference"
         ),
     )
     p.add_argument(

@@ -24,6 +24,12 @@ from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.results.atomic import write_atomic
 
+GROUP = "look inside"
+EXAMPLES = (
+    'railsweep rails --world mini --family llama --out rails/llama',
+    'railsweep rails --world smoke --n 4 --ks 1,2,4 --limit 10 --out rails/smoke',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -36,12 +42,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--n", type=at.positive, default=4, help="RailCap's n-gram length (exposure uses the same n)")
     p.add_argument("--ks", type=_ks, default=(1, 2, 4), help="forced departures per decode, comma-separated")
     p.add_argument("--runs", type=at.positive, default=10, help="forced decodes per question and k")
-    p.add_argument("--temperature", type=at.temperature, default=0.7)
-    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96)
+    p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96, help="tokens per response at most")
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
-    p.add_argument("--seed", type=at.seed, default=0)
-    p.add_argument("--device", type=at.device, default="cpu")
-    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR")
+    p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
+    p.add_argument("--device", type=at.device, default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory: rails.json and the per-question, per-run and per-sample Parquet tables")
     return p
 
 

@@ -20,6 +20,12 @@ from railsweep.metrics import METRICS
 from railsweep.metrics.concentration import describe_occupancy
 from railsweep.results.atomic import synced_text, write_all_atomic
 
+GROUP = "evaluate one cell"
+EXAMPLES = (
+    'railsweep score --clean cells/CLEAN.parquet --mitigated cells/ID1.parquet cells/ID2.parquet --out scores/table',
+    'railsweep score --clean cells/CLEAN.parquet --mitigated cells/*.parquet --B 20 --n-boot 2000 --out scores/b20',
+)
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(

@@ -34,6 +34,13 @@ from railsweep.sweep.spec import load_spec
 from railsweep.sweep.throughput import load_throughput
 from railsweep.sweep.tracking import check_tracking_uri
 
+GROUP = "run a sweep"
+EXAMPLES = (
+    'railsweep sweep --preset mini_six --dry-run     # cells, tokens and wall time per cluster size; starts nothing',
+    'railsweep sweep --spec my_sweep.yaml --table 3',
+    'railsweep sweep --preset paper --address http://127.0.0.1:8265 --tracking-uri http://mlflow:5000',
+)
+
 
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
     add_spec_arguments(p, preset_default=preset_default, preset_help="built-in sweep spec")
@@ -42,8 +49,8 @@ def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> 
         "--tracking-uri", type=at.text, help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)"
     )
     p.add_argument("--run-dir", type=at.text, default="runs/mlflow", help="local MLflow server's database and artifacts")
-    p.add_argument("--mlflow-port", type=at.port, default=5000)
-    p.add_argument("--dashboard-port", type=at.port, default=8265)
+    p.add_argument("--mlflow-port", type=at.port, default=5000, help="port of the local MLflow server (started or reused on 127.0.0.1)")
+    p.add_argument("--dashboard-port", type=at.port, default=8265, help="port of the local Ray head's dashboard and job API")
     p.add_argument("--no-wait", action="store_true", help="submit and return without streaming the logs")
 
 
