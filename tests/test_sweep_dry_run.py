@@ -313,3 +313,18 @@ def test_a_job_whose_output_is_not_a_terminal_gets_rays_worker_lines_without_col
     monkeypatch.setenv("RAY_COLOR_PREFIX", "1")
     job.plain_worker_lines(io.StringIO())
     assert os.environ["RAY_COLOR_PREFIX"] == "1"  # the user's choice stands
+
+
+def test_the_line_ray_logs_on_connecting_loses_its_colours_when_the_output_is_not_a_terminal(monkeypatch):
+    import io
+    import logging
+
+    ray_worker = logging.getLogger("ray._private.worker")
+    monkeypatch.setattr(ray_worker, "filters", [])
+    monkeypatch.setenv("RAY_COLOR_PREFIX", "0")
+    job.plain_worker_lines(io.StringIO())
+    record = ray_worker.makeRecord("ray._private.worker", logging.INFO, "worker.py", 1,
+                                   "Connected. View the dashboard at %s%s%s %s%s",
+                                   ("\x1b[1m", "\x1b[32m", "http://127.0.0.1:8265", "\x1b[39m", "\x1b[22m"), None)  # fmt: skip
+    assert ray_worker.filter(record)
+    assert record.getMessage() == "Connected. View the dashboard at http://127.0.0.1:8265 "

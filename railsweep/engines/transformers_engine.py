@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,24 @@ GPU_KV_FRACTION = 0.5
 # on a CPU its batches are capped at this fraction of the memory available when the engine loads (a SmolLM2 batch
 # of 320 rows with the 645-token 8-shot prompt would hold 2 x 11.9 GB). On a GPU, half of ``max_batch_tokens``.
 CPU_PATCHED_KV_FRACTION = 0.25
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Load weights without transformers' "Loading weights" progress bar (a line of carriage returns in every
+    job log) and without the FutureWarning peft's adapter loading raises through a deprecated transformers
+    helper (``is_gradient_checkpointing``); every other warning passes."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
+            yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def _check_weights(path: Path, what: str, safetensors_name: str = "*.safetensors") -> None:
@@ -169,16 +188,17 @@ class TransformersEngine:
         self.attention = attention
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            self.model_path, dtype=self.dtype, use_safetensors=True, trust_remote_code=trust_remote_code
-        )
-        if adapter_paths:
-            from peft import PeftModel
+        with quiet_loading():
+            model = AutoModelForCausalLM.from_pretrained(
+                self.model_path, dtype=self.dtype, use_safetensors=True, trust_remote_code=trust_remote_code
+            )
+            if adapter_paths:
+                from peft import PeftModel
 
-            names = list(adapter_paths)
-            model = PeftModel.from_pretrained(model, str(adapter_paths[names[0]]), adapter_name=names[0])
-            for name in names[1:]:
-                model.load_adapter(str(adapter_paths[name]), adapter_name=name)
+                names = list(adapter_paths)
+                model = PeftModel.from_pretrained(model, str(adapter_paths[names[0]]), adapter_name=names[0])
+                for name in names[1:]:
+                    model.load_adapter(str(adapter_paths[name]), adapter_name=name)
         self.model = model.to(self.device).eval()
         if max_batch_size is None or (max_batch_tokens is None and self.device.type == "cuda"):
             rows, tokens = default_batch_limits(

@@ -36,7 +36,8 @@ def submit_job(
         cmd += ["--submission-id", submission_id]
     if no_wait:
         cmd.append("--no-wait")
-    cmd += ["--", *entrypoint]
+    # Ray's own lines (submitted, succeeded) carry ANSI colours even into a pipe unless told otherwise
+    cmd += ["--log-color", "true" if _isatty(stream or sys.stdout) else "false", "--", *entrypoint]
     env = auth_env()
     for k in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):  # these would override --address
         env.pop(k, None)
@@ -54,3 +55,7 @@ def submit_job(
         if rc == 0 or not refused or time.monotonic() > deadline:
             return rc
         time.sleep(2.0)
+
+
+def _isatty(stream) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())

@@ -16,7 +16,9 @@ to ``paper`` when the cluster has GPUs and ``mini`` (the CPU miniature world) ot
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -85,11 +87,27 @@ def _run(args: argparse.Namespace, table: str) -> SweepOutcome:
                             params=price_params(price), fault=fault)  # fmt: skip
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _NoAnsi(logging.Filter):
+    """Strips ANSI colour codes from a log record (Ray colours the dashboard address it logs on connecting)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = _ANSI.sub("", record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_ANSI.sub("", a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
 def plain_worker_lines(stream) -> None:
     """Where the job's output is not a terminal (a job log, a pipe), Ray prints its workers' lines without ANSI
-    colour codes (``RAY_COLOR_PREFIX=0``, read as each line is printed); a value the user set is kept."""
+    colour codes (``RAY_COLOR_PREFIX=0``, read as each line is printed; a value the user set is kept), and the
+    line ``ray.init`` logs on connecting loses its colours too."""
     if not stream.isatty():
         os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+        logging.getLogger("ray._private.worker").addFilter(_NoAnsi())
 
 
 def main(argv: list[str] | None = None, table: str | None = None) -> int:
