@@ -62,6 +62,7 @@ from railsweep.sweep.engine_server import create_engine_actor
 from railsweep.sweep.faults import Fault
 from railsweep.sweep.plan import cluster_resources, engine_config, plan_layout, plan_resources
 from railsweep.sweep.pool import create_engine_pool
+from railsweep.sweep.pricing import cell_samples, sweep_questions
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.publish import publish_sweep
 from railsweep.sweep.reader import cell_tables
@@ -458,7 +459,9 @@ def _run_trials(
         # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says; its
         # classic output at verbose=0 prints nothing, and the sweep's own progress line says what runs
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-        with ProgressPrinter(board, interval=progress_interval, out=run.out):
+        n_questions = sweep_questions(spec).n
+        expected = sum(cell_samples(c, n_questions) for c in pending)
+        with ProgressPrinter(board, interval=progress_interval, out=run.out, expected_samples=expected):
             results = tuner.fit()
         for res in results:
             if res.error is not None:

@@ -248,6 +248,13 @@ def _tokens(qs: Questions, indices: Sequence[int], cap: int) -> int:
     return sum(min(qs.lengths[i], cap) for i in indices)
 
 
+def cell_samples(cell: SweepCell, n_questions: int) -> int:
+    """Samples the engines decode for one cell's own readout (its strategy's one-off steps aside)."""
+    cfg = cell.config
+    per_q = build_strategy(cfg.strategy, cfg.strategy_params).decodes(cfg.decode_settings())
+    return per_q * min(cfg.limit or n_questions, n_questions)
+
+
 def _engine_cost(
     spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions, notes: list[str]
 ) -> EngineCost:
