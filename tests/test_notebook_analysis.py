@@ -344,12 +344,34 @@ def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(sweep
     assert logged == {f"figures/{name}.png" for name in paths}
 
 
-def test_missing_tracking_uri_is_a_config_error_naming_the_variable(monkeypatch):
+def test_the_drill_down_lists_the_questions_behind_a_paired_a_ppg_difference(loaded):
+    from railsweep.analysis import report
+
+    scored = report.score_sweep(loaded)
+    paired = report.paired_against_identity(loaded, scored)
+    row = paired[(paired["strategy"] == "RailCap n=4 cap") & (paired["metric"] == "A-PPG")
+                 & (paired["setting"] == report.setting_label(*loaded.primary))].iloc[0]  # fmt: skip
+    changes = report.question_changes(loaded, scored, "RailCap n=4 cap")
+    assert list(changes.columns) == report.CHANGE_COLUMNS and len(changes) == N_QUESTIONS
+    assert -changes["gain"].mean() == pytest.approx(row["difference"], abs=1e-12)
+    assert changes["gain"].is_monotonic_decreasing  # most gained first, most lost last
+    with pytest.raises(DataError, match="RailCap n=9 cap.*Identity"):
+        report.question_changes(loaded, scored, "RailCap n=9 cap")
+
+
+def test_without_a_tracking_uri_the_demos_server_is_read_and_none_there_names_the_variable(monkeypatch, sweep_run):
     from railsweep.sweep import reader
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    with pytest.raises(ConfigError, match="MLFLOW_TRACKING_URI"):
+    monkeypatch.setattr(reader, "DEMO_URI", sweep_run["uri"])  # the demo's server, on this test's port
+    assert reader.connect(None).uri == sweep_run["uri"]
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setattr(reader, "DEMO_URI", nowhere)
+    with pytest.raises(ConfigError, match="MLFLOW_TRACKING_URI") as e:
         reader.connect(None)
+    assert nowhere in str(e.value) and "railsweep demo" in str(e.value)
 
 
 def test_unknown_experiment_and_parent_run_are_data_errors(sweep_run):
@@ -394,6 +416,8 @@ def test_notebook_executes_against_the_server_and_shows_the_tables(sweep_run, tm
         assert title in text, title
     assert "gsm8k × pythia |" in text  # Table 3's settings are its columns
     assert "SA-PPG" in text and "G-AP" in text
+    assert "Paired differences against Identity" in text and "not distinguishable at this size" in text
+    assert "RailCap n=4 cap vs Identity" in text and "gained" in text  # the per-question drill-down
     assert images == 5
 
 

@@ -9,7 +9,7 @@ call these functions, so the logged tables and the notebook's cannot drift apart
 3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2);
 4. :func:`paired_against_identity`: every strategy's SA-PPG, A-PPG and G-AP minus Identity's on the same
    questions, with the interval of the difference and its verdict ("lower", "higher" or "not
-   distinguishable at this size").
+   distinguishable at this size"); :func:`question_changes`, the questions behind one such difference.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from railsweep.analysis import plots
 from railsweep.analysis.scoring import paired_difference, score_pair
 from railsweep.analysis.tables import LABELS, paper_tables, table_cells
 from railsweep.analysis.uncertainty import with_occupancy
+from railsweep.errors import DataError
 from railsweep.metrics.aggregate import CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
 from railsweep.strategy_registry import with_role
@@ -34,6 +35,7 @@ __all__ = [
     "gap_vs_sappg",
     "paired_against_identity",
     "paired_markdown",
+    "question_changes",
     "paper_tables",
     "sappg_frame",
     "score_sweep",
@@ -165,6 +167,33 @@ def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, An
                 **{k: d[k] for k in PAIRED_COLUMNS[6:]},
             })  # fmt: skip
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+
+
+CHANGE_COLUMNS = ["question_index", "leaked", "r_cl", "r_identity", "r_strategy", "gain"]
+
+
+def question_changes(
+    sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], strategy: str, setting: tuple[str, str | None] | None = None
+) -> pd.DataFrame:
+    """The per-question drill-down behind a paired difference: for each question of one setting (default the
+    primary), M_cl's solve rate, Identity's and the strategy's, and ``gain`` = |Δ_Identity| − |Δ_strategy|
+    (Δ = r − r_cl): > 0 where the strategy reads closer to M_cl than Identity does (a question gained), < 0
+    where it reads further (lost). Sorted from the most gained to the most lost; A-PPG(strategy) −
+    A-PPG(Identity) is minus the column's mean."""
+    family, domain = setting or sweep.primary
+    here = [s for s in scored if s["family"] == family and s["domain"] == domain]
+    cell = next((s for s in here if s["strategy"] == strategy), None)
+    ident = next((s for s in here if s["strategy"] == "Identity" and cell and s["clean_id"] == cell["clean_id"]), None)
+    if cell is None or ident is None:
+        known = sorted({s["strategy"] for s in here})
+        raise DataError(f"{setting_label(family, domain)}: no {strategy!r} cell beside an Identity cell (scored: {known})")
+    by_id = {c.cell_id: c for c in sweep.cells}
+    frames = [by_id[i].questions.set_index("question_index") for i in (cell["clean_id"], ident["cell_id"], cell["cell_id"])]
+    clean, base, mine = frames
+    out = pd.DataFrame({"leaked": clean["leaked"], "r_cl": clean["solve_prob"], "r_identity": base["solve_prob"],
+                        "r_strategy": mine["solve_prob"]}).dropna(subset=["r_identity", "r_strategy"])  # fmt: skip
+    out["gain"] = (out["r_identity"] - out["r_cl"]).abs() - (out["r_strategy"] - out["r_cl"]).abs()
+    return out.reset_index().sort_values(["gain", "question_index"], ascending=[False, True])[CHANGE_COLUMNS]
 
 
 def verdict_logs(frame: pd.DataFrame) -> dict[str, tuple[dict[str, float], dict[str, str]]]:

@@ -49,17 +49,25 @@ from railsweep.sweep.tracking import (
 SCORE_COUNTS = ("n_questions", "n_strata", "B", "n_boot", "alpha", "seed", "m")
 
 
+DEMO_URI = "http://127.0.0.1:5000"  # the server `railsweep demo` starts (or reuses)
+
+
 def connect(tracking_uri: str | None = None) -> Tracker:
-    """A :class:`Tracker` for ``tracking_uri`` or ``$MLFLOW_TRACKING_URI`` (its /health is checked)."""
+    """A :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's server
+    (:data:`DEMO_URI`); its /health is checked, and a default that does not answer says how to name another."""
     # one progress bar per downloaded Parquet would bury a notebook's outputs
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
-    if not uri:
+    try:
+        check_tracking_uri(uri or DEMO_URI)
+    except ConfigError as e:
+        if uri:
+            raise
         raise ConfigError(
-            "no MLflow tracking URI: pass one (e.g. http://127.0.0.1:5000) or set MLFLOW_TRACKING_URI"
-        )
-    check_tracking_uri(uri)
-    return Tracker(uri)
+            f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none named: pass a tracking "
+            "URI or set MLFLOW_TRACKING_URI"
+        ) from e
+    return Tracker(uri or DEMO_URI)
 
 
 def _experiment_ids(tracker: Tracker, experiment: str | None) -> list[str]:
