@@ -7,7 +7,7 @@ STAMP := $(VENV)/.railsweep-installed
 # Subprocesses (Ray jobs, notebook kernels) must find the venv's python and console scripts.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup demo test lint test-fast test-e2e test-vllm vllm-venv test-real test-wheel
+.PHONY: setup demo notebook test lint test-fast test-e2e test-vllm vllm-venv test-real test-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,6 +20,11 @@ setup: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/railsweep demo
+
+# The second look at the demo's sweep: JupyterLab (the notebook extra, installed on first use) on 127.0.0.1 only.
+notebook: $(STAMP)
+	test -x $(BIN)/jupyter-lab || $(BIN)/pip install -q -e ".[notebook]"
+	$(BIN)/jupyter lab --ip 127.0.0.1 notebooks/analysis.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

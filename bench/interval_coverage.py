@@ -41,7 +41,7 @@ import numpy as np
 
 from railsweep.errors import RailsweepError
 from railsweep.metrics.aggregate import MIN_NONZERO, nonzero_questions
-from railsweep.metrics.bootstrap import abs_interval, bca_ci
+from railsweep.metrics.bootstrap import abs_interval, bca_ci, expanded_alpha, percentile_ci
 from railsweep.metrics.empirical_bayes import fit_prior
 from railsweep.metrics.floor import corrected, floors
 from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, simulated_coverage
@@ -119,13 +119,10 @@ def _mean_intervals(c, g, m: int, target: str, n_boot: int, rng) -> dict[str, tu
         out = {}
         for k in a:
             xa, xb = a[k], b[k]
-            if k in ("g_ap", "g_app"):  # |mean a| − |mean b|, influence sign-weighted
-                boot = np.abs(xa[idx].mean(1)) - np.abs(xb[idx].mean(1))
-                point = abs(xa.mean()) - abs(xb.mean())
-                xa, xb = np.sign(xa.mean()) * xa, np.sign(xb.mean()) * xb
+            if k in ("g_ap", "g_app"):  # |mean a| − |mean b|: expanded percentile, as the library
+                out[k] = percentile_ci(np.abs(xa[idx].mean(1)) - np.abs(xb[idx].mean(1)), expanded_alpha(n))
             else:
-                boot, point = (xa - xb)[idx].mean(1), float((xa - xb).mean())
-            out[k] = bca_ci(boot, point, xa - xb)
+                out[k] = bca_ci((xa - xb)[idx].mean(1), float((xa - xb).mean()), xa - xb)
         return out
     out = {}
     for k, x in values(1 if target == "identity" else 2).items():

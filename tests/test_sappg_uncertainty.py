@@ -22,7 +22,7 @@ from railsweep.metrics import (
 from railsweep.metrics.aggregate import NOT_DISTINGUISHABLE
 from railsweep.metrics.concentration import describe_concentration
 from railsweep.metrics.jackknife import jackknife_se, leave_one_out
-from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, t_quantile
+from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_dof, jackknife_interval, t_quantile
 
 
 def naive_sa_ppg(delta, strata):
@@ -89,7 +89,9 @@ def test_printed_stratified_intervals_are_the_jackknife_t_intervals_on_the_clean
         assert (s[part]["ci_low"], s[part]["ci_high"]) == pytest.approx((lo, hi)), part
     half = (s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]) / 2
     loo = leave_one_out(np.abs(delta), strata)
-    assert half == pytest.approx(t_quantile(delta.size, 0.05) * jackknife_se(loo))
+    filled = np.unique(strata).size  # the t quantile's degrees of freedom: the filled strata less one
+    assert half == pytest.approx(t_quantile(filled - 1, 0.05) * jackknife_se(loo))
+    assert jackknife_dof(strata) == filled - 1 < delta.size - 1
 
 
 def test_paired_difference_of_identical_cells_is_zero_and_not_distinguishable():

@@ -32,6 +32,8 @@ from railsweep.metrics.bootstrap import (
     across_strata_indices,
     bca_ci,
     check_bootstrap_args,
+    expanded_alpha,
+    percentile_ci,
 )
 from railsweep.metrics.concentration import stratum_counts, weight_concentration
 from railsweep.metrics.floor import corrected, floors
@@ -304,10 +306,11 @@ def paired_difference_counts(
             return np.abs(v) if metric in ABS_OF_MEAN else v
 
         pa, pb = float(final(a, np.arange(n))), float(final(b, np.arange(n)))
-        va, vb = _per_question(clean, a)[metric], _per_question(clean, b)[metric]
-        if metric in ABS_OF_MEAN:  # the influence of |mean a| − |mean b|
-            va, vb = np.sign(va.mean()) * va, np.sign(vb.mean()) * vb
-        lo, hi = bca_ci(final(a, idx) - final(b, idx), pa - pb, va - vb, alpha)
+        boot = final(a, idx) - final(b, idx)
+        if metric in ABS_OF_MEAN:  # |mean a| − |mean b|: folded resamples, whose bias BCa would read as a shift
+            lo, hi = percentile_ci(boot, expanded_alpha(n, alpha))
+        else:
+            lo, hi = bca_ci(boot, pa - pb, _per_question(clean, a)[metric] - _per_question(clean, b)[metric], alpha)
         entry = {"ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": np.nan, "why": ""}
         gaps = [solve_prob(r.c, r.m) - solve_prob(clean.c, clean.m) for r in (a, b)]
         out.update(value_a=pa, value_b=pb, difference=pa - pb, **_hold_sparse(entry, metric, *gaps))

@@ -43,8 +43,16 @@ def fitted_population(c: np.ndarray, m: int, greedy: np.ndarray) -> Population:
     return Population(tuple(f"model{k}" for k in range(p.shape[0])), p, np.asarray(greedy, dtype=float))
 
 
-def t_quantile(n: int, alpha: float) -> float:
-    return _t(1 - alpha / 2, max(n - 1, 1))
+def t_quantile(dof: int, alpha: float) -> float:
+    return _t(1 - alpha / 2, max(dof, 1))
+
+
+def jackknife_dof(strata: np.ndarray) -> int:
+    """Degrees of freedom of a stratified metric's jackknife variance: its filled strata less one (at most
+    N − 1). The metric averages K stratum means, so its variance estimate rests on about K pieces, not N;
+    N − 1 made the interval too narrow where strata are few (docs/metrics.md, "Coverage, measured", compares
+    the two)."""
+    return min(int(np.unique(strata).size) - 1, int(strata.size) - 1)
 
 
 def jackknife_interval(d_a, d_b, strata, part: str, alpha: float) -> tuple[float, float, float]:
@@ -62,7 +70,7 @@ def jackknife_interval(d_a, d_b, strata, part: str, alpha: float) -> tuple[float
     if d_b is not None:
         loo = loo - leave_one_out(values_b, s)
         point -= float(stratified_mean_rows(values_b[None], s[None], int(s.max()) + 1)[0])
-    half = t_quantile(s.size, alpha) * jackknife_se(loo)
+    half = t_quantile(jackknife_dof(s), alpha) * jackknife_se(loo)
     return point, point - half, point + half
 
 
