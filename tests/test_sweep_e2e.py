@@ -109,6 +109,7 @@ def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(ml
     assert (mitigated[mitigated["params.strategy"] == "all_zero"]["metrics.mean_solve_prob"] == 0).all()
     c = _client(mlflow_server)
     one = mitigated["run_id"].iloc[0]
+    assert list(c.get_run(one).data.metrics)[:3] == ["sa_ppg", "a_ppg", "g_ap"]  # what the compare view charts
     assert {a.path for a in c.list_artifacts(one, "results")} >= {
         f"results/{mitigated['tags.railsweep.cell_id'].iloc[0]}.parquet",
         f"results/{mitigated['tags.railsweep.cell_id'].iloc[0]}.responses.parquet",

@@ -32,6 +32,7 @@ from railsweep.analysis.scoring import flatten_scores, score_pair, split_constan
 from railsweep.engines.threads import apply_thread_budget
 from railsweep.results.io import read_cell, read_metadata
 from railsweep.sweep.actors import ENGINE_NAMESPACE, write_files
+from railsweep.sweep.mlflow_view import headline_first
 from railsweep.sweep.reader import download_questions
 from railsweep.sweep.tracking import (
     RESULTS_DIR,
@@ -210,7 +211,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
                         clean_df, df, Path(tmp) / "clean_vs_mitigated.png", title=title
                     )
                     tracker.log_artifact(run_id, plot, "plots")
-            tracker.log(run_id, params=params, metrics=metrics, tags=tags)
+            tracker.log(run_id, params=params, metrics=headline_first(metrics), tags=tags)
             tracker.log_artifact(run_id, paths["questions"], RESULTS_DIR)
             tracker.log_artifact(run_id, paths["responses"], RESULTS_DIR)
         tracker.terminate(run_id, "FINISHED")
