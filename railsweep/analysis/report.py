@@ -193,7 +193,8 @@ def question_changes(
     out = pd.DataFrame({"leaked": clean["leaked"], "r_cl": clean["solve_prob"], "r_identity": base["solve_prob"],
                         "r_strategy": mine["solve_prob"]}).dropna(subset=["r_identity", "r_strategy"])  # fmt: skip
     out["gain"] = (out["r_identity"] - out["r_cl"]).abs() - (out["r_strategy"] - out["r_cl"]).abs()
-    return out.reset_index().sort_values(["gain", "question_index"], ascending=[False, True])[CHANGE_COLUMNS]
+    ordered = out.reset_index().sort_values(["gain", "question_index"], ascending=[False, True])
+    return ordered[CHANGE_COLUMNS].reset_index(drop=True)
 
 
 def verdict_logs(frame: pd.DataFrame) -> dict[str, tuple[dict[str, float], dict[str, str]]]:
