@@ -328,3 +328,26 @@ def test_the_line_ray_logs_on_connecting_loses_its_colours_when_the_output_is_no
                                    ("\x1b[1m", "\x1b[32m", "http://127.0.0.1:8265", "\x1b[39m", "\x1b[22m"), None)  # fmt: skip
     assert ray_worker.filter(record)
     assert record.getMessage() == "Connected. View the dashboard at http://127.0.0.1:8265 "
+
+
+def test_a_sweep_that_loses_mlflow_ends_with_one_line_naming_what_is_kept_and_how_to_resume(monkeypatch, capsys):
+    from railsweep.sweep.tracking import TrackingError
+
+    def gone(args, table):
+        raise TrackingError("log_batch on http://127.0.0.1:5000 failed after 6 attempts: connection refused")
+
+    monkeypatch.setattr(job, "_run", gone)
+    assert job.main(["--preset", "smoke"], table="3") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "connection refused" in err[0] and "--resume" in err[0] and "kept" in err[0], err
+
+
+def test_a_sweep_with_failed_cells_names_them_and_the_resume(monkeypatch, capsys):
+    from railsweep.sweep.driver import SweepOutcome
+
+    outcome = SweepOutcome("p1", "e1", ["a", "b", "c"], [], ["b"], 12.0)
+    monkeypatch.setattr(job, "_run", lambda args, table: outcome)
+    assert job.main(["--preset", "smoke"], table="3") == 1
+    out = capsys.readouterr().out
+    assert "3 cells, 0 skipped, 1 failed; parent run p1" in out
+    assert "1 cell(s) failed (b;" in out and "--resume" in out

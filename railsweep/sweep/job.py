@@ -120,15 +120,28 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
             outcome = dry_run(args, table)
         else:
             outcome = _run(args, table)
+    except tracking.TrackingError as e:  # MLflow went away mid-sweep: what is logged stays logged
+        print(f"railsweep: error: {_one_line(e)}; {RESUME}", file=sys.stderr)
+        return 1
     except RailsweepError as e:
-        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
-        print(f"railsweep: error: {message}", file=sys.stderr)
+        print(f"railsweep: error: {_one_line(e)}", file=sys.stderr)
         return 2
     if isinstance(outcome, int):  # --dry-run
         return outcome
     print(f"[sweep] done in {outcome.wall_s:.1f}s: {len(outcome.cells)} cells, {len(outcome.skipped)} skipped, "
           f"{len(outcome.failed)} failed; parent run {outcome.parent_run_id}")  # fmt: skip
+    if outcome.failed:
+        shown = ", ".join(outcome.failed[:5]) + (", ..." if len(outcome.failed) > 5 else "")
+        print(f"[sweep] {len(outcome.failed)} cell(s) failed ({shown}; their runs carry the error); {RESUME}")
     return 1 if outcome.failed else 0
+
+
+RESUME = ("every cell FINISHED in MLflow is kept: run the same command again with --resume to finish the sweep "
+          "without recomputing them")  # fmt: skip
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(line.strip() for line in str(e).splitlines() if line.strip())
 
 
 if __name__ == "__main__":
