@@ -1,10 +1,10 @@
-"""railsweep.results.atomic: a write that fails leaves the old file (or nothing) behind, never part of a new one."""
+"""railsweep.atomic: a write that fails leaves the old file (or nothing) behind, never part of a new one."""
 
 from __future__ import annotations
 
 import pytest
 
-from railsweep.results.atomic import synced_text, write_all_atomic, write_atomic, write_text_atomic
+from railsweep.atomic import synced_text, write_all_atomic, write_atomic, write_text_atomic
 
 
 class Boom(RuntimeError):
@@ -43,7 +43,7 @@ def test_several_files_are_written_all_or_none(tmp_path):
 def test_a_failure_after_the_first_rename_removes_the_renamed_file_too(tmp_path, monkeypatch):
     import os
 
-    import railsweep.results.atomic as atomic
+    import railsweep.atomic as atomic
 
     calls, real_replace = [], os.replace
 

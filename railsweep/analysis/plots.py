@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from railsweep.atomic import write_atomic
 from railsweep.metrics.readout import readout_stability
 from railsweep.metrics.stratified import stratify, stratum_table
-from railsweep.results.atomic import write_atomic
 
 
 def _plt():

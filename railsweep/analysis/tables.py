@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from railsweep.analysis.uncertainty import sappg_note
+from railsweep.atomic import write_text_atomic
 from railsweep.errors import ConfigError
-from railsweep.results.atomic import write_text_atomic
 from railsweep.strategy_registry import in_table, with_role
 
 LABELS: dict[str, str] = {

@@ -386,9 +386,9 @@ def _score(args, detectors, thresholding: Thresholding, jobs):
 def _write(args, detectors, table) -> None:
     """``detections.parquet`` with the run's settings and provenance, and the truth table where it is known."""
     # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
+    from railsweep.atomic import write_atomic
     from railsweep.detection.output import write_detections
     from railsweep.detection.truth import to_markdown, truth_table
-    from railsweep.results.atomic import write_atomic
 
     run_info = {
         "detectors": {d.name: dataclasses.asdict(d.config) for d in detectors},

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from railsweep.atomic import write_atomic
 from railsweep.detection.output import read_detections
 from railsweep.detection.report import check_weight, flags_from_detections, sa_ppg_report, subset_report
 from railsweep.errors import ConfigError
-from railsweep.results.atomic import write_atomic
 from railsweep.results.io import check_writable_dir, read_cell
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.atomic import write_atomic, write_text_atomic
 from railsweep.commands.eval import parse_pairs
 from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
-from railsweep.results.atomic import write_atomic, write_text_atomic
 from railsweep.sweep.tracking import check_tracking_uri, log_figure1
 
 GROUP = "look inside"

@@ -30,6 +30,7 @@ from typing import Any
 
 from railsweep import argtypes as at
 from railsweep import provenance
+from railsweep.atomic import synced_text, write_all_atomic
 from railsweep.commands.task_args import add_task_arguments, check_task, load_named_task, task_dir_of
 from railsweep.errors import ConfigError
 from railsweep.paraphrase import (
@@ -45,7 +46,6 @@ from railsweep.paraphrase import (
     report,
 )
 from railsweep.paraphrase.local import LocalChat, check_chat_template
-from railsweep.results.atomic import synced_text, write_all_atomic
 from railsweep.tasks.task_ref import load_task_spec, spec_files
 
 GROUP = "build a laboratory"

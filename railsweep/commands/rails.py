@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.atomic import write_atomic
 from railsweep.commands.figure1 import add_input_arguments, inputs
 from railsweep.commands.task_args import load_named_task
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
-from railsweep.results.atomic import write_atomic
 
 GROUP = "look inside"
 EXAMPLES = (

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.atomic import synced_text, write_all_atomic
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_bootstrap_memory
 from railsweep.metrics import METRICS
 from railsweep.metrics.concentration import describe_occupancy
-from railsweep.results.atomic import synced_text, write_all_atomic
 
 GROUP = "evaluate one cell"
 EXAMPLES = (

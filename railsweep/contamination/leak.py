@@ -7,8 +7,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep.atomic import write_text_atomic
 from railsweep.errors import ConfigError
-from railsweep.results.atomic import write_text_atomic
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep import provenance
+from railsweep.atomic import write_text_atomic
 from railsweep.contamination.config import ContaminationConfig
 from railsweep.contamination.filler import load_filler
 from railsweep.contamination.leak import LeakSplit, make_leak_split, save_leak_split
 from railsweep.contamination.lora import train_lora
 from railsweep.errors import ConfigError, DataError
-from railsweep.results.atomic import write_text_atomic
 from railsweep.tasks import load_paraphrases, to_cot
 from railsweep.tasks.gsm8k import read_jsonl
 from railsweep.training.progress import StepReport

@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from railsweep.atomic import write_atomic
 from railsweep.errors import DataError
-from railsweep.results.atomic import write_atomic
 
 SCHEMA_VERSION = 1
 KEY_VERSION = "railsweep.detection_schema_version"

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from railsweep.atomic import write_atomic
 from railsweep.contamination.simulator import load_pq, training_mixes
 from railsweep.detection.base import DetectInputs, Detector, Item
 from railsweep.detection.items import read_items
 from railsweep.errors import ConfigError
 from railsweep.miniworld.generator import make_problems
 from railsweep.miniworld.presets import PRESETS, preset_config
-from railsweep.results.atomic import write_atomic
 from railsweep.tasks.gsm8k import read_jsonl
 
 CONTROL_SEED_SALT = 7  # the generator seeds of test/train/filler use salts 1-3

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from railsweep.atomic import write_atomic
 from railsweep.dynamics import plots
 from railsweep.dynamics.analyse import Tables
-from railsweep.results.atomic import write_atomic
 
 TABLES = ("positions", "fits", "predictions", "accuracy", "gains")
 DYNAMICS_DIR = "dynamics"  # where a sweep logs these files on its parent run (railsweep.sweep.reader reads them)

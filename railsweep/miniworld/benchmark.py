@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep.atomic import write_text_atomic
 from railsweep.miniworld.generator import Problem, make_filler, make_problems
-from railsweep.results.atomic import write_text_atomic
 from railsweep.tasks import to_cot
 
 

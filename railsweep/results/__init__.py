@@ -2,7 +2,7 @@
 
 The format is documented in :mod:`railsweep.results.schema` and
 ``docs/results-schema.md``. Names resolve lazily (as in :mod:`railsweep.miniworld`), so a module that
-needs only :mod:`railsweep.results.atomic` (plain file writes) loads neither pandas nor pyarrow: the GPU
+needs only :mod:`railsweep.atomic` (plain file writes) loads neither pandas nor pyarrow: the GPU
 check's run, which writes a world's files, must not import them.
 """
 

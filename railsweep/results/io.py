@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 
 from railsweep import provenance as prov
 from railsweep.argtypes import check_writable_dir  # noqa: F401  (re-exported: callers import it from here)
+from railsweep.atomic import write_all_atomic
 from railsweep.config import CellConfig
 from railsweep.errors import DataError
 from railsweep.results import schema
-from railsweep.results.atomic import write_all_atomic
 
 if TYPE_CHECKING:
     from railsweep.strategies.base import QuestionOutcome

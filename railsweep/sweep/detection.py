@@ -32,12 +32,12 @@ import pandas as pd
 
 from railsweep import provenance
 from railsweep.analysis.detection import roc_figure, truth_markdown, truth_summary
+from railsweep.atomic import write_atomic
 from railsweep.detection import DetectInputs, Thresholding, detect
 from railsweep.detection.output import write_detections
 from railsweep.detection.world import world_jobs
 from railsweep.engines.threads import apply_thread_budget
 from railsweep.miniworld.world import load_world
-from railsweep.results.atomic import write_atomic
 from railsweep.sweep.reader import cell_files
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import DETECTION_DIR, Tracker

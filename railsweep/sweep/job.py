@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace, table: str) -> SweepOutcome:
     through their modules, so a test that replaces them there replaces them here too. The driver and the
     pricing (torch, transformers, Ray Tune: seconds to import) load once the arguments have been read, so a
     bad option is refused in under a second."""
+    # torch and transformers (the driver, the pricing's strategies): loaded once the arguments were read
     from railsweep.sweep import driver
     from railsweep.sweep.pricing import format_price, price_params, sweep_price
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import yaml
 
+from railsweep.atomic import write_all_atomic
 from railsweep.errors import DataError
-from railsweep.results.atomic import write_all_atomic
 
 GITHUB_RAW = "https://raw.githubusercontent.com"
 _GSM8K = "openai/grade-school-math/3101c7d5072418e28b9008a6636bde82a006892c"

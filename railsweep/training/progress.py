@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from railsweep.results.atomic import write_text_atomic
+from railsweep.atomic import write_text_atomic
 
 EVERY_S = 5.0
 
