@@ -89,9 +89,9 @@ def test_printed_stratified_intervals_are_the_jackknife_t_intervals_on_the_clean
         assert (s[part]["ci_low"], s[part]["ci_high"]) == pytest.approx((lo, hi)), part
     half = (s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]) / 2
     loo = leave_one_out(np.abs(delta), strata)
-    filled = np.unique(strata).size  # the t quantile's degrees of freedom: the filled strata less one
-    assert half == pytest.approx(t_quantile(filled - 1, 0.05) * jackknife_se(loo))
-    assert jackknife_dof(strata) == filled - 1 < delta.size - 1
+    filled = np.unique(strata).size  # the t quantile's degrees of freedom: twice the filled strata less one
+    assert half == pytest.approx(t_quantile(2 * (filled - 1), 0.05) * jackknife_se(loo))
+    assert jackknife_dof(strata) == 2 * (filled - 1) < delta.size - 1
 
 
 def test_paired_difference_of_identical_cells_is_zero_and_not_distinguishable():
