@@ -1,6 +1,6 @@
 """Teacher-forced logits, the cost of ``railsweep rails`` and ``railsweep figure1`` on a large model:
 one full forward pass per continuation against the prompt run once and shared by a question's
-continuations (:mod:`railsweep.engines._hf_compat`), side by side in one run.
+continuations (:mod:`railsweep.engines.hf_compat`), side by side in one run.
 
     python bench/teacher_forced.py --model PATH [--task-dir DIR] [--questions 3] [--m 10] [--threads 1]
 
@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from railsweep.engines._hf_compat import prompt_cache, teacher_forced  # noqa: E402
+from railsweep.engines.hf_compat import prompt_cache, teacher_forced  # noqa: E402
 from railsweep.tasks.gsm8k import GSM8KTask  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"

@@ -1,5 +1,5 @@
 """Teacher-forced logits with the prompt's keys and values shared by many continuations
-(:func:`railsweep.engines._hf_compat.teacher_forced`) equal one full forward pass per continuation,
+(:func:`railsweep.engines.hf_compat.teacher_forced`) equal one full forward pass per continuation,
 on every supported family, a sliding window shorter than the sequence included."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from family_models import VOCAB
 from family_models import family_model as _model
 
-from railsweep.engines._hf_compat import prompt_cache, teacher_forced
+from railsweep.engines.hf_compat import prompt_cache, teacher_forced
 
 
 @pytest.mark.parametrize(

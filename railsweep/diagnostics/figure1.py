@@ -149,7 +149,7 @@ def step_logits_many(
     # torch: loaded when called, so importing the diagnostics stays light
     import torch
 
-    from railsweep.engines._hf_compat import prompt_cache, teacher_forced
+    from railsweep.engines.hf_compat import prompt_cache, teacher_forced
 
     model, tok = getattr(engine, "model", None), getattr(engine, "tokenizer", None)
     if model is None or tok is None:

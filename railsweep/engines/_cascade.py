@@ -36,8 +36,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from railsweep.engines._hf_compat import base_model, lm_step
 from railsweep.engines._hf_decode import distinct, left_pad
+from railsweep.engines.hf_compat import base_model, lm_step
 
 IMPLEMENTATION = "railsweep_cascade"
 SUPPORTED_TYPES = frozenset({"llama", "gpt_neox", "gemma3_text"})

@@ -8,6 +8,6 @@ They are re-exported from the engines' private modules, which own them.
 """
 
 from railsweep.engines._cascade import cascade_supported
-from railsweep.engines._hf_compat import base_model
+from railsweep.engines.hf_compat import base_model
 
 __all__ = ["base_model", "cascade_supported"]

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from railsweep.engines._hf_compat import lm_step
+from railsweep.engines.hf_compat import lm_step
 from railsweep.errors import ConfigError
 from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
 

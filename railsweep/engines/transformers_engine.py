@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from railsweep.engines._cascade import SUPPORTED_TYPES, CascadeStepper, cascade_supported
-from railsweep.engines._hf_compat import lm_step
 from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
 from railsweep.engines.base import Completion, Request, Sample
+from railsweep.engines.hf_compat import lm_step
 from railsweep.engines.hf_processors import PROCESSORS, make_processor
 from railsweep.engines.neuron_patch import make_patched_forward
 from railsweep.errors import ConfigError, DataError
