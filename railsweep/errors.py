@@ -27,8 +27,8 @@ class ServiceError(RailsweepError):
 class MissingDependencyError(RailsweepError, ImportError):
     """An optional dependency is not installed; the message carries the install command."""
 
-    def __init__(self, package: str, extra: str | None = None, purpose: str = ""):
-        cmd = f"pip install 'railsweep[{extra}]'" if extra else f"pip install {package}"
+    def __init__(self, package: str, extra: str | None = None, purpose: str = "", install: str | None = None):
+        cmd = install or (f"pip install 'railsweep[{extra}]'" if extra else f"pip install {package}")
         what = f" (needed for {purpose})" if purpose else ""
         super().__init__(f"optional dependency {package!r} is not installed{what}; install it with: {cmd}")
         self.package = package

@@ -7,7 +7,9 @@ resolves a name to one of them and checks it before any data or model is read (s
 2. find the YAML that declares ``task: NAME``: the harness folders whose name starts the task name are read
    first, then the rest, as text (the harness's own index parses every YAML and takes a minute);
 3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
-   ``TaskManager`` over that one folder; a group, a tag or a Python task class is refused;
+   ``TaskManager`` over that one folder; a group, a tag or a Python task class is refused; a task whose code
+   imports a package the harness made optional is one :class:`~railsweep.errors.MissingDependencyError` naming
+   the package and the harness extra that brings it (:func:`missing_task_dependency`);
 4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``): its
    scores are log-likelihoods, and railsweep reads sampled answers;
 5. hash the resolved config (less the YAML's path on this machine) with the harness's version (:attr:`LmEvalSpec.sha256`, which enters the cell id).
@@ -132,6 +134,35 @@ def _canonical(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+def _harness_requirements() -> list[str]:
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        return requires("lm_eval") or []
+    except PackageNotFoundError:
+        return []
+
+
+def missing_task_dependency(ref: str, error: ImportError, requirements: list[str]) -> MissingDependencyError:
+    """One error naming what a harness task's code could not import and the harness extra that brings it.
+
+    ``requirements``: lm_eval's declared requirements (``importlib.metadata.requires``), e.g.
+    ``'langdetect; extra == "ifeval"'``. The extra is the one whose requirement names the missing module; a
+    harness message that names its extra itself (``pip install lm-eval[math]``) is taken at its word.
+    """
+    module = (error.name or "").split(".")[0]
+    said = re.search(r"lm[-_]eval\[(\w+)\]", str(error))
+    extra = said.group(1) if said else None
+    for req in requirements:
+        m = re.match(r"([A-Za-z0-9_.\-]+).*extra\s*==\s*['\"]([\w\-]+)['\"]", req)
+        if extra is None and m and module and module.replace("_", "-").lower() in m.group(1).lower():
+            extra = m.group(2)
+    named = re.findall(r"`([^`]+)`", str(error))  # the harness's own message lists them in backticks
+    package = module or ", ".join(named) or "a package"
+    install = f"pip install 'lm_eval[{extra}]'" if extra else (f"pip install {module}" if module else None)
+    return MissingDependencyError(package, purpose=f"the harness's code of task {ref!r}", install=install)
+
+
 @functools.lru_cache(maxsize=64)
 def load_lm_eval_spec(ref: str) -> LmEvalSpec:
     """Resolve and check ``lm_eval:NAME`` (module docstring, steps 1-5); cached per process."""
@@ -153,7 +184,10 @@ def load_lm_eval_spec(ref: str) -> LmEvalSpec:
     if entry is None or entry.kind != Kind.TASK:
         kind = "not a task" if entry is None else entry.kind.name.lower()
         raise ConfigError(f"task {ref!r}: {path} declares it as {kind}; name one YAML task of lm_eval")
-    config = manager._factory._load_full_config(entry, None)
+    try:
+        config = manager._factory._load_full_config(entry, None)
+    except ImportError as e:  # the task's own code (its utils.py) needs a package the harness made optional
+        raise missing_task_dependency(ref, e, _harness_requirements()) from e
     output_type = config.get("output_type", "generate_until")
     if output_type != "generate_until":
         raise ConfigError(

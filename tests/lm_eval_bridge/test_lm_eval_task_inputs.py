@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -48,6 +49,22 @@ def test_eval_refuses_a_loglikelihood_or_unknown_harness_task_in_one_line(task, 
     code = _eval(model_dir, task, GSM8K, out)
     assert code == 2 and capsys.readouterr().err.strip().splitlines() == [f"railsweep: error: {message}"]
     assert not out.exists()
+
+
+def test_a_task_whose_code_needs_a_missing_package_is_one_line_naming_the_harness_extra(
+    model_dir, tmp_path, capsys, monkeypatch
+):
+    """ifeval's utils.py imports langdetect, which only lm_eval[ifeval] installs: hidden here, whatever this
+    environment holds."""
+    monkeypatch.setitem(sys.modules, "langdetect", None)  # an import of it raises ModuleNotFoundError
+    load_lm_eval_spec.cache_clear()
+    out = tmp_path / "out"
+    code = _eval(model_dir, "lm_eval:ifeval", GSM8K, out)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "'langdetect' is not installed" in err[0] and "pip install 'lm_eval[ifeval]'" in err[0]
+    assert not out.exists()
+    load_lm_eval_spec.cache_clear()
 
 
 def test_eval_refuses_a_task_dir_without_a_split_the_config_names(model_dir, tmp_path, capsys):
