@@ -11,7 +11,8 @@ resolves a name to one of them and checks it before any data or model is read (s
    imports a package the harness made optional is one :class:`~railsweep.errors.MissingDependencyError` naming
    the package and the harness extra that brings it (:func:`missing_task_dependency`);
 4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``): its
-   scores are log-likelihoods, and railsweep reads sampled answers;
+   scores are log-likelihoods, and railsweep reads sampled answers; and one whose first metric is not a 0/1
+   verdict per sample (:data:`VERDICT_METRICS`; truthfulqa_gen's ``bleu_max``), before anything is decoded;
 5. hash the resolved config (less the YAML's path on this machine) with the harness's version (:attr:`LmEvalSpec.sha256`, which enters the cell id).
 
 Building the harness's task object on local data, its prompts and its filters is
@@ -36,6 +37,9 @@ PREFIX = "lm_eval:"
 # The rule that reads the harness's filters in order: the first whose output is not its fallback ("[invalid]").
 COMBINED_RULE = "lm_eval"
 ANSWER_TYPE = "lm_eval"  # graded by the harness's own metric, whatever its answers are
+# Harness metrics that give one sample a 0/1 verdict (railsweep reads a task's first metric as c of m)
+VERDICT_METRICS = frozenset({"exact_match", "em", "acc", "acc_norm", "prompt_level_strict_acc",
+                             "prompt_level_loose_acc", "bleu_acc", "rouge1_acc", "rouge2_acc", "rougeL_acc"})  # fmt: skip
 _SPLIT_KEYS = ("test_split", "validation_split", "training_split", "fewshot_split")
 
 
@@ -193,6 +197,12 @@ def load_lm_eval_spec(ref: str) -> LmEvalSpec:
         raise ConfigError(
             f"task {ref!r}: lm_eval scores it by log-likelihood (output_type={output_type!r}); railsweep samples "
             "answers, so it runs generate_until tasks only"
+        )
+    metrics = [m.get("metric") for m in config.get("metric_list") or ()]
+    if metrics and metrics[0] not in VERDICT_METRICS:
+        raise ConfigError(
+            f"task {ref!r}: its first metric {metrics[0]!r} is not a 0/1 verdict per sample, and railsweep counts "
+            f"correct samples; harness tasks scored by {', '.join(sorted(VERDICT_METRICS))} run"
         )
     hashed = {**config, "metadata": {k: v for k, v in config["metadata"].items() if k != "config_source"}}
     blob = json.dumps({"lm_eval": lm_eval.__version__, "config": hashed}, sort_keys=True, default=_canonical)

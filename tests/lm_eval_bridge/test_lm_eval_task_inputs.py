@@ -42,7 +42,10 @@ def _eval(model_dir, task, task_dir, out, *extra):
     [("lm_eval:hellaswag", "task 'lm_eval:hellaswag': lm_eval scores it by log-likelihood "
       "(output_type='multiple_choice'); railsweep samples answers, so it runs generate_until tasks only"),
      ("lm_eval:gsm8k_cto", "task 'lm_eval:gsm8k_cto': lm_eval 0.4.13 has no task named 'gsm8k_cto'; "
-      "did you mean 'lm_eval:gsm8k_cot'?")],
+      "did you mean 'lm_eval:gsm8k_cot'?"),
+     ("lm_eval:truthfulqa_gen", "task 'lm_eval:truthfulqa_gen': its first metric 'bleu_max' is not a 0/1 verdict per "
+      "sample, and railsweep counts correct samples; harness tasks scored by acc, acc_norm, bleu_acc, em, "
+      "exact_match, prompt_level_loose_acc, prompt_level_strict_acc, rouge1_acc, rouge2_acc, rougeL_acc run")],
 )  # fmt: skip
 def test_eval_refuses_a_loglikelihood_or_unknown_harness_task_in_one_line(task, message, model_dir, tmp_path, capsys):
     out = tmp_path / "out"
