@@ -50,25 +50,25 @@ def _paired(clean: pd.DataFrame, mitigated: pd.DataFrame) -> pd.DataFrame:
 def scatter_clean_vs_mitigated(
     clean: pd.DataFrame, mitigated: pd.DataFrame, path: str | Path, title: str = ""
 ) -> Path:
-    """One point per question: clean solve probability (x) vs mitigated (y); leaked questions in orange."""
+    """One marker per (r_cl, r_co) point, its area the number of questions there (solve probabilities sit on the
+    c/m grid, so many questions share a point); leaked questions orange, unleaked blue, side by side."""
     plt = _plt()
     j = _paired(clean, mitigated)
     if "leaked" in mitigated:
         j = j.merge(mitigated[["question_index", "leaked"]], on="question_index")
-    fig, ax = plt.subplots(figsize=(4.2, 4.2))
-    rng = np.random.default_rng(0)
-    jit = lambda n: rng.uniform(-0.008, 0.008, n)  # noqa: E731  (overlapping points on the c/m grid)
+    fig, ax = plt.subplots(figsize=(4.4, 4.4))
+    groups = [(None, "tab:blue", "questions")]
     if "leaked" in j and j["leaked"].notna().any():
-        for flag, colour, name in ((False, "tab:blue", "unleaked"), (True, "tab:orange", "leaked")):
-            part = j[j["leaked"] == flag]
-            ax.scatter(part["solve_prob_cl"] + jit(len(part)), part["solve_prob_co"] + jit(len(part)), s=10,
-                       alpha=0.6, c=colour, label=f"{name} ({len(part)})")  # fmt: skip
-        ax.legend(loc="upper left", fontsize=7)
-    else:
-        ax.scatter(j["solve_prob_cl"] + jit(len(j)), j["solve_prob_co"] + jit(len(j)), s=10, alpha=0.6)
+        groups = [(False, "tab:blue", "unleaked"), (True, "tab:orange", "leaked")]
+    for flag, colour, name in groups:
+        part = j if flag is None else j[j["leaked"] == flag]
+        counts = part.groupby(["solve_prob_cl", "solve_prob_co"]).size().reset_index(name="n")
+        ax.scatter(counts["solve_prob_cl"], counts["solve_prob_co"], s=12 * counts["n"], alpha=0.5, c=colour,
+                   edgecolors="white", linewidths=0.4, label=f"{name} ({len(part)})")  # fmt: skip
+    ax.legend(loc="upper left", fontsize=7, markerscale=0.6, title="marker area = questions", title_fontsize=6)
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
-    ax.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), xlabel="clean solve probability r_cl(q)",
-           ylabel="mitigated solve probability r_co^s(q)")  # fmt: skip
+    ax.set(xlim=(-0.04, 1.04), ylim=(-0.04, 1.04), xlabel=r"clean solve probability $r_{cl}(q)$",
+           ylabel=r"mitigated solve probability $r^{s}_{co}(q)$")  # fmt: skip
     ax.set_title(title, fontsize=8)
     return _save(fig, path)
 
@@ -105,12 +105,16 @@ def stratum_deltas(
         delta = j["solve_prob_co"].to_numpy(float) - j["solve_prob_cl"].to_numpy(float)
         t = stratum_table(delta, strata, B)
         centre = t["lower"] + 0.5 / B
-        (line,) = ax.plot(centre, t["mean_pos"], marker="^", ms=3, lw=1, label=f"{label} S-Δ+")
+        (line,) = ax.plot(centre, t["mean_pos"], marker="^", ms=3, lw=1, label=label)
         ax.plot(centre, -t["mean_neg"], marker="v", ms=3, lw=1, ls="--", color=line.get_color())
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel="clean solve probability stratum", ylabel="S-Δ+ (above 0) / −S-Δ− (below 0)", xlim=(0, 1))
     ax.set_title(title, fontsize=8)
-    ax.legend(fontsize=6, ncol=2)
+    strategies = ax.legend(fontsize=7, loc="lower left", title="strategy", title_fontsize=7)
+    ax.add_artist(strategies)
+    styles = [plt.Line2D([], [], color="black", marker="^", ms=3, lw=1, label="S-Δ+ (solid)"),
+              plt.Line2D([], [], color="black", marker="v", ms=3, lw=1, ls="--", label="−S-Δ− (dashed)")]  # fmt: skip
+    ax.legend(handles=styles, fontsize=7, loc="upper right")
     return _save(fig, path)
 
 
@@ -140,7 +144,12 @@ def readout_stability_plot(curves: Mapping[str, pd.DataFrame], path: str | Path)
     for label, c in curves.items():
         ax.plot(c["m"], c["gap"], marker="o", ms=3, label=label)
     ax.set_xscale("log")
-    ax.set(xlabel="samples per question m (log)", ylabel="mean |r_batch1 − r_batch2|")
+    ticks = sorted({int(m) for c in curves.values() for m in c["m"]})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set(xlabel="samples per question m (log scale)", ylabel="mean |r_batch1 − r_batch2| per question")
+    ax.set_title("readout stability: two batches of the same model (paper Fig. 2)", fontsize=8)
+    ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, path)
 
