@@ -84,3 +84,12 @@ def test_every_option_of_every_command_has_help_and_shows_its_default():
                     hidden.append(f"{name} {action.option_strings[0]}={default}")
     assert not missing, f"options without help: {missing}"
     assert not hidden, f"defaults not shown: {hidden}"
+
+
+def test_eval_without_a_harness_task_reads_256_tokens_unless_told():
+    from railsweep.commands.eval import DEFAULT_MAX_NEW_TOKENS, response_budget
+
+    parser = cli.make_parser(["eval"])
+    base = ["eval", "--model", "m", "--task-dir", "d", "--strategy", "identity", "--out", "o"]
+    assert response_budget(parser.parse_args(base)) == DEFAULT_MAX_NEW_TOKENS == 256
+    assert response_budget(parser.parse_args([*base, "--max-new-tokens", "32"])) == 32

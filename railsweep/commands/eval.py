@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
-from railsweep.commands.task_args import add_task_arguments, task_dir_of
+from railsweep.commands.task_args import add_task_arguments, check_task, task_dir_of
 from railsweep.config import CellConfig
 from railsweep.engines.config import EngineConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
+from railsweep.tasks.lm_eval_spec import LmEvalSpec
 
+DEFAULT_MAX_NEW_TOKENS = 256
 GROUP = "evaluate one cell"
 EXAMPLES = (
     'railsweep eval --model models/base --adapter clean=models/clean --use-adapter clean --role clean \\\n      --task-dir data/gsm8k --strategy identity --m 10 --limit 100 --out cells/',
@@ -103,7 +105,9 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--m", type=at.samples, default=50, help="samples per question (default 50)")
     p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
     p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
-    p.add_argument("--max-new-tokens", type=at.new_tokens, default=256, help="tokens per response at most")
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=None,
+                   help=f"tokens per response at most (default: an lm_eval task's own max_gen_toks, else "
+                        f"{DEFAULT_MAX_NEW_TOKENS})")  # fmt: skip
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
 
 
@@ -180,8 +184,9 @@ def run(args: argparse.Namespace) -> int:
     3. outputs: a directory this process can create or write into, before any decoding;
     4. the expensive part: the task, the engine, the decoding.
     """
-    check_decode_memory(args.m, args.max_new_tokens)
     task_dir = task_dir_of(args)
+    args.max_new_tokens = response_budget(args)
+    check_decode_memory(args.m, args.max_new_tokens)
     if task_dir is None:
         raise ConfigError("give --task-dir (the data directory) or --task (a task file)")
     adapters = parse_pairs(args.adapter, "--adapter")
@@ -201,6 +206,19 @@ def run(args: argparse.Namespace) -> int:
     if args.cache_dir is not None:
         at.check_writable_dir(args.cache_dir, "--cache-dir")
     return _evaluate(args, cell, engine_cfg, out)
+
+
+def response_budget(args: argparse.Namespace) -> int:
+    """``--max-new-tokens`` when given, else a harness task's own ``max_gen_toks`` (ifeval: 1280), else the
+    default; says which when the task's won."""
+    if args.max_new_tokens is not None:
+        return args.max_new_tokens
+    spec = check_task(args)
+    if isinstance(spec, LmEvalSpec):
+        print(f"[eval] max_new_tokens {spec.max_gen_toks}: {spec.ref}'s generation_kwargs "
+              "(--max-new-tokens overrides it)", flush=True)  # fmt: skip
+        return spec.max_gen_toks
+    return DEFAULT_MAX_NEW_TOKENS
 
 
 def _cell_config(args: argparse.Namespace, task_dir: str) -> CellConfig:

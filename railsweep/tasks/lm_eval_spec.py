@@ -40,6 +40,7 @@ ANSWER_TYPE = "lm_eval"  # graded by the harness's own metric, whatever its answ
 # Harness metrics that give one sample a 0/1 verdict (railsweep reads a task's first metric as c of m)
 VERDICT_METRICS = frozenset({"exact_match", "em", "acc", "acc_norm", "prompt_level_strict_acc",
                              "prompt_level_loose_acc", "bleu_acc", "rouge1_acc", "rouge2_acc", "rougeL_acc"})  # fmt: skip
+HARNESS_MAX_GEN_TOKS = 256  # lm_eval's generate_until budget when a task sets none
 _SPLIT_KEYS = ("test_split", "validation_split", "training_split", "fewshot_split")
 
 
@@ -81,6 +82,11 @@ class LmEvalSpec:
         if name not in self.rule_names:
             raise ConfigError(f"task {self.ref!r} has no answer rule {name!r}; its rules: {', '.join(self.rule_names)}")
         return name
+
+    @property
+    def max_gen_toks(self) -> int:
+        """The task's own response budget (``generation_kwargs.max_gen_toks``; the harness's default 256)."""
+        return int((self.config.get("generation_kwargs") or {}).get("max_gen_toks", HARNESS_MAX_GEN_TOKS))
 
     def uses_task_dir(self) -> bool:
         return True  # no hub here: the splits are read from --task-dir

@@ -146,3 +146,15 @@ def test_a_harness_cell_runs_end_to_end_and_its_counts_are_the_harness_filters(s
     prov = json.loads(pq.read_schema(result.paths.questions).metadata[b"railsweep.provenance"])
     assert prov["packages"]["lm_eval"] == "0.4.13"
     assert set(prov["datasets"]) == {str(world.data_dir / "test.jsonl"), str(load_lm_eval_spec(cell.task).source)}
+
+
+@pytest.mark.parametrize("given, want", [([], 1024), (["--max-new-tokens", "64"], 64)])
+def test_a_harness_tasks_own_response_budget_is_the_default_and_the_option_overrides_it(given, want, capsys):
+    from railsweep.cli import make_parser
+    from railsweep.commands.eval import response_budget
+
+    args = make_parser(["eval"]).parse_args(
+        ["eval", "--model", "m", "--task", "lm_eval:bbh_cot_fewshot_date_understanding", "--task-dir", str(GSM8K),
+         "--strategy", "identity", "--out", "o", *given])  # fmt: skip
+    assert response_budget(args) == want  # bbh's generation_kwargs: max_gen_toks 1024
+    assert ("generation_kwargs" in capsys.readouterr().out) == (not given)
