@@ -29,12 +29,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from railsweep.analysis.scoring import SCORE_CONSTANTS
 from railsweep.services.mlflow_server import ensure_mlflow_server
 from railsweep.services.process import free_port
 from railsweep.sweep.mlflow_view import VIEW_KEY, ui_address
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
-CONSTANTS = ("B", "n_boot", "alpha", "seed")
 ML = "workflowType=machine_learning"  # MLflow 3's "Model training" side of the UI (the default is GenAI)
 
 
@@ -98,7 +98,7 @@ def facts(url: str, experiment: str) -> dict:
         "cell_names": sorted(r["info"]["run_name"] for r in cells),
         "filter_tags_on_every_cell": all(all(f"railsweep.{k}" in tags_of(r) for k in ("family", "domain", "strategy"))
                                          for r in cells),  # fmt: skip
-        "constants_logged_as_metrics": sorted({k for keys in metric_keys for k in keys if k in CONSTANTS}),
+        "constants_logged_as_metrics": sorted({k for keys in metric_keys for k in keys if k in SCORE_CONSTANTS}),
         "metrics_per_cell_run": [min(map(len, metric_keys), default=0), max(map(len, metric_keys), default=0)],
         "parent_description_chars": len(tags_of(parent).get("mlflow.note.content", "")) if parent else 0,
         "parent_summary_metrics": sum(m["key"].startswith("sa_ppg") for m in parent["data"].get("metrics", []))

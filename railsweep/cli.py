@@ -19,7 +19,7 @@ from types import ModuleType
 from railsweep import __version__
 from railsweep.argtypes import HelpFormatter, Parser
 from railsweep.argtypes import examples as examples_text
-from railsweep.errors import RailsweepError
+from railsweep.errors import RailsweepError, one_line
 
 COMMANDS = (
     "demo",
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(args._run(args) or 0)
     except RailsweepError as e:
-        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        message = one_line(e)
         print(f"railsweep: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:

@@ -33,3 +33,8 @@ class MissingDependencyError(RailsweepError, ImportError):
         super().__init__(f"optional dependency {package!r} is not installed{what}; install it with: {cmd}")
         self.package = package
         self.install_command = cmd
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (its lines stripped and joined): what ``railsweep: error:`` prints."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip())

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from railsweep import argtypes as at  # noqa: E402
-from railsweep.errors import ConfigError, RailsweepError  # noqa: E402
+from railsweep.errors import ConfigError, RailsweepError, one_line  # noqa: E402
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
         init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
     except RailsweepError as e:
-        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        message = one_line(e)
         print(f"railsweep: error: {message}", file=sys.stderr)
         return 2
     import ray

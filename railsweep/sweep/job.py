@@ -23,7 +23,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from railsweep import argtypes as at
-from railsweep.errors import RailsweepError
+from railsweep.errors import RailsweepError, one_line
 from railsweep.services.ray_init import ray_init_kwargs
 from railsweep.sweep import tracking
 from railsweep.sweep.faults import fault_from_env
@@ -122,10 +122,10 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
         else:
             outcome = _run(args, table)
     except tracking.TrackingError as e:  # MLflow went away mid-sweep: what is logged stays logged
-        print(f"railsweep: error: {_one_line(e)}; {RESUME}", file=sys.stderr)
+        print(f"railsweep: error: {one_line(e)}; {RESUME}", file=sys.stderr)
         return 1
     except RailsweepError as e:
-        print(f"railsweep: error: {_one_line(e)}", file=sys.stderr)
+        print(f"railsweep: error: {one_line(e)}", file=sys.stderr)
         return 2
     if isinstance(outcome, int):  # --dry-run
         return outcome
@@ -139,10 +139,6 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
 
 RESUME = ("every cell FINISHED in MLflow is kept: run the same command again with --resume to finish the sweep "
           "without recomputing them")  # fmt: skip
-
-
-def _one_line(e: Exception) -> str:
-    return " ".join(line.strip() for line in str(e).splitlines() if line.strip())
 
 
 if __name__ == "__main__":
