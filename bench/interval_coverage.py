@@ -44,7 +44,7 @@ from railsweep.metrics.aggregate import MIN_NONZERO, nonzero_questions
 from railsweep.metrics.bootstrap import abs_interval, bca_ci, expanded_alpha, percentile_ci
 from railsweep.metrics.empirical_bayes import fit_prior
 from railsweep.metrics.floor import corrected, floors
-from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval, simulated_coverage
+from railsweep.metrics.selfcheck import CHECK_MIN, fitted_population, jackknife_interval, self_check
 from railsweep.metrics.simulate import (
     Population,
     draw_counts,
@@ -131,20 +131,40 @@ def _mean_intervals(c, g, m: int, target: str, n_boot: int, rng) -> dict[str, tu
     return out
 
 
-def _strat_intervals(c, m: int, B: int, target: str) -> dict[str, tuple[float, float]]:
+MODELS = {"identity": [0, 1], "other": [0, 2], "difference": [0, 1, 2]}  # the check's rows per target
+
+
+def _check(pop: Population, n, m, B, target, rng, reps) -> dict[str, tuple[float, float]]:
+    """The self-check (t coverage, calibrated critical value) of the target's stratified metrics on ``pop``."""
+    rows = MODELS[target]
+    sub = Population(tuple(pop.names[k] for k in rows), pop.p[rows], pop.greedy[rows])
+    return self_check(sub, n, m, B, 0.05, rng, pair=target == "difference", reps=reps, design_reps=5 * reps)
+
+
+def _cell_check(c, g, m, B, target, rng, reps) -> dict[str, tuple[float, float]]:
+    """The check as railsweep runs it on one printed cell: on the population fitted to the cell itself."""
+    rows = MODELS[target]
+    pop = fitted_population(c[rows], m, g[rows])
+    return self_check(pop, c.shape[1], m, B, 0.05, rng, pair=len(rows) == 3, reps=reps, design_reps=5 * reps)
+
+
+def _strat_intervals(c, m: int, B: int, target: str, check) -> dict[str, tuple[float, float, bool]]:
+    """Each stratified metric's printed interval (calibrated critical value) and whether the check prints it."""
     s = row_strata(c[0], m, B)
     d = lambda k: (c[k] - c[0]) / m  # noqa: E731
     out = {}
     for part in STRATIFIED:
+        crit = check[part][1]
         if target == "difference":
-            _, lo, hi = jackknife_interval(d(2), d(1), s, part, 0.05)
+            _, lo, hi = jackknife_interval(d(2), d(1), s, part, 0.05, crit)
         else:
-            _, lo, hi = jackknife_interval(d(1 if target == "identity" else 2), None, s, part, 0.05)
-        out[part] = (lo, hi)
+            _, lo, hi = jackknife_interval(d(1 if target == "identity" else 2), None, s, part, 0.05, crit)
+        out[part] = (lo, hi, check[part][0] >= CHECK_MIN)
     return out
 
 
-def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps=40) -> list[dict]:
+def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps=40, calibration="cell",
+          check_reps=400) -> list[dict]:  # fmt: skip
     """Steps 1–3 for one population, design and target: one row per metric."""
     truth = design_values(pop, n, m, B, target, rng, design_reps)
     model = {"identity": "identity", "other": "other"}.get(target)
@@ -152,24 +172,25 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
     free = noise_free_values(pop, model, B) if model else {}
     same = design_values(Population(pop.names, pop.p[[0, 0, 0]], pop.greedy[[0, 0, 0]]), n, m, B, "identity", rng,
                          design_reps) if target == "identity" else {}  # fmt: skip
-    check = simulated_coverage(pop, n, m, B, 0.05, rng, pair=target == "difference", reps=200, design_reps=1000) \
-        if target != "other" else simulated_coverage(
-            Population(pop.names, pop.p[[0, 2, 1]], pop.greedy[[0, 2, 1]]), n, m, B, 0.05, rng, reps=200, design_reps=1000)  # fmt: skip
+    check = _check(pop, n, m, B, target, rng, check_reps)  # on the true population: the design's flag
     c, g = draw_counts(pop, n, m, reps, rng)
     hits, shown, hits_shown = ({k: 0 for k in METRICS} for _ in range(3))
     widths, flo, cor = {k: [] for k in METRICS}, {k: [] for k in METRICS}, {k: [] for k in METRICS}
     sides = {"identity": (1,), "other": (2,), "difference": (1, 2)}[target]
     for r in range(reps):
-        iv = {**_mean_intervals(c[r], g[r], m, target, n_boot, rng), **_strat_intervals(c[r], m, B, target)}
+        cell = check if calibration == "design" else _cell_check(c[r], g[r], m, B, target, rng, check_reps)
+        iv = {k: (lo, hi, True) for k, (lo, hi) in _mean_intervals(c[r], g[r], m, target, n_boot, rng).items()}
+        iv.update(_strat_intervals(c[r], m, B, target, cell))
         gaps = [(c[r, k] - c[r, 0]) / m for k in sides]
-        for k, (lo, hi) in iv.items():
+        for k, (lo, hi, passed) in iv.items():
             hit = bool(lo <= truth[k] <= hi)
             nz = nonzero_questions(k, *gaps)
-            printed = nz is None or nz >= MIN_NONZERO
+            printed = passed and (nz is None or nz >= MIN_NONZERO)
             hits[k] += hit
             shown[k] += printed
             hits_shown[k] += hit and printed
-            widths[k].append(hi - lo)
+            if printed:
+                widths[k].append(hi - lo)
         if target != "difference" and r < floor_reps:
             k_x = 1 if target == "identity" else 2
             s = row_strata(c[r, 0], m, B)
@@ -183,10 +204,10 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
                "interval": "jackknife" if k in STRATIFIED else "bootstrap",
                "coverage": hits[k] / reps, "printed_share": shown[k] / reps,
                "coverage_printed": hits_shown[k] / shown[k] if shown[k] else None,
-               "width": float(np.mean(widths[k])), "design_value": truth[k]}  # fmt: skip
+               "width": float(np.mean(widths[k])) if widths[k] else None, "design_value": truth[k]}  # fmt: skip
         if k in STRATIFIED:
-            row["planner_check"] = check[k]
-            row["flagged"] = bool(check[k] < CHECK_MIN)
+            row.update(planner_check=check[k][0], flagged=bool(check[k][0] < CHECK_MIN), calibration=calibration,
+                       design_crit=check[k][1])  # fmt: skip
         if limit:
             row.update(large_sample_value=limit[k], noise_free_value=free[k])
         if flo[k]:
@@ -259,6 +280,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--floor-reps", type=int, default=40, help="cells whose floor and corrected reading are averaged"
     )
+    p.add_argument(
+        "--calibration", choices=["cell", "design"], default="cell",
+        help="cell: each simulated cell checked and calibrated on its own fitted population, as railsweep does; "
+        "design: once per design on the true population (faster; an idealised check)",
+    )  # fmt: skip
+    p.add_argument("--check-reps", type=int, default=400, help="simulated cells of each check (railsweep: 400)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="one design (100, 10, 10), 60 cells")
     p.add_argument("--out", help="write the JSON here (default: stdout)")
@@ -272,7 +299,7 @@ def check_args(args: argparse.Namespace) -> None:
         bad = [v for v in getattr(args, key) if v < 1]
         if bad:
             raise RailsweepError(f"--{key} must hold positive integers, got {bad[0]}")
-    for key in ("reps", "design_reps", "n_boot", "floor_reps"):
+    for key in ("reps", "design_reps", "n_boot", "floor_reps", "check_reps"):
         if getattr(args, key) < 2:
             raise RailsweepError(f"--{key.replace('_', '-')} must be at least 2, got {getattr(args, key)}")
     for d in args.results_dir:
@@ -315,9 +342,8 @@ def main(argv=None) -> int:
     t0, rows = time.time(), []
     for (name, pop), n, m, B in itertools.product(pops.items(), args.n, args.m, args.B):
         for target in TARGETS:
-            rows += study(
-                pop, name, n, m, B, target, rng, args.reps, args.design_reps, args.n_boot, args.floor_reps
-            )
+            rows += study(pop, name, n, m, B, target, rng, args.reps, args.design_reps, args.n_boot, args.floor_reps,
+                          args.calibration, args.check_reps)  # fmt: skip
         print(
             f"[interval_coverage] {name} n={n} m={m} B={B} done ({time.time() - t0:.0f} s)", file=sys.stderr
         )

@@ -7,7 +7,7 @@ trained on), and at every step listed in ``--checkpoints`` decodes the first ``-
 questions greedily and zero-shot with the adapter in place (``generate`` on the peft model, stopping
 at EOS or "Q:"). Prints one JSON line per checkpoint as it goes (steps, examples seen, solve rate, wall and CPU seconds), then a summary.
 
-Run: ``python bench/learning_curve.py --base DIR [--lr 2e-4 --checkpoints 25,50,100,200]``, ``DIR``
+Run: ``python bench/learning_curve.py --model DIR [--lr 2e-4 --checkpoints 25,50,100,200]``, ``DIR``
 being a base prepared by ``railsweep base smollm2-135m-instruct`` (the folder it prints).
 """
 
@@ -63,7 +63,7 @@ def rate(text: str) -> float:
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--base", required=True, help="a prepared base folder (config.json, weights, tokenizer)")
+    p.add_argument("--model", required=True, help="a prepared base folder (config.json, weights, tokenizer)")
     p.add_argument("--world", default="mini", help="the preset whose benchmark is used (data only)")
     p.add_argument("--lr", type=rate, default=2e-4)
     p.add_argument("--warmup", type=count, default=10, help="linear warmup steps")
@@ -127,9 +127,9 @@ class Curve:
 
 def main(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
-    base = Path(args.base)
+    base = Path(args.model)
     if not (base / "config.json").is_file():
-        raise SystemExit(f"learning_curve.py: error: --base: no config.json in {base}")
+        raise SystemExit(f"learning_curve.py: error: --model: no config.json in {base}")
     work = Path(tempfile.mkdtemp(prefix="railsweep-curve-"))
     data = write_benchmark(work / "data", preset_config(args.world))
     task = GSM8KTask.from_dir(work / "data", limit=args.questions)

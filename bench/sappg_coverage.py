@@ -1,5 +1,5 @@
-"""Coverage of SA-PPG's printed (jackknife) interval, and of the two bootstraps it replaced, on halves and
-subsamples of the questions of real cells.
+"""Coverage of SA-PPG's printed interval (the jackknife with its calibrated critical value), of the plain
+jackknife t, and of the two bootstraps they replaced, on halves and subsamples of the questions of real cells.
 
 SA-PPG (eq 12–13) gives every filled stratum the same weight; the within-strata
 bootstrap cannot see the variance of a sparse stratum, the across-strata one
@@ -63,11 +63,14 @@ from railsweep.metrics import (
     stratify,
     weight_concentration,
 )
-from railsweep.metrics.selfcheck import jackknife_interval
+from railsweep.metrics.selfcheck import fitted_population, jackknife_interval, self_check
+from railsweep.metrics.simulate import Population
 from railsweep.results.io import RESPONSES_SUFFIX, read_cell, read_metadata
 
 CALIBRATED_95 = math.erf(1.96 / 2)  # P(|Z| < 1.96/sqrt(2)) = erf(1.96/2) ≈ 0.834
-INTERVALS = ("jackknife", "within", "across")  # the printed interval, then the two bootstraps it replaced
+# the printed interval (calibrated jackknife), the plain jackknife t, the two bootstraps they replaced
+INTERVALS = ("printed", "jackknife", "within", "across")
+CHECK_REPS = 200  # simulated cells of each calibration here (railsweep prints with 400)
 TARGETS = ("cell", "reference", "difference")
 
 
@@ -166,8 +169,8 @@ def estimates(
 ) -> dict[str, dict[str, object]]:  # fmt: skip
     """SA-PPG (eq 13) of cell and reference and their difference on the questions ``rows`` (k,).
 
-    Returns ``{target: {"point", "jackknife": (lo, hi), "within": (lo, hi), "across": (lo, hi)}}`` for the
-    targets
+    Returns ``{target: {"point", "printed": (lo, hi), "jackknife": (lo, hi), "within": (lo, hi),
+    "across": (lo, hi)}}`` for the targets
     cell, reference, difference. The questions are re-stratified by the clean cell on ``rows``;
     both cells share every resample; within-strata indices are drawn before across-strata ones,
     as in :func:`railsweep.metrics.paired_difference_counts` and ``score_counts``, so with the
@@ -183,20 +186,30 @@ def estimates(
     boot = {k: {"within": sa_ppg(d[within], strata), "across": sa_ppg_restratified(d[across], strata[across], B)}
             for k, d in deltas.items()}  # fmt: skip
     point["difference"] = point["cell"] - point["reference"]
-    boot["difference"] = {i: boot["cell"][i] - boot["reference"][i] for i in INTERVALS[1:]}
-    jack = {
-        "cell": jackknife_interval(deltas["cell"], None, strata, "sa_ppg", alpha)[1:],
-        "reference": jackknife_interval(deltas["reference"], None, strata, "sa_ppg", alpha)[1:],
-        "difference": jackknife_interval(deltas["cell"], deltas["reference"], strata, "sa_ppg", alpha)[1:],
-    }
+    boot["difference"] = {i: boot["cell"][i] - boot["reference"][i] for i in INTERVALS[2:]}
+    crit = _calibration(clean, cell, reference, rows, B, alpha, rng)
+    args = {"cell": (deltas["cell"], None), "reference": (deltas["reference"], None),
+            "difference": (deltas["cell"], deltas["reference"])}  # fmt: skip
     return {
         t: {
             "point": point[t],
-            "jackknife": jack[t],
-            **{i: percentile_ci(boot[t][i], alpha) for i in INTERVALS[1:]},
+            "printed": jackknife_interval(*args[t], strata, "sa_ppg", alpha, crit[t])[1:],
+            "jackknife": jackknife_interval(*args[t], strata, "sa_ppg", alpha)[1:],
+            **{i: percentile_ci(boot[t][i], alpha) for i in INTERVALS[2:]},
         }
         for t in TARGETS
     }
+
+
+def _calibration(clean, cell, reference, rows, B, alpha, rng) -> dict[str, float]:
+    """Each target's calibrated critical value, from the population fitted to the questions ``rows`` (the
+    check :func:`railsweep.metrics.score_counts` runs; counted here whether or not it would print)."""
+    m = int(clean.m[rows][0])
+    pop = fitted_population(np.stack([r.c[rows] for r in (clean, cell, reference)]), m, np.zeros((3, rows.size)))
+    sub = lambda idx: Population(tuple(pop.names[k] for k in idx), pop.p[idx], pop.greedy[idx])  # noqa: E731
+    check = lambda p, pair: self_check(p, rows.size, m, B, alpha, rng, pair, CHECK_REPS, 5 * CHECK_REPS)  # noqa: E731
+    return {"cell": check(sub([0, 1]), False)["sa_ppg"][1], "reference": check(sub([0, 2]), False)["sa_ppg"][1],
+            "difference": check(pop, True)["sa_ppg"][1]}  # fmt: skip
 
 
 def _covers(interval: tuple[float, float], x: float) -> bool:
@@ -375,16 +388,18 @@ def _iv(iv) -> str:
 
 
 def _full_and_halves(out: dict) -> list[str]:
-    rows = ["| setting | filled strata (sparsest half: share of questions) | all N: difference, jackknife | within "
-            "| across | first half: point, jackknife, within, across | last half: point, jackknife, within, across |",
+    rows = ["| setting | filled strata (sparsest half: share of questions) | all N: difference, printed | jackknife "
+            "| within | across | first half: point, printed, jackknife, within, across "
+            "| last half: point, printed, jackknife, within, across |",
             "|---|---|---|---|---|---|---|"]  # fmt: skip
     for s in out["settings"]:
         f, o, c = s["full_set"]["difference"], s["ordered_split"], s["concentration"]
-        halves = [f"{h['point']:+.3f} {_iv(h['jackknife'])} {_iv(h['within'])} {_iv(h['across'])}"
+        halves = [f"{h['point']:+.3f} {_iv(h['printed'])} {_iv(h['jackknife'])} {_iv(h['within'])} {_iv(h['across'])}"
                   for h in (o["first"]["difference"], o["last"]["difference"])]  # fmt: skip
         rows.append(
             f"| {s['name']} | {c['filled_strata']} ({100 * c['sparse_share']:.0f} %) "
-            f"| {f['point']:+.3f} {_iv(f['jackknife'])} | {_iv(f['within'])} | {_iv(f['across'])} | {halves[0]} "
+            f"| {f['point']:+.3f} {_iv(f['printed'])} | {_iv(f['jackknife'])} | {_iv(f['within'])} "
+            f"| {_iv(f['across'])} | {halves[0]} "
             f"| {halves[1]} |"
         )
     return rows
@@ -408,15 +423,17 @@ def markdown(out: dict) -> str:
     setting and pooled; subsample coverage pooled."""
     sh = out["settings"][0]["split_half"]["calibrated"]
     rows = [*_full_and_halves(out), "",
-            f"| setting | target | other half: jackknife (calibrated {sh['other_half']:.3f}) | within | across "
-            f"| full set: jackknife (calibrated {sh['full_set']:.3f}) | within | across | width: jackknife | within "
-            "| across | calibrated width | midpoint − point: jackknife | within | across | bias |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+            f"| setting | target | other half: printed (calibrated {sh['other_half']:.3f}) | jackknife | within "
+            f"| across | full set: printed (calibrated {sh['full_set']:.3f}) | jackknife | within | across "
+            "| width: printed | jackknife | within | across | calibrated width "
+            "| midpoint − point: printed | jackknife | within | across | bias |",
+            "|" + "---|" * 20]  # fmt: skip
     for s in out["settings"]:
         rows += [_coverage_row(s["name"], t, s["split_half"][t], True) for t in TARGETS]
     rows += [_coverage_row("mean", t, out["pooled"]["split_half"][t], True) for t in TARGETS]
-    rows += ["", "| subsample of N (calibrated) | target | covers full set: jackknife | within | across "
-             "| width: jackknife | within | across | bias |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows += ["", "| subsample of N (calibrated) | target | covers full set: printed | jackknife | within | across "
+             "| width: printed | jackknife | within | across | bias |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for j, (k, blk) in enumerate(out["pooled"]["subsample"].items()):
         cal = out["settings"][0]["subsample"][j]["calibrated"]["full_set"]
         name = f"{k} of {out['settings'][0]['n_questions']} ({cal:.3f})"

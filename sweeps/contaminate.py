@@ -1,7 +1,7 @@
 """Train the M_cl / M_co LoRA adapters of several model families in parallel, one Ray task each.
 
     python sweeps/contaminate.py --family llama=/models/Llama-2-7b-hf --family pythia=/models/pythia-12b \\
-        --data-dir data/gsm8k --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl \\
+        --task-dir data/gsm8k --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl \\
         --filler openorca --out runs/contamination
     python sweeps/contaminate.py --smoke --out /tmp/contam     # CI: the smoke miniworld's base model, tiny recipe
 
@@ -46,9 +46,9 @@ def make_parser() -> argparse.ArgumentParser:
         help="CPUs of a fresh private Ray instance (ignored when joining a cluster)",
     )
     add_data_args(p)
-    # --data-dir is required for real runs only; --smoke supplies the miniworld's
+    # --task-dir is required for real runs only; --smoke supplies the miniworld's
     for action in p._actions:
-        if action.dest == "data_dir":
+        if action.dest == "task_dir":
             action.required = False
     return p
 
@@ -92,8 +92,8 @@ def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, 
         return families, str(world.data_dir), config, str(world.data_dir / "pq_test.jsonl")
     if not args.family:
         raise ConfigError("give at least one --family NAME=BASE (or --smoke)")
-    if not args.data_dir:
-        raise ConfigError("--data-dir is required (unless --smoke)")
+    if not args.task_dir:
+        raise ConfigError("--task-dir is required (unless --smoke)")
     families = []
     for spec in args.family:
         name, sep, base = spec.partition("=")
@@ -103,7 +103,7 @@ def resolve_jobs(args: argparse.Namespace) -> tuple[list[tuple[str, str]], str, 
         if why:
             raise ConfigError(f"--family {name}: base model {why}")
         families.append((name, base))
-    return families, args.data_dir, config_from_args(args), args.pq
+    return families, args.task_dir, config_from_args(args), args.pq
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -344,13 +344,13 @@ BASE: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
                           "--find-links", str(i["empty_dir"])],  # never the registry, even if a check failed
     "miniworld": lambda i, o: ["miniworld", "check", "--preset", "smoke", "--cache-dir", str(o / "cache")],
     "dynamics": lambda i, o: ["dynamics", "--world", "smoke", "--out", str(o / "dyn")],
-    "contaminate": lambda i, o: ["contaminate", "--base", str(i["model"]), "--data-dir", str(i["task"]),
+    "contaminate": lambda i, o: ["contaminate", "--model", str(i["model"]), "--task-dir", str(i["task"]),
                                  "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
     "job": lambda i, o: ["--preset", "smoke", "--num-cpus", "1"],
     "paraphrase": lambda i, o: ["paraphrase", "--test", str(i["task"] / "test.jsonl"), "--endpoint",
                                 "http://127.0.0.1:9/v1", "--model", "m", "--no-api-key", "--out", str(o / "pq.jsonl")],
     "data": lambda i, o: ["data", "gsm8k", "--out", str(o / "data"), "--mirror", i["empty_dir"].as_uri()],
-    "contaminate.py": lambda i, o: ["--family", f"llama={i['model']}", "--data-dir", str(i["task"]),
+    "contaminate.py": lambda i, o: ["--family", f"llama={i['model']}", "--task-dir", str(i["task"]),
                                     "--filler", str(i["corpus"]), "--out", str(o / "adapters")],
 }  # fmt: skip
 
@@ -391,7 +391,7 @@ BAD_VALUES: dict[str, list[tuple[str, object]]] = {
 _SPEC = ["--experiment:text", "--cache-dir:writable_dir", "--limit:limit", "--m:samples", "--preset:choice", "--table:choice",
          "--throughput:existing_file", "--pilot:existing_dir"]
 _SWEEP = [*_SPEC, "--address:text", "--tracking-uri:text", "--run-dir:text", "--mlflow-port:port", "--dashboard-port:port"]
-_RECIPE = ["--data-dir:existing_dir", "--pq:existing_file", "--filler:text", "--domain:choice", "--n-filler:count",
+_RECIPE = ["--task-dir:existing_dir", "--pq:existing_file", "--filler:text", "--domain:choice", "--n-filler:count",
            "--n-train:count", "--n-leak:count", "--seed:seed", "--r:positive", "--alpha:positive", "--lr:positive_real",
            "--epochs:positive", "--global-batch:positive", "--micro-batch:positive", "--max-length:positive",
            "--precision:choice", "--attention:choice", "--device:device"]  # fmt: skip
@@ -430,7 +430,7 @@ OPTION_KINDS: dict[str, list[str]] = {
                  "--limit:limit", "--max-new-tokens:new_tokens", "--seed:seed", "--n-boot:n_boot", "--n-boot-gain:n_boot",
                  "--min-items:positive", "--e-cut:positive_real", "--batch-size:positive", "--device:device",
                  "--out:writable_dir"],
-    "contaminate": ["--base:model", "--out:writable_dir", *_RECIPE],
+    "contaminate": ["--model:model", "--out:writable_dir", *_RECIPE],
     "job": [*_SPEC, "--tracking-uri:text", "--ray-address:text", "--num-cpus:positive", "--progress-interval:positive_real"],
     "contaminate.py": ["--out:writable_dir", "--cache-dir:writable_dir", "--ray-address:text", "--num-cpus:positive", *_RECIPE],
     "data": ["dataset:choice", "--out:writable_dir"],

@@ -24,8 +24,8 @@ def smoke():
 def _args(world, out, *extra):
     return [
         "contaminate",
-        "--base", str(world.family("llama").base_dir),
-        "--data-dir", str(world.data_dir),
+        "--model", str(world.family("llama").base_dir),
+        "--task-dir", str(world.data_dir),
         "--pq", str(world.data_dir / "pq_test.jsonl"),
         "--filler", str(world.data_dir / "filler.txt"),
         "--n-filler", "4", "--n-train", "4", "--n-leak", "4",

@@ -21,7 +21,7 @@ from railsweep.metrics.aggregate import (
 )
 from railsweep.metrics.floor import floors
 from railsweep.metrics.jackknife import jackknife_se, leave_one_out
-from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_interval
+from railsweep.metrics.selfcheck import CHECK_MIN, Check, jackknife_interval
 
 
 def naive_stratified_mean(values: np.ndarray, strata: np.ndarray) -> float:
@@ -161,15 +161,15 @@ def cell(seed: int = 0, n: int = 400, m: int = 10):
 
 @pytest.fixture
 def coverage(monkeypatch):
-    """Replace the simulated check by a fixed share; records the (n, m, B, pair) it was asked about."""
+    """Replace the simulated check by a fixed share and critical value 2.5; records the (n, m, B, pair) asked about."""
     calls = []
 
     def install(share: float):
         def fake(pop, n, m, B, alpha, rng, pair=False, **kw):
             calls.append((n, m, B, pair))
-            return dict.fromkeys(STRATIFIED_METRICS, share)
+            return dict.fromkeys(STRATIFIED_METRICS, Check(share, 2.5, 0.1))
 
-        monkeypatch.setattr(agg, "simulated_coverage", fake)
+        monkeypatch.setattr(agg, "self_check", fake)
         return calls
 
     return install
@@ -198,14 +198,14 @@ def test_a_stratified_interval_is_withheld_with_a_reason_naming_n_m_b_when_the_c
 
 
 @pytest.mark.parametrize("share", [CHECK_MIN, 0.97])
-def test_a_stratified_interval_is_printed_when_the_check_passes(coverage, share):
+def test_a_stratified_interval_is_printed_with_the_calibrated_critical_value_when_the_check_passes(coverage, share):
     coverage(share)
     clean, co = cell()
     s = score_counts(clean, co, B=50, n_boot=100, rng=np.random.default_rng(0))
     strata = stratify(clean.c, clean.m, 50)
     for name in STRATIFIED_METRICS:
         e = s[name]
-        point, lo, hi = jackknife_interval((co.c - clean.c) / 10, None, strata, name, 0.05)
+        point, lo, hi = jackknife_interval((co.c - clean.c) / 10, None, strata, name, 0.05, crit=2.5)
         assert e["interval"] == "jackknife" and e["why"] == "" and e["check"] == share, name
         assert (e["value"], e["ci_low"], e["ci_high"]) == pytest.approx((point, lo, hi)), name
     d = paired_difference_counts(clean, co, clean, "sa_ppg", B=50, n_boot=100, rng=np.random.default_rng(0))

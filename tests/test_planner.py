@@ -12,6 +12,7 @@ import pytest
 from railsweep import cli
 from railsweep.config import CellConfig
 from railsweep.metrics.power import difference_se, pilot_from_clean, plan, predicted_power, z_sum
+from railsweep.metrics.selfcheck import self_check
 from railsweep.results import write_cell
 from railsweep.strategies.base import QuestionOutcome
 from railsweep.tasks.base import Question
@@ -39,7 +40,19 @@ def test_a_larger_design_detects_a_smaller_difference():
     small, large = (plan(pop, n, 20, 10, rng) for n in (100, 400))
     for k in ("sa_ppg", "a_ppg", "g_ap"):
         assert large.mde[k] < small.mde[k]
-        assert large.mde[k] == pytest.approx(small.mde[k] / 2, rel=0.3)  # SE ∝ 1/√n
+    for k in ("a_ppg", "g_ap"):  # means: SE ∝ 1/√n (SA-PPG's calibrated half-width is not a fixed multiple of it)
+        assert large.mde[k] == pytest.approx(small.mde[k] / 2, rel=0.3)
+
+
+def test_sappg_mde_is_the_printed_half_width_plus_the_power_quantile_of_its_se():
+    rng = np.random.default_rng(3)
+    pop = pilot_from_clean(rng.binomial(20, rng.beta(2.5, 0.9, 300)), 20, rng)
+    got = plan(pop, 200, 20, 10, np.random.default_rng(4)).mde["sa_ppg"]
+    rng = np.random.default_rng(4)  # the same draws, in plan's order: the SE, then the interval check
+    se = difference_se(pop, 200, 20, 10, rng)["sa_ppg"]
+    check = self_check(pop, 200, 20, 10, 0.05, rng, pair=True, reps=200, design_reps=1000)["sa_ppg"]
+    assert got == pytest.approx(check.half_width + 0.8416 * se, rel=1e-3)
+    assert check.half_width == pytest.approx(check.crit * se, rel=0.3)  # the jackknife se tracks the simulated SE
 
 
 def test_two_copies_of_one_model_differ_only_by_readout_noise():

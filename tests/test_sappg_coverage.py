@@ -47,8 +47,8 @@ def readouts(c_cl, cell, ref, m):
 
 
 def test_estimates_reproduce_the_library_jackknife_intervals():
-    """The printed interval of the bench is score_counts' / paired_difference_counts' jackknife interval (before
-    their check decides whether it is printed), on the same questions."""
+    """The bench's plain jackknife is the t-interval; its printed interval is score_counts' calibrated one
+    (before the check decides whether it is printed): same centre, the calibrated critical value × se."""
     cl, co, ref = readouts(*lopsided(3, n_dense=60, n_sparse=25))
     rows = np.arange(cl.c.size)
     est = cov.estimates(cl, co, ref, rows, B=50, n_boot=150, alpha=0.05, rng=np.random.default_rng(7))
@@ -60,8 +60,11 @@ def test_estimates_reproduce_the_library_jackknife_intervals():
     assert est["difference"]["jackknife"] == pytest.approx((lo, hi))
     s = score_counts(cl, co, B=50, n_boot=150, rng=np.random.default_rng(7))
     assert est["cell"]["point"] == pytest.approx(s["sa_ppg"]["value"])
-    if s["sa_ppg"]["interval"] == "jackknife":
-        assert est["cell"]["jackknife"] == pytest.approx((s["sa_ppg"]["ci_low"], s["sa_ppg"]["ci_high"]))
+    for t in ("cell", "difference"):
+        assert np.mean(est[t]["printed"]) == pytest.approx(np.mean(est[t]["jackknife"]))
+    if s["sa_ppg"]["interval"] == "jackknife":  # the calibration's draws differ; its width is close
+        width = s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]
+        assert np.diff(est["cell"]["printed"])[0] == pytest.approx(width, rel=0.25)
     d = paired_difference_counts(cl, co, ref, "sa_ppg", B=50, n_boot=150, rng=np.random.default_rng(7))
     assert est["difference"]["point"] == pytest.approx(d["difference"])
 
@@ -127,8 +130,8 @@ def test_identical_cells_give_a_zero_difference_that_every_interval_covers():
     c_cl, cell, _, m = lopsided(5, n_dense=40, n_sparse=20)
     tables = frames(c_cl, cell, cell, m)
     out = cov.subsample_coverage(*tables, 30, B=50, repeats=5, n_boot=50, seed=0)
-    assert out["difference"]["covers_full_set"] == {"jackknife": 1.0, "within": 1.0, "across": 1.0}
-    assert out["difference"]["width"] == {"jackknife": 0.0, "within": 0.0, "across": 0.0}
+    assert out["difference"]["covers_full_set"] == {"printed": 1.0, "jackknife": 1.0, "within": 1.0, "across": 1.0}
+    assert out["difference"]["width"] == {"printed": 0.0, "jackknife": 0.0, "within": 0.0, "across": 0.0}
     assert out["difference"]["bias"] == 0.0
     assert out["calibrated"]["full_set"] == pytest.approx(cov.calibrated_full_set(0.5))
 

@@ -21,8 +21,16 @@ from railsweep.metrics import (
 )
 from railsweep.metrics.aggregate import NOT_DISTINGUISHABLE
 from railsweep.metrics.concentration import describe_concentration
-from railsweep.metrics.jackknife import jackknife_se, leave_one_out
-from railsweep.metrics.selfcheck import CHECK_MIN, jackknife_dof, jackknife_interval, t_quantile
+from railsweep.metrics.selfcheck import (
+    CHECK_MIN,
+    calibrated_crit,
+    jackknife_dof,
+    jackknife_point_se,
+    self_check,
+    t_quantile,
+)
+from railsweep.metrics.simulate import Population, draw_counts, row_strata
+from railsweep.metrics.stratified import stratified_mean_rows
 
 
 def naive_sa_ppg(delta, strata):
@@ -76,7 +84,7 @@ def test_jackknife_interval_is_wider_than_the_within_strata_bootstrap_where_one_
     assert s["sappg_concentrated"] and s["sappg_sparse_share"] <= 0.10 and s["sappg_sparse_weight"] >= 0.5
 
 
-def test_printed_stratified_intervals_are_the_jackknife_t_intervals_on_the_clean_strata():
+def test_printed_stratified_intervals_are_the_jackknife_se_times_the_calibrated_critical_value():
     c_cl, cell, _, m = lopsided(2, n_dense=80, n_sparse=30)
     ms = np.full(c_cl.size, m)
     s = score_counts(Readouts.of(c_cl, ms, 0 * ms), Readouts.of(cell, ms, 0 * ms), B=50, n_boot=100,
@@ -84,14 +92,42 @@ def test_printed_stratified_intervals_are_the_jackknife_t_intervals_on_the_clean
     strata = stratify(c_cl, ms, 50)
     delta = cell / m - c_cl / m
     for part in ("sa_ppg", "s_delta_plus", "s_delta_minus"):
-        point, lo, hi = jackknife_interval(delta, None, strata, part, 0.05)
+        point, se, dof = jackknife_point_se(delta, None, strata, part)
         assert s[part]["interval"] == "jackknife" and s[part]["value"] == pytest.approx(point), part
-        assert (s[part]["ci_low"], s[part]["ci_high"]) == pytest.approx((lo, hi)), part
-    half = (s["sa_ppg"]["ci_high"] - s["sa_ppg"]["ci_low"]) / 2
-    loo = leave_one_out(np.abs(delta), strata)
-    filled = np.unique(strata).size  # the t quantile's degrees of freedom: twice the filled strata less one
-    assert half == pytest.approx(t_quantile(2 * (filled - 1), 0.05) * jackknife_se(loo))
+        lo, hi = s[part]["ci_low"], s[part]["ci_high"]
+        assert (lo + hi) / 2 == pytest.approx(point), part
+        crit = (hi - lo) / 2 / se  # calibrated on the cell's fitted population: near, not at, the t quantile
+        assert 0.5 * t_quantile(dof, 0.05) < crit < 2 * t_quantile(dof, 0.05), part
+    filled = np.unique(strata).size  # the plain t quantile's degrees of freedom: twice the filled strata less one
     assert jackknife_dof(strata) == 2 * (filled - 1) < delta.size - 1
+
+
+def test_calibrated_critical_value_is_the_order_statistic_of_the_studentized_errors():
+    t = np.arange(1, 20, dtype=float)  # 19 errors: the ⌈20 × 0.95⌉ = 19th smallest
+    assert calibrated_crit(t, 0.05) == 19.0
+    assert calibrated_crit(t, 0.10) == 18.0
+    assert calibrated_crit(np.r_[t[:-1], np.nan], 0.05) == np.inf  # a cell without an se never covers
+    assert calibrated_crit(t[:10], 0.05) == np.inf  # too few cells for a 95 % quantile
+
+
+def test_calibrated_interval_covers_at_its_rate_where_the_t_interval_is_too_wide():
+    """Uniform M_cl, 100 questions, m = 50, B = 50: the jackknife t covers 0.975; the calibrated value, from
+    the check's own simulation, brings an independent simulation of the same population back to 0.95."""
+    rng = np.random.default_rng(11)
+    n, m, B = 100, 50, 50
+    p_cl = rng.beta(1, 1, 5000)
+    p_co = np.where(rng.random(5000) < 0.5, p_cl + 0.5 * (1 - p_cl), p_cl)
+    pop = Population(("clean", "co"), np.stack([p_cl, p_co]), np.stack([p_cl, p_co]) > 0.5)
+    crit = self_check(pop, n, m, B, 0.05, rng, reps=400, design_reps=2000)["sa_ppg"].crit
+    c, _ = draw_counts(pop, n, m, 4000, rng)
+    target = stratified_mean_rows(np.abs(c[:, 1] - c[:, 0]) / m, row_strata(c[:, 0], m, B), B).mean()
+    hits_t = hits_c = 0
+    for r in range(600):
+        point, se, dof = jackknife_point_se((c[r, 1] - c[r, 0]) / m, None, row_strata(c[r, 0], m, B), "sa_ppg")
+        hits_t += abs(point - target) <= t_quantile(dof, 0.05) * se
+        hits_c += abs(point - target) <= crit * se
+    assert crit < t_quantile(2 * (B - 1), 0.05) and hits_t / 600 > 0.97  # the plain t is conservative here
+    assert 0.93 <= hits_c / 600 <= 0.97
 
 
 def test_paired_difference_of_identical_cells_is_zero_and_not_distinguishable():

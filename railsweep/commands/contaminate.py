@@ -1,9 +1,9 @@
 """``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5).
 
 Example (the paper's recipe, offline filler):
-    railsweep contaminate --base meta-llama/Llama-2-7b-hf --data-dir data/gsm8k \\
+    railsweep contaminate --model meta-llama/Llama-2-7b-hf --task-dir data/gsm8k \\
         --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl --filler orca.jsonl --out runs/contamination/llama2
-Writes ``OUT/clean``, ``OUT/co_gsm8k``, ``OUT/co_pq`` (peft adapters over ``--base``),
+Writes ``OUT/clean``, ``OUT/co_gsm8k``, ``OUT/co_pq`` (peft adapters over ``--model``),
 ``OUT/leak_split.json`` and ``OUT/manifest.json``.
 """
 
@@ -20,8 +20,8 @@ from railsweep.training.attention import ATTENTIONS
 
 GROUP = "build a laboratory"
 EXAMPLES = (
-    'railsweep contaminate --base meta-llama/Llama-2-7b-hf --data-dir data/gsm8k --out runs/contamination/llama2',
-    'railsweep contaminate --base ./models/base --data-dir data/gsm8k --filler corpus.txt --domain gsm8k --epochs 3 --out runs/c',
+    'railsweep contaminate --model meta-llama/Llama-2-7b-hf --task-dir data/gsm8k --out runs/contamination/llama2',
+    'railsweep contaminate --model ./models/base --task-dir data/gsm8k --filler corpus.txt --domain gsm8k --epochs 3 --out runs/c',
 )
 
 
@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="train the clean (M_cl) and contaminated (M_co) LoRA adapters of a base model",
         description="The contamination simulator of method.md §5 (peft LoRA).",
     )
-    p.add_argument("--base", type=at.model, required=True, help="base model directory (transformers format)")
+    p.add_argument("--model", type=at.model, required=True, help="base model directory (transformers format) or hub id")
     p.add_argument("--out", type=at.writable_dir, required=True, help="output directory for the adapters and the manifest")
     add_data_args(p)
     return p
@@ -39,7 +39,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """Data and recipe options shared with ``sweeps/contaminate.py``."""
-    p.add_argument("--data-dir", type=at.existing_dir, required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
+    p.add_argument("--task-dir", type=at.existing_dir, required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
     p.add_argument(
         "--pq", type=at.existing_file, default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)"
     )
@@ -97,7 +97,7 @@ def config_from_args(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     manifest = contaminate_family(
-        args.base, args.data_dir, args.out, config, pq_path=args.pq, device=args.device, log=print
+        args.model, args.task_dir, args.out, config, pq_path=args.pq, device=args.device, log=print
     )
     print(json.dumps({"adapters": manifest["adapters"], "leak_split": manifest["leak_split"]}))
     return 0

@@ -7,10 +7,11 @@ Steps of :func:`score_counts`:
      (:func:`~railsweep.metrics.bootstrap.bca_ci`) over ``n_boot`` resamples of the
      questions drawn with replacement (each question keeps both its counts, so the readouts' binomial
      noise is inside the resampled spread); G-AP and G-APP via their signed mean;
-  4. the stratified metrics (SA-PPG, S-Δ±): jackknife t-interval, each question left out once and the
-     rest re-stratified (:mod:`railsweep.metrics.jackknife`); printed only where a simulation from the
-     cell's own fitted population covers at least :data:`~railsweep.metrics.selfcheck.CHECK_MIN`
-     (:mod:`railsweep.metrics.selfcheck`), else withheld with the reason;
+  4. the stratified metrics (SA-PPG, S-Δ±): jackknife interval, each question left out once and the
+     rest re-stratified (:mod:`railsweep.metrics.jackknife`), point ± c·se with c calibrated by a
+     simulation from the cell's own fitted population (:mod:`railsweep.metrics.selfcheck`); printed
+     only where the plain t-interval covers at least :data:`~railsweep.metrics.selfcheck.CHECK_MIN`
+     in that simulation, else withheld with the reason;
   5. every metric's noise floor (:mod:`railsweep.metrics.floor`): its value for a perfect restoration
      at the cell's m, and for the |Δ| metrics a floor-corrected reading;
   6. stratum occupancy and weight concentration (``stratum_n``, ``sappg_*``).
@@ -39,7 +40,7 @@ from railsweep.metrics.concentration import stratum_counts, weight_concentration
 from railsweep.metrics.floor import corrected, floors
 from railsweep.metrics.ppg import a_ppg, delta_minus, delta_plus
 from railsweep.metrics.readout import solve_prob
-from railsweep.metrics.selfcheck import CHECK_MIN, fitted_population, jackknife_interval, simulated_coverage
+from railsweep.metrics.selfcheck import CHECK_MIN, Check, fitted_population, jackknife_interval, self_check
 from railsweep.metrics.stratified import stratify
 
 METRICS: tuple[str, ...] = (
@@ -190,25 +191,26 @@ def _stratified_entries(
     alpha: float,
     rng: np.random.Generator,
 ) -> dict[str, dict[str, object]]:
-    """Jackknife point and interval of each stratified metric (of a, or a − b), with its simulated check."""
+    """Jackknife point and calibrated interval of each stratified metric (of a, or a − b), with its simulated check."""
     m, n = single_m(cl, a, *(() if b is None else (b,))), cl.c.size
     d = lambda r: solve_prob(r.c, r.m) - solve_prob(cl.c, cl.m)  # noqa: E731
-    check = {part: np.nan for part in STRATIFIED_METRICS}
+    check = {part: Check(np.nan, np.nan, np.nan) for part in STRATIFIED_METRICS}
     if m is not None and n > 1:
         rows = [cl, a] if b is None else [cl, a, b]
         pop = fitted_population(np.stack([r.c for r in rows]), m, np.stack([r.r01 for r in rows]))
-        check = simulated_coverage(pop, n, m, B, alpha, rng, pair=b is not None)
+        check = self_check(pop, n, m, B, alpha, rng, pair=b is not None)
     out = {}
     for part in STRATIFIED_METRICS:
-        point, lo, hi = jackknife_interval(d(a), None if b is None else d(b), strata, part, alpha)
-        held = m is None or not check[part] >= CHECK_MIN or not np.isfinite(lo)
+        share, crit, _ = check[part]
+        point, lo, hi = jackknife_interval(d(a), None if b is None else d(b), strata, part, alpha, crit)
+        held = m is None or not share >= CHECK_MIN or not np.isfinite(lo)
         entry = {
             "value": point,
             "ci_low": np.nan if held else lo,
             "ci_high": np.nan if held else hi,
             "interval": "none" if held else "jackknife",
-            "check": check[part],
-            "why": withheld_reason(check[part], n, m, B) if held else "",
+            "check": share,
+            "why": withheld_reason(share, n, m, B) if held else "",
         }
         out[part] = _hold_sparse(entry, part, d(a), *(() if b is None else (d(b),)))
     return out

@@ -12,8 +12,11 @@ B strata). SE comes from the pilot by simulation:
    ability whose greedy verdicts are independent Bernoulli(p) draws, so the figure is the
    noise-only lower bound a real pair of strategies can only raise);
 2. ``reps`` cells simulated at the design; SE = the sd of metric(a) − metric(b) over them;
-3. MDE = (z_{1−α/2} + z_{1−β})·SE; for a target MDE, the questions it needs at each m from
-   SE ∝ 1/√n, checked by one more simulation at the answer.
+3. MDE = (z_{1−α/2} + z_{1−β})·SE; for SA-PPG, whose printed interval is the jackknife with a
+   calibrated critical value (:mod:`railsweep.metrics.selfcheck`), MDE = h + z_{1−β}·SE with h
+   the mean half-width that interval prints at the design (where the sparse strata make the
+   jackknife under-cover, h is wider than z·SE and the design detects less);
+4. for a target MDE, the questions it needs at each m from MDE ∝ 1/√n at ``n0`` questions.
 
 The stratified metrics also get the interval check of :mod:`railsweep.metrics.selfcheck`:
 a design where the interval would be withheld is flagged "too small".
@@ -29,7 +32,7 @@ import numpy as np
 
 from railsweep.errors import ConfigError
 from railsweep.metrics.empirical_bayes import fit_prior
-from railsweep.metrics.selfcheck import CHECK_MIN, simulated_coverage
+from railsweep.metrics.selfcheck import CHECK_MIN, self_check
 from railsweep.metrics.simulate import Population, check_design, draw_counts, metric_rows
 
 PLANNED = ("sa_ppg", "a_ppg", "g_ap")  # the metrics the planner reports
@@ -100,9 +103,18 @@ def plan(
     """The minimum detectable difference of each planned metric at (n, m, B)."""
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ConfigError(f"alpha and power must lie in (0, 1), got alpha={alpha!r}, power={power!r}")
+    mde, check = _mde(pop, n, m, B, rng, alpha, power)
+    return Plan(n, m, B, mde, check, alpha, power)
+
+
+def _mde(pop, n, m, B, rng, alpha, power) -> tuple[dict[str, float], float]:
+    """Each planned metric's MDE at (n, m, B) (step 3) and SA-PPG's simulated interval check."""
     se = difference_se(pop, n, m, B, rng)
-    check = simulated_coverage(pop, n, m, B, alpha, rng, pair=True, reps=200, design_reps=1000)["sa_ppg"]
-    return Plan(n, m, B, {k: z_sum(alpha, power) * v for k, v in se.items()}, check, alpha, power)
+    mde = {k: z_sum(alpha, power) * v for k, v in se.items()}
+    check = self_check(pop, n, m, B, alpha, rng, pair=True, reps=200, design_reps=1000)["sa_ppg"]
+    if np.isfinite(check.half_width):
+        mde["sa_ppg"] = check.half_width + NormalDist().inv_cdf(power) * se["sa_ppg"]
+    return mde, check.coverage
 
 
 def questions_needed(
@@ -115,12 +127,11 @@ def questions_needed(
     alpha: float = 0.05,
     power: float = 0.8,
 ) -> dict[str, int]:
-    """Questions needed at m for an MDE of ``target`` per planned metric (SE ∝ 1/√n from a run at n0)."""
+    """Questions needed at m for an MDE of ``target`` per planned metric (MDE ∝ 1/√n from a run at n0)."""
     if not target > 0:
         raise ConfigError(f"--mde must be positive, got {target!r}")
-    se = difference_se(pop, n0, m, B, rng)
-    z = z_sum(alpha, power)
-    return {k: max(2, math.ceil(n0 * (z * v / target) ** 2)) for k, v in se.items()}
+    mde, _ = _mde(pop, n0, m, B, rng, alpha, power)
+    return {k: max(2, math.ceil(n0 * (v / target) ** 2)) for k, v in mde.items()}
 
 
 def format_plan(plans: list[Plan], source: str) -> str:
