@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.commands.harness_groups import harness_collection, member_args
 from railsweep.commands.task_args import add_task_arguments, check_task, task_dir_of
 from railsweep.config import CellConfig
 from railsweep.engines.config import EngineConfig
@@ -79,7 +80,8 @@ def _add_task_options(p: argparse.ArgumentParser) -> None:
         default="the built-in task of --answer-type",
         task_dir_help="directory with <split>.jsonl: GSM8K format ({question, answer ending '#### N'}), or MATH "
         "format ({problem, solution with a \\boxed{} answer}) with --answer-type math; with --task, what the "
-        "task file's {task_dir} stands for. Required unless --task names a file that needs none",
+        "task file's {task_dir} stands for; with a harness group or tag in --task (one cell per member), one folder "
+        "per member, <task-dir>/<member>/. Required unless --task names a file that needs none",
     )
     p.add_argument("--split", type=at.text, default="test", help="the data split: <task-dir>/<split>.jsonl")
     p.add_argument(
@@ -177,13 +179,24 @@ def parse_value(text: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Evaluate one cell, refusing bad input before anything loads:
+    """Evaluate one cell (or one per member of a harness group or tag), refusing bad input before anything loads:
 
-    1. configuration (cheap checks first: nothing is loaded or written yet);
+    1. configuration (cheap checks first: nothing is loaded or written yet), for every member of a group;
     2. inputs on disk;
     3. outputs: a directory this process can create or write into, before any decoding;
-    4. the expensive part: the task, the engine, the decoding.
+    4. the expensive part: the engine once, then each cell's task and decoding.
     """
+    group = harness_collection(args)
+    prepared = [_prepare(a) for a in (member_args(args, group) if group else [args])]
+    out = Path(args.out)
+    at.check_writable_dir(out, "--out")
+    if args.cache_dir is not None:
+        at.check_writable_dir(args.cache_dir, "--cache-dir")
+    return _evaluate(args, prepared, out, group.ref if group else None)
+
+
+def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig]:
+    """Steps 1-2 for one cell: its config and the engine's, every input checked."""
     task_dir = task_dir_of(args)
     args.max_new_tokens = response_budget(args)
     check_decode_memory(args.m, args.max_new_tokens)
@@ -201,11 +214,7 @@ def run(args: argparse.Namespace) -> int:
     cell = _cell_config(args, task_dir)
     _check_adapter_names(cell, adapters)
     _check_input_files(engine_cfg, cell)
-    out = Path(args.out)
-    at.check_writable_dir(out, "--out")
-    if args.cache_dir is not None:
-        at.check_writable_dir(args.cache_dir, "--cache-dir")
-    return _evaluate(args, cell, engine_cfg, out)
+    return cell, engine_cfg
 
 
 def response_budget(args: argparse.Namespace) -> int:
@@ -273,32 +282,37 @@ def _check_input_files(engine_cfg: EngineConfig, cell: CellConfig) -> None:
             raise DataError(f"{flag}: file not found: {path}")
 
 
-def _evaluate(args: argparse.Namespace, cell: CellConfig, engine_cfg: EngineConfig, out: Path) -> int:
-    """The expensive part, once every input is checked: load the task and the engine, decode, write the cell."""
+def _evaluate(args: argparse.Namespace, prepared: list[tuple[CellConfig, EngineConfig]], out: Path,
+              group: str | None) -> int:  # fmt: skip
+    """The expensive part, once every input is checked: the engine once, then each cell's task, decoding and files.
+    ``group``: the harness group or tag the cells are members of, recorded with each."""
     # torch, pandas: loaded only now, so `railsweep --help` and every refusal of bad input stay fast
+    from railsweep.engines.factory import build_engine
+    from railsweep.evaluate import load_task
+
+    tasks = [load_task(cell) for cell, _ in prepared]  # malformed task data is refused here, before the model loads
+    engine = build_engine(prepared[0][1])
+    try:
+        for (cell, engine_cfg), task in zip(prepared, tasks, strict=True):
+            _evaluate_one(args, cell, engine_cfg, engine, task, out, group)
+    finally:
+        engine.close()
+    return 0
+
+
+def _evaluate_one(args, cell: CellConfig, engine_cfg: EngineConfig, engine, task, out: Path, group: str | None) -> None:
+    # torch, pandas: as in _evaluate, loaded only once every input is checked
     from tqdm import tqdm
 
-    from railsweep.engines.factory import build_engine
-    from railsweep.evaluate import cell_provenance, evaluate_cell, load_task
+    from railsweep.evaluate import cell_provenance, evaluate_cell
 
-    task = load_task(cell)  # malformed task data is refused here, before the model loads
-    engine = build_engine(engine_cfg)
     n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))
     bar = tqdm(total=n_questions * cell.m, unit="sample", desc=cell.label(), disable=None)  # off unless a tty
+    provenance = {**cell_provenance(cell, engine_cfg), **({"task_group": group} if group else {})}
     try:
-        result = evaluate_cell(
-            cell,
-            engine,
-            task,
-            out_dir=out,
-            batch_size=args.batch_size,
-            cache_dir=args.cache_dir,
-            progress=bar.update,
-            provenance=cell_provenance(cell, engine_cfg),
-        )
+        result = evaluate_cell(cell, engine, task, out_dir=out, batch_size=args.batch_size, cache_dir=args.cache_dir,
+                               progress=bar.update, provenance=provenance)  # fmt: skip
     finally:
         bar.close()
-        engine.close()
     print(result.paths.questions)
     print(result.summary())
-    return 0

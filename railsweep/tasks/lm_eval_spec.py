@@ -7,7 +7,8 @@ resolves a name to one of them and checks it before any data or model is read (s
 2. find the YAML that declares ``task: NAME``: the harness folders whose name starts the task name are read
    first, then the rest, as text (the harness's own index parses every YAML and takes a minute);
 3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
-   ``TaskManager`` over that one folder; a group, a tag or a Python task class is refused; a task whose code
+   ``TaskManager`` over that one folder; a Python task class is refused (a group or a tag is not a task:
+   :mod:`railsweep.tasks.lm_eval_groups` expands one); a task whose code
    imports a package the harness made optional is one :class:`~railsweep.errors.MissingDependencyError` naming
    the package and the harness extra that brings it (:func:`missing_task_dependency`);
 4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``): its
@@ -120,7 +121,7 @@ def _declares(path: Path, name: str) -> bool:
     return re.search(rf"^task:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", text, re.M) is not None
 
 
-def _find_yaml(root: Path, name: str) -> Path | None:
+def find_task_yaml(root: Path, name: str) -> Path | None:
     """The YAML under the harness's ``tasks/`` that declares ``task: name``; likely folders first."""
     folders = sorted(p for p in root.iterdir() if p.is_dir())
     key = name.replace("-", "_")
@@ -184,7 +185,7 @@ def load_lm_eval_spec(ref: str) -> LmEvalSpec:
     from lm_eval.tasks._index import Kind
 
     root = Path(lm_eval.__file__).parent / "tasks"
-    path = _find_yaml(root, name)
+    path = find_task_yaml(root, name)
     if path is None:
         near = difflib.get_close_matches(name, _all_names(root), n=1)
         hint = f"; did you mean 'lm_eval:{near[0]}'?" if near else ""

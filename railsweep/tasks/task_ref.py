@@ -13,6 +13,7 @@ from pathlib import Path
 from railsweep.errors import ConfigError
 from railsweep.tasks import lm_eval_spec
 from railsweep.tasks.file_task import FileTask
+from railsweep.tasks.lm_eval_groups import expand_lm_eval_ref
 from railsweep.tasks.lm_eval_spec import LmEvalSpec, is_lm_eval_ref, load_lm_eval_spec
 from railsweep.tasks.lm_eval_task import LmEvalTask
 from railsweep.tasks.rows import FORMATS, format_of
@@ -22,8 +23,21 @@ AnyTaskSpec = TaskSpec | LmEvalSpec
 
 
 def load_task_spec(ref: str | Path) -> AnyTaskSpec:
-    """The checked spec ``ref`` names; no data is read."""
-    return load_lm_eval_spec(ref) if is_lm_eval_ref(ref) else load_task_file(ref)
+    """The checked spec ``ref`` names; no data is read. A harness group or tag is refused, naming its members:
+    only ``railsweep eval`` expands one (:mod:`railsweep.tasks.lm_eval_groups`)."""
+    if not is_lm_eval_ref(ref):
+        return load_task_file(ref)
+    try:
+        return load_lm_eval_spec(ref)
+    except ConfigError as e:
+        group = expand_lm_eval_ref(ref) if "has no task named" in str(e) else None
+        if group is None or group.kind == "task":
+            raise
+        first = ", ".join(group.members[:2])
+        raise ConfigError(
+            f"task {ref!r} is a harness {group.kind} of {len(group.members)} tasks and this reads one task: name one "
+            f"({first}, ...), or run `railsweep eval --task {ref}` for a cell per member"
+        ) from e
 
 
 def spec_files(spec: AnyTaskSpec, task_dir: str | Path | None, split: str, fewshot: str | Path | None) -> list[Path]:
