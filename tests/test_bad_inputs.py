@@ -148,7 +148,7 @@ BAD_SPECS: dict[str, tuple[dict | str | bytes, str]] = {
     "engine_threads_zero": (_spec(resources={"engine_threads": 0}), "resources.engine_threads: input should be greater than or equal to 1, got 0"),
     "omp_wait_policy_unknown": (_spec(resources={"omp_wait_policy": "BUSY"}), "got 'BUSY'"),
     "tracking_experiment_empty": (_spec(tracking={"experiment": ""}), "tracking.experiment: string should have at least 1 character, got ''"),
-    "answer_rule_unknown": (_spec(readout={"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
+    "answer_rule_unknown": (_spec(readout={"answer_rule": "last"}), "readout: answer_rule must be one of final, first, lm_eval, got answer_rule='last'"),
     "task_unknown": (_spec(readout={"task": "gsm8"}), "readout: task 'gsm8': neither a task file nor a shipped task (shipped: gsm8k, math, pq); did you mean 'gsm8k'?"),
     "task_lm_eval_malformed": (_spec(readout={"task": "lm_eval:gsm 8k"}), "readout: task 'lm_eval:gsm 8k': expected lm_eval:NAME with a harness task name"),
     "answer_type_unknown": (_spec(readout={"answer_type": "latex"}), "readout.answer_type: input should be 'numeric' or 'math', got 'latex'"),
@@ -401,7 +401,7 @@ _PAIR = ["--world:choice", "--family:text", "--cache-dir:writable_dir", "--model
 # option -> argument type, per command (the options a type checks; the rest are in SPECIAL below)
 OPTION_KINDS: dict[str, list[str]] = {
     "eval": ["--model:model", "--split:text", "--strategy:text", "--m:samples", "--temperature:temperature", "--seed:seed",
-             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice", "--answer-rule:choice", "--answer-type:choice",
+             "--max-new-tokens:new_tokens", "--limit:limit", "--family:text", "--domain:text", "--role:choice", "--answer-rule:text", "--answer-type:choice",
              "--backend:choice", "--device:device", "--batch-size:positive", "--max-batch-size:positive",
              "--cache-dir:writable_dir", "--out:writable_dir"],
     "score": ["--B:strata", "--n-boot:n_boot", "--alpha:probability", "--seed:seed"],
@@ -527,6 +527,8 @@ SPECIAL = [
     ("eval", "--dtype", "dtype_float8", lambda i, o: eval_argv(i, o, "--dtype", "float8"), "dtype='float8'"),
     ("eval", "--backend", "backend_unknown", lambda i, o: eval_argv(i, o, "--backend", "tgi"), "invalid choice: 'tgi'"),
     ("eval", "--role", "role_unknown", lambda i, o: eval_argv(i, o, "--role", "judge"), "invalid choice: 'judge'"),
+    ("eval", "--answer-rule", "answer_rule_unknown", lambda i, o: eval_argv(i, o, "--answer-rule", "last"), "answer_rule must be one of final, first, lm_eval, got answer_rule='last'"),
+    ("eval", "--answer-rule", "answer_rule_not_the_task_files", lambda i, o: eval_argv(i, o, "--task", "pq", "--answer-rule", "strict-match"), "has no answer rule 'strict-match'; its rules: final, first, lm_eval"),
     ("eval", "--out", "out_under_a_file", lambda i, o: eval_argv(i, o, "--out", str(i["a_file"] / "cells")), lambda i, o: f"{i['a_file']} is a file, not a directory"),
     ("eval", "--task", "task_unknown", lambda i, o: eval_argv(i, o, "--task", "gsm8"), "task 'gsm8': neither a task file nor a shipped task"),
     ("eval", "--task-dir", "task_dir_missing", lambda i, o: eval_argv(i, o, "--task-dir", str(o / "nope")), "task directory not found"),

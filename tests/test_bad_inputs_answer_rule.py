@@ -43,12 +43,12 @@ def _spec(readout: dict | None = None, **top) -> dict:
 
 # name → a bad spec and the words the error line must contain
 BAD_SPECS: dict[str, tuple[dict, str]] = {
-    "answer_rule_unknown": (_spec({"answer_rule": "last"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'last'"),
-    "answer_rule_upper_case": (_spec({"answer_rule": "LM_EVAL"}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 'LM_EVAL'"),
-    "answer_rule_empty": (_spec({"answer_rule": ""}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got ''"),
-    "answer_rule_null": (_spec({"answer_rule": None}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got None"),
-    "answer_rule_number": (_spec({"answer_rule": 1}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got 1"),
-    "answer_rule_list": (_spec({"answer_rule": ["final", "lm_eval"]}), "readout.answer_rule: input should be 'final', 'first' or 'lm_eval', got ['final', 'lm_eval']"),
+    "answer_rule_unknown": (_spec({"answer_rule": "last"}), "readout: answer_rule must be one of final, first, lm_eval, got answer_rule='last'"),
+    "answer_rule_upper_case": (_spec({"answer_rule": "LM_EVAL"}), "readout: answer_rule must be one of final, first, lm_eval, got answer_rule='LM_EVAL'"),
+    "answer_rule_empty": (_spec({"answer_rule": ""}), "readout.answer_rule: string should have at least 1 character, got ''"),
+    "answer_rule_null": (_spec({"answer_rule": None}), "readout.answer_rule: input should be a valid string, got None"),
+    "answer_rule_number": (_spec({"answer_rule": 1}), "readout.answer_rule: input should be a valid string, got 1"),
+    "answer_rule_list": (_spec({"answer_rule": ["final", "lm_eval"]}), "readout.answer_rule: input should be a valid string, got ['final', 'lm_eval']"),
     "answer_rule_at_top_level": (_spec(answer_rule="first"), "unknown key 'answer_rule' in the sweep spec"),
 }  # fmt: skip
 
@@ -142,9 +142,9 @@ def sweep_argv(i: dict[str, Path], out: Path, spec: str) -> list[str]:
 Case = tuple[Callable[[dict[str, Path], Path], list[str]], str | Callable[[dict[str, Path]], str]]
 
 CATALOGUE: dict[str, Case] = {
-    "eval-answer_rule_unknown": (lambda i, o: eval_argv(i, o, "--answer-rule", "last"), "argument --answer-rule: invalid choice: 'last'"),
-    "eval-answer_rule_upper_case": (lambda i, o: eval_argv(i, o, "--answer-rule", "LM_EVAL"), "argument --answer-rule: invalid choice: 'LM_EVAL'"),
-    "eval-answer_rule_empty": (lambda i, o: eval_argv(i, o, "--answer-rule", ""), "argument --answer-rule: invalid choice: ''"),
+    "eval-answer_rule_unknown": (lambda i, o: eval_argv(i, o, "--answer-rule", "last"), "answer_rule must be one of final, first, lm_eval, got answer_rule='last'"),
+    "eval-answer_rule_upper_case": (lambda i, o: eval_argv(i, o, "--answer-rule", "LM_EVAL"), "answer_rule must be one of final, first, lm_eval, got answer_rule='LM_EVAL'"),
+    "eval-answer_rule_empty": (lambda i, o: eval_argv(i, o, "--answer-rule", ""), "argument --answer-rule: must be a non-empty name without control characters, got ''"),
     "eval-answer_rule_missing_value": (lambda i, o: eval_argv(i, o, "--answer-rule"), "argument --answer-rule: expected one argument"),
     "eval-answer_type_unknown": (lambda i, o: eval_argv(i, o, "--answer-type", "latex"), "argument --answer-type: invalid choice: 'latex'"),
     "eval-answer_type_math_with_lm_eval_rule": (

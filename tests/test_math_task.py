@@ -145,7 +145,7 @@ def test_a_math_cell_is_graded_by_latex_equivalence_and_records_both_rules(rule,
     assert responses["correct"].tolist() == [VERDICTS[t][col] for t in responses["text"]]
     assert grading["n_correct"] == {"final": 3, "first": 4}
     assert grading["n_disagree"] == 1 and grading["n_responses"] == 6
-    assert grading["lm_eval_strict_match"] == 0 and grading["lm_eval_flexible_extract"] == 0
+    assert "lm_eval_strict_match" not in grading and "lm_eval_flexible_extract" not in grading  # GSM8K's own
     assert df["c"].sum() == grading["n_correct"][rule]
 
 

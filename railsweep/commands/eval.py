@@ -124,13 +124,15 @@ def _add_answer_options(p: argparse.ArgumentParser) -> None:
     """How a response's answer is read, and what kind of gold answer it is compared with."""
     p.add_argument(
         "--answer-rule",
-        choices=ANSWER_RULES,
+        type=at.text,
         default=DEFAULT_ANSWER_RULE,
-        help="how a response's answer is read: final = the last 'The answer is N', else the last number "
-        "(default); first = the first 'The answer is N', else the last number; lm_eval = "
+        metavar="RULE",
+        help=f"how a response's answer is read ({', '.join(ANSWER_RULES)}): final = the last 'The answer is N', "
+        "else the last number; first = the first 'The answer is N', else the last number; lm_eval = "
         "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does; "
         "with --answer-type math: final = the last \\boxed{} answer, first = the first; with --task, the task "
-        "file's rule of that name (final: its first rule when it has none so named)",
+        "file's rule of that name (final: its first rule when it has none so named), and with --task "
+        "lm_eval:NAME a filter of the task by the harness's name (strict-match, flexible-extract, ...)",
     )
     p.add_argument(
         "--answer-type",

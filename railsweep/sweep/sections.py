@@ -20,8 +20,8 @@ from railsweep.detection.scoring import Thresholding, check_threshold
 from railsweep.dynamics.regimes import E_CUT
 from railsweep.strategy_registry import STRATEGIES
 from railsweep.sweep._schema import Device, NonNegFloat, NonNegInt, PosFloat, PosInt, Retries, Text, schema
-from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerRule, AnswerType
-from railsweep.tasks.grading import check_answer_type
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerType
+from railsweep.tasks.grading import check_answer_rule, check_answer_type
 from railsweep.tasks.task_file import TaskSpec
 from railsweep.tasks.task_ref import load_task_spec
 
@@ -152,7 +152,8 @@ class Detection:
 class Readout:
     """``answer_rule``: how every cell's responses are graded (railsweep.tasks.grading): ``final`` (the
     last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
-    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison). ``answer_type``: what a gold
+    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison); with ``task``, one of that task's
+    rules (a harness task's: ``lm_eval`` or a filter by the harness's name, e.g. ``strict-match``). ``answer_type``: what a gold
     answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
     railsweep.tasks.math_grading under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
     name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
@@ -164,7 +165,7 @@ class Readout:
     seed: NonNegInt = 0
     batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
     limit: PosInt | None = None  # first N test questions (None = all)
-    answer_rule: AnswerRule = DEFAULT_ANSWER_RULE
+    answer_rule: Text = DEFAULT_ANSWER_RULE
     answer_type: AnswerType = DEFAULT_ANSWER_TYPE
     task: Text | None = None
 
@@ -174,7 +175,10 @@ class Readout:
             spec = load_task_spec(self.task)  # checked completely now, before any cell is built
             if isinstance(spec, TaskSpec) and not spec.builtin:  # a trial runs in its own directory
                 object.__setattr__(self, "task", str(spec.source.resolve()))
+            if self.answer_rule != DEFAULT_ANSWER_RULE:  # final: the task's first rule when it has none so named
+                spec.rule(self.answer_rule)
         else:
+            check_answer_rule(self.answer_rule)
             check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
         return self
 

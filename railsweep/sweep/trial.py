@@ -83,14 +83,16 @@ def cell_summary(df: Any) -> dict[str, float]:
 def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
     """A cell's ``railsweep.grading`` counts as MLflow metrics: ``n_rule_disagree`` (responses the answer
     rules do not all grade the same) and, under ``grading.``, the correct count under every rule, each other
-    rule's count of responses graded differently, and lm-eval's strict-match / flexible-extract counts."""
+    rule's count of responses graded differently, and on the built-in GSM8K task the harness's gsm8k_cot
+    strict-match / flexible-extract counts (another task's filters are its rules, counted above)."""
     if not grading:
         return {}
     out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}
     out.update({f"grading.correct_{rule}": float(n) for rule, n in grading["n_correct"].items()})
     out.update({f"grading.differ_{rule}": float(n) for rule, n in grading["n_differ"].items()})
     for key in ("lm_eval_strict_match", "lm_eval_flexible_extract"):
-        out[f"grading.{key}"] = float(grading[key])
+        if grading.get(key) is not None:
+            out[f"grading.{key}"] = float(grading[key])
     return out
 
 

@@ -8,10 +8,12 @@ under every rule; the counts go into the cell's results
 (``railsweep.grading``, see :mod:`railsweep.results.schema`).
 
 A MATH-style cell (``answer_type="math"``) is re-graded under the rules that
-type has (``final``: last ``\\boxed{}``, ``first``: first box); the harness's
-gsm8k_cot counts do not apply to it and stay 0. A cell on a task file is
+type has (``final``: last ``\\boxed{}``, ``first``: first box). A cell on a task file is
 re-graded under every answer rule the file declares; a cell on an lm-evaluation-harness task under ``lm_eval``
-and each of the task's filter ensembles (:mod:`railsweep.tasks.lm_eval_task`).
+and each of the task's filter ensembles (:mod:`railsweep.tasks.lm_eval_task`), whose counts are that task's own
+per-filter numbers. The harness's gsm8k_cot counts (strict-match, flexible-extract) are kept for GSM8K's
+questions only (the built-in task and the shipped ``gsm8k`` and ``pq`` files); on any other task they are absent,
+not 0.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ class RuleAgreement:
         n_correct: ``{rule: responses that rule grades correct}`` for every rule.
         n_differ: ``{other rule: responses it grades differently from answer_rule}``.
         n_disagree: responses the rules do not all grade the same (the cell's disagreement count).
-        lm_eval_strict_match / lm_eval_flexible_extract: responses correct under the harness's
-            ``exact_match,strict-match`` / ``exact_match,flexible-extract`` (its two reported scores).
+        lm_eval_strict_match / lm_eval_flexible_extract: on GSM8K's questions, responses correct under
+            the harness's gsm8k_cot ``exact_match,strict-match`` / ``exact_match,flexible-extract`` (its two
+            reported scores); None on every other task.
     """
 
     answer_rule: str
@@ -47,19 +50,20 @@ class RuleAgreement:
     n_correct: dict[str, int] = field(default_factory=dict)
     n_differ: dict[str, int] = field(default_factory=dict)
     n_disagree: int = 0
-    lm_eval_strict_match: int = 0
-    lm_eval_flexible_extract: int = 0
+    lm_eval_strict_match: int | None = None
+    lm_eval_flexible_extract: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "answer_rule": self.answer_rule,
             "n_responses": self.n_responses,
             "n_correct": dict(self.n_correct),
             "n_differ": dict(self.n_differ),
             "n_disagree": self.n_disagree,
-            "lm_eval_strict_match": self.lm_eval_strict_match,
-            "lm_eval_flexible_extract": self.lm_eval_flexible_extract,
         }
+        if self.lm_eval_strict_match is not None:
+            d.update(lm_eval_strict_match=self.lm_eval_strict_match, lm_eval_flexible_extract=self.lm_eval_flexible_extract)
+        return d
 
 
 def rule_agreement(
@@ -71,7 +75,8 @@ def rule_agreement(
 ) -> RuleAgreement:
     """Grade every ``(response text, gold or question)`` under every rule of ``answer_type`` (of ``task``, when it
     is a task file's or a harness task's, which need the :class:`Question`) and count where they part ways."""
-    numeric = answer_type == "numeric"
+    # GSM8K (built in, or the shipped gsm8k / pq files): the harness's gsm8k_cot counts apply
+    gsm8k = answer_type == "numeric" and (task is None or (isinstance(task, FileTask) and task.spec.builtin))
     if task is not None:
         rules = task.spec.rule_names
         task.spec.rule(answer_rule)
@@ -82,7 +87,7 @@ def rule_agreement(
         check_answer_rule(answer_rule)
         check_answer_type(answer_type, answer_rule)
         rules = RULES_BY_TYPE[answer_type]
-        grader = grade if numeric else grade_math
+        grader = grade if answer_type == "numeric" else grade_math
     others = [r for r in rules if r != answer_rule]
     n = disagree = strict = flexible = 0
     correct = dict.fromkeys(rules, 0)
@@ -96,9 +101,10 @@ def rule_agreement(
         for rule in others:
             differ[rule] += verdicts[rule] != verdicts[answer_rule]
         disagree += len(set(verdicts.values())) > 1
-        if not numeric:
+        if not gsm8k:
             continue
         cut = cut_at_stop(text, stop)  # as the lm_eval rule reads it (railsweep.tasks.grading.grade)
         strict += strict_match_correct(cut, gold)
         flexible += flexible_extract_correct(cut, gold)
-    return RuleAgreement(answer_rule, n, correct, differ, disagree, strict, flexible)
+    counts = (strict, flexible) if gsm8k else (None, None)
+    return RuleAgreement(answer_rule, n, correct, differ, disagree, *counts)

@@ -119,6 +119,21 @@ def test_a_sweep_spec_names_a_harness_task_in_its_readout():
     assert on.sweep_id != plain.sweep_id
     with pytest.raises(ConfigError, match="output_type='multiple_choice'"):
         dataclasses.replace(plain.readout, task="lm_eval:hellaswag")  # the readout checks its task when made
+    with pytest.raises(ConfigError, match="is a harness group of 27 tasks and this reads one task"):
+        dataclasses.replace(plain.readout, task="lm_eval:bbh_cot_fewshot")
+
+
+def test_a_filter_of_a_harness_task_is_an_answer_rule_by_the_harness_name():
+    """The harness reports each filter on its own; grading a cell under a filter's name gives that number."""
+    from railsweep.sweep.spec import load_spec
+
+    readout = load_spec("smoke").readout
+    on = dataclasses.replace(readout, task="lm_eval:gsm8k_cot", answer_rule="flexible-extract")
+    assert on.answer_rule == "flexible-extract"
+    cell = CellConfig(model="m", strategy="identity", task_dir="/d", task="lm_eval:gsm8k_cot", answer_rule="strict-match")
+    assert cell.answer_rule == "strict-match" and cell.to_dict()["answer_rule"] == "strict-match"
+    with pytest.raises(ConfigError, match=r"has no answer rule 'strict'; its rules: lm_eval, strict-match, flexible-extract"):
+        dataclasses.replace(readout, task="lm_eval:gsm8k_cot", answer_rule="strict")
 
 
 def test_a_harness_cell_runs_end_to_end_and_its_counts_are_the_harness_filters(smoke_world, tmp_path):
@@ -142,6 +157,8 @@ def test_a_harness_cell_runs_end_to_end_and_its_counts_are_the_harness_filters(s
     assert result.n_questions == 12 and a.n_responses == len(pairs) == 36
     assert a.n_correct["lm_eval"] == sum(grade_lm_eval(t, gold[i]).correct for t, i in pairs)
     assert a.n_correct["strict-match"] == sum(strict_match_correct(t, gold[i]) for t, i in pairs)
+    assert set(a.n_correct) == {"lm_eval", "strict-match", "flexible-extract"}  # the task's own filters
+    assert a.lm_eval_strict_match is None and "lm_eval_strict_match" not in a.to_dict()  # no built-in GSM8K counter
     assert sum(o.c for o in result.outcomes) == a.n_correct["lm_eval"]
     prov = json.loads(pq.read_schema(result.paths.questions).metadata[b"railsweep.provenance"])
     assert prov["packages"]["lm_eval"] == "0.4.13"
