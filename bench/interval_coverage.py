@@ -44,7 +44,14 @@ from railsweep.metrics.aggregate import MIN_NONZERO, nonzero_questions
 from railsweep.metrics.bootstrap import abs_interval, bca_ci, expanded_alpha, percentile_ci
 from railsweep.metrics.empirical_bayes import fit_prior
 from railsweep.metrics.floor import corrected, floors
-from railsweep.metrics.selfcheck import CHECK_MIN, fitted_population, jackknife_interval, self_check
+from railsweep.metrics.selfcheck import (
+    CHECK_MIN,
+    fitted_population,
+    jackknife_dof,
+    jackknife_interval,
+    self_check,
+    t_quantile,
+)
 from railsweep.metrics.simulate import (
     Population,
     draw_counts,
@@ -148,13 +155,15 @@ def _cell_check(c, g, m, B, target, rng, reps) -> dict[str, tuple[float, float]]
     return self_check(pop, c.shape[1], m, B, 0.05, rng, pair=len(rows) == 3, reps=reps, design_reps=5 * reps)
 
 
-def _strat_intervals(c, m: int, B: int, target: str, check) -> dict[str, tuple[float, float, bool]]:
-    """Each stratified metric's printed interval (calibrated critical value) and whether the check prints it."""
+def _strat_intervals(c, m: int, B: int, target: str, check, critical="calibrated") -> dict[str, tuple[float, float, bool]]:
+    """Each stratified metric's printed interval (``critical``: the calibrated critical value, or ``t``: the
+    plain t quantile) and whether the check prints it."""
     s = row_strata(c[0], m, B)
     d = lambda k: (c[k] - c[0]) / m  # noqa: E731
     out = {}
     for part in STRATIFIED:
-        crit = check[part][1]
+        crit = {"calibrated": check[part][1], "t": None,
+                "at_least_t": max(check[part][1], t_quantile(jackknife_dof(s), 0.05))}[critical]  # fmt: skip
         if target == "difference":
             _, lo, hi = jackknife_interval(d(2), d(1), s, part, 0.05, crit)
         else:
@@ -164,7 +173,7 @@ def _strat_intervals(c, m: int, B: int, target: str, check) -> dict[str, tuple[f
 
 
 def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps=40, calibration="cell",
-          check_reps=400) -> list[dict]:  # fmt: skip
+          check_reps=400, critical="calibrated") -> list[dict]:  # fmt: skip
     """Steps 1–3 for one population, design and target: one row per metric."""
     truth = design_values(pop, n, m, B, target, rng, design_reps)
     model = {"identity": "identity", "other": "other"}.get(target)
@@ -180,7 +189,7 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
     for r in range(reps):
         cell = check if calibration == "design" else _cell_check(c[r], g[r], m, B, target, rng, check_reps)
         iv = {k: (lo, hi, True) for k, (lo, hi) in _mean_intervals(c[r], g[r], m, target, n_boot, rng).items()}
-        iv.update(_strat_intervals(c[r], m, B, target, cell))
+        iv.update(_strat_intervals(c[r], m, B, target, cell, critical))
         gaps = [(c[r, k] - c[r, 0]) / m for k in sides]
         for k, (lo, hi, passed) in iv.items():
             hit = bool(lo <= truth[k] <= hi)
@@ -207,7 +216,7 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
                "width": float(np.mean(widths[k])) if widths[k] else None, "design_value": truth[k]}  # fmt: skip
         if k in STRATIFIED:
             row.update(planner_check=check[k][0], flagged=bool(check[k][0] < CHECK_MIN), calibration=calibration,
-                       design_crit=check[k][1])  # fmt: skip
+                       critical=critical, design_crit=check[k][1])  # fmt: skip
         if limit:
             row.update(large_sample_value=limit[k], noise_free_value=free[k])
         if flo[k]:
@@ -286,6 +295,11 @@ def make_parser() -> argparse.ArgumentParser:
         "design: once per design on the true population (faster; an idealised check)",
     )  # fmt: skip
     p.add_argument("--check-reps", type=int, default=400, help="simulated cells of each check (railsweep: 400)")
+    p.add_argument(
+        "--critical", choices=["calibrated", "t", "at_least_t"], default="calibrated",
+        help="the stratified interval's critical value: calibrated (what railsweep prints), the plain t quantile, "
+        "or the larger of the two",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="one design (100, 10, 10), 60 cells")
     p.add_argument("--out", help="write the JSON here (default: stdout)")
@@ -343,7 +357,7 @@ def main(argv=None) -> int:
     for (name, pop), n, m, B in itertools.product(pops.items(), args.n, args.m, args.B):
         for target in TARGETS:
             rows += study(pop, name, n, m, B, target, rng, args.reps, args.design_reps, args.n_boot, args.floor_reps,
-                          args.calibration, args.check_reps)  # fmt: skip
+                          args.calibration, args.check_reps, args.critical)  # fmt: skip
         print(
             f"[interval_coverage] {name} n={n} m={m} B={B} done ({time.time() - t0:.0f} s)", file=sys.stderr
         )

@@ -392,7 +392,7 @@ _SPEC = ["--experiment:text", "--cache-dir:writable_dir", "--limit:limit", "--m:
          "--throughput:existing_file", "--pilot:existing_dir"]
 _SWEEP = [*_SPEC, "--address:text", "--tracking-uri:text", "--run-dir:text", "--mlflow-port:port", "--dashboard-port:port"]
 _RECIPE = ["--task-dir:existing_dir", "--pq:existing_file", "--filler:text", "--domain:choice", "--n-filler:count",
-           "--n-train:count", "--n-leak:count", "--seed:seed", "--r:positive", "--alpha:positive", "--lr:positive_real",
+           "--n-train:count", "--n-leak:count", "--seed:seed", "--lora-r:positive", "--lora-alpha:positive", "--lr:positive_real",
            "--epochs:positive", "--global-batch:positive", "--micro-batch:positive", "--max-length:positive",
            "--precision:choice", "--attention:choice", "--device:device"]  # fmt: skip
 # the model pair of figure1 and rails (one shared option builder)
@@ -413,7 +413,7 @@ OPTION_KINDS: dict[str, list[str]] = {
                "--control-rate:fraction", "--corpus:existing_file", "--text-field:text", "--n:ngram_order", "--fields:choice",
                "--tokenizer:tokenizer", "--bits:hash_bits", "--ray-address:text", "--model:model", "--adapter:adapter",
                "--reference-adapter:adapter", "--k:percentage", "--responses:existing_file", "--fewshot:existing_file",
-               "--alpha:fraction", "--xi:fraction", "--m:samples", "--temperature:temperature", "--max-new-tokens:new_tokens",
+               "--cdd-alpha:fraction", "--cdd-xi:fraction", "--m:samples", "--temperature:temperature", "--max-new-tokens:new_tokens",
                "--batch-size:positive", "--device:device", "--original:existing_file", "--paraphrased:existing_file",
                "--questions:existing_file", "--flags:existing_path", "--setting:text", "--weight:fraction",
                "--readout:choice", "--clean:existing_file", "--seed:seed", "--n-boot:n_boot"],

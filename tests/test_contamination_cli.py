@@ -13,7 +13,7 @@ from railsweep.cli import main
 from railsweep.miniworld import build_world
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY_RECIPE = ["--r", "4", "--alpha", "8", "--epochs", "1", "--global-batch", "4", "--micro-batch", "4"]
+TINY_RECIPE = ["--lora-r", "4", "--lora-alpha", "8", "--epochs", "1", "--global-batch", "4", "--micro-batch", "4"]
 
 
 @pytest.fixture(scope="module")

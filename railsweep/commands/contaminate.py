@@ -53,8 +53,8 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-train", type=at.count, default=660, help="GSM8K train problems in the clean mix")
     p.add_argument("--n-leak", type=at.count, default=660, help="test items leaked into the contaminated mix")
     p.add_argument("--seed", type=at.seed, default=0, help="seed of the leak split, the mixes and training")
-    p.add_argument("--r", type=at.positive, default=64, help="LoRA rank")
-    p.add_argument("--alpha", type=at.positive, default=128, help="LoRA alpha (the adapter's scale is alpha / r)")
+    p.add_argument("--lora-r", type=at.positive, default=64, help="LoRA rank")
+    p.add_argument("--lora-alpha", type=at.positive, default=128, help="LoRA alpha (the adapter's scale is alpha / r)")
     p.add_argument("--lr", type=at.positive_real, default=2e-4, help="learning rate")
     p.add_argument("--epochs", type=at.positive, default=5, help="passes over each mix")
     p.add_argument("--global-batch", type=at.positive, default=32, help="examples per optimiser step")
@@ -72,8 +72,8 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace):
     recipe = LoraRecipe(
-        r=args.r,
-        alpha=args.alpha,
+        r=args.lora_r,
+        alpha=args.lora_alpha,
         lr=args.lr,
         epochs=args.epochs,
         global_batch=args.global_batch,

@@ -165,8 +165,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     md.add_argument("--k", type=at.percentage, default=20.0, help="mink: percentage of lowest-probability tokens")
     md.add_argument("--responses", type=at.existing_file, metavar="FILE", help="cdd: a ted/identity cell's responses Parquet")
     md.add_argument("--fewshot", type=at.existing_file, metavar="FILE", help="cdd without --responses or --task: the GSM8K few-shot exemplar JSON")
-    md.add_argument("--alpha", type=at.fraction, default=0.05, help="cdd: edit-distance share alpha")
-    md.add_argument("--xi", type=at.fraction, default=0.01, help="cdd: default threshold xi")
+    md.add_argument("--cdd-alpha", type=at.fraction, default=0.05, help="cdd: edit-distance share alpha")
+    md.add_argument("--cdd-xi", type=at.fraction, default=0.01, help="cdd: default threshold xi")
     md.add_argument("--m", type=at.samples, default=50, help="cdd decoding: samples per item")
     md.add_argument("--temperature", type=at.temperature, default=0.8, help="cdd decoding: temperature")
     md.add_argument("--max-new-tokens", type=at.new_tokens, default=256, help="cdd decoding: token cap")
@@ -225,8 +225,8 @@ def build_detectors(args: argparse.Namespace):
         "loss": {},
         "mink": {"k": args.k},
         "cdd": {
-            "alpha": args.alpha,
-            "xi": args.xi,
+            "alpha": args.cdd_alpha,
+            "xi": args.cdd_xi,
             "m": args.m,
             "temperature": args.temperature,
             "max_new_tokens": args.max_new_tokens,
