@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -247,3 +248,16 @@ finite = real(-math.inf)
 percentage = real(0.0, 100.0, open_lo=True)
 hash_bits = integer(1, 64)
 count = integer(0)  # a number of items where 0 means none
+
+
+def renamed_options(argv: list[str], renamed: dict[str, str], prog: str = "railsweep") -> list[str]:
+    """``argv`` with each old option name of ``renamed`` ({old: new}) replaced by its new one (``--old=v`` too),
+    and one warning line per old name on stderr: old names are accepted for one release, hidden from ``--help``."""
+    out = []
+    for word in argv:
+        name, eq, value = word.partition("=")
+        if name in renamed:
+            print(f"{prog}: warning: {name} is now {renamed[name]} (the old name goes in the next release)", file=sys.stderr)
+            word = renamed[name] + eq + value
+        out.append(word)
+    return out

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from railsweep import __version__
-from railsweep.argtypes import HelpFormatter, Parser
+from railsweep.argtypes import HelpFormatter, Parser, renamed_options
 from railsweep.argtypes import examples as examples_text
 from railsweep.errors import RailsweepError, one_line
 
@@ -107,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Import only the named command when the first word names one; otherwise all (for --help).
     names = (argv[0],) if argv and argv[0] in COMMANDS and _load(argv[0]) is not None else COMMANDS
+    if len(names) == 1:  # a command's old option names, accepted for a release with a warning
+        argv = [argv[0], *renamed_options(argv[1:], getattr(_load(argv[0]), "RENAMED", {}))]
     parser = make_parser(names)
     try:
         args = parser.parse_args(argv)

@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from railsweep import argtypes as at  # noqa: E402
+from railsweep.commands.contaminate import RENAMED  # noqa: E402
 from railsweep.errors import ConfigError, RailsweepError, one_line  # noqa: E402
 
 
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     from railsweep.services.ray_init import ray_init_kwargs
 
     try:
+        argv = at.renamed_options(list(sys.argv[1:] if argv is None else argv), RENAMED, "contaminate.py")
         args = make_parser().parse_args(argv)
         families, data_dir, config, pq = resolve_jobs(args)
         # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).

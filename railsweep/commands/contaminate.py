@@ -19,6 +19,8 @@ from railsweep.contamination.config import PRECISIONS
 from railsweep.training.attention import ATTENTIONS
 
 GROUP = "build a laboratory"
+# old option names, accepted with a warning until the next release (railsweep.argtypes.renamed_options)
+RENAMED = {"--base": "--model", "--data-dir": "--task-dir", "--r": "--lora-r", "--alpha": "--lora-alpha"}
 EXAMPLES = (
     'railsweep contaminate --model meta-llama/Llama-2-7b-hf --task-dir data/gsm8k --out runs/contamination/llama2',
     'railsweep contaminate --model ./models/base --task-dir data/gsm8k --filler corpus.txt --domain gsm8k --epochs 3 --out runs/c',

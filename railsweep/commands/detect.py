@@ -49,6 +49,8 @@ from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
 GROUP = "look inside"
+# old option names, accepted with a warning until the next release (railsweep.argtypes.renamed_options)
+RENAMED = {"--alpha": "--cdd-alpha", "--xi": "--cdd-xi"}
 EXAMPLES = (
     'railsweep detect --world mini --detector ngram --out detect/ngram',
     'railsweep detect --world mini --detector loss --detector mink --out detect/lm',
