@@ -194,11 +194,11 @@ def run(args: argparse.Namespace) -> int:
     at.check_writable_dir(out, "--out")
     if args.cache_dir is not None:
         at.check_writable_dir(args.cache_dir, "--cache-dir")
-    return _evaluate(args, prepared, out, group.ref if group else None)
+    return _evaluate(args, prepared, out, {"task_group": group.ref} if group else {})
 
 
-def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig]:
-    """Steps 1-2 for one cell: its config and the engine's, every input checked."""
+def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig, dict[str, Any]]:
+    """Steps 1-2 for one cell: its config, the engine's and what its provenance adds, every input checked."""
     task_dir = task_dir_of(args)
     args.max_new_tokens = response_budget(args)
     check_decode_memory(args.m, args.max_new_tokens)
@@ -216,19 +216,23 @@ def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig]:
     cell = _cell_config(args, task_dir)
     _check_adapter_names(cell, adapters)
     _check_input_files(engine_cfg, cell)
-    return cell, engine_cfg
+    return cell, engine_cfg, {"max_new_tokens_from": args.max_new_tokens_from}
 
 
 def response_budget(args: argparse.Namespace) -> int:
     """``--max-new-tokens`` when given, else a harness task's own ``max_gen_toks`` (ifeval: 1280), else the
-    default; says which when the task's won."""
+    default; says which when the task's won, and keeps which in ``args.max_new_tokens_from`` (the cell's
+    provenance records it)."""
     if args.max_new_tokens is not None:
+        args.max_new_tokens_from = "--max-new-tokens"
         return args.max_new_tokens
     spec = check_task(args)
     if isinstance(spec, LmEvalSpec):
         print(f"[eval] max_new_tokens {spec.max_gen_toks}: {spec.ref}'s generation_kwargs "
               "(--max-new-tokens overrides it)", flush=True)  # fmt: skip
+        args.max_new_tokens_from = f"{spec.ref} generation_kwargs.max_gen_toks"
         return spec.max_gen_toks
+    args.max_new_tokens_from = "railsweep's default"
     return DEFAULT_MAX_NEW_TOKENS
 
 
@@ -284,25 +288,25 @@ def _check_input_files(engine_cfg: EngineConfig, cell: CellConfig) -> None:
             raise DataError(f"{flag}: file not found: {path}")
 
 
-def _evaluate(args: argparse.Namespace, prepared: list[tuple[CellConfig, EngineConfig]], out: Path,
-              group: str | None) -> int:  # fmt: skip
+def _evaluate(args: argparse.Namespace, prepared: list[tuple[CellConfig, EngineConfig, dict[str, Any]]], out: Path,
+              shared: dict[str, Any]) -> int:  # fmt: skip
     """The expensive part, once every input is checked: the engine once, then each cell's task, decoding and files.
-    ``group``: the harness group or tag the cells are members of, recorded with each."""
+    ``shared``: what every cell's provenance records besides its own (the harness group the cells are members of)."""
     # torch, pandas: loaded only now, so `railsweep --help` and every refusal of bad input stay fast
     from railsweep.engines.factory import build_engine
     from railsweep.evaluate import load_task
 
-    tasks = [load_task(cell) for cell, _ in prepared]  # malformed task data is refused here, before the model loads
+    tasks = [load_task(cell) for cell, _, _ in prepared]  # malformed task data is refused here, before the model loads
     engine = build_engine(prepared[0][1])
     try:
-        for (cell, engine_cfg), task in zip(prepared, tasks, strict=True):
-            _evaluate_one(args, cell, engine_cfg, engine, task, out, group)
+        for (cell, engine_cfg, extra), task in zip(prepared, tasks, strict=True):
+            _evaluate_one(args, cell, engine_cfg, engine, task, out, {**shared, **extra})
     finally:
         engine.close()
     return 0
 
 
-def _evaluate_one(args, cell: CellConfig, engine_cfg: EngineConfig, engine, task, out: Path, group: str | None) -> None:
+def _evaluate_one(args, cell: CellConfig, engine_cfg: EngineConfig, engine, task, out: Path, extra: dict[str, Any]) -> None:
     # torch, pandas: as in _evaluate, loaded only once every input is checked
     from tqdm import tqdm
 
@@ -310,7 +314,7 @@ def _evaluate_one(args, cell: CellConfig, engine_cfg: EngineConfig, engine, task
 
     n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))
     bar = tqdm(total=n_questions * cell.m, unit="sample", desc=cell.label(), disable=None)  # off unless a tty
-    provenance = {**cell_provenance(cell, engine_cfg), **({"task_group": group} if group else {})}
+    provenance = {**cell_provenance(cell, engine_cfg), **extra}
     try:
         result = evaluate_cell(cell, engine, task, out_dir=out, batch_size=args.batch_size, cache_dir=args.cache_dir,
                                progress=bar.update, provenance=provenance)  # fmt: skip

@@ -22,6 +22,7 @@ from railsweep.strategy_registry import STRATEGIES
 from railsweep.sweep._schema import Device, NonNegFloat, NonNegInt, PosFloat, PosInt, Retries, Text, schema
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerType
 from railsweep.tasks.grading import check_answer_rule, check_answer_type
+from railsweep.tasks.lm_eval_spec import LmEvalSpec
 from railsweep.tasks.task_file import TaskSpec
 from railsweep.tasks.task_ref import load_task_spec
 
@@ -148,6 +149,9 @@ class Detection:
 # would accept '4' and 0.
 
 
+DEFAULT_MAX_NEW_TOKENS = 256  # tokens per response when neither the spec nor a harness task says
+
+
 @schema("readout")
 class Readout:
     """``answer_rule``: how every cell's responses are graded (railsweep.tasks.grading): ``final`` (the
@@ -157,11 +161,12 @@ class Readout:
     answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
     railsweep.tasks.math_grading under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
     name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
-    is made absolute when the spec loads, since the trials run in directories of their own."""
+    is made absolute when the spec loads, since the trials run in directories of their own.
+    ``max_new_tokens`` not given: a harness task's own ``max_gen_toks`` (ifeval: 1280), else 256."""
 
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
-    max_new_tokens: PosInt = 256
+    max_new_tokens: PosInt | None = None  # None: a harness task's own max_gen_toks, else DEFAULT_MAX_NEW_TOKENS
     seed: NonNegInt = 0
     batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
     limit: PosInt | None = None  # first N test questions (None = all)
@@ -177,9 +182,13 @@ class Readout:
                 object.__setattr__(self, "task", str(spec.source.resolve()))
             if self.answer_rule != DEFAULT_ANSWER_RULE:  # final: the task's first rule when it has none so named
                 spec.rule(self.answer_rule)
+            if self.max_new_tokens is None and isinstance(spec, LmEvalSpec):  # the harness task's generation_kwargs
+                object.__setattr__(self, "max_new_tokens", spec.max_gen_toks)
         else:
             check_answer_rule(self.answer_rule)
             check_answer_type(self.answer_type, self.answer_rule)  # lm_eval is GSM8K's harness rule
+        if self.max_new_tokens is None:
+            object.__setattr__(self, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
         return self
 
 

@@ -90,7 +90,8 @@ def test_eval_of_a_tag_writes_one_cell_per_member_each_recording_the_tag(smoke_w
     for p in questions:
         meta = pq.read_schema(p).metadata
         cell = json.loads(meta[b"railsweep.cell"])
-        assert json.loads(meta[b"railsweep.provenance"])["task_group"] == "lm_eval:mgsm_direct"
+        provenance = json.loads(meta[b"railsweep.provenance"])
+        assert provenance["task_group"] == "lm_eval:mgsm_direct" and provenance["max_new_tokens_from"] == "--max-new-tokens"
         assert cell["task_dir"] == str(data / cell["task"].split(":", 1)[1])
         seen.add(cell["task"])
     assert seen == set(members)

@@ -175,3 +175,16 @@ def test_a_harness_tasks_own_response_budget_is_the_default_and_the_option_overr
          "--strategy", "identity", "--out", "o", *given])  # fmt: skip
     assert response_budget(args) == want  # bbh's generation_kwargs: max_gen_toks 1024
     assert ("generation_kwargs" in capsys.readouterr().out) == (not given)
+
+
+def test_a_sweep_reads_a_harness_tasks_own_response_budget_unless_the_spec_gives_one():
+    import yaml
+
+    from railsweep.sweep.spec import PRESET_DIR, spec_from_dict
+
+    raw = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
+    task = "lm_eval:bbh_cot_fewshot_date_understanding"  # generation_kwargs: max_gen_toks 1024
+    raw["readout"] = {k: v for k, v in raw["readout"].items() if k != "max_new_tokens"}
+    assert spec_from_dict({**raw, "readout": {**raw["readout"], "task": task}}).readout.max_new_tokens == 1024
+    assert spec_from_dict({**raw, "readout": {**raw["readout"], "task": task, "max_new_tokens": 64}}).readout.max_new_tokens == 64
+    assert spec_from_dict(raw).readout.max_new_tokens == 256  # no harness task: railsweep's default
