@@ -1,7 +1,8 @@
 """Atomic file writes: a reader sees the old file or the whole new one, never a half-written one.
 
 Every file railsweep writes for another process to read (result tables, detections, worlds' JSON, reports,
-figures) goes through here. A temporary sibling (``.<name>.<random>.tmp``, same directory so the rename
+figures) goes through here, and so does every directory written as a whole (adapters, prepared bases,
+localisations, test models: :func:`write_dir_atomic`). A temporary sibling (``.<name>.<random>.tmp``, same directory so the rename
 stays on one filesystem) is written and then renamed over the target with :func:`os.replace`; on any error
 the temporary is removed and the target is left as it was.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -83,3 +86,29 @@ def synced_text(text: str) -> Writer:
             os.fsync(f.fileno())
 
     return write
+
+
+def write_dir_atomic(path: str | Path, write: Writer, *, replace: bool = False, mode: int = 0o755) -> Path:
+    """Call ``write(tmp)`` on a fresh hidden sibling directory, then rename it into ``path``; remove it on any error.
+
+    An existing ``path`` is removed first when ``replace``; otherwise it stays when it holds files (a concurrent
+    writer of the same content finished first: the new directory is dropped) and is taken over when empty.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        write(tmp)
+        os.chmod(tmp, mode)
+        if replace and path.exists():
+            shutil.rmtree(path)
+        try:
+            os.replace(tmp, path)  # onto an empty directory too; a non-empty one refuses
+        except OSError:
+            if not path.is_dir() or not any(path.iterdir()):
+                raise
+            shutil.rmtree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from railsweep.atomic import write_dir_atomic
 from railsweep.errors import ConfigError
 from railsweep.miniworld.models import family_config
 
@@ -143,17 +142,10 @@ def make_tiny_model(
         with torch.no_grad():
             model.get_output_embeddings().weight.mul_(logit_scale)
     model.generation_config.pad_token_id = ids["pad"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
+
+    def write(tmp: Path) -> None:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         (tmp / "railsweep_tiny.json").write_text(json.dumps({"family": family, "seed": seed}))
-        tmp.chmod(0o755)
-        if path.exists():
-            path.rmdir()
-        tmp.rename(path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
+
+    return write_dir_atomic(path, write)

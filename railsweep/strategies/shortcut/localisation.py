@@ -31,9 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
@@ -43,6 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from railsweep.atomic import write_dir_atomic
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError, DataError
 from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
@@ -265,22 +263,13 @@ def _rank(scores: list[np.ndarray]) -> np.ndarray:
 
 def _save(path: Path, loc: Localisation) -> None:
     """Write under a temporary name, then rename: a reader never sees half a localisation."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
+    def write(tmp: Path) -> None:
         arrays = {f"change_{i}": a for i, a in enumerate(loc.change)}
         arrays.update({f"causal_{i}": a for i, a in enumerate(loc.causal)})
         np.savez(tmp / "scores.npz", ranking=loc.ranking, **arrays)
         (tmp / "manifest.json").write_text(json.dumps(loc.manifest, indent=2, sort_keys=True))
-        try:
-            os.replace(tmp, path)
-        except OSError:
-            if not (path / "manifest.json").exists():
-                raise
-            shutil.rmtree(tmp)  # a concurrent writer finished first; its result is the same
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    write_dir_atomic(path, write)  # a concurrent writer that finished first keeps its (identical) result
 
 
 def _load(path: Path) -> Localisation:
