@@ -403,14 +403,7 @@ def _build(
         real_base = _take_real_base(root, config, cache, log)
     else:
         donor, lenders = _tokenizer_and_bases(root, config, data, corpus, log)
-    adapters_from = adapter_lenders(config, lenders)
-    for f, lender in adapters_from.items():
-        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
-        copy_lent_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
-    clean_from = clean_lenders(root, config, skip=set(adapters_from))
-    for f, lender in clean_from.items():
-        log(f"reusing {f}'s clean adapter from {lender.name} (same base and clean recipe)")
-        lend_clean(lender, root, f)
+    adapters_from, clean_from = _borrow_adapters(root, config, lenders, log)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
@@ -435,7 +428,32 @@ def _build(
     for f, stats in training.items():
         timings[f] = stats["seconds"]
     _write_leak_split(root, config.families[0])
-    manifest = {
+    sources = {"donor": donor, "lenders": lenders, "adapters_from": adapters_from, "clean_from": clean_from,
+               "real_base": real_base}  # fmt: skip
+    run = {"training": training, "timings": timings, "t0": t0, "workers": workers, "threads": threads,
+           "arithmetic": arithmetic}  # fmt: skip
+    manifest = _manifest(root, preset, config, sources, run)
+    write_json(root / "manifest.json", manifest)
+
+
+def _borrow_adapters(root: Path, config: WorldConfig, lenders: dict, log) -> tuple[dict, dict]:
+    """Adapters another cached world already trained on the same base and recipe, copied in: (full, clean only)."""
+    adapters_from = adapter_lenders(config, lenders)
+    for f, lender in adapters_from.items():
+        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
+        copy_lent_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
+    clean_from = clean_lenders(root, config, skip=set(adapters_from))
+    for f, lender in clean_from.items():
+        log(f"reusing {f}'s clean adapter from {lender.name} (same base and clean recipe)")
+        lend_clean(lender, root, f)
+    return adapters_from, clean_from
+
+
+def _manifest(root: Path, preset: str, config: WorldConfig, sources: dict, run: dict) -> dict:
+    """The world's manifest: its digests, where borrowed parts came from, the training record and timings."""
+    donor, lenders, real_base = sources["donor"], sources["lenders"], sources["real_base"]
+    adapters_from, clean_from, timings = sources["adapters_from"], sources["clean_from"], run["timings"]
+    return {
         "preset": preset,
         "digest": config.digest(),
         "base_digest": config.base_digest(),
@@ -454,13 +472,12 @@ def _build(
         "config": config.to_dict(),
         "families": list(config.families),
         "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
-        "training": training,
+        "training": run["training"],
         "timings_s": {k: round(v, 2) for k, v in timings.items()},
-        "build_seconds": round(time.time() - t0, 2),
-        "workers": workers,
-        "threads_per_worker": threads,
-        "arithmetic": arithmetic,  # the pinned environment the training processes saw
+        "build_seconds": round(time.time() - run["t0"], 2),
+        "workers": run["workers"],
+        "threads_per_worker": run["threads"],
+        "arithmetic": run["arithmetic"],  # the pinned environment the training processes saw
         "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
         **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
     }
-    write_json(root / "manifest.json", manifest)
