@@ -31,7 +31,6 @@ to the grid; a detection-only spec (no strategies) has only those, and publishes
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -42,9 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import provenance as prov
-from railsweep.dynamics.output import DYNAMICS_DIR
-from railsweep.dynamics.ray_step import run_groups
-from railsweep.dynamics.step import settings_record, step_outputs
 from railsweep.errors import ConfigError
 from railsweep.miniworld.weights import weights_verdict, world_provenance
 from railsweep.sweep.actors import create_progress_board, engine_name
@@ -52,23 +48,20 @@ from railsweep.sweep.cells import (
     SweepCell,
     effective_table,
     expand,
-    settings_for,
-    temperature_groups,
     trial_order,
 )
 from railsweep.sweep.detect_cells import readout_cells
-from railsweep.sweep.detection import run_detection
 from railsweep.sweep.engine_server import create_engine_actor
 from railsweep.sweep.faults import Fault
+from railsweep.sweep.finish import close_parent, detection_step, dynamics_step, engine_stats, publish
 from railsweep.sweep.plan import cluster_resources, engine_config, plan_layout, plan_resources
 from railsweep.sweep.pool import create_engine_pool
 from railsweep.sweep.pricing import cell_samples, sweep_questions
 from railsweep.sweep.progress import ProgressPrinter
-from railsweep.sweep.publish import publish_sweep
-from railsweep.sweep.reader import cell_tables
 from railsweep.sweep.resolve import check_families, resolve_spec
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.staged import StagedWorld, free_cores, start_world
+from railsweep.sweep.sweep_run import SweepRun, add_time, kill_actors
 from railsweep.sweep.tracking import SPEC_ARTIFACT, Tracker, check_tracking_uri, provenance_tags
 from railsweep.sweep.trial import SweepContext, run_cell_trial
 
@@ -122,28 +115,6 @@ def _prepare(
     return resolved, cells, readouts
 
 
-@dataclass
-class _Run:
-    """What the steps of one :func:`run_sweep` share: the resolved spec, its cells and its parent run."""
-
-    spec: SweepSpec
-    table: str
-    cells: list[SweepCell]
-    readouts: list[dict[str, str]]
-    tracker: Tracker
-    experiment_id: str
-    parent_id: str
-    sweep_id: str
-    run_tags: dict[str, str]
-    out: Any
-    t_start: float
-    timings: dict[str, float] = field(default_factory=dict)
-    tables: dict[str, str] = field(default_factory=dict)
-
-    def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-
 def run_sweep(
     spec: SweepSpec,
     *,
@@ -185,25 +156,25 @@ def run_sweep(
         if staged is not None:
             t0 = time.perf_counter()
             world = staged.result()  # the build's last adapters may still be training
-            _add_time(run, "world_wait_s", time.perf_counter() - t0)
+            add_time(run, "world_wait_s", time.perf_counter() - t0)
             _record_world(run, world)
-        dynamics = _dynamics_step(run, engines) if table == "all" and publish else None
+        dynamics = dynamics_step(run, engines) if table == "all" and publish else None
         if publish and (spec.strategies or spec.temperatures):
-            _publish(run)
+            publish(run)
         if spec.detectors:
-            _kill(engines)  # the model-side detectors get the engines' CPUs
+            kill_actors(engines)  # the model-side detectors get the engines' CPUs
             engines = {}
-            _detection_step(run)
-        wall = _close_parent(run, failed, skipped, dynamics)
+            detection_step(run)
+        wall = close_parent(run, failed, skipped, dynamics)
     except BaseException:
         try:
             run.tracker.terminate(run.parent_id, "KILLED")
         finally:
-            _kill(engines)
+            kill_actors(engines)
             if staged is not None and staged.world is None:
                 run.say("[sweep] the sweep failed; the world's build goes on until it is cached (Ctrl-C stops it)")
         raise
-    _kill(engines)
+    kill_actors(engines)
     return SweepOutcome(run.parent_id, run.experiment_id, [c.cell_id for c in cells], skipped, failed, wall, stats,
                         run.tables, run.timings, dynamics)  # fmt: skip
 
@@ -219,7 +190,7 @@ def _open_parent(
     out: Any,
     t_start: float,
     staged: StagedWorld | None = None,
-) -> _Run:
+) -> SweepRun:
     """Step 2: the experiment and the sweep's parent run; a new parent logs its parameters and the spec."""
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
@@ -241,7 +212,7 @@ def _open_parent(
                             **({"detection_readouts": readouts} if spec.detectors else {})}, indent=1)  # fmt: skip
             )
             tracker.log_artifact(parent_id, f)
-    run = _Run(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
+    run = SweepRun(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
     run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
             f"MLflow {spec.tracking.uri} experiment {spec.tracking.experiment!r}")  # fmt: skip
     if "weights_digest" in provenance.get("world", {}):
@@ -249,7 +220,7 @@ def _open_parent(
     return run
 
 
-def _say_weights(run: _Run, world: dict[str, Any]) -> None:
+def _say_weights(run: SweepRun, world: dict[str, Any]) -> None:
     """The docs' figures hold for the documented build only: say which build this is."""
     documented, line = weights_verdict(world["preset"], world["digest"], world["weights_digest"])
     run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
@@ -277,7 +248,7 @@ def _first_family(staged: StagedWorld, out: Any) -> None:
         staged.wait()
 
 
-def _record_world(run: _Run, world: Any) -> None:
+def _record_world(run: SweepRun, world: Any) -> None:
     """A staged world's provenance (with its weights digest) tagged on the parent run and every cell run."""
     record = world_provenance(world.root)
     tags = {f"world.{k}": str(v) for k, v in record.items()}
@@ -297,7 +268,7 @@ def _parent_params(spec: SweepSpec, table: str, cells: list[SweepCell]) -> dict[
             **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {})}  # fmt: skip
 
 
-def _pending_cells(run: _Run) -> tuple[list[SweepCell], list[str]]:
+def _pending_cells(run: SweepRun) -> tuple[list[SweepCell], list[str]]:
     """Step 3: (cells to run, ids of cells already FINISHED in MLflow)."""
     finished = run.tracker.finished_cells(c.cell_id for c in run.cells)
     pending = [c for c in run.cells if c.cell_id not in finished]
@@ -308,7 +279,7 @@ def _pending_cells(run: _Run) -> tuple[list[SweepCell], list[str]]:
 
 
 def _run_waves(
-    run: _Run,
+    run: SweepRun,
     engines: dict[str, Any],
     pending: list[SweepCell],
     n_skipped: int,
@@ -323,19 +294,19 @@ def _run_waves(
     while True:
         wave, cpus = _next_wave(run, left, staged)
         if stats or board is not None:  # a later wave: the previous engines' figures, then their cores
-            stats.update(_engine_stats(engines))
-            _kill(engines)
+            stats.update(engine_stats(engines))
+            kill_actors(engines)
             engines.clear()
         pool, board, plan = _start_engines(run, engines, wave, n_skipped, fault, board, cpus)
         failed += _run_trials(run, wave, pool, board, plan, storage_path, progress_interval)
         left = [c for c in left if c not in wave]
         if not left:
-            stats.update(_engine_stats(engines))
+            stats.update(engine_stats(engines))
             return failed, stats
         _show_so_far(run)
 
 
-def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:
+def _next_wave(run: SweepRun, left: list[SweepCell], staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:
     """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
     a world builds, those of ready families — as many families as cores are free of the build, waiting for one if
     none is — with engines on every core, so the cores the build frees when it ends in the middle of the wave do
@@ -362,18 +333,18 @@ def _next_wave(run: _Run, left: list[SweepCell], staged: StagedWorld | None) -> 
             return [c for c in left if c.family in take], cpus
         t0 = time.perf_counter()
         staged.wait()
-        _add_time(run, "world_wait_s", time.perf_counter() - t0)
+        add_time(run, "world_wait_s", time.perf_counter() - t0)
 
 
-def _show_so_far(run: _Run) -> None:
+def _show_so_far(run: SweepRun) -> None:
     """Between waves: Table 3 of the cells finished so far (published again, whole, at the end)."""
     if run.spec.strategies and run.table in ("all", "3"):
         run.say("[sweep] Table 3 so far (the families still training fill the rest):")
-        _publish(run, partial=True)
+        publish(run, partial=True)
 
 
 def _start_engines(
-    run: _Run,
+    run: SweepRun,
     engines: dict[str, Any],
     pending: list[SweepCell],
     n_skipped: int,
@@ -424,7 +395,7 @@ def _start_engines(
 
 
 def _run_trials(
-    run: _Run,
+    run: SweepRun,
     pending: list[SweepCell],
     pool: Any,
     board: Any,
@@ -468,111 +439,5 @@ def _run_trials(
                 cid = res.config.get("cell_id") if res.config else None
                 failed.append(cid)
                 run.say(f"[sweep] cell {cid} FAILED: {type(res.error).__name__}: {res.error}"[:2000])
-    _add_time(run, "trials_s", time.perf_counter() - t_trials)  # waves add up
+    add_time(run, "trials_s", time.perf_counter() - t_trials)  # waves add up
     return failed
-
-
-def _engine_stats(engines: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    import ray  # optional heavy dependency: the sweep's
-
-    stats = {}
-    for name, handle in engines.items():
-        try:
-            stats[name] = ray.get(handle.stats.remote(), timeout=60)
-        except Exception as e:  # a dead engine must not hide the sweep's results
-            stats[name] = {"error": str(e)}
-    return stats
-
-
-def _dynamics_step(run: _Run, engines: dict[str, Any]) -> dict[str, Any] | None:
-    """Step 6: with ``temperatures``, the engines killed, every group analysed as a Ray task
-    (:mod:`railsweep.dynamics.ray_step`) and logged under ``dynamics/`` of the parent run; None without."""
-    groups = temperature_groups(run.spec)
-    if not groups:
-        return None
-    _kill(engines)  # idle now: their CPUs go to the teacher forcing
-    t0 = time.perf_counter()
-    cpus = cluster_resources()[0]  # one task per group, the cluster's CPUs shared out (at least 1 each)
-    per_group = min(cpus, max(1.0, float(int(cpus // len(groups)))))
-    settings = {f"{g.family}/{g.domain}": settings_for(run.spec, g) for g in groups}
-    read = functools.partial(cell_tables, run.tracker.uri, run.tracker.experiment_id)
-    res = run_groups(groups, settings, read, num_cpus=per_group, out=run.out)
-    if res.done:
-        record = settings_record(run.spec.dynamics_settings, groups[0].temperatures)
-        with tempfile.TemporaryDirectory(prefix="railsweep-dynamics-out-") as tmp:
-            files, metrics, tags = step_outputs(res.done.values(), record, Path(tmp))
-            for f in files:
-                run.tracker.log_artifact(run.parent_id, f, DYNAMICS_DIR)
-        items = list(metrics.items())
-        for i in range(0, len(items), 1000):  # log_batch takes at most 1000 metrics
-            run.tracker.log(run.parent_id, metrics=dict(items[i : i + 1000]), tags=tags if i == 0 else None)
-    seconds = time.perf_counter() - t0
-    run.timings["dynamics_s"] = seconds
-    run.say(f"[sweep] dynamics: {len(res.done)} group(s) analysed and logged under {DYNAMICS_DIR}/ of the parent "
-            f"run in {seconds:.0f} s" + (f"; skipped {sorted(res.skipped)}" if res.skipped else "")
-            + (f"; failed {sorted(res.errors)}" if res.errors else ""))  # fmt: skip
-    return {"groups": sorted(res.done), "skipped": res.skipped, "errors": res.errors, "seconds": seconds}
-
-
-def _publish(run: _Run, partial: bool = False) -> None:
-    """Step 7: Tables 1–4 and figures on the parent run (a Ray task); print the table asked for (and, unless
-    ``partial``, the cells with no FINISHED run)."""
-    import ray  # optional heavy dependency: the sweep's
-
-    t0 = time.perf_counter()
-    task = ray.remote(publish_sweep).options(num_cpus=0.25, max_retries=1)
-    published = ray.get(task.remote(run.spec.tracking.uri, run.parent_id))
-    _add_time(run, "publish_s", time.perf_counter() - t0)  # the tables between waves too
-    run.tables.update(published["markdown"])
-    shown = {"all": "table3"}.get(run.table, f"table{run.table}")
-    if shown in run.tables:
-        print(f"\n{shown.replace('table', 'Table ')} (SA-PPG etc. with 95% CIs):\n{run.tables[shown]}", file=run.out)
-    if "paired_identity" in run.tables:
-        print(f"\n{run.tables['paired_identity']}", file=run.out)
-    if published.get("missing") and not partial:
-        run.say(f"[sweep] cells without a FINISHED run: {published['missing']}")
-
-
-def _detection_step(run: _Run) -> None:
-    """Step 8: the detectors, truth-scored, on the parent run (:mod:`~railsweep.sweep.detection`)."""
-    t0 = time.perf_counter()
-    detected = run_detection(run.spec, run.experiment_id, run.parent_id, run.readouts)
-    run.tables["detection"] = detected["markdown"]
-    run.timings["detect_s"] = time.perf_counter() - t0
-    print(f"\nDetection against the truth ({len(run.spec.detectors)} detector(s), "
-          f"{detected['n_rows']} item rows):\n{detected['markdown']}", file=run.out)  # fmt: skip
-    for line in detected["skipped"]:
-        run.say(f"[sweep] detection skipped {line}")
-
-
-def _add_time(run: _Run, phase: str, seconds: float) -> None:
-    """Add ``seconds`` to a phase's time (phases are disjoint: together with ``other_s`` they make up the wall)."""
-    run.timings[phase] = run.timings.get(phase, 0.0) + seconds
-
-
-def _close_parent(run: _Run, failed: list[str], skipped: list[str], dynamics: dict[str, Any] | None) -> float:
-    """Step 9: the sweep's wall time and phase timings on the parent run, which ends FAILED when a cell or the
-    dynamics step failed, else FINISHED; returns the wall time."""
-    t = run.timings
-    wall = time.perf_counter() - run.t_start
-    t["other_s"] = wall - sum(v for k, v in t.items() if k != "other_s")  # engine stats, kills, tagging the world
-    dyn_failed = bool(dynamics and dynamics["errors"])
-    run.tracker.log(
-        run.parent_id,
-        metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
-                 "cells_total": float(len(run.cells)), **{f"time.{k}": v for k, v in t.items()}},
-        tags={**({"railsweep.failed_cells": ",".join(map(str, failed))} if failed else {}),
-              **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})} or None,
-    )  # fmt: skip
-    run.tracker.terminate(run.parent_id, "FAILED" if failed or dyn_failed else "FINISHED")
-    return wall
-
-
-def _kill(handles: dict[str, Any]) -> None:
-    import ray  # optional heavy dependency: the sweep's
-
-    for h in handles.values():
-        try:
-            ray.kill(h, no_restart=True)
-        except Exception:
-            pass
