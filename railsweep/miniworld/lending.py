@@ -115,3 +115,16 @@ def _digests_of(world: Path, kind: str) -> dict[str, str]:
         return family_digests(json.loads((world / "manifest.json").read_text()), kind)
     except (OSError, ValueError):
         return {}
+
+
+def borrow_adapters(root: Path, config: WorldConfig, lenders: dict, log) -> tuple[dict, dict]:
+    """Adapters another cached world already trained on the same base and recipe, copied in: (full, clean only)."""
+    adapters_from = adapter_lenders(config, lenders)
+    for f, lender in adapters_from.items():
+        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
+        copy_lent_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
+    clean_from = clean_lenders(root, config, skip=set(adapters_from))
+    for f, lender in clean_from.items():
+        log(f"reusing {f}'s clean adapter from {lender.name} (same base and clean recipe)")
+        lend_clean(lender, root, f)
+    return adapters_from, clean_from

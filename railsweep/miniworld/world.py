@@ -37,7 +37,6 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from railsweep import provenance
 from railsweep.bases import prepare_base
 from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import LeakSplit
@@ -49,17 +48,16 @@ from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.family import build_family
 from railsweep.miniworld.lending import (
     adapter_lenders,
-    clean_lenders,
+    borrow_adapters,
     config_from_dict,
-    copy_lent_dir,
     family_digests,
-    lend_clean,
 )
+from railsweep.miniworld.manifest import world_manifest
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
 from railsweep.miniworld.scheduling import cores, die_with_parent, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
-from railsweep.miniworld.weights import weights_record, world_weights
+from railsweep.miniworld.weights import world_weights
 
 ADAPTERS = ("clean", "co_gsm8k", "co_pq")
 REPLICAS_FILE = "replicas.json"  # a replica world's test index -> pretraining copies
@@ -403,7 +401,7 @@ def _build(
         real_base = _take_real_base(root, config, cache, log)
     else:
         donor, lenders = _tokenizer_and_bases(root, config, data, corpus, log)
-    adapters_from, clean_from = _borrow_adapters(root, config, lenders, log)
+    adapters_from, clean_from = borrow_adapters(root, config, lenders, log)
     timings["data"] = time.time() - t0
     filler = data.filler[: config.contamination.n_filler]
     workers = workers or len(config.families)
@@ -432,52 +430,5 @@ def _build(
                "real_base": real_base}  # fmt: skip
     run = {"training": training, "timings": timings, "t0": t0, "workers": workers, "threads": threads,
            "arithmetic": arithmetic}  # fmt: skip
-    manifest = _manifest(root, preset, config, sources, run)
+    manifest = world_manifest(root, preset, config, sources, run)
     write_json(root / "manifest.json", manifest)
-
-
-def _borrow_adapters(root: Path, config: WorldConfig, lenders: dict, log) -> tuple[dict, dict]:
-    """Adapters another cached world already trained on the same base and recipe, copied in: (full, clean only)."""
-    adapters_from = adapter_lenders(config, lenders)
-    for f, lender in adapters_from.items():
-        log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
-        copy_lent_dir(lender / "families" / f / "adapters", root / "families" / f / "adapters", lender, root)
-    clean_from = clean_lenders(root, config, skip=set(adapters_from))
-    for f, lender in clean_from.items():
-        log(f"reusing {f}'s clean adapter from {lender.name} (same base and clean recipe)")
-        lend_clean(lender, root, f)
-    return adapters_from, clean_from
-
-
-def _manifest(root: Path, preset: str, config: WorldConfig, sources: dict, run: dict) -> dict:
-    """The world's manifest: its digests, where borrowed parts came from, the training record and timings."""
-    donor, lenders, real_base = sources["donor"], sources["lenders"], sources["real_base"]
-    adapters_from, clean_from, timings = sources["adapters_from"], sources["clean_from"], run["timings"]
-    return {
-        "preset": preset,
-        "digest": config.digest(),
-        "base_digest": config.base_digest(),
-        "data_digest": config.data_digest(),
-        "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
-        "tokenizer_from": str(donor) if donor is not None else None,
-        "bases_from": {f: str(lender) for f, lender in lenders.items()},
-        "family_adapter_digests": {f: config.family_adapter_digest(f) for f in config.families},
-        "adapters_from": {f: str(lender) for f, lender in adapters_from.items()},
-        "family_clean_digests": {f: config.family_clean_digest(f) for f in config.families},
-        "clean_adapters_from": {f: str(lender) for f, lender in clean_from.items()},
-        "replicas": {
-            str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
-        },
-        "real_base": real_base,
-        "config": config.to_dict(),
-        "families": list(config.families),
-        "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
-        "training": run["training"],
-        "timings_s": {k: round(v, 2) for k, v in timings.items()},
-        "build_seconds": round(time.time() - run["t0"], 2),
-        "workers": run["workers"],
-        "threads_per_worker": run["threads"],
-        "arithmetic": run["arithmetic"],  # the pinned environment the training processes saw
-        "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
-        **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
-    }
