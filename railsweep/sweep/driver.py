@@ -53,7 +53,7 @@ from railsweep.sweep.cells import (
 from railsweep.sweep.detect_cells import readout_cells
 from railsweep.sweep.engine_server import create_engine_actor
 from railsweep.sweep.faults import Fault
-from railsweep.sweep.finish import close_parent, detection_step, dynamics_step, engine_stats, publish
+from railsweep.sweep.finish import close_parent, detection_step, dynamics_step, engine_stats, publish_tables
 from railsweep.sweep.plan import cluster_resources, engine_config, plan_layout, plan_resources
 from railsweep.sweep.pool import create_engine_pool
 from railsweep.sweep.pricing import cell_samples, sweep_questions
@@ -160,7 +160,7 @@ def run_sweep(
             _record_world(run, world)
         dynamics = dynamics_step(run, engines) if table == "all" and publish else None
         if publish and (spec.strategies or spec.temperatures):
-            publish(run)
+            publish_tables(run)
         if spec.detectors:
             kill_actors(engines)  # the model-side detectors get the engines' CPUs
             engines = {}
@@ -340,7 +340,7 @@ def _show_so_far(run: SweepRun) -> None:
     """Between waves: Table 3 of the cells finished so far (published again, whole, at the end)."""
     if run.spec.strategies and run.table in ("all", "3"):
         run.say("[sweep] Table 3 so far (the families still training fill the rest):")
-        publish(run, partial=True)
+        publish_tables(run, partial=True)
 
 
 def _start_engines(

@@ -63,7 +63,7 @@ def dynamics_step(run: SweepRun, engines: dict[str, Any]) -> dict[str, Any] | No
     return {"groups": sorted(res.done), "skipped": res.skipped, "errors": res.errors, "seconds": seconds}
 
 
-def publish(run: SweepRun, partial: bool = False) -> None:
+def publish_tables(run: SweepRun, partial: bool = False) -> None:
     """Step 7: Tables 1–4 and figures on the parent run (a Ray task); print the table asked for (and, unless
     ``partial``, the cells with no FINISHED run)."""
     import ray  # optional heavy dependency: the sweep's
