@@ -14,18 +14,21 @@ strategy's, and their paired difference second − Identity):
      cells at (n, m, B) (what a printed interval claims to cover), beside the large-sample value at
      (m, B), the noise-free value (exact p's) and, for Identity, M_cl read against itself at the design;
   2. ``--reps`` simulated cells, each with the interval railsweep prints (expanded BCa bootstrap over all
-     questions for the means, jackknife t for the stratified metrics; :func:`railsweep.metrics.score_counts`), its
-     noise floor and its floor-corrected reading;
+     questions for the means; for the stratified metrics the jackknife with the critical value ``--critical``
+     names, ``calibrated`` as railsweep prints it; :func:`railsweep.metrics.score_counts`), its noise floor and
+     its floor-corrected reading. The stratified metrics' check and calibration run, with ``--calibration
+     cell`` (railsweep's way), on the population fitted to each simulated cell; with ``design``, once per
+     design on the true population (an idealised check, twenty times faster);
   3. coverage of the design value (``coverage``: every cell; ``coverage_printed``: the cells where the
-     interval is printed, i.e. at least 10 questions carry a nonzero gap part; ``printed_share``), mean
-     width, mean floor, the corrected reading's bias against the
-     noise-free value, and ``flagged``: the planner's verdict for the stratified metrics at this design
-     (its simulated coverage on the population, :func:`railsweep.metrics.selfcheck.simulated_coverage`,
-     below 0.92: the interval is withheld there).
+     interval is printed, i.e. the check passes and at least 10 questions carry a nonzero gap part;
+     ``printed_share``), mean width of the printed intervals, mean floor, the corrected reading's bias against
+     the noise-free value, and ``flagged``: the check on the true population at this design (below 0.92: the
+     design is too small).
 
 JSON on stdout (or ``--out``): one row per (population, target, metric, design). Run (the figures of
-docs/metrics.md): ``python bench/interval_coverage.py --out coverage_grid.json`` (about 25 minutes on one
-core); ``--quick`` for one small design.
+docs/metrics.md): ``python bench/interval_coverage.py --calibration design --critical t --out coverage_grid.json``
+(the full grid, about 25 minutes on one core) and ``python bench/interval_coverage.py --populations smollm2_like
+--n 50 100 200 --reps 200 --out cell.json`` (each cell checked, about 40 minutes); ``--quick`` for one small design.
 """
 
 from __future__ import annotations
