@@ -1,6 +1,6 @@
 """The structure figures of docs/development.md, held so they only improve: ``bench/structure.py`` on this checkout.
 
-The ceilings are today's figures (issue 51's targets are lower: every module ≤ 400 lines, every function ≤ 60, at
+The ceilings are today's figures (the targets are lower: every module ≤ 400 lines, every function ≤ 60, at
 most 20 function-local imports); lower a ceiling when a change meets a tighter one.
 """
 
