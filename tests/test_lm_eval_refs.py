@@ -49,3 +49,12 @@ def test_a_cell_on_an_lm_eval_task_without_the_harness_is_refused_at_constructio
 def test_a_malformed_lm_eval_name_is_refused_before_the_harness_is_imported(no_lm_eval, ref):
     with pytest.raises(ConfigError, match=r"expected lm_eval:NAME with a harness task name"):
         CellConfig(model="m", strategy="identity", task_dir="/d", task=ref)
+
+
+def test_eval_refuses_a_malformed_lm_eval_name_before_the_harness_is_imported(no_lm_eval, model_dir, tmp_path, capsys):
+    """eval first asks whether the name is a group (railsweep.tasks.lm_eval_groups); the name's form comes first."""
+    argv = ["eval", "--model", str(model_dir), "--task", "lm_eval:gsm8k cot", "--task-dir", str(tmp_path),
+            "--strategy", "identity", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["railsweep: error: task 'lm_eval:gsm8k cot': expected lm_eval:NAME with a harness task name"]

@@ -93,9 +93,11 @@ def _tag_members(root: Path, name: str) -> list[str] | None:
 def expand_lm_eval_ref(ref: str) -> Expansion:
     """The tasks ``lm_eval:NAME`` runs (module docstring); an unknown name gets the task loader's error."""
     name = ref[len(PREFIX):]
+    if not re.fullmatch(r"[\w.\-]+", name):
+        load_lm_eval_spec(ref)  # raises: a malformed name is refused before the harness is imported
     lm_eval = import_lm_eval()
     root = Path(lm_eval.__file__).parent / "tasks"
-    if not re.fullmatch(r"[\w.\-]+", name) or find_task_yaml(root, name) is not None:
+    if find_task_yaml(root, name) is not None:
         return Expansion(ref, "task", (load_lm_eval_spec(ref).ref,))
     kind, names = "group", _group_members(root, name, ref)
     if names is None:

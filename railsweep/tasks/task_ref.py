@@ -27,17 +27,13 @@ def load_task_spec(ref: str | Path) -> AnyTaskSpec:
     only ``railsweep eval`` expands one (:mod:`railsweep.tasks.lm_eval_groups`)."""
     if not is_lm_eval_ref(ref):
         return load_task_file(ref)
-    try:
-        return load_lm_eval_spec(ref)
-    except ConfigError as e:
-        group = expand_lm_eval_ref(ref) if "has no task named" in str(e) else None
-        if group is None or group.kind == "task":
-            raise
-        first = ", ".join(group.members[:2])
+    group = expand_lm_eval_ref(ref)  # a task expands into itself, checked
+    if group.kind != "task":
         raise ConfigError(
             f"task {ref!r} is a harness {group.kind} of {len(group.members)} tasks and this reads one task: name one "
-            f"({first}, ...), or run `railsweep eval --task {ref}` for a cell per member"
-        ) from e
+            f"({', '.join(group.members[:2])}, ...), or run `railsweep eval --task {ref}` for a cell per member"
+        )
+    return load_lm_eval_spec(ref)
 
 
 def spec_files(spec: AnyTaskSpec, task_dir: str | Path | None, split: str, fewshot: str | Path | None) -> list[Path]:
