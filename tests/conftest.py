@@ -91,3 +91,13 @@ def ray_client(ray_head):
 
     ray.init(address=ray_head.gcs, log_to_driver=False)
     return ray
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    """A model folder the option check accepts (its config file only): a command given it must refuse its bad
+    input before it loads the model."""
+    root = tmp_path / "model"
+    root.mkdir()
+    (root / "config.json").write_text("{}")
+    return root

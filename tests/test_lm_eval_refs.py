@@ -13,15 +13,6 @@ from railsweep.errors import ConfigError, MissingDependencyError
 
 
 @pytest.fixture
-def model_dir(tmp_path):
-    """A model folder the option check accepts; the command must fail before loading it."""
-    root = tmp_path / "model"
-    root.mkdir()
-    (root / "config.json").write_text("{}")
-    return root
-
-
-@pytest.fixture
 def no_lm_eval(monkeypatch):
     monkeypatch.setitem(sys.modules, "lm_eval", None)  # `import lm_eval` raises ImportError
     monkeypatch.setitem(sys.modules, "lm_eval.tasks", None)

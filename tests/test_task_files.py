@@ -249,15 +249,6 @@ def test_a_bad_task_file_field_is_refused_naming_the_file_and_the_field(edit, fi
     assert str(e.value).startswith(f"task file {path}: {field}: ") and problem in str(e.value)
 
 
-@pytest.fixture
-def model_dir(tmp_path):
-    """A model folder the option check accepts; the commands below must fail before loading it."""
-    root = tmp_path / "model"
-    root.mkdir()
-    (root / "config.json").write_text("{}")
-    return root
-
-
 def test_eval_refuses_a_bad_task_file_with_one_line_before_loading_anything(tmp_path, model_dir, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text(CUSTOM.replace("select: first", "select: middle"))

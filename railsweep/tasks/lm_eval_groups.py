@@ -12,6 +12,7 @@ by name, and an inline override would change the task without changing its name.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +91,10 @@ def _tag_members(root: Path, name: str) -> list[str] | None:
     return sorted(entry.tags) if entry is not None and entry.kind == Kind.TAG and entry.tags else None
 
 
+@functools.lru_cache(maxsize=64)
 def expand_lm_eval_ref(ref: str) -> Expansion:
-    """The tasks ``lm_eval:NAME`` runs (module docstring); an unknown name gets the task loader's error."""
+    """The tasks ``lm_eval:NAME`` runs (module docstring); an unknown name gets the task loader's error. Cached per
+    process, as :func:`~railsweep.tasks.lm_eval_spec.load_lm_eval_spec` is: every cell of a sweep asks again."""
     name = ref[len(PREFIX):]
     if not re.fullmatch(r"[\w.\-]+", name):
         load_lm_eval_spec(ref)  # raises: a malformed name is refused before the harness is imported

@@ -14,15 +14,6 @@ from railsweep.tasks.lm_eval_groups import expand_lm_eval_ref
 from railsweep.tasks.task_ref import load_task_spec
 
 
-@pytest.fixture
-def model_dir(tmp_path):
-    """A model folder the option check accepts; a refusal must come before loading it."""
-    root = tmp_path / "model"
-    root.mkdir()
-    (root / "config.json").write_text("{}")
-    return root
-
-
 def test_a_group_expands_into_its_listed_tasks_in_order():
     e = expand_lm_eval_ref("lm_eval:bbh_cot_fewshot")
     assert e.kind == "group" and e.group == "lm_eval:bbh_cot_fewshot" and len(e.members) == 27

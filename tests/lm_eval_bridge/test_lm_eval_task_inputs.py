@@ -23,15 +23,6 @@ from railsweep.tasks.shared_data import shared_data_dir
 GSM8K = shared_data_dir() / "gsm8k"
 
 
-@pytest.fixture
-def model_dir(tmp_path):
-    """A model folder the option check accepts; every command below must fail before loading it."""
-    root = tmp_path / "model"
-    root.mkdir()
-    (root / "config.json").write_text("{}")
-    return root
-
-
 def _eval(model_dir, task, task_dir, out, *extra):
     return main(["eval", "--model", str(model_dir), "--task", task, "--task-dir", str(task_dir),
                  "--strategy", "identity", "--out", str(out), *extra])  # fmt: skip
