@@ -106,7 +106,8 @@ def test_a_sweep_that_starts_prints_its_plan_without_the_dry_runs_words():
 def test_limit_narrows_the_price_as_it_narrows_the_sweep():
     """bench/sweep_overhead.py --preset mini --limit 40 decoded 12,240 samples (docs/benchmarks.md)."""
     args = job.make_parser("3").parse_args(["--preset", "mini", "--limit", "40"])
-    assert sweep_price(options.chosen_spec(args), "3", args).samples == 12_240
+    (spec,) = options.chosen_specs(args)
+    assert sweep_price(spec, "3", args).samples == 12_240
 
 
 def test_cpu_wall_time_is_the_slowest_familys_tokens_over_its_cores_share(tmp_path):
@@ -346,7 +347,7 @@ def test_a_sweep_with_failed_cells_names_them_and_the_resume(monkeypatch, capsys
     from railsweep.sweep.driver import SweepOutcome
 
     outcome = SweepOutcome("p1", "e1", ["a", "b", "c"], [], ["b"], 12.0)
-    monkeypatch.setattr(job, "_run", lambda args, table: outcome)
+    monkeypatch.setattr(job, "_run", lambda args, table: [outcome])
     assert job.main(["--preset", "smoke"], table="3") == 1
     out = capsys.readouterr().out
     assert "3 cells, 0 skipped, 1 failed; parent run p1" in out

@@ -23,6 +23,7 @@ import railsweep
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.services import jobs, mlflow_server, ray_head
+from railsweep.sweep.members import load_specs
 from railsweep.sweep.mlflow_view import ui_address
 from railsweep.sweep.options import (
     add_spec_arguments,
@@ -30,7 +31,6 @@ from railsweep.sweep.options import (
     check_preset_or_spec,
     forward_argv,
 )
-from railsweep.sweep.spec import load_spec
 from railsweep.sweep.throughput import load_throughput
 from railsweep.sweep.tracking import check_tracking_uri
 
@@ -64,13 +64,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def check_args(args: argparse.Namespace) -> None:
     """Validate the command line and the spec; starts nothing and writes nothing.
 
-    Steps: a preset or a spec, not both; the spec (validated in full by ``load_spec``; for a cluster, inside the working
+    Steps: a preset or a spec, not both; the spec (validated in full by ``load_specs``, each member's for a harness group; for a cluster, inside the working
     directory the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
     directories the local services would write.
     """
     check_preset_or_spec(args)
-    if args.spec or args.preset:
-        spec = load_spec(args.spec or args.preset)  # fail here, not in the job
+    specs = load_specs(args.spec or args.preset) if args.spec or args.preset else []  # fail here, not in the job
+    for spec in specs:
         if not args.address:  # a cluster's paths are the cluster's; a local job's are this machine's
             spec.check_inputs()
     for flag, path in (("--spec", args.spec), ("--throughput", args.throughput)):
@@ -159,7 +159,7 @@ def experiment_address(uri: str, args: argparse.Namespace) -> str:
     try:
         from mlflow import MlflowClient  # heavy: imported once the sweep has run
 
-        name = args.experiment or load_spec(args.spec or args.preset).tracking.experiment
+        name = args.experiment or load_specs(args.spec or args.preset)[0].tracking.experiment
         exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
         return ui_address(uri, exp.experiment_id) if exp else uri
     except Exception:  # the address is a convenience; never fail the sweep over it

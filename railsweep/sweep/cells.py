@@ -17,6 +17,7 @@ Steps:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ class SweepCell:
     config: CellConfig
     clean_id: str | None  # the reference cell's id (None for clean cells and detection readouts)
     note: str = ""  # shown after the strategy label (a detection readout says which wording it reads)
+    task_group: str | None = None  # the harness group or tag whose member task the cell reads (spec.task_group)
 
     @property
     def cell_id(self) -> str:
@@ -61,14 +63,19 @@ class SweepCell:
         """The cell's MLflow run name, read at a glance: ``llama · gsm8k · RailCap n=4 cap``, or
         ``llama · clean reference`` for the family's reference cell (Identity on M_cl)."""
         c = self.config
-        if c.role == "clean":
-            return f"{c.family} · clean reference"
-        return f"{c.family} · {c.domain or 'all'} · {self.label()}"
+        name = f"{c.family} · clean reference" if c.role == "clean" else f"{c.family} · {c.domain or 'all'} · {self.label()}"
+        return f"{name} · {self.member()}" if self.task_group else name
+
+    def member(self) -> str:
+        """The task's name without ``lm_eval:`` (a group's member), e.g. ``mgsm_direct_en``."""
+        return str(self.config.task).removeprefix("lm_eval:")
 
     def run_tags(self) -> dict[str, str]:
         """Tags that make the cell runs filterable in the MLflow UI by family, domain and strategy."""
         c = self.config
-        return {"railsweep.family": c.family, "railsweep.domain": c.domain or "all", "railsweep.strategy": self.label()}
+        group = {"railsweep.task": self.member(), "railsweep.task_group": self.task_group} if self.task_group else {}
+        return {"railsweep.family": c.family, "railsweep.domain": c.domain or "all", "railsweep.strategy": self.label(),
+                **group}  # fmt: skip
 
     def flat_params(self) -> dict[str, str]:
         """Flat, UI-comparable MLflow params."""
@@ -90,6 +97,8 @@ class SweepCell:
             "answer_rule": c.answer_rule,
             "answer_type": c.answer_type,
             "clean_cell_id": self.clean_id,
+            **({"task": c.task} if c.task else {}),
+            **({"task_group": self.task_group} if self.task_group else {}),
         }
         for k, v in c.strategy_params.items():
             out[f"strategy.{k}"] = v
@@ -235,7 +244,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
             f"sweep {spec.name!r} has no cells for table {table!r}: the grid is empty "
             f"(strategies: {[s.name for s in spec.strategies]}, families: {[f.name for f in spec.families]})"
         )
-    return cells
+    return [dataclasses.replace(c, task_group=spec.task_group) for c in cells] if spec.task_group else cells
 
 
 def trial_order(cells: list[SweepCell]) -> list[SweepCell]:

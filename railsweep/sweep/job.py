@@ -27,7 +27,7 @@ from railsweep.errors import RailsweepError, one_line
 from railsweep.services.ray_init import ray_init_kwargs
 from railsweep.sweep import tracking
 from railsweep.sweep.faults import fault_from_env
-from railsweep.sweep.options import add_spec_arguments, chosen_spec, override
+from railsweep.sweep.options import add_spec_arguments, chosen_specs, override
 from railsweep.sweep.spec import load_spec
 
 if TYPE_CHECKING:
@@ -58,9 +58,10 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def _run(args: argparse.Namespace, table: str) -> SweepOutcome:
+def _run(args: argparse.Namespace, table: str) -> list[SweepOutcome]:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
-    a cluster); then start or join Ray and run the sweep. ``run_sweep`` and ``check_tracking_uri`` are called
+    a cluster); then start or join Ray and run the sweep, or one sweep per member task of a harness group
+    (:mod:`railsweep.sweep.members`), one after another. ``run_sweep`` and ``check_tracking_uri`` are called
     through their modules, so a test that replaces them there replaces them here too. The driver and the
     pricing (torch, transformers, Ray Tune: seconds to import) load once the arguments have been read, so a
     bad option is refused in under a second."""
@@ -69,9 +70,9 @@ def _run(args: argparse.Namespace, table: str) -> SweepOutcome:
     from railsweep.sweep.pricing import format_price, price_params, sweep_price
 
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them
-    spec = chosen_spec(args)
-    price = sweep_price(spec, table, args) if spec is not None else None
-    if spec is not None:
+    specs = chosen_specs(args)
+    prices = [sweep_price(spec, table, args) for spec in specs]
+    for spec in specs:
         spec.check_inputs()  # families, model/adapter/data paths: before Ray starts
         tracking.check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
     # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
@@ -80,12 +81,19 @@ def _run(args: argparse.Namespace, table: str) -> SweepOutcome:
     import ray  # optional heavy dependency, imported after the token-auth environment is set
 
     ray.init(**init, log_to_driver=True)
-    if spec is None:
-        spec = override(load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args)
-        price = sweep_price(spec, table, args)
-    print(format_price(price, dry_run=False), flush=True)
-    return driver.run_sweep(spec, table=table, resume=args.resume, progress_interval=args.progress_interval,
-                            params=price_params(price), fault=fault)  # fmt: skip
+    if not specs:
+        specs = [override(load_spec("paper" if ray.cluster_resources().get("GPU", 0) >= 1 else "mini"), args)]
+        prices = [sweep_price(specs[0], table, args)]
+    outcomes = []
+    for k, (spec, price) in enumerate(zip(specs, prices, strict=True)):
+        if len(specs) > 1:
+            print(f"[sweep] {spec.task_group}: member {k + 1} of {len(specs)}, {spec.readout.task} ({spec.name})",
+                  flush=True)  # fmt: skip
+        print(format_price(price, dry_run=False), flush=True)
+        outcomes.append(driver.run_sweep(spec, table=table, resume=args.resume,
+                                         progress_interval=args.progress_interval, params=price_params(price),
+                                         fault=fault))  # fmt: skip
+    return outcomes
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -129,12 +137,15 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
         return 2
     if isinstance(outcome, int):  # --dry-run
         return outcome
-    print(f"[sweep] done in {outcome.wall_s:.1f}s: {len(outcome.cells)} cells, {len(outcome.skipped)} skipped, "
-          f"{len(outcome.failed)} failed; parent run {outcome.parent_run_id}")  # fmt: skip
-    if outcome.failed:
-        shown = ", ".join(outcome.failed[:5]) + (", ..." if len(outcome.failed) > 5 else "")
-        print(f"[sweep] {len(outcome.failed)} cell(s) failed ({shown}; their runs carry the error); {RESUME}")
-    return 1 if outcome.failed else 0
+    failed = []
+    for one in outcome:
+        print(f"[sweep] done in {one.wall_s:.1f}s: {len(one.cells)} cells, {len(one.skipped)} skipped, "
+              f"{len(one.failed)} failed; parent run {one.parent_run_id}")  # fmt: skip
+        failed += one.failed
+    if failed:
+        shown = ", ".join(failed[:5]) + (", ..." if len(failed) > 5 else "")
+        print(f"[sweep] {len(failed)} cell(s) failed ({shown}; their runs carry the error); {RESUME}")
+    return 1 if failed else 0
 
 
 RESUME = ("every cell FINISHED in MLflow is kept: run the same command again with --resume to finish the sweep "

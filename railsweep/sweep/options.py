@@ -2,8 +2,8 @@
 
 :func:`add_spec_arguments` is the one list of these options: the job (:mod:`railsweep.sweep.job`) and the
 ``railsweep sweep`` command both add them, and the command forwards what it was given to the job with
-:func:`forward_argv`. :func:`chosen_spec` turns them into a :class:`~railsweep.sweep.spec.SweepSpec`
-(``--dry-run`` prices it: :func:`railsweep.sweep.pricing.dry_run`). Nothing here starts Ray or a service,
+:func:`forward_argv`. :func:`chosen_specs` turns them into a :class:`~railsweep.sweep.spec.SweepSpec`, one per
+member task of a harness group (``--dry-run`` prices each: :func:`railsweep.sweep.pricing.dry_run`). Nothing here starts Ray or a service,
 and nothing loads torch: ``railsweep sweep --help`` and its refusals of bad options import this module.
 """
 
@@ -15,7 +15,8 @@ import os
 
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
-from railsweep.sweep.spec import PRESETS, TABLES, SweepSpec, load_spec
+from railsweep.sweep.members import load_specs
+from railsweep.sweep.spec import PRESETS, TABLES, SweepSpec
 
 # Options of add_spec_arguments that forward_argv passes on (dest names); --spec, --throughput and
 # --tracking-uri are forwarded by the caller, which knows where the job will find them; --dry-run never
@@ -91,11 +92,12 @@ def forward_argv(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def chosen_spec(args: argparse.Namespace) -> SweepSpec | None:
-    """The spec ``--preset``/``--spec`` name, with the command line's overrides; None when neither is given."""
+def chosen_specs(args: argparse.Namespace) -> list[SweepSpec]:
+    """The spec ``--preset``/``--spec`` name, with the command line's overrides ([] when neither is given); one
+    per member task when its ``readout.task`` is a harness group or tag (:mod:`railsweep.sweep.members`)."""
     check_preset_or_spec(args)
-    spec = load_spec(args.spec) if args.spec else (load_spec(args.preset) if args.preset else None)
-    return None if spec is None else override(spec, args)
+    source = args.spec or args.preset
+    return [override(spec, args) for spec in load_specs(source)] if source else []
 
 
 def override(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:

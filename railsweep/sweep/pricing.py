@@ -40,7 +40,7 @@ from railsweep.miniworld.presets import preset_config
 from railsweep.strategies import build_strategy
 from railsweep.sweep.cells import SweepCell, effective_table, expand
 from railsweep.sweep.detect_cells import readout_cells
-from railsweep.sweep.options import check_cluster_sizes, chosen_spec
+from railsweep.sweep.options import check_cluster_sizes, chosen_specs
 from railsweep.sweep.pool import engine_layout
 from railsweep.sweep.sections import FamilySpec
 from railsweep.sweep.spec import SweepSpec
@@ -389,16 +389,19 @@ def sweep_price(spec: SweepSpec, table: str, args: argparse.Namespace) -> SweepP
 
 def dry_run(args: argparse.Namespace, table: str) -> int:
     """``--dry-run``: print what the sweep would cost; nothing is started, built, loaded or written."""
-    spec = chosen_spec(args)
-    if spec is None:
+    specs = chosen_specs(args)
+    if not specs:
         raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
                           "of the cluster it joins)")  # fmt: skip
-    price = sweep_price(spec, table, args)
-    print(format_price(price), flush=True)
-    print(
-        "\n" + power_lines(getattr(args, "pilot", None), price.questions.n, price.m, spec.scoring.B),
-        flush=True,
-    )
+    prices = [sweep_price(spec, table, args) for spec in specs]  # every member's, before anything is printed
+    for spec, price in zip(specs, prices, strict=True):
+        if len(specs) > 1:
+            print(f"[dry-run] {spec.task_group}, member {spec.readout.task} ({spec.name}):", flush=True)
+        print(format_price(price), flush=True)
+        print(
+            "\n" + power_lines(getattr(args, "pilot", None), price.questions.n, price.m, spec.scoring.B),
+            flush=True,
+        )
     return 0
 
 

@@ -63,6 +63,7 @@ from railsweep.sweep.sections import (
     parse_temperatures,
 )
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
+from railsweep.tasks.lm_eval_groups import check_member
 from railsweep.tasks.math_data import read_math_jsonl
 from railsweep.tasks.task_ref import load_task_spec
 from railsweep.tasks.text import read_utf8
@@ -103,6 +104,7 @@ class SweepSpec:
     detection: Detection = field(default_factory=Detection)
     temperatures: tuple[NonNegFloat, ...] = ()  # () = no temperature dimension
     dynamics: DynamicsSpec | None = None  # None (or "dynamics:" with nothing under it) = the defaults
+    task_group: Text | None = None  # the harness group or tag whose member readout.task is (railsweep.sweep.members)
 
     @field_validator("temperatures", mode="before")
     @classmethod
@@ -193,6 +195,8 @@ class SweepSpec:
         for sg in self.strategies:  # a strategy its registration says this backend cannot run
             check_backend(sg.name, self.engine.backend)
         self._answer_type_is_runnable()
+        if self.task_group is not None:
+            check_member(self.task_group, self.readout.task)
         if self.detectors:
             det_names = [d.name for d in self.detectors]
             twice = sorted({n for n in det_names if det_names.count(n) > 1})
@@ -268,6 +272,8 @@ class SweepSpec:
             d["readout"].pop("answer_rule")
         if d["readout"]["answer_type"] == DEFAULT_ANSWER_TYPE:  # and numeric (GSM8K) specs
             d["readout"].pop("answer_type")
+        if self.task_group is None:  # and specs that are not a group's member
+            d.pop("task_group")
         if self.readout.task is None:  # and specs on the built-in task
             d["readout"].pop("task")
         elif not (spec := load_task_spec(self.readout.task)).builtin:  # a custom file: its content counts
@@ -355,6 +361,12 @@ def spec_from_dict(data: dict[str, Any], *, name: str = "sweep") -> SweepSpec:
 
 def load_spec(preset_or_path: str | Path) -> SweepSpec:
     """A preset name (``paper``, ``mini``, ``smoke``) or a YAML file path → validated spec."""
+    data, name = read_spec_data(preset_or_path)
+    return spec_from_dict(data, name=name)
+
+
+def read_spec_data(preset_or_path: str | Path) -> tuple[dict[str, Any], str]:
+    """The parsed YAML mapping of a preset or spec file (not validated yet) and the spec's name."""
     p = Path(preset_or_path)
     if str(preset_or_path) in PRESETS:
         p = PRESET_DIR / f"{preset_or_path}.yaml"
@@ -369,4 +381,4 @@ def load_spec(preset_or_path: str | Path) -> SweepSpec:
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         what = " ".join(str(getattr(e, "problem", None) or e).split())
         raise DataError(f"{p}{where}: not valid YAML ({what})") from e
-    return spec_from_dict({} if data is None else data, name=p.stem)
+    return ({} if data is None else data), p.stem

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.lm_eval_spec import PREFIX, find_task_yaml, import_lm_eval, load_lm_eval_spec
+from railsweep.tasks.lm_eval_spec import (
+    PREFIX,
+    find_task_yaml,
+    import_lm_eval,
+    is_lm_eval_ref,
+    load_lm_eval_spec,
+)
 
 KINDS = ("task", "group", "tag")
 
@@ -115,3 +121,15 @@ def expand_lm_eval_ref(ref: str) -> Expansion:
         except ConfigError as e:
             raise ConfigError(f"{kind} {ref!r} ({len(members)} tasks) cannot run as a whole: {e}") from e
     return Expansion(ref, kind, members)
+
+
+def check_member(group: str, task: str | None) -> None:
+    """``task`` is one of the member tasks of the harness group or tag ``group`` (ConfigError naming them if not)."""
+    expansion = expand_lm_eval_ref(group) if is_lm_eval_ref(group) else None
+    if expansion is None or expansion.group is None:
+        raise ConfigError(f"task_group {group!r} is not a harness group or tag (lm_eval:NAME)")
+    if task not in expansion.members:
+        raise ConfigError(
+            f"readout.task {task!r} is not a member of task_group {group!r} ({', '.join(expansion.members[:3])}"
+            f"{', ...' if len(expansion.members) > 3 else ''})"
+        )

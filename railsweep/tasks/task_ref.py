@@ -24,14 +24,16 @@ AnyTaskSpec = TaskSpec | LmEvalSpec
 
 def load_task_spec(ref: str | Path) -> AnyTaskSpec:
     """The checked spec ``ref`` names; no data is read. A harness group or tag is refused, naming its members:
-    only ``railsweep eval`` expands one (:mod:`railsweep.tasks.lm_eval_groups`)."""
+    only ``railsweep eval`` and a sweep spec's ``readout.task`` expand one (:mod:`railsweep.tasks.lm_eval_groups`,
+    :mod:`railsweep.sweep.members`)."""
     if not is_lm_eval_ref(ref):
         return load_task_file(ref)
     group = expand_lm_eval_ref(ref)  # a task expands into itself, checked
     if group.kind != "task":
         raise ConfigError(
             f"task {ref!r} is a harness {group.kind} of {len(group.members)} tasks and this reads one task: name one "
-            f"({', '.join(group.members[:2])}, ...), or run `railsweep eval --task {ref}` for a cell per member"
+            f"({', '.join(group.members[:2])}, ...); `railsweep eval --task {ref}` runs a cell per member, a sweep spec "
+            "with it as readout.task a sweep per member"
         )
     return load_lm_eval_spec(ref)
 
