@@ -216,7 +216,17 @@ def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig, dict[s
     cell = _cell_config(args, task_dir)
     _check_adapter_names(cell, adapters)
     _check_input_files(engine_cfg, cell)
-    return cell, engine_cfg, {"max_new_tokens_from": args.max_new_tokens_from}
+    return cell, engine_cfg, {"max_new_tokens_from": args.max_new_tokens_from, **_temperature_from(args)}
+
+
+def _temperature_from(args: argparse.Namespace) -> dict[str, str]:
+    """Where a harness task's cell took its temperature: ``--temperature`` (or its default), never the task's own
+    ``temperature``/``do_sample``, which the record names beside it (docs/tasks.md)."""
+    spec = check_task(args)
+    if not isinstance(spec, LmEvalSpec):
+        return {}
+    own = ", ".join(f"{k}={v}" for k, v in spec.sampling_kwargs.items()) or "nothing"
+    return {"temperature_from": f"--temperature (m samples; {spec.ref}'s generation_kwargs set {own})"}
 
 
 def response_budget(args: argparse.Namespace) -> int:

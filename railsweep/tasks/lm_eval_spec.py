@@ -89,6 +89,13 @@ class LmEvalSpec:
         """The task's own response budget (``generation_kwargs.max_gen_toks``; the harness's default 256)."""
         return int((self.config.get("generation_kwargs") or {}).get("max_gen_toks", HARNESS_MAX_GEN_TOKS))
 
+    @property
+    def sampling_kwargs(self) -> dict[str, object]:
+        """The task's own ``temperature`` and ``do_sample`` (``generation_kwargs``; those it sets), which railsweep
+        records and does not take: it reads m samples at the readout's temperature."""
+        kwargs = self.config.get("generation_kwargs") or {}
+        return {k: kwargs[k] for k in ("temperature", "do_sample") if k in kwargs}
+
     def uses_task_dir(self) -> bool:
         return True  # no hub here: the splits are read from --task-dir
 

@@ -84,5 +84,6 @@ def test_eval_of_a_tag_writes_one_cell_per_member_each_recording_the_tag(smoke_w
         provenance = json.loads(meta[b"railsweep.provenance"])
         assert provenance["task_group"] == "lm_eval:mgsm_direct" and provenance["max_new_tokens_from"] == "--max-new-tokens"
         assert cell["task_dir"] == str(data / cell["task"].split(":", 1)[1])
+        assert provenance["temperature_from"] == f"--temperature (m samples; {cell['task']}'s generation_kwargs set do_sample=False)"
         seen.add(cell["task"])
     assert seen == set(members)
