@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from railsweep.errors import ConfigError
+from railsweep.strategies.base import DecodeSettings, config_dict, make_config
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, DEFAULT_TASK, MATH_FEWSHOT
 from railsweep.tasks.grading import check_answer_rule, check_answer_type
 from railsweep.tasks.lm_eval_spec import LmEvalSpec
@@ -94,10 +95,6 @@ class CellConfig:
     task_sha256: str | None = None
 
     def __post_init__(self) -> None:
-        # torch: the strategy registry loads every strategy module (torch, ~3 s); results.io, `railsweep score`
-        # and the analysis read cells without it
-        from railsweep.strategies.base import config_dict, make_config
-
         for name in ("model", "strategy", "task_dir", "split"):
             value = getattr(self, name)
             if not isinstance(value, (str, Path)) or not str(value):
@@ -253,8 +250,6 @@ class CellConfig:
         return files
 
     def decode_settings(self, batch_size: int = 64) -> Any:
-        from railsweep.strategies.base import DecodeSettings  # torch: as in __post_init__
-
         return DecodeSettings(
             m=self.m,
             temperature=self.temperature,

@@ -15,7 +15,9 @@ name is written down. From the :class:`Registration` the rest is derived:
 
 This module sits below :mod:`railsweep.strategies` and imports none of it: the lookups load the
 built-in strategies on first use (the registry is lazy), so importing the sweep spec or the tables
-loads no strategy, and no torch, until a label or a table row is asked for.
+loads no strategy until a label or a table row is asked for; and the strategy modules load no torch at import
+(what needs it, a Shortcut localisation, is imported when a cell runs), so validating a spec, labelling its
+rows and building its cells' configs load no torch either (tests/test_import_layers.py).
 """
 
 from __future__ import annotations

@@ -495,3 +495,25 @@ def test_the_record_consumers_load_without_ray_or_mlflow(module):
         [sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_a_validated_spec_and_its_cell_records_load_no_torch_or_services():
+    """The configuration layer: validating every preset, labelling its rows and building a cell config of every
+    strategy, in a fresh interpreter, loads neither torch nor transformers, Ray or MLflow."""
+    code = (
+        "import sys\n"
+        "import railsweep.config, railsweep.results.io, railsweep.results.schema\n"
+        "from railsweep.config import CellConfig\n"
+        "from railsweep.strategy_registry import STRATEGIES, in_table, strategy_label\n"
+        "from railsweep.sweep.spec import PRESETS, load_spec\n"
+        "specs = [load_spec(p) for p in PRESETS]\n"
+        "for name in STRATEGIES.known():\n"
+        "    strategy_label(name), in_table(name, None, '3')\n"
+        "    CellConfig(model='m', strategy=name, task_dir='d').cell_id\n"
+        "loaded = sorted(m for m in ('torch', 'transformers', 'ray', 'mlflow') if m in sys.modules)\n"
+        "assert len(specs) == len(PRESETS) and not loaded, loaded\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -32,7 +32,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -45,27 +45,10 @@ from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError, DataError
 from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
 from railsweep.strategies.base import EvalContext
+from railsweep.strategies.shortcut.plan import LocalisationParams, engine_model, select_indices
 from railsweep.tasks.base import Question
 
 MANIFEST_VERSION = 1
-
-
-@dataclass(frozen=True)
-class LocalisationParams:
-    n_questions: int = 64  # questions for each term (leaked ones first for the comparative term)
-    n_blocks: int = 16  # neuron blocks per layer for the causal term (block = ceil(d_mlp / n_blocks))
-    causal: bool = True  # include the block-wise causal term (False: RMS only, ~free)
-    teacher_batch: int = 8  # prompts per teacher-forced forward
-
-    def __post_init__(self) -> None:
-        if self.n_questions < 1:
-            raise ConfigError(
-                f"shortcut localisation needs >= 1 question, got loc_questions={self.n_questions}"
-            )
-        if self.n_blocks < 1:
-            raise ConfigError(f"shortcut loc_blocks must be >= 1, got {self.n_blocks}")
-        if self.teacher_batch < 1:
-            raise ConfigError(f"shortcut teacher batch must be >= 1, got {self.teacher_batch}")
 
 
 @dataclass
@@ -77,47 +60,10 @@ class Localisation:
     manifest: dict[str, Any]
 
 
-def engine_model(ctx: EvalContext):
-    """(peft-wrapped model, tokenizer) of an engine that exposes them (the transformers engine)."""
-    model, tok = getattr(ctx.engine, "model", None), getattr(ctx.engine, "tokenizer", None)
-    if model is None or tok is None:
-        raise ConfigError(
-            f"shortcut localisation needs model activations; engine {getattr(ctx.engine, 'name', ctx.engine)!r} "
-            "exposes no .model/.tokenizer (use the transformers engine)"
-        )
-    return model, tok
-
-
 def _select(questions: Sequence[Question], n: int, leaked_first: bool) -> list[Question]:
     by_index = {q.index: q for q in questions}
     leaked = {q.index for q in questions if q.leaked}
     return [by_index[i] for i in select_indices([q.index for q in questions], leaked, n, leaked_first)]
-
-
-def select_indices(indices: Sequence[int], leaked: Collection[int], n: int, leaked_first: bool) -> list[int]:
-    """The first ``n`` of ``indices``; with ``leaked_first``, of the leaked ones when any is leaked."""
-    chosen = list(indices)
-    if leaked_first and any(i in leaked for i in chosen):
-        chosen = [i for i in chosen if i in leaked]
-    return chosen[:n]
-
-
-def greedy_plan(
-    indices: Sequence[int], leaked: Collection[int], params: LocalisationParams, widths: Sequence[int]
-) -> list[tuple[tuple[int, ...], int]]:
-    """The greedy decodes of one localisation, without a model: ``[(question indices, runs)]``.
-
-    Step 1 decodes the comparative term's questions once with M_co (its teacher-forced passes decode
-    nothing); step 2 runs 2 unpatched and 2 patched greedy passes per neuron block of layers 0..L−2
-    over the causal term's questions. ``widths``: d_mlp of every layer (the model's ``mlp_widths``).
-    """
-    plan = [(tuple(select_indices(indices, leaked, params.n_questions, leaked_first=True)), 1)]
-    if params.causal:
-        blocks = sum(len(range(0, w, math.ceil(w / params.n_blocks))) for w in widths[:-1])
-        plan.append(
-            (tuple(select_indices(indices, leaked, params.n_questions, leaked_first=False)), 2 + 2 * blocks)
-        )
-    return plan
 
 
 def _greedy_requests(ctx, qs, adapter, spec=None) -> list[Request]:

@@ -37,7 +37,7 @@ from railsweep.strategies.base import (
     sample_and_grade,
     sampled_per_question,
 )
-from railsweep.strategies.shortcut.localisation import LocalisationParams, engine_model, greedy_plan, localise
+from railsweep.strategies.shortcut.plan import LocalisationParams, engine_model, greedy_plan
 from railsweep.tasks.base import Question
 
 
@@ -136,6 +136,9 @@ class Shortcut:
         if c.control == "random":
             chosen = random_neurons(widths, k, c.control_seed)
         else:
+            # torch: the localisation's forward passes; the config, the spec's validation and the pricing need none
+            from railsweep.strategies.shortcut.localisation import localise
+
             ranking = localise(ctx, questions, c.loc_params()).ranking
             chosen = ranking[c.patch_start : c.patch_start + k]
         return spec_from_ranking([tuple(p) for p in chosen.tolist()], reference)
@@ -167,7 +170,7 @@ class Shortcut:
 
         ``indices``: the cell's question indices, in order; ``leaked``: which of them M_co saw;
         ``widths``: d_mlp of every layer. Cells with the same key share one localisation (it is cached);
-        the plan is :func:`~railsweep.strategies.shortcut.localisation.greedy_plan`'s.
+        the plan is :func:`~railsweep.strategies.shortcut.plan.greedy_plan`'s.
         """
         c = self.config
         if c.control != "ranked" or resolve_k(c, sum(widths[:-1])) == 0:
