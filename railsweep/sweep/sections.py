@@ -29,6 +29,16 @@ from railsweep.tasks.task_ref import load_task_spec
 DOMAINS = ("gsm8k", "pq")
 
 
+def param_items(v: Any) -> Any:
+    """A ``params`` mapping as written in YAML (``{param: value}``, None for none) → sorted (name, value) pairs,
+    lists frozen to tuples; anything else is left for the field's type to judge."""
+    if v is None:
+        return ()
+    if isinstance(v, dict):
+        return tuple(sorted((k, tuple(x) if isinstance(x, list) else x) for k, x in v.items()))
+    return v
+
+
 @schema("families", inputs=("base", "adapters"))
 class FamilySpec:
     """One model family: a base model and its LoRA adapters (clean, co_<domain>)."""
@@ -66,11 +76,7 @@ class StrategyGrid:
     @field_validator("params", mode="before")
     @classmethod
     def _params(cls, v: Any) -> Any:
-        if v is None:
-            return ()
-        if isinstance(v, dict):  # YAML: {param: value}
-            return tuple(sorted(v.items()))
-        return v
+        return param_items(v)
 
     @field_validator("grid", mode="before")
     @classmethod
@@ -118,11 +124,7 @@ class DetectorSpec:
     @field_validator("params", mode="before")
     @classmethod
     def _params(cls, v: Any) -> Any:
-        if v is None:
-            return ()
-        if isinstance(v, dict):  # YAML: {param: value}
-            return tuple(sorted((k, tuple(x) if isinstance(x, list) else x) for k, x in v.items()))
-        return v
+        return param_items(v)
 
     @model_validator(mode="after")
     def _is_a_known_detector(self) -> DetectorSpec:
