@@ -191,60 +191,60 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
         return []
     table = effective_table(spec, table)
     common = _common(spec)
-    primary = spec.primary_setting
     clean: dict[tuple[str, str], SweepCell] = {}
     mitigated: list[SweepCell] = []
     tau_clean: list[SweepCell] = []
     tau_co: list[SweepCell] = []
     for fam in spec.families:
         for domain in spec.domains:
-            if table in ("1", "2", "4") and (fam.name, domain) != primary:
+            if table in ("1", "2", "4") and (fam.name, domain) != spec.primary_setting:
                 continue
             cname = fam.clean_adapter(domain)
-            key = (fam.name, cname)
-            if key not in clean:
-                cfg = CellConfig(
-                    model=fam.base,
-                    adapter=cname,
-                    strategy="identity",
-                    family=fam.name,
-                    domain=domain if cname != "clean" else None,
-                    role="clean",
-                    **common,
-                )
-                clean[key] = SweepCell(cfg, None)
-            for sg in spec.strategies:
-                for point in sg.points():
-                    cfg = CellConfig(
-                        model=fam.base,
-                        adapter=f"co_{domain}",
-                        strategy=sg.name,
-                        strategy_params=point,
-                        family=fam.name,
-                        domain=domain,
-                        role="mitigated",
-                        clean_adapter=cname,
-                        **common,
-                    )
-                    if table != "all" and not in_table(sg.name, cfg.strategy_params, table):
-                        continue
-                    mitigated.append(SweepCell(cfg, clean[key].cell_id))
+            ref = clean.setdefault((fam.name, cname), _clean_cell(fam, domain, cname, common))
+            mitigated += _mitigated_cells(spec, fam, domain, table, ref, common)
             if table == "all" and spec.temperatures:
                 for model, _, cell in _temperature_cells(spec, fam, domain):
                     (tau_co if model == "M_co" else tau_clean).append(cell)
-    mitigated += tau_co
-    seen: set[str] = set()
-    cells = []
-    for c in [*clean.values(), *tau_clean, *mitigated]:
-        if c.cell_id not in seen:
-            seen.add(c.cell_id)
-            cells.append(c)
-    if not mitigated:
+    if not mitigated + tau_co:
         raise ConfigError(
             f"sweep {spec.name!r} has no cells for table {table!r}: the grid is empty "
             f"(strategies: {[s.name for s in spec.strategies]}, families: {[f.name for f in spec.families]})"
         )
+    cells = _first_of_each_id([*clean.values(), *tau_clean, *mitigated, *tau_co])
     return [dataclasses.replace(c, task_group=spec.task_group) for c in cells] if spec.task_group else cells
+
+
+def _first_of_each_id(cells: list[SweepCell]) -> list[SweepCell]:
+    """Each cell id once, the first cell that has it (a temperature cell equal to a grid point keeps the grid's)."""
+    seen: dict[str, SweepCell] = {}
+    for c in cells:
+        seen.setdefault(c.cell_id, c)
+    return list(seen.values())
+
+
+def _clean_cell(fam: Any, domain: str, cname: str, common: dict[str, Any]) -> SweepCell:
+    """The family's reference cell: Identity on M_cl (its clean adapter ``cname``)."""
+    cfg = CellConfig(
+        model=fam.base, adapter=cname, strategy="identity", family=fam.name,
+        domain=domain if cname != "clean" else None, role="clean", **common,
+    )  # fmt: skip
+    return SweepCell(cfg, None)
+
+
+def _mitigated_cells(
+    spec: SweepSpec, fam: Any, domain: str, table: str, ref: SweepCell, common: dict[str, Any]
+) -> list[SweepCell]:
+    """Every strategy's parameter points on M_co of ``domain`` that ``table`` shows, read against ``ref``."""
+    out = []
+    for sg in spec.strategies:
+        for point in sg.points():
+            cfg = CellConfig(
+                model=fam.base, adapter=f"co_{domain}", strategy=sg.name, strategy_params=point, family=fam.name,
+                domain=domain, role="mitigated", clean_adapter=ref.config.adapter, **common,
+            )  # fmt: skip
+            if table == "all" or in_table(sg.name, cfg.strategy_params, table):
+                out.append(SweepCell(cfg, ref.cell_id))
+    return out
 
 
 def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
