@@ -284,7 +284,7 @@ def test_failed_cell_is_left_out_of_the_tables_not_scored_as_zero(sweep_run, loa
 
 def test_notebook_tables_equal_the_tables_the_sweep_published_on_its_parent_run(sweep_run, loaded, tmp_path):
     from railsweep.analysis import report
-    from railsweep.analysis.tables import to_markdown
+    from railsweep.analysis.table_writers import to_markdown
     from railsweep.sweep import reader
 
     tracker, sweep = reader.connect(sweep_run["uri"]), loaded

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from railsweep.analysis.scoring import flatten_scores, score_pair
-    from railsweep.analysis.tables import metric_table, to_markdown
+    from railsweep.analysis.table_writers import to_markdown
+    from railsweep.analysis.tables import metric_table
     from railsweep.results.io import read_cell
 
     check_args(args)
