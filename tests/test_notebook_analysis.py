@@ -121,9 +121,9 @@ def sweep_run(mlflow_uri, tmp_path_factory):
     from railsweep.analysis.scoring import flatten_scores, score_pair, split_constants
     from railsweep.results.io import read_cell, write_cell
     from railsweep.sweep.cells import expand
-    from railsweep.sweep.driver import _cell_meta
     from railsweep.sweep.publish import publish_sweep
     from railsweep.sweep.spec import spec_from_dict
+    from railsweep.sweep.sweep_run import cell_meta
     from railsweep.sweep.tracking import (
         TAG_CLEAN_RUN,
         TAG_QUESTIONS_FILE,
@@ -147,7 +147,7 @@ def sweep_run(mlflow_uri, tmp_path_factory):
         "tracking": {"uri": mlflow_uri, "experiment": "nbsmoke"},
     })  # fmt: skip
     cells = expand(spec, "all")
-    metas = [_cell_meta(c) for c in cells]
+    metas = [cell_meta(c) for c in cells]
     tracker = Tracker(mlflow_uri)
     exp_id = tracker.ensure_experiment("nbsmoke")
     parent, _ = tracker.parent_run(spec.sweep_id, run_name="nbsmoke-tableall", tags={}, resume=False)
