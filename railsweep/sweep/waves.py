@@ -16,7 +16,8 @@ from railsweep.sweep.faults import Fault
 from railsweep.sweep.finish import engine_stats, publish_tables
 from railsweep.sweep.plan import cluster_resources, engine_config, plan_layout, plan_resources
 from railsweep.sweep.pool import create_engine_pool
-from railsweep.sweep.pricing import cell_samples, sweep_questions
+from railsweep.sweep.price_inputs import sweep_questions
+from railsweep.sweep.pricing import cell_samples
 from railsweep.sweep.progress import ProgressPrinter
 from railsweep.sweep.resolve import check_families
 from railsweep.sweep.staged import StagedWorld, free_cores
