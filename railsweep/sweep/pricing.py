@@ -3,8 +3,9 @@
 Nothing is built, loaded or started (``railsweep sweep --dry-run`` prints :func:`format_price`; a sweep that
 starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep`:
 
-1. a stand-in resolution (:func:`~railsweep.sweep.price_inputs.dry_resolve`): the miniature world's families, adapter names, test size and
-   leak split come from its preset's config (the same seeded split the build makes), not from a build; a
+1. a stand-in resolution (:func:`~railsweep.sweep.price_inputs.dry_resolve`): the miniature world's families,
+   adapter names, test size and leak split come from its preset's config (the same seeded split the build
+   makes), not from a build; a
    ``paths`` spec keeps its paths (its questions are counted in ``data_dir/test.jsonl`` when it exists, else
    GSM8K's or MATH's test size is assumed, by ``readout.answer_type``);
 2. the driver's own grid: :func:`~railsweep.sweep.cells.expand` for the table, plus the detectors' readout cells;
