@@ -84,9 +84,9 @@ def count(text: str) -> int:
 def prepare(work: Path) -> None:
     """Step 1: the smoke world's benchmark, corpus and tokenizer under ``work``."""
     from railsweep.miniworld.benchmark import write_benchmark
+    from railsweep.miniworld.corpus import pretraining_corpus
     from railsweep.miniworld.presets import preset_config
     from railsweep.miniworld.tokenizer import train_tokenizer
-    from railsweep.miniworld.world import pretraining_corpus
 
     config = preset_config("smoke")
     data = write_benchmark(work / "data", config)

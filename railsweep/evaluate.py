@@ -125,8 +125,32 @@ def evaluate_cell(
         task = load_task(cell)
     _check_task_grading(cell, task)
     questions = _questions(cell, task)
-    strategy = build_strategy(cell.strategy, cell.strategy_params)
+    outcomes, wall, decoded = _run_strategy(cell, engine, task, questions, batch_size, cache_dir, progress)
+    _check_one_outcome_per_question(cell, outcomes, questions)
+    agreement = _agreement(cell, task, outcomes, questions)
+    if provenance is None:
+        provenance = prov.collect(cell.task_files())
+    paths = write_cell(
+        out_dir, cell, outcomes, questions, provenance=provenance, grading=agreement.to_dict()
+    )
+    return CellResult(
+        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement
+    )
 
+
+def _run_strategy(
+    cell: CellConfig,
+    engine: Engine,
+    task: Task,
+    questions: Sequence[Question],
+    batch_size: int,
+    cache_dir: str | Path | None,
+    progress: Callable[[int], None] | None,
+) -> tuple[list[QuestionOutcome], float, int]:
+    """Steps 3-4: the cell's strategy from the registry, run in an :class:`EvalContext` with the cell's readout
+    settings; returns (its outcomes, the wall time in seconds, the responses decoded), each batch of responses
+    also told to ``progress``."""
+    strategy = build_strategy(cell.strategy, cell.strategy_params)
     decoded = 0
 
     def count(n: int) -> None:
@@ -147,23 +171,20 @@ def evaluate_cell(
     )
     t0 = time.perf_counter()
     outcomes = list(strategy.run(ctx, questions))
-    wall = time.perf_counter() - t0
-    _check_one_outcome_per_question(cell, outcomes, questions)
+    return outcomes, time.perf_counter() - t0, decoded
+
+
+def _agreement(
+    cell: CellConfig, task: Task, outcomes: Sequence[QuestionOutcome], questions: Sequence[Question]
+) -> RuleAgreement:
+    """Every response re-graded under every answer rule (:func:`rule_agreement`)."""
     by_index = {q.index: q for q in questions}
-    agreement = rule_agreement(
+    return rule_agreement(
         ((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
         cell.answer_rule,
         tuple(task.stop),
         cell.answer_type,
         task if isinstance(task, (FileTask, LmEvalTask)) else None,
-    )
-    if provenance is None:
-        provenance = prov.collect(cell.task_files())
-    paths = write_cell(
-        out_dir, cell, outcomes, questions, provenance=provenance, grading=agreement.to_dict()
-    )
-    return CellResult(
-        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement
     )
 
 

@@ -121,9 +121,9 @@ def sweep_run(mlflow_uri, tmp_path_factory):
     from railsweep.analysis.scoring import flatten_scores, score_pair, split_constants
     from railsweep.results.io import read_cell, write_cell
     from railsweep.sweep.cells import expand
-    from railsweep.sweep.driver import _cell_meta
     from railsweep.sweep.publish import publish_sweep
     from railsweep.sweep.spec import spec_from_dict
+    from railsweep.sweep.sweep_run import cell_meta
     from railsweep.sweep.tracking import (
         TAG_CLEAN_RUN,
         TAG_QUESTIONS_FILE,
@@ -147,7 +147,7 @@ def sweep_run(mlflow_uri, tmp_path_factory):
         "tracking": {"uri": mlflow_uri, "experiment": "nbsmoke"},
     })  # fmt: skip
     cells = expand(spec, "all")
-    metas = [_cell_meta(c) for c in cells]
+    metas = [cell_meta(c) for c in cells]
     tracker = Tracker(mlflow_uri)
     exp_id = tracker.ensure_experiment("nbsmoke")
     parent, _ = tracker.parent_run(spec.sweep_id, run_name="nbsmoke-tableall", tags={}, resume=False)
@@ -284,7 +284,7 @@ def test_failed_cell_is_left_out_of_the_tables_not_scored_as_zero(sweep_run, loa
 
 def test_notebook_tables_equal_the_tables_the_sweep_published_on_its_parent_run(sweep_run, loaded, tmp_path):
     from railsweep.analysis import report
-    from railsweep.analysis.tables import to_markdown
+    from railsweep.analysis.table_writers import to_markdown
     from railsweep.sweep import reader
 
     tracker, sweep = reader.connect(sweep_run["uri"]), loaded

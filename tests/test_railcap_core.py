@@ -15,16 +15,12 @@ from railsweep.interventions.railcap import (
     MODE_CODES,
     SUCCESSOR_CODES,
     RailCapSpec,
-    RunTable,
-    advance_runs_,
     apply_railcap,
     cap_or_ban,
     pack_specs,
     railcap_targets,
-    run_table,
-    run_targets,
-    start_runs,
 )
+from railsweep.interventions.railcap_runs import RunTable, advance_runs_, run_table, run_targets, start_runs
 
 V = 12
 ALPHABET = 4  # tokens 0..3 only: trajectories full of repeated n-grams

@@ -22,8 +22,8 @@ from railsweep.dynamics.settings import DynamicsSettings
 from railsweep.dynamics.survival import loss_curve
 from railsweep.errors import ConfigError
 from railsweep.miniworld.benchmark import generate
+from railsweep.miniworld.corpus import REPLICAS_FILE, pretraining_corpus, read_replicas
 from railsweep.miniworld.presets import preset_config
-from railsweep.miniworld.world import REPLICAS_FILE, pretraining_corpus, read_replicas
 
 SMOKE = preset_config("smoke")
 

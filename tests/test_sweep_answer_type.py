@@ -13,7 +13,7 @@ from railsweep.config import CellConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.evaluate import load_task
 from railsweep.sweep.cells import expand, temperature_groups
-from railsweep.sweep.pricing import sweep_questions
+from railsweep.sweep.price_inputs import sweep_questions
 from railsweep.sweep.spec import load_spec, spec_from_dict
 from railsweep.tasks.answers import to_cot
 from railsweep.tasks.base import Question

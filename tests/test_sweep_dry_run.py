@@ -15,14 +15,8 @@ from railsweep import cli
 from railsweep.errors import DataError
 from railsweep.miniworld.presets import preset_config
 from railsweep.sweep import job, options
-from railsweep.sweep.pricing import (
-    dry_resolve,
-    format_price,
-    mlp_widths_of,
-    price_params,
-    price_sweep,
-    sweep_price,
-)
+from railsweep.sweep.price_inputs import dry_resolve, mlp_widths_of
+from railsweep.sweep.pricing import format_price, price_params, price_sweep, sweep_price
 from railsweep.sweep.resolve import resolve_spec
 from railsweep.sweep.spec import PRESETS, load_spec
 from railsweep.sweep.throughput import load_throughput
@@ -275,7 +269,7 @@ def test_response_lengths_refuse_an_empty_folder_and_foreign_question_indices(tm
 
 
 def test_the_dry_run_prices_with_measured_responses_where_the_world_has_them():
-    from railsweep.sweep.pricing import sweep_questions
+    from railsweep.sweep.price_inputs import sweep_questions
 
     questions = sweep_questions(load_spec("smoke"))
     assert questions.length_source.startswith("responses measured on the 'smoke' world")

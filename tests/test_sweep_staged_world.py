@@ -1,5 +1,5 @@
 """A world built beside the sweep: stages heard as they land, and waves of the families ready so far run on the
-cores the build leaves (railsweep.sweep.staged, railsweep.sweep.driver's waves, build_world's on_ready)."""
+cores the build leaves (railsweep.sweep.staged, railsweep.sweep.waves, build_world's on_ready)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from railsweep.errors import ConfigError
 from railsweep.miniworld import world as world_mod
-from railsweep.sweep import driver, staged
+from railsweep.sweep import staged, waves
 from railsweep.sweep.staged import StagedWorld, free_cores
 
 
@@ -101,15 +101,15 @@ def _cells(families):
 @pytest.fixture
 def two_cores(monkeypatch):
     checked: list[set[str]] = []
-    monkeypatch.setattr(driver, "cluster_resources", lambda: (2.0, 0.0))
-    monkeypatch.setattr(driver, "check_families", lambda spec, names: checked.append(set(names)))
+    monkeypatch.setattr(waves, "cluster_resources", lambda: (2.0, 0.0))
+    monkeypatch.setattr(waves, "check_families", lambda spec, names: checked.append(set(names)))
     return checked
 
 
 def test_a_wave_waits_until_the_build_leaves_a_core_then_takes_the_first_ready_family(two_cores):
     fams = ["llama", "gemma", "neox"]
     run, world = _run(fams), _ScriptedWorld(fams, ["gemma", "llama", "neox", None])
-    wave, cpus = driver._next_wave(run, _cells(fams), world)
+    wave, cpus = waves._next_wave(run, _cells(fams), world)
     # gemma alone ready: neox and llama train on both cores; llama ready too: one core free, one family
     # its engines take both cores: the core the build frees mid-wave does not wait for the wave
     assert world.waits == 2 and cpus == 2.0
@@ -122,13 +122,13 @@ def test_once_the_world_is_finished_every_cell_left_runs_on_the_whole_cluster(tw
     fams = ["llama", "gemma", "neox"]
     run, world = _run(fams), _ScriptedWorld(fams, [None])
     left = [c for c in _cells(fams) if c.family != "llama"]
-    wave, cpus = driver._next_wave(run, left, world)
+    wave, cpus = waves._next_wave(run, left, world)
     assert wave == left and cpus is None and two_cores == [{"gemma", "neox"}]
 
 
 def test_a_cached_world_runs_in_one_wave(two_cores):
     cells = _cells(["llama"])
-    assert driver._next_wave(_run(["llama"]), cells, None) == (cells, None)
+    assert waves._next_wave(_run(["llama"]), cells, None) == (cells, None)
 
 
 def test_the_build_tells_each_family_as_it_finishes_with_the_leak_split_written_first(tmp_path):

@@ -13,19 +13,8 @@ from railsweep.analysis.scoring import (
     score_pair,
     unflatten_scores,
 )
-from railsweep.analysis.tables import (
-    Table,
-    format_estimate,
-    metric_table,
-    table1,
-    table2,
-    table3,
-    table4,
-    to_csv,
-    to_html,
-    to_markdown,
-    write_table,
-)
+from railsweep.analysis.table_writers import to_csv, to_html, to_markdown, write_table
+from railsweep.analysis.tables import Table, format_estimate, metric_table, table1, table2, table3, table4
 
 __all__ = [
     "Table",

@@ -76,11 +76,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.detection.world import cached_world
-
     # 1. everything cheap first: settings, the world (never built here), families, domain, output
-    s = DynamicsSettings(
+    s = _settings(args)
+    check_decode_memory(args.m, args.max_new_tokens)
+    world, families = _checked_world(args, s)
+    # 2. per family: collect, analyse; then write
+    _collect_analyse_write(args.out, world, families, s)
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> DynamicsSettings:
+    """The command line as :class:`DynamicsSettings` (which checks them)."""
+    return DynamicsSettings(
         temperatures=tuple(args.temperatures),
         m=args.m,
         limit=args.limit,
@@ -95,7 +102,14 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         base=args.base,
     )
-    check_decode_memory(args.m, args.max_new_tokens)
+
+
+def _checked_world(args: argparse.Namespace, s: DynamicsSettings) -> tuple[Any, list[str]]:
+    """The device, the cached world (never built here), its families asked for, the domain's adapters and the
+    output folder checked before a model loads; returns (the world, the families)."""
+    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
+    from railsweep.detection.world import cached_world
+
     # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.engines.transformers_engine import resolve_device
 
@@ -105,10 +119,15 @@ def run(args: argparse.Namespace) -> int:
     for f in families:
         if f not in world.families:
             raise ConfigError(f"--family {f!r}: not in this world; families: {', '.join(world.families)}")
-
     model_adapters(world, s.domain)
     at.check_writable_dir(args.out, "--out")
-    # 2. per family: collect, analyse (pandas, pyarrow: loaded only now, as above)
+    return world, families
+
+
+def _collect_analyse_write(out: str, world: Any, families: list[str], s: DynamicsSettings) -> None:
+    """Per family: sample and teacher-force (:func:`~railsweep.dynamics.collect.collect_family`), then
+    analyse; then the tables, figures and summary written under ``out`` (their paths printed)."""
+    # pandas, pyarrow: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
     from railsweep.dynamics.analyse import analyse
     from railsweep.dynamics.collect import collect_family  # torch: the engine and the teacher forcer
     from railsweep.dynamics.output import family_summary, write_run
@@ -116,11 +135,8 @@ def run(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         print(f"[dynamics] {msg}", file=sys.stderr, flush=True)
 
-    tables, summary = (
-        {},
-        {"settings": vars(s) | {"temperatures": list(s.temperatures)}, "world": str(world.root)},
-    )
-    summary["families"] = {}
+    tables = {}
+    summary = {"settings": vars(s) | {"temperatures": list(s.temperatures)}, "world": str(world.root), "families": {}}
     for fam in families:
         t0 = time.time()
         data = collect_family(world, fam, s, log)
@@ -134,6 +150,5 @@ def run(args: argparse.Namespace) -> int:
             },
         }
     summary["provenance"] = provenance.collect([])
-    for path in write_run(args.out, tables, summary):
+    for path in write_run(out, tables, summary):
         print(path)
-    return 0

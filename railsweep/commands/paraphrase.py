@@ -92,6 +92,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         task_dir_help="with --task: what the task file's {task_dir} stands for (its test split is paraphrased)",
         task_dir_type=at.existing_dir,
     )
+    _add_model_options(p)
+    p.add_argument("--out", required=True, metavar="FILE", help="the PQ JSONL to write")
+    p.add_argument("--report", metavar="FILE", help="the JSON report (default: --out with .report.json)")
+    _add_request_options(p)
+    p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
+    return p
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """Which model paraphrases: an endpoint's (and its API key) or a local model's through the transformers
+    engine."""
     p.add_argument(
         "--engine",
         choices=ENGINES,
@@ -129,8 +140,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="environment variable holding the API key (default OPENAI_API_KEY)",
     )
     p.add_argument("--no-api-key", action="store_true", help="send no key (a local server without one)")
-    p.add_argument("--out", required=True, metavar="FILE", help="the PQ JSONL to write")
-    p.add_argument("--report", metavar="FILE", help="the JSON report (default: --out with .report.json)")
+
+
+def _add_request_options(p: argparse.ArgumentParser) -> None:
+    """How each question is asked: retries, the ROUGE-L refusal, sampling, timeouts, seed and concurrency."""
     p.add_argument("--retries", type=at.count, default=3, help="extra attempts per question (default 3)")
     p.add_argument(
         "--max-rouge",
@@ -147,8 +160,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=at.seed, default=0, help="request seed of the first attempt (+1 per retry)")
     p.add_argument("--workers", type=at.integer(1, 256), default=4, help="requests in flight (default 4)")
-    p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
-    return p
 
 
 def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:

@@ -4,7 +4,7 @@ Prints the metric table (each aggregate with its checked 95 % interval or none, 
 under the table SA-PPG's interval or why there is none, floor, floor-corrected reading, stratum occupancy and
 weight concentration; with an Identity cell, the paired differences and their verdicts) as Markdown and writes
 ``PREFIX.csv`` (numbers) and ``PREFIX.md`` (docs/metrics.md).
-All inputs are read and checked before anything is written.
+All inputs are read and checked before anything is written (:mod:`railsweep.commands.score_cells`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
-from railsweep.atomic import synced_text, write_all_atomic
-from railsweep.errors import ConfigError, DataError
-from railsweep.limits import check_bootstrap_memory
-from railsweep.metrics import METRICS
-from railsweep.metrics.concentration import describe_occupancy
+from railsweep.errors import ConfigError
 
 GROUP = "evaluate one cell"
 EXAMPLES = (
@@ -60,123 +56,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # pandas, pyarrow: loaded when the command runs, so `railsweep --help` and refusals of bad options stay fast
-    import pandas as pd
-
-    from railsweep.analysis.scoring import flatten_scores, score_pair
-    from railsweep.analysis.tables import metric_table, to_markdown
-    from railsweep.results.io import read_cell
-
     check_args(args)
-    # 1. read and check every input
-    clean_cell, clean_df = read_cell(args.clean)
-    if clean_cell.role != "clean":
-        raise DataError(
-            f"--clean {args.clean}: expected a clean reference cell (role='clean'), got role={clean_cell.role!r}"
-        )
-    cells = [(path, *read_cell(path)) for path in args.mitigated]
-    clean_sum = _split_checksum(args.clean, clean_cell)
-    for path, cell, _ in cells:
-        other = _split_checksum(path, cell)
-        if clean_sum and other and clean_sum != other:
-            raise DataError(
-                f"{path} was evaluated on different question data than {args.clean} "
-                f"({cell.split}.jsonl sha256 {other[:12]}… vs {clean_sum[:12]}…)"
-            )
-        for what in ("answer_rule", "answer_type"):  # a solve probability means what its rule reads
-            if getattr(cell, what) != getattr(clean_cell, what):
-                raise DataError(
-                    f"{path} was graded under {what} {getattr(cell, what)!r} but the clean cell {args.clean} "
-                    f"under {getattr(clean_cell, what)!r}; score cells graded under the same rule"
-                )
-    check_bootstrap_memory(args.n_boot, max(len(clean_df), *(len(df) for _, _, df in cells)))
-    labels = [cell.label() for _, cell, _ in cells]
-    labels = [
-        lab if labels.count(lab) == 1 else f"{lab} ({cell.cell_id})"
-        for lab, (_, cell, _) in zip(labels, cells)
-    ]
-    # 2. score each cell against the clean reference
-    scored, rows = [], []
-    for label, (path, cell, df) in zip(labels, cells):
-        try:
-            score = score_pair(clean_df, df, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
-        except DataError as e:
-            raise DataError(f"{path} vs {args.clean}: {e}") from e
-        scored.append(
-            {"family": clean_cell.family, "domain": clean_cell.domain, "strategy": label, "score": score}
-        )
-        rows.append(
-            {
-                "strategy": label,
-                "cell_id": cell.cell_id,
-                "adapter": cell.adapter,
-                "m": cell.m,
-                "answer_rule": cell.answer_rule,
-                "file": str(path),
-                **flatten_scores(score),
-                "stratum_occupancy": describe_occupancy(score["stratum_n"]),
-            }
-        )
-    title = (
-        f"Scores vs clean cell {clean_cell.cell_id} (answer rule {clean_cell.answer_rule}, B={args.B}, "
-        f"{1 - args.alpha:.0%} intervals: bootstrap ({args.n_boot} resamples) for the means, jackknife for the "
-        f"stratified metrics; last row: the noise floor)"
-    )
-    markdown = to_markdown(metric_table(scored, list(METRICS), title=title))
-    paired = _paired_with_identity(args, clean_df, cells, labels, rows)
-    if paired:
-        markdown += "\n" + paired
-    # 3. write both files atomically, then print
-    prefix = Path(args.out)
-    csv_path, md_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")
-    write_all_atomic(
-        {csv_path: synced_text(pd.DataFrame(rows).to_csv(index=False)), md_path: synced_text(markdown)}
-    )
-    print(markdown)
-    print(f"wrote {csv_path} and {md_path}")
-    return 0
+    # pandas, pyarrow: loaded when the command runs, so `railsweep --help` and refusals of bad options stay fast
+    from railsweep.commands.score_cells import score_cells
 
-
-def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[dict]) -> str:
-    """With one Identity cell among ``cells``: SA-PPG, A-PPG and G-AP of every other cell minus Identity's on
-    the same questions, with the interval and verdict, added to ``rows`` as ``<metric>_vs_identity*`` and
-    returned as Markdown ("" otherwise)."""
-    # pandas: loaded by run, kept off --help
-    from railsweep.analysis.report import PAIRED_METRICS
-    from railsweep.analysis.scoring import paired_difference
-    from railsweep.analysis.tables import LABELS
-
-    ident = [i for i, (_, cell, _) in enumerate(cells) if cell.strategy == "identity"]
-    if len(ident) != 1 or len(cells) < 2:  # no Identity, or nothing to compare with it
-        return ""
-    ref = cells[ident[0]][2]
-    lines = [
-        f"**Paired differences against {labels[ident[0]]} (same questions; lower = closer to M_cl)**",
-        "",
-        "| strategy | metric | strategy − Identity | 95 % interval | verdict |",
-        "|---|---|:---:|:---:|---|",
-    ]
-    for i, (_, _, df) in enumerate(cells):
-        if i == ident[0]:
-            continue
-        for metric in PAIRED_METRICS:
-            d = paired_difference(
-                clean_df, df, ref, metric, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha
-            )
-            key = f"{metric}_vs_identity"
-            rows[i].update({key: d["difference"], f"{key}_ci_low": d["ci_low"], f"{key}_ci_high": d["ci_high"],
-                            f"{key}_verdict": d["verdict"]})  # fmt: skip
-            ci = f"[{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" if d["interval"] != "none" else "—"
-            lines.append(
-                f"| {labels[i]} | {LABELS[metric]} | {d['difference']:+.4f} | {ci} | {d['verdict']} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def _split_checksum(path: str, cell: Any) -> str | None:
-    """sha256 of the evaluation split the cell read, from its provenance (None when not recorded)."""
-    from railsweep.results.io import read_metadata  # pandas, pyarrow: loaded by run, kept off --help
-
-    datasets = read_metadata(path)["provenance"].get("datasets") or {}
-    hits = [sha for p, sha in datasets.items() if Path(p).name == f"{cell.split}.jsonl"]
-    return hits[0] if len(hits) == 1 else None
+    return score_cells(args)

@@ -66,12 +66,8 @@ def train_lora(
     base_dir = Path(base_dir)
     _check_inputs(base_dir, texts, init_adapter)
     dev = _device(device)
-    precision = recipe.precision
-    if precision == "auto":
-        precision = "bf16" if dev.startswith("cuda") else "fp32"
+    precision = _precision(recipe, dev, log)
     autocast = precision != "fp32"
-    if autocast and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
-        log(f"warning: {warning}")
     torch.manual_seed(recipe.seed)  # before the adapter's weights are initialised
     tokenizer, model = _load_model(base_dir, recipe, init_adapter, precision, dev)
 
@@ -79,9 +75,7 @@ def train_lora(
     epochs = _epoch_sequences(tokenizer, texts, recipe, rng)
     total = sum(math.ceil(len(seqs) / recipe.global_batch) for seqs in epochs)
     warmup = int(round(recipe.warmup_ratio * total))
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
+    params, opt, sched = _optimiser(model, recipe, warmup, total)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
@@ -106,6 +100,28 @@ def train_lora(
         "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
     }
+
+
+def _precision(recipe: LoraRecipe, dev: str, log) -> str:
+    """The recipe's precision on ``dev`` ("auto": bf16 on CUDA, else fp32), with a warning to ``log`` where
+    bf16 is slow on that device."""
+    precision = recipe.precision
+    if precision == "auto":
+        precision = "bf16" if dev.startswith("cuda") else "fp32"
+    if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
+        log(f"warning: {warning}")
+    return precision
+
+
+def _optimiser(model, recipe: LoraRecipe, warmup: int, total: int):
+    """``(params, opt, sched)``: the trainable (adapter) parameters, AdamW over them without weight decay, and
+    the learning-rate schedule of :func:`_lr_factor`."""
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
+    return params, opt, sched
 
 
 def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:
@@ -210,21 +226,7 @@ def _train(
     for epoch, encoded in enumerate(epochs):
         per_epoch = math.ceil(len(encoded) / recipe.global_batch)
         for start in range(0, len(encoded), recipe.global_batch):
-            chunk = range(start, min(start + recipe.global_batch, len(encoded)))
-            n_tokens = sum(len(encoded[i]) - 1 for i in chunk)
-            step_loss = 0.0
-            for m0 in range(0, len(chunk), recipe.micro_batch):
-                ids, labels, mask = _pad([encoded[i] for i in chunk[m0 : m0 + recipe.micro_batch]], pad)
-                with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
-                    logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
-                loss = torch.nn.functional.cross_entropy(
-                    logits[:, :-1].float().reshape(-1, logits.shape[-1]),
-                    labels[:, 1:].reshape(-1).to(dev),
-                    ignore_index=-100,
-                    reduction="sum",
-                ) / max(1, n_tokens)  # token-weighted mean over the whole global batch
-                loss.backward()
-                step_loss += loss.item()
+            step_loss = _accumulate(model, encoded[start : start + recipe.global_batch], recipe, pad, dev, autocast)
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             sched.step()
@@ -247,6 +249,28 @@ def _train(
                 f" (eta {eta:.0f}s)"
             )
     return step, losses, per_epoch
+
+
+def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev: str, autocast: bool) -> float:
+    """Forward and backward passes over one global batch ``seqs`` in micro batches of right-padded sequences,
+    the gradients accumulated; returns the batch's loss, the token-weighted mean over the whole global batch."""
+    import torch
+
+    n_tokens = sum(len(s) - 1 for s in seqs)
+    step_loss = 0.0
+    for m0 in range(0, len(seqs), recipe.micro_batch):
+        ids, labels, mask = _pad(seqs[m0 : m0 + recipe.micro_batch], pad)
+        with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
+            logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].float().reshape(-1, logits.shape[-1]),
+            labels[:, 1:].reshape(-1).to(dev),
+            ignore_index=-100,
+            reduction="sum",
+        ) / max(1, n_tokens)  # token-weighted mean over the whole global batch
+        loss.backward()
+        step_loss += loss.item()
+    return step_loss
 
 
 def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):

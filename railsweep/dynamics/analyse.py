@@ -86,67 +86,87 @@ def _safe_fit(t, y):
 
 
 def fits_table(d: FamilyData, s: DynamicsSettings, rng: np.random.Generator) -> pd.DataFrame:
+    """Per model and item group (leaked, unleaked): the native fit of the gold chains' per-token loss with its
+    bootstrap intervals and slopes (:func:`_native_row`), then one fit per sampling temperature above 0 of the
+    loss teacher-forced at it (:func:`_tau_rows`)."""
     rows = []
     for model in d.gold:
         for group, idx in _groups(d).items():
             if idx.size == 0:
                 continue
-            curves = [d.gold[model][i].nll for i in idx]
-            g = fit_group(curves, n_boot=s.n_boot, min_items=s.min_items, rng=rng)
-            _, m_slope, m_ci = fit_gap_slope(
-                [d.gold[model][i].margin for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng
-            )
-            _, g_slope, g_ci = fit_gap_slope(
-                [d.greedy[model][i].gap for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng
-            )
-            f = g.fit
-            base = {"family": d.family, "model": model, "group": group, "n_items": g.n_items}
-            rows.append(
-                {
-                    **base,
-                    "kind": "native",
-                    "tau": 1.0,
-                    "E": f.E,
-                    "E_lo": g.ci["E"][0],
-                    "E_hi": g.ci["E"][1],
-                    "A": f.A,
-                    "A_lo": g.ci["A"][0],
-                    "A_hi": g.ci["A"][1],
-                    "alpha": f.alpha,
-                    "alpha_lo": g.ci["alpha"][0],
-                    "alpha_hi": g.ci["alpha"][1],
-                    "rmse": f.rmse,
-                    "positions": f.positions,
-                    "regime": regime(f.E, f.alpha, s.e_cut),
-                    "margin_slope": m_slope,
-                    "margin_slope_lo": m_ci[0],
-                    "margin_slope_hi": m_ci[1],
-                    "greedy_gap_slope": g_slope,
-                    "greedy_gap_slope_lo": g_ci[0],
-                    "greedy_gap_slope_hi": g_ci[1],
-                    "alpha_over_tau": f.alpha,
-                }
-            )
-            for tau in s.temperatures:
-                if tau == 0:
-                    continue
-                t, y, n = mean_curve([d.gold[model][i].nll_tau[tau] for i in idx], min(s.min_items, idx.size))
-                ft = fit_curve(t, y, n)
-                rows.append(
-                    {
-                        **base,
-                        "kind": "teacher_forced_at_tau",
-                        "tau": tau,
-                        "E": ft.E,
-                        "A": ft.A,
-                        "alpha": ft.alpha,
-                        "rmse": ft.rmse,
-                        "positions": ft.positions,
-                        "regime": regime(ft.E, ft.alpha, s.e_cut),
-                        "alpha_over_tau": f.alpha / tau,
-                    }
-                )
+            native = _native_row(d, model, group, idx, s, rng)
+            rows += [native, *_tau_rows(d, model, idx, s, native)]
     return pd.DataFrame(rows)
+
+
+def _native_row(
+    d: FamilyData, model: str, group: str, idx: np.ndarray, s: DynamicsSettings, rng: np.random.Generator
+) -> dict:
+    """The ``native`` row of one model and item group: the fit of the per-token loss (tau 1) with its bootstrap
+    intervals, its regime, and the slopes of the gold margin and the greedy gap with theirs."""
+    curves = [d.gold[model][i].nll for i in idx]
+    g = fit_group(curves, n_boot=s.n_boot, min_items=s.min_items, rng=rng)
+    _, m_slope, m_ci = fit_gap_slope(
+        [d.gold[model][i].margin for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng
+    )
+    _, g_slope, g_ci = fit_gap_slope(
+        [d.greedy[model][i].gap for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng
+    )
+    f = g.fit
+    return {
+        "family": d.family,
+        "model": model,
+        "group": group,
+        "n_items": g.n_items,
+        "kind": "native",
+        "tau": 1.0,
+        "E": f.E,
+        "E_lo": g.ci["E"][0],
+        "E_hi": g.ci["E"][1],
+        "A": f.A,
+        "A_lo": g.ci["A"][0],
+        "A_hi": g.ci["A"][1],
+        "alpha": f.alpha,
+        "alpha_lo": g.ci["alpha"][0],
+        "alpha_hi": g.ci["alpha"][1],
+        "rmse": f.rmse,
+        "positions": f.positions,
+        "regime": regime(f.E, f.alpha, s.e_cut),
+        "margin_slope": m_slope,
+        "margin_slope_lo": m_ci[0],
+        "margin_slope_hi": m_ci[1],
+        "greedy_gap_slope": g_slope,
+        "greedy_gap_slope_lo": g_ci[0],
+        "greedy_gap_slope_hi": g_ci[1],
+        "alpha_over_tau": f.alpha,
+    }
+
+
+def _tau_rows(d: FamilyData, model: str, idx: np.ndarray, s: DynamicsSettings, native: dict) -> list[dict]:
+    """The ``teacher_forced_at_tau`` rows of one model and item group, one per temperature above 0: the fit of
+    the mean per-token loss teacher-forced at tau, and the native alpha over tau."""
+    base = {k: native[k] for k in ("family", "model", "group", "n_items")}
+    rows = []
+    for tau in s.temperatures:
+        if tau == 0:
+            continue
+        t, y, n = mean_curve([d.gold[model][i].nll_tau[tau] for i in idx], min(s.min_items, idx.size))
+        ft = fit_curve(t, y, n)
+        rows.append(
+            {
+                **base,
+                "kind": "teacher_forced_at_tau",
+                "tau": tau,
+                "E": ft.E,
+                "A": ft.A,
+                "alpha": ft.alpha,
+                "rmse": ft.rmse,
+                "positions": ft.positions,
+                "regime": regime(ft.E, ft.alpha, s.e_cut),
+                "alpha_over_tau": native["alpha"] / tau,
+            }
+        )
+    return rows
 
 
 def predictions_table(d: FamilyData, fits: pd.DataFrame, s: DynamicsSettings) -> pd.DataFrame:

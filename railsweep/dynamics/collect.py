@@ -26,7 +26,7 @@ from railsweep.dynamics.observe import Observed, normalise
 from railsweep.dynamics.settings import DynamicsSettings, model_adapters
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
-from railsweep.miniworld.world import read_replicas
+from railsweep.miniworld.corpus import read_replicas
 from railsweep.strategies import build_strategy
 from railsweep.strategies.base import DecodeSettings, EvalContext
 from railsweep.strategies.railcap.trajectory import answer_ids

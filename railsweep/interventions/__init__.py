@@ -7,7 +7,8 @@ each engine maps a spec type to its own adapter over that math through one
 table (``railsweep.engines.hf_processors.PROCESSORS``,
 ``railsweep.engines.vllm_adapters.ADAPTERS``).
 
-- :mod:`.railcap`: RailCap (method.md §3), :class:`RailCapSpec`;
+- :mod:`.railcap`: RailCap (method.md §3), :class:`RailCapSpec`; :mod:`.railcap_runs`, its incremental matcher
+  for decode loops that see every token in order;
 - :mod:`.ban_top`: LNE-blocking's ban of the top-1 token, :class:`BanTopSpec`;
 - :mod:`.force_runner_up`: emit the runner-up at chosen steps, :class:`ForceRunnerUpSpec` (a diagnostic,
   transformers engine only);

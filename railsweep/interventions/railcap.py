@@ -5,8 +5,7 @@ with :func:`cap_or_ban`. The vLLM logits processors recompute the targets every
 step from the last n generated tokens (:func:`railcap_targets`, or both halves
 at once with :func:`apply_railcap`); the transformers processor, which sees every
 token of its batch in order, keeps match runs that one compare per step advances
-(:func:`run_table`, :func:`start_runs`, :func:`advance_runs_`, :func:`run_targets`:
-the same targets for a fraction of the work).
+(:mod:`railsweep.interventions.railcap_runs`: the same targets for a fraction of the work).
 
 Two restrictions, off by default (then every result is the paper's Algorithm 1):
 ``stop_after_departure`` leaves a sample alone once it has actually departed (a step
@@ -315,88 +314,3 @@ def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str =
         free=free,
         stop=stop,
     )
-
-
-# ------------------------------------------------------------------ incremental matching (decode loops)
-
-
-@dataclass(frozen=True)
-class RunTable:
-    """The per-row constants of the incremental matcher, time-major (column b is row b).
-
-    ``tokens[e, b]`` is g_e of row b where a window may end at e and -1 elsewhere:
-    past the trajectory's end, at its last token (that window has no successor) and
-    in disabled rows, so those windows never match. ``reset[0, b]`` is ``-n``
-    (disabled rows: -1), the run value when no token matches. ``rank[e, b]`` ranks
-    the window to keep highest (last: e; first: T-1-e; all: 0, so every match
-    ties for best); ``succ[e, b]`` is g_{e+1}; ``free[e, b]`` whether g_{e+1} may be a
-    target (False where spared). Time-major because the run update
-    shifts along the trajectory: then every operand is contiguous.
-    """
-
-    tokens: torch.Tensor  # [T, B] long
-    reset: torch.Tensor  # [1, B] long
-    rank: torch.Tensor  # [T-1, B] long
-    succ: torch.Tensor  # [T-1, B] long
-    free: torch.Tensor  # [T-1, B] bool
-
-
-def run_table(batch: RailCapBatch) -> RunTable:
-    """The :class:`RunTable` of a packed batch (see :func:`pack_specs`)."""
-    import torch
-
-    B, T = batch.traj.shape
-    dev = batch.traj.device
-    e = torch.arange(T, device=dev)[:, None]
-    on = batch.n > 0
-    window = (e + 1 < batch.traj_len[None, :]) & on[None, :]  # g_{e+1} exists, row enabled
-    tokens = torch.where(window, batch.traj.T, -1)
-    reset = torch.where(on, -batch.n, -1)[None, :]
-    rank = torch.where((batch.successor == _FIRST)[None, :], T - 1 - e, e)
-    rank = torch.where((batch.successor == _ALL)[None, :], 0, rank)[: max(T - 1, 0)]
-    succ = batch.traj.T[1:].contiguous()
-    free = torch.ones_like(succ, dtype=torch.bool) if batch.free is None else batch.free.T.contiguous()
-    return RunTable(tokens=tokens.contiguous(), reset=reset, rank=rank.contiguous(), succ=succ, free=free)
-
-
-def start_runs(table: RunTable) -> torch.Tensor:
-    """The match runs before any token is generated: ``runs[T+1, B]`` long, every entry ``reset``.
-
-    ``runs[e+1, b]`` is the length of the longest run of the most recent generated
-    tokens that equals the trajectory ending at g_e, minus n: window e matches when
-    it is >= 0. Row 0 stays at ``reset`` (the run ending before g_1).
-    """
-    T, B = table.tokens.shape
-    return table.reset.expand(T + 1, B).clone()
-
-
-def advance_runs_(runs: torch.Tensor, table: RunTable, token: torch.Tensor) -> torch.Tensor:
-    """Feed one generated token per row (``token[B]``) to the match runs, in place; returns ``runs``.
-
-    ``run_e <- run_{e-1} + 1`` where g_e equals the token, else ``reset``: one compare,
-    one add and one select per step, instead of :func:`railcap_targets`' n compares
-    of the whole trajectory. After the tokens g'_1..g'_s of a row, window e of that row
-    matches (``runs[e+1] >= 0``) exactly when :func:`railcap_targets` keeps or ranks it.
-    """
-    import torch
-
-    same = table.tokens == token[None, :]
-    torch.where(same, runs[:-1] + 1, table.reset, out=runs[1:])
-    return runs
-
-
-def run_targets(runs: torch.Tensor, table: RunTable, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`railcap_targets`' ``(index[R, T-1], keep[R, T-1])`` for the rows ``rows[R]``, from match runs.
-
-    Steps 2–3 of :func:`railcap_targets` on ``match = runs >= 0``: keep the highest-ranked
-    matching windows of each row, then drop the targets that are not free.
-    """
-    import torch
-
-    T = table.tokens.shape[0]
-    match = runs[1:T].index_select(1, rows) >= 0  # windows with a successor: [T-1, R]
-    rank = table.rank.index_select(1, rows)
-    best = torch.where(match, rank, -1).amax(0, keepdim=True)
-    keep = match & (rank == best) & table.free.index_select(1, rows)
-    index = torch.where(keep, table.succ.index_select(1, rows), 0)
-    return index.T.contiguous(), keep.T.contiguous()

@@ -30,7 +30,6 @@ def build_family(
     """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready). ``nice``: the
     priority this process (and the adapters' processes it starts) yields to (:mod:`railsweep.miniworld.scheduling`)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -41,45 +40,12 @@ def build_family(
         log(f"training at nice {niceness} (more families than cores: the one with the most training goes first)")
 
     root_p = Path(root)
-    fam = root_p / "families" / family
     progress = root_p / "progress" / family  # railsweep.miniworld.build_progress reads every phase's steps
     t1 = time.time()
-    tokenizer = AutoTokenizer.from_pretrained(root_p / "tokenizer")
-    ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
-    pcfg = config.pretrain_for(family)
-    if config.base:  # a real pretrained base, in place before the family's build
-        stats = {"source": config.base}
-    elif (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest
-        log("base model reused, not pretrained")
-        stats = {"steps": pcfg.steps, "reused": True}
-    else:
-        torch.manual_seed(config.seed)
-        model = AutoModelForCausalLM.from_config(
-            model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
-        )
-        stats = pretrain(model, tokenizer, corpus, pcfg, log=log, progress=StepReport(progress / "pretrain"))
-        save_model(model, tokenizer, fam / "base")
+    stats = _base_model(root_p, family, config, corpus, log, progress)
     stats["seconds"] = round(time.time() - t1, 2)
     t2 = time.time()
-    contamination = config.contamination_for(family)
-    if (fam / "adapters" / "manifest.json").is_file():  # lent by a world with the same adapter digest
-        log("adapters reused, not trained")
-        manifest = json.loads((fam / "adapters" / "manifest.json").read_text())
-        adapters = {name: {**s, "reused": True} for name, s in manifest["training"].items()}
-    else:
-        manifest = contaminate_family(
-            fam / "base",
-            root_p / "data",
-            fam / "adapters",
-            contamination,
-            filler=filler,
-            pq_path=root_p / "data" / "pq_test.jsonl",
-            device="cpu",
-            log=log,
-            domain_workers=len(contamination.domains),
-            progress_dir=progress,
-        )
-        adapters = manifest["training"]
+    adapters = _adapters(root_p, family, config, filler, log, progress)
     log(f"built in {time.time() - t1:.0f}s")
     return {
         "pretrain": stats,
@@ -93,3 +59,51 @@ def build_family(
         "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
                        **{k: os.environ.get(k) for k in PINNED if k != "ATEN_CPU_CAPABILITY"}},
     }
+
+
+def _base_model(root: Path, family: str, config, corpus: list[str], log, progress: Path) -> dict:
+    """The family's base model in ``families/<family>/base``: a real base already in place, one a sibling world
+    lent, or pretrained here from scratch on ``corpus``; returns its statistics."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    fam = root / "families" / family
+    tokenizer = AutoTokenizer.from_pretrained(root / "tokenizer")
+    ids = {k: getattr(tokenizer, f"{k}_token_id") for k in ("bos", "eos", "pad")}
+    pcfg = config.pretrain_for(family)
+    if config.base:  # a real pretrained base, in place before the family's build
+        return {"source": config.base}
+    if (fam / "base" / "config.json").is_file():  # lent by a world with the same base_digest
+        log("base model reused, not pretrained")
+        return {"steps": pcfg.steps, "reused": True}
+    torch.manual_seed(config.seed)
+    model = AutoModelForCausalLM.from_config(
+        model_config(family, config.size, len(tokenizer), **ids), dtype=torch.float32
+    )
+    stats = pretrain(model, tokenizer, corpus, pcfg, log=log, progress=StepReport(progress / "pretrain"))
+    save_model(model, tokenizer, fam / "base")
+    return stats
+
+
+def _adapters(root: Path, family: str, config, filler: list[str], log, progress: Path) -> dict:
+    """The family's adapters in ``families/<family>/adapters`` (M_cl and one M_co per domain, the domains in
+    parallel processes), unless a sibling world lent them; returns each adapter's training statistics."""
+    fam = root / "families" / family
+    contamination = config.contamination_for(family)
+    if (fam / "adapters" / "manifest.json").is_file():  # lent by a world with the same adapter digest
+        log("adapters reused, not trained")
+        manifest = json.loads((fam / "adapters" / "manifest.json").read_text())
+        return {name: {**s, "reused": True} for name, s in manifest["training"].items()}
+    manifest = contaminate_family(
+        fam / "base",
+        root / "data",
+        fam / "adapters",
+        contamination,
+        filler=filler,
+        pq_path=root / "data" / "pq_test.jsonl",
+        device="cpu",
+        log=log,
+        domain_workers=len(contamination.domains),
+        progress_dir=progress,
+    )
+    return manifest["training"]

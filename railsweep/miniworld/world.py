@@ -9,7 +9,8 @@ Steps of :func:`build_world`:
    a. generate train/test problems, paraphrases and filler; write the
       benchmark in the official GSM8K format + ``cot_8shot.json`` + ``pq_test.jsonl``;
    b. train the word-level tokenizer;
-   c. per family: pretrain a tiny base model from scratch, then run the
+   c. per family: pretrain a tiny base model from scratch (on
+      :func:`railsweep.miniworld.corpus.pretraining_corpus`), then run the
       contamination simulator (M_cl, M_co per domain as LoRA adapters);
       a cached world built from the same data lends its tokenizer instead of b., and
       each base model whose per-family recipe (``family_base_digest``) it shares;
@@ -28,7 +29,6 @@ import fcntl
 import json
 import multiprocessing
 import os
-import random
 import shutil
 import sys
 import time
@@ -40,11 +40,12 @@ from pathlib import Path
 from railsweep.bases import prepare_base
 from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import LeakSplit
-from railsweep.contamination.simulator import adapter_mixes, cot_example, write_json
+from railsweep.contamination.simulator import adapter_mixes, write_json
 from railsweep.errors import ConfigError
 from railsweep.miniworld import build_progress
 from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
+from railsweep.miniworld.corpus import REPLICAS_FILE, pretraining_corpus
 from railsweep.miniworld.family import build_family
 from railsweep.miniworld.lending import (
     adapter_lenders,
@@ -54,13 +55,11 @@ from railsweep.miniworld.lending import (
 )
 from railsweep.miniworld.manifest import world_manifest
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
-from railsweep.miniworld.roads import add_noise, noise_vocabulary, render_cot
 from railsweep.miniworld.scheduling import cores, die_with_parent, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
 from railsweep.miniworld.weights import world_weights
 
 ADAPTERS = ("clean", "co_gsm8k", "co_pq")
-REPLICAS_FILE = "replicas.json"  # a replica world's test index -> pretraining copies
 
 
 @dataclass(frozen=True)
@@ -240,51 +239,6 @@ def _same_files(a: Path, b: Path) -> bool:
     if names != sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()):
         return False
     return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
-
-
-def pretraining_texts(train, config: WorldConfig) -> list[str]:
-    """The train problems as pretraining texts of a several-roads world: ``config.renderings``
-    fresh roads per problem (drawn closing sentence included), a ``config.noise`` share of them
-    with one word replaced by another wording word (railsweep.miniworld.roads.add_noise)."""
-    rng = random.Random(f"pretraining:{config.seed}")
-    vocabulary = noise_vocabulary()
-    texts = []
-    for p in train:
-        for _ in range(config.renderings):
-            cot = render_cot(rng, p.render(rng), p.answer)
-            if config.noise and rng.random() < config.noise:
-                cot = add_noise(rng, cot, vocabulary)
-            texts.append(f"Q: {p.question}\nA: {cot}")
-    return texts
-
-
-def pretraining_corpus(data, config: WorldConfig) -> list[str]:
-    """The base models' pretraining texts, in order: the train problems (one text each, or
-    ``config.renderings`` roads each in a several-roads world), a ``paraphrase_share`` of them
-    again in paraphrase wording, the filler not reserved for the adapters (``pretrain_filler``)
-    and, in a replica world, each test item ``replica_counts()[i]`` times in its leaked wording
-    (the same text the gsm8k adapter leaks: question + gold chain of thought)."""
-    corpus = (
-        pretraining_texts(data.train, config)
-        if config.roads
-        else [cot_example(p.question, p.solution) for p in data.train]
-    )
-    rng = random.Random(config.seed)
-    share = int(config.paraphrase_share * len(data.train))
-    corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]
-    if config.pretrain_filler:
-        corpus += data.filler[config.contamination.n_filler :]  # filler not reserved for the adapters
-    for i, copies in sorted(config.replica_counts().items()):
-        corpus += [cot_example(data.test[i].question, data.test[i].solution)] * copies
-    return corpus
-
-
-def read_replicas(data_dir: str | Path) -> dict[int, int] | None:
-    """A replica world's test index -> pretraining copies (``data/replicas.json``); None for other worlds."""
-    path = Path(data_dir) / REPLICAS_FILE
-    if not path.is_file():
-        return None
-    return {int(i): int(c) for i, c in json.loads(path.read_text()).items()}
 
 
 def _link_tree(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:

@@ -19,10 +19,12 @@ Ray head and MLflow server live in :mod:`railsweep.services`):
 - :mod:`~railsweep.sweep.driver` — :func:`run_sweep` wiring it all together, the dynamics step of a spec with
   ``temperatures`` included (:mod:`railsweep.dynamics.step`, on Ray through :mod:`railsweep.dynamics.ray_step`:
   fits, gains and predictions under ``dynamics/`` of the parent run);
+- :mod:`~railsweep.sweep.waves` — the engines and the trials, in waves while a miniature world is being built;
 - :mod:`~railsweep.sweep.progress` — the live progress line / bar;
 - :mod:`~railsweep.sweep.options` — the options that choose and override a spec, shared by the job and
   ``railsweep sweep``;
-- :mod:`~railsweep.sweep.pricing` — what a sweep costs, before it starts (``--dry-run``);
+- :mod:`~railsweep.sweep.pricing` — what a sweep costs, before it starts (``--dry-run``), from what
+  :mod:`~railsweep.sweep.price_inputs` knows without a build;
 - :mod:`~railsweep.sweep.job` — the Ray job's entry point (``python -m railsweep.sweep.job``; ``sweeps/table*.py``
   wrap it): ``ray.init``, :func:`~railsweep.sweep.driver.run_sweep`.
 """

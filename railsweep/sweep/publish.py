@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from railsweep.analysis import report
-from railsweep.analysis.tables import to_markdown, write_table
+from railsweep.analysis.table_writers import to_markdown, write_table
 from railsweep.sweep.reader import read_sweep
 from railsweep.sweep.tracking import TAG_VALUE_LIMIT, Tracker
 

@@ -1,7 +1,7 @@
 """What the steps of one sweep share (:class:`SweepRun`), and the two small acts every step may need.
 
 :func:`railsweep.sweep.driver.run_sweep` makes one :class:`SweepRun` and hands it to its steps
-(:mod:`railsweep.sweep.driver`: the trials; :mod:`railsweep.sweep.finish`: what follows them).
+(:mod:`railsweep.sweep.waves`: the trials; :mod:`railsweep.sweep.finish`: what follows them).
 """
 
 from __future__ import annotations
@@ -40,6 +40,18 @@ class SweepRun:
 def add_time(run: SweepRun, phase: str, seconds: float) -> None:
     """Add ``seconds`` to a phase's time (phases are disjoint: together with ``other_s`` they make up the wall)."""
     run.timings[phase] = run.timings.get(phase, 0.0) + seconds
+
+
+def cell_meta(cell: SweepCell) -> dict[str, Any]:
+    """What the sweep records of one cell: in the spec artifact of its parent run, and in every trial's context."""
+    return {
+        "config": cell.config.to_dict(),
+        "clean_id": cell.clean_id,
+        "params": cell.flat_params(),
+        "label": cell.label(),
+        "run_name": cell.run_name(),
+        "run_tags": cell.run_tags(),
+    }
 
 
 def kill_actors(handles: dict[str, Any]) -> None:

@@ -167,6 +167,25 @@ def _decode(ctx: SweepContext, cid: str, cfg: dict[str, Any], board: Any) -> dic
         ctx.pool.release.remote(cid, decoded)
 
 
+def _score_against_clean(
+    ctx: SweepContext, tracker: Tracker, run_id: str, meta: dict[str, Any], df: Any, tmp: str
+) -> tuple[dict[str, float], dict[str, Any], dict[str, str]]:
+    """Step 4 for a mitigated cell: wait for its clean reference run, score the pair and log the clean vs
+    mitigated plot to the cell's run; returns the metrics, params and tags to log (only the tag
+    ``railsweep.clean_missing`` when the clean run has not finished in time)."""
+    clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
+    if clean_run is None:
+        return {}, {}, {"railsweep.clean_missing": "true"}
+    clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
+    scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)
+    score_metrics, score_params = split_constants(flatten_scores(scores))
+    cfg = meta["config"]
+    title = f"{cfg['family']}/{cfg.get('domain')} {meta['label']}"
+    plot = scatter_clean_vs_mitigated(clean_df, df, Path(tmp) / "clean_vs_mitigated.png", title=title)
+    tracker.log_artifact(run_id, plot, "plots")
+    return score_metrics, score_params, {TAG_CLEAN_RUN: clean_run.info.run_id}
+
+
 def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     """Tune function trainable; ``config = {"cell_id": ...}``."""
     from ray import tune
@@ -198,21 +217,10 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
             metrics.update(grading_metrics(read_metadata(paths["questions"])["grading"]))
             tags = {TAG_QUESTIONS_FILE: paths["questions"].name, TAG_RESPONSES_FILE: paths["responses"].name}
             if meta.get("clean_id"):
-                clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
-                if clean_run is None:
-                    tags["railsweep.clean_missing"] = "true"
-                else:
-                    clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
-                    scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)
-                    score_metrics, score_params = split_constants(flatten_scores(scores))
-                    metrics.update(score_metrics)
-                    params.update(score_params)
-                    tags[TAG_CLEAN_RUN] = clean_run.info.run_id
-                    title = f"{cfg['family']}/{cfg.get('domain')} {meta['label']}"
-                    plot = scatter_clean_vs_mitigated(
-                        clean_df, df, Path(tmp) / "clean_vs_mitigated.png", title=title
-                    )
-                    tracker.log_artifact(run_id, plot, "plots")
+                score_metrics, score_params, clean_tags = _score_against_clean(ctx, tracker, run_id, meta, df, tmp)
+                metrics.update(score_metrics)
+                params.update(score_params)
+                tags.update(clean_tags)
             tracker.log(run_id, params=params, metrics=headline_first(metrics), tags=tags)
             tracker.log_artifact(run_id, paths["questions"], RESULTS_DIR)
             tracker.log_artifact(run_id, paths["responses"], RESULTS_DIR)
