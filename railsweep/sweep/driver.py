@@ -256,7 +256,9 @@ def _parent_params(spec: SweepSpec, table: str, cells: list[SweepCell]) -> dict[
             "families": ",".join(f.name for f in spec.families), "domains": ",".join(spec.domains),
             "strategies": ",".join(s.name for s in spec.strategies), "engine_backend": spec.engine.backend,
             "limit": spec.readout.limit,
-            **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {})}  # fmt: skip
+            **({"detectors": ",".join(d.name for d in spec.detectors)} if spec.detectors else {}),
+            **({"task": spec.readout.task} if spec.readout.task else {}),
+            **({"task_group": spec.task_group} if spec.task_group else {})}  # fmt: skip
 
 
 def _pending_cells(run: SweepRun) -> tuple[list[SweepCell], list[str]]:

@@ -139,3 +139,11 @@ def test_the_job_runs_every_member_sweep_in_turn(tmp_path, model_dir, monkeypatc
     out = capsys.readouterr().out
     assert f"[sweep] {TAG}: member 11 of 11, lm_eval:{_members()[-1]}" in out
     assert out.count("[sweep] done in") == 11
+
+
+def test_a_member_sweeps_parent_run_names_its_task_and_group(tmp_path, model_dir):
+    from railsweep.sweep.driver import _parent_params
+
+    spec = load_specs(_spec_file(tmp_path, model_dir))[0]
+    params = _parent_params(spec, "3", expand(spec))
+    assert params["task"] == f"lm_eval:{_members()[0]}" and params["task_group"] == TAG
