@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     problem = check_args(args)
     if problem is None:  # the replay pool's size needs the world's mix: still before any model loads
-        from railsweep.miniworld.world import load_world
+        from railsweep.miniworld.cache import load_world
 
         world = load_world(args.world)
         family = args.family or world.families[0]

@@ -165,7 +165,7 @@ def demo_cell(
     import torch
 
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.miniworld.world import load_world
+    from railsweep.miniworld.cache import load_world
     from railsweep.strategies import build_strategy
     from railsweep.strategies.base import DecodeSettings, EvalContext
 
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache_dir:
         cache = args.cache_dir
     elif args.reuse:
-        from railsweep.miniworld.world import default_cache_dir
+        from railsweep.miniworld.cache import default_cache_dir
 
         cache = str(default_cache_dir())
     else:

@@ -55,7 +55,7 @@ def world_engine(tmp_path_factory):
 @pytest.fixture(scope="session")
 def smoke_world():
     from railsweep.miniworld import build_world
-    from railsweep.miniworld.world import default_cache_dir
+    from railsweep.miniworld.cache import default_cache_dir
 
     cache = default_cache_dir()  # shared with the other suites' smoke world (content-addressed, locked)
     build_world("smoke", cache_dir=cache)

@@ -16,7 +16,7 @@ from railsweep.contamination.leak import make_leak_split
 from railsweep.contamination.simulator import cot_example
 from railsweep.miniworld import preset_config
 from railsweep.miniworld.benchmark import write_benchmark
-from railsweep.miniworld.world import load_world
+from railsweep.miniworld.cache import load_world
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import contamination_recipe as cr  # noqa: E402

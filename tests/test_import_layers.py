@@ -497,9 +497,9 @@ def test_the_record_consumers_load_without_ray_or_mlflow(module):
     assert run.returncode == 0, run.stderr[-2000:]
 
 
-def test_a_validated_spec_and_its_cell_records_load_no_torch_or_services():
-    """The configuration layer: validating every preset, labelling its rows and building a cell config of every
-    strategy, in a fresh interpreter, loads neither torch nor transformers, Ray or MLflow."""
+def test_a_validated_priced_spec_and_its_cell_records_load_no_torch_or_services():
+    """The configuration layer: validating and pricing every preset, labelling its rows and building a cell config
+    of every strategy, in a fresh interpreter, loads neither torch nor transformers, Ray or MLflow."""
     code = (
         "import sys\n"
         "import railsweep.config, railsweep.results.io, railsweep.results.schema\n"
@@ -507,6 +507,10 @@ def test_a_validated_spec_and_its_cell_records_load_no_torch_or_services():
         "from railsweep.strategy_registry import STRATEGIES, in_table, strategy_label\n"
         "from railsweep.sweep.spec import PRESETS, load_spec\n"
         "specs = [load_spec(p) for p in PRESETS]\n"
+        "from railsweep.sweep.pricing import price_sweep\n"
+        "from railsweep.sweep.throughput import load_throughput\n"
+        "for spec in specs:\n"
+        "    price_sweep(spec, 'all', load_throughput(), [2])\n"
         "for name in STRATEGIES.known():\n"
         "    strategy_label(name), in_table(name, None, '3')\n"
         "    CellConfig(model='m', strategy=name, task_dir='d').cell_id\n"

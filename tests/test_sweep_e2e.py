@@ -204,7 +204,7 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
 ):
     """A fresh cache: the driver builds the smoke world in a thread, starts the cells when its family is
     trained, and tags the parent and every cell run with the world's weights digest once the manifest exists."""
-    from railsweep.miniworld.world import world_root
+    from railsweep.miniworld.cache import world_root
     from railsweep.sweep.driver import run_sweep
 
     exp = "e2e-staged-world"

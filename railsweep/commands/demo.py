@@ -16,6 +16,7 @@ from typing import Any
 
 from railsweep.commands.sweep import add_arguments, experiment_address, submit
 from railsweep.services.tokens import ray_token_path
+from railsweep.sweep.pricing import dry_run
 
 GROUP = "run a sweep"
 EXAMPLES = (
@@ -36,8 +37,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.spec and not args.preset:
         args.preset = "mini"
     if args.dry_run:
-        from railsweep.sweep.pricing import dry_run  # torch: pricing asks the strategies; kept off --help
-
         return dry_run(args, args.table)
     rc, uri = submit(args)
     where = experiment_address(uri, args)

@@ -31,6 +31,7 @@ from railsweep.sweep.options import (
     check_preset_or_spec,
     forward_argv,
 )
+from railsweep.sweep.pricing import dry_run
 from railsweep.sweep.throughput import load_throughput
 from railsweep.sweep.tracking import check_tracking_uri
 
@@ -146,8 +147,6 @@ def _this_railsweep_env() -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     if args.dry_run:
-        from railsweep.sweep.pricing import dry_run  # torch: pricing asks the strategies; kept off --help
-
         return dry_run(args, args.table)
     rc, uri = submit(args)
     print(f"[railsweep] MLflow UI: {experiment_address(uri, args)}", flush=True)

@@ -28,6 +28,7 @@ from railsweep.contamination.simulator import load_pq, training_mixes
 from railsweep.detection.base import DetectInputs, Detector, Item
 from railsweep.detection.items import read_items
 from railsweep.errors import ConfigError
+from railsweep.miniworld.cache import default_cache_dir, load_world
 from railsweep.miniworld.generator import make_problems
 from railsweep.miniworld.presets import PRESETS, preset_config
 from railsweep.tasks.gsm8k import read_jsonl
@@ -78,9 +79,6 @@ def world_corpus(world, domain: str, out_dir: str | Path) -> list[Path]:
 
 def cached_world(name: str):
     """The miniature world ``name`` (a world directory, or a preset already built): never builds one."""
-    # torch, transformers: a world's loader needs them; the detectors' world inputs do not
-    from railsweep.miniworld.world import default_cache_dir, load_world
-
     p = Path(name)
     if (p / "manifest.json").is_file():
         return load_world(p)

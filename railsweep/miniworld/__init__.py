@@ -1,8 +1,8 @@
 """The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families.
 
 Names resolve lazily (as in :mod:`railsweep.bases`), so a command's parser reads the presets
-(``railsweep.miniworld.presets``: plain data) without loading torch and transformers, which building
-or loading a world (``railsweep.miniworld.world``) needs.
+(``railsweep.miniworld.presets``: plain data) without loading torch and transformers, which building a world
+(``railsweep.miniworld.world``) needs; reading a built one (``railsweep.miniworld.cache``) needs neither.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ _NAMES = {
     "PRESETS": "railsweep.miniworld.presets",
     "WorldConfig": "railsweep.miniworld.presets",
     "preset_config": "railsweep.miniworld.presets",
-    "FamilyModels": "railsweep.miniworld.world",
-    "World": "railsweep.miniworld.world",
+    "FamilyModels": "railsweep.miniworld.cache",
+    "World": "railsweep.miniworld.cache",
     "build_world": "railsweep.miniworld.world",
-    "default_cache_dir": "railsweep.miniworld.world",
-    "load_world": "railsweep.miniworld.world",
+    "default_cache_dir": "railsweep.miniworld.cache",
+    "load_world": "railsweep.miniworld.cache",
 }
 __all__ = sorted(_NAMES)
 

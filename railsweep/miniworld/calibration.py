@@ -37,7 +37,7 @@ import torch
 from railsweep.diagnostics.figure1 import Figure1Settings, decode_departures, figure1, readout
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.metrics import g_ap, solve_prob, stratify
-from railsweep.miniworld.world import load_world
+from railsweep.miniworld.cache import load_world
 from railsweep.tasks import GSM8KTask
 
 THRESHOLDS = {

@@ -34,17 +34,16 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.bases import prepare_base
 from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import LeakSplit
 from railsweep.contamination.simulator import adapter_mixes, write_json
-from railsweep.errors import ConfigError
 from railsweep.miniworld import build_progress
 from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
+from railsweep.miniworld.cache import World, cached_world, default_cache_dir, load_world, world_root
 from railsweep.miniworld.corpus import REPLICAS_FILE, pretraining_corpus
 from railsweep.miniworld.family import build_family
 from railsweep.miniworld.lending import (
@@ -54,75 +53,9 @@ from railsweep.miniworld.lending import (
     family_digests,
 )
 from railsweep.miniworld.manifest import world_manifest
-from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
+from railsweep.miniworld.presets import WorldConfig, preset_config
 from railsweep.miniworld.scheduling import cores, die_with_parent, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
-from railsweep.miniworld.weights import world_weights
-
-ADAPTERS = ("clean", "co_gsm8k", "co_pq")
-
-
-@dataclass(frozen=True)
-class FamilyModels:
-    name: str
-    base_dir: Path
-    adapters: dict[str, Path]  # {"clean": dir, "co_gsm8k": dir, "co_pq": dir}
-
-
-@dataclass(frozen=True)
-class World:
-    root: Path
-    preset: str
-    config: WorldConfig
-    families: list[str]
-    data_dir: Path
-    leak_split_path: Path
-    manifest: dict
-
-    def family(self, name: str) -> FamilyModels:
-        if name not in self.families:
-            raise ConfigError(
-                f"unknown model family {name!r} in this world; families: {', '.join(self.families)}"
-            )
-        fam = self.root / "families" / name
-        return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in self._adapter_names()})
-
-    def _adapter_names(self) -> tuple[str, ...]:
-        return ("clean",) + tuple(f"co_{d}" for d in self.config.contamination.domains)
-
-    @property
-    def leaked(self) -> list[int]:
-        return json.loads(self.leak_split_path.read_text())["leaked"]
-
-    @property
-    def weights(self) -> dict:
-        """``{"weights": {path: sha256}, "weights_digest": sha256}``: the manifest's, or computed from the
-        files of a world cached before the build recorded it (:mod:`railsweep.miniworld.weights`)."""
-        return world_weights(self.root, self.manifest)
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("RAILSWEEP_CACHE") or Path.home() / ".cache" / "railsweep")
-
-
-def world_root(preset: str, cache_dir: str | Path | None = None, config: WorldConfig | None = None) -> Path:
-    """The directory of ``preset``'s world in the cache (``<cache>/miniworld/<preset>-<config digest>``)."""
-    config = config or preset_config(preset)
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return cache / "miniworld" / f"{preset}-{config.digest()}"
-
-
-def cached_world(
-    preset: str, cache_dir: str | Path | None = None, config: WorldConfig | None = None
-) -> World | None:
-    """The finished world of ``preset`` (``config`` overrides its configuration) in the cache, or None; the
-    same world built under another preset name (a preset renamed) is the same world."""
-    config = config or preset_config(preset)
-    root = world_root(preset, cache_dir, config)
-    if (root / "manifest.json").is_file():
-        return load_world(root)
-    same = sorted(root.parent.glob(f"*-{config.digest()}/manifest.json"))
-    return load_world(same[0].parent) if same else None
 
 
 def build_world(
@@ -167,24 +100,6 @@ def build_world(
                 shutil.rmtree(root, ignore_errors=True)
                 raise
     return load_world(root)
-
-
-def load_world(root: str | Path) -> World:
-    root = Path(root)
-    manifest = json.loads((root / "manifest.json").read_text())
-    preset = manifest["preset"]
-    config = PRESETS[preset]() if preset in PRESETS else None
-    if config is None or config.digest() != manifest["digest"]:
-        config = config_from_dict(manifest["config"])
-    return World(
-        root=root,
-        preset=preset,
-        config=config,
-        families=list(manifest["families"]),
-        data_dir=root / "data",
-        leak_split_path=root / "data" / "leak_split.json",
-        manifest=manifest,
-    )
 
 
 def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str, Path]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from railsweep.config import CellConfig
 from railsweep.detection.world import paraphrase_split
-from railsweep.miniworld.world import load_world
+from railsweep.miniworld.cache import load_world
 from railsweep.strategy_registry import detection_readout, registration
 from railsweep.sweep.cells import SweepCell
 from railsweep.sweep.spec import SweepSpec

@@ -37,7 +37,7 @@ from railsweep.detection import DetectInputs, Thresholding, detect
 from railsweep.detection.output import write_detections
 from railsweep.detection.world import world_jobs
 from railsweep.engines.threads import apply_thread_budget
-from railsweep.miniworld.world import load_world
+from railsweep.miniworld.cache import load_world
 from railsweep.sweep.reader import cell_files
 from railsweep.sweep.spec import SweepSpec
 from railsweep.sweep.tracking import DETECTION_DIR, Tracker

@@ -28,6 +28,7 @@ from railsweep.services.ray_init import ray_init_kwargs
 from railsweep.sweep import tracking
 from railsweep.sweep.faults import fault_from_env
 from railsweep.sweep.options import add_spec_arguments, chosen_specs, override
+from railsweep.sweep.pricing import dry_run, format_price, price_params, sweep_price
 from railsweep.sweep.spec import load_spec
 
 if TYPE_CHECKING:
@@ -62,12 +63,10 @@ def _run(args: argparse.Namespace, table: str) -> list[SweepOutcome]:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
     a cluster); then start or join Ray and run the sweep, or one sweep per member task of a harness group
     (:mod:`railsweep.sweep.members`), one after another. ``run_sweep`` and ``check_tracking_uri`` are called
-    through their modules, so a test that replaces them there replaces them here too. The driver and the
-    pricing (torch, transformers, Ray Tune: seconds to import) load once the arguments have been read, so a
-    bad option is refused in under a second."""
-    # torch and transformers (the driver, the pricing's strategies): loaded once the arguments were read
-    from railsweep.sweep import driver
-    from railsweep.sweep.pricing import format_price, price_params, sweep_price
+    through their modules, so a test that replaces them there replaces them here too. The driver (torch,
+    transformers, Ray Tune: seconds to import) loads once the arguments have been read, so a bad option is
+    refused in under a second."""
+    from railsweep.sweep import driver  # torch, transformers, Ray Tune: loaded once the arguments were read
 
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them
     specs = chosen_specs(args)
@@ -124,8 +123,6 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
         args = make_parser(table).parse_args(argv)
         table = table or args.table
         if args.dry_run:
-            from railsweep.sweep.pricing import dry_run  # torch: pricing asks the strategies
-
             outcome = dry_run(args, table)
         else:
             outcome = _run(args, table)

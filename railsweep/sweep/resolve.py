@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 from railsweep.errors import ConfigError
-from railsweep.miniworld.world import World, build_world
+from railsweep.miniworld.cache import World
+from railsweep.miniworld.world import build_world
 from railsweep.sweep.sections import FamilySpec
 from railsweep.sweep.spec import SweepSpec
 

@@ -15,8 +15,9 @@ import queue
 import threading
 from pathlib import Path
 
+from railsweep.miniworld.cache import World, cached_world, world_root
 from railsweep.miniworld.presets import preset_config
-from railsweep.miniworld.world import World, build_world, cached_world, world_root
+from railsweep.miniworld.world import build_world
 
 
 class StagedWorld:
