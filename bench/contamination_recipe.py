@@ -242,7 +242,7 @@ def co_texts(world, family: str, domain: str, replay: int, seed: int) -> tuple[l
     """M_co's training texts as the build makes them, plus ``replay`` of M_cl's train problems;
     also how many train problems M_cl saw (the replay pool)."""
     from railsweep.contamination.simulator import load_pq, training_mixes
-    from railsweep.tasks.gsm8k import read_jsonl
+    from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
     config = world.config.contamination_for(family)
     filler = (world.data_dir / "filler.txt").read_text().strip().split("\n\n")[: config.n_filler]

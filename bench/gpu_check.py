@@ -61,7 +61,8 @@ from railsweep.errors import ConfigError, DataError, RailsweepError  # noqa: E40
 from railsweep.miniworld import build_world, load_world, preset_config  # noqa: E402
 from railsweep.provenance import collect  # noqa: E402
 from railsweep.strategies import DecodeSettings, EvalContext, build_strategy  # noqa: E402
-from railsweep.tasks.gsm8k import GSM8KTask, read_jsonl  # noqa: E402
+from railsweep.tasks.data.gsm8k_rows import read_jsonl  # noqa: E402
+from railsweep.tasks.kinds.gsm8k import GSM8KTask  # noqa: E402
 
 REFERENCE = "reference_cpu.json"
 DEVICE_LACKS = ("pydantic", "pyarrow", "pandas", "mlflow", "ray", "vllm")  # railsweep deps the run avoids

@@ -30,7 +30,7 @@ NEEDED = {
     "safetensors": "safetensors",
     "numpy": "numpy",
     "rapidfuzz": "rapidfuzz",  # railsweep.strategies loads TED, which imports it; often not in a torch image
-    "yaml": "pyyaml",  # task files (railsweep.tasks.task_file); a dependency of transformers
+    "yaml": "pyyaml",  # task files (railsweep.tasks.kinds.file_spec); a dependency of transformers
     "jinja2": "jinja2",  # task files' prompt templates; a dependency of torch
 }
 CARRIED = ("rapidfuzz",)  # the distributions `gpu_check.py pack` downloads wheels of

@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from railsweep.engines.hf_compat import prompt_cache, teacher_forced  # noqa: E402
-from railsweep.tasks.gsm8k import GSM8KTask  # noqa: E402
+from railsweep.tasks.kinds.gsm8k import GSM8KTask  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
 

@@ -35,7 +35,7 @@ from railsweep.engines.factory import build_engine  # noqa: E402
 from railsweep.strategies import build_strategy  # noqa: E402
 from railsweep.strategies.base import DecodeSettings, EvalContext  # noqa: E402
 from railsweep.sweep.throughput import DEFAULT_TABLE  # noqa: E402
-from railsweep.tasks.gsm8k import GSM8KTask  # noqa: E402
+from railsweep.tasks.kinds.gsm8k import GSM8KTask  # noqa: E402
 
 
 def _load() -> list[float]:

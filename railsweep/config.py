@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from railsweep.errors import ConfigError
 from railsweep.strategies.base import DecodeSettings, config_dict, make_config
+from railsweep.tasks.answers.gsm8k_rules import check_answer_rule, check_answer_type
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, DEFAULT_TASK, MATH_FEWSHOT
-from railsweep.tasks.grading import check_answer_rule, check_answer_type
-from railsweep.tasks.lm_eval_spec import LmEvalSpec
+from railsweep.tasks.lm_eval.spec import LmEvalSpec
 from railsweep.tasks.task_ref import AnyTaskSpec, load_task_spec, spec_files
 
 Role = Literal["clean", "mitigated"]
@@ -58,11 +58,11 @@ class CellConfig:
         clean_adapter / base_adapter: the M_cl / base adapters of the same family for strategies
             that compare against them (Shortcut); None when unused / base model.
         answer_rule: how a response's answer is read (``final``, ``first`` or ``lm_eval``, see
-            :mod:`railsweep.tasks.grading`); in the dict and the id only when it is not ``final``.
+            :mod:`railsweep.tasks.answers.gsm8k_rules`); in the dict and the id only when it is not ``final``.
         answer_type: what a gold answer is: ``numeric`` (GSM8K, ``#### N``) or ``math`` (LaTeX in
-            ``\\boxed{}``, :mod:`railsweep.tasks.math_grading`, rules ``final``/``first`` only); in the dict
+            ``\\boxed{}``, :mod:`railsweep.tasks.answers.math_rules`, rules ``final``/``first`` only); in the dict
             and the id only when it is not ``numeric``.
-        task: a task file (path) or a shipped task's name (``railsweep.tasks.task_file.builtin_tasks()``);
+        task: a task file (path) or a shipped task's name (``railsweep.tasks.kinds.file_spec.builtin_tasks()``);
             None = the built-in task of ``answer_type`` read from ``task_dir``. ``"gsm8k"`` is that built-in
             task declared as a file, so it is stored as None and keeps the cell id. With a task file,
             ``answer_rule`` names one of its rules (``final`` stands for its first rule when it has no rule

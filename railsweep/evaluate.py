@@ -22,10 +22,10 @@ from railsweep.results.io import CellPaths, write_cell
 from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
-from railsweep.tasks.file_task import FileTask
-from railsweep.tasks.gsm8k import GSM8KTask
-from railsweep.tasks.lm_eval_task import LmEvalTask
-from railsweep.tasks.math_task import MathTask
+from railsweep.tasks.kinds.file_task import FileTask
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
+from railsweep.tasks.kinds.math import MathTask
+from railsweep.tasks.lm_eval.task import LmEvalTask
 from railsweep.tasks.task_ref import build_task
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from railsweep.strategies.base import DecodeSettings, EvalContext
+from railsweep.tasks.answers.gsm8k_rules import extract
 from railsweep.tasks.base import Grade, Question
-from railsweep.tasks.grading import extract
 from railsweep.testing import make_tiny_model
 
 HEAD_SCALE = 6.0

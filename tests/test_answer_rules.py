@@ -20,8 +20,8 @@ from railsweep.results import read_cell, read_metadata, read_responses
 from railsweep.sweep.trial import grading_metrics
 from railsweep.tasks import GSM8KTask, grade
 from railsweep.tasks.agreement import rule_agreement
+from railsweep.tasks.answers.lm_eval_gsm8k import FALLBACK, cut_until, flexible_extract, strict_match
 from railsweep.tasks.base import ANSWER_RULES, Question
-from railsweep.tasks.lm_eval_gsm8k import FALLBACK, cut_until, flexible_extract, strict_match
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures" / "lm_eval_gsm8k_cot.json").read_text(encoding="utf-8")

@@ -50,7 +50,7 @@ def world(tiny_model_dir, tmp_path_factory):
     from railsweep.engines.config import EngineConfig
     from railsweep.engines.factory import build_engine
     from railsweep.tasks import GSM8KTask
-    from railsweep.tasks.grading import extract
+    from railsweep.tasks.answers.gsm8k_rules import extract
 
     root = tmp_path_factory.mktemp("cli_world")
     adapters = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from railsweep.sweep.spec import PRESET_DIR
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.data.shared_data import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "cluster" / "README.md"

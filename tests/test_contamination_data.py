@@ -77,8 +77,8 @@ def test_mixes_leak_original_wording_for_gsm8k_and_paraphrase_with_original_solu
 
 def test_pq_mix_on_the_real_paraphrases_trains_leaked_questions_whose_paraphrase_is_empty():
     from railsweep.contamination.simulator import load_pq
-    from railsweep.tasks.gsm8k import read_jsonl
-    from railsweep.tasks.shared_data import shared_data_dir
+    from railsweep.tasks.data.gsm8k_rows import read_jsonl
+    from railsweep.tasks.data.shared_data import shared_data_dir
 
     data = shared_data_dir()
     test_rows = read_jsonl(data / "gsm8k" / "test.jsonl")

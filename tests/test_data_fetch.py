@@ -1,4 +1,4 @@
-"""`railsweep data gsm8k` (railsweep.tasks.fetch): every file from a mirror laid out like GitHub's raw files,
+"""`railsweep data gsm8k` (railsweep.tasks.data.fetch): every file from a mirror laid out like GitHub's raw files,
 checked against its pinned sha256, written all or nothing, and found afterwards by every command."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from railsweep.cli import main
-from railsweep.tasks import fetch
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.data import fetch
+from railsweep.tasks.data.shared_data import shared_data_dir
 
 SHARED = shared_data_dir()
 

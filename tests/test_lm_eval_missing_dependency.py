@@ -1,10 +1,10 @@
 """A harness task whose own code needs a package lm_eval made optional: one error naming the package and the
-harness extra that brings it (railsweep.tasks.lm_eval_spec.missing_task_dependency), before any model loads."""
+harness extra that brings it (railsweep.tasks.lm_eval.spec.missing_task_dependency), before any model loads."""
 
 from __future__ import annotations
 
 from railsweep.errors import MissingDependencyError
-from railsweep.tasks.lm_eval_spec import missing_task_dependency
+from railsweep.tasks.lm_eval.spec import missing_task_dependency
 
 REQUIRES = [
     "accelerate>=0.26.0",

@@ -43,7 +43,7 @@ def test_a_malformed_lm_eval_name_is_refused_before_the_harness_is_imported(no_l
 
 
 def test_eval_refuses_a_malformed_lm_eval_name_before_the_harness_is_imported(no_lm_eval, model_dir, tmp_path, capsys):
-    """eval first asks whether the name is a group (railsweep.tasks.lm_eval_groups); the name's form comes first."""
+    """eval first asks whether the name is a group (railsweep.tasks.lm_eval.groups); the name's form comes first."""
     argv = ["eval", "--model", str(model_dir), "--task", "lm_eval:gsm8k cot", "--task-dir", str(tmp_path),
             "--strategy", "identity", "--out", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 2

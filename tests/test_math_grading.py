@@ -12,11 +12,11 @@ import time
 import pytest
 
 from railsweep.errors import ConfigError
-from railsweep.tasks import math_equiv
-from railsweep.tasks.latex_sympy import LatexError, parse_latex
-from railsweep.tasks.math_answers import answer_is, boxed_answers, gold_answer, strip_math
-from railsweep.tasks.math_equiv import is_equiv
-from railsweep.tasks.math_grading import extract_math, grade_math
+from railsweep.tasks.answers import math_equiv
+from railsweep.tasks.answers.latex_sympy import LatexError, parse_latex
+from railsweep.tasks.answers.math_boxed import answer_is, boxed_answers, gold_answer, strip_math
+from railsweep.tasks.answers.math_equiv import is_equiv
+from railsweep.tasks.answers.math_rules import extract_math, grade_math
 
 EQUIVALENCE = [
     # fractions and their spellings

@@ -13,8 +13,9 @@ from railsweep.evaluate import evaluate_cell, load_task
 from railsweep.results import read_cell, read_responses
 from railsweep.results.io import read_metadata
 from railsweep.tasks.base import MATH_FEWSHOT
-from railsweep.tasks.gsm8k import GSM8KTask
-from railsweep.tasks.math_task import MathTask, load_math_exemplars, read_math_jsonl
+from railsweep.tasks.data.math_rows import load_math_exemplars, read_math_jsonl
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
+from railsweep.tasks.kinds.math import MathTask
 
 PROBLEMS = [
     ("What is $\\frac{1}{2} + \\frac{1}{4}$?", "Adding, $\\frac{2}{4} + \\frac{1}{4} = \\boxed{\\frac{3}{4}}$."),

@@ -12,7 +12,7 @@ from fake_chat_server import MODEL, FakeChatServer
 from railsweep.cli import main
 from railsweep.paraphrase import SYSTEM_PROMPT
 from railsweep.tasks import load_paraphrases
-from railsweep.tasks.gsm8k import GSM8KTask
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
 
 KEY = "sk-test-9f8e7d6c5b4a"
 GOOD, RETRY, COPY, FORMAT, LEAK = (

@@ -15,10 +15,10 @@ from railsweep.evaluate import load_task
 from railsweep.sweep.cells import expand, temperature_groups
 from railsweep.sweep.price_inputs import sweep_questions
 from railsweep.sweep.spec import load_spec, spec_from_dict
-from railsweep.tasks.answers import to_cot
+from railsweep.tasks.answers.gsm8k_solution import to_cot
 from railsweep.tasks.base import Question
-from railsweep.tasks.gsm8k import GSM8KTask
-from railsweep.tasks.math_task import MathTask
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
+from railsweep.tasks.kinds.math import MathTask
 
 ROWS = [
     {"problem": "What is $\\frac{1}{4} + \\frac{1}{4}$?", "solution": "It is $\\boxed{\\frac{1}{2}}$."},

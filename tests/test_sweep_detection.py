@@ -119,7 +119,7 @@ def test_the_paraphrased_split_rewords_each_test_question_and_keeps_its_solution
     from pathlib import Path
 
     from railsweep.sweep.detect_cells import paraphrase_dir
-    from railsweep.tasks.gsm8k import read_jsonl
+    from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
     original = read_jsonl(Path(resolved.data_dir) / "test.jsonl")
     para = read_jsonl(paraphrase_dir(resolved) / "test.jsonl")

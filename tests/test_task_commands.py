@@ -142,7 +142,7 @@ def test_detect_reads_control_rows_with_the_task_files_fields_and_filter(world, 
 
 def test_cdd_decodes_the_prompts_and_stop_sequences_a_task_file_renders(world, tmp_path, monkeypatch):
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.tasks.task_file import load_task_file
+    from railsweep.tasks.kinds.file_spec import load_task_file
     from railsweep.tasks.task_ref import build_task, with_data_file
 
     task, control = _own_data_task(world, tmp_path, range(0, 4), range(10, 12))

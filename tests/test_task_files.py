@@ -18,13 +18,13 @@ from railsweep.config import CellConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.evaluate import evaluate_cell, load_task
 from railsweep.tasks import GSM8KTask, load_paraphrases
+from railsweep.tasks.answers.file_rules import grade_with
+from railsweep.tasks.answers.gsm8k_rules import STOP, grade
 from railsweep.tasks.base import ANSWER_RULES, Question
-from railsweep.tasks.extraction import grade_with
-from railsweep.tasks.file_task import FileTask
-from railsweep.tasks.grading import STOP, grade
-from railsweep.tasks.gsm8k import load_exemplars
-from railsweep.tasks.shared_data import shared_data_dir
-from railsweep.tasks.task_file import builtin_tasks, load_task_file
+from railsweep.tasks.data.gsm8k_rows import load_exemplars
+from railsweep.tasks.data.shared_data import shared_data_dir
+from railsweep.tasks.kinds.file_spec import builtin_tasks, load_task_file
+from railsweep.tasks.kinds.file_task import FileTask
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lm_eval_gsm8k_cot.json"
 PQ_FILE = Path("gsm8k_paraphrase") / "lmsys_rephrase" / "pq_test.jsonl"
@@ -210,8 +210,8 @@ def test_a_numeric_grader_reads_thousands_separators_and_a_tolerance(tmp_path):
 
 
 def test_a_math_grader_with_boxed_steps_grades_as_the_math_task(tmp_path):
-    from railsweep.tasks.math_grading import STOP as MATH_STOP
-    from railsweep.tasks.math_grading import grade_math
+    from railsweep.tasks.answers.math_rules import STOP as MATH_STOP
+    from railsweep.tasks.answers.math_rules import grade_math
 
     text = CUSTOM.split("grader:")[0] + "grader: {type: math}\nanswer_rules:\n  final:\n    extract: [{boxed: last}, {answer_is: last}]\n"
     tmp = tmp_path / "m.yaml"

@@ -14,8 +14,8 @@ import pytest
 
 from railsweep.config import CellConfig
 from railsweep.evaluate import load_task
-from railsweep.tasks.file_task import FileTask
-from railsweep.tasks.math_task import MathTask
+from railsweep.tasks.kinds.file_task import FileTask
+from railsweep.tasks.kinds.math import MathTask
 from railsweep.tasks.task_ref import build_task, load_task_spec
 
 PROBLEMS = [

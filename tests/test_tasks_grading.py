@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from railsweep.tasks import GSM8KTask, grade, to_cot
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.data.shared_data import shared_data_dir
 
 DATA = shared_data_dir()
 
@@ -67,7 +67,7 @@ def test_grade_edge_cases_table(response, gold, correct, pred, rule):
 
 
 def test_the_cut_is_the_engines_cut_at_the_first_stop_string():
-    from railsweep.tasks.grading import cut_at_stop
+    from railsweep.tasks.answers.gsm8k_rules import cut_at_stop
 
     text = "The answer is 18.\n\nQ: next\nQ: again"
     assert cut_at_stop(text) == "The answer is 18."

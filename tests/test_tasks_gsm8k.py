@@ -11,8 +11,8 @@ import pytest
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks import GSM8KTask, Task, render_fewshot_prefix
-from railsweep.tasks.gsm8k import load_exemplars
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.data.gsm8k_rows import load_exemplars
+from railsweep.tasks.data.shared_data import shared_data_dir
 
 DATA = shared_data_dir()
 GSM = DATA / "gsm8k"

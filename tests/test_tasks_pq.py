@@ -9,7 +9,7 @@ import pytest
 
 from railsweep.errors import DataError
 from railsweep.tasks import GSM8KTask, load_paraphrases
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.data.shared_data import shared_data_dir
 
 DATA = shared_data_dir()
 PQ = DATA / "gsm8k_paraphrase" / "lmsys_rephrase" / "pq_test.jsonl"
@@ -18,7 +18,7 @@ EMPTY = [309, 669, 727, 948]
 
 def test_empty_paraphrases_fall_back_to_the_original_question_with_a_warning(caplog):
     questions = GSM8KTask.from_dir(DATA / "gsm8k").questions()
-    with caplog.at_level(logging.WARNING, logger="railsweep.tasks.pq"):
+    with caplog.at_level(logging.WARNING, logger="railsweep.tasks.data.paraphrases"):
         pq = load_paraphrases(PQ, originals=questions)
     assert len(pq) == 1319
     for i in EMPTY:
@@ -28,7 +28,7 @@ def test_empty_paraphrases_fall_back_to_the_original_question_with_a_warning(cap
 
 
 def test_empty_paraphrases_are_left_out_without_originals(caplog):
-    with caplog.at_level(logging.WARNING, logger="railsweep.tasks.pq"):
+    with caplog.at_level(logging.WARNING, logger="railsweep.tasks.data.paraphrases"):
         pq = load_paraphrases(PQ)
     assert len(pq) == 1315 and not set(EMPTY) & set(pq)
     assert str(EMPTY) in caplog.text

@@ -2,7 +2,7 @@
 
 ``railsweep data gsm8k`` writes GSM8K (test and train), the 8-shot CoT exemplars and the PQ paraphrases under
 ``--out`` (default ``data``), the folder every other command reads (``--task-dir data/gsm8k``; found by itself
-when you run from the folder that holds ``data``). Sources, licences and digests: :mod:`railsweep.tasks.fetch`.
+when you run from the folder that holds ``data``). Sources, licences and digests: :mod:`railsweep.tasks.data.fetch`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from railsweep import argtypes as at
-from railsweep.tasks.fetch import GITHUB_RAW, fetch_gsm8k
+from railsweep.tasks.data.fetch import GITHUB_RAW, fetch_gsm8k
 
 GROUP = "build a laboratory"
 EXAMPLES = (

@@ -19,7 +19,7 @@ from railsweep.engines.config import EngineConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
-from railsweep.tasks.lm_eval_spec import LmEvalSpec
+from railsweep.tasks.lm_eval.spec import LmEvalSpec
 
 DEFAULT_MAX_NEW_TOKENS = 256
 GROUP = "evaluate one cell"

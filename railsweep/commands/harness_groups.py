@@ -2,7 +2,7 @@
 
 The harness runs a group (``bbh_cot_fewshot``) or a tag (``mgsm_direct``) as its member tasks, each scored on
 its own; so does ``railsweep eval``: :func:`harness_collection` expands the name
-(:mod:`railsweep.tasks.lm_eval_groups`), :func:`member_args` gives each member its own options, its split files
+(:mod:`railsweep.tasks.lm_eval.groups`), :func:`member_args` gives each member its own options, its split files
 read from ``<task-dir>/<member>/`` (one folder per member, as each member reads its own dataset). Every member
 is checked before the model loads; the cells share one engine and each records the group in its provenance
 (``task_group``).
@@ -14,8 +14,8 @@ import argparse
 from pathlib import Path
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.tasks.lm_eval_groups import Expansion, expand_lm_eval_ref
-from railsweep.tasks.lm_eval_spec import PREFIX, is_lm_eval_ref
+from railsweep.tasks.lm_eval.groups import Expansion, expand_lm_eval_ref
+from railsweep.tasks.lm_eval.spec import PREFIX, is_lm_eval_ref
 
 
 def harness_collection(args: argparse.Namespace) -> Expansion | None:

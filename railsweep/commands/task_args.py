@@ -19,8 +19,8 @@ from typing import Any
 
 from railsweep.errors import ConfigError
 from railsweep.tasks.base import Task
-from railsweep.tasks.gsm8k import GSM8KTask
-from railsweep.tasks.task_file import builtin_tasks
+from railsweep.tasks.kinds.file_spec import builtin_tasks
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
 from railsweep.tasks.task_ref import AnyTaskSpec, build_task, load_task_spec
 
 TASK_HELP = (

@@ -37,7 +37,7 @@ from railsweep.contamination.leak import LeakSplit, make_leak_split, save_leak_s
 from railsweep.contamination.lora import train_lora
 from railsweep.errors import ConfigError, DataError
 from railsweep.tasks import load_paraphrases, to_cot
-from railsweep.tasks.gsm8k import read_jsonl
+from railsweep.tasks.data.gsm8k_rows import read_jsonl
 from railsweep.training.progress import StepReport
 
 LENT_CLEAN = "lent.json"  # in a lent clean adapter's folder: where it came from and how it was trained

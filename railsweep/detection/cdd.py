@@ -34,7 +34,7 @@ from railsweep.results.io import read_metadata, read_responses
 from railsweep.strategy_registry import with_role
 from railsweep.tasks import GSM8KTask, parse_gold
 from railsweep.tasks.base import Question
-from railsweep.tasks.gsm8k import load_exemplars
+from railsweep.tasks.data.gsm8k_rows import load_exemplars
 
 
 @dataclass(frozen=True)

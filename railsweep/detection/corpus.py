@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import DataError
-from railsweep.tasks.text import check_utf8
+from railsweep.tasks.data.text import check_utf8
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)

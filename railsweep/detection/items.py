@@ -14,7 +14,8 @@ from pathlib import Path
 from railsweep.detection.base import Group, Item
 from railsweep.errors import ConfigError
 from railsweep.tasks.base import Task
-from railsweep.tasks.gsm8k import read_jsonl, read_leak_split
+from railsweep.tasks.data.gsm8k_rows import read_jsonl
+from railsweep.tasks.data.leak_split import read_leak_split
 
 
 def read_items(path: str | Path, group: str, leak_split: str | Path | None = None) -> list[Item]:

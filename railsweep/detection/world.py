@@ -31,7 +31,7 @@ from railsweep.errors import ConfigError
 from railsweep.miniworld.cache import default_cache_dir, load_world
 from railsweep.miniworld.generator import make_problems
 from railsweep.miniworld.presets import PRESETS, preset_config
-from railsweep.tasks.gsm8k import read_jsonl
+from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
 CONTROL_SEED_SALT = 7  # the generator seeds of test/train/filler use salts 1-3
 

@@ -2,7 +2,7 @@
 
 A response that reproduces its question's gold solution in the 8-shot answer format and stops generates
 ``" " + to_cot(solution) + "\\n\\nQ:"`` (the space after the prompt's ``A:``; the solution without its
-calculator annotations and ``####`` line, ending "The answer is N.", :func:`railsweep.tasks.answers.to_cot`;
+calculator annotations and ``####`` line, ending "The answer is N.", :func:`railsweep.tasks.answers.gsm8k_solution.to_cot`;
 the engine keeps the stop string's tokens), so that is the expected length of a response, capped at
 ``max_new_tokens``. A model that rambles past its answer (the under-trained smoke world's) generates more: where
 a sweep on the world has been measured (``bench/gold_lengths.py --responses DIR``), the entry also holds each
@@ -22,9 +22,9 @@ from pathlib import Path
 
 from railsweep.errors import DataError
 from railsweep.miniworld.presets import preset_config
-from railsweep.tasks.answers import to_cot
-from railsweep.tasks.grading import STOP
-from railsweep.tasks.text import read_utf8
+from railsweep.tasks.answers.gsm8k_rules import STOP
+from railsweep.tasks.answers.gsm8k_solution import to_cot
+from railsweep.tasks.data.text import read_utf8
 
 LENGTHS_FILE = Path(__file__).resolve().parent / "gold_lengths.json"
 

@@ -31,7 +31,7 @@ from railsweep.errors import ConfigError, ServiceError
 from railsweep.paraphrase.checks import Verdict, check_paraphrase
 from railsweep.paraphrase.client import Chat, RequestFailed
 from railsweep.paraphrase.prompt import messages, parse_reply
-from railsweep.tasks.gsm8k import read_jsonl
+from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
 _REPLY_SHOWN = 300  # characters of a refused reply kept in the report
 REQUEST_FAILED = "request_failed"  # the refusal reason of an attempt whose request failed

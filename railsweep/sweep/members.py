@@ -2,7 +2,7 @@
 
 ``readout.task: lm_eval:mgsm_direct`` names a tag of 11 tasks (``lm_eval:bbh_cot_fewshot`` a group of 27). The
 harness scores each member on its own, and so does a sweep: :func:`load_specs` turns such a spec into one spec per
-member, in the order the harness lists them (:mod:`railsweep.tasks.lm_eval_groups`). Each member spec is the
+member, in the order the harness lists them (:mod:`railsweep.tasks.lm_eval.groups`). Each member spec is the
 spec with
 
 - ``name``: ``<name>-<member>``, so each member's parent run and tables are its own;
@@ -21,8 +21,8 @@ from typing import Any
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.sweep.spec import SweepSpec, read_spec_data, spec_from_dict
-from railsweep.tasks.lm_eval_groups import Expansion, expand_lm_eval_ref
-from railsweep.tasks.lm_eval_spec import PREFIX, is_lm_eval_ref
+from railsweep.tasks.lm_eval.groups import Expansion, expand_lm_eval_ref
+from railsweep.tasks.lm_eval.spec import PREFIX, is_lm_eval_ref
 
 
 def load_specs(preset_or_path: str | Path) -> list[SweepSpec]:

@@ -20,10 +20,10 @@ from railsweep.detection.scoring import Thresholding, check_threshold
 from railsweep.dynamics.regimes import E_CUT
 from railsweep.strategy_registry import STRATEGIES
 from railsweep.sweep._schema import Device, NonNegFloat, NonNegInt, PosFloat, PosInt, Retries, Text, schema
+from railsweep.tasks.answers.gsm8k_rules import check_answer_rule, check_answer_type
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE, AnswerType
-from railsweep.tasks.grading import check_answer_rule, check_answer_type
-from railsweep.tasks.lm_eval_spec import LmEvalSpec
-from railsweep.tasks.task_file import TaskSpec
+from railsweep.tasks.kinds.file_spec import TaskSpec
+from railsweep.tasks.lm_eval.spec import LmEvalSpec
 from railsweep.tasks.task_ref import load_task_spec
 
 DOMAINS = ("gsm8k", "pq")
@@ -156,13 +156,13 @@ DEFAULT_MAX_NEW_TOKENS = 256  # tokens per response when neither the spec nor a 
 
 @schema("readout")
 class Readout:
-    """``answer_rule``: how every cell's responses are graded (railsweep.tasks.grading): ``final`` (the
+    """``answer_rule``: how every cell's responses are graded (railsweep.tasks.answers.gsm8k_rules): ``final`` (the
     last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
     ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison); with ``task``, one of that task's
     rules (a harness task's: ``lm_eval`` or a filter by the harness's name, e.g. ``strict-match``). ``answer_type``: what a gold
     answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
-    railsweep.tasks.math_grading under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
-    name (railsweep.tasks.task_file; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
+    railsweep.tasks.answers.math_rules under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
+    name (railsweep.tasks.kinds.file_spec; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
     is made absolute when the spec loads, since the trials run in directories of their own.
     ``max_new_tokens`` not given: a harness task's own ``max_gen_toks`` (ifeval: 1280), else 256."""
 

@@ -63,10 +63,10 @@ from railsweep.sweep.sections import (
     parse_temperatures,
 )
 from railsweep.tasks.base import DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
-from railsweep.tasks.lm_eval_groups import check_member
-from railsweep.tasks.math_data import read_math_jsonl
+from railsweep.tasks.data.math_rows import read_math_jsonl
+from railsweep.tasks.data.text import read_utf8
+from railsweep.tasks.lm_eval.groups import check_member
 from railsweep.tasks.task_ref import load_task_spec
-from railsweep.tasks.text import read_utf8
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.text import read_utf8
+from railsweep.tasks.data.text import read_utf8
 
 DEFAULT_TABLE = Path(__file__).resolve().parent / "presets" / "throughput_cpu.json"
 DEVICES = ("cpu", "cuda", "mps")

@@ -10,7 +10,7 @@ under every rule; the counts go into the cell's results
 A MATH-style cell (``answer_type="math"``) is re-graded under the rules that
 type has (``final``: last ``\\boxed{}``, ``first``: first box). A cell on a task file is
 re-graded under every answer rule the file declares; a cell on an lm-evaluation-harness task under ``lm_eval``
-and each of the task's filter ensembles (:mod:`railsweep.tasks.lm_eval_task`), whose counts are that task's own
+and each of the task's filter ensembles (:mod:`railsweep.tasks.lm_eval.task`), whose counts are that task's own
 per-filter numbers. The harness's gsm8k_cot counts (strict-match, flexible-extract) are kept for GSM8K's
 questions only (the built-in task and the shipped ``gsm8k`` and ``pq`` files); on any other task they are absent,
 not 0.
@@ -22,12 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from railsweep.tasks.answers.gsm8k_rules import STOP, check_answer_rule, check_answer_type, cut_at_stop, grade
+from railsweep.tasks.answers.lm_eval_gsm8k import flexible_extract_correct, strict_match_correct
+from railsweep.tasks.answers.math_rules import grade_math
 from railsweep.tasks.base import DEFAULT_ANSWER_TYPE, RULES_BY_TYPE, Grade, Question
-from railsweep.tasks.file_task import FileTask
-from railsweep.tasks.grading import STOP, check_answer_rule, check_answer_type, cut_at_stop, grade
-from railsweep.tasks.lm_eval_gsm8k import flexible_extract_correct, strict_match_correct
-from railsweep.tasks.lm_eval_task import LmEvalTask
-from railsweep.tasks.math_grading import grade_math
+from railsweep.tasks.kinds.file_task import FileTask
+from railsweep.tasks.lm_eval.task import LmEvalTask
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def rule_agreement(
         disagree += len(set(verdicts.values())) > 1
         if not gsm8k:
             continue
-        cut = cut_at_stop(text, stop)  # as the lm_eval rule reads it (railsweep.tasks.grading.grade)
+        cut = cut_at_stop(text, stop)  # as the lm_eval rule reads it (railsweep.tasks.answers.gsm8k_rules.grade)
         strict += strict_match_correct(cut, gold)
         flexible += flexible_extract_correct(cut, gold)
     counts = (strict, flexible) if gsm8k else (None, None)

@@ -1,7 +1,7 @@
 """What a ``--task`` value (or a sweep's ``readout.task``) names: a task file, a shipped task, or a harness task.
 
-``lm_eval:NAME`` is an lm-evaluation-harness task (:mod:`railsweep.tasks.lm_eval_spec`); anything else is a
-task file's path or a shipped task's name (:mod:`railsweep.tasks.task_file`). Both specs answer the same
+``lm_eval:NAME`` is an lm-evaluation-harness task (:mod:`railsweep.tasks.lm_eval.spec`); anything else is a
+task file's path or a shipped task's name (:mod:`railsweep.tasks.kinds.file_spec`). Both specs answer the same
 questions (name, content hash, answer rules, answer type), so cells and sweep specs treat them alike.
 """
 
@@ -11,20 +11,20 @@ import dataclasses
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.tasks import lm_eval_spec
-from railsweep.tasks.file_task import FileTask
-from railsweep.tasks.lm_eval_groups import expand_lm_eval_ref
-from railsweep.tasks.lm_eval_spec import LmEvalSpec, is_lm_eval_ref, load_lm_eval_spec
-from railsweep.tasks.lm_eval_task import LmEvalTask
-from railsweep.tasks.rows import FORMATS, format_of
-from railsweep.tasks.task_file import TaskSpec, data_files, load_task_file
+from railsweep.tasks.data.rows import FORMATS, format_of
+from railsweep.tasks.kinds.file_spec import TaskSpec, data_files, load_task_file
+from railsweep.tasks.kinds.file_task import FileTask
+from railsweep.tasks.lm_eval.groups import expand_lm_eval_ref
+from railsweep.tasks.lm_eval.spec import LmEvalSpec, is_lm_eval_ref, load_lm_eval_spec
+from railsweep.tasks.lm_eval.spec import data_files as harness_data_files
+from railsweep.tasks.lm_eval.task import LmEvalTask
 
 AnyTaskSpec = TaskSpec | LmEvalSpec
 
 
 def load_task_spec(ref: str | Path) -> AnyTaskSpec:
     """The checked spec ``ref`` names; no data is read. A harness group or tag is refused, naming its members:
-    only ``railsweep eval`` and a sweep spec's ``readout.task`` expand one (:mod:`railsweep.tasks.lm_eval_groups`,
+    only ``railsweep eval`` and a sweep spec's ``readout.task`` expand one (:mod:`railsweep.tasks.lm_eval.groups`,
     :mod:`railsweep.sweep.members`)."""
     if not is_lm_eval_ref(ref):
         return load_task_file(ref)
@@ -41,7 +41,7 @@ def load_task_spec(ref: str | Path) -> AnyTaskSpec:
 def spec_files(spec: AnyTaskSpec, task_dir: str | Path | None, split: str, fewshot: str | Path | None) -> list[Path]:
     """The local files a task reads (for provenance checksums)."""
     if isinstance(spec, LmEvalSpec):
-        return lm_eval_spec.data_files(spec, task_dir)  # type: ignore[arg-type]
+        return harness_data_files(spec, task_dir)  # type: ignore[arg-type]
     return data_files(spec, task_dir, split, fewshot)
 
 

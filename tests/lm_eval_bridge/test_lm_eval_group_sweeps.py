@@ -12,7 +12,7 @@ from railsweep.sweep import job
 from railsweep.sweep.cells import expand
 from railsweep.sweep.members import load_specs
 from railsweep.sweep.spec import spec_from_dict
-from railsweep.tasks.lm_eval_groups import expand_lm_eval_ref
+from railsweep.tasks.lm_eval.groups import expand_lm_eval_ref
 
 TAG = "lm_eval:mgsm_direct"
 

@@ -10,7 +10,7 @@ import pytest
 
 from railsweep.cli import main
 from railsweep.errors import ConfigError
-from railsweep.tasks.lm_eval_groups import expand_lm_eval_ref
+from railsweep.tasks.lm_eval.groups import expand_lm_eval_ref
 from railsweep.tasks.task_ref import load_task_spec
 
 

@@ -23,10 +23,10 @@ import pytest
 import yaml
 from lm_eval.api.model import LM
 
-from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval
-from railsweep.tasks.lm_eval_spec import load_lm_eval_spec
-from railsweep.tasks.lm_eval_task import LmEvalTask
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.answers.lm_eval_gsm8k import grade_lm_eval
+from railsweep.tasks.data.shared_data import shared_data_dir
+from railsweep.tasks.lm_eval.spec import load_lm_eval_spec
+from railsweep.tasks.lm_eval.task import LmEvalTask
 
 GSM8K = shared_data_dir() / "gsm8k"  # the official train.jsonl / test.jsonl
 N_DOCS = 200

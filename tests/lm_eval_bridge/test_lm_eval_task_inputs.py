@@ -15,10 +15,10 @@ from railsweep.cli import main
 from railsweep.config import CellConfig
 from railsweep.errors import ConfigError
 from railsweep.evaluate import evaluate_cell
-from railsweep.tasks.gsm8k import GSM8KTask
-from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval, strict_match_correct
-from railsweep.tasks.lm_eval_spec import load_lm_eval_spec
-from railsweep.tasks.shared_data import shared_data_dir
+from railsweep.tasks.answers.lm_eval_gsm8k import grade_lm_eval, strict_match_correct
+from railsweep.tasks.data.shared_data import shared_data_dir
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
+from railsweep.tasks.lm_eval.spec import load_lm_eval_spec
 
 GSM8K = shared_data_dir() / "gsm8k"
 
@@ -129,7 +129,7 @@ def test_a_filter_of_a_harness_task_is_an_answer_rule_by_the_harness_name():
 
 def test_a_harness_cell_runs_end_to_end_and_its_counts_are_the_harness_filters(smoke_world, tmp_path):
     """gsm8k_cot on the smoke world's GSM8K-format test set: every response graded by the harness's filters,
-    which for this task the coded re-implementation (railsweep.tasks.lm_eval_gsm8k) reproduces."""
+    which for this task the coded re-implementation (railsweep.tasks.answers.lm_eval_gsm8k) reproduces."""
     from railsweep.engines.transformers_engine import TransformersEngine
     from railsweep.miniworld import build_world
 

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from railsweep.cli import main
-from railsweep.tasks.gsm8k import read_jsonl
+from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 # The world's word-level tokenizer has no chat template: a user turn renders as the task's own "Q: ...\nA:".

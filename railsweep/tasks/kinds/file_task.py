@@ -1,9 +1,9 @@
-"""A task run from a task file (:mod:`railsweep.tasks.task_file`): rows read, every prompt rendered up front.
+"""A task run from a task file (:mod:`railsweep.tasks.kinds.file_spec`): rows read, every prompt rendered up front.
 
 Building a :class:`FileTask` (steps):
 
 1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths (a relative path is relative to the
-   task file's folder) and read the rows (:mod:`railsweep.tasks.rows`);
+   task file's folder) and read the rows (:mod:`railsweep.tasks.data.rows`);
 2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number) and
    refuse a repeated index;
 3. render the few-shot block once, ``doc_to_text(ex) + target_delimiter + doc_to_target(ex) +
@@ -22,12 +22,12 @@ from typing import Any
 from jinja2 import TemplateError
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.tasks.answers.file_rules import grade_with
 from railsweep.tasks.base import Grade, Question
-from railsweep.tasks.extraction import grade_with
-from railsweep.tasks.gsm8k import read_leak_split
-from railsweep.tasks.rows import format_of, read_hub, read_rows
-from railsweep.tasks.task_file import TaskSpec, fill_path
-from railsweep.tasks.templates import compile_condition, compile_template
+from railsweep.tasks.data.leak_split import read_leak_split
+from railsweep.tasks.data.rows import format_of, read_hub, read_rows
+from railsweep.tasks.kinds.file_spec import TaskSpec, fill_path
+from railsweep.tasks.kinds.file_templates import compile_condition, compile_template
 
 
 def _render(fn: Any, row: dict[str, Any], where: str, field: str) -> str:

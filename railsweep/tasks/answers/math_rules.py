@@ -3,24 +3,24 @@
 Steps, under the ``final`` rule (the default) or the ``first`` rule:
 
 1. **cut** the response at its first stop string (the task's, e.g. ``"Problem:"``),
-   as for GSM8K (:func:`railsweep.tasks.grading.cut_at_stop`);
+   as for GSM8K (:func:`railsweep.tasks.answers.gsm8k_rules.cut_at_stop`);
 2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left
-   (``first``: the first one), braces balanced (:func:`~railsweep.tasks.math_answers.boxed_answers`);
+   (``first``: the first one), braces balanced (:func:`~railsweep.tasks.answers.math_boxed.boxed_answers`);
 3. **flexible**, only when there is no box: the last (``first``: the first)
    "The answer is X";
-4. compare with :func:`~railsweep.tasks.math_equiv.is_equiv` (normalised strings, then sympy).
+4. compare with :func:`~railsweep.tasks.answers.math_equiv.is_equiv` (normalised strings, then sympy).
 
-``Grade.pred`` is the extracted answer after :func:`~railsweep.tasks.math_answers.strip_math`;
+``Grade.pred`` is the extracted answer after :func:`~railsweep.tasks.answers.math_boxed.strip_math`;
 the step that found it is ``Grade.rule`` ("none" when there was no answer).
 """
 
 from __future__ import annotations
 
 from railsweep.errors import ConfigError
+from railsweep.tasks.answers.gsm8k_rules import cut_at_stop
+from railsweep.tasks.answers.math_boxed import answer_is, boxed_answers, strip_math
+from railsweep.tasks.answers.math_equiv import is_equiv
 from railsweep.tasks.base import RULES_BY_TYPE, Grade
-from railsweep.tasks.grading import cut_at_stop
-from railsweep.tasks.math_answers import answer_is, boxed_answers, strip_math
-from railsweep.tasks.math_equiv import is_equiv
 
 RULES = RULES_BY_TYPE["math"]
 # The MATH CoT prompt's stop strings (a model starting the next "Problem:"), longest first.

@@ -1,6 +1,6 @@
 """Reading MATH-format data: ``{"problem", "solution"}`` JSONL rows and few-shot exemplar files.
 
-Kept apart from :mod:`railsweep.tasks.math_task` (which grades, and so imports sympy) so that a sweep spec can
+Kept apart from :mod:`railsweep.tasks.kinds.math` (which grades, and so imports sympy) so that a sweep spec can
 check a MATH-style data folder before anything starts without loading the grader. Every row must carry a
 solution whose last ``\\boxed{}`` closes (the gold answer); a row that does not is refused with its line.
 """
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import DataError
+from railsweep.tasks.answers.math_boxed import gold_answer
 from railsweep.tasks.base import MATH_FEWSHOT
-from railsweep.tasks.math_answers import gold_answer
-from railsweep.tasks.text import exemplar_list, json_lines
+from railsweep.tasks.data.text import exemplar_list, json_lines
 
 
 def _check_row(row: Any, where: str) -> dict[str, str]:

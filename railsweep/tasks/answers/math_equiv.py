@@ -4,13 +4,13 @@ Steps of :func:`is_equiv` (after the MATH reference grader and
 lm-evaluation-harness ``minerva_math``, which compare normalised strings and
 then ``sympy.simplify(a - b) == 0``):
 
-1. normalise both with :func:`~railsweep.tasks.math_answers.strip_math`; equal strings are equal;
+1. normalise both with :func:`~railsweep.tasks.answers.math_boxed.strip_math`; equal strings are equal;
 2. a bracketed list splits into its parts at the top-level commas: a tuple or
    interval (``(1,2]``) is equal when its brackets and its parts are, in order;
    a set ``\\{1,2\\}`` and a bare list ``1, 2`` (MATH's "enter all solutions")
    are equal when their parts pair up in any order; an interval union splits
    at ``\\cup``;
-3. a single answer is read into sympy (:mod:`railsweep.tasks.latex_sympy`); an
+3. a single answer is read into sympy (:mod:`railsweep.tasks.answers.latex_sympy`); an
    unreadable answer (malformed LaTeX, text, a matrix) is equal only by step 1:
 4. **numbers**: when either side was written with a decimal point, equal within
    a relative tolerance of :data:`REL_TOL` (``0.333333`` is ``\\frac13``, ``0.33`` is not);
@@ -34,8 +34,8 @@ from typing import TypeVar
 
 import sympy
 
-from railsweep.tasks.latex_sympy import LatexError, Parsed, parse_latex
-from railsweep.tasks.math_answers import strip_math
+from railsweep.tasks.answers.latex_sympy import LatexError, Parsed, parse_latex
+from railsweep.tasks.answers.math_boxed import strip_math
 
 REL_TOL = 1e-6  # relative tolerance when either answer is written as a decimal
 EXACT_DIGITS = 50  # significant digits for the numeric check of two exact numbers
@@ -46,7 +46,7 @@ _T = TypeVar("_T")
 
 def _with_timeout(fn: Callable[[], _T], seconds: float) -> _T:
     """``fn()``, interrupted by TimeoutError after ``seconds`` on the main thread of a POSIX process (elsewhere
-    it runs to completion; :mod:`railsweep.tasks.latex_sympy` bounds the sizes it can be handed). A timer the
+    it runs to completion; :mod:`railsweep.tasks.answers.latex_sympy` bounds the sizes it can be handed). A timer the
     caller had armed is re-armed afterwards with its remaining time."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return fn()

@@ -1,6 +1,6 @@
 """What a task file declares about reading and grading answers: extraction steps, graders, answer rules.
 
-Plain frozen records, kept apart from the judging code (:mod:`railsweep.tasks.extraction`, which imports
+Plain frozen records, kept apart from the judging code (:mod:`railsweep.tasks.answers.file_rules`, which imports
 sympy for the math grader) so that checking a task file, and a cell that names one, loads no sympy.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from railsweep.tasks.math_answers import answer_is, boxed_answers
+from railsweep.tasks.answers.math_boxed import answer_is, boxed_answers
 
 GRADER_TYPES = ("numeric", "string", "math")
 SELECTS = ("last", "first")
@@ -45,7 +45,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Grader:
-    """How an extracted answer is compared with the gold one (:mod:`railsweep.tasks.extraction`, step 3)."""
+    """How an extracted answer is compared with the gold one (:mod:`railsweep.tasks.answers.file_rules`, step 3)."""
 
     type: str
     tolerance: float = 0.0

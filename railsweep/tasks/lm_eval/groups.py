@@ -4,7 +4,7 @@ A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``
 itself a group is expanded in turn. A tag is a label on each member's own config, often set in a file the
 members include (``mgsm_direct``: every ``mgsm_direct_*`` task). :func:`expand_lm_eval_ref` returns the member
 refs in the harness's order (a group's list as written, a tag's members sorted), each checked by
-:func:`~railsweep.tasks.lm_eval_spec.load_lm_eval_spec`, so a group with one member railsweep cannot run (scored
+:func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec`, so a group with one member railsweep cannot run (scored
 by log-likelihood, say) is refused as a whole, naming that member, before anything is decoded. A member the
 group defines inline (a mapping with overrides instead of a task's name) is refused too: railsweep runs tasks
 by name, and an inline override would change the task without changing its name.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.lm_eval_spec import (
+from railsweep.tasks.lm_eval.spec import (
     PREFIX,
     find_task_yaml,
     import_lm_eval,
@@ -100,7 +100,7 @@ def _tag_members(root: Path, name: str) -> list[str] | None:
 @functools.lru_cache(maxsize=64)
 def expand_lm_eval_ref(ref: str) -> Expansion:
     """The tasks ``lm_eval:NAME`` runs (module docstring); an unknown name gets the task loader's error. Cached per
-    process, as :func:`~railsweep.tasks.lm_eval_spec.load_lm_eval_spec` is: every cell of a sweep asks again."""
+    process, as :func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec` is: every cell of a sweep asks again."""
     name = ref[len(PREFIX):]
     if not re.fullmatch(r"[\w.\-]+", name):
         load_lm_eval_spec(ref)  # raises: a malformed name is refused before the harness is imported

@@ -5,7 +5,7 @@ neither of which railsweep depends on; MATH answers use a narrow corner of
 LaTeX, so a recursive-descent reader over that corner is shorter than another
 dependency and never executes text (``parse_expr`` would ``eval`` it).
 
-What it reads (after :func:`railsweep.tasks.math_answers.strip_math`):
+What it reads (after :func:`railsweep.tasks.answers.math_boxed.strip_math`):
 numbers (``12``, ``0.25``, exact: a decimal is read as a Rational), single-letter
 variables, ``\\pi``, ``\\infty``, ``\\frac{a}{b}``, ``\\sqrt{x}``, ``\\sqrt[n]{x}``,
 ``^`` (``x^2``, ``x^{10}``), ``!``, ``+ - * / \\cdot \\times \\div``, implicit

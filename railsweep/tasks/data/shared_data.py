@@ -34,7 +34,7 @@ def shared_data_dir(explicit: str | os.PathLike | None = None) -> Path:
     fetched = Path.cwd() / "data"
     candidates = [fetched] if (fetched / "gsm8k").is_dir() else []
     candidates.append(Path.cwd() / _RELATIVE)
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]  # railsweep/tasks/data/ -> the checkout
     if (checkout / "pyproject.toml").is_file():  # imported from a checkout, not from site-packages
         candidates.append(checkout / _RELATIVE)
     for candidate in candidates:

@@ -13,7 +13,7 @@ included).
 normalisation, re-implemented step by step, with the additions
 lm-evaluation-harness ``minerva_math`` makes (``\\text{}`` kept as its content,
 thousands separators); two answers equal as strings after it are equal.
-:mod:`railsweep.tasks.math_equiv` then compares the rest with sympy.
+:mod:`railsweep.tasks.answers.math_equiv` then compares the rest with sympy.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ resolves a name to one of them and checks it before any data or model is read (s
    first, then the rest, as text (the harness's own index parses every YAML and takes a minute);
 3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
    ``TaskManager`` over that one folder; a Python task class is refused (a group or a tag is not a task:
-   :mod:`railsweep.tasks.lm_eval_groups` expands one); a task whose code
+   :mod:`railsweep.tasks.lm_eval.groups` expands one); a task whose code
    imports a package the harness made optional is one :class:`~railsweep.errors.MissingDependencyError` naming
    the package and the harness extra that brings it (:func:`missing_task_dependency`);
 4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``): its
@@ -17,7 +17,7 @@ resolves a name to one of them and checks it before any data or model is read (s
 5. hash the resolved config (less the YAML's path on this machine) with the harness's version (:attr:`LmEvalSpec.sha256`, which enters the cell id).
 
 Building the harness's task object on local data, its prompts and its filters is
-:mod:`railsweep.tasks.lm_eval_task`.
+:mod:`railsweep.tasks.lm_eval.task`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
-from railsweep.tasks.rows import FORMATS
+from railsweep.tasks.data.rows import FORMATS
 
 PREFIX = "lm_eval:"
 # The rule that reads the harness's filters in order: the first whose output is not its fallback ("[invalid]").

@@ -7,7 +7,7 @@ template ending in a newline keeps it. The environment is sandboxed: a task file
 is data, and its templates reach the row's fields and plain string methods only.
 
 Filters beyond Jinja's own: ``gsm8k_cot`` (a GSM8K solution in the 8-shot CoT answer
-style, :func:`railsweep.tasks.answers.to_cot`), which the shipped GSM8K file uses
+style, :func:`railsweep.tasks.answers.gsm8k_solution.to_cot`), which the shipped GSM8K file uses
 for the gold chain of thought.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from railsweep.tasks.answers import to_cot
-from railsweep.tasks.math_answers import gold_answer
+from railsweep.tasks.answers.gsm8k_solution import to_cot
+from railsweep.tasks.answers.math_boxed import gold_answer
 
 
 def last_boxed(solution: str) -> str:

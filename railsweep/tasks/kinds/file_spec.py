@@ -24,7 +24,7 @@ that answer is graded. A task file names each (format 1; ``docs/tasks.md``,
 :func:`load_task_file` reads a file (or a task shipped in the package, by name)
 into a frozen :class:`TaskSpec`; every problem raises one
 :class:`~railsweep.errors.ConfigError` that names the file and the field. Reading
-the data and rendering every prompt is :mod:`railsweep.tasks.file_task`.
+the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from typing import Any
 import yaml
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.answer_spec import GRADER_TYPES, SELECTS, STEP_KINDS, Extractor, Grader, Step
-from railsweep.tasks.rows import FORMATS, format_of
-from railsweep.tasks.templates import TemplateError, compile_condition, compile_template
+from railsweep.tasks.answers.file_rule_spec import GRADER_TYPES, SELECTS, STEP_KINDS, Extractor, Grader, Step
+from railsweep.tasks.data.rows import FORMATS, format_of
+from railsweep.tasks.kinds.file_templates import TemplateError, compile_condition, compile_template
 
-BUILTIN_DIR = Path(__file__).with_name("builtin")
+BUILTIN_DIR = Path(__file__).parents[1] / "builtin"  # railsweep/tasks/builtin
 FORMAT_VERSION = 1
 _TOP = (
     "format", "name", "description", "data", "fields", "doc_to_text", "doc_to_target", "gold_chain",

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from railsweep.errors import DataError
-from railsweep.tasks.answers import parse_gold
+from railsweep.tasks.answers.gsm8k_solution import parse_gold
 from railsweep.tasks.base import Question
-from railsweep.tasks.text import read_utf8
+from railsweep.tasks.data.text import read_utf8
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ when it is not a binary minus (``5-3`` reads as 3, not -3). The step that
 produced the prediction is recorded ("none" when no number was found).
 
 The ``lm_eval`` rule is the harness's own filters and string comparison, byte
-for byte (:mod:`railsweep.tasks.lm_eval_gsm8k`), after the same cut.
+for byte (:mod:`railsweep.tasks.answers.lm_eval_gsm8k`), after the same cut.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from railsweep.errors import ConfigError
+from railsweep.tasks.answers.lm_eval_gsm8k import grade_lm_eval
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, RULES_BY_TYPE, Grade
-from railsweep.tasks.lm_eval_gsm8k import grade_lm_eval
 
 # sign (not a binary minus: nothing word-like just before it), optional $, then
 # either comma-grouped thousands or plain digits, then an optional decimal part
@@ -47,7 +47,7 @@ _NUMBER = (
 )
 _NUMBER_RE = re.compile(_NUMBER)
 _STRICT_RE = re.compile(r"the answer is\s*:?\s*" + _NUMBER, re.IGNORECASE)
-# The GSM8K 8-shot prompt's stop strings (lm-eval's ``until: ["Q:"]``), longest first; see railsweep.tasks.gsm8k.
+# The GSM8K 8-shot prompt's stop strings (lm-eval's ``until: ["Q:"]``), longest first; see railsweep.tasks.kinds.gsm8k.
 STOP: tuple[str, ...] = ("\n\nQ:", "\nQ:", "Q:")
 
 

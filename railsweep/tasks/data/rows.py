@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import DataError
-from railsweep.tasks.text import json_lines, read_utf8
+from railsweep.tasks.data.text import json_lines, read_utf8
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}

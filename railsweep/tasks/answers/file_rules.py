@@ -8,23 +8,23 @@ regex filters):
    step takes the first or last match (``select``) and, as lm-eval's ``regex`` filter does, its only
    group, or the first non-empty group when there are several, or the whole match when there are none,
    stripped. ``boxed`` takes the first/last well-formed ``\\boxed{}`` and ``answer_is`` the first/last
-   "The answer is X" (:mod:`railsweep.tasks.math_answers`). The first step counts as ``strict`` in a
+   "The answer is X" (:mod:`railsweep.tasks.answers.math_boxed`). The first step counts as ``strict`` in a
    cell's table, any later one as ``flexible``; nothing found is ``none``;
 3. **grade** with the rule's grader: ``numeric`` (thousands separators, ``$`` and whitespace removed, then
    compared as decimals, within ``tolerance``), ``string`` (lm-eval's ``exact_match``: each of
    ``regexes_to_ignore`` deleted in order from both sides, optionally lower-cased, then equal) or ``math``
-   (:func:`railsweep.tasks.math_equiv.is_equiv`: normalised strings, then sympy).
+   (:func:`railsweep.tasks.answers.math_equiv.is_equiv`: normalised strings, then sympy).
 """
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from railsweep.tasks.answer_spec import Extractor, Grader
+from railsweep.tasks.answers.file_rule_spec import Extractor, Grader
+from railsweep.tasks.answers.gsm8k_rules import cut_at_stop
+from railsweep.tasks.answers.math_boxed import strip_math
+from railsweep.tasks.answers.math_equiv import is_equiv
 from railsweep.tasks.base import Grade
-from railsweep.tasks.grading import cut_at_stop
-from railsweep.tasks.math_answers import strip_math
-from railsweep.tasks.math_equiv import is_equiv
 
 
 def normalize_numeric(text: str, thousands_separator: str = ",") -> Decimal | None:

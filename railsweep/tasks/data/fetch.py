@@ -1,6 +1,6 @@
 """GSM8K, its 8-shot CoT exemplars and the PQ paraphrases, fetched from their sources and checked byte for byte.
 
-``railsweep data gsm8k`` writes the folder layout every command reads (:mod:`railsweep.tasks.shared_data`):
+``railsweep data gsm8k`` writes the folder layout every command reads (:mod:`railsweep.tasks.data.shared_data`):
 
     DIR/gsm8k/{test,train}.jsonl, LICENSE            openai/grade-school-math (MIT), pinned commit
     DIR/gsm8k/cot_8shot.json, LICENSE.lm-evaluation-harness

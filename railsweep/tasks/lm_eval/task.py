@@ -2,7 +2,7 @@
 
 Building an :class:`LmEvalTask` (steps):
 
-1. copy the harness config (:mod:`railsweep.tasks.lm_eval_spec`) and point its dataset at local files:
+1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`) and point its dataset at local files:
    ``dataset_path`` becomes the ``datasets`` builder of the files' format (``json``, ``csv``, ``parquet``)
    and ``dataset_kwargs.data_files`` maps each split the config names to ``<task_dir>/<split>.<format>``;
 2. build the harness's ``ConfigurableTask`` from it and seed its few-shot sampler as ``simple_evaluate``
@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import ConfigError, DataError
+from railsweep.tasks.answers.gsm8k_rules import cut_at_stop
 from railsweep.tasks.base import Grade, Question
-from railsweep.tasks.grading import cut_at_stop
-from railsweep.tasks.gsm8k import read_leak_split
-from railsweep.tasks.lm_eval_spec import COMBINED_RULE, LmEvalSpec, split_file
+from railsweep.tasks.data.leak_split import read_leak_split
+from railsweep.tasks.lm_eval.spec import COMBINED_RULE, LmEvalSpec, split_file
 
 FEWSHOT_SEED = 1234  # lm_eval.evaluator.simple_evaluate's default fewshot_random_seed
 _BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}

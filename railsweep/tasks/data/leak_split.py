@@ -1,0 +1,33 @@
+"""Reading a leak split: which test questions a contaminated model saw, ``{"leaked": [test indices], ...}``.
+
+Every task kind reads it the same way: the indices are the task's question indices on its test split, each in
+``[0, n_total)``; ``Question.leaked`` is then whether a question's index is among them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from railsweep.errors import DataError
+from railsweep.tasks.data.text import read_utf8
+
+
+def read_leak_split(path: str | Path, n_total: int) -> frozenset[int]:
+    """The leaked test indices from ``{"leaked": [...], ...}``; each must lie in ``[0, n_total)``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"leak split file not found: {path}")
+    try:
+        data = json.loads(read_utf8(path))
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    leaked = data.get("leaked") if isinstance(data, dict) else None
+    if not isinstance(leaked, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in leaked
+    ):
+        raise DataError(f"{path}: expected an object with 'leaked': a list of integer test indices")
+    bad = sorted(i for i in leaked if not 0 <= i < n_total)
+    if bad:
+        raise DataError(f"{path}: leaked indices out of range [0, {n_total}): {bad[:10]}")
+    return frozenset(leaked)
