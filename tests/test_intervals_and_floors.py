@@ -223,3 +223,20 @@ def test_the_real_check_prints_the_interval_of_a_well_filled_cell():
     s = score_counts(*cell(), B=50, n_boot=100, rng=np.random.default_rng(0))
     assert s["sa_ppg"]["check"] >= CHECK_MIN and s["sa_ppg"]["interval"] == "jackknife"
     assert s["sa_ppg"]["ci_low"] <= s["sa_ppg"]["value"] <= s["sa_ppg"]["ci_high"]
+
+
+def test_the_checks_population_has_the_spread_of_the_one_the_counts_came_from():
+    """Posterior means are narrower than the true p's; the constrained means the self-check simulates from match
+    their spread (the fitted prior's) and keep every question's rank."""
+    from railsweep.metrics.empirical_bayes import fit_prior
+
+    rng = np.random.default_rng(3)
+    p = rng.beta(2.5, 0.9, 400)
+    c = rng.binomial(10, p)
+    prior = fit_prior(c, np.full_like(c, 10))
+    pm, cm = prior.posterior_mean(), prior.constrained_mean()
+    assert np.std(pm) < 0.92 * np.std(p)
+    assert np.std(cm) == pytest.approx(np.std(p), rel=0.05)
+    assert np.mean(cm) == pytest.approx(np.mean(pm), abs=0.01)
+    order = np.argsort(pm, kind="stable")
+    assert np.all(np.diff(cm[order]) >= -1e-12)

@@ -8,8 +8,10 @@ average (docs/metrics.md, "When no interval is printed"). Whether that happens
 depends on the population, so each cell is checked on a population that looks like it:
 
 1. the population: the cell's questions, each model's p the posterior mean of its
-   count under that model's fitted prior (:mod:`railsweep.metrics.empirical_bayes`),
-   greedy verdicts as observed;
+   count under that model's fitted prior (:mod:`railsweep.metrics.empirical_bayes`), spread to
+   the prior's variance (constrained Bayes: posterior means alone are narrower than the
+   population, so its sparse strata would fill less often than the real ones), greedy
+   verdicts as observed;
 2. the design value of each stratified metric at the cell's (n, m, B): the mean over
    ``design_reps`` simulated cells;
 3. ``reps`` simulated cells, each with its studentized error T = (θ̂ − θ)/se (jackknife se);
@@ -52,9 +54,10 @@ class Check(NamedTuple):
 
 
 def fitted_population(c: np.ndarray, m: int, greedy: np.ndarray) -> Population:
-    """Population of the cell's questions: c int (K, N) counts of K models (row 0 clean), one m."""
+    """Population of the cell's questions: c int (K, N) counts of K models (row 0 clean), one m; each model's p
+    its constrained-Bayes posterior mean (:meth:`~railsweep.metrics.empirical_bayes.Prior.constrained_mean`)."""
     p = np.stack(
-        [fit_prior(row, np.full_like(row, m)).posterior_mean() for row in np.asarray(c, dtype=np.int64)]
+        [fit_prior(row, np.full_like(row, m)).constrained_mean() for row in np.asarray(c, dtype=np.int64)]
     )
     return Population(tuple(f"model{k}" for k in range(p.shape[0])), p, np.asarray(greedy, dtype=float))
 
