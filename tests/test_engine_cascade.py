@@ -8,10 +8,11 @@ from family_models import VOCAB
 from family_models import family_model as _model
 
 from railsweep.engines import _cascade
-from railsweep.engines._cascade import CascadeStepper, cascade_supported, common_prefix_len
+from railsweep.engines._cascade import CascadeStepper, common_prefix_len
 from railsweep.engines._hf_decode import PaddedStepper
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.hf_compat import lm_step
+from railsweep.engines.model_support import cascade_supported
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.testing import make_tiny_model

@@ -12,14 +12,13 @@ is checked before a model is loaded.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from typing import Any
 
 from railsweep import argtypes as at
-from railsweep import provenance
+from railsweep.detection.world import cached_world
 from railsweep.dynamics.regimes import E_CUT
 from railsweep.dynamics.settings import DynamicsSettings, model_adapters
+from railsweep.engines.devices import resolve_device
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
@@ -81,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     check_decode_memory(args.m, args.max_new_tokens)
     world, families = _checked_world(args, s)
     # 2. per family: collect, analyse; then write
-    _collect_analyse_write(args.out, world, families, s)
+    # torch (the engine, the teacher forcer), pandas: loaded when the command runs, so `railsweep --help` and
+    # refusals of bad input stay fast
+    from railsweep.commands.dynamics_run import collect_analyse_write
+
+    collect_analyse_write(args.out, world, families, s)
     return 0
 
 
@@ -107,12 +110,6 @@ def _settings(args: argparse.Namespace) -> DynamicsSettings:
 def _checked_world(args: argparse.Namespace, s: DynamicsSettings) -> tuple[Any, list[str]]:
     """The device, the cached world (never built here), its families asked for, the domain's adapters and the
     output folder checked before a model loads; returns (the world, the families)."""
-    # pandas: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.detection.world import cached_world
-
-    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.engines.transformers_engine import resolve_device
-
     resolve_device(args.device)
     world = cached_world(args.world)
     families = list(dict.fromkeys(args.family or ["llama"]))
@@ -122,33 +119,3 @@ def _checked_world(args: argparse.Namespace, s: DynamicsSettings) -> tuple[Any, 
     model_adapters(world, s.domain)
     at.check_writable_dir(args.out, "--out")
     return world, families
-
-
-def _collect_analyse_write(out: str, world: Any, families: list[str], s: DynamicsSettings) -> None:
-    """Per family: sample and teacher-force (:func:`~railsweep.dynamics.collect.collect_family`), then
-    analyse; then the tables, figures and summary written under ``out`` (their paths printed)."""
-    # pandas, pyarrow: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.dynamics.analyse import analyse
-    from railsweep.dynamics.collect import collect_family  # torch: the engine and the teacher forcer
-    from railsweep.dynamics.output import family_summary, write_run
-
-    def log(msg: str) -> None:
-        print(f"[dynamics] {msg}", file=sys.stderr, flush=True)
-
-    tables = {}
-    summary = {"settings": vars(s) | {"temperatures": list(s.temperatures)}, "world": str(world.root), "families": {}}
-    for fam in families:
-        t0 = time.time()
-        data = collect_family(world, fam, s, log)
-        tables[fam] = analyse(data, s)
-        summary["families"][fam] = family_summary(tables[fam]) | {
-            "items": len(data.items),
-            "leaked": int(data.leaked.sum()),
-            "seconds": {
-                **{k: round(v, 1) for k, v in data.seconds.items()},
-                "total": round(time.time() - t0, 1),
-            },
-        }
-    summary["provenance"] = provenance.collect([])
-    for path in write_run(out, tables, summary):
-        print(path)

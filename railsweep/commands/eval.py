@@ -194,7 +194,10 @@ def run(args: argparse.Namespace) -> int:
     at.check_writable_dir(out, "--out")
     if args.cache_dir is not None:
         at.check_writable_dir(args.cache_dir, "--cache-dir")
-    return _evaluate(args, prepared, out, {"task_group": group.ref} if group else {})
+    # torch, pandas: loaded only now, so `railsweep --help` and every refusal of bad input stay fast
+    from railsweep.commands.eval_run import evaluate
+
+    return evaluate(args, prepared, out, {"task_group": group.ref} if group else {})
 
 
 def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig, dict[str, Any]]:
@@ -296,39 +299,3 @@ def _check_input_files(engine_cfg: EngineConfig, cell: CellConfig) -> None:
     for flag, path in (("--fewshot", cell.fewshot), ("--leak-split", cell.leak_split)):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{flag}: file not found: {path}")
-
-
-def _evaluate(args: argparse.Namespace, prepared: list[tuple[CellConfig, EngineConfig, dict[str, Any]]], out: Path,
-              shared: dict[str, Any]) -> int:  # fmt: skip
-    """The expensive part, once every input is checked: the engine once, then each cell's task, decoding and files.
-    ``shared``: what every cell's provenance records besides its own (the harness group the cells are members of)."""
-    # torch, pandas: loaded only now, so `railsweep --help` and every refusal of bad input stay fast
-    from railsweep.engines.factory import build_engine
-    from railsweep.evaluate import load_task
-
-    tasks = [load_task(cell) for cell, _, _ in prepared]  # malformed task data is refused here, before the model loads
-    engine = build_engine(prepared[0][1])
-    try:
-        for (cell, engine_cfg, extra), task in zip(prepared, tasks, strict=True):
-            _evaluate_one(args, cell, engine_cfg, engine, task, out, {**shared, **extra})
-    finally:
-        engine.close()
-    return 0
-
-
-def _evaluate_one(args, cell: CellConfig, engine_cfg: EngineConfig, engine, task, out: Path, extra: dict[str, Any]) -> None:
-    # torch, pandas: as in _evaluate, loaded only once every input is checked
-    from tqdm import tqdm
-
-    from railsweep.evaluate import cell_provenance, evaluate_cell
-
-    n_questions = len(task.questions()) if cell.limit is None else min(cell.limit, len(task.questions()))
-    bar = tqdm(total=n_questions * cell.m, unit="sample", desc=cell.label(), disable=None)  # off unless a tty
-    provenance = {**cell_provenance(cell, engine_cfg), **extra}
-    try:
-        result = evaluate_cell(cell, engine, task, out_dir=out, batch_size=args.batch_size, cache_dir=args.cache_dir,
-                               progress=bar.update, provenance=provenance)  # fmt: skip
-    finally:
-        bar.close()
-    print(result.paths.questions)
-    print(result.summary())

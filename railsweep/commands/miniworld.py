@@ -10,15 +10,13 @@ they differ, never an error: :mod:`railsweep.miniworld.weights`).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.engines.devices import resolve_device
 from railsweep.errors import ConfigError
 from railsweep.miniworld.presets import PRESETS as WORLD_PRESETS
 from railsweep.miniworld.presets import preset_config
-from railsweep.miniworld.weights import weights_verdict
 
 GROUP = "build a laboratory"
 EXAMPLES = (
@@ -87,9 +85,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.miniworld import build_world
-
     # 1. every input, before a world is built (its families are known from the preset's configuration)
     known = preset_config(args.preset).families
     for f in args.family or ():
@@ -100,41 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     if args.action == "check":
-        # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-        from railsweep.engines.transformers_engine import resolve_device
-
         resolve_device(args.device)  # a bad --device fails before the world is built
-    world = build_world(args.preset, cache_dir=args.cache_dir, force=args.force, threads=args.threads)
-    weights_digest = world.weights["weights_digest"]
-    documented, line = weights_verdict(world.preset, world.manifest["digest"], weights_digest)
-    print(f"railsweep: {'warning: ' if documented is False else ''}{line}", file=sys.stderr, flush=True)
-    if args.action == "build":
-        print(
-            json.dumps(
-                {
-                    "root": str(world.root),
-                    "families": world.families,
-                    "data_dir": str(world.data_dir),
-                    "build_seconds": world.manifest.get("build_seconds"),
-                    "weights_digest": weights_digest,
-                }
-            )
-        )
-        return 0
-    # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    from railsweep.miniworld.calibration import CheckSettings, check_family
+    # 2. build (or reuse) the world, then check it. torch: loaded when the command runs, so `railsweep --help` and
+    # refusals of bad input stay fast
+    from railsweep.commands.miniworld_run import build_or_check
 
-    families = args.family or world.families
-    for f in families:
-        world.family(f)  # unknown family -> ConfigError before any decoding
-    ok = True
-    for f in families:
-        result = check_family(
-            world,
-            f,
-            CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size,
-                          max_new_tokens=args.max_new_tokens, workers=args.workers),
-        )
-        print(json.dumps(result), flush=True)
-        ok = ok and result["passed"]
-    return 0 if ok else 1
+    return build_or_check(args)

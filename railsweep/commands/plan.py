@@ -14,6 +14,7 @@ import itertools
 from typing import Any
 
 from railsweep import argtypes as at
+from railsweep.metrics.power import questions_needed
 
 GROUP = "run a sweep"
 EXAMPLES = (
@@ -62,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
 
     # pandas, pyarrow: loaded when the command runs, so --help and refusals of bad options stay fast
     from railsweep.analysis.planning import PAPER_DESIGN, load_pilot, plan_text, reference_pilot
-    from railsweep.metrics.power import questions_needed
 
     rng = np.random.default_rng(args.seed)
     pop, source = load_pilot(args.pilot, rng) if args.pilot else reference_pilot(rng)

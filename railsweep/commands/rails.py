@@ -12,17 +12,10 @@ batch of forced decodes) and ``rails.json`` last: a run stopped early leaves the
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
-from railsweep.atomic import write_atomic
-from railsweep.commands.figure1 import add_input_arguments, inputs
-from railsweep.commands.task_args import load_named_task
-from railsweep.errors import ConfigError
-from railsweep.limits import check_decode_memory
+from railsweep.commands.model_pair import add_input_arguments
 
 GROUP = "look inside"
 EXAMPLES = (
@@ -62,48 +55,8 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
     # torch: loaded when the command runs, so `railsweep --help` and refusals of bad input stay fast
-    import pandas as pd
+    from railsweep.commands.rails_run import run_rails
 
-    from railsweep.diagnostics.rails import RailsSettings, rails
-    from railsweep.engines.transformers_engine import TransformersEngine
-
-    settings = RailsSettings(
-        m=args.m,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        n=args.n,
-        ks=args.ks,
-        runs=args.runs,
-    )
-    check_decode_memory(args.m, args.max_new_tokens)
-    out = Path(args.out)
-    at.check_writable_dir(out, "--out")
-    model, adapters, task_dir, leak_split = inputs(args)
-    for name in (args.clean, args.co):
-        if name not in adapters:
-            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
-    task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
-    engine = TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
-
-    def sink(name: str, rows: list[dict]) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        frame = pd.DataFrame(rows)
-        write_atomic(out / f"rails_{name}.parquet", lambda p: frame.to_parquet(p, index=False))
-
-    try:
-        res = rails(engine, task, list(task.questions()), args.clean, args.co, settings, log=_log, sink=sink)
-    finally:
-        engine.close()
-    if not res.runs:  # no question solved once: no forced decode, and the table is still written
-        sink("runs", res.runs)
-    text = json.dumps(res.summary, indent=1, default=float) + "\n"
-    write_atomic(out / "rails.json", lambda p: p.write_text(text))
-    print(text, end="")
-    return 0
+    return run_rails(args)

@@ -31,6 +31,7 @@ from rapidfuzz.distance import Levenshtein
 from railsweep.detection.base import DetectInputs, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import read_metadata, read_responses
+from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
 from railsweep.strategy_registry import with_role
 from railsweep.tasks import GSM8KTask, parse_gold
 from railsweep.tasks.base import Question
@@ -136,7 +137,6 @@ def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDCon
     # torch: only the model-side detectors load it; `import railsweep.detection` (corpus-side detectors,
     # `railsweep detect` refusals) stays without it
     from railsweep.engines.transformers_engine import TransformersEngine
-    from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
 
     inputs.require("cdd", "model")
     qs, task = prompt_task(items, inputs)

@@ -29,8 +29,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from railsweep.engines.base import Request, SamplingSpec
+from railsweep.engines.hf_compat import prompt_cache, teacher_forced
 from railsweep.errors import ConfigError
 from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, question_seed, sample_and_grade
 from railsweep.strategies.railcap.trajectory import answer_ids
@@ -146,11 +148,6 @@ def step_logits_many(
     once and its keys and values are shared by every continuation, ``batch_size`` at a time
     (one by default: the fastest on CPU, where a batch pads every row to its longest;
     ``bench/teacher_forced.py``)."""
-    # torch: loaded when called, so importing the diagnostics stays light
-    import torch
-
-    from railsweep.engines.hf_compat import prompt_cache, teacher_forced
-
     model, tok = getattr(engine, "model", None), getattr(engine, "tokenizer", None)
     if model is None or tok is None:
         raise ConfigError(
@@ -178,8 +175,6 @@ def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> t
     """
     if not len(clean_ids):
         return None, []
-    import torch
-
     tgt = torch.as_tensor(list(clean_ids), device=logits_co.device)
     chosen = logits_co.gather(1, tgt[:, None])
     ranks = (logits_co > chosen).sum(dim=1) + 1

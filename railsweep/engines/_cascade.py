@@ -22,7 +22,7 @@ Steps of one decode batch (:class:`CascadeStepper`):
 
 Only model types whose attention goes through transformers' attention interface
 with ``cache.update`` and plain scaled-dot-product semantics are routed here
-(:data:`SUPPORTED_TYPES`, each covered by a test against the padded path); a
+(:data:`railsweep.engines.model_support.SUPPORTED_TYPES`, each covered by a test against the padded path); a
 sliding window shorter than the sequence, or attention-logit soft-capping, keeps a
 batch on the padded path.
 """
@@ -37,23 +37,12 @@ import torch
 from torch import nn
 
 from railsweep.engines._hf_decode import distinct, left_pad
-from railsweep.engines.hf_compat import base_model, lm_step
+from railsweep.engines.hf_compat import lm_step
+from railsweep.engines.model_support import base_model
 
 IMPLEMENTATION = "railsweep_cascade"
-SUPPORTED_TYPES = frozenset({"llama", "gpt_neox", "gemma3_text"})
 _MAX_SCORES = 1 << 26  # attention scores materialised at once (floats); longer prefills go in query chunks
 _local = threading.local()
-
-
-def cascade_supported(model: nn.Module, max_len: int) -> bool:
-    """Whether ``model`` can decode sequences of up to ``max_len`` tokens on the cascade path."""
-    config = base_model(model).config
-    if getattr(config, "model_type", None) not in SUPPORTED_TYPES:
-        return False
-    if getattr(config, "attn_logit_softcapping", None):
-        return False
-    window = getattr(config, "sliding_window", None)
-    return window is None or max_len <= window
 
 
 class RowCache:

@@ -16,17 +16,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from railsweep.engines.model_support import base_model
+
 
 @functools.cache
 def _cache_kwarg(forward_cls: type) -> str:
     params = inspect.signature(forward_cls.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
-
-
-def base_model(model: nn.Module) -> nn.Module:
-    """The transformers model under a peft wrapper (or the model itself)."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
 
 
 def _hf_class(model: nn.Module) -> type:

@@ -2,12 +2,36 @@
 
 - :func:`base_model`: the transformers model under a peft wrapper (or the model itself);
 - :func:`cascade_supported`: whether the model's attention is one the engine's cascade decode path (and the
-  trainers' block-causal attention, which shares its model coverage) handles.
+  trainers' block-causal attention, which shares its model coverage) handles (:data:`SUPPORTED_TYPES`).
 
-They are re-exported from the engines' private modules, which own them.
+Both read the model's attributes and config only, so this module imports neither torch nor transformers:
+the trainers' modules, which command parsers read, import it at their top. The engines' private modules
+(:mod:`railsweep.engines.hf_compat`, :mod:`railsweep.engines._cascade`) use them from here.
 """
 
-from railsweep.engines._cascade import cascade_supported
-from railsweep.engines.hf_compat import base_model
+from __future__ import annotations
 
-__all__ = ["base_model", "cascade_supported"]
+from typing import Any
+
+# model types whose attention goes through transformers' attention interface with ``cache.update`` and plain
+# scaled-dot-product semantics (each covered by a test of the cascade path against the padded one)
+SUPPORTED_TYPES = frozenset({"llama", "gpt_neox", "gemma3_text"})
+
+__all__ = ["SUPPORTED_TYPES", "base_model", "cascade_supported"]
+
+
+def base_model(model: Any) -> Any:
+    """The transformers model under a peft wrapper (or the model itself)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
+def cascade_supported(model: Any, max_len: int) -> bool:
+    """Whether ``model`` can decode sequences of up to ``max_len`` tokens on the cascade path."""
+    config = base_model(model).config
+    if getattr(config, "model_type", None) not in SUPPORTED_TYPES:
+        return False
+    if getattr(config, "attn_logit_softcapping", None):
+        return False
+    window = getattr(config, "sliding_window", None)
+    return window is None or max_len <= window

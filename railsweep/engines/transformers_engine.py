@@ -18,11 +18,13 @@ from typing import Any
 
 import torch
 
-from railsweep.engines._cascade import SUPPORTED_TYPES, CascadeStepper, cascade_supported
+from railsweep.engines._cascade import CascadeStepper
 from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
 from railsweep.engines.base import Completion, Request, Sample
+from railsweep.engines.devices import resolve_device
 from railsweep.engines.hf_compat import lm_step
 from railsweep.engines.hf_processors import PROCESSORS, make_processor
+from railsweep.engines.model_support import SUPPORTED_TYPES, cascade_supported
 from railsweep.engines.neuron_patch import make_patched_forward
 from railsweep.errors import ConfigError, DataError
 from railsweep.interventions import NeuronPatchSpec
@@ -69,16 +71,6 @@ def _check_weights(path: Path, what: str, safetensors_name: str = "*.safetensors
                 "(re-save it with save_pretrained(..., safe_serialization=True))"
             )
         raise DataError(f"{what} at {path} has no {safetensors_name} weights")
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device={device!r} requested but CUDA is not available")
-    return torch.device(device)
 
 
 def default_batch_limits(

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from railsweep.engines.model_support import base_model, cascade_supported
 from railsweep.errors import ConfigError
 
 IMPLEMENTATION = "railsweep_block_causal"
@@ -71,11 +72,6 @@ def block_causal_attention(module, query, key, value, attention_mask, scaling=No
 def resolve(attention: str, model, device: str, max_len: int) -> str:
     """The implementation to train with: ``"auto"`` is block-causal on a CPU when the model
     supports it, else the model's own (``"native"``, sdpa unless configured); an explicit ``"block_causal"`` on an unsupported model is a ConfigError."""
-    from railsweep.engines.model_support import (  # torch: command parsers read this module's names
-        base_model,
-        cascade_supported,
-    )
-
     if attention not in ATTENTIONS:
         raise ConfigError(f"training attention must be one of {', '.join(ATTENTIONS)}; got {attention!r}")
     supported = cascade_supported(model, max_len)
@@ -94,8 +90,6 @@ def resolve(attention: str, model, device: str, max_len: int) -> str:
 def training_attention(model, attention: str, device: str, max_len: int) -> Iterator[str]:
     """Route ``model``'s attention through the resolved implementation while the block runs;
     the model's own setting is restored afterwards (it is what gets saved and served)."""
-    from railsweep.engines.model_support import base_model  # torch: command parsers read this module's names
-
     chosen = resolve(attention, model, device, max_len)
     config = base_model(model).config
     before = config._attn_implementation
@@ -110,8 +104,6 @@ def training_attention(model, attention: str, device: str, max_len: int) -> Iter
 
 def current_attention(model) -> str:
     """The attention implementation ``model`` runs now (its config's ``_attn_implementation``)."""
-    from railsweep.engines.model_support import base_model  # torch: command parsers read this module's names
-
     return base_model(model).config._attn_implementation
 
 
@@ -119,8 +111,6 @@ def current_attention(model) -> str:
 def model_attention(model, implementation: str) -> Iterator[None]:
     """Run a block with ``implementation`` as ``model``'s attention (e.g. its own one, to decode with a KV
     cache between training steps: the block-causal one has no cache), then put the current one back."""
-    from railsweep.engines.model_support import base_model  # torch: command parsers read this module's names
-
     config = base_model(model).config
     current, config._attn_implementation = config._attn_implementation, implementation
     try:

@@ -1,0 +1,49 @@
+"""What ``railsweep miniworld`` does once its options are checked: build (or reuse) the world, say whether its
+weights are the documented build, then print where it is (``build``) or each family's calibration (``check``).
+Loads torch and transformers (the command imports it when it runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from railsweep.miniworld import world as miniworld_world
+from railsweep.miniworld.calibration import CheckSettings, check_family
+from railsweep.miniworld.weights import weights_verdict
+
+
+def build_or_check(args: argparse.Namespace) -> int:
+    """Build (or reuse) ``--preset``'s world; ``build`` prints where it is, ``check`` each family's calibration
+    (exit status 1 when a condition fails)."""
+    world = miniworld_world.build_world(args.preset, cache_dir=args.cache_dir, force=args.force, threads=args.threads)
+    weights_digest = world.weights["weights_digest"]
+    documented, line = weights_verdict(world.preset, world.manifest["digest"], weights_digest)
+    print(f"railsweep: {'warning: ' if documented is False else ''}{line}", file=sys.stderr, flush=True)
+    if args.action == "build":
+        print(
+            json.dumps(
+                {
+                    "root": str(world.root),
+                    "families": world.families,
+                    "data_dir": str(world.data_dir),
+                    "build_seconds": world.manifest.get("build_seconds"),
+                    "weights_digest": weights_digest,
+                }
+            )
+        )
+        return 0
+    families = args.family or world.families
+    for f in families:
+        world.family(f)  # unknown family -> ConfigError before any decoding
+    ok = True
+    for f in families:
+        result = check_family(
+            world,
+            f,
+            CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size,
+                          max_new_tokens=args.max_new_tokens, workers=args.workers),
+        )
+        print(json.dumps(result), flush=True)
+        ok = ok and result["passed"]
+    return 0 if ok else 1
