@@ -98,3 +98,28 @@ def test_a_paired_difference_of_a_mean_metric_holds_its_point_and_reads_a_verdic
     assert d["ci_low"] <= d["difference"] <= d["ci_high"]
     assert d["interval"] == "bootstrap"
     assert d["verdict"] in {"lower", "higher", agg.NOT_DISTINGUISHABLE}
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_bca_interval_of_two_or_three_questions_is_the_resamples_range(n):
+    """At 2-3 questions the expanded tails underflow to 0: the interval reads the extremes of the resamples."""
+    rng = np.random.default_rng(0)
+    values = np.array([0.1, 0.6, 0.3][:n])
+    boot = values[rng.integers(0, n, size=(1000, n))].mean(axis=1)
+    lo, hi = bca_ci(boot, float(values.mean()), values)
+    assert (lo, hi) == pytest.approx((boot.min(), boot.max()))
+
+
+def test_a_cell_of_two_questions_is_scored_each_mean_metric_with_an_interval_or_a_reason():
+    """A smoke-sized sweep (``readout.limit: 2``) is scored, not failed on a degenerate bootstrap."""
+    m = np.full(2, 4)
+    clean = Readouts.of(np.array([1, 3]), m, np.array([0, 1]))
+    mitigated = Readouts.of(np.array([4, 2]), m, np.array([1, 1]))
+    scores = score_counts(clean, mitigated, B=5, n_boot=200, rng=np.random.default_rng(1))
+    assert scores["g_ap"]["interval"] == "bootstrap"
+    for metric in ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus"):
+        s = scores[metric]
+        if s["interval"] == "none":
+            assert s["why"], (metric, s)
+        else:
+            assert s["ci_low"] <= s["value"] <= s["ci_high"], (metric, s)

@@ -81,6 +81,9 @@ def expanded_alpha(n: int, alpha: float = 0.05) -> float:
     return float(2 * _N.cdf(-z))
 
 
+TAIL_FLOOR = 1e-12  # bca_ci's smallest tail: the resamples' extremes, where the expanded tails underflow
+
+
 def bca_ci(samples, point: float, values, alpha: float = 0.05) -> tuple[float, float]:
     """Expanded BCa interval of a mean over questions: what railsweep prints for G-AP, G-APP, A-PPG and Δ±.
 
@@ -100,7 +103,7 @@ def bca_ci(samples, point: float, values, alpha: float = 0.05) -> tuple[float, f
     z0 = _N.inv_cdf(min(max(share, edge), 1 - edge))
     ss = float(np.sum(u**2))
     a = float(np.sum(u**3)) / (6 * ss**1.5) if ss > 0 else 0.0
-    tail = expanded_alpha(u.size, alpha) / 2
+    tail = max(expanded_alpha(u.size, alpha) / 2, TAIL_FLOOR)  # at 2-3 questions the t's tails underflow to 0
     levels = []
     for z in (_N.inv_cdf(tail), _N.inv_cdf(1 - tail)):
         denominator = max(1 - a * (z0 + z), 1e-9)
