@@ -6,11 +6,10 @@ Every task kind reads it the same way: the indices are the task's question indic
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from railsweep.errors import DataError
-from railsweep.tasks.data.text import read_utf8
+from railsweep.tasks.data.text import parse_json, read_utf8
 
 
 def read_leak_split(path: str | Path, n_total: int) -> frozenset[int]:
@@ -18,10 +17,7 @@ def read_leak_split(path: str | Path, n_total: int) -> frozenset[int]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"leak split file not found: {path}")
-    try:
-        data = json.loads(read_utf8(path))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    data = parse_json(read_utf8(path), path)
     leaked = data.get("leaked") if isinstance(data, dict) else None
     if not isinstance(leaked, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) for i in leaked

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from railsweep.errors import DataError
-from railsweep.tasks.data.text import json_lines, read_utf8
+from railsweep.tasks.data.text import json_lines, parse_json, read_utf8
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
@@ -46,10 +45,7 @@ def read_rows(path: str | Path, fmt: str) -> list[dict[str, Any]]:
 
 
 def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    data = parse_json(text, path)
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise DataError(f"{path}: expected a JSON list of objects")
     return data

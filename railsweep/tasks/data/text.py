@@ -39,16 +39,21 @@ def json_lines(path: str | Path, text: str | None = None) -> Iterator[tuple[int,
             yield lineno, value
 
 
+def parse_json(text: str, path: str | Path) -> Any:
+    """One JSON document read from ``path``; malformed JSON raises :class:`DataError` naming the file and line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+
+
 def exemplar_list(path: str | Path, fields: str) -> list[Any]:
     """A few-shot file: a non-empty JSON list (of ``{fields}`` objects, which the caller checks); a missing
     file, malformed JSON or anything else raises :class:`DataError` naming the file."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"few-shot exemplar file not found: {path}")
-    try:
-        data = json.loads(read_utf8(path))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    data = parse_json(read_utf8(path), path)
     if not isinstance(data, list) or not data:
         raise DataError(f"{path}: expected a non-empty JSON list of {{{fields}}} objects")
     return data
