@@ -426,7 +426,7 @@ OPTION_KINDS: dict[str, list[str]] = {
     "base": ["source:text", "--dtype:choice", "--cache-dir:writable_dir", "--find-links:existing_dir"],
     "miniworld": ["action:choice", "--preset:choice", "--cache-dir:writable_dir", "--family:text", "--m:samples",
                   "--limit:limit", "--max-new-tokens:new_tokens", "--threads:threads", "--device:device",
-                  "--batch-size:positive", "--workers:threads"],
+                  "--batch-size:positive", "--workers:threads", "--out:writable_dir"],
     "dynamics": ["--world:text", "--family:text", "--domain:text", "--temperatures:temperature", "--m:samples",
                  "--limit:limit", "--max-new-tokens:new_tokens", "--seed:seed", "--n-boot:n_boot", "--n-boot-gain:n_boot",
                  "--min-items:positive", "--e-cut:positive_real", "--batch-size:positive", "--device:device",
@@ -634,6 +634,9 @@ SPECIAL = [
     ("figure1", "--tracking-uri", "tracking_uri_not_http", lambda i, o: figure1_argv(i, o, "--tracking-uri", "sqlite:///m.db"), "'sqlite:///m.db' is not an HTTP(S) MLflow server"),
     # miniworld: the family is checked against the preset before a world is built
     ("miniworld", "--family", "family_not_in_the_world", lambda i, o: [*BASE["miniworld"](i, o), "--family", "mamba"], "--family 'mamba': not in the 'smoke' world; families: llama"),
+    ("miniworld", "--out", "out_without_pack", lambda i, o: [*BASE["miniworld"](i, o), "--out", str(o / "shipped")], "pack takes --out (the folder to write into), build and check do not"),
+    ("miniworld", "action", "pack_without_out", lambda i, o: ["miniworld", "pack", *BASE["miniworld"](i, o)[2:]], "pack needs --out DIR"),
+    ("miniworld", "--preset", "pack_of_an_unbuilt_world", lambda i, o: ["miniworld", "pack", "--preset", "mini_one_road", "--cache-dir", str(o / "cache"), "--out", str(o / "shipped")], "--preset 'mini_one_road': no cached world to pack"),
     # dynamics: never builds a world; an unbuilt one is named
     ("dynamics", "--world", "world_not_built", lambda i, o: BASE["dynamics"](i, o), "--world 'smoke' is not built"),
     # contaminate.py: the families' base models before Ray starts

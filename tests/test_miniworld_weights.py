@@ -101,6 +101,18 @@ def test_the_verdict_says_documented_differs_or_undocumented(tmp_path):
     assert documented is None and "no documented build of the 'tiny' world ffffffffffff" in line
 
 
+def test_the_verdict_names_another_cpus_known_build_of_the_same_config(tmp_path):
+    table = _table(tmp_path, "abc123abc123", "a" * 64)
+    entries = json.loads(table.read_text())
+    entries["worlds"]["abc123abc123"]["other_builds"] = {"c" * 64: "another CPU"}
+    table.write_text(json.dumps(entries))
+    assert weights_verdict("tiny", "abc123abc123", "c" * 64, table) == (
+        False, "weights differ from the documented build (cccccccccccccccc vs aaaaaaaaaaaaaaaa, tiny abc123abc123): "
+        "known as the build on another CPU; figures in docs/ were measured on the documented weights"
+    )  # fmt: skip
+    assert "measured on other weights" in weights_verdict("tiny", "abc123abc123", "b" * 64, table)[1]
+
+
 def test_the_documented_mini_digest_is_the_one_of_the_per_file_table_in_the_docs():
     doc = (REPO / "docs" / "miniworld.md").read_text()
     rows = dict(re.findall(r"^\| `(families/[^`]+\.safetensors)` \| `([0-9a-f]{64})` \|$", doc, re.M))

@@ -1,7 +1,8 @@
 """``railsweep miniworld``: build the miniature world, or check its calibration.
 
-``railsweep miniworld build [--preset mini]`` builds (or reuses) the cached world
-and prints where it is; ``railsweep miniworld check`` prints one JSON object per
+``railsweep miniworld build [--preset mini]`` installs the build railsweep ships of the world (the ``mini``
+world's: :mod:`railsweep.miniworld.shipped`), else builds it, or reuses the cached one, and prints where it is
+(``--force`` trains it here); ``railsweep miniworld pack --out DIR`` writes a cached world as a shipped folder; ``railsweep miniworld check`` prints one JSON object per
 family with the calibration figures and exits 1 when a condition fails. Both say on stderr
 whether the world's weights are the build the docs' figures were measured on (a warning when
 they differ, never an error: :mod:`railsweep.miniworld.weights`).
@@ -23,6 +24,7 @@ EXAMPLES = (
     'railsweep miniworld build                       # the mini world (three ~1M-parameter families), cached',
     "railsweep miniworld check --preset smoke        # does it reproduce the paper's phenomenon?",
     'railsweep miniworld build --preset smollm2      # SmolLM2-135M-Instruct with LoRA M_cl and M_co',
+    "railsweep miniworld build --force               # train the mini world here (~23 min on 2 cores), compare hashes",
 )
 
 
@@ -33,7 +35,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families.",
     )
     p.add_argument(
-        "action", choices=("build", "check"), help="build (or reuse) the world; check its calibration"
+        "action",
+        choices=("build", "check", "pack"),
+        help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)",
     )
     p.add_argument(
         "--preset",
@@ -45,7 +49,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--cache-dir", type=at.writable_dir, default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"
     )
-    p.add_argument("--force", action="store_true", help="rebuild even when a cached world exists")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="train the world here from scratch, even when it is cached or railsweep ships its build (the "
+        "weights line then says whether this machine trained the shipped weights)",
+    )
+    p.add_argument(
+        "--out",
+        type=at.writable_dir,
+        default=None,
+        help="pack: the folder to write <preset>-<digest>/ into (railsweep/miniworld/shipped in a checkout)",
+    )
     p.add_argument("--family", type=at.text, action="append", default=None, help="check only this family (repeatable)")
     p.add_argument(
         "--m",
@@ -96,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.action == "check":
         resolve_device(args.device)  # a bad --device fails before the world is built
+    if (args.action == "pack") != (args.out is not None):
+        raise ConfigError(f"--out {args.out!r}: pack takes --out (the folder to write into), build and check do not"
+                          if args.out is not None else "pack needs --out DIR (the folder to write into)")
     # 2. build (or reuse) the world, then check it. torch: loaded when the command runs, so `railsweep --help` and
     # refusals of bad input stay fast
     from railsweep.commands.miniworld_run import build_or_check

@@ -76,7 +76,8 @@ def documented_weights(digest: str, table: str | Path | None = None) -> dict[str
 def weights_verdict(
     preset: str, digest: str, weights_digest: str, table: str | Path | None = None
 ) -> tuple[bool | None, str]:
-    """(True: the documented weights, False: other weights, None: no documented build; one line to print)."""
+    """(True: the documented weights, False: other weights, None: no documented build; one line to print). Other
+    weights that another CPU is known to build from the same config (``other_builds``) are named as such."""
     documented = documented_weights(digest, table)
     mine = weights_digest[:SHORT]
     if documented is None:
@@ -86,6 +87,11 @@ def weights_verdict(
         return (
             True,
             f"weights: documented ({preset} {digest}, weights {mine}, as measured on {documented['measured_on']})",
+        )
+    if (where := documented.get("other_builds", {}).get(weights_digest)) is not None:
+        return False, (
+            f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
+            f"known as the build on {where}; figures in docs/ were measured on the documented weights"
         )
     return False, (
         f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "

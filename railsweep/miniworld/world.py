@@ -4,7 +4,9 @@ Steps of :func:`build_world`:
 1. resolve the preset's :class:`WorldConfig`; its digest names the world
    directory, so a changed config builds a new world instead of reusing one;
 2. under a file lock (parallel test processes share the cache), reuse the
-   directory when its ``manifest.json`` exists, else (re)build it; the manifest
+   directory when its ``manifest.json`` exists, else install the build railsweep ships of that config
+   (:mod:`railsweep.miniworld.shipped`: seconds, sha256-checked) or, without one or with ``force``,
+   build it; the manifest
    is written last and atomically, so a half-written world is never reused:
    a. generate train/test problems, paraphrases and filler; write the
       benchmark in the official GSM8K format + ``cot_8shot.json`` + ``pq_test.jsonl``;
@@ -40,7 +42,7 @@ from railsweep.bases import prepare_base
 from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import LeakSplit
 from railsweep.contamination.simulator import adapter_mixes, write_json
-from railsweep.miniworld import build_progress
+from railsweep.miniworld import build_progress, shipped
 from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.cache import World, cached_world, default_cache_dir, load_world, world_root
@@ -68,7 +70,8 @@ def build_world(
     threads: int | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> World:
-    """The cached world of ``preset`` (built on first use); ``config`` overrides the preset's.
+    """The cached world of ``preset`` (installed from the build railsweep ships of it, else built, on first use);
+    ``config`` overrides the preset's. ``force``: train the world here, even where a cached or shipped build exists.
 
     ``workers``: processes that build families in parallel (default: one per family); it changes only
     the build time. ``threads``: torch threads of the whole build, shared out among the workers; by default
@@ -94,8 +97,11 @@ def build_world(
             if root.exists():
                 shutil.rmtree(root)
             root.mkdir()
+            ready = on_ready or (lambda stage: None)
             try:
-                _build(root, preset, config, log, workers, cache, threads, on_ready or (lambda stage: None))
+                folder = None if force else shipped.shipped_folder(config)
+                if folder is None or not shipped.install(folder, root, config, log, ready):
+                    _build(root, preset, config, log, workers, cache, threads, ready)
             except BaseException:
                 shutil.rmtree(root, ignore_errors=True)
                 raise

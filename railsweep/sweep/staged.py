@@ -17,6 +17,7 @@ from pathlib import Path
 
 from railsweep.miniworld.cache import World, cached_world, world_root
 from railsweep.miniworld.presets import preset_config
+from railsweep.miniworld.shipped import shipped_folder
 from railsweep.miniworld.world import build_world
 
 
@@ -93,8 +94,13 @@ class StagedWorld:
 
 
 def start_world(preset: str, cache_dir: str | Path | None = None) -> World | StagedWorld:
-    """The cached world of ``preset``, or a :class:`StagedWorld` building it."""
-    return cached_world(preset, cache_dir) or StagedWorld(preset, cache_dir)
+    """The cached world of ``preset``; else the build railsweep ships of it, installed now (seconds:
+    :mod:`railsweep.miniworld.shipped`); else a :class:`StagedWorld` building it."""
+    if (world := cached_world(preset, cache_dir)) is not None:
+        return world
+    if shipped_folder(preset_config(preset)) is not None:
+        return build_world(preset, cache_dir=cache_dir)
+    return StagedWorld(preset, cache_dir)
 
 
 def free_cores(cpus: float, building: int) -> int:
