@@ -34,7 +34,8 @@ def build_or_check(args: argparse.Namespace) -> int:
                     "root": str(world.root),
                     "families": world.families,
                     "data_dir": str(world.data_dir),
-                    "build_seconds": world.manifest.get("build_seconds"),
+                    "build_seconds": world.manifest.get("build_seconds"),  # of the build, where it was trained
+                    "shipped": world.manifest.get("shipped"),  # installed from the build railsweep ships, or None
                     "weights_digest": weights_digest,
                 }
             )
