@@ -23,7 +23,6 @@ GROUP = "build a laboratory"
 EXAMPLES = (
     'railsweep miniworld build                       # the mini world (three ~1M-parameter families), cached',
     "railsweep miniworld check --preset smoke        # does it reproduce the paper's phenomenon?",
-    'railsweep miniworld build --preset smollm2      # SmolLM2-135M-Instruct with LoRA M_cl and M_co',
     "railsweep miniworld build --force               # train the mini world here (~23 min on 2 cores), compare hashes",
 )
 
@@ -55,12 +54,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="train the world here from scratch, even when it is cached or railsweep ships its build (the "
         "weights line then says whether this machine trained the shipped weights)",
     )
-    p.add_argument(
-        "--out",
-        type=at.writable_dir,
-        default=None,
-        help="pack: the folder to write <preset>-<digest>/ into (railsweep/miniworld/shipped in a checkout)",
-    )
+    p.add_argument("--out", type=at.writable_dir, default=None,
+                   help="pack: the folder to write <preset>-<digest>/ into (railsweep/miniworld/shipped in a checkout)")
+    _check_options(p)
+    return p
+
+
+def _check_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``check``'s readouts (``--threads`` also shares out the build's threads)."""
     p.add_argument("--family", type=at.text, action="append", default=None, help="check only this family (repeatable)")
     p.add_argument(
         "--m",
@@ -83,12 +84,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="torch CPU threads of the check, and of the build shared out among its families (default: one per "
         "family, the documented weights; more can give other neox weights)",
     )
-    p.add_argument(
-        "--device", type=at.device, default="cpu", help="device of the check's engine: cpu (default), cuda, cuda:N or auto"
-    )
-    p.add_argument(
-        "--batch-size", type=at.positive, default=64, help="sequences decoded together by the check's engine"
-    )
+    p.add_argument("--device", type=at.device, default="cpu", help="device of the check's engine: cpu, cuda, cuda:N or auto")
+    p.add_argument("--batch-size", type=at.positive, default=64, help="sequences decoded together by the check's engine")
     p.add_argument(
         "--workers",
         type=at.threads,
@@ -96,7 +93,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="processes of one torch thread each for the check's readouts (one model each; same samples as 1; "
         "on CPUs one thread per process decodes faster than threads in one)",
     )
-    return p
 
 
 def run(args: argparse.Namespace) -> int:
