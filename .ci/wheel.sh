@@ -37,8 +37,8 @@ WHEEL=$(ls "$WORK"/dist/railsweep-*.whl)
 python3 - "$WHEEL" <<'PY'
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-presets = sorted(n for n in names if n.startswith("railsweep/sweep/presets/"))
-assert "railsweep/sweep/presets/smoke.yaml" in presets, presets
+presets = sorted(n for n in names if n.startswith("railsweep/sweep/spec/presets/"))
+assert "railsweep/sweep/spec/presets/smoke.yaml" in presets, presets
 assert not [n for n in names if n.startswith(("sweeps/", "tests/"))], "the wheel carries scripts or tests"
 print(f"[wheel] {sys.argv[1].rsplit('/', 1)[-1]}: {len(names)} files, presets {[p.rsplit('/', 1)[-1] for p in presets]}")
 PY

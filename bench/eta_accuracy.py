@@ -25,7 +25,7 @@ PART = re.compile(r"(\d+)([hms])")
 
 
 def seconds(text: str) -> int:
-    """``3m05s`` → 185 (the format of :func:`railsweep.sweep.progress.duration`)."""
+    """``3m05s`` → 185 (the format of :func:`railsweep.sweep.run.progress.duration`)."""
     return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in PART.findall(text))
 
 

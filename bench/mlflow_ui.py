@@ -6,7 +6,7 @@ through MLflow's REST API.
 2. through the REST API (``/api/2.0/mlflow/...``): the experiment's runs, their status, names, tags, how many
    metrics and params each cell run carries, the parent's description and summary metrics;
 3. headless Chromium (Debian's ``chromium`` package) screenshots of the runs table (the address the demo
-   prints: :func:`railsweep.sweep.mlflow_view.ui_address`), the compare view of two strategies of one setting (Identity and RailCap) and the parent run.
+   prints: :func:`railsweep.sweep.tracking.mlflow_view.ui_address`), the compare view of two strategies of one setting (Identity and RailCap) and the parent run.
 
 Run after ``make demo``:
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from railsweep.analysis.scoring import SCORE_CONSTANTS
 from railsweep.services.mlflow_server import ensure_mlflow_server
 from railsweep.services.process import free_port
-from railsweep.sweep.mlflow_view import VIEW_KEY, ui_address
+from railsweep.sweep.tracking.mlflow_view import VIEW_KEY, ui_address
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 ML = "workflowType=machine_learning"  # MLflow 3's "Model training" side of the UI (the default is GenAI)

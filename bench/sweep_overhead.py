@@ -10,7 +10,7 @@ Steps:
      2 cores collapse 10-30x, and one thread beat two sleeping ones), evaluates every cell
      of the sweep with ``evaluate_cell`` (engine loading not timed);
   3. the sweep: a private MLflow server (free port, temporary directory) and a fresh local
-     Ray instance run the same cells through :func:`railsweep.sweep.driver.run_sweep`, as
+     Ray instance run the same cells through :func:`railsweep.sweep.run.driver.run_sweep`, as
      ``sweeps/tables.py`` does;
   4. print JSON.
 
@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-    from railsweep.sweep.cells import expand
-    from railsweep.sweep.resolve import resolve_spec
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.plan.cells import expand
+    from railsweep.sweep.spec.resolve import resolve_spec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     spec = load_spec(args.preset)
     spec = dataclasses.replace(
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from railsweep.services.mlflow_server import ensure_mlflow_server
     from railsweep.services.process import free_port
-    from railsweep.sweep.driver import run_sweep
+    from railsweep.sweep.run.driver import run_sweep
 
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="rsw-bench-") as tmp:

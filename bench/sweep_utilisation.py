@@ -5,7 +5,7 @@
 Steps:
   1. resolve the preset (building or reusing its miniature world) and start a private MLflow server (free port,
      temporary directory) and a fresh local Ray instance with ``--num-cpus`` CPUs (default: the machine's);
-  2. run the sweep through :func:`railsweep.sweep.driver.run_sweep` (as ``sweeps/tables.py`` does) while a
+  2. run the sweep through :func:`railsweep.sweep.run.driver.run_sweep` (as ``sweeps/tables.py`` does) while a
      sampler thread reads, every ``--interval`` seconds, the CPU time of every process this one started (Ray's
      workers, raylet and GCS, the MLflow server) from /proc (psutil) and turns its growth into cores busy, by role:
      ``engines`` (engine actors), ``trials`` (Tune's trial workers), ``ray`` (raylet, GCS, idle workers, the
@@ -40,8 +40,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import railsweep  # noqa: E402
-from railsweep.sweep.resolve import resolve_spec  # noqa: E402
-from railsweep.sweep.spec import PRESETS, load_spec  # noqa: E402
+from railsweep.sweep.spec.resolve import resolve_spec  # noqa: E402
+from railsweep.sweep.spec.sweep_spec import PRESETS, load_spec  # noqa: E402
 
 ROLES = ("engines", "trials", "ray", "mlflow", "driver")
 
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from railsweep.services.mlflow_server import ensure_mlflow_server
     from railsweep.services.process import free_port
-    from railsweep.sweep.driver import run_sweep
+    from railsweep.sweep.run.driver import run_sweep
 
     load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="rsw-util-") as tmp:

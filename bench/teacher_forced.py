@@ -1,6 +1,6 @@
 """Teacher-forced logits, the cost of ``railsweep rails`` and ``railsweep figure1`` on a large model:
 one full forward pass per continuation against the prompt run once and shared by a question's
-continuations (:mod:`railsweep.engines.hf_compat`), side by side in one run.
+continuations (:mod:`railsweep.engines.teacher_forcing`), side by side in one run.
 
     python bench/teacher_forced.py --model PATH [--task-dir DIR] [--questions 3] [--m 10] [--threads 1]
 
@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from railsweep.engines.hf_compat import prompt_cache, teacher_forced  # noqa: E402
+from railsweep.engines.teacher_forcing import prompt_cache, teacher_forced  # noqa: E402
 from railsweep.tasks.kinds.gsm8k import GSM8KTask  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "full":
                     got[name] = full_forward(model, prompt, conts)
                 else:
-                    first, cache = prompt_cache(model, prompt)
-                    got[name] = [x for lo in range(0, len(conts), args.batch_size)
-                                 for x in teacher_forced(model, first, cache, conts[lo : lo + args.batch_size])]  # fmt: skip
+                    state = prompt_cache(model, prompt)
+                    forced = dict(teacher_forced(model, conts, prompt=state, batch_size=args.batch_size))
+                    got[name] = [forced[j] for j in range(len(conts))]
             times[name] += time.perf_counter() - t0
         for a, b in zip(got["full"], got["shared"]):
             diff = max(diff, float((a - b).abs().max()))

@@ -34,7 +34,7 @@ from railsweep.engines.config import EngineConfig  # noqa: E402
 from railsweep.engines.factory import build_engine  # noqa: E402
 from railsweep.strategies import build_strategy  # noqa: E402
 from railsweep.strategies.base import DecodeSettings, EvalContext  # noqa: E402
-from railsweep.sweep.throughput import DEFAULT_TABLE  # noqa: E402
+from railsweep.sweep.plan.throughput import DEFAULT_TABLE  # noqa: E402
 from railsweep.tasks.kinds.gsm8k import GSM8KTask  # noqa: E402
 
 

@@ -17,7 +17,7 @@ from railsweep.engines.base import Completion, Sample
 from railsweep.errors import ConfigError
 from railsweep.evaluate import evaluate_cell, load_task
 from railsweep.results import read_cell, read_metadata, read_responses
-from railsweep.sweep.trial import grading_metrics
+from railsweep.sweep.run.trial import grading_metrics
 from railsweep.tasks import GSM8KTask, grade
 from railsweep.tasks.agreement import rule_agreement
 from railsweep.tasks.answers.lm_eval_gsm8k import FALLBACK, cut_until, flexible_extract, strict_match
@@ -243,9 +243,9 @@ def test_a_task_graded_under_another_rule_than_its_cell_is_refused(task_dir, tmp
 def test_a_spec_rule_reaches_every_cell_and_the_default_keeps_the_sweep_id():
     import dataclasses
 
-    from railsweep.sweep.cells import expand
-    from railsweep.sweep.sections import FamilySpec
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.plan.cells import expand
+    from railsweep.sweep.spec.sections import FamilySpec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
     spec = dataclasses.replace(

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from railsweep.cli import main, make_parser
-from railsweep.sweep.spec import PRESET_DIR
+from railsweep.sweep.spec.sweep_spec import PRESET_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = [("Tom has 2 apples and buys 3 more. How many apples?", "5"), ("What is 4 + 4?", "8")] * 2
@@ -690,10 +690,10 @@ TRIPWIRES = (
     "railsweep.services.ray_head.ensure_ray_head",
     "railsweep.services.mlflow_server.ensure_mlflow_server",
     "railsweep.services.jobs.submit_job",
-    "railsweep.sweep.driver.run_sweep",
+    "railsweep.sweep.run.driver.run_sweep",
     "railsweep.contamination.contaminate_family",
     "railsweep.commands.contaminate.contaminate_family",  # the names a module imported at its top
-    "railsweep.sweep.resolve.build_world",
+    "railsweep.sweep.spec.resolve.build_world",
     "railsweep.dynamics.collect.TransformersEngine",
     "railsweep.miniworld.calibration.TransformersEngine",
     "ray.init",
@@ -764,7 +764,7 @@ def _schema_fields() -> list[str]:
     import types
     import typing
 
-    from railsweep.sweep.spec import SweepSpec
+    from railsweep.sweep.spec.sweep_spec import SweepSpec
 
     out = []
     for f in dataclasses.fields(SweepSpec):
@@ -814,7 +814,7 @@ def test_the_valid_baselines_reach_the_expensive_part(inp, tmp_path, monkeypatch
     """Each command's valid line gets past every check (so the bad part of a case is what refuses it): the
     commands that load a model, build a world or start a service reach a tripwire; score runs to the end."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("railsweep.sweep.tracking.check_tracking_uri", lambda uri: None)  # no MLflow server here
+    monkeypatch.setattr("railsweep.sweep.tracking.tracker.check_tracking_uri", lambda uri: None)  # no MLflow server here
     for command in ("eval", "sweep", "demo", "detect", "figure1", "rails", "miniworld", "contaminate", "job", "contaminate.py"):
         with pytest.raises(Tripwire):
             run_case(command, BASE[command](inp, tmp_path))
@@ -826,7 +826,7 @@ def test_the_valid_baselines_reach_the_expensive_part(inp, tmp_path, monkeypatch
 
 def test_spec_loading_outside_the_cli_raises_the_same_one_line_error(inp):
     from railsweep.errors import RailsweepError
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     for name, (_, needle) in BAD_SPECS.items():
         with pytest.raises(RailsweepError) as e:

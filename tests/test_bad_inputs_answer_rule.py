@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from railsweep.cli import main
-from railsweep.sweep.spec import PRESET_DIR
+from railsweep.sweep.spec.sweep_spec import PRESET_DIR
 
 SERVICES = (
     "railsweep.services.ray_head.ensure_ray_head",

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from ray.scripts.scripts import start as ray_start_cli
 
-from railsweep.sweep.spec import PRESET_DIR
+from railsweep.sweep.spec.sweep_spec import PRESET_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 RAYJOB = REPO / "cluster" / "kuberay" / "rayjob.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from railsweep.sweep.spec import PRESET_DIR
+from railsweep.sweep.spec.sweep_spec import PRESET_DIR
 from railsweep.tasks.data.shared_data import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pytest
 from railsweep.dynamics.groups import TemperatureGroup
 from railsweep.dynamics.step import NOT_FINISHED, _observed
 from railsweep.errors import DataError
-from railsweep.sweep.reader import cell_tables
+from railsweep.sweep.tracking.reader import cell_tables
 
 GROUP = TemperatureGroup(
     family="llama", domain="gsm8k", base="/b", adapters=(("M_cl", "/cl"), ("M_co", "/co")),

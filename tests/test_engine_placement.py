@@ -10,9 +10,9 @@ import io
 import pyarrow.parquet as pq
 import pytest
 
-from railsweep.sweep.cells import expand
-from railsweep.sweep.resolve import resolve_spec
-from railsweep.sweep.spec import load_spec
+from railsweep.sweep.plan.cells import expand
+from railsweep.sweep.spec.resolve import resolve_spec
+from railsweep.sweep.spec.sweep_spec import load_spec
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +25,8 @@ def _data(blob: bytes):
 def test_a_cell_decoded_on_two_engines_gives_the_same_samples_byte_for_byte(ray_client, smoke_world):
     import ray
 
-    from railsweep.sweep.engine_server import create_engine_actor
-    from railsweep.sweep.plan import engine_config
+    from railsweep.sweep.plan.resources import engine_config
+    from railsweep.sweep.run.engine_server import create_engine_actor
 
     spec = resolve_spec(dataclasses.replace(load_spec("smoke"), cache_dir=str(smoke_world)))
     fam = spec.families[0]

@@ -22,7 +22,7 @@ alike) and checked against :data:`RULES`, a table of one row per rule:
 - ``detection`` and ``dynamics`` (their Ray-facing modules included) never import ``sweep``, ``services`` or
   ``commands``: the sweep calls them, never the other way round.
 - ``analysis`` never imports ``sweep``: it reads plain records (:mod:`railsweep.results.records`) that
-  :mod:`railsweep.sweep.reader` fills from MLflow.
+  :mod:`railsweep.sweep.tracking.reader` fills from MLflow.
 
 ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name count as imports, and so
 does a name a package resolves lazily (a module-level ``{"Name": "railsweep.module"}`` table read by the
@@ -505,10 +505,10 @@ def test_a_validated_priced_spec_and_its_cell_records_load_no_torch_or_services(
         "import railsweep.config, railsweep.results.io, railsweep.results.schema\n"
         "from railsweep.config import CellConfig\n"
         "from railsweep.strategy_registry import STRATEGIES, in_table, strategy_label\n"
-        "from railsweep.sweep.spec import PRESETS, load_spec\n"
+        "from railsweep.sweep.spec.sweep_spec import PRESETS, load_spec\n"
         "specs = [load_spec(p) for p in PRESETS]\n"
-        "from railsweep.sweep.pricing import price_sweep\n"
-        "from railsweep.sweep.throughput import load_throughput\n"
+        "from railsweep.sweep.plan.pricing import price_sweep\n"
+        "from railsweep.sweep.plan.throughput import load_throughput\n"
         "for spec in specs:\n"
         "    price_sweep(spec, 'all', load_throughput(), [2])\n"
         "for name in STRATEGIES.known():\n"

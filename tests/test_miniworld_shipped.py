@@ -14,7 +14,7 @@ from railsweep.miniworld.cache import World, load_world, world_root
 from railsweep.miniworld.presets import preset_config
 from railsweep.miniworld.weights import combined_digest, documented_weights, file_hashes
 from railsweep.provenance import file_sha256
-from railsweep.sweep.staged import start_world
+from railsweep.sweep.run.staged import start_world
 
 
 @pytest.fixture()

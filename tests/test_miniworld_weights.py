@@ -18,9 +18,9 @@ from test_miniworld_world import TINY  # the tiny world config those tests build
 from railsweep.miniworld import build_world, load_world, preset_config
 from railsweep.miniworld.arithmetic import PINNED, pinned_arithmetic, pinned_env
 from railsweep.miniworld.weights import DOCUMENTED, combined_digest, weights_verdict, world_provenance
-from railsweep.sweep.driver import sweep_provenance
-from railsweep.sweep.spec import FamilySpec, load_spec
-from railsweep.sweep.tracking import provenance_tags
+from railsweep.sweep.run.driver import sweep_provenance
+from railsweep.sweep.spec.sweep_spec import FamilySpec, load_spec
+from railsweep.sweep.tracking.tracker import provenance_tags
 
 REPO = Path(__file__).resolve().parents[1]
 

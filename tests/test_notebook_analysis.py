@@ -1,4 +1,4 @@
-"""notebooks/analysis.ipynb and its library (railsweep.sweep.reader, railsweep.analysis.report) against a sweep
+"""notebooks/analysis.ipynb and its library (railsweep.sweep.tracking.reader, railsweep.analysis.report) against a sweep
 logged to a real local `mlflow server` in the exact layout of railsweep.sweep (parent run + sweep_spec.json, one
 child run per cell tagged mlflow.parentRunId / railsweep.cell_id, per-question and responses Parquet under
 results/, a mitigated cell's scores as metrics tagged with its clean run, and the tables the sweep's own publish
@@ -117,21 +117,21 @@ def _outcomes(cell, clean_c: np.ndarray, rng: np.random.Generator) -> list[Quest
 
 @pytest.fixture(scope="module")
 def sweep_run(mlflow_uri, tmp_path_factory):
-    """A two-family sweep (Table 3 gets two setting columns) logged like railsweep.sweep.driver + trial + publish do."""
+    """A two-family sweep (Table 3 gets two setting columns) logged like railsweep.sweep.run.driver + trial + publish do."""
     from railsweep.analysis.scoring import flatten_scores, score_pair, split_constants
     from railsweep.results.io import read_cell, write_cell
-    from railsweep.sweep.cells import expand
-    from railsweep.sweep.publish import publish_sweep
-    from railsweep.sweep.spec import spec_from_dict
-    from railsweep.sweep.sweep_run import cell_meta
-    from railsweep.sweep.tracking import (
+    from railsweep.sweep.plan.cells import expand
+    from railsweep.sweep.run.sweep_run import cell_meta
+    from railsweep.sweep.run.trial import cell_summary
+    from railsweep.sweep.spec.sweep_spec import spec_from_dict
+    from railsweep.sweep.tracking.publish import publish_sweep
+    from railsweep.sweep.tracking.tracker import (
         TAG_CLEAN_RUN,
         TAG_QUESTIONS_FILE,
         TAG_RESPONSES_FILE,
         TAG_ROLE,
         Tracker,
     )
-    from railsweep.sweep.trial import cell_summary
 
     root = tmp_path_factory.mktemp("sweep")
     task = _task_dir(root)
@@ -199,14 +199,14 @@ def sweep_run(mlflow_uri, tmp_path_factory):
 @pytest.fixture(scope="module")
 def loaded(sweep_run):
     """The fixture sweep read back once by parent run id (tests that only analyse it share this)."""
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     return reader.read_sweep(reader.connect(sweep_run["uri"]), parent_run_id=sweep_run["parent"])
 
 
 def test_read_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
     from railsweep.analysis import report
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     tracker = reader.connect(sweep_run["uri"])
     sweep = reader.read_sweep(tracker, "nbsmoke")
@@ -285,7 +285,7 @@ def test_failed_cell_is_left_out_of_the_tables_not_scored_as_zero(sweep_run, loa
 def test_notebook_tables_equal_the_tables_the_sweep_published_on_its_parent_run(sweep_run, loaded, tmp_path):
     from railsweep.analysis import report
     from railsweep.analysis.table_writers import to_markdown
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     tracker, sweep = reader.connect(sweep_run["uri"]), loaded
     tables = report.paper_tables(report.score_sweep(sweep), sweep.primary)
@@ -299,7 +299,7 @@ def test_notebook_tables_equal_the_tables_the_sweep_published_on_its_parent_run(
 
 def test_the_parent_run_carries_table_3_as_its_description_and_each_cells_sa_ppg_as_metrics(sweep_run, loaded):
     from railsweep.analysis import report
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     parent = reader.connect(sweep_run["uri"]).client.get_run(sweep_run["parent"])
     note = parent.data.tags["mlflow.note.content"]
@@ -325,7 +325,7 @@ def test_all_zero_looks_better_on_a_ppg_than_on_sa_ppg_in_the_reading_guide(load
 
 def test_figures_are_written_for_scatter_strata_bars_and_readout_stability(sweep_run, loaded, tmp_path):
     from railsweep.analysis import report
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     sweep = loaded
     paths = report.figures(sweep, report.score_sweep(sweep), tmp_path)
@@ -360,7 +360,7 @@ def test_the_drill_down_lists_the_questions_behind_a_paired_a_ppg_difference(loa
 
 
 def test_without_a_tracking_uri_the_demos_server_is_read_and_none_there_names_the_variable(monkeypatch, sweep_run):
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(reader, "DEMO_URI", sweep_run["uri"])  # the demo's server, on this test's port
@@ -375,7 +375,7 @@ def test_without_a_tracking_uri_the_demos_server_is_read_and_none_there_names_th
 
 
 def test_unknown_experiment_and_parent_run_are_data_errors(sweep_run):
-    from railsweep.sweep import reader
+    from railsweep.sweep.tracking import reader
 
     tracker = reader.connect(sweep_run["uri"])
     with pytest.raises(DataError, match="no-such-experiment"):
@@ -432,7 +432,7 @@ def test_the_ui_bench_reads_through_rest_what_the_runs_table_shows(sweep_run):
     """bench/mlflow_ui.py's REST facts on the fixture sweep: cells + 1 runs, the experiment opens on the shared
     "Model training" view the printed address names, readable unique names, constants as params, and the compare
     view gets Identity beside RailCap of one setting."""
-    from railsweep.sweep.mlflow_view import ui_address
+    from railsweep.sweep.tracking.mlflow_view import ui_address
 
     ui = _mlflow_ui_bench()
     f = ui.facts(sweep_run["uri"], "nbsmoke")

@@ -23,8 +23,8 @@ def test_notebook_reproduces_the_tables_of_a_real_smoke_sweep(
     import nbformat
     from mlflow import MlflowClient
 
-    from railsweep.sweep.driver import run_sweep
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.run.driver import run_sweep
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     exp = "nb-real-smoke"
     spec = load_spec("smoke")

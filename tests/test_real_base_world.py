@@ -14,7 +14,7 @@ from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.miniworld import build_world, preset_config
-from railsweep.sweep.spec import spec_from_dict
+from railsweep.sweep.spec.sweep_spec import spec_from_dict
 from tests.tiny_gguf import write_tiny_gguf
 
 

@@ -158,7 +158,7 @@ def test_the_dynamics_step_metrics_carry_the_curve():
 
 
 def test_the_mini_replica_preset_samples_both_models_at_greedy_and_tau_1_on_the_replica_world():
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     spec = load_spec("mini_replica")
     assert spec.miniworld_preset == "replica" and [f.name for f in spec.families] == ["llama"]
@@ -184,9 +184,9 @@ def test_the_notebook_frame_and_figures_show_the_curve_read_back_from_a_sweep(re
 
 
 def test_dynamics_base_adds_a_base_model_cell_per_tau_and_a_base_model_to_the_group():
-    from railsweep.sweep.cells import expand, temperature_groups
-    from railsweep.sweep.sections import FamilySpec
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.plan.cells import expand, temperature_groups
+    from railsweep.sweep.spec.sections import FamilySpec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     spec = load_spec("mini_replica")
     assert spec.dynamics_settings.base

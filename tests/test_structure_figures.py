@@ -19,5 +19,5 @@ def test_the_structure_figures_stay_within_their_ceilings():
     s = structure.structure(REPO / "railsweep")
     assert s["modules_over_450_lines"] == [] and s["functions_over_80_lines"] == []
     assert s["modules_over_400_lines"] == [] and s["functions_over_60_lines"] == []
-    assert s["floors"] <= 12 and s["layers_in_a_cycle"] == []
+    assert s["floors"] <= 11 and s["layers_in_a_cycle"] == []
     assert s["function_local_railsweep_imports"] <= 15

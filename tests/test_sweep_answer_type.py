@@ -12,9 +12,9 @@ import pytest
 from railsweep.config import CellConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.evaluate import load_task
-from railsweep.sweep.cells import expand, temperature_groups
-from railsweep.sweep.price_inputs import sweep_questions
-from railsweep.sweep.spec import load_spec, spec_from_dict
+from railsweep.sweep.plan.cells import expand, temperature_groups
+from railsweep.sweep.plan.price_inputs import sweep_questions
+from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 from railsweep.tasks.answers.gsm8k_solution import to_cot
 from railsweep.tasks.base import Question
 from railsweep.tasks.kinds.gsm8k import GSM8KTask

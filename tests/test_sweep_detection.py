@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from railsweep.errors import ConfigError
-from railsweep.sweep.resolve import resolve_spec
-from railsweep.sweep.spec import load_spec, spec_from_dict
+from railsweep.sweep.spec.resolve import resolve_spec
+from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
 BASE = {"miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k", "pq"]}
 
@@ -93,7 +93,7 @@ def resolved(smoke_world):
 
 
 def test_cdd_and_perturb_add_one_readout_cell_per_wording_and_the_others_none(resolved):
-    from railsweep.sweep.detect_cells import readout_cells
+    from railsweep.sweep.plan.detect_cells import readout_cells
 
     cells, pairs = readout_cells(resolved)
     assert len(cells) == 4 and len({c.cell_id for c in cells}) == 4  # (gsm8k, pq) x (original, paraphrased)
@@ -118,7 +118,7 @@ def test_cdd_and_perturb_add_one_readout_cell_per_wording_and_the_others_none(re
 def test_the_paraphrased_split_rewords_each_test_question_and_keeps_its_solution(resolved):
     from pathlib import Path
 
-    from railsweep.sweep.detect_cells import paraphrase_dir
+    from railsweep.sweep.plan.detect_cells import paraphrase_dir
     from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
     original = read_jsonl(Path(resolved.data_dir) / "test.jsonl")
@@ -146,7 +146,7 @@ def test_the_roc_curve_has_the_area_of_the_rank_sum_auc_with_ties_on_lopsided_da
 
 
 def test_logged_metric_names_keep_only_mlflow_characters():
-    from railsweep.sweep.detection import metric_name
+    from railsweep.sweep.run.detection import metric_name
 
     row = {"detector": "ngram", "setting": "n=13,fields=question+solution", "family": None, "domain": "pq"}
     assert metric_name(row, "auc") == "detect.ngram.n_13_fields_question_solution.corpus.pq.auc"

@@ -20,9 +20,9 @@ def test_a_sweep_with_detectors_logs_the_truth_scored_table_on_its_parent_run(
     import pandas as pd
 
     from railsweep.analysis.detection import roc_frame, truth_summary
-    from railsweep.sweep import reader
-    from railsweep.sweep.driver import run_sweep
-    from railsweep.sweep.spec import load_spec, spec_from_dict
+    from railsweep.sweep.run.driver import run_sweep
+    from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
+    from railsweep.sweep.tracking import reader
 
     smoke = load_spec("smoke")
     spec = spec_from_dict(

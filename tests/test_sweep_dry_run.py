@@ -14,12 +14,13 @@ import pytest
 from railsweep import cli
 from railsweep.errors import DataError
 from railsweep.miniworld.presets import preset_config
-from railsweep.sweep import job, options
-from railsweep.sweep.price_inputs import dry_resolve, mlp_widths_of
-from railsweep.sweep.pricing import format_price, price_params, price_sweep, sweep_price
-from railsweep.sweep.resolve import resolve_spec
-from railsweep.sweep.spec import PRESETS, load_spec
-from railsweep.sweep.throughput import load_throughput
+from railsweep.sweep import job
+from railsweep.sweep.plan.price_inputs import dry_resolve, mlp_widths_of
+from railsweep.sweep.plan.pricing import format_price, price_params, price_sweep, sweep_price
+from railsweep.sweep.plan.throughput import load_throughput
+from railsweep.sweep.spec import options
+from railsweep.sweep.spec.resolve import resolve_spec
+from railsweep.sweep.spec.sweep_spec import PRESETS, load_spec
 
 
 class Tripped(AssertionError):
@@ -131,8 +132,8 @@ def test_a_gpu_sweep_needs_one_gpu_per_family_and_replicates_over_the_rest(tmp_p
 def test_the_sweep_job_logs_the_price_as_parent_run_parameters(monkeypatch):
     import ray
 
-    import railsweep.sweep.driver as driver
-    import railsweep.sweep.tracking as tracking
+    import railsweep.sweep.run.driver as driver
+    import railsweep.sweep.tracking.tracker as tracking
 
     seen = {}
 
@@ -228,7 +229,7 @@ def test_smoke_token_estimate_is_within_20_percent_of_the_tokens_its_cells_gener
     evaluate them (same cells, same seeds: the same samples), counting what the engine generates."""
     from railsweep.engines.transformers_engine import TransformersEngine
     from railsweep.evaluate import evaluate_cell
-    from railsweep.sweep.cells import expand
+    from railsweep.sweep.plan.cells import expand
 
     spec = load_spec("smoke")
     price = price_sweep(spec, "3", load_throughput())
@@ -269,7 +270,7 @@ def test_response_lengths_refuse_an_empty_folder_and_foreign_question_indices(tm
 
 
 def test_the_dry_run_prices_with_measured_responses_where_the_world_has_them():
-    from railsweep.sweep.price_inputs import sweep_questions
+    from railsweep.sweep.plan.price_inputs import sweep_questions
 
     questions = sweep_questions(load_spec("smoke"))
     assert questions.length_source.startswith("responses measured on the 'smoke' world")
@@ -326,7 +327,7 @@ def test_the_line_ray_logs_on_connecting_loses_its_colours_when_the_output_is_no
 
 
 def test_a_sweep_that_loses_mlflow_ends_with_one_line_naming_what_is_kept_and_how_to_resume(monkeypatch, capsys):
-    from railsweep.sweep.tracking import TrackingError
+    from railsweep.sweep.tracking.tracker import TrackingError
 
     def gone(args, table):
         raise TrackingError("log_batch on http://127.0.0.1:5000 failed after 6 attempts: connection refused")
@@ -338,7 +339,7 @@ def test_a_sweep_that_loses_mlflow_ends_with_one_line_naming_what_is_kept_and_ho
 
 
 def test_a_sweep_with_failed_cells_names_them_and_the_resume(monkeypatch, capsys):
-    from railsweep.sweep.driver import SweepOutcome
+    from railsweep.sweep.run.driver import SweepOutcome
 
     outcome = SweepOutcome("p1", "e1", ["a", "b", "c"], [], ["b"], 12.0)
     monkeypatch.setattr(job, "_run", lambda args, table: [outcome])

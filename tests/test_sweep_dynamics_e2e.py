@@ -17,9 +17,9 @@ TAUS = (0.0, 0.7, 1.3)
 
 @pytest.fixture(scope="module")
 def dyn_sweep(ray_client, mlflow_server, smoke_world):
-    from railsweep.sweep.driver import run_sweep
-    from railsweep.sweep.sections import DynamicsSpec
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.run.driver import run_sweep
+    from railsweep.sweep.spec.sections import DynamicsSpec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     spec = load_spec("smoke")
     spec = dataclasses.replace(
@@ -90,9 +90,9 @@ def test_parent_run_metrics_carry_gains_with_intervals_fits_and_prediction_error
 
 
 def test_dynamics_tables_are_computed_from_the_sweeps_own_cells(dyn_sweep):
-    from railsweep.sweep.cells import temperature_groups
-    from railsweep.sweep.reader import connect, read_dynamics, read_sweep
-    from railsweep.sweep.resolve import resolve_spec
+    from railsweep.sweep.plan.cells import temperature_groups
+    from railsweep.sweep.spec.resolve import resolve_spec
+    from railsweep.sweep.tracking.reader import connect, read_dynamics, read_sweep
 
     tracker = connect(dyn_sweep["uri"])
     parent = dyn_sweep["out"].parent_run_id
@@ -120,7 +120,7 @@ def test_dynamics_tables_are_computed_from_the_sweeps_own_cells(dyn_sweep):
 
 def test_notebook_helpers_show_the_logged_dynamics(dyn_sweep, tmp_path):
     from railsweep.analysis import dynamics
-    from railsweep.sweep.reader import connect, read_dynamics
+    from railsweep.sweep.tracking.reader import connect, read_dynamics
 
     tables = read_dynamics(connect(dyn_sweep["uri"]), dyn_sweep["out"].parent_run_id)
     assert dynamics.groups(tables) == [("llama", "gsm8k")]

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from railsweep.services import jobs
-from railsweep.sweep import faults
+from railsweep.sweep.run import faults
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -48,7 +48,7 @@ def _cell_runs(df):
 
 
 def _smoke_spec(uri, experiment, cache, **resources):
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     spec = load_spec("smoke")
     return dataclasses.replace(
@@ -126,7 +126,7 @@ def test_demo_submits_the_smoke_sweep_as_a_ray_job_reusing_the_local_services(ml
 
 def test_a_clean_smoke_sweep_job_log_shows_no_traceback(demo_log):
     """Trial workers retired by Tune exit without Ray's SIGTERM handler printing "Exception ignored ...
-    SystemExit: 1" (railsweep.sweep.trial.quiet_exit): a clean sweep's log reads as one."""
+    SystemExit: 1" (railsweep.sweep.run.trial.quiet_exit): a clean sweep's log reads as one."""
     assert "[sweep] done in" in demo_log and re.search(r"Job '[^']+' succeeded", demo_log)  # the job log, streamed
     for needle in ("Traceback", "Exception ignored", "SystemExit", "\x1b[", "Loading weights", "FutureWarning"):
         assert needle not in demo_log, demo_log[max(0, demo_log.find(needle) - 2000) :][:4000]
@@ -152,7 +152,7 @@ def test_killing_the_engine_actor_after_the_first_cell_still_logs_every_cell_exa
 ):
     """The progress board kills the engines (Ray restarts them) the moment the first cell is FINISHED, with
     eight cells queued or in flight: no race with the sweep, however loaded the machine."""
-    from railsweep.sweep.driver import run_sweep
+    from railsweep.sweep.run.driver import run_sweep
 
     exp = "e2e-kill-engine"
     spec = _smoke_spec(mlflow_server, exp, smoke_world, slots_per_engine=3)
@@ -205,7 +205,7 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     """A fresh cache: the driver builds the smoke world in a thread, starts the cells when its family is
     trained, and tags the parent and every cell run with the world's weights digest once the manifest exists."""
     from railsweep.miniworld.cache import world_root
-    from railsweep.sweep.driver import run_sweep
+    from railsweep.sweep.run.driver import run_sweep
 
     exp = "e2e-staged-world"
     printed = io.StringIO()

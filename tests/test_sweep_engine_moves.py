@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from railsweep.sweep.engine_server import EngineServer
+from railsweep.sweep.run.engine_server import EngineServer
 
 
 def _configs(model_dir) -> dict[str, dict]:

@@ -1,4 +1,4 @@
-"""The fault-injection test hook (railsweep.sweep.faults): parsed strictly, inert unless set, fired by the
+"""The fault-injection test hook (railsweep.sweep.run.faults): parsed strictly, inert unless set, fired by the
 progress board exactly once, on the k-th finished cell, whatever else the board is told."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from railsweep.errors import ConfigError
-from railsweep.sweep.actors import ProgressBoard
-from railsweep.sweep.faults import ENV_VAR, Fault, fault_from_env
+from railsweep.sweep.run.actors import ProgressBoard
+from railsweep.sweep.run.faults import ENV_VAR, Fault, fault_from_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ def test_kill_driver_fault_sends_sigkill_to_the_armed_pid():
 @pytest.mark.slow
 def test_board_on_ray_kills_the_named_engines_which_restart_and_sigkills_the_armed_driver(ray_client):
     """The hook through real Ray actors: the board reached by ``.remote`` calls, as trials reach it."""
-    from railsweep.sweep.actors import ENGINE_NAMESPACE, create_progress_board
+    from railsweep.sweep.run.actors import ENGINE_NAMESPACE, create_progress_board
 
     class Engine:  # defined here, so Ray ships it by value
         def pid(self) -> int:

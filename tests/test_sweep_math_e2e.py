@@ -33,8 +33,8 @@ M = 2
 def math_sweep(ray_client, mlflow_server, tmp_path_factory):
     from math_world import make_math_world
 
-    from railsweep.sweep.driver import run_sweep
-    from railsweep.sweep.spec import spec_from_dict
+    from railsweep.sweep.run.driver import run_sweep
+    from railsweep.sweep.spec.sweep_spec import spec_from_dict
 
     root = tmp_path_factory.mktemp("math_sweep")
     base, adapters = make_math_world(root / "world")
@@ -58,7 +58,7 @@ def math_sweep(ray_client, mlflow_server, tmp_path_factory):
 
 
 def test_every_cell_of_a_math_sweep_finishes_graded_as_math(math_sweep):
-    from railsweep.sweep.reader import connect, read_sweep
+    from railsweep.sweep.tracking.reader import connect, read_sweep
 
     out = math_sweep["out"]
     assert out.failed == [] and out.dynamics["errors"] == {} and out.dynamics["groups"] == ["llama/gsm8k"]
@@ -78,7 +78,7 @@ def test_every_cell_of_a_math_sweep_finishes_graded_as_math(math_sweep):
 def test_each_cell_logs_its_grading_counts_under_both_math_rules_and_no_harness_rule(math_sweep):
     from mlflow import MlflowClient
 
-    from railsweep.sweep.reader import connect, read_sweep
+    from railsweep.sweep.tracking.reader import connect, read_sweep
 
     client = MlflowClient(tracking_uri=math_sweep["uri"])
     sweep = read_sweep(connect(math_sweep["uri"]), parent_run_id=math_sweep["out"].parent_run_id)
@@ -91,7 +91,7 @@ def test_each_cell_logs_its_grading_counts_under_both_math_rules_and_no_harness_
 
 
 def test_table_3_and_the_dynamics_step_run_on_the_math_cells(math_sweep):
-    from railsweep.sweep.reader import connect, read_dynamics
+    from railsweep.sweep.tracking.reader import connect, read_dynamics
 
     out = math_sweep["out"]
     assert "Identity" in out.tables["table3"]

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 
 from railsweep.results.io import read_cell, read_responses
-from railsweep.sweep.cells import expand
-from railsweep.sweep.resolve import resolve_spec
-from railsweep.sweep.sections import FamilySpec
-from railsweep.sweep.spec import load_spec
+from railsweep.sweep.plan.cells import expand
+from railsweep.sweep.spec.resolve import resolve_spec
+from railsweep.sweep.spec.sections import FamilySpec
+from railsweep.sweep.spec.sweep_spec import load_spec
 
 # RailCap's cells carry its 'trajectory' parameter (default 'answer') in their resolved config since it was added.
 PINNED_CELL_IDS = [
@@ -67,8 +67,8 @@ def _table_digest(df) -> str:
 
 def _run_cells(spec, prompts_per_call: int, out: Path) -> tuple[dict, dict]:
     """Every smoke cell decoded by one engine server: (adapter, label) -> samples digest, and -> table digest."""
-    from railsweep.sweep.engine_server import EngineServer
-    from railsweep.sweep.plan import engine_config
+    from railsweep.sweep.plan.resources import engine_config
+    from railsweep.sweep.run.engine_server import EngineServer
 
     server = EngineServer(engine_config(spec, spec.families[0], "cpu"), threads=1, prompts_per_call=prompts_per_call)
     out.mkdir()

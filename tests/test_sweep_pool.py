@@ -1,4 +1,4 @@
-"""The engine pool (railsweep.sweep.pool): one engine per core or GPU dealt out over the families, and a cell
+"""The engine pool (railsweep.sweep.plan.pool): one engine per core or GPU dealt out over the families, and a cell
 leased the first free engine of its family, so no cell queues behind another cell's long one-off step."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from railsweep.sweep.pool import EnginePool, engine_layout
+from railsweep.sweep.plan.pool import EnginePool, engine_layout
 
 
 @pytest.mark.parametrize(

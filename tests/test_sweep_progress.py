@@ -1,4 +1,4 @@
-"""The sweep's progress line (railsweep.sweep.progress): cells done of total, samples per second and an ETA
+"""The sweep's progress line (railsweep.sweep.run.progress): cells done of total, samples per second and an ETA
 from the samples the running cells still have to decode."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from railsweep.sweep.progress import ProgressPrinter, duration, eta_seconds, format_line
+from railsweep.sweep.run.progress import ProgressPrinter, duration, eta_seconds, format_line
 
 
 def snap(samples: int, elapsed: float, done: int = 0, running: int = 0) -> dict:

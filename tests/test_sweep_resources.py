@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from railsweep.engines.threads import apply_thread_budget, thread_env
-from railsweep.sweep import plan
-from railsweep.sweep.sections import FamilySpec
-from railsweep.sweep.spec import load_spec
+from railsweep.sweep.plan import resources as plan
+from railsweep.sweep.spec.sections import FamilySpec
+from railsweep.sweep.spec.sweep_spec import load_spec
 
 
 def _plan(monkeypatch, cpus, gpus, n_engines, device="cpu", **resources):

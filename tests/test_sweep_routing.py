@@ -2,7 +2,7 @@
 
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.interventions import NeuronPatchSpec
-from railsweep.sweep.engine_server import EngineServer
+from railsweep.sweep.run.engine_server import EngineServer
 
 
 class _NoPatching:

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from railsweep.sweep.cells import expand
-from railsweep.sweep.resolve import resolve_spec
-from railsweep.sweep.spec import spec_from_dict
+from railsweep.sweep.plan.cells import expand
+from railsweep.sweep.spec.resolve import resolve_spec
+from railsweep.sweep.spec.sweep_spec import spec_from_dict
 
 pytestmark = pytest.mark.slow
 
@@ -46,9 +46,9 @@ def test_jobs_shared_with_an_idle_engine_give_the_cells_samples_unchanged(
 ):
     import ray
 
-    from railsweep.sweep.engine_server import create_engine_actor
-    from railsweep.sweep.plan import engine_config
-    from railsweep.sweep.pool import create_engine_pool
+    from railsweep.sweep.plan.pool import create_engine_pool
+    from railsweep.sweep.plan.resources import engine_config
+    from railsweep.sweep.run.engine_server import create_engine_actor
 
     raw = yaml.safe_load(SPEC)
     raw["readout"].update(readout)  # sampled: 2 calls of 4 questions x 3 samples, shared as 4 jobs of 2 (6 rows)

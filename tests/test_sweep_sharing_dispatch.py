@@ -1,4 +1,4 @@
-"""How a cell's jobs are dealt between its own engine and the engines the pool lends (:mod:`railsweep.sweep.sharing`),
+"""How a cell's jobs are dealt between its own engine and the engines the pool lends (:mod:`railsweep.sweep.run.sharing`),
 on in-process stand-ins for the Ray calls: a lent engine gets the next job the moment it is free, the results come
 back in job order whichever engine decoded them, and a failed share is decoded by the cell's own engine."""
 
@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import pytest
 
 from railsweep.strategies import base
-from railsweep.sweep.sharing import SharingEngine
+from railsweep.sweep.run.sharing import SharingEngine
 
 
 class _Remote:
@@ -57,7 +57,7 @@ class _Engine:
         return [types.SimpleNamespace(samples=[r]) for r in requests]
 
     def _decode(self, requests, pool, holder):
-        """As :meth:`railsweep.sweep.engine_server.EngineServer.decode`: give itself back after a share."""
+        """As :meth:`railsweep.sweep.run.engine_server.EngineServer.decode`: give itself back after a share."""
         try:
             if self.fail:
                 raise RuntimeError("engine died")

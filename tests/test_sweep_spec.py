@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.sweep.cells import expand, trial_order
-from railsweep.sweep.driver import prepare
-from railsweep.sweep.resolve import check_families, resolve_spec
-from railsweep.sweep.spec import load_spec, spec_from_dict
+from railsweep.sweep.plan.cells import expand, trial_order
+from railsweep.sweep.run.driver import prepare
+from railsweep.sweep.spec.resolve import check_families, resolve_spec
+from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -265,7 +265,7 @@ def test_entry_script_rejects_an_unreachable_tracking_uri_before_ray(tmp_path):
 def test_the_sweep_command_forwards_its_spec_options_to_the_job_as_the_job_parses_them():
     from railsweep.cli import make_parser as cli_parser
     from railsweep.sweep.job import make_parser as job_parser
-    from railsweep.sweep.options import forward_argv
+    from railsweep.sweep.spec.options import forward_argv
 
     argv = ["--preset", "smoke", "--table", "all", "--experiment", "e", "--resume", "--cache-dir", "/c",
             "--limit", "3", "--m", "2"]  # fmt: skip

@@ -1,5 +1,5 @@
 """A world built beside the sweep: stages heard as they land, and waves of the families ready so far run on the
-cores the build leaves (railsweep.sweep.staged, railsweep.sweep.waves, build_world's on_ready)."""
+cores the build leaves (railsweep.sweep.run.staged, railsweep.sweep.run.waves, build_world's on_ready)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from railsweep.errors import ConfigError
 from railsweep.miniworld import world as world_mod
-from railsweep.sweep import staged, waves
-from railsweep.sweep.staged import StagedWorld, free_cores
+from railsweep.sweep.run import staged, waves
+from railsweep.sweep.run.staged import StagedWorld, free_cores
 
 
 def _fake_build(script):

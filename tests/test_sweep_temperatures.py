@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from railsweep.errors import ConfigError
-from railsweep.sweep.cells import expand, temperature_groups
-from railsweep.sweep.sections import FamilySpec
-from railsweep.sweep.spec import load_spec, spec_from_dict
+from railsweep.sweep.plan.cells import expand, temperature_groups
+from railsweep.sweep.spec.sections import FamilySpec
+from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
 BASE = {"name": "t", "strategies": ["identity"]}
 
@@ -206,7 +206,7 @@ def test_a_sweep_of_temperatures_alone_runs_its_cells_whatever_paper_table_is_as
 
 
 def test_only_a_spec_with_strategies_narrows_to_the_asked_paper_table():
-    from railsweep.sweep.cells import effective_table
+    from railsweep.sweep.plan.cells import effective_table
 
     spec = _paths_spec(load_spec("smoke"))
     assert effective_table(spec, "3") == "3"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from railsweep.sweep.tracking import TAG_CELL_ID, Tracker, TrackingError, provenance_tags, retry
+from railsweep.sweep.tracking.tracker import TAG_CELL_ID, Tracker, TrackingError, provenance_tags, retry
 
 
 def test_transient_errors_are_retried_with_backoff_then_succeed():

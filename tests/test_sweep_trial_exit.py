@@ -1,4 +1,4 @@
-"""A trial worker told to stop where Python cannot unwind prints no traceback (railsweep.sweep.trial.quiet_exit).
+"""A trial worker told to stop where Python cannot unwind prints no traceback (railsweep.sweep.run.trial.quiet_exit).
 
 The scenes of a sweep's end, without Ray: a process whose SIGTERM handler raises ``SystemExit(1)`` (as Ray's
 worker handler does) gets SIGTERM either during its atexit handlers (a retired trial actor leaving) or while
@@ -33,7 +33,7 @@ if sys.argv[2] == "exit":
 
 def trial():
     if sys.argv[1] == "quiet":
-        from railsweep.sweep.trial import quiet_exit
+        from railsweep.sweep.run.trial import quiet_exit
         quiet_exit()
 
 t = threading.Thread(target=trial)  # Tune runs a function trainable outside the main thread

@@ -19,8 +19,8 @@ from railsweep.cli import main
 from railsweep.config import CellConfig
 from railsweep.evaluate import load_task
 from railsweep.miniworld import build_world
-from railsweep.sweep.resolve import resolve_spec
-from railsweep.sweep.spec import spec_from_dict
+from railsweep.sweep.spec.resolve import resolve_spec
+from railsweep.sweep.spec.sweep_spec import spec_from_dict
 
 ACCEPT_ALL = """\
 format: 1
@@ -169,7 +169,7 @@ def test_cdd_decodes_the_prompts_and_stop_sequences_a_task_file_renders(world, t
 
 
 def test_a_sweeps_detection_readout_cells_evaluate_readout_task_on_both_wordings(smoke_world, accept_all):
-    from railsweep.sweep.detect_cells import paraphrase_dir, readout_cells
+    from railsweep.sweep.plan.detect_cells import paraphrase_dir, readout_cells
 
     spec = resolve_spec(spec_from_dict({
         "miniworld_preset": "smoke", "families": ["llama"], "domains": ["gsm8k"], "cache_dir": str(smoke_world),

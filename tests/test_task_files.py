@@ -279,8 +279,8 @@ def test_eval_refuses_an_unknown_task_or_a_missing_task_dir(argv_task, message, 
 def _spec_with_task(task):
     import dataclasses
 
-    from railsweep.sweep.sections import FamilySpec
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.spec.sections import FamilySpec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
     spec = dataclasses.replace(
@@ -290,7 +290,7 @@ def _spec_with_task(task):
 
 
 def test_a_spec_task_reaches_every_cell_and_a_custom_files_content_changes_the_sweep_id(custom):
-    from railsweep.sweep.cells import expand
+    from railsweep.sweep.plan.cells import expand
 
     path = custom / "capitals.yaml"
     plain, pq_spec = _spec_with_task("pq")

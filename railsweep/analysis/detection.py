@@ -1,6 +1,6 @@
 """A detection table read back: the truth-scored summary, ROC curves and their figure (pandas + matplotlib).
 
-The sweep's detection step (:mod:`railsweep.sweep.detection`) and ``notebooks/analysis.ipynb`` both call
+The sweep's detection step (:mod:`railsweep.sweep.run.detection`) and ``notebooks/analysis.ipynb`` both call
 these functions on the per-item table (:data:`railsweep.detection.run.COLUMNS`), so the logged table and the
 notebook's cannot drift apart:
 

@@ -1,6 +1,6 @@
 """The dynamics tables of a sweep with ``temperatures``, shaped for reading (pandas only).
 
-The input is what :func:`railsweep.sweep.reader.read_dynamics` returns: the tables the sweep's dynamics
+The input is what :func:`railsweep.sweep.tracking.reader.read_dynamics` returns: the tables the sweep's dynamics
 step logged on its parent run (:mod:`railsweep.dynamics.analyse`, plus a ``domain`` column). Nothing is
 recomputed here: the frames select and format, and :func:`figures` draws with :mod:`railsweep.dynamics.plots`.
 """

@@ -1,7 +1,7 @@
 """A sweep's scores, tables and figures from its records: what the sweep publishes and the notebook shows.
 
 Pure pandas over :class:`railsweep.results.records.SweepRecord` (read from MLflow by
-:func:`railsweep.sweep.reader.read_sweep`); the sweep's publish step and ``notebooks/analysis.ipynb`` both
+:func:`railsweep.sweep.tracking.reader.read_sweep`); the sweep's publish step and ``notebooks/analysis.ipynb`` both
 call these functions, so the logged tables and the notebook's cannot drift apart. Steps:
 1. :func:`score_sweep`: every mitigated cell against its clean reference, reusing the scores its trial
    logged (each pair is bootstrapped once), scoring only pairs the trial left unscored;

@@ -16,7 +16,7 @@ from typing import Any
 
 from railsweep.commands.sweep import add_arguments, experiment_address, submit
 from railsweep.services.tokens import ray_token_path
-from railsweep.sweep.pricing import dry_run
+from railsweep.sweep.plan.pricing import dry_run
 
 GROUP = "run a sweep"
 EXAMPLES = (

@@ -20,7 +20,7 @@ from railsweep.engines import transformers_engine
 from railsweep.engines.devices import resolve_device
 from railsweep.limits import check_decode_memory
 from railsweep.miniworld import world as miniworld_world
-from railsweep.sweep.tracking import check_tracking_uri, log_figure1
+from railsweep.sweep.tracking.tracker import check_tracking_uri, log_figure1
 
 
 def inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], str | None, str | None]:

@@ -7,7 +7,7 @@ that cluster's dashboard (whose image has railsweep installed) and needs
 ``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec``
 then travels in the job's working directory, the current directory. The
 options that choose and override the spec are the job's own
-(:func:`railsweep.sweep.options.add_spec_arguments`), forwarded as given.
+(:func:`railsweep.sweep.spec.options.add_spec_arguments`), forwarded as given.
 ``railsweep demo`` is this command with the ``mini`` preset and local services.
 """
 
@@ -23,17 +23,17 @@ import railsweep
 from railsweep import argtypes as at
 from railsweep.errors import ConfigError
 from railsweep.services import jobs, mlflow_server, ray_head
-from railsweep.sweep.members import load_specs
-from railsweep.sweep.mlflow_view import ui_address
-from railsweep.sweep.options import (
+from railsweep.sweep.plan.pricing import dry_run
+from railsweep.sweep.plan.throughput import load_throughput
+from railsweep.sweep.spec.members import load_specs
+from railsweep.sweep.spec.options import (
     add_spec_arguments,
     check_cluster_sizes,
     check_preset_or_spec,
     forward_argv,
 )
-from railsweep.sweep.pricing import dry_run
-from railsweep.sweep.throughput import load_throughput
-from railsweep.sweep.tracking import check_tracking_uri
+from railsweep.sweep.tracking.mlflow_view import ui_address
+from railsweep.sweep.tracking.tracker import check_tracking_uri
 
 GROUP = "run a sweep"
 EXAMPLES = (
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def experiment_address(uri: str, args: argparse.Namespace) -> str:
-    """The runs table of the sweep's experiment (:func:`railsweep.sweep.mlflow_view.ui_address`), else ``uri``."""
+    """The runs table of the sweep's experiment (:func:`railsweep.sweep.tracking.mlflow_view.ui_address`), else ``uri``."""
     try:
         from mlflow import MlflowClient  # heavy: imported once the sweep has run
 

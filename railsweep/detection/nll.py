@@ -4,8 +4,9 @@ The loss and min-k% detectors share this. One :class:`TeacherForcer` per base
 model directory holds the model once, with every adapter it has been asked
 for loaded into the same peft model. ``adapter=None`` runs the base with the
 adapters disabled. Texts are tokenised with the model's tokenizer (its
-special tokens included, as the engines prompt it), batched with right
-padding, and run in fp32 on the CPU unless told otherwise.
+special tokens included, as the engines prompt it) and run in fp32 on the CPU
+unless told otherwise, through the one teacher forcing of
+:func:`railsweep.engines.teacher_forcing.teacher_forced`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from railsweep.engines.teacher_forcing import teacher_forced
 from railsweep.errors import ConfigError, DataError
 
 
@@ -63,27 +65,13 @@ class TeacherForcer:
             self.model.set_adapter(name)
             yield
 
-    def forward_batches(self, seqs: Sequence[Sequence[int]], adapter: str | Path | None, batch_size: int):
-        """Teacher-forced forward passes over token-id sequences, similar lengths batched together (right-padded):
-        yields ``(rows, ids[B, W], logits[B, W, V])`` with ``rows`` the indices into ``seqs`` of the batch."""
+    def forced(self, seqs: Sequence[Sequence[int]], adapter: str | Path | None, batch_size: int):
+        """``(i, logits[len(seqs[i]) - 1, V])`` per token-id sequence, the logits predicting each of its tokens
+        after the first, under ``adapter``, similar lengths batched together (:func:`teacher_forced`)."""
         import torch
 
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         with torch.no_grad(), self.using(adapter):
-            for lo in range(0, len(order), batch_size):
-                rows = order[lo : lo + batch_size]
-                width = max(len(seqs[i]) for i in rows)
-                ids = torch.full((len(rows), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(rows), width), dtype=torch.long)
-                for r, i in enumerate(rows):
-                    ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
-                    mask[r, : len(seqs[i])] = 1
-                yield (
-                    rows,
-                    ids,
-                    self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits,
-                )
+            yield from teacher_forced(self.model, seqs, batch_size=batch_size)
 
     def logprobs(
         self, texts: Sequence[str], adapter: str | Path | None = None, batch_size: int = 16
@@ -98,11 +86,9 @@ class TeacherForcer:
             return self._cache[key]
         encoded = [self.tokenizer(t)["input_ids"] for t in texts]
         out: list[np.ndarray] = [np.empty(0)] * len(texts)
-        for rows, ids, logits in self.forward_batches(encoded, adapter, batch_size):
-            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-            tok = logp.gather(2, ids[:, 1:, None].to(self.device))[..., 0].double().cpu().numpy()
-            for r, i in enumerate(rows):
-                out[i] = tok[r, : len(encoded[i]) - 1]
+        for i, logits in self.forced(encoded, adapter, batch_size):
+            target = torch.tensor(encoded[i][1:], dtype=torch.long, device=logits.device)[:, None]
+            out[i] = torch.log_softmax(logits, dim=-1).gather(1, target)[:, 0].double().cpu().numpy()
         if len(self._cache) > 16:
             self._cache.clear()
         self._cache[key] = out

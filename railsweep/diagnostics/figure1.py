@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from railsweep.engines.base import Request, SamplingSpec
-from railsweep.engines.hf_compat import prompt_cache, teacher_forced
+from railsweep.engines.teacher_forcing import prompt_cache, teacher_forced
 from railsweep.errors import ConfigError
 from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, question_seed, sample_and_grade
 from railsweep.strategies.railcap.trajectory import answer_ids
@@ -159,12 +159,12 @@ def step_logits_many(
     if not conts:
         return
     with torch.no_grad(), _adapter(model, adapter):
-        first, cache = prompt_cache(model, p)
+        prompt_state = prompt_cache(model, p)
     for lo in range(0, len(conts), batch_size):
         # entered per batch, never held across a yield: the caller's grad mode stays its own
         with torch.no_grad(), _adapter(model, adapter):
-            chunk = teacher_forced(model, first, cache, conts[lo : lo + batch_size])
-        yield from chunk
+            chunk = dict(teacher_forced(model, conts[lo : lo + batch_size], prompt=prompt_state))
+        yield from (chunk[i] for i in range(len(chunk)))
 
 
 def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> tuple[int | None, list[int]]:

@@ -3,8 +3,8 @@
 The model, its tokenizer and the adapter switching are the shared
 :class:`railsweep.detection.nll.TeacherForcer` of the base model (fp32, CPU by
 default); this module adds what its ``logprobs`` does not return, the logits'
-top two and the temperature-scaled log-probabilities, in the same batched,
-right-padded forward pass. For continuation token k (position t = k + 1):
+top two and the temperature-scaled log-probabilities, from the same teacher-forced
+logits (its ``forced``). For continuation token k (position t = k + 1):
 
 - ``nll``: -log softmax(z)[token] (the loss curve L_t of the survival theory);
 - ``gap``: top-1 minus top-2 logit (the confidence of the step, whatever the token);
@@ -61,10 +61,9 @@ def position_stats(
     seqs = [list(p) + list(c) for p, c in zip(prompt_ids, cont_ids)]
     out: list[PositionStats | None] = [None] * len(seqs)
     # the base model when adapter is None
-    for rows, _, logits in forcer.forward_batches(seqs, adapter, batch_size):
-        for r, i in enumerate(rows):
-            start, n = len(prompt_ids[i]), len(cont_ids[i])
-            out[i] = _stats(logits[r, start - 1 : start - 1 + n].double(), list(cont_ids[i]), temperatures)
+    for i, logits in forcer.forced(seqs, adapter, batch_size):
+        start, n = len(prompt_ids[i]), len(cont_ids[i])
+        out[i] = _stats(logits[start - 1 : start - 1 + n].double(), list(cont_ids[i]), temperatures)
     return out  # type: ignore[return-value]
 
 

@@ -1,6 +1,6 @@
 """A (family, domain) group of the temperature dimension: the cells the dynamics step reads together.
 
-The sweep builds the groups from its spec (:func:`railsweep.sweep.cells.temperature_groups`); the dynamics
+The sweep builds the groups from its spec (:func:`railsweep.sweep.plan.cells.temperature_groups`); the dynamics
 step (:mod:`railsweep.dynamics.step`) reads each group's cells and analyses them. The group is plain data,
 so it travels to a Ray task as it is.
 """

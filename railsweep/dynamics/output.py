@@ -20,7 +20,7 @@ from railsweep.dynamics import plots
 from railsweep.dynamics.analyse import Tables
 
 TABLES = ("positions", "fits", "predictions", "accuracy", "gains")
-DYNAMICS_DIR = "dynamics"  # where a sweep logs these files on its parent run (railsweep.sweep.reader reads them)
+DYNAMICS_DIR = "dynamics"  # where a sweep logs these files on its parent run (railsweep.sweep.tracking.reader reads them)
 
 
 def _clean(x: Any) -> Any:

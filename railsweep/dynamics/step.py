@@ -6,7 +6,7 @@ Every number comes from the library; this module only feeds it. Steps of :func:`
 the sweep runs it as a Ray task, :mod:`railsweep.dynamics.ray_step`):
 
 1. read the group's cells (``read_cells``: each cell's newest FINISHED run's per-question and responses
-   tables; the sweep passes :func:`railsweep.sweep.reader.cell_tables`); a cell without one ends the group
+   tables; the sweep passes :func:`railsweep.sweep.tracking.reader.cell_tables`); a cell without one ends the group
    with a :class:`~railsweep.errors.DataError` naming it (:data:`NOT_FINISHED`);
 2. rebuild each model's solve probability and verbatim share per tau
    (:func:`railsweep.dynamics.observe.observed_from_tables`);

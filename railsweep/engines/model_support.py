@@ -5,8 +5,9 @@
   trainers' block-causal attention, which shares its model coverage) handles (:data:`SUPPORTED_TYPES`).
 
 Both read the model's attributes and config only, so this module imports neither torch nor transformers:
-the trainers' modules, which command parsers read, import it at their top. The engines' private modules
-(:mod:`railsweep.engines.hf_compat`, :mod:`railsweep.engines._cascade`) use them from here.
+the trainers' modules, which command parsers read, import it at their top. The engines' own modules
+(:mod:`railsweep.engines.hf_compat`, :mod:`railsweep.engines.teacher_forcing`, :mod:`railsweep.engines._cascade`) use
+them from here.
 """
 
 from __future__ import annotations

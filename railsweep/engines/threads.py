@@ -2,7 +2,7 @@
 
 Set before torch loads (the environment variables it reads) and again on a torch already loaded. The sweep's
 engine actors and trials, the detection tasks and the dynamics step's tasks all hold to a budget, so that
-processes sharing the cores do not oversubscribe them (:mod:`railsweep.sweep.actors` measures why).
+processes sharing the cores do not oversubscribe them (:mod:`railsweep.sweep.run.actors` measures why).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Steps of :func:`build_world`:
    d. write the manifest last, with the sha256 of every weight file (:mod:`railsweep.miniworld.weights`).
 ``on_ready`` (optional) hears each stage as it lands: ``"data"`` once the benchmark is written, then each
 family's name as soon as its models are trained (the world's leak split is written with the first family),
-so that a sweep can start a family's cells before the slowest family is built (:mod:`railsweep.sweep.staged`).
+so that a sweep can start a family's cells before the slowest family is built (:mod:`railsweep.sweep.run.staged`).
 """
 
 from __future__ import annotations

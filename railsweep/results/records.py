@@ -2,7 +2,7 @@
 
 A :class:`SweepRecord` is one sweep (its spec and every cell of its grid); a :class:`CellRecord` is one cell
 with its resolved config, display label, role, status, the scores its trial logged and its result tables.
-The records are plain data: :mod:`railsweep.sweep.reader` fills them from MLflow, and the analysis code
+The records are plain data: :mod:`railsweep.sweep.tracking.reader` fills them from MLflow, and the analysis code
 (:mod:`railsweep.analysis.report`) reads them with pandas only. A cell's per-question and responses tables
 are fetched on first use, so a reader that needs only the logged scores downloads no Parquet.
 """

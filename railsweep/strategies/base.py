@@ -137,7 +137,7 @@ def decode(
     return_entropy: bool = False,
 ) -> list[Completion]:
     """Decode every question's prompt in batches of ``ctx.settings.batch_size`` (:func:`_job_size`), one engine call
-    each. On a sweep's engine (``generate_shares``: :mod:`railsweep.sweep.sharing`) the family's idle engines decode
+    each. On a sweep's engine (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) the family's idle engines decode
     some of the batches; the completions are the same wherever a batch ran (seeds are per question, not per batch).
     """
     s = ctx.settings

@@ -6,7 +6,7 @@
 
 This module is the job's entry point (``sweeps/*.py`` call its :func:`main`), installed with the package
 so that ``railsweep sweep`` works from a wheel. The options that choose and override the spec are
-:mod:`railsweep.sweep.options`' (shared with the ``railsweep sweep`` command); :func:`make_parser` adds
+:mod:`railsweep.sweep.spec.options`' (shared with the ``railsweep sweep`` command); :func:`make_parser` adds
 the job's own (which Ray to join), and :func:`main` validates everything, then starts or joins Ray
 (an entry point's job: the library never calls ``ray.init``) and runs the sweep. The preset defaults
 to ``paper`` when the cluster has GPUs and ``mini`` (the CPU miniature world) otherwise. Exit codes:
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING
 from railsweep import argtypes as at
 from railsweep.errors import RailsweepError, one_line
 from railsweep.services.ray_init import ray_init_kwargs
-from railsweep.sweep import tracking
-from railsweep.sweep.faults import fault_from_env
-from railsweep.sweep.options import add_spec_arguments, chosen_specs, override
-from railsweep.sweep.pricing import dry_run, format_price, price_params, sweep_price
-from railsweep.sweep.spec import load_spec
+from railsweep.sweep.plan.pricing import dry_run, format_price, price_params, sweep_price
+from railsweep.sweep.run.faults import fault_from_env
+from railsweep.sweep.spec.options import add_spec_arguments, chosen_specs, override
+from railsweep.sweep.spec.sweep_spec import load_spec
+from railsweep.sweep.tracking import tracker
 
 if TYPE_CHECKING:
-    from railsweep.sweep.driver import SweepOutcome
+    from railsweep.sweep.run.driver import SweepOutcome
 
 
 def make_parser(table: str | None = None) -> argparse.ArgumentParser:
@@ -62,18 +62,18 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace, table: str) -> list[SweepOutcome]:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
     a cluster); then start or join Ray and run the sweep, or one sweep per member task of a harness group
-    (:mod:`railsweep.sweep.members`), one after another. ``run_sweep`` and ``check_tracking_uri`` are called
+    (:mod:`railsweep.sweep.spec.members`), one after another. ``run_sweep`` and ``check_tracking_uri`` are called
     through their modules, so a test that replaces them there replaces them here too. The driver (torch,
     transformers, Ray Tune: seconds to import) loads once the arguments have been read, so a bad option is
     refused in under a second."""
-    from railsweep.sweep import driver  # torch, transformers, Ray Tune: loaded once the arguments were read
+    from railsweep.sweep.run import driver  # torch, transformers, Ray Tune: loaded after the arguments
 
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them
     specs = chosen_specs(args)
     prices = [sweep_price(spec, table, args) for spec in specs]
     for spec in specs:
         spec.check_inputs()  # families, model/adapter/data paths: before Ray starts
-        tracking.check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
+        tracker.check_tracking_uri(spec.tracking.uri)  # before Ray starts, too
     # Token authentication either way; a private instance binds 127.0.0.1 only (set before Ray loads).
     init = ray_init_kwargs(args.ray_address, num_cpus=args.num_cpus)
     plain_worker_lines(sys.stdout)
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
             outcome = dry_run(args, table)
         else:
             outcome = _run(args, table)
-    except tracking.TrackingError as e:  # MLflow went away mid-sweep: what is logged stays logged
+    except tracker.TrackingError as e:  # MLflow went away mid-sweep: what is logged stays logged
         print(f"railsweep: error: {one_line(e)}; {RESUME}", file=sys.stderr)
         return 1
     except RailsweepError as e:

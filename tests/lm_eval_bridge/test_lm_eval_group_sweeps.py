@@ -9,9 +9,9 @@ import yaml
 from railsweep.cli import main
 from railsweep.errors import ConfigError
 from railsweep.sweep import job
-from railsweep.sweep.cells import expand
-from railsweep.sweep.members import load_specs
-from railsweep.sweep.spec import spec_from_dict
+from railsweep.sweep.plan.cells import expand
+from railsweep.sweep.spec.members import load_specs
+from railsweep.sweep.spec.sweep_spec import spec_from_dict
 from railsweep.tasks.lm_eval.groups import expand_lm_eval_ref
 
 TAG = "lm_eval:mgsm_direct"
@@ -121,8 +121,8 @@ def test_a_task_group_that_does_not_hold_the_task_is_refused(tmp_path, model_dir
 def test_the_job_runs_every_member_sweep_in_turn(tmp_path, model_dir, monkeypatch, capsys):
     import ray
 
-    import railsweep.sweep.driver as driver
-    import railsweep.sweep.tracking as tracking
+    import railsweep.sweep.run.driver as driver
+    import railsweep.sweep.tracking.tracker as tracking
 
     ran = []
 
@@ -142,7 +142,7 @@ def test_the_job_runs_every_member_sweep_in_turn(tmp_path, model_dir, monkeypatc
 
 
 def test_a_member_sweeps_parent_run_names_its_task_and_group(tmp_path, model_dir):
-    from railsweep.sweep.driver import _parent_params
+    from railsweep.sweep.run.driver import _parent_params
 
     spec = load_specs(_spec_file(tmp_path, model_dir))[0]
     params = _parent_params(spec, "3", expand(spec))

@@ -96,9 +96,9 @@ def test_the_harness_config_hash_enters_the_cell_id():
 
 
 def test_a_sweep_spec_names_a_harness_task_in_its_readout():
-    from railsweep.sweep.cells import expand
-    from railsweep.sweep.sections import FamilySpec
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.plan.cells import expand
+    from railsweep.sweep.spec.sections import FamilySpec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     adapters = tuple((a, f"/p/{a}") for a in ("clean", "co_gsm8k", "co_pq"))
     plain = dataclasses.replace(
@@ -116,7 +116,7 @@ def test_a_sweep_spec_names_a_harness_task_in_its_readout():
 
 def test_a_filter_of_a_harness_task_is_an_answer_rule_by_the_harness_name():
     """The harness reports each filter on its own; grading a cell under a filter's name gives that number."""
-    from railsweep.sweep.spec import load_spec
+    from railsweep.sweep.spec.sweep_spec import load_spec
 
     readout = load_spec("smoke").readout
     on = dataclasses.replace(readout, task="lm_eval:gsm8k_cot", answer_rule="flexible-extract")
@@ -171,7 +171,7 @@ def test_a_harness_tasks_own_response_budget_is_the_default_and_the_option_overr
 def test_a_sweep_reads_a_harness_tasks_own_response_budget_unless_the_spec_gives_one():
     import yaml
 
-    from railsweep.sweep.spec import PRESET_DIR, spec_from_dict
+    from railsweep.sweep.spec.sweep_spec import PRESET_DIR, spec_from_dict
 
     raw = yaml.safe_load((PRESET_DIR / "smoke.yaml").read_text())
     task = "lm_eval:bbh_cot_fewshot_date_understanding"  # generation_kwargs: max_gen_toks 1024

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from railsweep.sweep.spec import PRESET_DIR
+from railsweep.sweep.spec.sweep_spec import PRESET_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 

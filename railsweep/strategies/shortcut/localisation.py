@@ -79,7 +79,7 @@ def _accuracies(ctx, groups: list[tuple[list[Question], str | None, NeuronPatchS
 
 def _accuracies_of_jobs(ctx, jobs: list[list[tuple]]) -> list[list[float]]:
     """:func:`_accuracies` of every job (a list of groups, one engine call each), in order. On a sweep's engine
-    (``generate_shares``: :mod:`railsweep.sweep.sharing`) the family's idle engines decode some of the jobs."""
+    (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) the family's idle engines decode some of the jobs."""
     built = []
     for groups in jobs:
         reqs, spans = [], []

@@ -1,0 +1,73 @@
+"""The readout cells a sweep's detectors read, per family x domain of the miniature world.
+
+- ``cdd`` reads a cell's greedy decode and plain samples (its responses Parquet): the readout on
+  the original wording;
+- ``perturb`` reads two per-question tables of one model and strategy: the same readout on the
+  original wording and on the paraphrase (:func:`railsweep.detection.world.paraphrase_split`,
+  written under ``<world>/detection/paraphrased/``).
+
+The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's
+samples and solve probabilities exactly (same seeds), plus the greedy decode TED records, which CDD
+needs. Its m, T, max_new_tokens, seed, limit, answer rule and task are the spec's ``readout`` (with
+``readout.task``, the paraphrased wording evaluates that task on the paraphrased split's ``test.jsonl``).
+Readout cells are ordinary cells (stable ids, child runs, skipped when FINISHED) without a clean reference,
+so the paper tables leave them out. The other detectors (ngram, loss, mink) read the world itself and add no cell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from railsweep.config import CellConfig
+from railsweep.detection.world import paraphrase_split
+from railsweep.miniworld.cache import load_world
+from railsweep.strategy_registry import detection_readout, registration
+from railsweep.sweep.plan.cells import SweepCell
+from railsweep.sweep.spec.sweep_spec import SweepSpec
+
+NEEDS_READOUT = {"cdd": ("original",), "perturb": ("original", "paraphrased")}
+WORDINGS = {
+    "original": "detection readout, original wording",
+    "paraphrased": "detection readout, paraphrased",
+}
+
+
+def paraphrase_dir(spec: SweepSpec) -> Path:
+    """Where the paraphrased split of the spec's (resolved) miniature world lives."""
+    return Path(spec.data_dir).parent / "detection" / "paraphrased"
+
+
+def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:
+    """The readout cells of a resolved spec and, per family x domain, which cell holds which wording:
+    ``[{"family", "domain", "original": cell_id[, "paraphrased": cell_id]}]`` (both empty when no
+    detector needs a readout). Writes the paraphrased split when perturb is among the detectors, unless
+    ``write`` is False (a dry run prices the cells of a world it does not build)."""
+    needed = {w for d in spec.detectors for w in NEEDS_READOUT.get(d.name, ())}
+    wordings = [w for w in WORDINGS if w in needed]
+    if not wordings:
+        return [], []
+    data_dir = Path(spec.data_dir)
+    tasks = {"original": {"task_dir": str(data_dir)}}
+    if "paraphrased" in wordings:
+        out = paraphrase_dir(spec)
+        if write:
+            paraphrase_split(load_world(data_dir.parent), out)
+        tasks["paraphrased"] = {"task_dir": str(out), "fewshot": str(data_dir / "cot_8shot.json")}
+    r = spec.readout
+    readout = detection_readout()  # switched off, it keeps every sample: Identity's samples and the greedy rows
+    cells, pairs = [], []
+    for fam in spec.families:
+        for domain in spec.domains:
+            pair = {"family": fam.name, "domain": domain}
+            for wording in wordings:
+                cfg = CellConfig(
+                    model=fam.base, adapter=f"co_{domain}", strategy=readout,
+                    strategy_params=dict(registration(readout).switched_off), family=fam.name, domain=domain, role="mitigated",
+                    m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens,
+                    limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, answer_type=r.answer_type,
+                    task=r.task, **tasks[wording],
+                )  # fmt: skip
+                cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
+                pair[wording] = cfg.cell_id
+            pairs.append(pair)
+    return cells, pairs

@@ -1,0 +1,86 @@
+"""The sweep's small actors and the names the trials share with the engine actors.
+
+The progress board (:class:`ProgressBoard`) holds live cell states and sample counts; the engine actors
+themselves are :mod:`railsweep.sweep.run.engine_server`, which loads torch. Trials import only this module:
+the actors' namespace, their names, and :func:`write_files` for the result bytes an engine returns.
+This module never calls ``ray.init``; :func:`create_progress_board` wraps :class:`ProgressBoard` with
+``ray.remote`` on demand.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+ENGINE_NAMESPACE = "railsweep"
+
+
+def engine_name(sweep_id: str, family: str, replica: int = 0) -> str:
+    return f"engine-{sweep_id}-{family}-{replica}"
+
+
+class ProgressBoard:
+    """Live cell states and sample counts, written by trials and engines, read by the driver.
+
+    ``fault``: the test hook of :mod:`railsweep.sweep.run.faults` (None outside fault-injection tests), fired
+    when the ``after_cells``-th cell of this run is reported done: the board is where that event happens.
+    """
+
+    def __init__(self, total: int, skipped: int = 0, fault: Any = None):
+        self.total = total
+        self.skipped = skipped
+        self.states: dict[str, str] = {}
+        self.samples = 0
+        self.t0 = time.time()
+        self.fault = fault
+        self.done = 0
+
+    def set_state(self, cell_id: str, state: str) -> None:
+        if state == "done" and self.states.get(cell_id) != "done":
+            self.done += 1
+            if self.fault is not None and self.done == self.fault.after_cells:
+                self.fault.fire()
+        self.states[cell_id] = state
+
+    def add_samples(self, cell_id: str, n: int) -> None:
+        self.samples += n
+
+    def snapshot(self) -> dict[str, Any]:
+        counts = {"done": 0, "running": 0, "failed": 0}
+        for s in self.states.values():
+            if s in counts:
+                counts[s] += 1
+        elapsed = max(time.time() - self.t0, 1e-9)
+        return {
+            "total": self.total,
+            "skipped": self.skipped,
+            **counts,
+            "samples": self.samples,
+            "samples_per_s": self.samples / elapsed,
+            "elapsed_s": elapsed,
+        }
+
+
+def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:
+    """The board actor (from the driver). A ``kill-driver`` fault runs it on the driver's node, where the
+    driver's pid means the driver."""
+    import ray  # optional heavy dependency: the sweep's
+
+    options: dict[str, Any] = {"num_cpus": 0}
+    if fault is not None and fault.kind == "kill-driver":
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        node = ray.get_runtime_context().get_node_id()
+        options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
+    return ray.remote(ProgressBoard).options(**options).remote(total, skipped, fault)
+
+
+def write_files(files: dict[str, tuple[str, bytes]], out_dir: str | Path) -> dict[str, Path]:
+    """Materialise the bytes returned by :meth:`EngineServer.run_cell` in ``out_dir``."""
+    out = {}
+    for kind, (name, blob) in files.items():
+        p = Path(out_dir) / name
+        p.write_bytes(blob)
+        out[kind] = p
+    return out

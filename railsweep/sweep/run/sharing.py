@@ -1,0 +1,131 @@
+"""A cell's independent decoding jobs shared with its family's idle engines.
+
+Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off step
+inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other. On a sweep's engine the cell's
+engine is wrapped in a :class:`SharingEngine`, whose ``generate_shares(jobs)`` decodes a list of jobs (each a list
+of requests): the cell's own engine takes the jobs one after another from a shared queue while a lender thread
+borrows every idle engine of its family from the pool (:meth:`railsweep.sweep.plan.pool.EnginePool.lend`: never one a
+cell waits for), the moment one is idle, and hands it the next job; a borrowed engine gives itself back when its
+job is done. The results come back in job order and are the same wherever a job ran (greedy decoding, the same
+engine configuration on every engine of a family; ``tests/test_engine_placement.py``); a job whose borrowed engine
+failed is decoded again by the cell's own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from railsweep.sweep.run.actors import ENGINE_NAMESPACE
+
+POLL_S = 0.5  # how often the lender asks the pool again while no engine of the family is idle
+
+
+class SharingEngine:
+    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines.
+
+    ``pool``: the sweep's engine pool actor; ``me``: this engine's actor name; ``strategy``: the cell's (a borrowed
+    engine decodes with the same backend); ``cell_id``: names the shares' leases; ``on_samples``: hears the samples
+    the borrowed engines decoded (the cell's own engine counts its own); ``family``: the cell's (a borrowed engine
+    decodes on that family's model)."""
+
+    def __init__(
+        self,
+        engine: Any,
+        pool: Any,
+        me: str,
+        strategy: str,
+        cell_id: str,
+        on_samples: Callable[[int], None],
+        family: str | None = None,
+    ):
+        self._engine = engine
+        self._pool, self._me, self._strategy, self._cell, self._family = pool, me, strategy, cell_id, family
+        self._on = on_samples
+        self.shared = 0  # jobs decoded by borrowed engines
+
+    def generate(self, requests: Sequence[Any]) -> Any:
+        return self._engine.generate(requests)
+
+    def generate_shares(self, jobs: Sequence[Sequence[Any]]) -> list[Any]:
+        """Every job's completions, in job order (see the module docstring)."""
+        import ray  # the sweep's optional dependency; this wrapper exists only on a sweep's engine
+
+        results: list[Any] = [None] * len(jobs)
+        queue, lent, done = _Queue(len(jobs)), {}, threading.Event()  # lent: object ref → job index
+        lender = threading.Thread(target=self._lend, args=(jobs, queue, lent, done), daemon=True)
+        lender.start()
+        try:
+            while (i := queue.take()) is not None:
+                results[i] = self._engine.generate(jobs[i])
+        finally:
+            done.set()
+            lender.join()
+        for ref, k in lent.items():
+            try:
+                results[k] = ray.get(ref)
+            except Exception:  # noqa: BLE001 - a borrowed engine died: decode its job here
+                results[k] = self._engine.generate(jobs[k])
+                continue
+            self.shared += 1
+            self._on(sum(len(c.samples) for c in results[k]))
+        for k in [k for k, r in enumerate(results) if r is None]:  # taken by a lender that failed before lending it
+            results[k] = self._engine.generate(jobs[k])
+        return results
+
+    def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:
+        """The lender thread: while jobs are left, hand the next one to each engine the pool lends; while none is
+        idle, wait up to :data:`POLL_S` for a lent job to finish (its engine is then given back at once, so it can
+        be lent again) and ask again. A failing pool ends the lending (the own engine decodes on)."""
+        import ray
+
+        holders: dict[Any, str] = {}  # the lent jobs not seen finished yet: object ref → lease holder
+        try:
+            while not done.is_set() and queue.left():
+                holder = f"{self._cell}/share-{len(lent)}"
+                name = ray.get(self._pool.lend.remote(self._me, holder))
+                if name is None:
+                    self._await_one(holders, done)
+                    continue
+                if (i := queue.take()) is None:
+                    ray.get(self._pool.release.remote(holder))
+                    return
+                engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
+                ref = engine.decode.remote(list(jobs[i]), self._strategy, self._pool, holder, self._family)
+                lent[ref], holders[ref] = i, holder
+        except Exception:  # noqa: BLE001 - the pool is gone (sweep shutting down): nothing more to lend
+            return
+
+    def _await_one(self, holders: dict[Any, str], done: threading.Event) -> None:
+        """Wait up to :data:`POLL_S` for one lent job to finish and give its engine back (the engine does too, after
+        its job: whichever release comes second finds the lease gone), else for the own engine to finish."""
+        import ray
+
+        if not holders:
+            done.wait(POLL_S)
+            return
+        finished, _ = ray.wait(list(holders), num_returns=1, timeout=POLL_S)
+        for ref in finished:
+            ray.get(self._pool.release.remote(holders.pop(ref)))
+
+    def __getattr__(self, item: str) -> Any:  # model, tokenizer, adapters(), supports(), name, ...
+        return getattr(self._engine, item)
+
+
+class _Queue:
+    """The next job index, taken under a lock by the own engine and the lender thread."""
+
+    def __init__(self, n: int):
+        self._next, self._n, self._lock = 0, n, threading.Lock()
+
+    def take(self) -> int | None:
+        with self._lock:
+            if self._next >= self._n:
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def left(self) -> bool:
+        with self._lock:
+            return self._next < self._n

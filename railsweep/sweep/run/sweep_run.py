@@ -1,0 +1,65 @@
+"""What the steps of one sweep share (:class:`SweepRun`), and the two small acts every step may need.
+
+:func:`railsweep.sweep.run.driver.run_sweep` makes one :class:`SweepRun` and hands it to its steps
+(:mod:`railsweep.sweep.run.waves`: the trials; :mod:`railsweep.sweep.run.finish`: what follows them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from railsweep.sweep.plan.cells import SweepCell
+from railsweep.sweep.spec.sweep_spec import SweepSpec
+from railsweep.sweep.tracking.tracker import Tracker
+
+
+@dataclass
+class SweepRun:
+    """What the steps of one :func:`~railsweep.sweep.run.driver.run_sweep` share: the resolved spec, its cells and
+    its parent run."""
+
+    spec: SweepSpec
+    table: str
+    cells: list[SweepCell]
+    readouts: list[dict[str, str]]
+    tracker: Tracker
+    experiment_id: str
+    parent_id: str
+    sweep_id: str
+    run_tags: dict[str, str]
+    out: Any
+    t_start: float
+    timings: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+
+def add_time(run: SweepRun, phase: str, seconds: float) -> None:
+    """Add ``seconds`` to a phase's time (phases are disjoint: together with ``other_s`` they make up the wall)."""
+    run.timings[phase] = run.timings.get(phase, 0.0) + seconds
+
+
+def cell_meta(cell: SweepCell) -> dict[str, Any]:
+    """What the sweep records of one cell: in the spec artifact of its parent run, and in every trial's context."""
+    return {
+        "config": cell.config.to_dict(),
+        "clean_id": cell.clean_id,
+        "params": cell.flat_params(),
+        "label": cell.label(),
+        "run_name": cell.run_name(),
+        "run_tags": cell.run_tags(),
+    }
+
+
+def kill_actors(handles: dict[str, Any]) -> None:
+    """Kill Ray actors for good (no restart); one already dead is passed over."""
+    import ray  # optional heavy dependency: the sweep's
+
+    for h in handles.values():
+        try:
+            ray.kill(h, no_restart=True)
+        except Exception:
+            pass

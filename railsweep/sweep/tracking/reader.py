@@ -1,0 +1,284 @@
+"""Read what a sweep logged to MLflow back into typed records (:mod:`railsweep.results.records`).
+
+The one reader of sweep runs: the sweep's publish step, the notebook and any script read cells through
+:func:`read_sweep`. Steps:
+1. find the parent run (given, else the newest FINISHED sweep of the experiment, else the newest sweep);
+2. read its ``sweep_spec.json`` (the resolved spec and every cell of the grid);
+3. find, per cell id, the newest FINISHED child run in the experiment (any parent: cells are
+   content-addressed, so a resumed sweep finds cells finished under an earlier parent);
+4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged (and the clean run
+   they were computed against), and loaders that fetch its Parquet files on first use.
+
+:func:`read_dynamics` reads the tables the dynamics step of a sweep with ``temperatures`` logged on its
+parent run (``dynamics/*.parquet``, :mod:`railsweep.dynamics.step`). :func:`cell_tables` is what the dynamics
+step reads its cells with.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from railsweep.analysis.scoring import METRICS, join_constants, unflatten_scores
+from railsweep.detection.output import FILENAME
+from railsweep.detection.output import read_detections as read_table
+from railsweep.dynamics.output import DYNAMICS_DIR
+from railsweep.errors import ConfigError, DataError
+from railsweep.results.io import read_cell, read_responses
+from railsweep.results.records import FINISHED, MISSING, CellRecord, SweepRecord
+from railsweep.sweep.tracking.tracker import (
+    DETECTION_DIR,
+    RESULTS_DIR,
+    SPEC_ARTIFACT,
+    TAG_CLEAN_RUN,
+    TAG_KIND,
+    TAG_QUESTIONS_FILE,
+    TAG_RESPONSES_FILE,
+    Tracker,
+    check_tracking_uri,
+    retry,
+)
+
+SCORE_COUNTS = ("n_questions", "n_strata", "B", "n_boot", "alpha", "seed", "m")
+
+
+DEMO_URI = "http://127.0.0.1:5000"  # the server `railsweep demo` starts (or reuses)
+
+
+def connect(tracking_uri: str | None = None) -> Tracker:
+    """A :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's server
+    (:data:`DEMO_URI`); its /health is checked, and a default that does not answer says how to name another."""
+    # one progress bar per downloaded Parquet would bury a notebook's outputs
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    try:
+        check_tracking_uri(uri or DEMO_URI)
+    except ConfigError as e:
+        if uri:
+            raise
+        raise ConfigError(
+            f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none named: pass a tracking "
+            "URI or set MLFLOW_TRACKING_URI"
+        ) from e
+    return Tracker(uri or DEMO_URI)
+
+
+def _experiment_ids(tracker: Tracker, experiment: str | None) -> list[str]:
+    client = tracker.client
+    if experiment is None:
+        return [e.experiment_id for e in retry(lambda: client.search_experiments(), "list experiments")]
+    exp = retry(lambda: client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
+    if exp is None and experiment.isdigit():
+        exp = retry(lambda: client.get_experiment(experiment), f"get experiment {experiment}")
+    if exp is None:
+        raise DataError(f"no MLflow experiment named {experiment!r} at {tracker.uri}")
+    return [exp.experiment_id]
+
+
+def _sweep_runs(tracker: Tracker, experiment: str | None) -> list[Any]:
+    ids = _experiment_ids(tracker, experiment)
+    if not ids:
+        return []
+    return list(
+        retry(
+            lambda: tracker.client.search_runs(
+                ids, filter_string=f"tags.`{TAG_KIND}` = 'sweep'", max_results=1000,
+                order_by=["attributes.start_time DESC"],
+            ),
+            "search sweep runs",
+        )
+    )  # fmt: skip
+
+
+def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame:
+    """One row per sweep (parent run), newest first: run_id, experiment_id, run_name, status, started, preset,
+    table, n_cells (``experiment`` None = every experiment)."""
+    rows = []
+    for run in _sweep_runs(tracker, experiment):
+        p = run.data.params
+        rows.append({
+            "run_id": run.info.run_id, "experiment_id": run.info.experiment_id, "run_name": run.info.run_name,
+            "status": run.info.status, "started": pd.to_datetime(run.info.start_time, unit="ms", utc=True),
+            "preset": p.get("preset"), "table": p.get("table"), "n_cells": p.get("n_cells"),
+        })  # fmt: skip
+    cols = ["run_id", "experiment_id", "run_name", "status", "started", "preset", "table", "n_cells"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (``flatten_scores``: the scores as
+    metrics, the scoring design as ``score.<name>`` params); None when the run logged no scores. A metric the
+    tracker dropped (NaN) comes back as NaN."""
+    metrics = join_constants(metrics, params or {})
+    if "n_boot" not in metrics:
+        return None
+    flat: dict[str, float] = {}
+    for name in METRICS:
+        for key in (name, f"{name}_ci_low", f"{name}_ci_high", f"{name}_floor", f"{name}_check"):
+            flat[key] = metrics.get(key, math.nan)
+        for extra in ("corrected", "nonzero"):  # only the metrics that have them
+            if f"{name}_{extra}" in metrics:
+                flat[f"{name}_{extra}"] = metrics[f"{name}_{extra}"]
+    # the weight concentration, where the trial logged it (a score without the floors is recomputed at
+    # publish time: railsweep.analysis.report)
+    flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
+    flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
+    return unflatten_scores(flat)
+
+
+def download_questions(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFrame:
+    """The per-question table of a cell run (``results/<cell_id>.parquet``), schema-checked."""
+    path = tracker.download(run.info.run_id, f"{RESULTS_DIR}/{run.data.tags[TAG_QUESTIONS_FILE]}", dst)
+    return read_cell(path)[1]
+
+
+def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFrame | None:
+    """The responses table of a cell run; None when the run names none."""
+    name = run.data.tags.get(TAG_RESPONSES_FILE)
+    if not name:
+        return None
+    return read_responses(tracker.download(run.info.run_id, f"{RESULTS_DIR}/{name}", dst))
+
+
+def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> dict[str, dict[str, Path]]:
+    """``{cell_id: {"questions": path, "responses": path}}``: the Parquet files of each cell's newest FINISHED
+    run, downloaded under ``dst``; a cell without a FINISHED run is left out."""
+    out = {}
+    for cid, run in tracker.finished_cells(cell_ids).items():
+        tags = run.data.tags
+        out[cid] = {
+            kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{tags[tag]}", Path(dst) / cid)
+            for kind, tag in (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
+        }
+    return out
+
+
+def cell_tables(
+    tracking_uri: str, experiment_id: str, cell_ids: Iterable[str], dst: str | Path
+) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
+    """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run, read
+    through files downloaded under ``dst``; a cell without a FINISHED run is left out. Takes the tracking URI
+    (not a :class:`Tracker`) so that, bound with :func:`functools.partial`, it travels to a Ray task."""
+    tracker = Tracker(tracking_uri, experiment_id)
+    out = {}
+    for cid, run in tracker.finished_cells(cell_ids).items():
+        out[cid] = (
+            download_questions(tracker, run, Path(dst) / cid),
+            download_responses(tracker, run, Path(dst) / f"{cid}-responses"),
+        )
+    return out
+
+
+def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
+    """The per-item detection table a sweep with ``detectors`` logged on its parent run
+    (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
+    listed = retry(
+        lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts"
+    )
+    if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
+        return None
+    return read_table(tracker.download(parent_run_id, f"{DETECTION_DIR}/{FILENAME}", dst))
+
+
+def _parent(tracker: Tracker, experiment: str | None, parent_run_id: str | None) -> Any:
+    if parent_run_id is not None:
+        try:
+            return retry(lambda: tracker.client.get_run(parent_run_id), f"get run {parent_run_id}")
+        except Exception as e:
+            raise DataError(f"parent run {parent_run_id!r} not found at {tracker.uri}: {e}") from e
+    runs = _sweep_runs(tracker, experiment)
+    if not runs:
+        where = f"experiment {experiment!r}" if experiment else "any experiment"
+        raise DataError(f"no railsweep sweep (parent run) in {where} at {tracker.uri}")
+    finished = [r for r in runs if r.info.status == FINISHED]
+    return (finished or runs)[0]
+
+
+def _cell_record(tracker: Tracker, meta: Mapping[str, Any], run: Any | None, dst: Path) -> CellRecord:
+    cid = meta["params"]["cell_id"]
+    base = dict(cell_id=cid, config=meta["config"], label=meta["label"], clean_id=meta.get("clean_id"),
+                params=meta["params"])  # fmt: skip
+    if run is None:
+        return CellRecord(**base, status=MISSING)
+    return CellRecord(
+        **base,
+        status=FINISHED,
+        run_id=run.info.run_id,
+        scores=logged_scores(run.data.metrics, run.data.params),
+        scored_against=run.data.tags.get(TAG_CLEAN_RUN),
+        load_questions=lambda: download_questions(tracker, run, dst / cid),
+        load_responses=lambda: download_responses(tracker, run, dst / f"{cid}-responses"),
+    )
+
+
+def read_sweep(
+    tracker: Tracker,
+    experiment: str | None = None,
+    parent_run_id: str | None = None,
+    *,
+    download_dir: str | Path | None = None,
+) -> SweepRecord:
+    """Steps 1–4 for one sweep (default: the newest in ``experiment``, or in any experiment); Parquet files
+    fetched later go under ``download_dir`` (default: a new temporary directory)."""
+    parent = _parent(tracker, experiment, parent_run_id)
+    tracker.experiment_id = parent.info.experiment_id
+    dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-records-"))
+    try:
+        spec_path = tracker.download(parent.info.run_id, SPEC_ARTIFACT, dst / parent.info.run_id)
+    except Exception as e:
+        raise DataError(
+            f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep parent run ({e})"
+        ) from e
+    blob = json.loads(Path(spec_path).read_text())
+    metas = blob["cells"]
+    runs = tracker.finished_cells(m["params"]["cell_id"] for m in metas)
+    cells = tuple(_cell_record(tracker, m, runs.get(m["params"]["cell_id"]), dst) for m in metas)
+    return SweepRecord(parent.info.experiment_id, parent.info.run_id, blob["spec"], cells)
+
+
+def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "railsweep-figure1") -> dict | None:
+    """The newest ``railsweep figure1 --tracking-uri`` run: {"run_id", "summary", "png"}; None if there is none."""
+    exp = retry(lambda: tracker.client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
+    if exp is None:
+        return None
+    runs = retry(
+        lambda: tracker.client.search_runs(
+            [exp.experiment_id], filter_string=f"tags.`{TAG_KIND}` = 'figure1'", max_results=1,
+            order_by=["attributes.start_time DESC"],
+        ),
+        "search figure-1 runs",
+    )  # fmt: skip
+    if not runs:
+        return None
+    run = runs[0]
+    out = Path(out_dir) / f"figure1-{run.info.run_id}"
+    out.mkdir(parents=True, exist_ok=True)
+    png = tracker.download(run.info.run_id, "figure1.png", out)
+    summary = json.loads(tracker.download(run.info.run_id, "figure1.json", out).read_text())
+    return {"run_id": run.info.run_id, "summary": summary, "png": png}
+
+
+def read_dynamics(
+    tracker: Tracker, parent_run_id: str, download_dir: str | Path | None = None
+) -> dict[str, pd.DataFrame]:
+    """The dynamics tables on a sweep's parent run, by name (``gains``, ``fits``, ``predictions``,
+    ``accuracy``, ``positions``; every group's rows, ``family`` and ``domain`` columns); ``{}`` when the sweep
+    has no temperature dimension."""
+    files = retry(
+        lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR), "list dynamics artifacts"
+    )
+    dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))
+    out = {}
+    for f in files:
+        if f.path.endswith(".parquet"):
+            out[Path(f.path).stem] = pd.read_parquet(
+                tracker.download(parent_run_id, f.path, dst / parent_run_id)
+            )
+    return out
