@@ -118,10 +118,8 @@ def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: Pretr
         if log is not None and (step % 100 == 0 or step == config.steps - 1):
             elapsed = max(1e-9, time.time() - t0)
             rate = (step + 1) * config.batch_size * config.block_size / elapsed
-            eta = elapsed / (step + 1) * (config.steps - step - 1)
-            log(
-                f"pretrain step {step}/{config.steps} loss {loss_ema:.3f} ({rate:.0f} tokens/s, eta {eta:.0f}s)"
-            )
+            # no ETA here: the build's one ETA is its combined line (build_progress), which knows the other families
+            log(f"pretrain step {step}/{config.steps} loss {loss_ema:.3f} ({rate:.0f} tokens/s)")
     return loss_ema
 
 
