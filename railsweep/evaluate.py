@@ -151,7 +151,7 @@ def _run_strategy(
     """Steps 3-4: the cell's strategy from the registry, run in an :class:`EvalContext` with the cell's readout
     settings; returns (its outcomes, the wall time in seconds, the responses decoded), each batch of responses
     also told to ``progress``."""
-    strategy = build_strategy(cell.strategy, cell.strategy_params)
+    strategy = build_strategy(cell.strategy, config=cell.strategy_config)
     decoded = 0
 
     def count(n: int) -> None:

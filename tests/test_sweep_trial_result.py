@@ -8,6 +8,7 @@ Ray); reading one of the running trial's own result files raises."""
 from __future__ import annotations
 
 import json
+import pickle
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -19,7 +20,7 @@ from railsweep.sweep.plan.cells import SweepCell
 from railsweep.sweep.run import trial
 from railsweep.sweep.run.actors import write_files
 from railsweep.sweep.run.engine_server import EngineServer
-from railsweep.sweep.run.sweep_run import cell_meta
+from railsweep.sweep.run.sweep_run import trial_cells
 from railsweep.sweep.tracking.tracker import RESULTS_DIR, TAG_CLEAN_RUN, TAG_QUESTIONS_FILE, Tracker
 
 QUESTIONS = [
@@ -56,6 +57,18 @@ def test_an_engine_returns_the_per_question_table_and_counts_its_files_hold(serv
     paths = write_files(out["files"], tmp_path)
     pd.testing.assert_frame_equal(out["questions"], read_cell(paths["questions"])[1], check_exact=True)
     assert out["grading"] == read_metadata(paths["questions"])["grading"]
+
+
+def test_an_engine_takes_the_checked_cellconfig_a_trial_sends_as_it_is(
+    monkeypatch, server, tiny_model_dir, task_dir, tmp_path
+):
+    cell = pickle.loads(pickle.dumps(_cell(tiny_model_dir, task_dir, "clean", 2)))  # as Ray ships it
+    checked, check = [], CellConfig.__post_init__
+    monkeypatch.setattr(CellConfig, "__post_init__", lambda self: (checked.append(self), check(self))[1])
+    out = server.run_cell(cell)
+    assert checked == [] and out["questions"]["question_index"].tolist() == [0, 1, 2]
+    server.run_cell(cell.to_dict())  # a dict, from outside a sweep, is checked
+    assert len(checked) == 1
 
 
 class _OwnFilesUnreadable:
@@ -104,7 +117,7 @@ def test_a_trial_logs_its_cell_from_the_engine_without_reading_the_cells_files_b
     parent, _ = tracker.parent_run("trial-result", "trial result", {}, resume=False)
     ctx = trial.SweepContext(
         tracking_uri=mlflow_server, experiment_id=experiment, parent_id=parent, sweep_id="trial-result",
-        cells={c.cell_id: cell_meta(c) for c in (clean, mitigated)}, B=20, n_boot=20, clean_wait_s=60,
+        cells=trial_cells([clean, mitigated]), B=20, n_boot=20, clean_wait_s=60,
     )  # fmt: skip
     guard = _OwnFilesUnreadable(monkeypatch)
     for cell in (clean, mitigated):

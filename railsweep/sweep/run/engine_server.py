@@ -133,13 +133,16 @@ class EngineServer:
             self._fallback = build_engine(dataclasses.replace(self.config, backend="transformers"))
         return self._fallback
 
-    def run_cell(self, cell: dict[str, Any], board: Any = None, pool: Any = None, name: str | None = None) -> dict[str, Any]:
+    def run_cell(
+        self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None, name: str | None = None
+    ) -> dict[str, Any]:
         """Evaluate one cell; returns its per-question and responses Parquet files as bytes (``files``), the
         per-question table as :func:`railsweep.results.io.read_cell` reads it (``questions``), the answer rules'
         counts (``grading``) and timings.
         ``pool`` and ``name`` (this engine's actor name): the cell may share its one-off decoding jobs with the
-        family's idle engines (:class:`railsweep.sweep.run.sharing.SharingEngine`)."""
-        cfg = CellConfig.from_dict(cell)
+        family's idle engines (:class:`railsweep.sweep.run.sharing.SharingEngine`). A sweep's trial sends the
+        ``CellConfig`` the driver built and checked, taken as it is; a dict is checked here."""
+        cfg = cell if isinstance(cell, CellConfig) else CellConfig.from_dict(cell)
         cid = cfg.cell_id
         self.use(cfg.family)
 

@@ -53,7 +53,7 @@ class SweepContext:
     experiment_id: str
     parent_id: str
     sweep_id: str
-    cells: dict[str, dict[str, Any]]  # cell_id → {"config", "clean_id", "params", "label"}
+    cells: dict[str, dict[str, Any]]  # cell_id → {"config", "clean_id", "params", "label", "cell"} (trial_cells)
     pool: Any = None  # the engine pool actor (railsweep.sweep.plan.pool.EnginePool)
     board: Any = None
     B: int = 50
@@ -150,17 +150,18 @@ _DEFAULT_UNRAISABLEHOOK = sys.unraisablehook
 _QUIET_EXIT = False
 
 
-def _decode(ctx: SweepContext, cid: str, cfg: dict[str, Any], board: Any) -> dict[str, Any]:
-    """The cell's result from the first free engine of its family, which goes back to the pool afterwards."""
+def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any]:
+    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, which goes back to the
+    pool afterwards."""
     import ray
 
-    name = ray.get(ctx.pool.acquire.remote(cfg["family"], cid))
+    name = ray.get(ctx.pool.acquire.remote(cell.family, cid))
     if board is not None:
         board.set_state.remote(cid, "running")
     decoded = False
     try:
         engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
-        out = ray.get(engine.run_cell.remote(cfg, board, pool=ctx.pool, name=name))
+        out = ray.get(engine.run_cell.remote(cell, board, pool=ctx.pool, name=name))
         decoded = True
         return out
     finally:
@@ -207,7 +208,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         ctx.parent_id, cid, run_name=meta["run_name"], tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags},
     )  # fmt: skip
     try:
-        out = _decode(ctx, cid, cfg, board)
+        out = _decode(ctx, cid, meta["cell"], board)
         metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
         params, df = dict(meta["params"]), out["questions"]
         metrics.update(cell_summary(df))
