@@ -6,9 +6,10 @@ inside a trial would be captured by the trial's CPU-only placement group
 and all its LoRA adapters (clean, co_gsm8k, co_pq) and evaluates whole cells:
 trials send a cell config and get the cell's result files back as bytes, with
 its per-question table and answer-rule counts as the files hold them, so nothing
-depends on a shared filesystem and no trial reads the files back. The actor is restarted when it dies
-(``max_restarts``) and the in-flight cell is retried (``max_task_retries``);
-cells write to a fresh temporary directory, so a retry is idempotent.
+depends on a shared filesystem and no trial reads the files back. The actor is
+restarted when it dies (``max_restarts``) and the in-flight cell is retried
+(``max_task_retries``); cells write to a fresh temporary directory, so a retry
+is idempotent.
 
 Thread budget: every engine actor runs ``threads`` torch/OpenMP threads (one with the default
 one engine per core, :func:`railsweep.sweep.run.driver.plan_resources`), set before torch loads (``OMP_NUM_THREADS``
