@@ -133,14 +133,22 @@ class CellConfig:
             )
         if not isinstance(self.strategy_params, dict):
             raise ConfigError(f"strategy_params must be a dict, got {self.strategy_params!r}")
-        resolved = config_dict(make_config(self.strategy, self.strategy_params))
+        built = make_config(self.strategy, self.strategy_params)  # the one check of the strategy's settings
+        resolved = config_dict(built)
         object.__setattr__(self, "strategy_params", {k: resolved[k] for k in sorted(resolved)})
+        object.__setattr__(self, "_strategy_config", built)
         try:
             json.dumps(self.strategy_params, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ConfigError(
                 f"strategy_params must be JSON values, got {self.strategy_params!r}: {e}"
             ) from e
+
+    @property
+    def strategy_config(self) -> Any:
+        """The strategy's config dataclass at ``strategy_params``, built and checked once, with the cell: labels,
+        table membership, pricing and the strategy itself read it instead of rebuilding it from the dict."""
+        return self._strategy_config
 
     def task_spec(self) -> AnyTaskSpec | None:
         """The cell's task file or harness task, checked (None for the built-in task)."""

@@ -18,7 +18,7 @@ from railsweep.config import CellConfig
 from railsweep.engines.base import Engine
 from railsweep.engines.config import EngineConfig
 from railsweep.errors import ConfigError, DataError
-from railsweep.results.io import CellPaths, write_cell
+from railsweep.results.io import CellPaths, CellTables, cell_tables, write_tables
 from railsweep.strategies.base import EvalContext, QuestionOutcome, build_strategy
 from railsweep.tasks.agreement import RuleAgreement, rule_agreement
 from railsweep.tasks.base import Question, Task
@@ -37,6 +37,7 @@ class CellResult:
     wall_s: float
     n_samples: int  # responses decoded (greedy trajectories included)
     agreement: RuleAgreement  # how the other answer rules would have graded the same responses
+    tables: CellTables  # the two tables as written (an engine actor hands them on without reading its files)
 
     @property
     def n_questions(self) -> int:
@@ -118,7 +119,7 @@ def evaluate_cell(
     3. build the strategy from the registry with the cell's parameters;
     4. run it in an :class:`EvalContext` with the cell's readout settings;
     5. check one outcome per question, re-grade every response under every answer rule
-       (:func:`rule_agreement`), then write the cell atomically (:func:`write_cell`).
+       (:func:`rule_agreement`), then write the cell atomically (:func:`cell_tables`, :func:`write_tables`).
     """
     _check_served_adapters(cell, engine)
     if task is None:
@@ -130,12 +131,12 @@ def evaluate_cell(
     agreement = _agreement(cell, task, outcomes, questions)
     if provenance is None:
         provenance = prov.collect(cell.task_files())
-    paths = write_cell(
-        out_dir, cell, outcomes, questions, provenance=provenance, grading=agreement.to_dict()
-    )
+    tables = cell_tables(cell, outcomes, questions, provenance, agreement.to_dict())
+    paths = write_tables(out_dir, cell.cell_id, tables)
     return CellResult(
-        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement
-    )
+        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement,
+        tables=tables,
+    )  # fmt: skip
 
 
 def _run_strategy(
@@ -150,7 +151,7 @@ def _run_strategy(
     """Steps 3-4: the cell's strategy from the registry, run in an :class:`EvalContext` with the cell's readout
     settings; returns (its outcomes, the wall time in seconds, the responses decoded), each batch of responses
     also told to ``progress``."""
-    strategy = build_strategy(cell.strategy, cell.strategy_params)
+    strategy = build_strategy(cell.strategy, config=cell.strategy_config)
     decoded = 0
 
     def count(n: int) -> None:

@@ -75,6 +75,8 @@ class Registry:
         except TypeError as e:  # wrong types surface here
             raise ConfigError(f"bad parameters {params} for {self.kind} {name!r}: {e}") from e
 
-    def build(self, name: str, params: dict[str, Any] | None = None) -> Any:
+    def build(self, name: str, params: dict[str, Any] | None = None, *, config: Any = None) -> Any:
+        """The entry ``name`` over its config: ``config`` when given (built and checked by :meth:`make_config`
+        already, e.g. a cell's), else one made from ``params``."""
         cls, _ = self.classes(name)
-        return cls(self.make_config(name, params))
+        return cls(self.make_config(name, params) if config is None else config)

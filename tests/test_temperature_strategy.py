@@ -9,7 +9,8 @@ from baselines_world import make_ctx, toy_task
 
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, make_config
-from railsweep.sweep.plan.cells import expand, strategy_label
+from railsweep.strategy_registry import strategy_label
+from railsweep.sweep.plan.cells import expand
 from railsweep.sweep.spec.resolve import resolve_spec
 from railsweep.sweep.spec.sweep_spec import spec_from_dict
 

@@ -42,6 +42,14 @@ class CellPaths:
     responses: Path  # <cell_id>.responses.parquet
 
 
+@dataclass(frozen=True)
+class CellTables:
+    """A cell's two tables as its files hold them (metadata included)."""
+
+    questions: pa.Table
+    responses: pa.Table
+
+
 def cell_paths(out_dir: str | Path, cell_id: str) -> CellPaths:
     out = Path(out_dir)
     return CellPaths(out / f"{cell_id}.parquet", out / f"{cell_id}{RESPONSES_SUFFIX}")
@@ -75,6 +83,17 @@ def write_cell(
     :meth:`railsweep.tasks.agreement.RuleAgreement.to_dict`) goes into both
     files' metadata when given.
     """
+    return write_tables(out_dir, cell.cell_id, cell_tables(cell, outcomes, questions, provenance, grading))
+
+
+def cell_tables(
+    cell: CellConfig,
+    outcomes: Sequence[QuestionOutcome],
+    questions: Sequence[Question],
+    provenance: Mapping[str, Any] | None = None,
+    grading: Mapping[str, Any] | None = None,
+) -> CellTables:
+    """Step 1 of :func:`write_cell`: both Arrow tables, checked, with their metadata."""
     q_table = schema.questions_table(outcomes, questions)
     r_table = schema.responses_table(outcomes)
     if provenance is None:
@@ -86,9 +105,14 @@ def write_cell(
     r_table = r_table.replace_schema_metadata(
         schema.metadata("responses", cell.cell_id, cell_dict, provenance, grading)
     )
+    return CellTables(q_table, r_table)
 
+
+def write_tables(out_dir: str | Path, cell_id: str, tables: CellTables) -> CellPaths:
+    """Steps 2-4 of :func:`write_cell`: ``tables`` written as cell ``cell_id``'s two files in ``out_dir``."""
+    q_table, r_table = tables.questions, tables.responses
     out = Path(out_dir)
-    paths = cell_paths(out, cell.cell_id)
+    paths = cell_paths(out, cell_id)
     # responses first: a questions file is only ever seen beside its responses
     write_all_atomic({
         paths.responses: lambda tmp: _write_synced(r_table, tmp),
@@ -159,12 +183,18 @@ def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
     info = schema.check_metadata(table.schema.metadata, "questions", str(p))
     schema.check_columns(table.schema, schema.QUESTION_FIELDS, str(p), extras=True)
     cell = CellConfig.from_dict(info["cell"])
-    df = table.to_pandas()
-    df["leaked"] = df["leaked"].astype("boolean")
+    df = questions_frame(table)
     if df["question_index"].duplicated().any():
         dup = df.loc[df["question_index"].duplicated(), "question_index"].tolist()[:10]
         raise DataError(f"{p}: duplicated question_index values {dup}")
     return cell, df
+
+
+def questions_frame(table: pa.Table) -> pd.DataFrame:
+    """A per-question table as :func:`read_cell` returns it: ``leaked`` as pandas' nullable ``boolean``."""
+    df = table.to_pandas()
+    df["leaked"] = df["leaked"].astype("boolean")
+    return df
 
 
 def read_responses(path: str | Path) -> pd.DataFrame:

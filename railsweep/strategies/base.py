@@ -18,30 +18,23 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from railsweep.engines.base import Completion, Engine, Intervention, Request, Sample, SamplingSpec
-from railsweep.errors import ConfigError
 from railsweep.strategy_registry import STRATEGIES, NoOffSwitch, register  # noqa: F401 (re-exported)
 from railsweep.tasks.base import Grade, Question, Task
 
 
 @dataclass(frozen=True)
 class DecodeSettings:
-    """The readout every strategy shares (paper: m=50, T=0.7)."""
+    """The readout every strategy shares (paper: m=50, T=0.7).
+
+    Built from values checked where they came in, so not checked again here: a cell's (:class:`CellConfig
+    <railsweep.config.CellConfig>`), a command's (its argument types), a sweep spec's readout (its schema), the
+    dynamics' and the CDD detector's settings (their configs)."""
 
     m: int = 50
     temperature: float = 0.7
     max_new_tokens: int = 256
     seed: int = 0
     batch_size: int = 64  # prompts per engine call
-
-    def __post_init__(self) -> None:
-        if self.m < 1:
-            raise ConfigError(f"m (samples per question) must be >= 1, got m={self.m}")
-        if self.temperature < 0:
-            raise ConfigError(f"temperature must be >= 0, got T={self.temperature}")
-        if self.max_new_tokens < 1:
-            raise ConfigError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
 
 
 @dataclass
@@ -99,8 +92,9 @@ def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
     return STRATEGIES.make_config(name, params)
 
 
-def build_strategy(name: str, params: dict[str, Any] | None = None) -> Strategy:
-    return STRATEGIES.build(name, params)
+def build_strategy(name: str, params: dict[str, Any] | None = None, *, config: Any = None) -> Strategy:
+    """The strategy ``name`` at ``params``, or over ``config`` (a cell's ``strategy_config``, checked once already)."""
+    return STRATEGIES.build(name, params, config=config)
 
 
 def config_dict(config: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ Steps:
    sampled at tau (the ``temperature`` strategy, scored against that M_cl cell); the dynamics step reads
    them (:func:`temperature_groups`). A spec without ``temperatures`` gets exactly the cells it had;
 4. optional filter to what one paper table needs (``--table 1..4``; each strategy's registration says
-   which of its points a table shows, :func:`railsweep.strategy_registry.in_table`);
+   which of its points a table shows, ``Registration.shows``);
 5. clean cells first, so they are scheduled before the cells that need them.
 """
 
@@ -25,7 +25,7 @@ from railsweep.config import CellConfig
 from railsweep.dynamics.groups import TemperatureGroup
 from railsweep.dynamics.settings import DynamicsSettings
 from railsweep.errors import ConfigError
-from railsweep.strategy_registry import in_table, strategy_label
+from railsweep.strategy_registry import registration
 from railsweep.sweep.spec.sweep_spec import TABLES, SweepSpec
 
 
@@ -56,7 +56,7 @@ class SweepCell:
 
     def label(self) -> str:
         """Display label used in the tables, e.g. ``RailCap n=4 cap``."""
-        label = strategy_label(self.config.strategy, self.config.strategy_params)
+        label = registration(self.config.strategy).label(self.config.strategy_config)
         return f"{label} ({self.note})" if self.note else label
 
     def run_name(self) -> str:
@@ -242,7 +242,7 @@ def _mitigated_cells(
                 model=fam.base, adapter=f"co_{domain}", strategy=sg.name, strategy_params=point, family=fam.name,
                 domain=domain, role="mitigated", clean_adapter=ref.config.adapter, **common,
             )  # fmt: skip
-            if table == "all" or in_table(sg.name, cfg.strategy_params, table):
+            if table == "all" or registration(sg.name).shows(table, cfg.strategy_config):
                 out.append(SweepCell(cfg, ref.cell_id))
     return out
 

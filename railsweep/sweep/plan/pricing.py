@@ -137,7 +137,7 @@ def _tokens(qs: Questions, indices: Sequence[int], cap: int) -> int:
 def cell_samples(cell: SweepCell, n_questions: int) -> int:
     """Samples the engines decode for one cell's own readout (its strategy's one-off steps aside)."""
     cfg = cell.config
-    per_q = build_strategy(cfg.strategy, cfg.strategy_params).decodes(cfg.decode_settings())
+    per_q = build_strategy(cfg.strategy, config=cfg.strategy_config).decodes(cfg.decode_settings())
     return per_q * min(cfg.limit or n_questions, n_questions)
 
 
@@ -149,7 +149,7 @@ def _engine_cost(
     for cell in cells:
         cfg = cell.config
         indices = list(range(min(cfg.limit or qs.n, qs.n)))
-        strategy = build_strategy(cfg.strategy, cfg.strategy_params)
+        strategy = build_strategy(cfg.strategy, config=cfg.strategy_config)
         per_q = strategy.decodes(cfg.decode_settings())
         questions += len(indices)
         samples += per_q * len(indices)

@@ -4,10 +4,12 @@ The driver creates every actor before ``Tuner.fit()``: a task or actor created
 inside a trial would be captured by the trial's CPU-only placement group
 (``ray-mlflow-notes.md`` §1.4). An engine actor holds one family's base model
 and all its LoRA adapters (clean, co_gsm8k, co_pq) and evaluates whole cells:
-trials send a cell config and get the cell's result files back as bytes, so
-nothing depends on a shared filesystem. The actor is restarted when it dies
-(``max_restarts``) and the in-flight cell is retried (``max_task_retries``);
-cells write to a fresh temporary directory, so a retry is idempotent.
+trials send a cell config and get the cell's result files back as bytes, with
+its per-question table and answer-rule counts as the files hold them, so nothing
+depends on a shared filesystem and no trial reads the files back. The actor is
+restarted when it dies (``max_restarts``) and the in-flight cell is retried
+(``max_task_retries``); cells write to a fresh temporary directory, so a retry
+is idempotent.
 
 Thread budget: every engine actor runs ``threads`` torch/OpenMP threads (one with the default
 one engine per core, :func:`railsweep.sweep.run.driver.plan_resources`), set before torch loads (``OMP_NUM_THREADS``
@@ -39,6 +41,7 @@ from railsweep.engines.config import EngineConfig
 from railsweep.engines.factory import build_engine
 from railsweep.engines.threads import apply_thread_budget, thread_env
 from railsweep.evaluate import cell_provenance, evaluate_cell
+from railsweep.results.io import questions_frame
 from railsweep.strategy_registry import registration
 from railsweep.sweep.run.actors import ENGINE_NAMESPACE
 from railsweep.sweep.run.sharing import SharingEngine
@@ -131,11 +134,16 @@ class EngineServer:
             self._fallback = build_engine(dataclasses.replace(self.config, backend="transformers"))
         return self._fallback
 
-    def run_cell(self, cell: dict[str, Any], board: Any = None, pool: Any = None, name: str | None = None) -> dict[str, Any]:
-        """Evaluate one cell; returns its per-question and responses Parquet files as bytes plus timings.
+    def run_cell(
+        self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None, name: str | None = None
+    ) -> dict[str, Any]:
+        """Evaluate one cell; returns its per-question and responses Parquet files as bytes (``files``), the
+        per-question table as :func:`railsweep.results.io.read_cell` reads it (``questions``), the answer rules'
+        counts (``grading``) and timings.
         ``pool`` and ``name`` (this engine's actor name): the cell may share its one-off decoding jobs with the
-        family's idle engines (:class:`railsweep.sweep.run.sharing.SharingEngine`)."""
-        cfg = CellConfig.from_dict(cell)
+        family's idle engines (:class:`railsweep.sweep.run.sharing.SharingEngine`). A sweep's trial sends the
+        ``CellConfig`` the driver built and checked, taken as it is; a dict is checked here."""
+        cfg = cell if isinstance(cell, CellConfig) else CellConfig.from_dict(cell)
         cid = cfg.cell_id
         self.use(cfg.family)
 
@@ -168,6 +176,8 @@ class EngineServer:
         self.cells += 1
         return {
             "files": files,
+            "questions": questions_frame(res.tables.questions),
+            "grading": res.agreement.to_dict(),
             "busy_s": busy,
             "n_samples": res.n_samples,
             "eval_s": res.wall_s,

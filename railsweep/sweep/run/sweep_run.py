@@ -54,6 +54,12 @@ def cell_meta(cell: SweepCell) -> dict[str, Any]:
     }
 
 
+def trial_cells(cells: list[SweepCell]) -> dict[str, dict[str, Any]]:
+    """Every trial's view of the cells, by id: :func:`cell_meta` and, under ``"cell"``, the ``CellConfig`` itself,
+    checked when the driver built it; Ray ships it as it is, so the engine evaluating it does not check it again."""
+    return {c.cell_id: {**cell_meta(c), "cell": c.config} for c in cells}
+
+
 def kill_actors(handles: dict[str, Any]) -> None:
     """Kill Ray actors for good (no restart); one already dead is passed over."""
     import ray  # optional heavy dependency: the sweep's

@@ -4,8 +4,9 @@ Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
 3. lease a free engine of the cell's family from the engine pool (:mod:`~railsweep.sweep.plan.pool`), have it
-   evaluate the cell and give it back; write the Parquet bytes it returns, as they are, to a temporary
-   directory (the upload needs files) and decode the per-question table once;
+   evaluate the cell and give it back; it returns the cell's per-question table and answer-rule counts, which
+   the trial uses as they come (it never reads the cell's files back), and the Parquet bytes, written as they
+   are to a temporary directory (the upload needs files);
 4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (SA-PPG and the rest
    of method.md §2 with CIs) and plot clean vs mitigated: the only time a pair is bootstrapped, the
    sweep's publish step and the notebook reuse these scores (tagged with the clean run they compare against);
@@ -30,7 +31,6 @@ from typing import Any
 from railsweep.analysis.plots import scatter_clean_vs_mitigated
 from railsweep.analysis.scoring import flatten_scores, score_pair, split_constants
 from railsweep.engines.threads import apply_thread_budget
-from railsweep.results.io import read_cell, read_metadata
 from railsweep.sweep.run.actors import ENGINE_NAMESPACE, write_files
 from railsweep.sweep.tracking.mlflow_view import headline_first
 from railsweep.sweep.tracking.reader import download_questions
@@ -53,7 +53,7 @@ class SweepContext:
     experiment_id: str
     parent_id: str
     sweep_id: str
-    cells: dict[str, dict[str, Any]]  # cell_id → {"config", "clean_id", "params", "label"}
+    cells: dict[str, dict[str, Any]]  # cell_id → {"config", "clean_id", "params", "label", "cell"} (trial_cells)
     pool: Any = None  # the engine pool actor (railsweep.sweep.plan.pool.EnginePool)
     board: Any = None
     B: int = 50
@@ -150,17 +150,18 @@ _DEFAULT_UNRAISABLEHOOK = sys.unraisablehook
 _QUIET_EXIT = False
 
 
-def _decode(ctx: SweepContext, cid: str, cfg: dict[str, Any], board: Any) -> dict[str, Any]:
-    """The cell's result from the first free engine of its family, which goes back to the pool afterwards."""
+def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any]:
+    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, which goes back to the
+    pool afterwards."""
     import ray
 
-    name = ray.get(ctx.pool.acquire.remote(cfg["family"], cid))
+    name = ray.get(ctx.pool.acquire.remote(cell.family, cid))
     if board is not None:
         board.set_state.remote(cid, "running")
     decoded = False
     try:
         engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
-        out = ray.get(engine.run_cell.remote(cfg, board, pool=ctx.pool, name=name))
+        out = ray.get(engine.run_cell.remote(cell, board, pool=ctx.pool, name=name))
         decoded = True
         return out
     finally:
@@ -207,14 +208,13 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         ctx.parent_id, cid, run_name=meta["run_name"], tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags},
     )  # fmt: skip
     try:
-        out = _decode(ctx, cid, cfg, board)
+        out = _decode(ctx, cid, meta["cell"], board)
         metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
-        params = dict(meta["params"])
+        params, df = dict(meta["params"]), out["questions"]
+        metrics.update(cell_summary(df))
+        metrics.update(grading_metrics(out["grading"]))
         with tempfile.TemporaryDirectory(prefix=f"trial-{cid}-") as tmp:
             paths = write_files(out["files"], tmp)
-            _, df = read_cell(paths["questions"])
-            metrics.update(cell_summary(df))
-            metrics.update(grading_metrics(read_metadata(paths["questions"])["grading"]))
             tags = {TAG_QUESTIONS_FILE: paths["questions"].name, TAG_RESPONSES_FILE: paths["responses"].name}
             if meta.get("clean_id"):
                 score_metrics, score_params, clean_tags = _score_against_clean(ctx, tracker, run_id, meta, df, tmp)

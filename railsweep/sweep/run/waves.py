@@ -20,7 +20,7 @@ from railsweep.sweep.run.faults import Fault
 from railsweep.sweep.run.finish import engine_stats, publish_tables
 from railsweep.sweep.run.progress import ProgressPrinter
 from railsweep.sweep.run.staged import StagedWorld, free_cores
-from railsweep.sweep.run.sweep_run import SweepRun, add_time, cell_meta, kill_actors
+from railsweep.sweep.run.sweep_run import SweepRun, add_time, kill_actors, trial_cells
 from railsweep.sweep.run.trial import SweepContext, run_cell_trial
 from railsweep.sweep.spec.resolve import check_families
 
@@ -168,7 +168,7 @@ def _run_trials(
     if pending:
         ctx = SweepContext(
             tracking_uri=spec.tracking.uri, experiment_id=run.experiment_id, parent_id=run.parent_id,
-            sweep_id=run.sweep_id, cells={c.cell_id: cell_meta(c) for c in run.cells}, pool=pool, board=board,
+            sweep_id=run.sweep_id, cells=trial_cells(run.cells), pool=pool, board=board,
             B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
             clean_wait_s=spec.resources.clean_wait_s, run_tags=run.run_tags, threads=plan["trial_threads"],
         )  # fmt: skip

@@ -102,12 +102,12 @@ class StrategyGrid:
             items.append((k, vals))
         return tuple(items)
 
-    @model_validator(mode="after")
-    def _points_are_valid_configs(self) -> StrategyGrid:
+    def __post_init__(self) -> None:
+        """Every point checked once, when the grid is read (a ``__post_init__`` runs when the grid is built, not
+        each time a spec holding it is copied, as a model validator would)."""
         STRATEGIES.classes(self.name)  # unknown strategy → ConfigError listing the known ones
         for point in self.points():
             STRATEGIES.make_config(self.name, point)  # RailCap n outside [1, MAX_N], ...
-        return self
 
     def points(self) -> list[dict[str, Any]]:
         keys = [k for k, _ in self.grid]
