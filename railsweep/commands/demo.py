@@ -12,9 +12,11 @@ authentication (Ray's token file, ~/.ray/auth_token) and listens on
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from railsweep.commands.sweep import add_arguments, experiment_address, submit
+from railsweep.services.mlflow_server import PID_FILE
 from railsweep.services.tokens import ray_token_path
 from railsweep.sweep.plan.pricing import dry_run
 
@@ -43,5 +45,14 @@ def run(args: argparse.Namespace) -> int:
 
     # The dashboard asks for Ray's token; name the file, never its content.
     print(f"\nMLflow UI: {where}  (Ray dashboard: http://127.0.0.1:{args.dashboard_port}, "
-          f"token in {ray_token_path()}; `ray stop` ends the Ray head)", flush=True)  # fmt: skip
+          f"token in {ray_token_path()}; {stop_services(args.run_dir, args.tracking_uri)})", flush=True)  # fmt: skip
     return rc
+
+
+def stop_services(run_dir: str, tracking_uri: str | None) -> str:
+    """How to end the services the demo leaves running for browsing: the Ray head, and the MLflow server where
+    the demo started it (its process group id in ``run_dir``)."""
+    pid_file = Path(run_dir).resolve() / PID_FILE
+    if tracking_uri or not pid_file.is_file():
+        return "`ray stop` ends the Ray head"
+    return f"`ray stop` ends the Ray head, `kill -- -$(cat {pid_file})` the MLflow server"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from railsweep.services.process import START_TIMEOUT_S, Service, exe, http_ok, wait_until
 
+PID_FILE = "mlflow-server.pid"  # in the run folder: the process (and group) id of the server started there
+
 
 def ensure_mlflow_server(
     run_dir: str | Path, *, port: int = 5000, timeout: float = START_TIMEOUT_S
@@ -31,4 +33,6 @@ def ensure_mlflow_server(
             cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir, env=env
         )
     wait_until(lambda: http_ok(url + "/health"), timeout, f"mlflow server on {url}", proc, log)
+    # the server leads its own process group: `kill -- -$(cat RUN_DIR/mlflow-server.pid)` ends it and its workers
+    (run_dir / PID_FILE).write_text(f"{proc.pid}\n", encoding="utf-8")
     return Service(url, proc, log)
