@@ -172,7 +172,7 @@ def test_waiting_for_the_last_family_sleeps_instead_of_spinning_on_the_finished_
         return real_wait(fs, **kwargs)
 
     monkeypatch.setattr(world_mod, "wait", counting_wait)
-    monkeypatch.setattr(world_mod, "_write_leak_split", lambda root, family: None)
+    monkeypatch.setattr(world_mod, "write_leak_split", lambda root, family: None)
     with ThreadPoolExecutor(2) as pool:
         futures = {"llama": pool.submit(lambda: {"seconds": 1}), "neox": pool.submit(time.sleep, 1.0)}
         world_mod._await_families(tmp_path, futures, {}, lambda msg: None, lambda stage: None)

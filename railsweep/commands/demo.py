@@ -12,11 +12,10 @@ authentication (Ray's token file, ~/.ray/auth_token) and listens on
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from railsweep.commands.sweep import add_arguments, experiment_address, submit
-from railsweep.services.mlflow_server import PID_FILE
+from railsweep.services.mlflow_server import started_server
 from railsweep.services.tokens import ray_token_path
 from railsweep.sweep.plan.pricing import dry_run
 
@@ -51,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
 def stop_services(run_dir: str, tracking_uri: str | None) -> str:
     """How to end the services the demo leaves running for browsing: the Ray head, and the MLflow server where
-    the demo started it (its process group id in ``run_dir``)."""
-    pid_file = Path(run_dir).resolve() / PID_FILE
-    if tracking_uri or not pid_file.is_file():
+    one was started over ``run_dir`` and still runs (its process group id in the pid file there)."""
+    pid_file = None if tracking_uri else started_server(run_dir)
+    if pid_file is None:
         return "`ray stop` ends the Ray head"
     return f"`ray stop` ends the Ray head, `kill -- -$(cat {pid_file})` the MLflow server"

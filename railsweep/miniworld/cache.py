@@ -12,12 +12,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from railsweep.contamination.leak import LeakSplit, save_leak_split
 from railsweep.errors import ConfigError
 from railsweep.miniworld.lending import config_from_dict
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.weights import world_weights
 
 ADAPTERS = ("clean", "co_gsm8k", "co_pq")
+LEAK_SPLIT = "data/leak_split.json"  # the world's leak split, relative to its directory
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,16 @@ def load_world(root: str | Path) -> World:
         config=config,
         families=list(manifest["families"]),
         data_dir=root / "data",
-        leak_split_path=root / "data" / "leak_split.json",
+        leak_split_path=root / LEAK_SPLIT,
         manifest=manifest,
     )
+
+
+def write_leak_split(root: str | Path, family: str) -> Path:
+    """The world's ``data/leak_split.json`` from ``family``'s adapters, unless written: the split is a function of
+    (n_test, n_leak, seed), identical for every family."""
+    path = Path(root) / LEAK_SPLIT
+    if not path.is_file():
+        split = json.loads((Path(root) / "families" / family / "adapters" / "leak_split.json").read_text())
+        save_leak_split(LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]), path)
+    return path

@@ -21,17 +21,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from railsweep.atomic import write_text_atomic
-from railsweep.contamination.leak import LeakSplit, save_leak_split
 from railsweep.errors import DataError
 from railsweep.miniworld.benchmark import write_benchmark
+from railsweep.miniworld.cache import LEAK_SPLIT, write_leak_split
+from railsweep.miniworld.lending import copy_lent_dir
 from railsweep.miniworld.presets import WorldConfig
 from railsweep.provenance import file_sha256
 
 SHIPPED_DIR = Path(__file__).with_name("shipped")
 SUMS = "SHA256SUMS"
 PLACEHOLDER = "@RAILSWEEP_WORLD@"
-TEXT_SUFFIXES = (".json", ".md")
-LEAK_SPLIT = "data/leak_split.json"
+TEXT_SUFFIXES = (".json", ".md")  # the files that name the world's directory (as copy_lent_dir re-points them)
 
 
 def shipped_folder(config: WorldConfig, shipped_dir: Path | None = None) -> Path | None:
@@ -76,20 +76,21 @@ def install(
     the world instead. The manifest is written last, as a build writes it."""
     t0 = time.time()
     sums = verify(folder)
-    manifest = json.loads(_with_root((folder / "manifest.json").read_text(encoding="utf-8"), root))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8").replace(PLACEHOLDER, str(root)))
     write_benchmark(root / "data", config)
     if (changed := _data_mismatch(root, manifest)) is not None:
         log(f"the shipped {folder.name} world was trained on other data ({changed} differs here): training it")
         _empty(root)
         return False
     on_ready("data")
-    for rel in sorted(r for r in sums if r != "manifest.json"):
-        _copy(folder / rel, root / rel, root)
-    _write_leak_split(root, config.families[0], manifest)
+    for part in sorted({rel.split("/")[0] for rel in sums if "/" in rel}):  # tokenizer/, families/, ...
+        # lent as a sibling world lends its parts, the placeholder standing for the lender's directory
+        copy_lent_dir(folder / part, root / part, Path(PLACEHOLDER), root)
+    _check_leak_split(write_leak_split(root, config.families[0]), manifest)
     for family in config.families:
         on_ready(family)
     manifest["shipped"] = {"folder": folder.name, "files": len(sums), "install_seconds": round(time.time() - t0, 2)}
-    write_text_atomic(root / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    write_text_atomic(root / "manifest.json", _manifest_text(manifest))
     log(f"installed the shipped {folder.name} world ({len(sums)} files, sha256-checked) in {time.time() - t0:.0f}s")
     return True
 
@@ -106,28 +107,20 @@ def pack(root: Path, out: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel == "manifest.json":  # as the build wrote it: a world installed from a shipped folder says so
             manifest = {k: v for k, v in json.loads((root / rel).read_text()).items() if k != "shipped"}
-            text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
-            target.write_text(text.replace(str(root), PLACEHOLDER), encoding="utf-8")
+            target.write_text(_manifest_text(manifest).replace(str(root), PLACEHOLDER), encoding="utf-8")
         elif Path(rel).suffix in TEXT_SUFFIXES:
             target.write_text((root / rel).read_text(encoding="utf-8").replace(str(root), PLACEHOLDER), "utf-8")
         else:
             shutil.copyfile(root / rel, target)
-    listing = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
-    lines = "".join(f"{file_sha256(dest / rel)}  {rel}\n" for rel in sorted(listing, key=str.encode))
+    listing = sorted((p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()), key=str.encode)
+    lines = "".join(f"{file_sha256(dest / rel)}  {rel}\n" for rel in listing)
     (dest / SUMS).write_text(lines, encoding="utf-8")
     return dest
 
 
-def _with_root(text: str, root: Path) -> str:
-    return text.replace(PLACEHOLDER, str(root))
-
-
-def _copy(src: Path, dst: Path, root: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if src.suffix in TEXT_SUFFIXES:
-        dst.write_text(_with_root(src.read_text(encoding="utf-8"), root), encoding="utf-8")
-    else:
-        shutil.copyfile(src, dst)
+def _manifest_text(manifest: dict) -> str:
+    """A manifest as the build writes it (``railsweep.contamination.simulator.write_json``'s format)."""
+    return json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def _data_mismatch(root: Path, manifest: dict) -> str | None:
@@ -140,14 +133,12 @@ def _data_mismatch(root: Path, manifest: dict) -> str | None:
     return None
 
 
-def _write_leak_split(root: Path, family: str, manifest: dict) -> None:
-    """The world's leak split from ``family``'s adapters, as a build writes it; it must be the shipped build's."""
-    split = json.loads((root / "families" / family / "adapters" / "leak_split.json").read_text())
-    save_leak_split(LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]), root / LEAK_SPLIT)
-    recorded = manifest["provenance"]["datasets"].get(str(root / LEAK_SPLIT))
-    if recorded is not None and file_sha256(root / LEAK_SPLIT) != recorded:
-        raise DataError(f"shipped world {root.name}: its leak split does not match the one its build recorded; "
-                        "reinstall railsweep, or train the world here with `railsweep miniworld build --force`")
+def _check_leak_split(path: Path, manifest: dict) -> None:
+    """The leak split written from the adapters must be the one the shipped build recorded."""
+    recorded = manifest["provenance"]["datasets"].get(str(path))
+    if recorded is not None and file_sha256(path) != recorded:
+        raise DataError(f"shipped world {path.parents[1].name}: its leak split does not match the one its build "
+                        "recorded; reinstall railsweep, or train the world here with `railsweep miniworld build --force`")
 
 
 def _empty(root: Path) -> None:

@@ -39,13 +39,18 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from railsweep.bases import prepare_base
-from railsweep.contamination import save_leak_split
-from railsweep.contamination.leak import LeakSplit
 from railsweep.contamination.simulator import adapter_mixes, write_json
 from railsweep.miniworld import build_progress, shipped
 from railsweep.miniworld.arithmetic import pinned_arithmetic
 from railsweep.miniworld.benchmark import write_benchmark
-from railsweep.miniworld.cache import World, cached_world, default_cache_dir, load_world, world_root
+from railsweep.miniworld.cache import (
+    World,
+    cached_world,
+    default_cache_dir,
+    load_world,
+    world_root,
+    write_leak_split,
+)
 from railsweep.miniworld.corpus import REPLICAS_FILE, pretraining_corpus
 from railsweep.miniworld.family import build_family
 from railsweep.miniworld.lending import (
@@ -212,7 +217,7 @@ def _await_families(root: Path, futures: dict, plans: dict, log, on_ready: Calla
         for f, fut in futures.items():
             if fut.done() and f not in told and fut.exception() is None:
                 told.add(f)
-                _write_leak_split(root, f)
+                write_leak_split(root, f)
                 on_ready(f)
         pending = [fut for fut in futures.values() if not fut.done()]
         if not pending:
@@ -221,16 +226,6 @@ def _await_families(root: Path, futures: dict, plans: dict, log, on_ready: Calla
         if time.time() - last_log >= build_progress.EVERY_S:
             log(build_progress.summary(root, plans, cores()))
             last_log = time.time()
-
-
-def _write_leak_split(root: Path, family: str) -> None:
-    """``data/leak_split.json`` from ``family``'s adapters, unless written: the split is a function of
-    (n_test, n_leak, seed), identical for every family."""
-    path = root / "data" / "leak_split.json"
-    if path.is_file():
-        return
-    split = json.loads((root / "families" / family / "adapters" / "leak_split.json").read_text())
-    save_leak_split(LeakSplit(tuple(split["leaked"]), tuple(split["unleaked"]), split["seed"]), path)
 
 
 def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapters: set[str]) -> dict:
@@ -300,7 +295,7 @@ def _build(
     shutil.rmtree(root / "progress", ignore_errors=True)
     for f, stats in training.items():
         timings[f] = stats["seconds"]
-    _write_leak_split(root, config.families[0])
+    write_leak_split(root, config.families[0])
     sources = {"donor": donor, "lenders": lenders, "adapters_from": adapters_from, "clean_from": clean_from,
                "real_base": real_base}  # fmt: skip
     run = {"training": training, "timings": timings, "t0": t0, "workers": workers, "threads": threads,

@@ -36,3 +36,16 @@ def ensure_mlflow_server(
     # the server leads its own process group: `kill -- -$(cat RUN_DIR/mlflow-server.pid)` ends it and its workers
     (run_dir / PID_FILE).write_text(f"{proc.pid}\n", encoding="utf-8")
     return Service(url, proc, log)
+
+
+def started_server(run_dir: str | Path) -> Path | None:
+    """The pid file of the MLflow server started over ``run_dir``, if that server still runs: the process it
+    names is an ``mlflow server`` whose command line names ``run_dir`` (read from /proc; None elsewhere), so a
+    stale file, whose pid another process may hold by now, is never named."""
+    pid_file = Path(run_dir).resolve() / PID_FILE
+    try:
+        cmdline = Path(f"/proc/{int(pid_file.read_text())}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    ours = b"server" in cmdline and any(str(pid_file.parent).encode() in arg for arg in cmdline)
+    return pid_file if ours and any(arg.endswith(b"mlflow") for arg in cmdline) else None
