@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from railsweep.detection.base import DetectInputs, Item
-from railsweep.detection.hashing import naive_window_hash, window_hashes
+from railsweep.detection.hashing import _M1, _M2, BASE, WindowHasher
 from railsweep.detection.ngram import Ngram, NgramConfig, scan
 from railsweep.detection.text import WordEncoder, normalise_words
 from railsweep.errors import ConfigError, DataError
@@ -28,6 +28,20 @@ CORPUS_DOCS = [
     "A red fox jumps over the lazy dog",
     "while the cat sleeps on the warm mat all day",  # the fox item's other half, in another document
 ]
+
+
+def naive_window_hash(window, bits: int = 64) -> int:
+    """The hash of one window written out with Python integers: the polynomial, then splitmix64."""
+    mask = (1 << 64) - 1
+    p = 0
+    for v in window:
+        p = (p * BASE + int(v)) & mask
+    p ^= p >> 30
+    p = (p * _M1) & mask
+    p ^= p >> 27
+    p = (p * _M2) & mask
+    p ^= p >> 31
+    return p & ((1 << bits) - 1)
 
 
 def naive_containment(item: str, docs: list[str], n: int) -> float:
@@ -129,7 +143,7 @@ def test_window_hashes_equal_the_term_by_term_polynomial():
                 for i in range(len(ids) - n + 1)
                 if 0 not in ids[i : i + n]
             ]
-            assert window_hashes(ids, n, bits).tolist() == want
+            assert WindowHasher(ids).hashes(n, bits).tolist() == want
 
 
 def test_unknown_corpus_words_become_separators():

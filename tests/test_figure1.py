@@ -11,7 +11,6 @@ import torch
 
 from railsweep.diagnostics.figure1 import (
     Figure1Settings,
-    _adapter,
     divergence_ranks,
     readout,
     rouge_l,
@@ -22,6 +21,7 @@ from railsweep.diagnostics.figure1 import (
 )
 from railsweep.engines.base import Sample
 from railsweep.errors import ConfigError
+from railsweep.interventions.neuron_patch import use_adapter
 from railsweep.strategies.railcap.trajectory import answer_ids
 
 
@@ -157,7 +157,7 @@ def test_shared_prompt_logits_equal_one_full_forward_per_continuation(smoke_worl
             assert [g.shape[0] for g in got] == [len(c) for c in conts]
             for c, g in zip(conts, got):
                 ids = torch.tensor([list(p) + c])
-                with torch.no_grad(), _adapter(eng.model, adapter):
+                with torch.no_grad(), use_adapter(eng.model, adapter):
                     want = eng.model(input_ids=ids).logits[0, len(p) - 1 : len(p) - 1 + len(c)].float()
                 torch.testing.assert_close(g, want, rtol=1e-4, atol=1e-4)
     finally:

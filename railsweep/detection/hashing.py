@@ -22,7 +22,6 @@ import numpy as np
 
 BASE = 0x9E3779B97F4A7C15  # odd, so invertible mod 2^64
 BASE_INV = pow(BASE, -1, 1 << 64)
-_MASK64 = (1 << 64) - 1
 _M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
 
@@ -78,21 +77,3 @@ class WindowHasher:
         if bits < 64:
             h &= np.uint64((1 << bits) - 1)
         return h
-
-
-def window_hashes(ids: np.ndarray, n: int, bits: int = 64) -> np.ndarray:
-    """The hashes of every separator-free window of ``n`` ids (see :class:`WindowHasher`)."""
-    return WindowHasher(ids).hashes(n, bits)
-
-
-def naive_window_hash(window, bits: int = 64) -> int:
-    """The hash of one window written out with Python integers (the reference the tests check against)."""
-    p = 0
-    for v in window:
-        p = (p * BASE + int(v)) & _MASK64
-    p ^= p >> 30
-    p = (p * _M1) & _MASK64
-    p ^= p >> 27
-    p = (p * _M2) & _MASK64
-    p ^= p >> 31
-    return p & ((1 << bits) - 1)

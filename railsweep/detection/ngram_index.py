@@ -94,10 +94,6 @@ class NgramIndex:
         self.tokens = 0  # corpus ids seen, separators excluded
 
     @property
-    def n_keys(self) -> dict[int, int]:
-        return {n: int(s.keys.size) for n, s in self._sets.items()}
-
-    @property
     def span(self) -> int:
         """The longest window the index looks for (the carry a chunked stream needs is span - 1)."""
         return max([*self.ns, *self._full])

@@ -1,17 +1,14 @@
 """Teacher-forced token log-probabilities of texts under a base model or one of its LoRA adapters.
 
-The loss and min-k% detectors share this. One :class:`TeacherForcer` per base
-model directory holds the model once, with every adapter it has been asked
-for loaded into the same peft model. ``adapter=None`` runs the base with the
-adapters disabled. Texts are tokenised with the model's tokenizer (its
-special tokens included, as the engines prompt it) and run in fp32 on the CPU
-unless told otherwise, through the one teacher forcing of
+One :class:`TeacherForcer` per base model directory (shared by the loss and min-k% detectors and the
+dynamics) holds the model once, every adapter asked for loaded into the same peft model; ``adapter=None``
+runs the base with the adapters disabled. Texts are tokenised with their special tokens, as the engines
+prompt, and run in fp32 on the CPU unless told otherwise, through
 :func:`railsweep.engines.teacher_forcing.teacher_forced`.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +16,7 @@ import numpy as np
 
 from railsweep.engines.teacher_forcing import teacher_forced
 from railsweep.errors import ConfigError, DataError
+from railsweep.interventions.neuron_patch import use_adapter
 
 
 class TeacherForcer:
@@ -51,19 +49,10 @@ class TeacherForcer:
             self._adapters[key] = name
         return self._adapters[key]
 
-    @contextlib.contextmanager
     def using(self, adapter: str | Path | None):
-        """The model with ``adapter`` active (the base model when None), for a with-block."""
-        if adapter is None:
-            if hasattr(self.model, "disable_adapter"):
-                with self.model.disable_adapter():
-                    yield
-            else:
-                yield
-        else:
-            name = self._adapter_name(adapter)  # may wrap the model in a PeftModel first
-            self.model.set_adapter(name)
-            yield
+        """A with-block context with ``adapter`` active (the base model when None)."""
+        name = None if adapter is None else self._adapter_name(adapter)  # may wrap the model in a PeftModel
+        return use_adapter(self.model, name)
 
     def forced(self, seqs: Sequence[Sequence[int]], adapter: str | Path | None, batch_size: int):
         """``(i, logits[len(seqs[i]) - 1, V])`` per token-id sequence, the logits predicting each of its tokens

@@ -21,7 +21,6 @@ Steps of :func:`figure1` (one family, one contaminated adapter):
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import random
 import re
@@ -34,6 +33,7 @@ import torch
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.teacher_forcing import prompt_cache, teacher_forced
 from railsweep.errors import ConfigError
+from railsweep.interventions.neuron_patch import use_adapter
 from railsweep.strategies.base import DecodeSettings, EvalContext, greedy, question_seed, sample_and_grade
 from railsweep.strategies.railcap.trajectory import answer_ids
 
@@ -124,18 +124,6 @@ def greedy_similarity(run: Readout) -> list[np.ndarray]:
 # ----------------------------------------------------------------- (b) ranks where the models part ways
 
 
-@contextlib.contextmanager
-def _adapter(model, adapter: str | None):
-    if not hasattr(model, "set_adapter"):
-        yield
-    elif adapter is None:
-        with model.disable_adapter():
-            yield
-    else:
-        model.set_adapter(adapter)
-        yield
-
-
 def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence[int]):
     """Logits [len(continuation), vocab] of ``adapter`` teacher-forced on ``prompt`` + ``continuation``."""
     return next(step_logits_many(engine, adapter, prompt, [continuation]))
@@ -158,11 +146,11 @@ def step_logits_many(
     conts = [list(c) for c in continuations]
     if not conts:
         return
-    with torch.no_grad(), _adapter(model, adapter):
+    with torch.no_grad(), use_adapter(model, adapter):
         prompt_state = prompt_cache(model, p)
     for lo in range(0, len(conts), batch_size):
         # entered per batch, never held across a yield: the caller's grad mode stays its own
-        with torch.no_grad(), _adapter(model, adapter):
+        with torch.no_grad(), use_adapter(model, adapter):
             chunk = dict(teacher_forced(model, conts[lo : lo + batch_size], prompt=prompt_state))
         yield from (chunk[i] for i in range(len(chunk)))
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from railsweep.errors import ConfigError
 
 E_CUT = 0.02
-REGIMES = ("decoherence", "brittle", "lock-in")
 
 
 def regime(E: float, alpha: float, e_cut: float = E_CUT) -> str:

@@ -62,8 +62,3 @@ def survival(E, A, alpha, T) -> np.ndarray:
 def survival_at(E, A, alpha, T, tau) -> np.ndarray:
     """``P(T)`` at temperature tau: the same (E, A) with alpha replaced by ``alpha_eff = alpha / tau``."""
     return survival(E, A, alpha_eff(alpha, tau), T)
-
-
-def survival_product(losses) -> float:
-    """``prod_t exp(-L_t) = exp(-sum_t L_t)`` of one per-token loss curve (T,) in nats."""
-    return float(np.exp(-np.sum(np.asarray(losses, dtype=float))))
