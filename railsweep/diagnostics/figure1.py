@@ -1,11 +1,9 @@
 """The paper's Figure 1 for any clean/contaminated model pair, plus the two properties RailCap relies on.
 
-RailCap is built on two observations about real contaminated models (paper §1,
-Figure 1): on leaked questions samples collapse onto the greedy trajectory, and
-where the clean and the contaminated model part ways, the clean model's token is
-the contaminated model's runner-up about half the time. A model pair that lacks
-the second property cannot say anything about RailCap, for or against; this
-module measures both, and what a genuinely able model does off its greedy road.
+RailCap rests on two observations about contaminated models (paper §1, Figure 1): on leaked questions
+samples collapse onto the greedy trajectory, and where the two models part ways the clean model's token
+is the contaminated model's runner-up about half the time. A pair without the second property says
+nothing about RailCap either way; this module measures both, and what an able model does off its road.
 
 Steps of :func:`figure1` (one family, one contaminated adapter):
 1. readouts: greedy + m samples per question for M_cl and M_co (the Identity readout);
@@ -54,14 +52,37 @@ class Figure1Settings:
     departures: int = 20  # (d): forced departures per reliable question
 
     def __post_init__(self) -> None:
-        for name in ("m", "max_new_tokens", "batch_size", "first_steps", "departures"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"figure-1 {name} must be an integer >= 1, got {v!r}")
-        if not (self.temperature > 0 and np.isfinite(self.temperature)):
-            raise ConfigError(f"figure-1 temperature must be a finite number > 0, got {self.temperature!r}")
+        check_sampling(self, "figure-1", ("m", "max_new_tokens", "batch_size", "first_steps", "departures"))
         if not 0 < self.reliable <= 1:
             raise ConfigError(f"figure-1 reliable must be in (0, 1], got {self.reliable!r}")
+
+
+def check_sampling(s, what: str, ints: Sequence[str]) -> None:
+    """ConfigError unless every field named in ``ints`` is an integer >= 1 and the temperature finite > 0."""
+    for name in ints:
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"{what} {name} must be an integer >= 1, got {v!r}")
+    if not (s.temperature > 0 and np.isfinite(s.temperature)):
+        raise ConfigError(f"{what} temperature must be a finite number > 0, got {s.temperature!r}")
+
+
+def decode_settings(s) -> DecodeSettings:
+    """The readout's :class:`DecodeSettings` from Figure 1's or the rails' settings."""
+    fields = ("m", "temperature", "max_new_tokens", "seed", "batch_size")
+    return DecodeSettings(**{f: getattr(s, f) for f in fields})
+
+
+def sample_request(task, q, prefix: str, adapter: str, s, salt: str, intervention=None) -> Request:
+    """One sample at ``s.temperature`` continuing ``task.prompt(q) + prefix``, seeded by ``salt``."""
+    sampling = SamplingSpec(
+        n=1,
+        temperature=s.temperature,
+        max_new_tokens=s.max_new_tokens,
+        stop=task.stop,
+        seed=question_seed(s.seed, q.index, salt),
+    )
+    return Request(task.prompt(q) + prefix, sampling, adapter, intervention)
 
 
 def rouge_tokens(text: str) -> list[str]:
@@ -94,34 +115,20 @@ class Readout:
 
 
 def readout(engine, task, questions, adapter: str, s: Figure1Settings) -> Readout:
-    ctx = EvalContext(
-        engine=engine,
-        task=task,
-        adapter=adapter,
-        settings=DecodeSettings(
-            m=s.m,
-            temperature=s.temperature,
-            max_new_tokens=s.max_new_tokens,
-            seed=s.seed,
-            batch_size=s.batch_size,
-        ),
-    )
+    """The Identity readout of ``adapter``: greedy, then m samples per question, graded."""
+    ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=decode_settings(s))
     return Readout(adapter, greedy(ctx, questions), sample_and_grade(ctx, questions))
 
 
-# ----------------------------------------------------------------- (a) collapse onto the greedy response
-
 
 def greedy_similarity(run: Readout) -> list[np.ndarray]:
-    """Per question, the ROUGE-L of each sample to the greedy response (shape [m])."""
+    """(a) Per question, the ROUGE-L of each sample to the greedy response (shape [m])."""
     out = []
     for g, o in zip(run.greedy, run.outcomes):
         ref = rouge_tokens(g.text)
         out.append(np.array([rouge_l(rouge_tokens(smp.text), ref) for smp in o.samples]))
     return out
 
-
-# ----------------------------------------------------------------- (b) ranks where the models part ways
 
 
 def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence[int]):
@@ -132,10 +139,9 @@ def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence
 def step_logits_many(
     engine, adapter: str | None, prompt: str, continuations: Sequence[Sequence[int]], batch_size: int = 1
 ) -> Iterator:
-    """:func:`step_logits` for each of ``continuations`` in order (a generator): the prompt runs
-    once and its keys and values are shared by every continuation, ``batch_size`` at a time
-    (one by default: the fastest on CPU, where a batch pads every row to its longest;
-    ``bench/teacher_forced.py``)."""
+    """:func:`step_logits` for each of ``continuations`` in order (a generator): the prompt runs once and
+    its keys and values are shared, ``batch_size`` continuations at a time (one by default: the fastest
+    on CPU, where a batch pads every row to its longest; ``bench/teacher_forced.py``)."""
     model, tok = getattr(engine, "model", None), getattr(engine, "tokenizer", None)
     if model is None or tok is None:
         raise ConfigError(
@@ -156,7 +162,7 @@ def step_logits_many(
 
 
 def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> tuple[int | None, list[int]]:
-    """(rank at the first divergence or None, ranks at every divergence within ``first_steps``).
+    """(b) (rank at the first divergence or None, ranks at every divergence within ``first_steps``).
 
     ``logits_co``: [T, V] logits of M_co teacher-forced on M_cl's answer ``clean_ids`` (length T).
     A divergence is a step where M_co's argmax is not M_cl's token; rank 2 = M_co's runner-up.
@@ -171,11 +177,9 @@ def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> t
     return first, [int(ranks[t]) for t in diverge if t < first_steps]
 
 
-# ----------------------------------------------------------------- (c) path diversity
-
 
 def path_diversity(run: Readout) -> tuple[np.ndarray, np.ndarray]:
-    """Per question: distinct correct responses, and their mean pairwise ROUGE-L (nan if < 2)."""
+    """(c) Per question: distinct correct responses, and their mean pairwise ROUGE-L (nan if < 2)."""
     distinct, sim = [], []
     for o in run.outcomes:
         texts = sorted({" ".join(rouge_tokens(smp.text)) for smp, g in zip(o.samples, o.grades) if g.correct})
@@ -186,13 +190,11 @@ def path_diversity(run: Readout) -> tuple[np.ndarray, np.ndarray]:
     return np.array(distinct), np.array(sim)
 
 
-# ----------------------------------------------------------------- (d) off the rail
-
 
 def off_rail(
     engine, task, questions, clean: Readout, s: Figure1Settings, decode: DepartureDecoder | None = None
 ) -> np.ndarray:
-    """Per question, M_cl's solve rate after one forced departure (nan where r < ``s.reliable``).
+    """(d) Per question, M_cl's solve rate after one forced departure (nan where r < ``s.reliable``).
 
     ``decode`` (default :func:`decode_departures` on ``engine``) decodes the departures' jobs; the
     calibration check passes one that shares them out over worker processes (the same samples: each job's
@@ -229,24 +231,12 @@ def decode_departures(engine, task, adapter: str, jobs: Sequence, first: int, s:
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
         reqs = [
-            Request(
-                prompt=task.prompt(q) + prefix,
-                sampling=SamplingSpec(
-                    n=1,
-                    temperature=s.temperature,
-                    max_new_tokens=s.max_new_tokens,
-                    stop=task.stop,
-                    seed=question_seed(s.seed, q.index, f"off-rail:{first + lo + k}"),
-                ),
-                adapter=adapter,
-            )
+            sample_request(task, q, prefix, adapter, s, f"off-rail:{first + lo + k}")
             for k, (_, q, prefix) in enumerate(chunk)
         ]
         out += [comp.samples[0].text for comp in engine.generate(reqs)]
     return out
 
-
-# ----------------------------------------------------------------- all of it
 
 
 @dataclass
@@ -278,37 +268,29 @@ def figure1(
     leaked = np.array([bool(q.leaked) for q in questions])
     tok = engine.tokenizer
 
-    first, early = [], []
+    ranks = []  # per question: (first divergence rank, early ranks)
     for q, g in zip(questions, cl.greedy):
         ids = answer_ids(g, tok)
-        f, e = (
-            divergence_ranks(step_logits(engine, co, task.prompt(q), ids), ids, s.first_steps)
-            if ids
-            else (None, [])
-        )
-        first.append(f)
-        early.append(e)
+        logits = step_logits(engine, co, task.prompt(q), ids) if ids else None
+        ranks.append(divergence_ranks(logits, ids, s.first_steps) if ids else (None, []))
     distinct, pair_sim = path_diversity(cl)
     robust = off_rail(engine, task, questions, cl, s, decode)
     out = Figure1()
     sims = {name: greedy_similarity(run) for name, run in ((clean, cl), (co, cr))}
     for i, q in enumerate(questions):
         for name, run in ((clean, cl), (co, cr)):
-            out.rows.append(
-                {
-                    "index": q.index,
-                    "leaked": bool(leaked[i]),
-                    "model": "clean" if name == clean else "contaminated",
-                    "adapter": name,
-                    "r": float(run.r[i]),
-                    "greedy_rouge_l": float(sims[name][i].mean()),
-                    "first_divergence_rank": first[i] if name == clean else None,
-                    "early_divergence_ranks": early[i] if name == clean else None,
-                    "distinct_correct": int(distinct[i]) if name == clean else None,
-                    "correct_pair_rouge_l": float(pair_sim[i]) if name == clean else None,
-                    "off_rail_r": float(robust[i]) if name == clean else None,
-                }
-            )
+            is_clean = name == clean
+            model = "clean" if is_clean else "contaminated"
+            row = {"index": q.index, "leaked": bool(leaked[i]), "model": model, "adapter": name,
+                   "r": float(run.r[i]), "greedy_rouge_l": float(sims[name][i].mean())}  # fmt: skip
+            clean_only = {
+                "first_divergence_rank": ranks[i][0],
+                "early_divergence_ranks": ranks[i][1],
+                "distinct_correct": int(distinct[i]),
+                "correct_pair_rouge_l": float(pair_sim[i]),
+                "off_rail_r": float(robust[i]),
+            }
+            out.rows.append(row | {k: v if is_clean else None for k, v in clean_only.items()})
     out.summary = summarise(out.rows)
     return out
 

@@ -1,15 +1,11 @@
-"""Where RailCap acts on a model pair: recovery after forced departures, exposure, RailCap on M_cl,
-RailCap's caps and departures (``railsweep rails``).
+"""Where RailCap acts on a model pair (``railsweep rails``).
 
-RailCap (method.md §3) caps the rail's next token wherever a sample's last n tokens
-repeat an n-gram of M_co's greedy answer. Whether that restores or removes ability
-depends on four things this module measures on one model pair:
-- how well M_cl recovers when pushed to its runner-up at k steps, by the kind of
-  token pushed (wording, number, final answer);
-- how often M_cl's *correct* answers run along M_co's greedy answer (exposure: the
-  steps where RailCap would act on genuine reasoning);
-- what RailCap does to M_cl when its own greedy answer is the rail;
-- how many caps fire per M_co sample and how many of them actually leave the rail.
+RailCap (method.md §3) caps the rail's next token wherever a sample's last n tokens repeat an n-gram of
+M_co's greedy answer. Whether that restores or removes ability depends on four things measured here: how
+well M_cl recovers when pushed to its runner-up at k steps, by the kind of token pushed (wording, number,
+final answer); how often M_cl's *correct* answers run along M_co's greedy answer (exposure: where RailCap
+would act on genuine reasoning); what RailCap does to M_cl when its own greedy answer is the rail; and how
+many caps fire per M_co sample and how many of them actually leave the rail.
 
 Steps of :func:`rails`:
 1. M_cl's Identity readout (greedy + m samples) and RailCap on M_cl with its own greedy rail;
@@ -32,7 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from railsweep.diagnostics.figure1 import readout, step_logits_many
+from railsweep.diagnostics.figure1 import (
+    check_sampling,
+    decode_settings,
+    readout,
+    sample_request,
+    step_logits_many,
+)
 from railsweep.diagnostics.positions import (
     CLASSES,
     caps_and_departures,
@@ -41,12 +43,11 @@ from railsweep.diagnostics.positions import (
     rail_targets,
     run_class,
 )
-from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError
 from railsweep.interventions.force_runner_up import ForceRunnerUpSpec
 from railsweep.interventions.railcap import DEFAULT_N
 from railsweep.metrics.bootstrap import across_strata_indices, percentile_ci
-from railsweep.strategies.base import DecodeSettings, EvalContext, question_seed
+from railsweep.strategies.base import EvalContext, question_seed
 from railsweep.strategies.railcap.strategy import RailCap, RailCapConfig
 from railsweep.strategies.railcap.trajectory import answer_ids
 from railsweep.tasks.base import Question
@@ -65,23 +66,9 @@ class RailsSettings:
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        for name in ("m", "max_new_tokens", "batch_size", "n", "runs", "n_boot"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"rails {name} must be an integer >= 1, got {v!r}")
+        check_sampling(self, "rails", ("m", "max_new_tokens", "batch_size", "n", "runs", "n_boot"))
         if not self.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.ks):
             raise ConfigError(f"rails ks must be integers >= 1, got {self.ks!r}")
-        if not (self.temperature > 0 and np.isfinite(self.temperature)):
-            raise ConfigError(f"rails temperature must be a finite number > 0, got {self.temperature!r}")
-
-    def decode(self) -> DecodeSettings:
-        return DecodeSettings(
-            m=self.m,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            batch_size=self.batch_size,
-        )
 
 
 @dataclass
@@ -136,8 +123,8 @@ def rails(
     soon as a step adds to them (``questions`` and ``samples`` once, ``runs`` after each batch)."""
     tok = engine.tokenizer
     railcap = RailCap(RailCapConfig(n=s.n))
-    ctx_cl = EvalContext(engine=engine, task=task, adapter=clean, settings=s.decode())
-    ctx_co = EvalContext(engine=engine, task=task, adapter=co, settings=s.decode())
+    ctx_cl = EvalContext(engine=engine, task=task, adapter=clean, settings=decode_settings(s))
+    ctx_co = EvalContext(engine=engine, task=task, adapter=co, settings=decode_settings(s))
     progress = Progress(len(questions), s, log)
     per_readout = len(questions) * (s.m + 1)
     ident = readout(engine, task, questions, clean, s)  # 1.
@@ -161,17 +148,11 @@ def rails(
                 {"index": q.index, "sample": j, "triggers": smp.triggers, "caps": c, "departures": d}
             )
         out.questions.append(
-            {
-                "index": q.index,
-                "leaked": bool(q.leaked),
-                "r_clean": float(ident.r[i]),
-                "r_clean_railcap": rc_cl[i].solve_prob,
-                "r_co_railcap": rc_co[i].solve_prob,
-                "correct_clean": len(exposed),
-                "exposed_steps": int(sum(exposed)),
-                "exposed_answers": int(sum(e > 0 for e in exposed)),
-            }
-        )
+            {"index": q.index, "leaked": bool(q.leaked), "r_clean": float(ident.r[i]),
+             "r_clean_railcap": rc_cl[i].solve_prob, "r_co_railcap": rc_co[i].solve_prob,
+             "correct_clean": len(exposed), "exposed_steps": int(sum(exposed)),
+             "exposed_answers": int(sum(e > 0 for e in exposed))}
+        )  # fmt: skip
     progress.step("caps replayed on M_co's logits")
     if sink is not None:
         sink("questions", out.questions)
@@ -222,45 +203,24 @@ def forced_runs(
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
         reqs = [
-            _forced_request(task, questions[i], ident.adapter, k, j, steps, s) for i, k, j, steps in chunk
+            sample_request(
+                task, questions[i], "", ident.adapter, s, f"forced-sample:{k}:{j}", ForceRunnerUpSpec(steps)
+            )
+            for i, k, j, steps in chunk
         ]
         samples = [comp.samples[0] for comp in engine.generate(reqs)]
         found = _classify(engine, ident.adapter, task, questions, chunk, samples)
         for (i, k, j, steps), smp, (classes, agree) in zip(chunk, samples, found):
             q = questions[i]
             rows.append(
-                {
-                    "index": q.index,
-                    "k": k,
-                    "run": j,
-                    "steps": list(steps),
-                    "forced": smp.triggers,
-                    "classes": classes,
-                    "class": run_class(classes),
-                    "runner_up_agrees": agree,
-                    "correct": bool(task.grade(smp.text, q).correct),
-                    "r_clean": float(ident.r[i]),
-                }
-            )
+                {"index": q.index, "k": k, "run": j, "steps": list(steps), "forced": smp.triggers,
+                 "classes": classes, "class": run_class(classes), "runner_up_agrees": agree,
+                 "correct": bool(task.grade(smp.text, q).correct), "r_clean": float(ident.r[i])}
+            )  # fmt: skip
         progress.step(f"forced runs {lo + len(chunk)}/{len(jobs)}", len(chunk))
         if sink is not None:
             sink(rows)
     return rows
-
-
-def _forced_request(task, q: Question, adapter: str, k: int, j: int, steps, s: RailsSettings) -> Request:
-    return Request(
-        prompt=task.prompt(q),
-        sampling=SamplingSpec(
-            n=1,
-            temperature=s.temperature,
-            max_new_tokens=s.max_new_tokens,
-            stop=task.stop,
-            seed=question_seed(s.seed, q.index, f"forced-sample:{k}:{j}"),
-        ),
-        adapter=adapter,
-        intervention=ForceRunnerUpSpec(steps),
-    )
 
 
 def _classify(engine, adapter: str, task, questions, chunk, samples) -> list[tuple[list[str], int]]:
@@ -292,8 +252,6 @@ def _classes(tok, ids: list[int], steps, top2: list[list[int]]) -> tuple[list[st
         classes.append(position_class(prefix, text(ids[:t] + [top2[t][0]])[len(prefix) :]))
     return classes, sum(ids[t] == top2[t][1] for t in done)
 
-
-# ----------------------------------------------------------------- summary
 
 
 def _ratio(num, den, s: RailsSettings, salt: str) -> dict:
@@ -368,23 +326,17 @@ def summarise(
     r_id = np.array([q["r_clean"] for q in questions])
     r_rc = np.array([q["r_clean_railcap"] for q in questions])
     rel = _ratio(r_rc - r_id, r_id, s, "railcap-clean")
-    out["railcap_on_clean"] = {
-        "identity_r": float(r_id.mean()),
-        "railcap_r": float(r_rc.mean()),
-        "relative_change": rel,
-    }
+    out["railcap_on_clean"] = {"identity_r": float(r_id.mean()), "railcap_r": float(r_rc.mean()),
+                               "relative_change": rel}  # fmt: skip
     m = _per_question(samples, idx, lambda r: 1.0)
-    out["railcap_on_co"] = {
-        "railcap_r": float(np.mean([q["r_co_railcap"] for q in questions])),
-        "caps_per_sample": _ratio(_per_question(samples, idx, lambda r: r["triggers"]), m, s, "caps"),
-        "replayed_caps_per_sample": _ratio(
-            _per_question(samples, idx, lambda r: r["caps"]), m, s, "replayed"
-        ),
-        "departures_per_sample": _ratio(
-            _per_question(samples, idx, lambda r: r["departures"]), m, s, "departures"
-        ),
-        "replay_matches_engine": float(np.mean([r["caps"] == r["triggers"] for r in samples]))
-        if samples
-        else float("nan"),
-    }
+    co = {"railcap_r": float(np.mean([q["r_co_railcap"] for q in questions]))}
+    for name, col, salt in (
+        ("caps_per_sample", "triggers", "caps"),
+        ("replayed_caps_per_sample", "caps", "replayed"),
+        ("departures_per_sample", "departures", "departures"),
+    ):
+        co[name] = _ratio(_per_question(samples, idx, lambda r, c=col: r[c]), m, s, salt)
+    matches = [r["caps"] == r["triggers"] for r in samples]
+    co["replay_matches_engine"] = float(np.mean(matches)) if samples else float("nan")
+    out["railcap_on_co"] = co
     return out
