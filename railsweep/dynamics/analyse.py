@@ -60,18 +60,9 @@ def positions_table(d: FamilyData) -> pd.DataFrame:
                 T = len(st.token_ids)
                 if not T:
                     continue
-                cols = {
-                    "family": d.family,
-                    "model": model,
-                    "item": d.items[i],
-                    "leaked": bool(d.leaked[i]),
-                    "trajectory": traj,
-                    "t": np.arange(1, T + 1),
-                    "token_id": st.token_ids,
-                    "nll": st.nll,
-                    "gap": st.gap,
-                    "margin": st.margin,
-                }
+                cols = {"family": d.family, "model": model, "item": d.items[i], "leaked": bool(d.leaked[i]),
+                        "trajectory": traj, "t": np.arange(1, T + 1), "token_id": st.token_ids,
+                        "nll": st.nll, "gap": st.gap, "margin": st.margin}  # fmt: skip
                 for tau, v in st.nll_tau.items():
                     cols[f"nll_tau_{tau:g}"] = v
                 frames.append(pd.DataFrame(cols))
@@ -86,9 +77,7 @@ def _safe_fit(t, y):
 
 
 def fits_table(d: FamilyData, s: DynamicsSettings, rng: np.random.Generator) -> pd.DataFrame:
-    """Per model and item group (leaked, unleaked): the native fit of the gold chains' per-token loss with its
-    bootstrap intervals and slopes (:func:`_native_row`), then one fit per sampling temperature above 0 of the
-    loss teacher-forced at it (:func:`_tau_rows`)."""
+    """Per model and item group (leaked, unleaked): the native row, then the teacher-forced-at-tau rows."""
     rows = []
     for model in d.gold:
         for group, idx in _groups(d).items():
@@ -102,8 +91,8 @@ def fits_table(d: FamilyData, s: DynamicsSettings, rng: np.random.Generator) -> 
 def _native_row(
     d: FamilyData, model: str, group: str, idx: np.ndarray, s: DynamicsSettings, rng: np.random.Generator
 ) -> dict:
-    """The ``native`` row of one model and item group: the fit of the per-token loss (tau 1) with its bootstrap
-    intervals, its regime, and the slopes of the gold margin and the greedy gap with theirs."""
+    """The ``native`` row: the fit of the gold per-token loss (tau 1) with its bootstrap intervals, its regime,
+    and the slopes of the gold margin and the greedy gap with theirs."""
     curves = [d.gold[model][i].nll for i in idx]
     g = fit_group(curves, n_boot=s.n_boot, min_items=s.min_items, rng=rng)
     _, m_slope, m_ci = fit_gap_slope(
@@ -114,37 +103,17 @@ def _native_row(
     )
     f = g.fit
     return {
-        "family": d.family,
-        "model": model,
-        "group": group,
-        "n_items": g.n_items,
-        "kind": "native",
-        "tau": 1.0,
-        "E": f.E,
-        "E_lo": g.ci["E"][0],
-        "E_hi": g.ci["E"][1],
-        "A": f.A,
-        "A_lo": g.ci["A"][0],
-        "A_hi": g.ci["A"][1],
-        "alpha": f.alpha,
-        "alpha_lo": g.ci["alpha"][0],
-        "alpha_hi": g.ci["alpha"][1],
-        "rmse": f.rmse,
-        "positions": f.positions,
-        "regime": regime(f.E, f.alpha, s.e_cut),
-        "margin_slope": m_slope,
-        "margin_slope_lo": m_ci[0],
-        "margin_slope_hi": m_ci[1],
-        "greedy_gap_slope": g_slope,
-        "greedy_gap_slope_lo": g_ci[0],
-        "greedy_gap_slope_hi": g_ci[1],
+        "family": d.family, "model": model, "group": group, "n_items": g.n_items, "kind": "native",
+        "tau": 1.0, **g.columns(), "rmse": f.rmse, "positions": f.positions, "regime": regime(f.E, f.alpha, s.e_cut),
+        "margin_slope": m_slope, "margin_slope_lo": m_ci[0], "margin_slope_hi": m_ci[1],
+        "greedy_gap_slope": g_slope, "greedy_gap_slope_lo": g_ci[0], "greedy_gap_slope_hi": g_ci[1],
         "alpha_over_tau": f.alpha,
-    }
+    }  # fmt: skip
 
 
 def _tau_rows(d: FamilyData, model: str, idx: np.ndarray, s: DynamicsSettings, native: dict) -> list[dict]:
-    """The ``teacher_forced_at_tau`` rows of one model and item group, one per temperature above 0: the fit of
-    the mean per-token loss teacher-forced at tau, and the native alpha over tau."""
+    """One ``teacher_forced_at_tau`` row per tau > 0: the fit of the loss teacher-forced at tau, beside the
+    native alpha over tau."""
     base = {k: native[k] for k in ("family", "model", "group", "n_items")}
     rows = []
     for tau in s.temperatures:
@@ -153,19 +122,10 @@ def _tau_rows(d: FamilyData, model: str, idx: np.ndarray, s: DynamicsSettings, n
         t, y, n = mean_curve([d.gold[model][i].nll_tau[tau] for i in idx], min(s.min_items, idx.size))
         ft = fit_curve(t, y, n)
         rows.append(
-            {
-                **base,
-                "kind": "teacher_forced_at_tau",
-                "tau": tau,
-                "E": ft.E,
-                "A": ft.A,
-                "alpha": ft.alpha,
-                "rmse": ft.rmse,
-                "positions": ft.positions,
-                "regime": regime(ft.E, ft.alpha, s.e_cut),
-                "alpha_over_tau": native["alpha"] / tau,
-            }
-        )
+            {**base, "kind": "teacher_forced_at_tau", "tau": tau, "E": ft.E, "A": ft.A, "alpha": ft.alpha,
+             "rmse": ft.rmse, "positions": ft.positions, "regime": regime(ft.E, ft.alpha, s.e_cut),
+             "alpha_over_tau": native["alpha"] / tau}
+        )  # fmt: skip
     return rows
 
 
@@ -181,23 +141,14 @@ def predictions_table(d: FamilyData, fits: pd.DataFrame, s: DynamicsSettings) ->
             for tau in s.temperatures:
                 obs = d.observed[model][tau]
                 rows.append(
-                    {
-                        "family": d.family,
-                        "model": model,
-                        "item": d.items[i],
-                        "leaked": bool(d.leaked[i]),
-                        "tau": tau,
-                        "T": T,
-                        "p_group": float(survival_at(g["E"], g["A"], g["alpha"], T, tau)),
-                        "p_item": float(survival_at(f.E, f.A, f.alpha, T, tau)) if f else np.nan,
-                        "p_tf": float(np.exp(-np.sum(st.nll_tau[tau]))),
-                        "item_E": f.E if f else np.nan,
-                        "item_A": f.A if f else np.nan,
-                        "item_alpha": f.alpha if f else np.nan,
-                        "solve": float(obs.solve[i]),
-                        "verbatim": float(obs.verbatim[i]),
-                    }
-                )
+                    {"family": d.family, "model": model, "item": d.items[i], "leaked": bool(d.leaked[i]),
+                     "tau": tau, "T": T, "p_group": float(survival_at(g["E"], g["A"], g["alpha"], T, tau)),
+                     "p_item": float(survival_at(f.E, f.A, f.alpha, T, tau)) if f else np.nan,
+                     "p_tf": float(np.exp(-np.sum(st.nll_tau[tau]))),
+                     "item_E": f.E if f else np.nan, "item_A": f.A if f else np.nan,
+                     "item_alpha": f.alpha if f else np.nan,
+                     "solve": float(obs.solve[i]), "verbatim": float(obs.verbatim[i])}
+                )  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -219,20 +170,13 @@ def accuracy_table(pred: pd.DataFrame) -> pd.DataFrame:
                     a, b = part[p].to_numpy(float), part[target].to_numpy(float)
                     ok = np.isfinite(a) & np.isfinite(b)
                     rows.append(
-                        {
-                            "family": family,
-                            "model": model,
-                            "tau": tau,
-                            "subset": subset,
-                            "predictor": p,
-                            "target": target,
-                            "n": int(ok.sum()),
-                            "mean_pred": float(a[ok].mean()) if ok.any() else np.nan,
-                            "mean_obs": float(b[ok].mean()) if ok.any() else np.nan,
-                            "mae": float(np.abs(a[ok] - b[ok]).mean()) if ok.any() else np.nan,
-                            "spearman": _spearman(a, b),
-                        }
-                    )
+                        {"family": family, "model": model, "tau": tau, "subset": subset, "predictor": p,
+                         "target": target, "n": int(ok.sum()),
+                         "mean_pred": float(a[ok].mean()) if ok.any() else np.nan,
+                         "mean_obs": float(b[ok].mean()) if ok.any() else np.nan,
+                         "mae": float(np.abs(a[ok] - b[ok]).mean()) if ok.any() else np.nan,
+                         "spearman": _spearman(a, b)}
+                    )  # fmt: skip
     return pd.DataFrame(rows)
 
 

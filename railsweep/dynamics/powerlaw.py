@@ -24,6 +24,7 @@ from railsweep.metrics.bootstrap import percentile_ci
 
 ALPHA_MAX = 10.0
 _STARTS = (0.3, 1.0, 2.5)
+PARAMS = ("E", "A", "alpha")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ class GroupFit:
     ci: dict[str, tuple[float, float]]  # {"E": (lo, hi), "A": ..., "alpha": ...}
     n_items: int
     n_boot: int
+
+    def columns(self) -> dict[str, float]:
+        """Table columns ``E, E_lo, E_hi, A, A_lo, A_hi, alpha, alpha_lo, alpha_hi``."""
+        cols = {}
+        for p in PARAMS:
+            cols[p], (cols[f"{p}_lo"], cols[f"{p}_hi"]) = getattr(self.fit, p), self.ci[p]
+        return cols
 
 
 def fit_curve(t, loss, weights=None) -> CurveFit:
@@ -88,6 +96,13 @@ def mean_curve(curves: Sequence[np.ndarray], min_items: int = 1) -> tuple[np.nda
     return t[keep], mean[keep], n[keep]
 
 
+def _resampled(curves: list[np.ndarray], need: int, n_boot: int, rng: np.random.Generator):
+    """The mean curve of each of ``n_boot`` resamples of the items (with replacement), one draw each."""
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(curves), size=len(curves))
+        yield mean_curve([curves[i] for i in pick], need)
+
+
 def fit_group(
     curves: Sequence[np.ndarray],
     *,
@@ -103,17 +118,14 @@ def fit_group(
     need = min(min_items, len(curves))
     t, y, n = mean_curve(curves, need)
     point = fit_curve(t, y, n)
-    draws = {"E": [], "A": [], "alpha": []}
-    for _ in range(n_boot):
-        pick = rng.integers(0, len(curves), size=len(curves))
-        bt, by, bn = mean_curve([curves[i] for i in pick], need)
+    draws: dict[str, list[float]] = {p: [] for p in PARAMS}
+    for bt, by, bn in _resampled(curves, need, n_boot, rng):
         try:
             f = fit_curve(bt, by, bn)
         except ConfigError:
             continue
-        draws["E"].append(f.E)
-        draws["A"].append(f.A)
-        draws["alpha"].append(f.alpha)
+        for p in PARAMS:
+            draws[p].append(getattr(f, p))
     ci = {k: percentile_ci(v, alpha) if v else (np.nan, np.nan) for k, v in draws.items()}
     return GroupFit(point, ci, len(curves), n_boot)
 
@@ -145,10 +157,6 @@ def fit_gap_slope(
     need = min(min_items, len(curves))
     t, y, n = mean_curve(curves, need)
     b, s = fit_log_slope(t, y, n)
-    boots = []
-    for _ in range(n_boot):
-        pick = rng.integers(0, len(curves), size=len(curves))
-        bt, by, bn = mean_curve([curves[i] for i in pick], need)
-        boots.append(fit_log_slope(bt, by, bn)[1])
+    boots = [fit_log_slope(*c)[1] for c in _resampled(curves, need, n_boot, rng)]
     boots = [v for v in boots if np.isfinite(v)]
     return b, s, (percentile_ci(boots, alpha) if boots else (np.nan, np.nan))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from railsweep.dynamics.powerlaw import fit_group
+from railsweep.dynamics.powerlaw import PARAMS, fit_group
 from railsweep.dynamics.regimes import regime
 from railsweep.errors import ConfigError
 from railsweep.metrics.auc import auc_ci, roc_auc
@@ -37,16 +37,9 @@ def _mean_ci(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> tuple[floa
 
 def _fit(curves: list[np.ndarray], n_boot: int, min_items: int, rng: np.random.Generator) -> dict:
     try:
-        g = fit_group(curves, n_boot=n_boot, min_items=min_items, rng=rng)
+        return fit_group(curves, n_boot=n_boot, min_items=min_items, rng=rng).columns()
     except ConfigError:  # too few positions reached by enough items
-        return {
-            k: np.nan for k in ("E", "E_lo", "E_hi", "A", "A_lo", "A_hi", "alpha", "alpha_lo", "alpha_hi")
-        }
-    out = {}
-    for p in ("E", "A", "alpha"):
-        out[p] = getattr(g.fit, p)
-        out[f"{p}_lo"], out[f"{p}_hi"] = g.ci[p]
-    return out
+        return {k: np.nan for p in PARAMS for k in (p, f"{p}_lo", f"{p}_hi")}
 
 
 def replica_table(d, counts: np.ndarray, settings, rng: np.random.Generator) -> pd.DataFrame:
