@@ -1,11 +1,9 @@
 """Contamination detectors, one module each, registered by name, and their scoring against the truth.
 
-The built-in detectors are ``ngram`` (corpus n-gram containment), ``loss`` (loss against a reference
-model), ``mink`` (Min-k% Prob), ``cdd`` (output peakedness) and ``perturb`` (solve probability original
-minus paraphrase); the registry (:data:`railsweep.detection.base.DETECTORS`) loads them
-(:mod:`railsweep.detection.builtins`) on its first lookup. Names resolve lazily (as in
-:mod:`railsweep.results`), so validating a sweep spec's detectors loads neither pandas nor pyarrow, and
-torch loads only when a model-side detector scores.
+Built in: ``ngram`` (corpus n-gram containment), ``loss`` (against a reference model), ``mink`` (Min-k%
+Prob), ``cdd`` (output peakedness), ``perturb`` (solve probability, original minus paraphrase). Names
+resolve lazily (as in :mod:`railsweep.results`), so validating a sweep spec's detectors loads neither
+pandas nor pyarrow, and torch loads only when a model-side detector scores.
 """
 
 from __future__ import annotations

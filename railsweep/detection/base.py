@@ -1,12 +1,9 @@
 """The Detector protocol, the registry, and what a detector scores: items and their inputs.
 
-A detector turns a list of :class:`Item` (test items, then control items known
-to be absent from training) and the :class:`DetectInputs` it needs into one or
-more :class:`Scores`. Each holds one float per item, where higher means more
-likely contaminated. Each detector lives in its own module with a frozen
-config dataclass and one ``@register`` line. :func:`build_detector` validates
-the parameters by name. Thresholds and truth scoring live in
-:mod:`railsweep.detection.scoring`, outside the detectors.
+A detector turns :class:`Item` s (test, then control items) and the :class:`DetectInputs` it needs into
+:class:`Scores`: one float per item, higher = more likely contaminated. Each lives in its own module with
+a frozen config dataclass and one ``@register`` line; thresholds and truth scoring are in
+:mod:`railsweep.detection.scoring`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """Model side: CDD, contamination detection via output distribution (Dong et al. 2024).
 
-A model that has memorised an item keeps sampling (nearly) its greedy answer.
-The official ``CDD.py`` (baselines.md §1.3), per question:
+A model that has memorised an item keeps sampling (nearly) its greedy answer. The official ``CDD.py``
+(baselines.md §1.3), per question:
 
 1. ``G = tokens(greedy)[:max_length]``; for each sample ``s``, ``S = tokens(s)[:max_length]``;
 2. ``d_s = Levenshtein(G, S)`` on token ids (the distance TED uses, via rapidfuzz);
 3. ``ell = max(|G|, max_s |S|)``, each capped at ``max_length`` on its own;
 4. ``peak = #{s : d_s <= alpha * ell} / #samples`` (0 without samples);
-5. contaminated iff ``peak > xi``.
+5. contaminated iff ``peak > xi`` (the threshold when no control set calibrates one).
 
-The score is ``peak``, in [0, 1]. Without a control set the threshold is the
-official ``xi``. Samples and greedy decode come from a cell's responses
-Parquet: a ``ted`` or ``identity`` cell that has greedy rows
-(``sample_index == -1``), whose samples are plain samples, so no new sampling
-is needed. Otherwise the transformers engine decodes them with the same
-prompts as ``railsweep eval``: the GSM8K 8-shot prompt of ``--fewshot``, or,
-for items of a task file (``detect --task``), the prompt and stop sequences
-the task renders; the official settings are m=50 and T=0.8.
+Greedy decode and samples come from a ``ted`` or ``identity`` cell's responses with greedy rows (plain
+samples), else the transformers engine decodes them with ``railsweep eval``'s prompts: the GSM8K 8-shot
+prompt of ``--fewshot``, or a task file's prompt and stop sequences. The official m=50 and T=0.8.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Streaming a training corpus of any size from JSONL, Parquet or plain-text files, in chunks.
 
-A chunk is a list of texts plus ``boundary``. ``boundary`` says whether the
-last text ends a document. JSONL and Parquet hold one document per record. A
-text file is one running document, read in blocks of about ``chunk_chars``
-characters and cut at whitespace; its blocks say ``boundary=False`` until the
-last one. Nothing but the current chunk is held in memory.
-
-Record text: ``text_field`` when given (missing in a record -> DataError).
-Otherwise the record's ``text`` field, or, when it has none, all of its
-string values joined by newlines in record order (GSM8K rows ``{"question",
-"answer"}`` read as question + solution).
+A chunk is a list of texts and whether its last text ends a document. JSONL and Parquet hold one document
+per record; a text file is one running document, read in blocks of about ``chunk_chars`` characters cut
+at whitespace. Only the current chunk is held in memory. A record's text is its ``text_field`` (missing
+-> DataError), else its ``text``, else its string values joined by newlines (GSM8K rows read as question
++ solution).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Vectorised 64-bit polynomial hashes of every n-token window of an id array (pure numpy).
 
-For ids ``x_0 .. x_{T-1}`` (0 is reserved as a separator that no window may
-contain) the hash of the window of length ``n`` that starts at ``i`` is
-
-    P(i, n) = sum_{j<n} x_{i+j} * B^(n-1-j)   (mod 2^64),
-
-for all ``i`` at once from one prefix sum; numpy's uint64 arithmetic wraps mod
-2^64. ``B`` is odd, so it has an inverse mod 2^64. With
-``S[i] = sum_{k<i} x_k * B^-k`` we get ``P(i, n) = (S[i+n] - S[i]) * B^(i+n-1)``.
-One prefix sum therefore serves every ``n``. Each token costs a handful of
-vector operations, and a window's hash does not depend on where it sits in
-the array, so test items and a streamed corpus hash identically. The
-polynomial value goes through the splitmix64 finaliser before it is cut to
-``bits`` bits, so even a tiny ``bits`` spreads the windows evenly (the tests
-force collisions that way).
+For ids ``x_0 .. x_{T-1}`` (0 is a separator no window may contain) the window of length ``n`` at ``i``
+hashes to ``P(i, n) = sum_{j<n} x_{i+j} * B^(n-1-j) (mod 2^64)``, numpy's uint64 arithmetic wrapping
+mod 2^64. ``B`` is odd, hence invertible, so with ``S[i] = sum_{k<i} x_k * B^-k`` one prefix sum serves
+every ``n``: ``P(i, n) = (S[i+n] - S[i]) * B^(i+n-1)``. A window's hash does not depend on where it sits,
+so test items and a streamed corpus hash alike. The splitmix64 finaliser spreads the value before it is
+cut to ``bits`` bits, so even a tiny ``bits`` spreads the windows evenly (the tests force collisions so).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The items a detection run scores: a test split (with its leak split when known) and a control set.
 
-The control set holds items known to be absent from training, such as
-held-out items of the same source or freshly generated problems. Thresholds
-are calibrated on it, so it must not share an item with the test set:
-:func:`check_disjoint` refuses one that does and names the first shared item.
+The control set (items known to be absent from training) calibrates the thresholds, so it must share no
+item with the test set: :func:`check_disjoint` refuses one that does and names the first shared item.
 """
 
 from __future__ import annotations

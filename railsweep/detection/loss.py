@@ -1,17 +1,10 @@
 """Model side: the evaluated model's loss on an item against a reference model's.
 
-score(item) = NLL_ref(item) - NLL_model(item), where NLL is the mean token
-negative log-likelihood of the item as the models are trained and prompted on
-it (``"Q: <question>\\nA: <CoT solution>"``, :meth:`Item.training_text`),
-teacher-forced. The reference is the clean adapter or the base. A model that
-has seen the item predicts it better than the reference does, so the score
-grows with familiarity. Subtracting the reference removes how hard the text
-is for any model of the family.
-
-``matched`` (when the items include controls) is the same difference minus
-the score of the control item nearest in token count. That is the "minus a
-matched control item" form. It shifts every score of one length bin by the
-same amount, so it mainly matters when items differ a lot in length.
+score(item) = NLL_ref(item) - NLL_model(item), the mean teacher-forced token NLL of
+:meth:`Item.training_text` (the text as the models are trained and prompted on it); the reference is the
+clean adapter or the base. A model that saw the item predicts it better than the reference, and the
+subtraction removes how hard the text is for any model of the family. ``matched`` also subtracts the
+score of the control item nearest in token count (it matters when item lengths differ a lot).
 """
 
 from __future__ import annotations

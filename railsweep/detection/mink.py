@@ -1,10 +1,8 @@
 """Model side: Min-k% Prob (Shi et al. 2024), a membership score from the model alone.
 
-score(item) = mean of the lowest k% token log-probabilities of the item under
-the evaluated model. The count is ``max(1, floor(T * k / 100))`` of its T
-scored tokens, as in the authors' code. The text is the one the loss detector
-scores (:meth:`Item.training_text`). A seen text has few surprising tokens,
-so its worst tokens are less improbable and its score is higher.
+The mean of the lowest ``max(1, floor(T k / 100))`` of the T token log-probabilities of
+:meth:`Item.training_text` under the evaluated model (as the authors' code counts). A seen text has few
+surprising tokens, so its worst tokens are less improbable and its score is higher.
 """
 
 from __future__ import annotations

@@ -1,24 +1,20 @@
 """Corpus side: n-gram containment of each item in a training corpus.
 
-containment(item) = |distinct n-grams of the item found anywhere in the corpus| /
-|distinct n-grams of the item| (containment, not Jaccard: the item is short and the
-question is how much of it was seen). Words are normalised
-(:func:`railsweep.detection.text.normalise_words`) unless ``tokenizer`` names a
-Hugging Face tokenizer, whose ids are used instead. An item shorter than n has
-no n-grams and scores NaN. ``verbatim`` (the whole item occurs as one window)
-is reported beside each score; it is the special case n = the item's length.
+containment(item) = |distinct n-grams of the item found in the corpus| / |distinct n-grams of the item|
+(containment, not Jaccard: the item is short and the question is how much of it was seen), over
+normalised words (:func:`railsweep.detection.text.normalise_words`) or, with ``tokenizer``, its token
+ids. An item shorter than n scores NaN. ``verbatim`` (the whole item occurs as one window: n = its
+length) is reported beside each score.
 
 Steps of :func:`scan`:
 1. encode the items and index their n-grams (:class:`~railsweep.detection.ngram_index.NgramIndex`);
-2. stream the corpus in chunks (:func:`~railsweep.detection.corpus.stream_corpus`), encode
-   each chunk (the tokenisation time) and mark the indexed n-grams it holds (the hashing +
-   lookup time). The last ``span - 1`` ids of a chunk are carried into the next, so a text
-   file's n-grams across a chunk border are found;
+2. :func:`feed`: stream the corpus in chunks (:func:`~railsweep.detection.corpus.stream_corpus`), encode
+   each (the tokenisation time) and mark the indexed n-grams it holds (the hashing + lookup time),
+   carrying a chunk's last ``span - 1`` ids into the next so that n-grams across a border are found;
 3. read off containment per n, and the verbatim flags.
 
-Step 2 is :func:`feed`, shared with the Ray Data path (:mod:`railsweep.detection.ngram_ray`), which
-runs it on parts of the corpus in parallel and merges the marks; :class:`Ngram` takes either
-scanner (``scanner``), and the scores are the same.
+The Ray Data path (:mod:`railsweep.detection.ngram_ray`) runs step 2 on parts of the corpus in parallel,
+with the same scores; :class:`Ngram` takes either ``scanner``.
 """
 
 from __future__ import annotations

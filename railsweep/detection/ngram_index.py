@@ -1,24 +1,18 @@
 """The test items' n-grams as sorted 64-bit hashes, and the corpus streamed past them.
 
 Steps:
-1. per n, hash every item's n-grams (:mod:`railsweep.detection.hashing`); keep the distinct
-   hashes of all items in one sorted uint64 array ``keys`` and each item's slots in it;
+1. per n, hash every item's n-grams (:mod:`railsweep.detection.hashing`); keep the distinct hashes of all
+   items in one sorted uint64 array ``keys`` and each item's slots in it;
 2. for verbatim matching, also hash each whole item: one sorted array per item length;
-3. :meth:`NgramIndex.update` takes a corpus chunk's ids, hashes its windows of every n (and
-   of every item length), and marks the keys it meets. A bitmap over the hashes' low bits
-   skips most misses before the binary search;
-4. containment of item i = (its distinct n-gram hashes marked) / (its distinct n-gram hashes).
-   NaN when the item is shorter than n.
+3. :meth:`NgramIndex.update` hashes a corpus chunk's windows of every n (and item length) and marks the
+   keys it meets; a bitmap over the hashes' low bits skips most misses before the binary search;
+4. containment of item i = its distinct n-gram hashes marked / its distinct n-gram hashes (NaN when the
+   item is shorter than n).
 
-Marks from several copies of one index (each fed a part of the corpus, e.g. by Ray workers)
-combine exactly: :meth:`NgramIndex.seen_slots` lists a copy's marks, :meth:`NgramIndex.merge_seen`
-ORs them into another. Containment counts distinct n-grams found anywhere, so the union of the
-parts' marks is the mark set of the whole corpus.
-
-Memory: the keys, the marks and the bitmap, so proportional to the test set; the corpus
-passes through chunk by chunk. Two different n-grams with the same hash count as one,
-which is a false positive. With 64-bit hashes this is negligible for any test set; ``bits``
-makes it forceable.
+Copies of one index fed parts of the corpus (Ray workers) combine exactly: containment counts distinct
+n-grams found anywhere, so ORing their :meth:`~NgramIndex.seen_slots` (:meth:`~NgramIndex.merge_seen`)
+gives the whole corpus's marks. Memory is proportional to the test set. Two n-grams with one hash count
+as one (a false positive, negligible at 64 bits; ``bits`` makes it forceable).
 """
 
 from __future__ import annotations

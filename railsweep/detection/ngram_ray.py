@@ -1,29 +1,20 @@
-"""The n-gram containment scan as a Ray Data job: the corpus read and matched on a Ray cluster.
+"""The n-gram containment scan as a Ray Data job: the local scan's inputs and :class:`ScanResult`.
 
-Same inputs and the same :class:`~railsweep.detection.ngram.ScanResult` as the local
-:func:`railsweep.detection.ngram.scan`, so containment, verbatim flags and every flag downstream
-are identical. Steps of :func:`ray_scan`:
+Steps of :func:`ray_scan` (scores identical to :func:`railsweep.detection.ngram.scan`):
+1. on the driver, index the items (:func:`~railsweep.detection.ngram.build_index`) and put the encoder
+   and the index in the object store once;
+2. read the corpus with Ray Data: JSONL with ``read_text`` (one row per line, parsed by
+   :func:`~railsweep.detection.corpus.jsonl_text`), Parquet with ``read_parquet`` (the local reader's
+   text columns), and each plain-text file as one row naming it (a running document, streamed in chunks
+   by one worker as the local scan does);
+3. ``map_batches`` with :class:`_Marker` (an actor pool fetching the index once): per batch, clear the
+   marks, :func:`~railsweep.detection.ngram.feed` its documents and return the key slots hit and the
+   corpus tokens (bad input, such as a line that is not JSON, comes back as one row holding the message);
+4. on the driver, OR every batch's slots into the index (exact: containment counts distinct n-grams
+   found anywhere) and raise a returned DataError, the usual one-line ``railsweep: error``.
 
-1. on the driver, index the items (:func:`~railsweep.detection.ngram.build_index`) and put the
-   encoder and the index (the items' sorted n-gram hashes) in the object store once;
-2. read the corpus with Ray Data: JSONL files with ``ray.data.read_text`` (one row per line, parsed
-   by the local reader's :func:`~railsweep.detection.corpus.jsonl_text`), Parquet files with
-   ``ray.data.read_parquet`` (the local reader's text columns), and each plain-text file as one
-   row naming it (``ray.data.from_items``): a text file is one running document, so one worker
-   streams it in chunks exactly as the local scan does;
-3. ``map_batches`` with :class:`_Marker` (an actor pool; each actor fetches the index once): per
-   batch, clear the marks, feed the batch's documents (:func:`~railsweep.detection.ngram.feed`)
-   and return which key slots were hit and how many corpus tokens passed (bad input, such as a
-   line that is not JSON, comes back as one row holding the DataError's message);
-4. on the driver, OR every batch's hit slots into the index
-   (:meth:`~railsweep.detection.ngram_index.NgramIndex.merge_seen`). Containment counts the
-   distinct n-grams of an item found anywhere, so the union over batches is exact. A returned
-   DataError is raised here, so bad input is the usual one-line ``railsweep: error``.
-
-Every JSONL or Parquet record is a whole document, so batches of records need no carry between
-them. Paths must be readable from every node of the cluster (shared storage). This module never
-calls ``ray.init``: the entry point (``railsweep detect --ray``) joins or starts the cluster. It is the
-one module of :mod:`railsweep.detection` that imports Ray.
+JSONL and Parquet records are whole documents, so batches need no carry. Paths must be readable from
+every node. The one module of the package that imports Ray; it never calls ``ray.init``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The detection table on disk: one Parquet file, schema version 1, written atomically.
+"""The detection table on disk: ``detections.parquet``, schema version 1, written atomically.
 
-``detections.parquet`` holds one row per item per detector setting, with the
-columns of :data:`railsweep.detection.run.COLUMNS` plus ``x_<name>`` float
-extras. Its key-value metadata: ``railsweep.detection_schema_version`` (``"1"``),
-``railsweep.kind`` (``"detections"``), ``railsweep.detection`` (JSON: the
-detectors, their configs and the inputs) and ``railsweep.provenance``.
-
-The file is written under a temporary name in the same directory and renamed
-into place, so an error never leaves a half-written table.
+One row per item per detector setting (:data:`railsweep.detection.run.COLUMNS` plus ``x_<name>`` float
+extras); key-value metadata ``railsweep.detection_schema_version`` (``"1"``), ``railsweep.kind``
+(``"detections"``), ``railsweep.detection`` (JSON: detectors, configs, inputs), ``railsweep.provenance``.
 """
 
 from __future__ import annotations

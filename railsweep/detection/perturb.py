@@ -1,22 +1,18 @@
 """Model side, behavioural: perturbation sensitivity, the solve probability lost when the question is reworded.
 
-A model that memorised an item's surface form solves it more often in its
-original wording than in a paraphrase. Per question ``i``, from two per-question
-tables of the same model and strategy (a ``gsm8k`` cell on the original wording
-and a ``pq`` cell on the paraphrase; results schema, :mod:`railsweep.results.schema`):
+A model that memorised an item's surface form solves it more often in its original wording than in a
+paraphrase. Per question, from two per-question tables of one model and strategy (a ``gsm8k`` cell on
+the original wording, a ``pq`` cell on the paraphrase; :mod:`railsweep.results.schema`):
 
-1. align the tables on ``question_index``: both must cover the same questions,
-   else one DataError naming the first mismatched index;
+1. align the tables on ``question_index`` (the same questions, else a DataError naming the first mismatch);
 2. ``p_o = c_o / m_o`` and ``p_p = c_p / m_p`` (NaN where ``m = 0``);
 3. the score ``d = p_o − p_p`` (higher = more of the score came from the surface form);
-4. its CI: Newcombe's hybrid score interval for a difference of two independent
-   proportions (Newcombe 1998, method 10), built from each proportion's Wilson
-   interval (:func:`wilson_interval`); the m samples of each cell are taken as
-   independent Bernoulli draws with the cell's solve probability.
+4. its CI: Newcombe's hybrid score interval for a difference of two independent proportions (Newcombe
+   1998, method 10) from each proportion's Wilson interval (:func:`wilson_interval`), a cell's m samples
+   taken as independent Bernoulli draws.
 
-Items without a row in the tables (control items, say) score NaN. There is no
-default threshold: give ``--threshold`` (e.g. 0.2), or control items that have
-rows in both tables.
+Items without rows (control items, say) score NaN. There is no default threshold: give ``--threshold``
+(e.g. 0.2), or control items with rows in both tables.
 """
 
 from __future__ import annotations

@@ -1,26 +1,17 @@
 """What to do with flagged items: the full-set score and the clean-subset score side by side.
 
-For one per-question table (results schema: ``question_index, c, m, solve_prob,
-r01, ...``) and the question indices a detector flagged, :func:`subset_report`:
+Steps of :func:`subset_report` for one per-question table (results schema) and the flagged indices:
+1. the readout per question (``solve_prob`` or ``r01``) and a keep weight: 1 unflagged, ``w`` flagged;
+2. the point estimates: full-set mean, clean-subset mean, contamination rate (share flagged), full −
+   clean (it bounds the contamination effect) and, with ``w``, the down-weighted mean
+   ``Σ w_i x_i / Σ w_i`` (w = 0: the clean subset, w = 1: the full set);
+3. a paired bootstrap: one (n_boot, N) matrix of resampled questions (one stratum, explicit seed) serves
+   every row, so the difference's CI comes from its terms' resamples; a resample with no unflagged
+   question is left out of those rows' CIs (``n_boot_used``).
 
-1. the readout per question (``solve_prob`` by default, or ``r01``) and a keep
-   weight per question: 1 unflagged, ``w`` flagged;
-2. the point estimates: full-set mean, clean-subset mean (unflagged questions only),
-   the contamination rate (share flagged), the difference full − clean (how much
-   the flagged items move the score: it bounds the contamination effect) and, when
-   ``w`` is given, the down-weighted mean ``Σ w_i x_i / Σ w_i`` (w = 0 is the clean
-   subset, w = 1 the full set);
-3. a paired bootstrap over questions: one (n_boot, N) matrix of resampled question
-   indices (:func:`railsweep.metrics.bootstrap.stratified_indices` with one stratum,
-   explicit seed) serves every row, so the difference's CI comes from the same
-   resamples as its two terms. A resample with no unflagged question has no clean
-   score and is left out of those rows' percentile CIs (``n_boot_used``).
-
-:func:`sa_ppg_report` does the same for SA-PPG and the other paired metrics:
-:func:`railsweep.metrics.score_counts` (the tables read by :mod:`railsweep.results.readouts`,
-the same numbers as :func:`railsweep.analysis.scoring.score_pair`) on all questions and on the
-unflagged ones, side by side, each with its own stratified CI. Their difference
-has no CI here: the clean model's strata differ between the two sets.
+:func:`sa_ppg_report` gives SA-PPG and the other paired metrics (:func:`railsweep.metrics.score_counts`,
+the numbers of :func:`railsweep.analysis.scoring.score_pair`) on all and on the unflagged questions, each
+with its own stratified CI; their difference has none (the clean model's strata differ between the sets).
 """
 
 from __future__ import annotations

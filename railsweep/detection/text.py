@@ -1,13 +1,9 @@
-"""Turning texts into the id arrays the n-gram index hashes: normalised words, or a tokenizer's ids.
+"""Texts as the id arrays the n-gram index hashes: normalised words, or a tokenizer's ids.
 
-Both encoders give ids >= 1 and mark a document boundary with 0. Then no
-n-gram crosses two documents, and a corpus word that no indexed item contains
-becomes 0 too. That mapping is exact: a window holding such a word cannot
-equal any indexed n-gram. The word vocabulary is therefore the indexed items'
-own words, and memory stays proportional to the test set.
-
-Word normalisation: drop GSM8K calculator annotations (``<<6+7=13>>``),
-lower-case, keep runs of letters and digits.
+Both encoders give ids >= 1 and 0 at a document boundary, so no n-gram crosses two documents. A corpus
+word that no indexed item contains becomes 0 too, exactly: a window holding it cannot equal an indexed
+n-gram, so the vocabulary (and memory) stays the test set's. Word normalisation: drop GSM8K calculator
+annotations (``<<6+7=13>>``), lower-case, keep runs of letters and digits.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The miniature world as a detection benchmark: items with the truth, control sets and corpora.
 
-- test items: the world's test split, ``leaked`` from its leak split. The split is the same
-  for every family and domain; which surface form leaked depends on the domain: the
-  original wording for ``gsm8k``, a paraphrase for ``pq``, always with the original solution;
-- control items: freshly generated problems of the same generator and difficulty, none in
-  the test or train split, so known to be absent from every model's training;
-- corpus of domain d: the pretraining source (``train.jsonl``) and the fine-tuning texts of
-  the ``clean`` and ``co_<d>`` adapters, regenerated with
-  :func:`railsweep.contamination.simulator.training_mixes` exactly as the build made them;
-- the paraphrased test split (:func:`paraphrase_split`): each test question in its PQ wording
-  with the original solution, GSM8K format, for a readout on the paraphrase (perturb);
-- the jobs of a detection run over families x domains (:func:`world_jobs`): the corpus-side
-  detectors once per domain, the model-side ones per family and domain on ``co_<d>`` with
-  ``clean`` as the reference, plus per-pair inputs a caller already has (a sweep's readouts).
+- test items: the test split, ``leaked`` from the leak split (one split for every family and domain; the
+  original wording leaked for ``gsm8k``, a paraphrase for ``pq``, always with the original solution);
+- control items: fresh problems of the same generator and difficulty, in neither split, so absent from
+  every model's training;
+- corpus of domain d: ``train.jsonl`` and the fine-tuning texts of the ``clean`` and ``co_<d>`` adapters,
+  regenerated with :func:`railsweep.contamination.simulator.training_mixes` as the build made them;
+- :func:`paraphrase_split`: the test split in its PQ wording with the original solutions (perturb);
+- :func:`world_jobs`: the corpus-side detectors once per domain, the model-side ones per family and
+  domain on ``co_<d>`` against ``clean``, plus per-pair inputs a caller has (a sweep's readouts).
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """Collecting one model family's dynamics data from a built miniature world.
 
 Steps of :func:`collect_family`:
-1. the test split (first ``limit`` items) with its leak split; the gold chain of
-   thought of each item, as the adapters saw it in training (``to_cot``);
-2. one transformers engine (fp32) serving M_cl (``clean``) and M_co (``co_<domain>``), and with
-   ``settings.base`` the base model without an adapter (model ``base``):
-   per model and temperature the ``temperature`` strategy's readout (:func:`observe`; what it returns is
-   :class:`railsweep.dynamics.observe.Observed`), greedy always included;
-3. per model, teacher forcing on the shared TeacherForcer (fp32): the gold chain of thought
-   (NLL, gaps, margins, NLL at each temperature) and the model's own greedy answer (gaps)
-   (:func:`force_models`, which the sweep's dynamics step calls on the samples its cells logged).
+1. the test split (first ``limit`` items), its leak split and each item's gold chain of thought (as the
+   adapters saw it in training, ``to_cot``);
+2. one fp32 transformers engine serving M_cl (``clean``), M_co (``co_<domain>``) and, with
+   ``settings.base``, the base model (``base``): per model and temperature the ``temperature``
+   strategy's readout (:func:`observe`), greedy always included;
+3. per model, teacher forcing on the shared TeacherForcer: the gold chain of thought (NLL, gaps, margins,
+   NLL at each temperature) and the model's own greedy answer (:func:`force_models`, also the sweep's).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""One model family's dynamics data: what :mod:`railsweep.dynamics.collect` (or a sweep's dynamics step) gathered
-and :mod:`railsweep.dynamics.analyse` reads.
+"""One model family's dynamics data, as collected (:mod:`railsweep.dynamics.collect` or a sweep's step).
 
-A plain record, kept apart from the collection so that reading and analysing it loads no torch: the sweep's
-reader imports the analysis's output names, and a trial imports the reader.
+A plain record kept apart from the collection, so that reading and analysing it loads no torch.
 """
 
 from __future__ import annotations

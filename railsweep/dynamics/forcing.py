@@ -1,16 +1,12 @@
 """Per-position teacher-forced statistics of a continuation after a prompt: NLL, logit gaps, NLL at tau.
 
-The model, its tokenizer and the adapter switching are the shared
-:class:`railsweep.detection.nll.TeacherForcer` of the base model (fp32, CPU by
-default); this module adds what its ``logprobs`` does not return, the logits'
-top two and the temperature-scaled log-probabilities, from the same teacher-forced
-logits (its ``forced``). For continuation token k (position t = k + 1):
-
+From the logits of the shared :class:`railsweep.detection.nll.TeacherForcer` (its ``forced``), for
+continuation token k (position t = k + 1):
 - ``nll``: -log softmax(z)[token] (the loss curve L_t of the survival theory);
 - ``gap``: top-1 minus top-2 logit (the confidence of the step, whatever the token);
 - ``margin``: the token's logit minus the best other logit (> 0 where the token is the argmax);
-- ``nll_tau[tau]``: -log softmax(z / tau)[token]; at tau = 0, 0 where the token is the unique
-  argmax and inf otherwise (greedy takes the argmax).
+- ``nll_tau[tau]``: -log softmax(z / tau)[token]; at tau = 0, 0 where the token is the unique argmax
+  and inf otherwise (greedy takes the argmax).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Contamination gain versus temperature, with paired bootstrap intervals, and the collapse factor.
 
-Per temperature tau, from per-item solve probabilities r (N,) of the clean model
-(``r_cl``) and the contaminated one (``r_co``) and the leak mask (N,):
-
+Per tau, from per-item solve probabilities (N,) of the clean (``r_cl``) and contaminated (``r_co``) model:
 - model gain: mean over leaked items of ``r_co - r_cl``;
 - split gain: mean of ``r_co`` on leaked items minus its mean on unleaked items;
-- collapse factor of a gain: ``gain(tau_ref) / gain(tau)``, tau_ref the greedy readout
-  (the coldest temperature given); NaN where gain(tau) <= 0.
-
-One stratified index matrix (strata = leaked / unleaked, railsweep.metrics.bootstrap)
-resamples items for every temperature at once, so the intervals of the collapse
-factor are paired across temperatures. Pure numpy.
+- collapse factor: ``gain(tau_ref) / gain(tau)``, tau_ref the coldest (greedy) tau; NaN where gain <= 0.
+One stratified index matrix (leaked / unleaked) resamples items for every tau at once, so the collapse
+factor's intervals are paired across temperatures. Pure numpy.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A (family, domain) group of the temperature dimension: the cells the dynamics step reads together.
 
-The sweep builds the groups from its spec (:func:`railsweep.sweep.plan.cells.temperature_groups`); the dynamics
-step (:mod:`railsweep.dynamics.step`) reads each group's cells and analyses them. The group is plain data,
-so it travels to a Ray task as it is.
+Built by :func:`railsweep.sweep.plan.cells.temperature_groups`, read by :mod:`railsweep.dynamics.step`;
+plain data, so it travels to a Ray task as it is.
 """
 
 from __future__ import annotations

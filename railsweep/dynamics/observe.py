@@ -1,15 +1,10 @@
 """Observed generation at several temperatures: the ``temperature`` strategy's readout, per item.
 
-Per model and temperature tau, m samples per item with the readout's seeds (the
-same seeds at every tau), graded by the task; tau = 0 is one greedy decode
-counted m times. Besides the solve probability c / m, the share of samples that
-reproduce the gold chain of thought verbatim (whitespace-normalised) is kept:
-that is the event the survival theory's P(T) describes, while a correct answer
-can also come by another road.
-
-:func:`railsweep.dynamics.collect.observe` samples through an engine (torch); :func:`observed_from_tables`
-reads the same quantities back from a sweep cell's per-question and responses tables (the sweep's temperature
-dimension), without torch.
+Per model and tau, m samples per item with the readout's seeds (the same at every tau), graded by the
+task; tau = 0 is one greedy decode counted m times. Besides the solve probability c / m, the share of
+samples that reproduce the gold chain of thought verbatim (whitespace-normalised) is kept: that is the
+event the survival theory's P(T) describes, while a correct answer can also come by another road.
+:func:`observed_from_tables` reads the same back from a sweep cell's tables, without torch.
 """
 
 from __future__ import annotations

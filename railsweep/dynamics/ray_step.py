@@ -1,9 +1,8 @@
 """The dynamics step on Ray: one task per (family, domain) group (:func:`railsweep.dynamics.step.group_tables`).
 
-The one module of :mod:`railsweep.dynamics` that imports Ray. It runs on the Ray its caller joined (the
-sweep driver, after the trials, with the engine actors gone so the teacher forcing gets the CPUs) and
-never calls ``ray.init``. A group whose cells did not all finish is skipped and named; a group whose
-analysis raises is named with its error; neither stops the other groups.
+The one module of the package that imports Ray; it runs on the Ray its caller joined (the sweep driver,
+after the trials) and never calls ``ray.init``. A group whose cells did not all finish is skipped and
+named, one whose analysis raises is named with its error; neither stops the other groups.
 """
 
 from __future__ import annotations

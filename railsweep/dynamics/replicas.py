@@ -1,21 +1,15 @@
 """The memorisation curve of a pretraining-replica world: everything read against duplication count.
 
-In a replica world (``WorldConfig.replicas``) each test item was inserted ``c`` times into the one
-pretraining run of the base model, c from a few fixed counts (e.g. 0, 1, 4, 16, 64). Per model
-(``base`` when read, the model the duplicates went into; M_cl = base + clean adapter, which never saw a
+In a replica world (``WorldConfig.replicas``) each test item went ``c`` times (e.g. 0, 1, 4, 16, 64) into
+the base model's pretraining. Per model (``base`` when read; M_cl = base + clean adapter, which saw no
 test item itself; M_co = M_cl + the leaking adapter) and count c, :func:`replica_table` gives:
-
-- ``solve_tau_<tau>`` (+ ``_lo``/``_hi``): mean observed solve probability of the group's items at
-  each sampled temperature, with a percentile bootstrap CI over items;
+- ``solve_tau_<tau>`` (+ ``_lo``/``_hi``): mean solve probability at each tau, bootstrap CI over items;
 - ``verbatim_tau_<tau>``: mean share of samples that reproduce the gold chain of thought;
 - ``nll``: mean per-token teacher-forced NLL of the gold chain of thought (nats/token);
-- ``E``, ``A``, ``alpha`` (+ CIs) and ``regime``: the survival theory's fit of the group's mean
-  NLL curve (:func:`railsweep.dynamics.powerlaw.fit_group`), NaN where too few items reach a position;
-- ``auc_vs_0`` (+ CI): how well the loss probe tells this group from the never-inserted group
-  (score = minus the mean gold NLL; ROC AUC with a stratified bootstrap CI,
-  :mod:`railsweep.metrics.auc`); NaN for count 0 itself.
-
-Pure numpy/pandas/scipy on :class:`railsweep.dynamics.collect.FamilyData`.
+- ``E``, ``A``, ``alpha`` (+ CIs) and ``regime``: the fit of the group's mean NLL curve
+  (:func:`railsweep.dynamics.powerlaw.fit_group`), NaN where too few items reach a position;
+- ``auc_vs_0`` (+ CI): how well the loss probe (minus the mean gold NLL) tells this group from the
+  never-inserted one (:mod:`railsweep.metrics.auc`); NaN for count 0 itself.
 """
 
 from __future__ import annotations

@@ -1,24 +1,18 @@
 """The dynamics step of a sweep with ``temperatures``, one (family, domain) group at a time: its temperature
-cells' tables → the survival theory's fits, gains and predictions (:mod:`railsweep.dynamics`) → tables,
-figures, metrics and tags for the sweep's parent run.
+cells' tables → the library's fits, gains and predictions → tables, figures, metrics and tags for the
+sweep's parent run.
 
-Every number comes from the library; this module only feeds it. Steps of :func:`group_tables` (one group;
-the sweep runs it as a Ray task, :mod:`railsweep.dynamics.ray_step`):
-
-1. read the group's cells (``read_cells``: each cell's newest FINISHED run's per-question and responses
-   tables; the sweep passes :func:`railsweep.sweep.tracking.reader.cell_tables`); a cell without one ends the group
-   with a :class:`~railsweep.errors.DataError` naming it (:data:`NOT_FINISHED`);
-2. rebuild each model's solve probability and verbatim share per tau
-   (:func:`railsweep.dynamics.observe.observed_from_tables`);
+Steps of :func:`group_tables` (one group, run as a Ray task by :mod:`railsweep.dynamics.ray_step`):
+1. read the group's cells (``read_cells``, the sweep's :func:`railsweep.sweep.tracking.reader.cell_tables`:
+   each cell's newest FINISHED run's per-question and responses tables); a cell without one ends the
+   group with a DataError naming it (:data:`NOT_FINISHED`);
+2. each model's solve probability and verbatim share per tau (:func:`~.observe.observed_from_tables`);
 3. teacher-force the gold chains of thought (the task's ``gold_chain``: GSM8K's CoT rendering, or a
    MATH-style solution as written) and the greedy answers (:func:`railsweep.dynamics.collect.force_models`);
-4. analyse them (:func:`railsweep.dynamics.analyse.analyse`: fits with CIs and regimes, P(T) with
-   alpha_eff = alpha/tau against the observed solve probability, contamination gain versus tau with the
-   collapse factor), a ``domain`` column beside ``family``.
+4. :func:`railsweep.dynamics.analyse.analyse` them, a ``domain`` column beside ``family``.
 
-:func:`step_outputs` then turns the analysed groups into the files written under :data:`DYNAMICS_DIR` of
-the parent run (:func:`railsweep.dynamics.output.write_run`), the headline metrics
-(:func:`dynamics_metrics`) and the regimes as tags.
+:func:`step_outputs` turns the analysed groups into the files under :data:`DYNAMICS_DIR` of the parent
+run, the headline metrics (:func:`dynamics_metrics`) and the regimes as tags.
 """
 
 from __future__ import annotations
