@@ -137,12 +137,9 @@ def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDCon
     qs, task = prompt_task(items, inputs)
     adapters = {"evaluated": inputs.adapter} if inputs.adapter else {}
     engine = TransformersEngine(inputs.model, adapters=adapters, device=inputs.device)
+    c = config
     settings = DecodeSettings(
-        m=config.m,
-        temperature=config.temperature,
-        max_new_tokens=config.max_new_tokens,
-        seed=config.seed,
-        batch_size=inputs.batch_size,
+        m=c.m, temperature=c.temperature, max_new_tokens=c.max_new_tokens, seed=c.seed, batch_size=inputs.batch_size
     )
     ctx = EvalContext(engine, task, "evaluated" if inputs.adapter else None, settings)
     greedies = greedy(ctx, qs)

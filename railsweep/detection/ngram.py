@@ -72,11 +72,8 @@ class ScanResult:
     index: NgramIndex
     chunks: int = 0
     # wall and CPU (this process) seconds of the two phases
-    seconds: dict[str, float] = field(
-        default_factory=lambda: dict.fromkeys(
-            ("tokenise", "hash_lookup", "tokenise_cpu", "hash_lookup_cpu"), 0.0
-        )
-    )
+    _phases = ("tokenise", "hash_lookup", "tokenise_cpu", "hash_lookup_cpu")
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ScanResult._phases, 0.0))
 
 
 def make_encoder(config: NgramConfig, texts: Sequence[str]):

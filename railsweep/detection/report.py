@@ -93,18 +93,11 @@ def subset_report(
         "clean": (float(x[~is_flagged].mean()), weighted_means(xb, 1.0 - fb), n - n_flagged),
         "contamination_rate": (n_flagged / n, fb.mean(axis=1), n),
     }
-    stats["full_minus_clean"] = (
-        stats["full"][0] - stats["clean"][0],
-        stats["full"][1] - stats["clean"][1],
-        n,
-    )
+    (full, full_b, _), (clean, clean_b, _) = stats["full"], stats["clean"]
+    stats["full_minus_clean"] = (full - clean, full_b - clean_b, n)
     if weight is not None:
         keep = np.where(is_flagged, weight, 1.0)
-        stats[f"weighted w={weight:g}"] = (
-            float(weighted_means(x, keep)),
-            weighted_means(xb, keep[idx]),
-            n,
-        )
+        stats[f"weighted w={weight:g}"] = (float(weighted_means(x, keep)), weighted_means(xb, keep[idx]), n)
     rows = []
     for name, (value, boot, count) in stats.items():
         ok = boot[np.isfinite(boot)]
@@ -141,14 +134,10 @@ def sa_ppg_report(
     if is_flagged.all():
         raise DataError("every question is flagged: the clean subset is empty")
     kept = set(clean["question_index"][~is_flagged].tolist())
-    full = _score(clean, mitigated, B=B, n_boot=n_boot, alpha=alpha, seed=seed)
+    args = {"B": B, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    full = _score(clean, mitigated, **args)
     sub = _score(
-        clean[clean["question_index"].isin(kept)],
-        mitigated[mitigated["question_index"].isin(kept)],
-        B=B,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
+        clean[clean["question_index"].isin(kept)], mitigated[mitigated["question_index"].isin(kept)], **args
     )
     rows = [
         (m, full[m]["value"], full[m]["ci_low"], full[m]["ci_high"],

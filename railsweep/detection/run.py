@@ -62,7 +62,8 @@ def detect(
         check_threshold(d, th)
     check_disjoint(test, control)
     items = [*test, *control]
-    is_control = np.array([it.group == "control" for it in items])
+    groups = [it.group for it in items]
+    is_control = np.array([g == "control" for g in groups])
     frames = []
     for det in detectors:
         for scores in det.score(items, inputs):
@@ -71,21 +72,10 @@ def detect(
             flagged = pd.array(
                 [None if np.isnan(s) or np.isnan(t) else bool(s > t) for s in score], dtype="boolean"
             )
-            frame = pd.DataFrame(
-                {
-                    "detector": det.name,
-                    "setting": scores.setting,
-                    "family": family,
-                    "domain": domain,
-                    "item_id": np.array([it.item_id for it in items], dtype=np.int64),
-                    "group": [it.group for it in items],
-                    "leaked": pd.array([it.leaked for it in items], dtype="boolean"),
-                    "score": score,
-                    "threshold": t,
-                    "threshold_source": source,
-                    "flagged": flagged,
-                }
-            )
+            item_id = np.array([it.item_id for it in items], dtype=np.int64)
+            leaked = pd.array([it.leaked for it in items], dtype="boolean")
+            values = (det.name, scores.setting, family, domain, item_id, groups, leaked, score, t, source)
+            frame = pd.DataFrame(dict(zip(COLUMNS, (*values, flagged))))
             for name, values in scores.extras.items():
                 frame[f"x_{name}"] = np.asarray(values, dtype=float)
             frames.append(frame)

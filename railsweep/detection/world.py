@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,14 +44,11 @@ def world_items(world, n_control: int | None = None) -> WorldItems:
     test = read_items(world.data_dir / "test.jsonl", "test", world.leak_split_path)
     c = world.config
     taken = {r["question"] for r in read_jsonl(world.data_dir / "train.jsonl")} | {t.question for t in test}
+    seed = c.seed * 1000 + CONTROL_SEED_SALT
     fresh = make_problems(
-        n_control or len(test),
-        seed=c.seed * 1000 + CONTROL_SEED_SALT,
-        exclude=taken,
-        limit=c.max_value,
-        max_operand=c.max_operand,
+        n_control or len(test), seed=seed, exclude=taken, limit=c.max_value, max_operand=c.max_operand,
         roads=c.roads,
-    )
+    )  # fmt: skip
     return WorldItems(test, [Item(i, "control", p.question, p.solution) for i, p in enumerate(fresh)])
 
 
@@ -136,8 +134,6 @@ def world_jobs(
     ``pair_inputs[(family, domain)]``: more :class:`DetectInputs` fields for that pair's model-side job
     (``responses`` for cdd, ``original``/``paraphrased`` for perturb); ``scratch`` holds the corpus files.
     """
-    import dataclasses
-
     for f in families:
         world.family(f)  # unknown family -> ConfigError
     for d in domains:

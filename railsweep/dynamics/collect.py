@@ -43,29 +43,15 @@ def replica_counts(data_dir, items) -> np.ndarray | None:
 
 
 def observe(
-    engine,
-    task,
-    questions: Sequence,
-    adapter: str | None,
-    gold: Sequence[str],
-    temperatures: Sequence[float],
-    *,
-    m: int,
-    max_new_tokens: int,
-    seed: int,
-    batch_size: int,
+    engine, task, questions: Sequence, adapter: str | None, gold: Sequence[str], s: DynamicsSettings
 ) -> dict[float, Observed]:
-    """{tau: Observed} for one model (adapter name in ``engine``, None = the base model); ``gold`` are the
-    gold chains of thought."""
-    ctx = EvalContext(
-        engine=engine,
-        task=task,
-        adapter=adapter,
-        settings=DecodeSettings(m=m, max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size),
-    )
+    """{tau: Observed} at greedy and every tau of ``s`` for one model (adapter name in ``engine``, None =
+    the base model); ``gold`` are the gold chains of thought."""
+    settings = DecodeSettings(m=s.m, max_new_tokens=s.max_new_tokens, seed=s.seed, batch_size=s.batch_size)
+    ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=settings)
     want = [normalise(g) for g in gold]
     out = {}
-    for tau in temperatures:
+    for tau in sorted({0.0, *s.temperatures}):
         outcomes = build_strategy("temperature", {"tau": float(tau)}).run(ctx, questions)
         out[float(tau)] = Observed(
             solve=np.array([o.c / o.m for o in outcomes]),
@@ -83,55 +69,31 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
     task = GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
     questions = list(task.questions())
     gold_text = [task.gold_chain(q) for q in questions]
-    temps = tuple(sorted({0.0, *s.temperatures}))
+    temps = sorted({0.0, *s.temperatures})
     seconds: dict[str, float] = {}
     t0 = time.time()
-    engine = TransformersEngine(
-        fam.base_dir,
-        adapters={a: str(fam.adapters[a]) for a in models.values() if a is not None},
-        device=s.device,
-        dtype="float32",
-    )
+    adapters = {a: str(fam.adapters[a]) for a in models.values() if a is not None}
+    engine = TransformersEngine(fam.base_dir, adapters=adapters, device=s.device, dtype="float32")
     observed = {}
     try:
         for model, adapter in models.items():
-            log(f"{family} {model}: sampling m={s.m} at tau={list(temps)} on {len(questions)} items")
-            observed[model] = observe(
-                engine,
-                task,
-                questions,
-                adapter,
-                gold_text,
-                temps,
-                m=s.m,
-                max_new_tokens=s.max_new_tokens,
-                seed=s.seed,
-                batch_size=s.batch_size,
-            )
+            log(f"{family} {model}: sampling m={s.m} at tau={temps} on {len(questions)} items")
+            observed[model] = observe(engine, task, questions, adapter, gold_text, s)
     finally:
         engine.close()
     seconds["sampling"] = time.time() - t0
     t0 = time.time()
+    paths = {model: fam.adapters[adapter] if adapter else None for model, adapter in models.items()}
+    greedy_samples = {model: observed[model][0.0].samples for model in models}
+    prompts = [task.prompt(q) for q in questions]
     gold, greedy = force_models(
-        fam.base_dir,
-        {model: fam.adapters[adapter] if adapter else None for model, adapter in models.items()},
-        [task.prompt(q) for q in questions],
-        gold_text,
-        {model: observed[model][0.0].samples for model in models},
-        s,
-        log=lambda msg: log(f"{family} {msg}"),
+        fam.base_dir, paths, prompts, gold_text, greedy_samples, s, log=lambda msg: log(f"{family} {msg}")
     )
     seconds["forcing"] = time.time() - t0
-    return FamilyData(
-        family=family,
-        items=[q.index for q in questions],
-        leaked=np.array([bool(q.leaked) for q in questions]),
-        gold=gold,
-        greedy=greedy,
-        observed=observed,
-        seconds=seconds,
-        replicas=replica_counts(world.data_dir, [q.index for q in questions]),
-    )
+    items = [q.index for q in questions]
+    leaked = np.array([bool(q.leaked) for q in questions])
+    replicas = replica_counts(world.data_dir, items)
+    return FamilyData(family, items, leaked, gold, greedy, observed, seconds, replicas)
 
 
 def force_models(base_dir, adapter_paths, prompts, gold_text, greedy_samples, s: DynamicsSettings, log=print):

@@ -39,16 +39,13 @@ def family_summary(t: Tables) -> dict:
     """The headline figures of one family: fits with CIs and regimes, alpha/tau check, accuracy, gains."""
     nat = t.fits[t.fits["kind"] == "native"]
     fits = {
-        f"{r.model}/{r.group}": {
-            "E": [r.E, r.E_lo, r.E_hi],
-            "A": [r.A, r.A_lo, r.A_hi],
-            "alpha": [r.alpha, r.alpha_lo, r.alpha_hi],
-            "regime": r.regime,
-            "n_items": r.n_items,
-            "margin_slope": [r.margin_slope, r.margin_slope_lo, r.margin_slope_hi],
-            "greedy_gap_slope": [r.greedy_gap_slope, r.greedy_gap_slope_lo, r.greedy_gap_slope_hi],
+        f"{r['model']}/{r['group']}": {
+            **{k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ("E", "A", "alpha")},
+            "regime": r["regime"],
+            "n_items": r["n_items"],
+            **{k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ("margin_slope", "greedy_gap_slope")},
         }
-        for r in nat.itertuples()
+        for r in nat.to_dict(orient="records")
     }
     tf = t.fits[t.fits["kind"] == "teacher_forced_at_tau"]
     alpha_tau = {
@@ -58,10 +55,7 @@ def family_summary(t: Tables) -> dict:
     acc = t.accuracy[t.accuracy["subset"] == "all"]
     accuracy = {
         f"{r.model}/tau={r.tau:g}/{r.predictor}->{r.target}": {
-            "mae": r.mae,
-            "spearman": r.spearman,
-            "mean_pred": r.mean_pred,
-            "mean_obs": r.mean_obs,
+            "mae": r.mae, "spearman": r.spearman, "mean_pred": r.mean_pred, "mean_obs": r.mean_obs
         }
         for r in acc.itertuples()
     }
@@ -81,9 +75,8 @@ def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]
         if not frames:  # replicas: only a replica world has them
             continue
         df = pd.concat(frames, ignore_index=True)
-        written.append(
-            write_atomic(out / f"{name}.parquet", lambda tmp, df=df: df.to_parquet(tmp, index=False))
-        )
+        path = out / f"{name}.parquet"
+        written.append(write_atomic(path, lambda tmp, df=df: df.to_parquet(tmp, index=False)))
     import matplotlib.pyplot as plt
 
     for fam, t in tables.items():
@@ -98,11 +91,8 @@ def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]
         if t.replicas is not None:
             figures["memorisation_curve"] = plots.memorisation_curve(t.replicas)
         for name, fig in figures.items():
-            written.append(
-                write_atomic(
-                    out / f"{name}_{fam}.png", lambda tmp, f=fig: f.savefig(tmp, format="png", dpi=110)
-                )
-            )
+            png = out / f"{name}_{fam}.png"
+            written.append(write_atomic(png, lambda tmp, f=fig: f.savefig(tmp, format="png", dpi=110)))
             plt.close(fig)
     body = json.dumps(_clean(summary), indent=2, sort_keys=True)
     written.append(write_atomic(out / "summary.json", lambda tmp: tmp.write_text(body, encoding="utf-8")))

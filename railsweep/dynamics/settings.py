@@ -42,15 +42,8 @@ class DynamicsSettings:
             if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
                 raise ConfigError(f"temperatures must be finite numbers >= 0 (0 = greedy), got {t!r}")
         object.__setattr__(self, "temperatures", tuple(sorted({float(t) for t in self.temperatures})))
-        for name in (
-            "m",
-            "max_new_tokens",
-            "batch_size",
-            "forcing_batch",
-            "n_boot",
-            "n_boot_gain",
-            "min_items",
-        ):
+        ints = ("m", "max_new_tokens", "batch_size", "forcing_batch", "n_boot", "n_boot_gain", "min_items")
+        for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")

@@ -67,11 +67,9 @@ def group_tables(
         {m: observed[m][0.0].samples for m in adapters}, settings,
         log=lambda msg: print(f"[dynamics] {group.family}/{group.domain} {msg}", file=sys.stderr, flush=True),
     )  # fmt: skip
-    data = FamilyData(
-        family=group.family, items=items, leaked=np.array([bool(q.leaked) for q in questions]),
-        gold=gold, greedy=greedy, observed=observed,
-        replicas=_replicas(group.task_cell, items),
-    )  # fmt: skip
+    leaked = np.array([bool(q.leaked) for q in questions])
+    replicas = _replicas(group.task_cell, items)
+    data = FamilyData(group.family, items, leaked, gold, greedy, observed, replicas=replicas)
     forcing_s = time.time() - t1
     tables = analyse(data, settings)
     for name in ("positions", "fits", "predictions", "accuracy", "gains", "replicas"):
@@ -140,12 +138,8 @@ def dynamics_metrics(tables: Tables, family: str, domain: str) -> tuple[dict[str
     rep = tables.replicas.to_dict(orient="records") if tables.replicas is not None else []
     for r in rep:  # a replica world: the memorisation curve's points
         for name, v in r.items():
-            if name.startswith(("solve_tau_", "verbatim_tau_", "auc_vs_0")) or name in (
-                "nll",
-                "E",
-                "A",
-                "alpha",
-            ):
+            curve = name.startswith(("solve_tau_", "verbatim_tau_", "auc_vs_0"))
+            if curve or name in ("nll", "E", "A", "alpha"):
                 metrics[_key(family, domain, r["model"], f"replicas_{r['replicas']}", name)] = v
     return {k: float(v) for k, v in metrics.items()}, tags
 
