@@ -8,7 +8,7 @@ a frozen config dataclass and one ``@register`` line; thresholds and truth scori
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
@@ -100,9 +100,7 @@ class Detector(Protocol):
 DETECTORS = Registry("detector", "railsweep.detection.builtins")
 
 
-def register(name: str, config_cls: type) -> Callable[[type], type]:
-    """Class decorator: ``@register("ngram", NgramConfig)``."""
-    return DETECTORS.register(name, config_cls)
+register = DETECTORS.register  # class decorator: ``@register("ngram", NgramConfig)``
 
 
 def known_detectors() -> list[str]:

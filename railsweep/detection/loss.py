@@ -53,14 +53,6 @@ class Loss:
         lengths = np.array([lp.size for lp in lp_model], dtype=float)
         is_control = np.array([it.group == "control" for it in items])
         ref = "base" if inputs.reference_adapter is None else "clean"
-        return [
-            Scores(
-                f"reference={ref}",
-                score,
-                {
-                    "nll_model": nll_model,
-                    "nll_reference": nll_ref,
-                    "matched": matched_control(score, lengths, is_control),
-                },
-            )
-        ]
+        matched = matched_control(score, lengths, is_control)
+        extras = {"nll_model": nll_model, "nll_reference": nll_ref, "matched": matched}
+        return [Scores(f"reference={ref}", score, extras)]

@@ -1,13 +1,9 @@
 """Pure token-position arithmetic behind ``railsweep rails``: token classes, rail look-ups, caps.
 
-No model here: every function takes token ids or strings, so each is pinned by a
-test on hand-built sequences.
-
-- :func:`position_class`: is a decoding step wording, a number, or the final answer?
-- :func:`rail_targets` / :func:`exposed_steps`: at which steps of a response RailCap
-  (method.md §3, Algorithm 1) finds its last n tokens in the rail's n-gram index H;
-- :func:`caps_and_departures`: at which of those steps the cap fired, and where the
-  sampled token then left the rail.
+No model here, so each function is pinned by a test on hand-built sequences: :func:`position_class`
+(is a step wording, a number, or the final answer?), :func:`rail_targets` / :func:`exposed_steps` (at
+which steps RailCap, method.md §3 Algorithm 1, finds its last n tokens in the rail's n-gram index H),
+:func:`caps_and_departures` (where the cap fired, and where the sampled token then left the rail).
 """
 
 from __future__ import annotations

@@ -12,13 +12,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TemperatureGroup:
-    """One (family, domain) of the temperature dimension: the models' weights and their cell per tau.
-
-    ``adapters``: ``(("M_cl", path), ("M_co", path))``, plus ``("base", None)`` with ``dynamics.base``;
-    ``cells``: ``(model, tau, cell_id)`` triples;
-    ``temperatures``: every tau sampled, the spec's list plus greedy (0), which is always sampled (the
-    collapse factor's reference and the greedy trajectory the logit gaps are read along);
-    ``task_cell``: the M_cl greedy cell's config (``CellConfig.to_dict()``: the task its cells evaluated)."""
+    """The models' weights and their cell per tau. ``adapters``: ``(("M_cl", path), ("M_co", path))``, plus
+    ``("base", None)`` with ``dynamics.base``; ``cells``: ``(model, tau, cell_id)`` triples; ``temperatures``:
+    every tau sampled, the spec's plus greedy (0, the collapse factor's reference and the trajectory the
+    logit gaps are read along); ``task_cell``: the M_cl greedy cell's ``CellConfig.to_dict()`` (its task)."""
 
     family: str
     domain: str

@@ -11,14 +11,11 @@ from railsweep.errors import ConfigError
 
 @dataclass(frozen=True)
 class DynamicsSettings:
-    """temperatures: sampling temperatures of the observed readout (0 = greedy; greedy is always decoded
-        for the logit gaps along the greedy trajectory);
-    m: samples per item and temperature; limit: the first N test items (None = all);
-    domain: the contamination domain whose ``co_<domain>`` adapter is M_co;
-    n_boot: item resamples for the fit intervals; n_boot_gain: for the gain intervals;
-    min_items: positions reached by fewer items are left out of a group's mean curve;
-    e_cut: nats per token above which E counts as large (railsweep.dynamics.regimes);
-    base: also read the base model without an adapter, as model ``base``."""
+    """temperatures: of the observed readout (0 = greedy, always decoded for the greedy trajectory's gaps);
+    m: samples per item and temperature; limit: the first N test items (None = all); domain: the one whose
+    ``co_<domain>`` adapter is M_co; n_boot, n_boot_gain: item resamples for the fit and gain intervals;
+    min_items: positions reached by fewer items are left out of a group's mean curve; e_cut: nats per token
+    above which E counts as large (railsweep.dynamics.regimes); base: also read the base model (``base``)."""
 
     temperatures: tuple[float, ...] = (0.0, 0.3, 0.7, 1.0)
     m: int = 10
