@@ -33,11 +33,12 @@ def check_corpus_paths(paths: Sequence[str | Path]) -> list[Path]:
     if not paths:
         raise DataError("the corpus is empty: no corpus files given (--corpus FILE ...)")
     out = []
+    kinds = JSONL_SUFFIXES + PARQUET_SUFFIXES + TEXT_SUFFIXES
     for p in map(Path, paths):
         if not p.is_file():
             raise DataError(f"corpus file not found: {p}")
-        if p.suffix.lower() not in JSONL_SUFFIXES + PARQUET_SUFFIXES + TEXT_SUFFIXES:
-            known = ", ".join(JSONL_SUFFIXES + PARQUET_SUFFIXES + TEXT_SUFFIXES)
+        if p.suffix.lower() not in kinds:
+            known = ", ".join(kinds)
             raise DataError(f"corpus file {p}: unknown kind {p.suffix!r} (known: {known})")
         if p.stat().st_size == 0:
             raise DataError(f"corpus file {p} is empty")

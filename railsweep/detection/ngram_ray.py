@@ -121,17 +121,13 @@ def ray_scan(
     parts = []
     if jsonl:
         ds = ray.data.read_text(jsonl, include_paths=True, drop_empty_lines=True)
-        parts.append(
-            ds.map_batches(_Marker, fn_constructor_args=(payload, "jsonl"), batch_size=JSONL_BATCH, **pool)
-        )
+        args = (payload, "jsonl")
+        parts.append(ds.map_batches(_Marker, fn_constructor_args=args, batch_size=JSONL_BATCH, **pool))
     for p in parquet:
         cols = parquet_text_columns(p, text_field)
         ds = ray.data.read_parquet(str(p)).select_columns(cols)
-        parts.append(
-            ds.map_batches(
-                _Marker, fn_constructor_args=(payload, "parquet", cols), batch_size=PARQUET_BATCH, **pool
-            )
-        )
+        args = (payload, "parquet", cols)
+        parts.append(ds.map_batches(_Marker, fn_constructor_args=args, batch_size=PARQUET_BATCH, **pool))
     if text:
         ds = ray.data.from_items([{"path": p} for p in text], override_num_blocks=len(text))
         parts.append(ds.map_batches(_Marker, fn_constructor_args=(payload, "text"), batch_size=1, **pool))
