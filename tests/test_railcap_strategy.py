@@ -136,7 +136,7 @@ def test_a_cell_checks_railcap_settings_once_not_once_per_question(monkeypatch):
     calls = []
     real = core.check_settings
     monkeypatch.setattr(core, "check_settings", lambda *a: (calls.append(a), real(*a))[1])
-    cfg = RailCapConfig(n=3, mode="ban", spare_numbers=True)  # the cell's one check (strategy.py's own import)
+    cfg = RailCapConfig(n=3, mode="ban", spare_numbers=True)  # the cell's one check (through its own import)
     specs = [cfg.spec([q, q + 1, 2], spare=(2,)) for q in range(5)]
     assert calls == []  # the per-question specs do not check again
     assert specs[0] == RailCapSpec((0, 1, 2), n=3, mode="ban", spare=(2,)) and len(calls) == 1
