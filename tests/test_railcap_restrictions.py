@@ -170,7 +170,7 @@ def test_stateless_core_drops_spared_targets_like_the_reference():
     specs = [s for s in random_specs(rng, 40, RESTRICTIONS["spare"]) if s is not None]
     b = pack_specs(specs)
     gen = road(specs, 10, seed=3)
-    N = b.max_n
+    N = int(b.n.max())
     recent = gen[:, -N:]
     logits = torch.randn(len(specs), V, generator=torch.Generator().manual_seed(0))
     out, trig = apply_railcap(logits.clone(), b.traj, b.traj_len, recent, torch.full((len(specs),), 10),

@@ -128,3 +128,17 @@ def test_config_rejects_bad_values_and_round_trips():
     cfg = make_config("railcap", {"n": 3, "mode": "ban", "successor": "all"})
     assert isinstance(cfg, RailCapConfig) and make_config("railcap", config_dict(cfg)) == cfg
     assert cfg.spec([1, 2]) == RailCapSpec((1, 2), n=3, mode="ban", successor="all")
+
+
+def test_a_cell_checks_railcap_settings_once_not_once_per_question(monkeypatch):
+    import railsweep.interventions.railcap as core
+
+    calls = []
+    real = core.check_settings
+    monkeypatch.setattr(core, "check_settings", lambda *a: (calls.append(a), real(*a))[1])
+    cfg = RailCapConfig(n=3, mode="ban", spare_numbers=True)  # the cell's one check (through its own import)
+    specs = [cfg.spec([q, q + 1, 2], spare=(2,)) for q in range(5)]
+    assert calls == []  # the per-question specs do not check again
+    assert specs[0] == RailCapSpec((0, 1, 2), n=3, mode="ban", spare=(2,)) and len(calls) == 1
+    with pytest.raises(ConfigError, match="n=0"):
+        RailCapSpec((1, 2), n=0)  # a spec built from unchecked values still checks itself

@@ -22,14 +22,14 @@ from baselines_world import make_ctx, toy_task
 from railsweep.engines.vllm_adapters import ADAPTERS
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy, known_strategies, make_config
-from railsweep.strategies.base import NoOffSwitch, config_dict, strategy_classes
-from railsweep.strategy_registry import BACKENDS, in_table, registration, strategy_label
+from railsweep.strategies.base import NoOffSwitch, config_dict
+from railsweep.strategy_registry import BACKENDS, STRATEGIES, in_table, registration, strategy_label
 
 ALL = known_strategies()
 
 
 def _switched_off(name):
-    return strategy_classes(name)[1].switched_off
+    return STRATEGIES.classes(name)[1].switched_off
 
 
 HAS_OFF = [n for n in ALL if isinstance(_switched_off(n), dict)]

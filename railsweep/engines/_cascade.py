@@ -1,30 +1,23 @@
 """Shared-prefix ("cascade") KV cache and attention for the transformers engine's decode loop.
 
-Why: railsweep's prompts share a long prefix (the 8-shot exemplars are ~500 of a
-prompt's ~550 tokens), and transformers' ``DynamicCache`` re-concatenates every
-row's whole cache at every step (quadratic copying: 75 % of the decode time on the
-miniature world). Here the rows' common prefix is run once and its keys and values
-are stored once (batch 1); each row keeps only its own suffix (the rest of its
-prompt and its generated tokens) in preallocated buffers written in place; one
-attention function attends to both parts under a single softmax.
+Why: railsweep's prompts share a long prefix (the 8-shot exemplars are ~500 of a prompt's ~550 tokens), and
+transformers' ``DynamicCache`` re-concatenates every row's whole cache at every step (quadratic copying: 75 %
+of the decode time on the miniature world). Here the common prefix's keys and values are stored once (batch
+1); each row keeps only its own suffix in preallocated buffers written in place; one attention function
+attends to both parts under a single softmax.
 
 Steps of one decode batch (:class:`CascadeStepper`):
-  1. find the rows' longest common token prefix (leaving each row >= 1 own token) and
-     run it once, batch 1;
-  2. prefill each distinct suffix once, left-padded (positions continue after the
-     prefix), then copy its cache rows to every row that shares it;
-  3. each step: write one token per cached row at the next buffer column and attend to
-     the shared prefix plus the row's own valid columns;
-  4. drop finished rows from the cache once they are an eighth of it: the live rows'
-     filled columns are gathered into one spare buffer that then takes the old buffer's
-     place, so dropping allocates nothing after the first time (the caller's row order
-     and tensors stay as they are; finished rows get zero logits).
+  1. find the rows' longest common token prefix (leaving each row >= 1 own token); run it once, batch 1;
+  2. prefill each distinct suffix once, left-padded (positions continue after the prefix), then copy its
+     cache rows to every row that shares it;
+  3. each step: write one token per cached row at the next buffer column and attend to the shared prefix
+     plus the row's own valid columns;
+  4. drop finished rows from the cache once they are an eighth of it, gathering the live rows into a spare
+     buffer that then takes the old one's place (no allocation after the first time; the caller's rows stay
+     as they are and finished rows get zero logits).
 
-Only model types whose attention goes through transformers' attention interface
-with ``cache.update`` and plain scaled-dot-product semantics are routed here
-(:data:`railsweep.engines.model_support.SUPPORTED_TYPES`, each covered by a test against the padded path); a
-sliding window shorter than the sequence, or attention-logit soft-capping, keeps a
-batch on the padded path.
+Only the model types of :data:`railsweep.engines.model_support.SUPPORTED_TYPES` come here; a sliding window
+shorter than the sequence, or attention-logit soft-capping, keeps a batch on the padded path.
 """
 
 from __future__ import annotations
@@ -48,18 +41,16 @@ _local = threading.local()
 class RowCache:
     """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix.
 
-    The first ``rows`` slots hold the live rows. transformers calls ``update`` once per layer
-    and forward; it writes the new keys and values at columns ``start .. start + T`` and returns
-    views of columns ``0 .. start + T`` of the live rows (no copy). ``valid[rows, capacity]``
-    marks the columns holding real tokens. ``slots`` (default ``rows``) is the most rows the
-    cache will ever hold, so that :meth:`select` can expand a deduplicated prefill in place.
+    The first ``rows`` slots hold the live rows. ``update`` (once per layer and forward) writes the new keys
+    and values at columns ``start .. start + T`` and returns views of columns ``0 .. start + T`` (no copy).
+    ``valid[rows, capacity]`` marks the columns holding real tokens. ``slots`` (default ``rows``) is the most
+    rows the cache will ever hold, so that :meth:`select` can expand a deduplicated prefill in place.
     """
 
     is_compileable = False
 
-    def __init__(
-        self, n_layers: int, rows: int, capacity: int, device: torch.device, slots: int | None = None
-    ):
+    def __init__(self, n_layers: int, rows: int, capacity: int, device: torch.device,
+                 slots: int | None = None):
         self.rows, self.capacity = rows, capacity
         self.slots = max(rows, slots or 0)
         self.keys: list[torch.Tensor | None] = [None] * n_layers
@@ -88,11 +79,8 @@ class RowCache:
         return self.prefix_len + self.start
 
     def select(self, index: torch.Tensor) -> None:
-        """Keep (or repeat, up to ``slots`` rows) the rows ``index``, copying only the filled columns.
-
-        No allocation after the first call: each buffer's rows are gathered into the spare
-        buffer, which then takes the buffer's place (the old buffer becomes the spare).
-        """
+        """Keep (or repeat, up to ``slots`` rows) the rows ``index``, copying only the filled columns into the
+        spare buffer, which then swaps with the buffer (no allocation after the first call)."""
         n = len(index)
         if n > self.slots:
             raise ValueError(f"RowCache.select: {n} rows do not fit the cache's {self.slots} slots")
@@ -113,10 +101,9 @@ class RowCache:
 def _attend(q, key, value, prefix, valid, first: int) -> torch.Tensor:
     """Attention of queries at suffix columns ``first ..`` (already scaled) over prefix + suffix.
 
-    ``q[B, Hkv, g, T, D]``, ``key/value[B, Hkv, L, D]``, ``prefix`` = (K, V) ``[Hkv, P, D]`` or
-    None, ``valid[B, L]``. A key column j is visible to the query at column c when it is
-    valid and j <= c, and always when j == c (so a padding query never sees nothing).
-    Returns ``[B, Hkv, g, T, D]``.
+    ``q[B, Hkv, g, T, D]``, ``key/value[B, Hkv, L, D]``, ``prefix`` = (K, V) ``[Hkv, P, D]`` or None,
+    ``valid[B, L]``. Key column j is visible to query column c when it is valid and j <= c, and always when
+    j == c (a padding query never sees nothing). Returns ``[B, Hkv, g, T, D]``.
     """
     B, Hkv, g, T, D = q.shape
     L = key.shape[2]
@@ -144,9 +131,8 @@ def _attend(q, key, value, prefix, valid, first: int) -> torch.Tensor:
 def cascade_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers attention-interface function: ``query[B, Hq, T, D]`` over the active RowCache.
 
-    ``key``/``value`` are the suffix views returned by :meth:`RowCache.update`; the prefix
-    and the validity mask come from the cache that :class:`CascadeStepper` made active.
-    Returns ``([B, T, Hq, D], None)`` like transformers' sdpa function.
+    ``key``/``value`` are :meth:`RowCache.update`'s suffix views; the prefix and the validity mask come from
+    the cache :class:`CascadeStepper` made active. Returns ``([B, T, Hq, D], None)`` like transformers' sdpa.
     """
     cache: RowCache | None = getattr(_local, "cache", None)
     if cache is None:
@@ -189,22 +175,11 @@ def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
 
 
 class CascadeStepper:
-    """The decode loop's model side on the cascade path (see the module docstring).
+    """The decode loop's :class:`~railsweep.engines._hf_decode.Stepper` on the cascade path (see the module
+    docstring); rows of ``finished`` that were dropped from the cache get zero logits."""
 
-    ``prefill(prompts) -> logits[B, V]`` and ``step(next_ids[B], finished[B]) -> logits[B, V]``;
-    rows of ``finished`` that were dropped from the cache get zero logits.
-    """
-
-    def __init__(
-        self,
-        model: nn.Module,
-        device: torch.device,
-        pad_id: int,
-        max_new_tokens: int,
-        dedupe: bool = True,
-        min_prefix: int = 16,
-        drop_fraction: float = 0.125,
-    ):
+    def __init__(self, model: nn.Module, device: torch.device, pad_id: int, max_new_tokens: int,
+                 dedupe: bool = True, min_prefix: int = 16, drop_fraction: float = 0.125):
         self.model, self.device, self.pad_id = model, device, pad_id
         self.max_new, self.dedupe = max_new_tokens, dedupe
         self.min_prefix, self.drop_fraction = min_prefix, drop_fraction
@@ -227,9 +202,8 @@ class CascadeStepper:
         P = len(ids)
         cache = RowCache(self.n_layers, 1, P, self.device)
         cache.valid[:] = True
-        self._run(
-            cache, torch.tensor([list(ids)], device=self.device), torch.arange(P, device=self.device)[None]
-        )
+        positions = torch.arange(P, device=self.device)[None]
+        self._run(cache, torch.tensor([list(ids)], device=self.device), positions)
         return [(k[0], v[0]) for k, v in zip(cache.keys, cache.values)]
 
     def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor:

@@ -1,12 +1,10 @@
 """The transformers engine's batched, KV-cached, left-padded decode loop.
 
-One call decodes one batch of rows (a row = one sample of one request) that
-share a step function ``forward(input_ids, attention_mask, position_ids, cache)
--> (logits_last[B, V], cache)`` and one intervention kind. Finished rows stay
-in the loop's tensors, so every row has generated exactly ``step`` tokens at
-step ``step``; whether they stay in the model's KV cache is the stepper's business
-(:class:`PaddedStepper` keeps them, masked; the cascade stepper of
-:mod:`railsweep.engines._cascade` drops them).
+One call decodes one batch of rows (a row = one sample of one request) that share a step function
+``forward(input_ids, attention_mask, position_ids, cache) -> (logits_last[B, V], cache)`` and one intervention
+kind. Finished rows stay in the loop's tensors, so every row has generated exactly ``step`` tokens at step
+``step``; whether they stay in the KV cache is the stepper's business (:class:`PaddedStepper` keeps them,
+masked; :mod:`railsweep.engines._cascade` drops them).
 """
 
 from __future__ import annotations
@@ -41,10 +39,8 @@ class Row:
 class StopTable:
     """Which tokens can complete a stop string: only rows that just emitted one get detokenized.
 
-    A token can complete a stop string only if its text contains the stop
-    string's last character; tokens that decode to nothing or to a partial
-    character (U+FFFD) are always candidates. A stop string ending in a space
-    makes every token a candidate (a tokenizer may emit that space implicitly).
+    A candidate's text contains the stop string's last character, or is empty or a partial character
+    (U+FFFD). A stop string ending in a space makes every token a candidate (it may be emitted implicitly).
     """
 
     def __init__(self, tokenizer: Any, vocab: int, device: torch.device):
@@ -100,8 +96,8 @@ def distinct(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
 
 
 def _prefill(forward: Forward, rows: Sequence[list[int]], pad_id: int, device, dedupe: bool):
-    """Prefill; with ``dedupe`` each distinct prompt runs once and its cache rows are copied
-    (``cache.batch_select_indices``) to every row that shares the prompt."""
+    """Prefill; with ``dedupe`` each distinct prompt runs once and its cache rows are copied to every row
+    that shares it (``cache.batch_select_indices``)."""
     ids, mask = left_pad(rows, pad_id, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if dedupe:
@@ -127,8 +123,8 @@ class Stepper(Protocol):
 
 
 class PaddedStepper:
-    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay
-    in the batch (masked), so the cache never needs compaction and may be opaque."""
+    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay in the batch
+    (masked), so the cache never needs compaction and may be opaque."""
 
     def __init__(self, forward: Forward, pad_id: int, device: torch.device, dedupe: bool = True):
         self.forward, self.pad_id, self.device, self.dedupe = forward, pad_id, device, dedupe
@@ -158,10 +154,8 @@ def decode_batch(
     device: torch.device,
     dedupe_prefill: bool = True,
 ) -> list[Sample]:
-    """Decode ``rows`` together; one :class:`Sample` per row.
-
-    ``forward`` is a :class:`Stepper`, or a step function run by a :class:`PaddedStepper`
-    (``dedupe_prefill`` then prefills each distinct prompt once).
+    """Decode ``rows`` together; one :class:`Sample` per row. ``forward`` is a :class:`Stepper`, or a step
+    function run by a :class:`PaddedStepper` (``dedupe_prefill`` then prefills each distinct prompt once).
 
     Steps:
       1. prefill the prompts (position ids count real tokens only);
@@ -226,9 +220,8 @@ def _eos_table(eos_ids: Sequence[int], vocab: int, device: torch.device) -> torc
 
 
 def _stop_string_hits(rows: Sequence[Row], candidates: torch.Tensor, generated: torch.Tensor, tokenizer: Any):
-    """``{row: character index}`` for the rows flagged in ``candidates[B]`` whose decoded text now holds one
-    of the row's stop strings (the earliest). Only rows whose last token could complete a stop string are
-    decoded, since decoding every row every step would dominate the step's cost."""
+    """``{row: character index of the earliest stop string}`` for the rows flagged in ``candidates[B]`` whose
+    decoded text now holds one (only those are decoded: decoding every row would dominate the step)."""
     hits_by_row: dict[int, int] = {}
     for r in torch.nonzero(candidates).flatten().tolist():
         text = tokenizer.decode(generated[r].tolist(), skip_special_tokens=True)
@@ -250,9 +243,7 @@ def _samples(
 ) -> list[Sample]:
     """One :class:`Sample` per row: token ids cut to the row's length, text cut at its stop string, and
     why it ended ("stop" for EOS or a stop string, else "length")."""
-    gen = generated.cpu().tolist()
-    lens = length.cpu().tolist()
-    trig_list = triggers.cpu().tolist()
+    gen, lens, trig_list = generated.cpu().tolist(), length.cpu().tolist(), triggers.cpu().tolist()
     ent = entropies.cpu().tolist() if entropies is not None else None
     eos = set(eos_ids)
     samples = []
@@ -263,13 +254,6 @@ def _samples(
             text, reason = text[: stopped_by_string[r]], "stop"
         else:
             reason = "stop" if ids and ids[-1] in eos else "length"
-        samples.append(
-            Sample(
-                token_ids=ids,
-                text=text,
-                finish_reason=reason,
-                entropies=ent[r][: lens[r]] if ent is not None and row.return_entropy else None,
-                triggers=int(trig_list[r]),
-            )
-        )
+        row_ent = ent[r][: lens[r]] if ent is not None and row.return_entropy else None
+        samples.append(Sample(ids, text, reason, entropies=row_ent, triggers=int(trig_list[r])))
     return samples

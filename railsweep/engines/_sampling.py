@@ -1,11 +1,9 @@
 """Batch-invariant seeded sampling: one counter-based uniform per row and step.
 
-A sample's randomness at one step is a pure function of (request seed, sample
-index, step), hashed with a 32-bit integer mixer in vectorised torch, and the
-token is drawn by inverse CDF from ``softmax(l / T)``. So the same request and
-seed give the same samples whatever else shares the batch, whatever the batch
-size, on CPU or GPU (up to the logits' own float noise). Inverse CDF costs a
-few passes over the logits, where Gumbel-max would hash every (row, token).
+A sample's randomness at one step is a pure function of (request seed, sample index, step), hashed with a
+32-bit integer mixer, and the token is drawn by inverse CDF from ``softmax(l / T)``: the same request and seed
+give the same samples whatever the batch, on CPU or GPU (up to the logits' own float noise). Inverse CDF costs
+a few passes over the logits, where Gumbel-max would hash every (row, token).
 """
 
 from __future__ import annotations
@@ -41,11 +39,8 @@ def uniforms(keys: torch.Tensor) -> torch.Tensor:
 
 
 class SeededSampler:
-    """Pick the next token of every row: greedy rows take the argmax, others sample at their T.
-
-    ``seeds[B]`` (63-bit) and ``sample_idx[B]`` identify each row's random stream;
-    ``temperature[B]`` (0 = greedy).
-    """
+    """Pick the next token of every row: greedy rows (``temperature[B]`` 0) take the argmax, others sample at
+    their T; ``seeds[B]`` (63-bit) and ``sample_idx[B]`` identify each row's random stream."""
 
     def __init__(self, seeds: torch.Tensor, sample_idx: torch.Tensor, temperature: torch.Tensor):
         self.seeds, self.sample_idx = seeds, sample_idx

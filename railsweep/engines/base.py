@@ -1,12 +1,9 @@
 """The Engine protocol: what every decoding backend (transformers, vLLM) offers.
 
-A backend receives a batch of :class:`Request` objects and returns one
-:class:`Completion` per request, in order. Requests carry everything that can
-differ per request: the prompt, the LoRA adapter, the sampling settings, the
-seed and an optional, engine-agnostic *decoding intervention* (a frozen spec
-of :mod:`railsweep.interventions`), which each backend maps onto its own
-adapter. Keeping interventions as plain data lets the same request travel
-to a Ray actor or into vLLM's ``SamplingParams.extra_args`` unchanged.
+A backend returns one :class:`Completion` per :class:`Request`, in order. A request carries everything that
+can differ per request: prompt, LoRA adapter, sampling settings, seed and an optional decoding intervention
+(a frozen spec of :mod:`railsweep.interventions`, plain data that travels to a Ray actor or into vLLM's
+``SamplingParams.extra_args`` unchanged), which each backend maps onto its own adapter.
 """
 
 from __future__ import annotations
@@ -21,11 +18,8 @@ from railsweep.interventions import Intervention
 
 @dataclass(frozen=True)
 class SamplingSpec:
-    """How to decode one request. ``temperature == 0`` means greedy (then ``n`` must be 1).
-
-    ``seed`` makes the ``n`` samples reproducible: the same request with the
-    same seed yields identical samples regardless of batch composition.
-    """
+    """How to decode one request. ``temperature == 0`` means greedy (then ``n`` must be 1). ``seed`` makes
+    the ``n`` samples reproducible whatever else shares the batch."""
 
     n: int = 1
     temperature: float = 0.0

@@ -1,8 +1,5 @@
-"""The engine record: which backend decodes, on which weights (:class:`EngineConfig`).
-
-Validated at construction (a bad field raises :class:`~railsweep.errors.ConfigError` naming it);
-turning it into a loaded engine is :func:`railsweep.engines.factory.build_engine`. It lives beside
-the engines so that the factory reads it from its own floor.
+"""The engine record: which backend decodes, on which weights (:class:`EngineConfig`), checked when built;
+:func:`railsweep.engines.factory.build_engine` loads it. It lives beside the engines, on the factory's floor.
 """
 
 from __future__ import annotations
@@ -34,11 +31,9 @@ class EngineConfig:
         dtype: ``"auto"``, ``"float32"``, ``"float16"`` or ``"bfloat16"``.
         trust_remote_code: passed to the model loader.
         max_batch_size: most rows (sequences) decoded together: the transformers engine's batch, vLLM's
-            ``max_num_seqs``. None (default) = the backend's own choice, which fills the machine: 320 rows
-            on a CPU (the measured knee for the miniature world's models), on a GPU up to 1024 rows within
-            half the free memory's worth of KV cache; vLLM schedules within its KV-cache budget.
-            Not the number of prompts per engine call (``DecodeSettings.batch_size``); samples are the
-            same whatever the batch.
+            ``max_num_seqs``. None = the backend's own choice, which fills the machine (the transformers
+            engine's ``default_batch_limits``; vLLM schedules within its KV-cache budget). Not the prompts
+            per engine call (``DecodeSettings.batch_size``); samples are the same whatever the batch.
     """
 
     backend: Backend = "transformers"
@@ -75,12 +70,9 @@ class EngineConfig:
             raise ConfigError(f"device must be auto, cpu, mps, cuda or cuda:N, got device={self.device!r}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"dtype must be one of {DTYPES}, got dtype={self.dtype!r}")
-        if self.max_batch_size is not None and (
-            isinstance(self.max_batch_size, bool)
-            or not isinstance(self.max_batch_size, int)
-            or self.max_batch_size < 1
-        ):
-            raise ConfigError(f"max_batch_size must be an integer >= 1, got {self.max_batch_size!r}")
+        rows = self.max_batch_size
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+            raise ConfigError(f"max_batch_size must be an integer >= 1, got {rows!r}")
 
     @property
     def adapter_dict(self) -> dict[str, str]:

@@ -1,7 +1,5 @@
-"""The torch device a ``--device`` names: checked against this machine before a model loads.
-
-torch is imported when a device is resolved, not when this module is, so a command can import
-:func:`resolve_device` at its top and check ``--device`` among its other options.
+"""The torch device a ``--device`` names, checked against this machine before a model loads (torch is
+imported when a device is resolved, so a command can import :func:`resolve_device` at its top).
 """
 
 from __future__ import annotations

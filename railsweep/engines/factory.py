@@ -1,9 +1,5 @@
-"""Engine construction: an :class:`~railsweep.engines.config.EngineConfig` record → a loaded engine.
-
-The record (which backend, which weights, validated at construction) lives in
-:mod:`railsweep.engines.config`; this module is the one place that turns it into an
-engine, importing the vLLM backend only when it is asked for.
-"""
+"""The one place that turns an :class:`~railsweep.engines.config.EngineConfig` into a loaded engine, importing
+the vLLM backend only when it is asked for."""
 
 from __future__ import annotations
 

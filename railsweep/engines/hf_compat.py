@@ -1,9 +1,7 @@
 """One forward step over a transformers causal LM, across the KV-cache rename.
 
-transformers renamed the ``past_key_values`` argument and output to ``cache``
-(5.2x; the old name is deprecated until 5.40). ``vllm==0.33`` pins
-``transformers<5.21``, so a node with the ``vllm`` extra runs the old name: both
-must work.
+transformers renamed the ``past_key_values`` argument and output to ``cache`` (5.2x; the old name is
+deprecated until 5.40). ``vllm==0.33`` pins ``transformers<5.21``, so both names must work.
 """
 
 from __future__ import annotations
@@ -25,29 +23,17 @@ def _cache_kwarg(forward_cls: type) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def _hf_class(model: nn.Module) -> type:
-    return type(base_model(model))
-
-
 def lm_step(model: nn.Module, input_ids, attention_mask, position_ids, cache) -> tuple[torch.Tensor, Any]:
     """Run ``model`` on new tokens with a KV cache; returns (last-position logits [B, V], updated cache)."""
-    logits, new_cache = cached_forward(
-        model, input_ids, cache, 1, attention_mask=attention_mask, position_ids=position_ids
-    )
+    logits, new_cache = cached_forward(model, input_ids, cache, 1, attention_mask=attention_mask,
+                                       position_ids=position_ids)
     return logits[:, -1, :], new_cache
 
 
 def cached_forward(model: nn.Module, input_ids, cache, logits_to_keep: int, **kwargs) -> tuple[torch.Tensor, Any]:
     """One forward pass with a KV cache (None: from scratch): (logits of the last ``logits_to_keep``
     positions, 0 for all, and the updated cache), under either name of the cache argument."""
-    out = model(
-        input_ids=input_ids,
-        use_cache=True,
-        logits_to_keep=logits_to_keep,
-        **kwargs,
-        **{_cache_kwarg(_hf_class(model)): cache},
-    )
+    cache_arg = {_cache_kwarg(type(base_model(model))): cache}
+    out = model(input_ids=input_ids, use_cache=True, logits_to_keep=logits_to_keep, **kwargs, **cache_arg)
     new_cache = getattr(out, "cache", None)
-    if new_cache is None:
-        new_cache = out.past_key_values
-    return out.logits, new_cache
+    return out.logits, out.past_key_values if new_cache is None else new_cache

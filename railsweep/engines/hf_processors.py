@@ -1,17 +1,10 @@
 """The transformers engine's adapters over the intervention math, for its hand-written decode loop.
 
-:data:`PROCESSORS` is the one table from intervention spec type to adapter; an
-intervention that edits logits needs one entry here (and one in
-``railsweep.engines.vllm_adapters.ADAPTERS``).
-
-Every processor is called once per decode step as
-``processor(logits[B, V], generated[B, S], step) -> (logits, triggered[B] | None)``
-where ``generated[:, :step]`` holds the tokens generated so far (all rows of a
-batch start together and finished rows stay in the batch, so every row has
-generated exactly ``step`` tokens). ``None`` means "nothing changed this
-step", decided on the host so that the common step costs almost nothing.
-Unlike the core, these adapters may synchronise: the decode loop reads the
-sampled tokens back every step anyway.
+:data:`PROCESSORS` is the one table from intervention spec type to adapter (a logits-editing intervention
+also needs one entry in ``railsweep.engines.vllm_adapters.ADAPTERS``). A processor is called once per step as
+``processor(logits[B, V], generated[B, S], step) -> (logits, triggered[B] | None)``; ``generated[:, :step]``
+holds every row's tokens so far. ``None`` means "nothing changed", decided on the host so that the common
+step costs almost nothing: unlike the core, these adapters may sync (the loop reads tokens back anyway).
 """
 
 from __future__ import annotations
@@ -26,24 +19,21 @@ from railsweep.interventions.force_runner_up import ForceRunnerUpSpec, force_run
 from railsweep.interventions.railcap import RailCapSpec, cap_or_ban, departures, pack_specs
 from railsweep.interventions.railcap_runs import advance_runs_, run_table, run_targets, start_runs
 
+Result = tuple[torch.Tensor, torch.Tensor | None]  # (logits, triggered[B] or None)
+
 
 class StepProcessor(Protocol):
-    def __call__(
-        self, logits: torch.Tensor, generated: torch.Tensor, step: int
-    ) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+    def __call__(self, logits: torch.Tensor, generated: torch.Tensor, step: int) -> Result: ...
 
 
 class RailCapProcessor:
-    """Holds the packed trajectories of a batch (one spec per row; ``None`` = off) and their match runs.
-
-    The match runs (:func:`~railsweep.interventions.railcap_runs.advance_runs_`) take in
-    each generated token once, so a step costs one compare of the trajectories with
-    the newest token instead of n. A call at an earlier step than the last one (a new
-    decode) restarts them.
+    """Holds the packed trajectories of a batch (one spec per row; ``None`` = off) and their match runs
+    (:mod:`~railsweep.interventions.railcap_runs`: one compare per step instead of n). A call at an earlier
+    step than the last one (a new decode) restarts them.
 
     Steps of a call:
-      1. feed the tokens generated since the last call to the runs; with ``stop_after_departure``
-         rows, mark the rows whose last capped step sampled none of its targets (:func:`departures`);
+      1. feed the tokens generated since the last call to the runs; with ``stop_after_departure`` rows, mark
+         the rows whose last capped step sampled none of its targets (:func:`departures`);
       2. stop when no window of any row still capping matches (the common step: one ``amax`` and a sync);
       3. only for the rows with a match, find the targets and cap or ban their logits.
     """
@@ -67,9 +57,7 @@ class RailCapProcessor:
         self.departed[rows] |= departures(index, keep, trig, generated[rows, at]) & self.batch.stop[rows]
         self._armed = None
 
-    def __call__(
-        self, logits: torch.Tensor, generated: torch.Tensor, step: int
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def __call__(self, logits: torch.Tensor, generated: torch.Tensor, step: int) -> Result:
         b = self.batch
         if b.min_n == 0:  # no row has RailCap
             return logits, None
@@ -82,8 +70,7 @@ class RailCapProcessor:
             self._settle(generated, step)
         if step < b.min_n or self._runs.amax().item() < 0:  # no row can match / none does
             return logits, None
-        # Host-side shortcut (this engine syncs every step anyway): only rows with a target
-        # pay for the logits update, which reads the whole vocabulary.
+        # only rows with a target pay for the logits update, which reads the whole vocabulary
         live = self._runs.amax(0) >= 0
         if b.stop is not None:
             live &= ~self.departed
@@ -113,9 +100,7 @@ class BanTopProcessor:
         self.positions = torch.tensor(pos, dtype=torch.long, device=device)
         self._gen_len = torch.zeros(len(specs), dtype=torch.long, device=device)
 
-    def __call__(
-        self, logits: torch.Tensor, generated: torch.Tensor, step: int
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def __call__(self, logits: torch.Tensor, generated: torch.Tensor, step: int) -> Result:
         if step >= self.max_positions:
             return logits, None
         self._gen_len.fill_(step)
@@ -131,9 +116,7 @@ class ForceRunnerUpProcessor:
             for t in s.steps if s is not None else ():
                 self.rows_at.setdefault(t, []).append(r)
 
-    def __call__(
-        self, logits: torch.Tensor, generated: torch.Tensor, step: int
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def __call__(self, logits: torch.Tensor, generated: torch.Tensor, step: int) -> Result:
         rows = self.rows_at.get(step)
         if not rows:
             return logits, None
@@ -143,9 +126,7 @@ class ForceRunnerUpProcessor:
 
 
 PROCESSORS: dict[type, type] = {
-    RailCapSpec: RailCapProcessor,
-    BanTopSpec: BanTopProcessor,
-    ForceRunnerUpSpec: ForceRunnerUpProcessor,
+    RailCapSpec: RailCapProcessor, BanTopSpec: BanTopProcessor, ForceRunnerUpSpec: ForceRunnerUpProcessor
 }
 
 
@@ -157,9 +138,8 @@ def make_processor(
     if not kinds:
         return None
     if len(kinds) > 1:
-        raise TypeError(
-            f"one processor serves one intervention kind, got {sorted(k.__name__ for k in kinds)}"
-        )
+        names = sorted(k.__name__ for k in kinds)
+        raise TypeError(f"one processor serves one intervention kind, got {names}")
     kind = kinds.pop()
     if kind not in PROCESSORS:
         raise TypeError(f"no logits processor for {kind.__name__}")

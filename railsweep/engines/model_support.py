@@ -1,13 +1,7 @@
-"""Public questions about a loaded transformers model, for code outside the engines (the trainers).
-
-- :func:`base_model`: the transformers model under a peft wrapper (or the model itself);
-- :func:`cascade_supported`: whether the model's attention is one the engine's cascade decode path (and the
-  trainers' block-causal attention, which shares its model coverage) handles (:data:`SUPPORTED_TYPES`).
-
-Both read the model's attributes and config only, so this module imports neither torch nor transformers:
-the trainers' modules, which command parsers read, import it at their top. The engines' own modules
-(:mod:`railsweep.engines.hf_compat`, :mod:`railsweep.engines.teacher_forcing`, :mod:`railsweep.engines._cascade`) use
-them from here.
+"""Questions about a loaded transformers model, for the engines and the trainers: :func:`base_model` and
+:func:`cascade_supported` (the engine's cascade decode path and the trainers' block-causal attention share
+their model coverage). They read attributes and config only, so this module imports neither torch nor
+transformers: the trainers' modules, which command parsers read, import it at their top.
 """
 
 from __future__ import annotations

@@ -10,15 +10,11 @@ act(dense_h_to_4h(x)) (baselines.md §3.2). Patching follows the official
    the selected channels of every patched layer's down-projection input;
 2. run the target (``adapter``) with forward pre-hooks that overwrite those
    channels with the recorded reference values, with the target's KV cache;
-3. return the target's last-position logits; the engine picks the next token
-   and feeds it to both models on the next call (the reference is thereby
-   teacher-forced on the target's trajectory; its own stream is never patched).
+3. return the target's last-position logits; the engine feeds the next token to both models (the
+   reference is thereby teacher-forced on the target's trajectory; its own stream is never patched).
 
-One copy of the weights serves both models: a peft model is switched between
-adapters (``disable_adapter()`` for the base). Hooks live only for the duration
-of one forward, so nothing leaks into other requests served by the same model.
-The spec and the model-side helpers (where the neurons are, adapter switching)
-live in :mod:`railsweep.interventions.neuron_patch`.
+One copy of the weights serves both models (a peft model switched between adapters). Hooks live for one
+forward only, so nothing leaks into other requests served by the same model.
 """
 
 from __future__ import annotations
@@ -31,11 +27,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from railsweep.engines._hf_decode import Forward
 from railsweep.engines.hf_compat import lm_step
 from railsweep.errors import ConfigError
 from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
-
-Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, Any]]
 
 
 @contextlib.contextmanager
@@ -46,10 +41,6 @@ def _hooks(modules: Sequence[nn.Module], make_hook: Callable[[int], Callable]) -
     finally:
         for h in handles:
             h.remove()
-
-
-def _call(model: nn.Module, input_ids, attention_mask, position_ids, cache) -> tuple[torch.Tensor, Any]:
-    return lm_step(model, input_ids, attention_mask, position_ids, cache)
 
 
 @dataclass
@@ -85,12 +76,9 @@ def _layer_index(spec: NeuronPatchSpec, n_layers: int, widths: Sequence[int]) ->
 
 
 def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str | None) -> Forward:
-    """A step function for the engine's decode loop (see the module docstring).
-
-    ``forward(input_ids[B,L], attention_mask[B,L_total], position_ids[B,L], cache)
-    -> (logits_last[B,V], cache)``; ``cache`` is ``None`` on the prefill step.
-    With no neurons selected it is exactly the target's plain forward (no
-    reference pass), so K=0 reproduces the unpatched model.
+    """A step function for the engine's decode loop (see the module docstring): ``forward(input_ids[B,L],
+    attention_mask[B,L_total], position_ids[B,L], cache) -> (logits_last[B,V], cache)``, ``cache`` None at
+    the prefill. With no neurons selected it is the target's plain forward, so K=0 is the unpatched model.
     """
     downs = down_projections(model)
     index = _layer_index(spec, len(downs), mlp_widths(model))
@@ -109,7 +97,7 @@ def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str |
         state = cache if isinstance(cache, PatchCache) else PatchCache()
         if not index:
             with use_adapter(model, adapter):
-                logits, state.target = _call(model, input_ids, attention_mask, position_ids, state.target)
+                logits, state.target = lm_step(model, input_ids, attention_mask, position_ids, state.target)
             return logits, state
         buf: dict[int, torch.Tensor] = {}
 
@@ -134,9 +122,9 @@ def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str |
 
         with torch.no_grad():
             with use_adapter(model, reference), _hooks(patched, record):
-                _, state.reference = _call(model, input_ids, attention_mask, position_ids, state.reference)
+                _, state.reference = lm_step(model, input_ids, attention_mask, position_ids, state.reference)
             with use_adapter(model, adapter), _hooks(patched, overwrite):
-                logits, state.target = _call(model, input_ids, attention_mask, position_ids, state.target)
+                logits, state.target = lm_step(model, input_ids, attention_mask, position_ids, state.target)
         return logits, state
 
     return forward

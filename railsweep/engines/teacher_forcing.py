@@ -1,20 +1,16 @@
 """Teacher forcing: the logits a causal LM gives each token of a given sequence, in one place.
 
-The detectors' token log-probabilities and the dynamics' per-position statistics
-(:class:`railsweep.detection.nll.TeacherForcer`), and the divergence ranks of Figure 1 and the rails
-(:func:`railsweep.diagnostics.figure1.step_logits_many`) all read their logits from
-:func:`teacher_forced`. Its steps:
+The detectors and the dynamics (:class:`railsweep.detection.nll.TeacherForcer`), Figure 1 and the rails
+(:func:`railsweep.diagnostics.figure1.step_logits_many`) read their logits from :func:`teacher_forced`:
 
 1. the sequences, shortest first, in batches of ``batch_size`` (all in one batch by default);
-2. each batch runs as one right-padded forward pass, over copies of a prompt's keys and values when a
-   ``prompt`` (:func:`prompt_cache`, run once) is given (then without each sequence's last token, whose
-   logits predict nothing): under causal attention a pad after a token cannot change that token's
-   logits, so no attention mask is needed;
+2. each batch runs as one right-padded forward pass, over copies of a ``prompt``'s keys and values
+   (:func:`prompt_cache`, run once) when one is given, then without each sequence's last token: under causal
+   attention a pad after a token cannot change that token's logits, so no attention mask is needed;
 3. per sequence, the logits predicting its tokens: every token after a prompt (the first row is the
    prompt's last logits), every token but the first without one.
 
-Imports torch inside its functions, so that the light modules that name it (the detectors' registrations)
-load no torch.
+torch is imported inside the functions, so that modules naming them (detector registrations) load no torch.
 """
 
 from __future__ import annotations
@@ -44,12 +40,9 @@ def prompt_cache(model: nn.Module, prompt: Sequence[int]) -> Prompt:
 
 
 def teacher_forced(
-    model: nn.Module,
-    seqs: Sequence[Sequence[int]],
-    *,
-    prompt: Prompt | None = None,
+    model: nn.Module, seqs: Sequence[Sequence[int]], *, prompt: Prompt | None = None,
     batch_size: int | None = None,
-) -> Iterator[tuple[int, torch.Tensor]]:
+) -> Iterator[tuple[int, torch.Tensor]]:  # fmt: skip
     """``(i, logits)`` for each token-id sequence ``seqs[i]``, batch by batch (shortest first), float32:
     after ``prompt``, ``[len(s), V]`` predicting every token of ``s``; without one, ``[len(s) - 1, V]``
     predicting each token after the first. The prompt's cache is copied, never changed."""

@@ -1,8 +1,6 @@
-"""The thread budget of a process that runs a model: how many torch/OpenMP/BLAS threads it may use.
-
-Set before torch loads (the environment variables it reads) and again on a torch already loaded. The sweep's
-engine actors and trials, the detection tasks and the dynamics step's tasks all hold to a budget, so that
-processes sharing the cores do not oversubscribe them (:mod:`railsweep.sweep.run.actors` measures why).
+"""The thread budget of a process that runs a model: how many torch/OpenMP/BLAS threads it may use, set before
+torch loads and again on a torch already loaded, so that processes sharing the cores do not oversubscribe them
+(:mod:`railsweep.sweep.run.actors` measures why).
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """TransformersEngine: the Engine protocol on a transformers model plus named peft LoRA adapters.
 
-Generation is written by hand (:mod:`railsweep.engines._hf_decode`) rather than
-``model.generate`` so that every request can carry its own adapter, seed,
-temperature, stop strings and intervention, and so that samples are
-batch-invariant (counter-based noise, :mod:`railsweep.engines._sampling`).
-Requests are grouped by (adapter, intervention kind) and decoded in batches.
+Generation is hand-written (:mod:`railsweep.engines._hf_decode`), not ``model.generate``, so that every
+request carries its own adapter, seed, temperature, stop strings and intervention, and samples are
+batch-invariant (:mod:`railsweep.engines._sampling`). Requests are grouped by (adapter, intervention kind).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import secrets
 import warnings
 from collections.abc import Iterator, Sequence
@@ -30,23 +29,20 @@ from railsweep.errors import ConfigError, DataError
 from railsweep.interventions import NeuronPatchSpec
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-# The default batch (``max_batch_size=None``). On a CPU: 320 rows, where the miniature world's models stop
-# gaining from larger batches (64-row batches ran at 0.68x of 320-row ones). On a GPU: up to 1024 rows, and
-# at most as many row-tokens (rows x (prompt + max_new_tokens)) as half the free memory holds in KV cache.
+# The default batch. CPU: 320 rows, where the miniature world's models stop gaining (64-row batches ran at
+# 0.68x of 320-row ones). GPU: up to 1024 rows within half the free memory's worth of KV cache.
 CPU_BATCH_ROWS = 320
 GPU_BATCH_ROWS = 1024
 GPU_KV_FRACTION = 0.5
-# Shortcut's patched decoding runs two padded KV caches (target and reference), each holding every row's prompt:
-# on a CPU its batches are capped at this fraction of the memory available when the engine loads (a SmolLM2 batch
-# of 320 rows with the 645-token 8-shot prompt would hold 2 x 11.9 GB). On a GPU, half of ``max_batch_tokens``.
+# Shortcut's patched decoding holds two padded KV caches (target, reference): on a CPU its batches are capped
+# at this fraction of the memory available at load (320 SmolLM2 rows of a 645-token prompt: 2 x 11.9 GB).
 CPU_PATCHED_KV_FRACTION = 0.25
 
 
 @contextlib.contextmanager
 def quiet_loading() -> Iterator[None]:
-    """Load weights without transformers' "Loading weights" progress bar (a line of carriage returns in every
-    job log) and without the FutureWarning peft's adapter loading raises through a deprecated transformers
-    helper (``is_gradient_checkpointing``); every other warning passes."""
+    """Load weights without transformers' progress bar (carriage returns in every job log) and without peft's
+    FutureWarning about ``is_gradient_checkpointing``; every other warning passes."""
     from transformers.utils import logging as hf_logging
 
     was_on = hf_logging.is_progress_bar_enabled()
@@ -95,9 +91,11 @@ def available_memory() -> int | None:
     return None
 
 
-def patched_token_budget(device: torch.device, kv_bytes: int, max_batch_tokens: int | None,
-                         available: int | None = None) -> int | None:
-    """Row-tokens one batch of patched decoding may hold (both caches counted), or None for no cap."""
+def patched_token_budget(
+    device: torch.device, kv_bytes: int, max_batch_tokens: int | None, available: int | None = None
+) -> int | None:
+    """Row-tokens one batch of patched decoding may hold (both caches counted; on a GPU half of
+    ``max_batch_tokens``), or None for no cap."""
     if max_batch_tokens is not None:
         return max(1, max_batch_tokens // 2)
     if device.type == "cuda":
@@ -119,9 +117,7 @@ def _resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtyp
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype == "auto":
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
-            return torch.bfloat16
-        return torch.float32
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
     if dtype not in _DTYPES:
         raise ConfigError(f"dtype must be 'auto' or one of {sorted(_DTYPES)}, got {dtype!r}")
     return _DTYPES[dtype]
@@ -169,18 +165,13 @@ def _eos_and_pad(tokenizer: Any, model: Any) -> tuple[list[int], int]:
 class TransformersEngine:
     """Batched, KV-cached decoding of a base model and its LoRA adapters (see the module docstring).
 
-    ``adapters`` maps a name to a peft adapter directory; ``Request.adapter=None``
-    runs the base model with adapters disabled. A batch holds at most
-    ``max_batch_size`` rows (one row per sample) and, if set, at most
-    ``max_batch_tokens`` of rows x (longest prompt + max_new_tokens); None for either
-    is :func:`default_batch_limits` (320 rows on a CPU; on a GPU up to 1024 rows within
-    half the free memory's worth of KV cache). The rows of one call are split into
-    batches of equal size (1,000 rows at most 320 a batch: 4 x 250, not 3 x 320 + 40).
-    ``dedupe_prefill`` prefills each distinct prompt of a batch once.
-    ``attention="auto"`` decodes supported families (Llama, GPT-NeoX, Gemma 3 text) with the
-    shared-prefix cache of :mod:`railsweep.engines._cascade` and others with the padded
-    path; ``"cascade"`` insists on the former (a ConfigError for an unsupported model),
-    ``"padded"`` forces the latter.
+    ``adapters`` maps a name to a peft adapter directory; ``Request.adapter=None`` runs the base model.
+    A batch holds at most ``max_batch_size`` rows (one per sample) and at most ``max_batch_tokens`` of
+    rows x (longest prompt + max_new_tokens); None for either is :func:`default_batch_limits`. A call's rows
+    are split into equal batches (1,000 rows at most 320 a batch: 4 x 250, not 3 x 320 + 40).
+    ``dedupe_prefill`` prefills each distinct prompt of a batch once. ``attention="auto"`` decodes the
+    supported families with the shared-prefix cache of :mod:`railsweep.engines._cascade`, others padded;
+    ``"cascade"`` insists on the former (ConfigError for an unsupported model), ``"padded"`` on the latter.
     """
 
     name = "transformers"
@@ -210,21 +201,17 @@ class TransformersEngine:
         self.device = resolve_device(device)
         self.dtype = _resolve_dtype(dtype, self.device)
         self.max_batch_size, self.max_batch_tokens = max_batch_size, max_batch_tokens
-        self.dedupe_prefill = dedupe_prefill
-        self.attention = attention
+        self.dedupe_prefill, self.attention = dedupe_prefill, attention
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, trust_remote_code=trust_remote_code)
         model = _load_model(self.model_path, adapter_paths, self.dtype, trust_remote_code)
         self.model = model.to(self.device).eval()
+        kv_bytes = kv_bytes_per_token(self.model.config, self.dtype)
         if max_batch_size is None or (max_batch_tokens is None and self.device.type == "cuda"):
-            rows, tokens = default_batch_limits(
-                self.device, kv_bytes_per_token(self.model.config, self.dtype)
-            )
+            rows, tokens = default_batch_limits(self.device, kv_bytes)
             self.max_batch_size = max_batch_size or rows
             self.max_batch_tokens = max_batch_tokens or tokens
-        self.patched_batch_tokens = patched_token_budget(
-            self.device, kv_bytes_per_token(self.model.config, self.dtype), self.max_batch_tokens
-        )
+        self.patched_batch_tokens = patched_token_budget(self.device, kv_bytes, self.max_batch_tokens)
         self._adapters = list(adapter_paths)
         if attention == "cascade" and not cascade_supported(self.model, 0):
             raise ConfigError(
@@ -242,9 +229,7 @@ class TransformersEngine:
         return list(self._adapters)
 
     def supports(self, intervention: type) -> bool:
-        if intervention in PROCESSORS:
-            return True
-        return intervention is NeuronPatchSpec  # a model patch (engines.neuron_patch), not a logits processor
+        return intervention in PROCESSORS or intervention is NeuronPatchSpec  # the latter: a model patch
 
     def close(self) -> None:
         self.model = None  # type: ignore[assignment]
@@ -272,15 +257,8 @@ class TransformersEngine:
             iv = req.intervention
             key = (req.adapter, iv if isinstance(iv, NeuronPatchSpec) else type(iv))
             for j in range(sp.n):
-                row = Row(
-                    list(prompt_ids[i]),
-                    seed,
-                    j,
-                    sp.temperature,
-                    sp.max_new_tokens,
-                    sp.stop,
-                    sp.return_entropy,
-                )
+                ids = list(prompt_ids[i])
+                row = Row(ids, seed, j, sp.temperature, sp.max_new_tokens, sp.stop, sp.return_entropy)
                 groups.setdefault(key, []).append((i, row, iv))
         out: list[list[Sample | None]] = [[None] * r.sampling.n for r in requests]
         with torch.inference_mode():
@@ -343,18 +321,10 @@ class TransformersEngine:
             self.model.set_adapter(adapter)
             yield
 
-    def _plain_forward(self, input_ids, attention_mask, position_ids, cache):
-        return lm_step(self.model, input_ids, attention_mask, position_ids, cache)
-
     def _decode(self, adapter: str | None, kind: Any, batch: list) -> list[Sample]:
         rows = [row for _, row, _ in batch]
-        common = dict(
-            tokenizer=self.tokenizer,
-            stop_table=self._stops,
-            eos_ids=self.eos_ids,
-            pad_id=self.pad_id,
-            device=self.device,
-        )
+        common = dict(tokenizer=self.tokenizer, stop_table=self._stops, eos_ids=self.eos_ids)
+        common.update(pad_id=self.pad_id, device=self.device)
         if isinstance(kind, NeuronPatchSpec):
             forward: Forward = make_patched_forward(self.model, kind, adapter)
             return decode_batch(rows, forward, None, dedupe_prefill=self.dedupe_prefill, **common)
@@ -368,4 +338,5 @@ class TransformersEngine:
         longest = max(len(r.prompt_ids) for r in rows) + S
         if self.attention != "padded" and cascade_supported(self.model, longest):
             return CascadeStepper(self.model, self.device, self.pad_id, S, dedupe=self.dedupe_prefill)
-        return PaddedStepper(self._plain_forward, self.pad_id, self.device, self.dedupe_prefill)
+        forward = functools.partial(lm_step, self.model)
+        return PaddedStepper(forward, self.pad_id, self.device, self.dedupe_prefill)

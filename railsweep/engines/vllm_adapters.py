@@ -1,21 +1,18 @@
 """The vLLM backend's intervention table and its wire contract, importable without vLLM.
 
-- Contract. Per-request settings travel in ``SamplingParams.extra_args["railsweep"]``
-  as plain, msgpack-safe data (:func:`extra_args_for` writes them,
-  :func:`parse_request` reads and validates them; requests without the key are
-  untouched). :data:`ADAPTERS` is the one table from intervention spec type to
-  its adapter: a new intervention needs one entry there and nothing else in the
-  processors (:mod:`railsweep.engines.vllm_processors`, which need vLLM).
-- Adapters (:class:`RailCapSlots`, :class:`BanTopSlots`): one intervention each,
-  a thin layer over its pure-torch math in :mod:`railsweep.interventions`; each
-  keeps its per-slot settings on the device and host mirrors for skip decisions.
+- Contract: per-request settings travel in ``SamplingParams.extra_args["railsweep"]`` as plain,
+  msgpack-safe data (:func:`extra_args_for` writes, :func:`parse_request` reads and validates; requests
+  without the key are untouched). :data:`ADAPTERS` is the one table from spec type to adapter: a new
+  intervention needs one entry there and nothing in :mod:`railsweep.engines.vllm_processors`.
+- Adapters (:class:`RailCapSlots`, :class:`BanTopSlots`): a thin layer over an intervention's pure-torch
+  math, with per-slot settings on the device and host mirrors for skip decisions.
 
-Only torch and numpy here, so the engine (``supports``), the frontend's
-``validate_params`` and the conformance tests read the table in any venv.
+Only torch and numpy here, so the engine, vLLM's frontend (``validate_params``) and tests read it anywhere.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +33,7 @@ from railsweep.interventions.railcap import (
 )
 
 EXTRA_KEY = "railsweep"
-MAX_TRAJ = (
-    4096  # longest greedy trajectory (and most entropy steps) a slot holds; max_model_len bounds it too
-)
+MAX_TRAJ = 4096  # longest trajectory (and most entropy steps) a slot holds; max_model_len bounds it too
 Key = tuple[str, int | None]
 
 # ------------------------------------------------------------------------------------------ contract
@@ -55,9 +50,7 @@ class RequestSettings:
 
 def parse_request(sampling_params) -> RequestSettings | None:
     """The request's settings, or None; malformed settings raise ValueError (vLLM rejects the request).
-
-    An intervention that cannot change any logit (``inert``, e.g. a RailCap trajectory no
-    longer than n) is dropped here: such a request is untouched like one without settings."""
+    An intervention that cannot change any logit (``inert``) is dropped: the request is left untouched."""
     cfg = (sampling_params.extra_args or {}).get(EXTRA_KEY)
     if not cfg:
         return None
@@ -88,8 +81,8 @@ def parse_request(sampling_params) -> RequestSettings | None:
 
 
 def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | None:
-    """``SamplingParams.extra_args`` for a spec of :data:`ADAPTERS` (or None), optionally recording
-    entropies for ``entropy_steps`` steps; None when there is nothing to do."""
+    """``SamplingParams.extra_args`` for a spec of :data:`ADAPTERS` (or None) and ``entropy_steps`` steps of
+    entropy recording; None when there is nothing to do."""
     cfg: dict = {"key": key}
     if entropy_steps:
         cfg["entropy"] = int(entropy_steps)
@@ -112,30 +105,24 @@ def to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
 
 
 class History:
-    """This step's token history of the rows: ``gen_len[B]`` and ``recent(N)``, built by the runner on demand."""
+    """This step's token history of the rows, built by the runner on demand: ``gen_len[B]`` and
+    ``recent(N)`` (the last N generated tokens, right-aligned, -1 padded)."""
 
     def __init__(self, gen_len: Callable[[], torch.Tensor], recent: Callable[[int], torch.Tensor]):
-        self._gen_len, self.recent = (
-            gen_len,
-            recent,
-        )  # recent(N): last N generated tokens, right-aligned, -1 padded
-        self._cached: torch.Tensor | None = None
+        self._gen_len, self.recent = gen_len, recent
 
-    @property
+    @functools.cached_property
     def gen_len(self) -> torch.Tensor:
-        if self._cached is None:
-            self._cached = self._gen_len()
-        return self._cached
+        return self._gen_len()
 
 
 class RailCapSlots:
     """RailCap per slot: trajectory and settings on the device; n and trajectory length mirrored on the host.
 
-    The restrictions: ``free[slot, e]`` (g_{e+1} is not spared) and, for ``stop_after_departure``, the
-    slot's own state, carried along when vLLM moves a request to another slot (:meth:`snapshot` /
-    :meth:`restore`): ``armed[slot, e]`` (the targets of the slot's last step whose logits changed, until
-    the token it then sampled is read back at its next step) and ``departed[slot]``. That check assumes
-    one generated token per step (no speculative decoding)."""
+    The restrictions: ``free[slot, e]`` (g_{e+1} is not spared) and, for ``stop_after_departure``, state that
+    moves with a request to another slot (:meth:`snapshot` / :meth:`restore`): ``armed[slot, e]`` (the targets
+    of the slot's last step whose logits changed, until its next step reads the token then sampled) and
+    ``departed[slot]``. That check assumes one generated token per step (no speculative decoding)."""
 
     wire = "railcap"
 
@@ -180,6 +167,7 @@ class RailCapSlots:
         self.stop_np = np.zeros(slots, bool)
         self.armed = torch.zeros((slots, width), dtype=torch.bool, device=device)
         self.departed = torch.zeros(slots, dtype=torch.bool, device=device)
+        self._touched = False  # restriction state was ever written: from then on (re)filled slots reset it
 
     def write(self, idx: np.ndarray, idx_t: torch.Tensor, specs: list[RailCapSpec | None]) -> None:
         rows = np.full((len(idx), self.width), -1, np.int64)
@@ -197,13 +185,11 @@ class RailCapSlots:
         self.traj.index_copy_(0, idx_t, to_device(rows, self.device, self.pin))
         self.meta.index_copy_(1, idx_t, to_device(meta, self.device, self.pin))
         if self.spare_np.any() or self.stop_np.any() or self._touched:
-            self._touched = True  # from now on keep the restriction state of (re)filled slots clean
+            self._touched = True
             self.free.index_copy_(0, idx_t, to_device(free, self.device, self.pin))
             self.stop.index_copy_(0, idx_t, to_device(self.stop_np[idx], self.device, self.pin))
             self.armed.index_fill_(0, idx_t, False)
             self.departed.index_fill_(0, idx_t, False)
-
-    _touched = False
 
     def snapshot(self, src_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The departure state of the slots a request leaves (read before they are rewritten)."""
@@ -220,8 +206,7 @@ class RailCapSlots:
     def apply(self, logits: torch.Tensor, slots: torch.Tensor, slots_np: np.ndarray, hist: History):
         n_np = self.n_np[slots_np]
         on = n_np > 0
-        N, K = int(n_np[on].max()), int(self.len_np[slots_np][on].max())
-        # rows without RailCap have n = 0: untouched
+        N, K = int(n_np[on].max()), int(self.len_np[slots_np][on].max())  # rows without RailCap: n = 0
         meta = dict(zip(ROW_FIELDS, self.meta.index_select(1, slots)))
         traj = self.traj.index_select(0, slots)[:, :K]
         free = self.free.index_select(0, slots)[:, : max(K - 1, 0)] if self.spare_np[slots_np].any() else None
@@ -250,7 +235,7 @@ class RailCapSlots:
 
 
 class BanTopSlots:
-    """LNE-blocking's ban-top per slot: the number of banned positions, on the device and mirrored on the host."""
+    """LNE-blocking's ban-top per slot: the number of banned positions, on the device and on the host."""
 
     wire = "ban_top"
 

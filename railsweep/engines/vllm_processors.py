@@ -1,30 +1,18 @@
 """RailCap, LNE ban-top and the entropy readout as vLLM logits processors, for both model runners.
 
-Laid out like vLLM's own ``vllm/v1/sample/logits_processor/``: the contract
-first, then the implementations.
+- The contract and the adapters (:data:`ADAPTERS`) are in :mod:`railsweep.engines.vllm_adapters` (no vLLM
+  import); :class:`EntropySlots` records the per-step entropy of the processed logits.
+- :class:`_SlotState`: what both runners share (the adapters, one batched host-to-device write per step for
+  the slots (re)filled since the last one, per-slot trigger counts) and :class:`_Ledger` (retired results).
+- :class:`RailsweepV1Processor` (``VLLM_USE_V2_MODEL_RUNNER=0``, the CPU build's only runner; a slot is a
+  persistent-batch row, kept with vLLM's ``process_dict_updates``) and :class:`RailsweepV2Processor` (Model
+  Runner V2, the GPU default; a slot is the runner's request slot, token history read from its device
+  buffers, no per-row Python and no device-to-host sync).
 
-- Contract and adapters: :mod:`railsweep.engines.vllm_adapters` (no vLLM import):
-  per-request settings in ``SamplingParams.extra_args["railsweep"]``
-  (:func:`extra_args_for`, :func:`parse_request`) and :data:`ADAPTERS`, the one
-  table from intervention spec type to its adapter (:class:`RailCapSlots`,
-  :class:`BanTopSlots`). :class:`EntropySlots` records the per-step entropy of
-  the processed logits.
-- :class:`_SlotState`: what both runners share (the adapters, one batched
-  host-to-device write per step for the slots (re)filled since the last one,
-  per-slot trigger counts) and :class:`_Ledger` (results of retired slots).
-- The two vLLM interfaces: :class:`RailsweepV1Processor` (``VLLM_USE_V2_MODEL_RUNNER=0``,
-  the only runner of the CPU build; a slot is a persistent-batch row, kept with
-  vLLM's ``process_dict_updates``) and :class:`RailsweepV2Processor` (Model
-  Runner V2, the GPU default; a slot is the runner's request slot, token history
-  read from its device buffers, no per-row Python and no device-to-host sync).
-
-Trigger counts (steps where a request's logits changed) and entropies are kept
-on the device, keyed by ``(key, seed)`` of the request (the parallel-sampling
-children of one request share ``extra_args`` but get ``seed + i``), and read
-through the worker extension (:mod:`railsweep.engines.vllm_worker_ext`) after
-``generate`` returns; ``pop_results`` is the only method that syncs. The module
-imports no model-runner state, so vLLM's frontend can load it to run
-``validate_params``.
+Trigger counts and entropies stay on the device, keyed by the request's ``(key, seed)`` (parallel-sampling
+children share ``extra_args`` but get ``seed + i``), until the worker extension
+(:mod:`railsweep.engines.vllm_worker_ext`) reads them after ``generate``: ``pop_results`` is the only method
+that syncs. No model-runner state is imported, so vLLM's frontend can load the module for ``validate_params``.
 """
 
 from __future__ import annotations
@@ -54,7 +42,7 @@ from railsweep.interventions.entropy import entropy
 
 class EntropySlots:
     """The entropy readout per slot: steps to record (host mirror: on/off) and the recorded values (NaN = not
-    recorded), allocated on the first request that asks."""
+    recorded, allocated on the first request that asks)."""
 
     def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
         self.device, self.pin, self.width = device, pin, width
@@ -85,14 +73,13 @@ class EntropySlots:
         gen_len = hist.gen_len
         pos = gen_len.clamp(0, self.width - 1)
         old = self.values[slots, pos]
-        self.values[slots, pos] = torch.where(
-            self.limit.index_select(0, slots) > gen_len, entropy(logits), old
-        )
+        on = self.limit.index_select(0, slots) > gen_len
+        self.values[slots, pos] = torch.where(on, entropy(logits), old)
 
 
 class _Ledger:
-    """Per-request trigger counts and entropy rows retired with their keys while still on the device;
-    summed / read on the host only in :meth:`pop` (between ``generate`` calls)."""
+    """Per-request trigger counts and entropy rows retired with their keys, still on the device; read on the
+    host only in :meth:`pop` (between ``generate`` calls)."""
 
     def __init__(self) -> None:
         self._counts: list[tuple[list[Key | None], torch.Tensor]] = []
@@ -110,9 +97,7 @@ class _Ledger:
             for k, c in zip(keys, counts.tolist()):
                 if k is not None:
                     triggers[k] = triggers.get(k, 0) + int(c)
-        merged: dict[
-            Key, list[float]
-        ] = {}  # a request retired twice (moved to another slot) has two partial rows
+        merged: dict[Key, list[float]] = {}  # a request retired twice (moved slot) has two partial rows
         for keys, rows in self._ents:
             for k, row in zip(keys, rows.tolist()):
                 if k is None:
@@ -153,9 +138,8 @@ class _SlotState:
             self.moved[slot] = moved_from
 
     def _retire(self, idx: np.ndarray, idx_t: torch.Tensor) -> None:
-        self.ledger.retire(
-            [self.keys[i] for i in idx], self.count.index_select(0, idx_t), self.readout.take(idx_t)
-        )
+        keys = [self.keys[i] for i in idx]
+        self.ledger.retire(keys, self.count.index_select(0, idx_t), self.readout.take(idx_t))
         self.count.index_fill_(0, idx_t, 0)
 
     def flush(self) -> None:
@@ -175,16 +159,13 @@ class _SlotState:
             src = to_device(np.fromiter(moved.values(), np.int64, len(moved)), self.device, self.pin)
             carry = {t: a.snapshot(src) for t, a in self.adapters.items() if hasattr(a, "snapshot")}
         for t, adapter in self.adapters.items():
-            adapter.write(
-                idx, idx_t, [s.spec if s is not None and type(s.spec) is t else None for s in settings]
-            )
+            specs = [s.spec if s is not None and type(s.spec) is t else None for s in settings]
+            adapter.write(idx, idx_t, specs)
             if t in carry:
                 adapter.restore(dst, carry[t])
         self.readout.write(idx, idx_t, [s.entropy if s is not None else 0 for s in settings])
 
-    def apply(
-        self, logits: torch.Tensor, slots: torch.Tensor, slots_np: np.ndarray, hist: History
-    ) -> torch.Tensor:
+    def apply(self, logits: torch.Tensor, slots: torch.Tensor, slots_np: np.ndarray, hist: History):
         active = [a for a in self.adapters.values() if a.active(slots_np)]
         if active:
             triggered = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
@@ -214,15 +195,25 @@ def _slots_and_width(vllm_config, default_slots: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------ runners
 
 
-class RailsweepV1Processor(V1LogitsProcessor):
-    """The V1-runner interface (slots = persistent-batch rows). vLLM hands each request's output tokens as a
-    live Python list, so the one per-row Python step left is reading each row's length and last ``N`` tokens."""
+class _Runner:
+    """What both runners' processors share: the frontend's check and the results' read-out."""
 
-    DEFAULT_SLOTS = 1024  # rows held when the config does not say (max_num_seqs)
+    state: _SlotState
 
     @classmethod
     def validate_params(cls, sampling_params) -> None:
         parse_request(sampling_params)
+
+    def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
+        """(trigger counts, entropies) per (key, seed) since the last call, between ``generate`` calls."""
+        return self.state.pop_results()
+
+
+class RailsweepV1Processor(_Runner, V1LogitsProcessor):
+    """The V1-runner interface (slots = persistent-batch rows). vLLM hands each request's output tokens as a
+    live Python list: the one per-row Python step left reads each row's length and last ``N`` tokens."""
+
+    DEFAULT_SLOTS = 1024  # rows held when the config does not say (max_num_seqs)
 
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
         device = torch.device(device)
@@ -276,18 +267,10 @@ class RailsweepV1Processor(V1LogitsProcessor):
         slots_np = np.arange(B)
         return self.state.apply(logits, to_device(slots_np, dev, pin), slots_np, History(gen_len, recent))
 
-    def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
-        """(trigger counts, entropies) per (key, seed) since the last call; call between ``generate`` calls."""
-        return self.state.pop_results()
 
-
-class RailsweepV2Processor(V2LogitsProcessor):
+class RailsweepV2Processor(_Runner, V2LogitsProcessor):
     """The Model Runner V2 interface (slots = the runner's request slots): token history from the runner's
     device buffers, skip decisions and loop bounds from host mirrors; ``apply`` never syncs."""
-
-    @classmethod
-    def validate_params(cls, sampling_params) -> None:
-        parse_request(sampling_params)
 
     def __init__(self, vllm_config, req_states) -> None:
         self.rs = req_states
@@ -325,7 +308,3 @@ class RailsweepV2Processor(V2LogitsProcessor):
             return torch.where(pos >= prompt[:, None], tok, torch.full_like(tok, -1))
 
         return self.state.apply(logits, slots, ctx.idx_mapping_np, History(gen_len, recent))
-
-    def pop_results(self) -> tuple[dict[Key, int], dict[Key, list[float]]]:
-        """(trigger counts, entropies) per (key, seed) since the last call; call between ``generate`` calls."""
-        return self.state.pop_results()

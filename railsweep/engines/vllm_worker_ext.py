@@ -1,9 +1,7 @@
 """Methods mixed into every vLLM worker (``LLM(worker_extension_cls=...)``), called by name.
 
-``collective_rpc("railsweep_pop_results")`` reaches the railsweep logits
-processor instance of the worker and returns its per-request trigger counts
-and recorded entropies as plain data (no insecure serialisation needed). Must
-stay importable in a fresh interpreter: vLLM spawns the engine-core process.
+``collective_rpc("railsweep_pop_results")`` returns the worker's railsweep processors' trigger counts and
+entropies as plain data (no insecure serialisation). Importable in a fresh interpreter (the engine core's).
 """
 
 from __future__ import annotations

@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class BanTopSpec:
-    """Ban the current top-1 token at each of the first ``positions`` generated positions
-    (the rest of the decode is untouched)."""
+    """Ban the current top-1 token at each of the first ``positions`` generated positions."""
 
     positions: int
 
@@ -23,13 +22,10 @@ class BanTopSpec:
             raise ConfigError(f"BanTop positions must be >= 0, got {self.positions}")
 
 
-def ban_top(
-    logits: torch.Tensor, positions: torch.Tensor, gen_len: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ban the current top-1 token of every row with ``gen_len < positions``.
+def ban_top(logits: torch.Tensor, positions: torch.Tensor, gen_len: torch.Tensor) -> tuple:
+    """Ban the current top-1 token of every row with ``gen_len < positions``; ``(logits, triggered[B])``.
 
-    Shapes: ``logits[B, V]`` float (modified in place and returned), ``positions[B]``,
-    ``gen_len[B]`` long (tokens generated so far). Returns ``(logits, triggered[B])``.
+    Shapes: ``logits[B, V]`` float (modified in place), ``positions[B]``, ``gen_len[B]`` long (tokens so far).
     Sync-free: the ban is an ``amin`` scatter of -inf (active rows) or +inf (no-op rows).
     """
     import torch

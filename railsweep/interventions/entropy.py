@@ -9,9 +9,8 @@ if TYPE_CHECKING:
 
 
 def entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Full-vocabulary entropy (nats) per row: ``logits[B, V]`` (any float dtype) -> ``[B]`` float32.
-
-    Both engines record it after the intervention and before temperature."""
+    """Full-vocabulary entropy (nats) per row: ``logits[B, V]`` (any float dtype) -> ``[B]`` float32; both
+    engines record it after the intervention and before temperature."""
     import torch
 
     return torch.special.entr(torch.softmax(logits.float(), dim=-1)).sum(-1)

@@ -1,11 +1,8 @@
 """A diagnostic intervention: emit the runner-up token at chosen generated steps.
 
-Forcing a model off its most probable token at a few steps and sampling on
-measures how well it recovers from a departure (``railsweep rails``: recovery
-after k forced departures). At a listed step every logit but the runner-up's
-(the second largest) becomes -inf, so any temperature emits the runner-up; the
-other steps are untouched. Transformers engine only: it is a measurement, not a
-mitigation strategy, so the vLLM engine has no adapter for it.
+Forcing a model off its most probable token at a few steps measures how well it recovers from a departure
+(``railsweep rails``). At a listed step every logit but the runner-up's becomes -inf, so any temperature emits
+the runner-up. A measurement, not a mitigation, so only the transformers engine has an adapter for it.
 """
 
 from __future__ import annotations
@@ -33,11 +30,8 @@ class ForceRunnerUpSpec:
 
 
 def force_runner_up(logits: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keep only the runner-up logit of every active row; in place.
-
-    Shapes: ``logits[B, V]`` float, ``active[B]`` bool. Returns ``(logits, triggered[B])``
-    with triggered = active. Rows that are not active are left as they are.
-    """
+    """Keep only the runner-up logit of every active row (``logits[B, V]``, ``active[B]`` bool), in place;
+    returns ``(logits, triggered[B] = active)``."""
     import torch
 
     runner_up = logits.topk(2, dim=-1).indices[:, 1:2]

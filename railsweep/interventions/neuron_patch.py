@@ -1,11 +1,9 @@
 """Shortcut's intervention: patch selected MLP neurons with a reference model's live activations.
 
-The spec and the model-side helpers shared by the engine and Shortcut's
-localisation live here: where a model's MLP neurons are (a "neuron" is one
-channel of the input of the MLP down projection: Llama/Gemma ``mlp.down_proj``,
-GPT-NeoX ``mlp.dense_4h_to_h``), how wide each layer is, adapter switching and
-recording. The patched forward itself rewrites the model's step, not the
-logits, so the transformers engine implements it (``railsweep.engines.neuron_patch``).
+The spec and the model-side helpers the engine and Shortcut's localisation share: where a model's MLP
+neurons are (a "neuron" is one channel of the input of the MLP down projection: Llama/Gemma ``mlp.down_proj``,
+GPT-NeoX ``mlp.dense_4h_to_h``), how wide each layer is, adapter switching and recording. The patched forward
+rewrites the model's step, not the logits: ``railsweep.engines.neuron_patch``.
 """
 
 from __future__ import annotations
@@ -21,23 +19,17 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-# (attribute of the decoder layer holding the MLP, attribute of the MLP holding the down projection)
-_DOWN_NAMES = ("down_proj", "dense_4h_to_h")
+_DOWN_NAMES = ("down_proj", "dense_4h_to_h")  # the MLP attribute holding the down projection
 
 
 @dataclass(frozen=True)
 class NeuronPatchSpec:
-    """Overwrite the selected MLP neurons (inputs of the down projection) of the target model, at
-    every position and step, with the live activations of a reference model run in lockstep on the
-    same tokens. ``reference_adapter=None`` means the base model (adapter disabled). ``neurons``
-    maps a layer index to the neuron indices patched in that layer. Only engines that expose
-    activations support it (the transformers engine)."""
+    """Overwrite the selected MLP neurons of the target model, at every position and step, with the live
+    activations of a reference model run in lockstep on the same tokens (``reference_adapter=None``: the base
+    model). ``neurons``: (layer index, the neuron indices patched in that layer) pairs."""
 
     neurons: tuple[tuple[int, tuple[int, ...]], ...]
     reference_adapter: str | None = None
-
-    def as_dict(self) -> dict[int, tuple[int, ...]]:
-        return {layer: idx for layer, idx in self.neurons}
 
 
 def spec_from_ranking(ranking: Sequence[tuple[int, int]], reference_adapter: str | None) -> NeuronPatchSpec:
@@ -50,13 +42,9 @@ def spec_from_ranking(ranking: Sequence[tuple[int, int]], reference_adapter: str
 
 
 def down_projections(model: nn.Module) -> list[nn.Module]:
-    """The MLP down-projection module of every decoder layer, in layer order.
-
-    Finds the decoder-layer ``ModuleList`` whose layers have ``mlp.down_proj``
-    (Llama, Gemma 1-4, Mistral, Qwen) or ``mlp.dense_4h_to_h`` (GPT-NeoX/Pythia).
-    Under peft the returned module may be a LoRA wrapper; its input is the
-    down projection's input either way.
-    """
+    """The MLP down-projection module of every decoder layer, in layer order: the longest ``ModuleList``
+    whose layers have ``mlp.down_proj`` (Llama, Gemma 1-4, Mistral, Qwen) or ``mlp.dense_4h_to_h``
+    (GPT-NeoX/Pythia). Under peft it may be a LoRA wrapper, whose input is the same."""
     from torch import nn
 
     get_base = getattr(model, "get_base_model", None)  # a peft wrapper's transformers model
@@ -84,19 +72,13 @@ def down_projections(model: nn.Module) -> list[nn.Module]:
 
 def mlp_widths(model: nn.Module) -> list[int]:
     """d_mlp (the down projection's input width) of every layer."""
-    widths = []
-    for down in down_projections(model):
-        base = getattr(down, "base_layer", down)  # peft LoRA wrapper
-        widths.append(int(base.in_features))
-    return widths
+    return [int(getattr(down, "base_layer", down).in_features) for down in down_projections(model)]  # peft
 
 
 @contextlib.contextmanager
 def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
-    """Run the enclosed forwards with ``adapter`` active (``None``: the base, adapter disabled).
-
-    A plain (non-peft) model only serves ``None``. The previously active adapter is restored.
-    """
+    """Run the enclosed forwards with ``adapter`` active (``None``: the base, the only one a plain model
+    serves); the previously active adapter is restored."""
     if not hasattr(model, "disable_adapter"):
         if adapter is not None:
             raise ConfigError(f"adapter {adapter!r} requested but the model has no LoRA adapters")
@@ -120,12 +102,8 @@ def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tensor]]]:
-    """Record every layer's down-projection input during the enclosed forwards.
-
-    Yields a dict ``layer -> list of fp32 tensors [B, L, d_mlp]``, one per forward
-    in call order. A forward (post) hook sees the input after every pre-hook, so
-    patched values are recorded as patched.
-    """
+    """Record every layer's down-projection input during the enclosed forwards: ``layer -> [fp32 [B, L,
+    d_mlp] per forward]``. A forward (post) hook sees the input after every pre-hook: patched as patched."""
     store: dict[int, list[torch.Tensor]] = {}
     downs = down_projections(model)
 

@@ -1,28 +1,23 @@
 """RailCap (method.md §3, paper Algorithm 1): its spec, its default n, and its batched pure-torch math.
 
-Both engine adapters find the targets from token ids, then update the logits
-with :func:`cap_or_ban`. The vLLM logits processors recompute the targets every
-step from the last n generated tokens (:func:`railcap_targets`, or both halves
-at once with :func:`apply_railcap`); the transformers processor, which sees every
-token of its batch in order, keeps match runs that one compare per step advances
+Both engine adapters find the targets from token ids, then update the logits with :func:`cap_or_ban`. The
+vLLM processors recompute the targets every step from the last n generated tokens (:func:`railcap_targets`);
+the transformers processor, which sees every token in order, advances match runs by one compare per step
 (:mod:`railsweep.interventions.railcap_runs`: the same targets for a fraction of the work).
 
-Two restrictions, off by default (then every result is the paper's Algorithm 1):
-``stop_after_departure`` leaves a sample alone once it has actually departed (a step
-whose logits RailCap changed sampled none of that step's targets; :func:`departures`),
-and ``spare`` lists token ids never capped or banned (the strategy fills it with the
-trajectory's number tokens). A spared target is dropped after the successor is chosen:
-an n-gram whose successor is spared caps nothing, it does not fall back to another one.
+Two restrictions, off by default (then every result is the paper's Algorithm 1): ``stop_after_departure``
+leaves a sample alone once it has actually departed (:func:`departures`), and ``spare`` lists token ids never
+capped or banned (the strategy's number tokens). A spared target is dropped after the successor is chosen:
+an n-gram whose successor is spared caps nothing; it does not fall back to another one.
 
-Everything is fixed-shape tensor work (``unfold`` / ``where`` /
-``gather`` / ``scatter_reduce_``): no per-row Python loop, no boolean-mask indexing, no
-``.item()``, so the function never forces a GPU→CPU synchronisation.
+All of it is fixed-shape tensor work (no per-row Python loop, no boolean-mask indexing, no ``.item()``), so
+it never forces a GPU→CPU synchronisation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING, Literal
 
 from railsweep.errors import ConfigError
@@ -31,16 +26,14 @@ if TYPE_CHECKING:
     import torch
 
 DEFAULT_N = 4  # the paper's n-gram length: the one default every layer (spec, strategy, sweep, tables) uses
-# The longest n accepted, on every backend: the vLLM processors read the last n tokens of every row each step
-# (a [rows, n] gather), so n is bounded where the spec is built, not per request on one backend.
-MAX_N = 64
+MAX_N = 64  # the longest n, any backend: vLLM's processors gather a row's last n tokens each step
 RailCapMode = Literal["cap", "ban"]
 Successor = Literal["last", "first", "all"]
 
 
 def check_settings(n: object, mode: object, successor: object) -> None:
-    """ConfigError naming the offending value unless ``n`` is an integer in [1, :data:`MAX_N`], ``mode`` "cap"
-    or "ban" and ``successor`` "last", "first" or "all" (the one validation of RailCap's settings)."""
+    """ConfigError naming the offending value unless ``n`` is an integer in [1, :data:`MAX_N`], ``mode``
+    "cap" or "ban" and ``successor`` "last", "first" or "all" (the one check of RailCap's settings)."""
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
         raise ConfigError(f"RailCap n must be an integer in [1, {MAX_N}], got n={n!r}")
     if mode not in ("cap", "ban"):
@@ -49,27 +42,14 @@ def check_settings(n: object, mode: object, successor: object) -> None:
         raise ConfigError(f"RailCap successor must be 'last', 'first' or 'all', got {successor!r}")
 
 
-def check_restrictions(stop_after_departure: object, spare: object) -> None:
-    """ConfigError naming the offending value unless ``stop_after_departure`` is a bool and ``spare`` a
-    tuple of token ids (integers >= 0)."""
-    if not isinstance(stop_after_departure, bool):
-        raise ConfigError(f"RailCap stop_after_departure must be true or false, got {stop_after_departure!r}")
-    if not isinstance(spare, tuple) or not all(
-        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in spare
-    ):
-        raise ConfigError(f"RailCap spare must be a tuple of token ids >= 0, got {spare!r}")
-
-
 @dataclass(frozen=True)
 class RailCapSpec:
     """RailCap for one request.
 
-    ``trajectory`` is the greedy completion's token ids (cut at the stop
-    sequence, EOS kept if emitted). At every generated step whose last ``n``
-    generated tokens form an n-gram of the trajectory, the successor token(s)
-    are capped to the runner-up logit (``mode="cap"``) or banned (``"ban"``).
-    A trajectory of at most ``n`` tokens has no n-gram with a successor: RailCap then changes nothing.
-    Restrictions (default off): ``stop_after_departure`` (no caps after the sample's first actual
+    ``trajectory`` is the greedy completion's token ids (cut at the stop sequence, EOS kept). At every step
+    whose last ``n`` generated tokens form an n-gram of the trajectory, the successor token(s) are capped to
+    the runner-up logit (``mode="cap"``) or banned (``"ban"``); a trajectory of at most ``n`` tokens changes
+    nothing. Restrictions (default off): ``stop_after_departure`` (no caps after the sample's first actual
     departure) and ``spare`` (token ids that are never targets).
     """
 
@@ -79,14 +59,24 @@ class RailCapSpec:
     successor: Successor = "last"
     stop_after_departure: bool = False
     spare: tuple[int, ...] = ()
+    # True: built from settings checked once per cell (RailCapConfig.spec), so not checked per question again
+    checked: InitVar[bool] = False
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, checked: bool) -> None:
+        if checked:
+            return
         check_settings(self.n, self.mode, self.successor)
-        check_restrictions(self.stop_after_departure, self.spare)
+        stop, spare = self.stop_after_departure, self.spare
+        if not isinstance(stop, bool):
+            raise ConfigError(f"RailCap stop_after_departure must be true or false, got {stop!r}")
+        if not isinstance(spare, tuple) or not all(
+            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in spare
+        ):
+            raise ConfigError(f"RailCap spare must be a tuple of token ids >= 0, got {spare!r}")
 
     @property
     def inert(self) -> bool:
-        """True when no n-gram of the trajectory has a successor it may target (the spec changes no logits)."""
+        """True when no n-gram of the trajectory has a successor it may target (no logit changes)."""
         spare = set(self.spare)
         return len(self.trajectory) <= self.n or all(t in spare for t in self.trajectory[self.n :])
 
@@ -98,16 +88,15 @@ class RailCapSpec:
 
 SUCCESSOR_CODES = {"last": 0, "first": 1, "all": 2}
 MODE_CODES = {"cap": 0, "ban": 1}
-# One row of per-request settings as both engine adapters store them (a [4, B] long tensor, one column per
-# request): trajectory length, n (0 = RailCap off for the row), successor code, mode code.
+# One request's settings as both engine adapters store them (a [4, B] long tensor, one column per request);
+# n = 0: RailCap off for the row.
 ROW_FIELDS = ("traj_len", "n", "successor", "mode")
-OFF_ROW = (0, 0, 0, 0)
 
 
 def settings_row(spec: RailCapSpec | None) -> tuple[int, int, int, int]:
-    """The :data:`ROW_FIELDS` of one request (:data:`OFF_ROW` for ``None``)."""
+    """The :data:`ROW_FIELDS` of one request (all 0 for ``None``)."""
     if spec is None:
-        return OFF_ROW
+        return (0, 0, 0, 0)
     return (len(spec.trajectory), spec.n, SUCCESSOR_CODES[spec.successor], MODE_CODES[spec.mode])
 
 
@@ -118,67 +107,41 @@ def free_row(spec: RailCapSpec | None, width: int) -> list[bool]:
     return free + [True] * (width - len(free))
 
 
-_LAST, _FIRST, _ALL = 0, 1, 2
-_BAN = 1
+_FIRST, _ALL, _BAN = SUCCESSOR_CODES["first"], SUCCESSOR_CODES["all"], MODE_CODES["ban"]
 
 
 def apply_railcap(
-    logits: torch.Tensor,
-    traj: torch.Tensor,
-    traj_len: torch.Tensor,
-    recent: torch.Tensor,
-    gen_len: torch.Tensor,
-    n: torch.Tensor,
-    successor: torch.Tensor,
-    mode: torch.Tensor,
+    logits: torch.Tensor, traj: torch.Tensor, traj_len: torch.Tensor, recent: torch.Tensor,
+    gen_len: torch.Tensor, n: torch.Tensor, successor: torch.Tensor, mode: torch.Tensor,
     free: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Cap (or ban) the trajectory successor of the last ``n`` generated tokens, row by row.
 
-    Shapes: ``logits[B, V]`` float (modified in place and returned);
-    ``traj[B, T]`` long, the greedy trajectory padded with -1; ``traj_len[B]``;
-    ``recent[B, N]`` long, the last N generated tokens right-aligned and
-    left-padded with -1 (N >= max n); ``gen_len[B]`` tokens generated so far;
-    ``n[B]`` (0 disables the row); ``successor[B]`` (:data:`SUCCESSOR_CODES`);
-    ``mode[B]`` (:data:`MODE_CODES`); ``free[B, T-1]`` bool (optional): whether
-    g_{e+1} may be a target (False where spared, or for a row that has departed
-    under ``stop_after_departure``).
+    Shapes: ``logits[B, V]`` float (modified in place and returned); ``traj[B, T]`` long, the greedy
+    trajectory padded with -1; ``traj_len[B]``; ``recent[B, N]`` long, the last N generated tokens
+    right-aligned and left-padded with -1 (N >= max n); ``gen_len[B]`` tokens generated so far; ``n[B]`` (0
+    disables the row); ``successor[B]`` (:data:`SUCCESSOR_CODES`); ``mode[B]`` (:data:`MODE_CODES`);
+    ``free[B, T-1]`` bool (optional): whether g_{e+1} may be a target (False where spared or departed).
 
-    With ``H = {(g_k..g_{k+n-1}) -> g_{k+n} : 1 <= k <= T-n}``, a row whose last
-    n generated tokens are a key of H has each selected successor x set to
-    ``min(l[x], v2)`` (cap; v2 = runner-up logit of this step) or ``-inf`` (ban).
-    Returns ``(logits, triggered[B])``; triggered = the row's logits changed.
-
-    It is :func:`railcap_targets` (which successors, from token ids only)
-    followed by :func:`cap_or_ban` (the logits update); an adapter may skip or
-    row-subset the second half when no row has a target.
+    With ``H = {(g_k..g_{k+n-1}) -> g_{k+n} : 1 <= k <= T-n}``, a row whose last n generated tokens are a
+    key of H has each selected successor x set to ``min(l[x], v2)`` (cap; v2 = this step's runner-up logit)
+    or ``-inf`` (ban). Returns ``(logits, triggered[B])``; triggered = the row's logits changed. It is
+    :func:`railcap_targets` (from token ids only) then :func:`cap_or_ban` (the logits update).
     """
     index, keep = railcap_targets(traj, traj_len, recent, gen_len, n, successor, free=free)
     return cap_or_ban(logits, index, keep, mode)
 
 
 def railcap_targets(
-    traj: torch.Tensor,
-    traj_len: torch.Tensor,
-    recent: torch.Tensor,
-    gen_len: torch.Tensor,
-    n: torch.Tensor,
-    successor: torch.Tensor,
-    uniform_n: bool = False,
-    free: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    traj: torch.Tensor, traj_len: torch.Tensor, recent: torch.Tensor, gen_len: torch.Tensor, n: torch.Tensor,
+    successor: torch.Tensor, free: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """The successor tokens to cap: ``(index[B, T-1] long, keep[B, T-1] bool)``; arguments as in apply_railcap.
 
-    ``uniform_n`` is a host-side promise that every row has ``n`` equal to
-    ``N = recent.shape[1]`` or 0 (the usual case: one RailCap config per run);
-    it skips the per-row n masking, with identical results.
-
-    Column e stands for the trajectory window ending at g_e; ``keep[b, e]``
-    says that g_{e+1} (``index[b, e]``) is a target of row b.
-
-    Steps:
-      1. window e matches when its last n tokens equal the last n generated tokens,
-         the row is enabled, has generated >= n tokens and g_{e+1} exists;
+    Column e stands for the trajectory window ending at g_e; ``keep[b, e]`` says that g_{e+1}
+    (``index[b, e]``) is a target of row b. Steps:
+      1. window e matches when its last n tokens equal the last n generated tokens, the row is enabled, has
+         generated >= n tokens and g_{e+1} exists;
       2. keep the last / first / all matching windows (``successor``);
       3. drop the kept targets that are not ``free`` (spared tokens, departed rows).
     """
@@ -195,15 +158,10 @@ def railcap_targets(
     match = (after[None, :] < traj_len[:, None]) & ok[:, None]  # [B, T]
     for i in range(min(N, T)):  # host loop over the n-gram offset, never over rows
         same = traj[:, : T - i] == recent[:, N - 1 - i, None]
-        if uniform_n:
-            match[:, i:] &= same
-        else:
-            skip = (n <= i)[:, None]  # offset i lies outside this row's n-gram
-            match[:, i:] &= same | skip
-            if i:
-                match[:, :i] &= skip  # the window would start before g_1
-    if uniform_n:
-        match[:, : N - 1] = False  # windows that would start before g_1
+        skip = (n <= i)[:, None]  # offset i lies outside this row's n-gram
+        match[:, i:] &= same | skip
+        if i:
+            match[:, :i] &= skip  # the window would start before g_1
     match &= (n <= T)[:, None]  # an n-gram longer than the trajectory matches nothing
     # 2. rank windows so that the kept one ranks highest: e for "last", T-1-e for "first" (int16: cheap)
     e16 = torch.arange(T, dtype=torch.int16, device=dev)
@@ -219,14 +177,11 @@ def railcap_targets(
 def cap_or_ban(
     logits: torch.Tensor, index: torch.Tensor, keep: torch.Tensor, mode: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``l[x] <- min(l[x], v2)`` (cap) or ``-inf`` (ban) for every kept target x; in place.
+    """``l[x] <- min(l[x], v2)`` (cap) or ``-inf`` (ban) for every kept target x, in place; returns ``(logits,
+    triggered[B])``. ``v2`` is the row's runner-up logit (a tied maximum gives v2 = max: no change).
 
-    ``v2`` is the runner-up logit of the row (a tied maximum gives v2 = max, so
-    the cap changes nothing). Returns ``(logits, triggered[B])``.
-
-    The cap changes ``l[x]`` only when x is the unique argmax, and then sets it
-    to the maximum over the other tokens. So instead of a ``topk(2)`` (slow on
-    CPU) it takes two ``amax`` passes:
+    The cap changes ``l[x]`` only when x is the unique argmax, and then sets it to the maximum over the other
+    tokens. So instead of a ``topk(2)`` (slow on CPU) it takes two ``amax`` passes:
       1. m1 = row max; "hit" = kept cap targets at m1; a tie if two distinct hits;
       2. scatter -inf onto hit (and ban) targets; v2 = the row max of the rest;
       3. scatter back min(v2, m1) onto the hits (m1 on a tie: nothing changes).
@@ -256,11 +211,9 @@ def departures(
 ) -> torch.Tensor:
     """Rows that actually departed at a step: ``[R]`` bool.
 
-    ``index, keep [R, K]`` and ``triggered [R]`` are that step's targets and
-    :func:`cap_or_ban`'s result, ``token [R]`` the token then sampled. A row
-    departed when RailCap changed its logits and it sampled none of the targets
-    (a ban always departs; a cap departs when the sample took another token
-    than the one it tied with the runner-up).
+    ``index, keep [R, K]`` and ``triggered [R]`` are that step's targets and :func:`cap_or_ban`'s result,
+    ``token [R]`` the token then sampled. A row departed when RailCap changed its logits and it sampled none
+    of the targets (a ban always departs; a cap departs unless the sample took the tied target).
     """
     armed = keep & triggered[:, None]
     stayed = (armed & (index == token[:, None])).any(1)
@@ -276,7 +229,6 @@ class RailCapBatch:
     n: torch.Tensor  # [B] long, 0 = disabled
     successor: torch.Tensor  # [B] long
     mode: torch.Tensor  # [B] long
-    max_n: int  # host mirror: width of the recent-token buffer
     min_n: int  # host mirror: smallest enabled n (0 when no row is enabled)
     free: torch.Tensor | None = None  # [B, T-1] bool, g_{e+1} may be a target; None = every one may
     stop: torch.Tensor | None = None  # [B] bool, stop_after_departure; None = no row stops
@@ -296,21 +248,13 @@ def pack_specs(specs: Sequence[RailCapSpec | None], device: torch.device | str =
         flat += [-1] * (T - len(traj_s))
         rows.append(settings_row(s))
     traj = torch.tensor(flat, dtype=torch.long).view(B, T)
-    meta = torch.tensor(rows, dtype=torch.long).view(B, len(ROW_FIELDS)).T.contiguous()
-    ns = [s.n for s in specs if s is not None]
-    meta = meta.to(device)
+    meta = torch.tensor(rows, dtype=torch.long).view(B, len(ROW_FIELDS)).T.contiguous().to(device)
     free = stop = None
     if any(s is not None and s.spare for s in specs):
         width = max(T - 1, 0)
-        free = torch.tensor([free_row(s, width) for s in specs], dtype=torch.bool).view(B, width)
-        free = free.to(device)
+        free = torch.tensor([free_row(s, width) for s in specs], dtype=torch.bool).view(B, width).to(device)
     if any(s is not None and s.stop_after_departure for s in specs):
         stop = torch.tensor([s is not None and s.stop_after_departure for s in specs], device=device)
-    return RailCapBatch(
-        traj=traj.to(device),
-        **dict(zip(ROW_FIELDS, meta)),  # traj_len, n, successor, mode
-        max_n=max(ns, default=0),
-        min_n=min(ns, default=0),
-        free=free,
-        stop=stop,
-    )
+    min_n = min((s.n for s in specs if s is not None), default=0)
+    fields = dict(zip(ROW_FIELDS, meta))  # traj_len, n, successor, mode
+    return RailCapBatch(traj=traj.to(device), **fields, min_n=min_n, free=free, stop=stop)

@@ -1,9 +1,5 @@
-"""RailCap's incremental matcher for decode loops that see every token of their batch in order.
-
-:func:`run_table` turns a packed batch into per-row constants, :func:`start_runs` gives the match runs before
-any token is generated, :func:`advance_runs_` feeds one generated token per row (one compare per step instead
-of :func:`~railsweep.interventions.railcap.railcap_targets`' n), and :func:`run_targets` reads the same
-targets as :func:`~railsweep.interventions.railcap.railcap_targets` from the runs.
+"""RailCap's incremental matcher for decode loops that see every token of their batch in order: the targets
+of :func:`~railsweep.interventions.railcap.railcap_targets` for one compare per step instead of n.
 """
 
 from __future__ import annotations
@@ -21,16 +17,13 @@ _FIRST, _ALL = SUCCESSOR_CODES["first"], SUCCESSOR_CODES["all"]
 
 @dataclass(frozen=True)
 class RunTable:
-    """The per-row constants of the incremental matcher, time-major (column b is row b).
+    """The per-row constants of the matcher, time-major (column b is row b: the run update shifts along the
+    trajectory, so every operand is contiguous).
 
-    ``tokens[e, b]`` is g_e of row b where a window may end at e and -1 elsewhere:
-    past the trajectory's end, at its last token (that window has no successor) and
-    in disabled rows, so those windows never match. ``reset[0, b]`` is ``-n``
-    (disabled rows: -1), the run value when no token matches. ``rank[e, b]`` ranks
-    the window to keep highest (last: e; first: T-1-e; all: 0, so every match
-    ties for best); ``succ[e, b]`` is g_{e+1}; ``free[e, b]`` whether g_{e+1} may be a
-    target (False where spared). Time-major because the run update
-    shifts along the trajectory: then every operand is contiguous.
+    ``tokens[e, b]`` is g_e of row b where a window may end at e, else -1 (past the trajectory's end, at its
+    last token, in disabled rows). ``reset[0, b]`` is ``-n`` (disabled: -1), the run value when no token
+    matches. ``rank[e, b]`` ranks the window to keep highest (last: e; first: T-1-e; all: 0, every match
+    ties); ``succ[e, b]`` is g_{e+1}; ``free[e, b]`` whether g_{e+1} may be a target (False where spared).
     """
 
     tokens: torch.Tensor  # [T, B] long
@@ -60,10 +53,8 @@ def run_table(batch: RailCapBatch) -> RunTable:
 
 def start_runs(table: RunTable) -> torch.Tensor:
     """The match runs before any token is generated: ``runs[T+1, B]`` long, every entry ``reset``.
-
-    ``runs[e+1, b]`` is the length of the longest run of the most recent generated
-    tokens that equals the trajectory ending at g_e, minus n: window e matches when
-    it is >= 0. Row 0 stays at ``reset`` (the run ending before g_1).
+    ``runs[e+1, b]`` is the length of the longest run of the latest generated tokens equal to the trajectory
+    ending at g_e, minus n: window e matches when it is >= 0. Row 0 stays ``reset`` (the run before g_1).
     """
     T, B = table.tokens.shape
     return table.reset.expand(T + 1, B).clone()
@@ -71,11 +62,8 @@ def start_runs(table: RunTable) -> torch.Tensor:
 
 def advance_runs_(runs: torch.Tensor, table: RunTable, token: torch.Tensor) -> torch.Tensor:
     """Feed one generated token per row (``token[B]``) to the match runs, in place; returns ``runs``.
-
-    ``run_e <- run_{e-1} + 1`` where g_e equals the token, else ``reset``: one compare,
-    one add and one select per step, instead of :func:`railcap_targets`' n compares
-    of the whole trajectory. After the tokens g'_1..g'_s of a row, window e of that row
-    matches (``runs[e+1] >= 0``) exactly when :func:`railcap_targets` keeps or ranks it.
+    ``run_e <- run_{e-1} + 1`` where g_e equals the token, else ``reset``. Window e then matches
+    (``runs[e+1] >= 0``) exactly when :func:`railcap_targets` keeps or ranks it.
     """
     import torch
 
@@ -85,11 +73,8 @@ def advance_runs_(runs: torch.Tensor, table: RunTable, token: torch.Tensor) -> t
 
 
 def run_targets(runs: torch.Tensor, table: RunTable, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`railcap_targets`' ``(index[R, T-1], keep[R, T-1])`` for the rows ``rows[R]``, from match runs.
-
-    Steps 2–3 of :func:`railcap_targets` on ``match = runs >= 0``: keep the highest-ranked
-    matching windows of each row, then drop the targets that are not free.
-    """
+    """:func:`railcap_targets`' ``(index[R, T-1], keep[R, T-1])`` for the rows ``rows[R]``: its steps 2–3 on
+    ``match = runs >= 0`` (the highest-ranked matching windows, less the targets that are not free)."""
     import torch
 
     T = table.tokens.shape[0]

@@ -1,7 +1,4 @@
-"""Mitigation strategies, one module each, registered by name.
-
-Importing this package registers every built-in strategy.
-"""
+"""Mitigation strategies, one module each, registered by name; importing this package registers them all."""
 
 from railsweep.strategies import all_zero, identity  # noqa: F401
 from railsweep.strategies.base import (  # noqa: F401

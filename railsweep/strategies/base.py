@@ -1,11 +1,9 @@
 """The Strategy protocol, the registry, and the shared m-sample readout.
 
-A strategy turns (engine, task, model under evaluation, decode settings) and a
-list of questions into one :class:`QuestionOutcome` per question: the samples,
-their grades, and the per-question counts ``c`` of ``m`` that the metrics use.
-Each strategy lives in its own module with a frozen config dataclass and one
-``@register`` line (:mod:`railsweep.strategy_registry`: its label, tables and
-backends); :func:`build_strategy` validates parameters by name.
+A strategy turns (engine, task, model under evaluation, decode settings) and questions into one
+:class:`QuestionOutcome` per question: samples, their grades and the counts ``c`` of ``m`` the metrics use.
+Each lives in its own module with a frozen config dataclass and one ``@register`` line
+(:mod:`railsweep.strategy_registry`); :func:`build_strategy` validates parameters by name.
 """
 
 from __future__ import annotations
@@ -24,11 +22,8 @@ from railsweep.tasks.base import Grade, Question, Task
 
 @dataclass(frozen=True)
 class DecodeSettings:
-    """The readout every strategy shares (paper: m=50, T=0.7).
-
-    Built from values checked where they came in, so not checked again here: a cell's (:class:`CellConfig
-    <railsweep.config.CellConfig>`), a command's (its argument types), a sweep spec's readout (its schema), the
-    dynamics' and the CDD detector's settings (their configs)."""
+    """The readout every strategy shares (paper: m=50, T=0.7). Built from values checked where they came in
+    (a :class:`~railsweep.config.CellConfig`, a command's argument types, a spec's schema), so not here."""
 
     m: int = 50
     temperature: float = 0.7
@@ -82,11 +77,6 @@ def known_strategies() -> list[str]:
     return STRATEGIES.known()
 
 
-def strategy_classes(name: str) -> tuple[type, type]:
-    """(strategy class, config class) for a registered name; unknown name → ConfigError."""
-    return STRATEGIES.classes(name)
-
-
 def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
     """Validate ``params`` against the strategy's config dataclass and build it."""
     return STRATEGIES.make_config(name, params)
@@ -98,10 +88,9 @@ def build_strategy(name: str, params: dict[str, Any] | None = None, *, config: A
 
 
 def config_dict(config: Any) -> dict[str, Any]:
-    """A config dataclass as a plain dict (the inverse of :func:`make_config`).
-
-    Fields named in the class's ``implicit_defaults`` are left out while they hold their default:
-    options added after cells were evaluated, so that the cells without them keep their ids."""
+    """A config dataclass as a plain dict (the inverse of :func:`make_config`). Fields named in the class's
+    ``implicit_defaults`` (options added after cells were evaluated) are left out while at their default, so
+    that those cells keep their ids."""
     quiet = getattr(type(config), "implicit_defaults", frozenset())
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     return {
@@ -130,30 +119,19 @@ def decode(
     intervention: Callable[[Question], Intervention | None] | None = None,
     return_entropy: bool = False,
 ) -> list[Completion]:
-    """Decode every question's prompt in batches of ``ctx.settings.batch_size`` (:func:`_job_size`), one engine call
-    each. On a sweep's engine (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) the family's idle engines decode
-    some of the batches; the completions are the same wherever a batch ran (seeds are per question, not per batch).
+    """Decode every question's prompt in batches (:func:`_job_size`), one engine call each. On a sweep engine
+    (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) idle engines decode some of the batches; the
+    completions are the same wherever a batch ran (seeds are per question, not per batch).
     """
     s = ctx.settings
-    jobs = []
+
+    def request(q: Question) -> Request:
+        seed = question_seed(s.seed, q.index, salt)
+        sampling = SamplingSpec(n, temperature, s.max_new_tokens, ctx.task.stop, seed, return_entropy)
+        return Request(ctx.task.prompt(q), sampling, ctx.adapter, intervention(q) if intervention else None)
+
     size = _job_size(ctx, n)
-    for lo in range(0, len(questions), size):
-        jobs.append([
-            Request(
-                prompt=ctx.task.prompt(q),
-                sampling=SamplingSpec(
-                    n=n,
-                    temperature=temperature,
-                    max_new_tokens=s.max_new_tokens,
-                    stop=ctx.task.stop,
-                    seed=question_seed(s.seed, q.index, salt),
-                    return_entropy=return_entropy,
-                ),
-                adapter=ctx.adapter,
-                intervention=intervention(q) if intervention else None,
-            )
-            for q in questions[lo : lo + size]
-        ])  # fmt: skip
+    jobs = [[request(q) for q in questions[lo : lo + size]] for lo in range(0, len(questions), size)]
     out: list[Completion] = []
     for comps in _generate_jobs(ctx, jobs):
         out.extend(comps)
@@ -164,9 +142,8 @@ def decode(
 
 def _job_size(ctx: EvalContext, n: int) -> int:
     """Questions per engine call: ``batch_size``; on an engine that shares its calls and decodes at most
-    ``max_batch_size`` rows at once (the transformers engine), no more than one such batch of ``n``-sample rows, so
-    the jobs are as many as the engine's own batches and spread evenly over the engines that take them (its samples
-    do not depend on the batch: ``tests/test_engine_batching.py``)."""
+    ``max_batch_size`` rows at once, no more than one such batch of ``n``-sample rows, so that the jobs spread
+    evenly over the engines that take them (samples do not depend on the batch)."""
     rows = getattr(ctx.engine, "max_batch_size", None)
     if getattr(ctx.engine, "generate_shares", None) is None or not isinstance(rows, int):
         return ctx.settings.batch_size
@@ -188,9 +165,15 @@ def greedy(ctx: EvalContext, questions: Sequence[Question], **kw: Any) -> list[S
     return [c.samples[0] for c in decode(ctx, questions, n=1, temperature=0.0, salt="greedy", **kw)]
 
 
-def sampled_per_question(settings: DecodeSettings) -> int:
-    """Responses :func:`sample_and_grade` decodes per question: m, or 1 at temperature 0 (replicated m times)."""
-    return 1 if settings.temperature == 0 else settings.m
+def sampled_per_question(settings: DecodeSettings, greedy: bool = False) -> int:
+    """Responses :func:`sample_and_grade` decodes per question: m, or 1 at temperature 0 or with a ``greedy``
+    readout (:func:`greedy_readout`), replicated m times."""
+    return 1 if greedy or settings.temperature == 0 else settings.m
+
+
+def greedy_readout(ctx: EvalContext) -> EvalContext:
+    """``ctx`` with its readout at temperature 0 (the official readout of LNE-blocking and Shortcut)."""
+    return dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, temperature=0.0))
 
 
 def sample_and_grade(
@@ -208,16 +191,7 @@ def sample_and_grade(
     for q, comp in zip(questions, comps):
         samples = comp.samples * (s.m if n == 1 and s.m > 1 else 1)  # greedy: m identical readouts
         grades = [ctx.task.grade(smp.text, q) for smp in samples]
-        c = sum(g.correct for g in grades)
-        outcomes.append(
-            QuestionOutcome(
-                index=q.index,
-                samples=samples,
-                grades=grades,
-                c=c,
-                m=len(samples),
-                r01=int(grades[0].correct),
-                extras={"triggers": sum(smp.triggers for smp in samples)} if intervention else {},
-            )
-        )
+        extras = {"triggers": sum(smp.triggers for smp in samples)} if intervention else {}
+        c, r01 = sum(g.correct for g in grades), int(grades[0].correct)
+        outcomes.append(QuestionOutcome(q.index, samples, grades, c, len(samples), r01, extras=extras))
     return outcomes

@@ -1,29 +1,22 @@
 """LNE-Blocking (Hou et al., Findings EMNLP 2025): block the first n top-1 tokens, n set by the greedy entropy.
 
-Reconstructed from the paper's equations (the official code was unavailable;
-baselines.md §2). Per question:
+Reconstructed from the paper's equations (the official code was unavailable; baselines.md §2). Per question:
 
-1. pass 1: greedy decode with the full-vocabulary entropy (nats) of every
-   generated step, the step that emits EOS/completes the stop string included
-   (``include_stop_step``) → LNE = mean entropy (Eq. 1);
-2. n = clip(round_mode(T_task · (1 − LNE/β)), 0, T_task) (Eq. 10; β=2, T_task=7
-   for GSM8K; rounding [INFERRED] floor); ``fixed_n`` gives the paper's
-   "Fixed Blocking k" baseline instead; with ``xi`` set, blocking applies only
-   to questions the detector flags (LNE <= ξ; [INFERRED] default: no gating);
-3. pass 2 bans the *current* top-1 token at each of the first n generated
-   positions (:class:`BanTopSpec`), then decodes normally:
-   - ``readout="sampling"`` (default, railsweep's extension §2.8): m samples at
-     the context's temperature, the ban applied in every sample;
-   - ``readout="greedy"`` (official): one blocked greedy decode, its 0/1
-     correctness replicated m times (c ∈ {0, m}).
+1. pass 1: greedy decode with the full-vocabulary entropy (nats) of every generated step, the stop step
+   included (``include_stop_step``) → LNE = mean entropy (Eq. 1);
+2. n = clip(round_mode(T_task · (1 − LNE/β)), 0, T_task) (Eq. 10; β=2, T_task=7 for GSM8K; rounding
+   [INFERRED] floor); ``fixed_n`` gives the paper's "Fixed Blocking k" instead; with ``xi`` set, only
+   questions the detector flags are blocked (LNE <= ξ; [INFERRED] default: no gating);
+3. pass 2 bans the *current* top-1 token at each of the first n generated positions (:class:`BanTopSpec`):
+   ``readout="sampling"`` (default, railsweep's extension §2.8) draws m samples at the context's
+   temperature; ``"greedy"`` (official) one blocked greedy decode, its 0/1 correctness replicated m times.
 
-With n = 0 (e.g. ``t_task=0``) the sampling readout draws exactly Identity's samples.
-Not offered: the less likely reading that bans pass 1's token at each position (§2.4).
+With n = 0 the sampling readout draws exactly Identity's samples. Not offered: the less likely reading that
+bans pass 1's token at each position (§2.4).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +29,7 @@ from railsweep.strategies.base import (
     EvalContext,
     QuestionOutcome,
     greedy,
+    greedy_readout,
     register,
     sample_and_grade,
     sampled_per_question,
@@ -82,11 +76,8 @@ class LNEBlockingConfig:
 
 
 def lne(entropies: Sequence[float], finish_reason: str, include_stop_step: bool = True) -> float:
-    """Eq. 1: the mean per-step entropy of the greedy decode (nats).
-
-    Without ``include_stop_step`` the final step is left out when the decode
-    stopped (EOS or stop string), unless it is the only step.
-    """
+    """Eq. 1: the mean per-step entropy of the greedy decode (nats). Without ``include_stop_step`` the final
+    step is left out when the decode stopped (EOS or stop string), unless it is the only step."""
     h = list(entropies)
     if not h:
         raise ConfigError("LNE needs at least one generated step's entropy; the engine returned none")
@@ -107,13 +98,8 @@ def blocking_count(lne_value: float, beta: float = 2.0, t_task: int = 7, roundin
     return min(t_task, max(0, n))
 
 
-@register(
-    "lne_blocking",
-    LNEBlockingConfig,
-    display="LNE-blocking",
-    tables=("1", "2", "3"),
-    interventions=(BanTopSpec,),
-)
+@register("lne_blocking", LNEBlockingConfig, display="LNE-blocking", tables=("1", "2", "3"),
+          interventions=(BanTopSpec,))
 class LNEBlocking:
     def __init__(self, config: LNEBlockingConfig | None = None):
         self.config = config or LNEBlockingConfig()
@@ -139,18 +125,12 @@ class LNEBlocking:
                 )
             lnes[q.index] = lne(g.entropies, g.finish_reason, c.include_stop_step)
             counts[q.index] = self._n(lnes[q.index])
-        run_ctx = ctx
-        if c.readout == "greedy":
-            run_ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, temperature=0.0))
-        outcomes = sample_and_grade(
-            run_ctx, questions, intervention=lambda q: BanTopSpec(positions=counts[q.index])
-        )
+        run_ctx = greedy_readout(ctx) if c.readout == "greedy" else ctx
+        outcomes = sample_and_grade(run_ctx, questions, intervention=lambda q: BanTopSpec(counts[q.index]))
         for out, g in zip(outcomes, first):
             out.greedy = g
             out.extras.update({"lne": lnes[out.index], "n_blocked": counts[out.index]})
         return outcomes
 
-    def decodes(self, settings: DecodeSettings) -> int:
-        if self.config.readout == "greedy":
-            settings = dataclasses.replace(settings, temperature=0.0)
-        return 1 + sampled_per_question(settings)  # the greedy decode LNE is read from, then the readout
+    def decodes(self, settings: DecodeSettings) -> int:  # the greedy decode LNE is read from, and the readout
+        return 1 + sampled_per_question(settings, greedy=self.config.readout == "greedy")

@@ -5,21 +5,16 @@ Follows the official ``TED.py`` (baselines.md §1.2, §1.7), per question:
 1. one greedy decode ``g`` and the same m samples Identity draws (same seeds);
 2. ``G = tokens(g)[:max_length]``, ``L = len(G)``; for each sample k,
    ``D_k = Levenshtein(G, tokens(s_k)[:L])`` on token ids (rapidfuzz);
-3. in generation order, skip a sample whose text exactly duplicates an already
-   *kept* sample (``dedup``), else skip it if ``D_k <= tau``, else keep it;
-4. solve probability = correct kept / kept, and 0 when nothing is kept (the
-   question counts as failed, it is not dropped: §1.5).
+3. in generation order, skip a sample whose text exactly duplicates an already *kept* sample (``dedup``),
+   else skip it if ``D_k <= tau``, else keep it;
+4. solve probability = correct kept / kept, and 0 when nothing is kept (the question counts as failed, §1.5).
 
-``QuestionOutcome`` keeps all m samples and grades (the responses record stays
-complete); ``c``/``m`` count the kept ones only. ``r01`` stays the first
-sample's correctness whether or not it was kept: the paper's one-sample 0/1
-readout (eq. 1) is defined on the raw sampler, not on TED's filtered set.
+``QuestionOutcome`` keeps all m samples and grades; ``c``/``m`` count the kept ones only. ``r01`` stays the
+first sample's correctness, kept or not: the paper's 0/1 readout (eq. 1) is defined on the raw sampler.
 
-Tokens are the engine's generated ids, i.e. the evaluated model's own
-tokenizer (the official script always used the codegen tokenizer by mistake,
-§1.6). They are cut after the stop string/EOS, which therefore counts as a
-token on both sides. ``tau=-1`` with ``dedup=False`` keeps every sample and
-reproduces Identity exactly.
+Tokens are the evaluated model's own generated ids (the official script used the codegen tokenizer by
+mistake, §1.6), cut after the stop string/EOS, which therefore counts as a token on both sides. ``tau=-1``
+with ``dedup=False`` keeps every sample and reproduces Identity exactly.
 """
 
 from __future__ import annotations
@@ -51,8 +46,7 @@ HIST_EDGES = (0, 1, 3, 6, 11, 26)
 class TEDConfig:
     """TED's filter (official defaults).
 
-    tau: drop a sample whose token edit distance to the greedy decode is <= tau
-        (an absolute token count, not normalised; -1 drops nothing).
+    tau: drop a sample whose token edit distance to the greedy decode is <= tau (in tokens; -1 drops none).
     max_length: greedy tokens compared (L = min(max_length, |greedy|)); samples are cut to L.
     dedup: drop exact duplicates (same completion text) of an already kept sample.
     """
@@ -74,10 +68,8 @@ class TEDConfig:
 def ted_filter(
     greedy_ids: Sequence[int], samples: Sequence[tuple[Sequence[int], str]], config: TEDConfig
 ) -> tuple[list[bool], list[int]]:
-    """Which samples TED keeps, and each sample's distance to the greedy decode.
-
-    ``samples``: (token ids, text) per sample, in generation order.
-    """
+    """Which samples TED keeps, and each sample's distance to the greedy decode; ``samples``: (token ids,
+    text) per sample, in generation order."""
     g = list(greedy_ids[: config.max_length])
     cut = len(g)
     kept_texts: set[str] = set()
@@ -102,9 +94,8 @@ def _distance_summary(dist: Sequence[int]) -> dict[str, float | int]:
     return out
 
 
-@register(
-    "ted", TEDConfig, display="TED", tables=("1", "2", "3"), roles=("plain_samples", "detection_readout")
-)
+@register("ted", TEDConfig, display="TED", tables=("1", "2", "3"),
+          roles=("plain_samples", "detection_readout"))
 class TED:
     def __init__(self, config: TEDConfig | None = None):
         self.config = config or TEDConfig()
@@ -117,9 +108,7 @@ class TED:
             out.c = sum(k and gr.correct for k, gr in zip(keep, out.grades))
             out.m = sum(keep)
             out.greedy = g
-            n_dup = sum(
-                1 for k, d in zip(keep, dist) if not k and d > self.config.tau
-            )  # dropped only as duplicates
+            n_dup = sum(1 for k, d in zip(keep, dist) if not k and d > self.config.tau)  # duplicates only
             out.extras = {"n_kept": out.m, "n_dup": n_dup, "n_close": len(keep) - out.m - n_dup}
             out.extras.update(_distance_summary(dist))
         return outcomes

@@ -1,20 +1,13 @@
 """Temperature: M_co sampled at its own temperature ``tau`` instead of the readout's (the "truth serum").
 
-Contamination gains on generative tasks are brittle: sampling hotter divides
-every logit gap by ``tau`` and can knock a memorised trajectory off its rail
-(background: generative contamination, alpha_eff ~ alpha / tau). This strategy
-draws the m readout samples of the model under evaluation at ``tau`` with the
-same per-question seeds Identity uses; ``tau = 0`` is greedy (one decode,
-counted m times, as the readout does at T = 0).
+Sampling hotter divides every logit gap by ``tau`` and can knock a memorised trajectory off its rail
+(alpha_eff ~ alpha / tau). This strategy draws the m readout samples at ``tau`` with Identity's per-question
+seeds; ``tau = 0`` is greedy (one decode, counted m times).
 
-The reference is not this strategy's business: the clean model M_cl is read at
-the readout temperature (``DecodeSettings.temperature``, the sweep's/``eval``'s
-``--temperature``; 0.7 in the paper presets), so the tables score M_co at
-``tau`` against M_cl at the readout temperature. For a reference at the same
-``tau``, run Identity with the readout temperature set to ``tau``.
-
-``tau=None`` means "the readout temperature" and reproduces Identity sample for
-sample (so does an explicit ``tau`` equal to the readout temperature).
+The clean reference M_cl is read at the readout temperature (``DecodeSettings.temperature``; 0.7 in the paper
+presets), so the tables score M_co at ``tau`` against M_cl at the readout temperature; for a reference at
+``tau``, run Identity at readout temperature ``tau``. ``tau=None`` (or the readout temperature itself)
+reproduces Identity sample for sample.
 """
 
 from __future__ import annotations

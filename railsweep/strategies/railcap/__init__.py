@@ -1,5 +1,2 @@
-"""RailCap (method.md §3): cap the greedy trajectory's successor tokens while sampling.
-
-``strategy`` holds the registered strategy, ``trajectory`` which tokens of the greedy
-completion form the rail; the spec and the math live in :mod:`railsweep.interventions.railcap`.
-"""
+"""RailCap (method.md §3): ``strategy`` (registered), ``trajectory`` (which tokens form the rail) and
+``numbers``; the spec and the math live in :mod:`railsweep.interventions.railcap`."""

@@ -1,13 +1,9 @@
 """Which tokens are number tokens, for RailCap's ``spare_numbers`` restriction.
 
-A token is a number token when its own decoded text, stripped of surrounding
-whitespace, is ASCII digits, optionally in groups joined by single ``.`` or ``,``
-(``7``, `` 42``, ``3.5``, ``1,000``). It is decided on the engine's tokenizer, one
-token id at a time, so it follows the tokenizer: a digit-splitting tokenizer
-(Llama, SmolLM2) spares every digit token, a one-token-per-number tokenizer (the
-miniature world's) spares whole numbers. Not number tokens: a lone ``.`` or ``,``,
-signs (``-``, ``$``), and mixed text (``3x``, ``12th``). Only the trajectory's own
-tokens are asked, since only they can be RailCap's targets.
+A number token's own decoded text, stripped of whitespace, is ASCII digits, optionally in groups joined by
+single ``.`` or ``,`` (``7``, `` 42``, ``3.5``, ``1,000``); not a lone ``.`` or ``,``, signs or mixed text
+(``3x``). Decided per token id on the engine's tokenizer, so a digit-splitting tokenizer (Llama, SmolLM2)
+spares every digit token, the miniature world's whole numbers. Only the trajectory's tokens are asked.
 """
 
 from __future__ import annotations
@@ -26,12 +22,7 @@ def is_number_text(text: str) -> bool:
 
 def number_token_ids(tokenizer, ids: Iterable[int]) -> tuple[int, ...]:
     """The sorted distinct ids among ``ids`` whose single-token decoding is a number."""
-    return tuple(
-        sorted(
-            i
-            for i in set(int(t) for t in ids)
-            if is_number_text(
-                tokenizer.decode([i], skip_special_tokens=True, clean_up_tokenization_spaces=False)
-            )
-        )
-    )
+    def text(i: int) -> str:
+        return tokenizer.decode([i], skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    return tuple(sorted(i for i in set(int(t) for t in ids) if is_number_text(text(i))))

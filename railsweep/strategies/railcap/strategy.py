@@ -1,16 +1,10 @@
 """The RailCap strategy: one greedy decode per question, then m samples with RailCap on.
 
-The trajectory is the greedy completion's token ids exactly as the engine
-produced them, so the n-gram index H speaks the same token language as the
-samples it steers. By default it ends where the answer ends: the stop string's
-tokens are left out (``trajectory="answer"``, :mod:`.trajectory`; EOS is kept).
-With ``trajectory="with_stop"`` they stay in, RailCap also caps the step into
-the stop string, and many samples run on to the token limit (docs/miniworld.md
-has the measured difference).
-
-Two restrictions, documented options and Table 4 rows, never the default:
-``stop_after_departure`` (no caps once a sample has actually departed from the
-rail) and ``spare_numbers`` (number tokens, :mod:`.numbers`, are never capped).
+The trajectory is the greedy completion's token ids exactly as the engine produced them, so the n-gram index
+H speaks the samples' token language. By default it ends where the answer ends (``trajectory="answer"``,
+:mod:`.trajectory`; EOS is kept); with ``"with_stop"`` the stop string's tokens stay in, RailCap also caps the
+step into it, and many samples run on to the token limit (docs/miniworld.md has the measured difference).
+Two restrictions, Table 4 rows and never the default: ``stop_after_departure`` and ``spare_numbers``.
 """
 
 from __future__ import annotations
@@ -39,12 +33,12 @@ from railsweep.tasks.base import Question
 
 @dataclass(frozen=True)
 class RailCapConfig:
-    """``n``: n-gram length (paper: :data:`~railsweep.interventions.railcap.DEFAULT_N` = 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
+    """``n``: n-gram length (paper: 4); ``mode``: "cap" (tie with the runner-up) or "ban" (-inf);
     ``successor``: which successor of a repeated n-gram is capped ("last", "first" or "all");
     ``trajectory``: "answer" (the greedy completion up to its stop string) or "with_stop";
     ``stop_after_departure``: no caps after the sample's first actual departure (a step whose logits
     RailCap changed sampled none of its targets); ``spare_numbers``: never cap a number token
-    (:mod:`railsweep.strategies.railcap.numbers`). Both default off (the paper's Algorithm 1)."""
+    (:mod:`.numbers`). Both default off (the paper's Algorithm 1)."""
 
     n: int = DEFAULT_N
     mode: str = "cap"
@@ -69,14 +63,12 @@ class RailCapConfig:
                 raise ConfigError(f"RailCap {name} must be true or false, got {name}={getattr(self, name)!r}")
 
     def spec(self, trajectory: Sequence[int], spare: Sequence[int] = ()) -> RailCapSpec:
+        """One question's spec: its settings were checked with this config (once per cell), and the
+        trajectory and ``spare`` are token ids, so the spec does not check them again."""
         return RailCapSpec(
-            tuple(trajectory),
-            n=self.n,
-            mode=self.mode,  # type: ignore[arg-type]
-            successor=self.successor,  # type: ignore[arg-type]
-            stop_after_departure=self.stop_after_departure,
-            spare=tuple(spare),
-        )
+            tuple(trajectory), n=self.n, mode=self.mode, successor=self.successor,  # type: ignore[arg-type]
+            stop_after_departure=self.stop_after_departure, spare=tuple(spare), checked=True,
+        )  # fmt: skip
 
 
 def _label(c: RailCapConfig) -> str:
@@ -119,7 +111,6 @@ class RailCap:
         for out, g in zip(outcomes, trajectories):
             out.greedy = g
             out.extras["trajectory_len"] = len(by_index[out.index].trajectory)
-            out.extras["triggers"] = sum(s.triggers for s in out.samples)
         return outcomes
 
     def decodes(self, settings: DecodeSettings) -> int:
@@ -131,16 +122,13 @@ class RailCap:
         return answer_ids(g, _tokenizer(ctx, "trajectory='answer'", " (use trajectory='with_stop')"))
 
     def _spare(self, ctx: EvalContext, rail: list[int]) -> tuple[int, ...]:
-        if not self.config.spare_numbers:
-            return ()
-        return number_token_ids(_tokenizer(ctx, "spare_numbers=true"), rail)
+        wanted = self.config.spare_numbers
+        return number_token_ids(_tokenizer(ctx, "spare_numbers=true"), rail) if wanted else ()
 
 
 def _tokenizer(ctx: EvalContext, why: str, hint: str = ""):
     tokenizer = getattr(ctx.engine, "tokenizer", None)
     if tokenizer is None:
-        raise ConfigError(
-            f"RailCap {why} needs the engine's tokenizer; engine "
-            f"{getattr(ctx.engine, 'name', ctx.engine)!r} has none{hint}"
-        )
+        engine = getattr(ctx.engine, "name", ctx.engine)
+        raise ConfigError(f"RailCap {why} needs the engine's tokenizer; engine {engine!r} has none{hint}")
     return tokenizer

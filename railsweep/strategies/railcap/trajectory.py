@@ -1,11 +1,9 @@
 """Which tokens of a greedy completion form RailCap's trajectory.
 
-An engine returns a completion's token ids cut *after* the stop string's last
-token (``Sample.token_ids``) and its text cut *before* it (``Sample.text``).
-The stop string ("\\n\\nQ:" for the 8-shot prompt) belongs to the prompt
-format, not to the answer: kept in the trajectory, RailCap caps the step into
-it and samples run on past their answer to the token limit. ``answer_ids``
-drops those trailing tokens (EOS, the model's own end of answer, is kept).
+An engine cuts a completion's token ids *after* the stop string's last token and its text *before* it. The
+stop string ("\\n\\nQ:" for the 8-shot prompt) belongs to the prompt format, not the answer: kept in the
+trajectory, RailCap caps the step into it and samples run on to the token limit. ``answer_ids`` drops those
+trailing tokens (EOS, the model's own end of answer, is kept).
 """
 
 from __future__ import annotations

@@ -1,29 +1,22 @@
 """Shortcut-neuron localisation (baselines.md §3.3–3.5), once per (model, domain), cached with a manifest.
 
-Roles: M_co (the contaminated adapter, ``ctx.adapter``) plays the official M2,
-M_cl (``ctx.clean_adapter``) plays M1, the base (``ctx.base_adapter``; None =
-adapter disabled) plays M0. Steps:
+Roles: M_co (``ctx.adapter``) plays the official M2, M_cl (``ctx.clean_adapter``) M1, the base
+(``ctx.base_adapter``; None = adapter disabled) M0. Steps:
 
-1. comparative score: M_co greedy-decodes the first ``n_questions`` leaked
-   questions; M_co and M_cl are teacher-forced on prompt + that completion and
-   ``change[l, j] = sqrt(mean_t (a_cl[t,l,j] − a_co[t,l,j])²)`` over all
-   completion tokens of all prompts pooled, fp32, layers 0..L−2;
-2. causal score: for each layer l ≤ L−2 and each block B of consecutive
-   neurons, greedy accuracy on the first ``n_questions`` questions of
-   ``Δ2 = EM(M_co) − EM(M_co, B patched with M_cl)`` and
+1. comparative score: M_co greedy-decodes the first ``n_questions`` leaked questions; M_co and M_cl are
+   teacher-forced on prompt + that completion and ``change[l, j] = sqrt(mean_t (a_cl[t,l,j] − a_co[t,l,j])²)``
+   over all completion tokens pooled, fp32, layers 0..L−2;
+2. causal score: for each layer l ≤ L−2 and each block B of consecutive neurons, greedy accuracy on the
+   first ``n_questions`` questions of ``Δ2 = EM(M_co) − EM(M_co, B patched with M_cl)`` and
    ``Δ0 = EM(M0, B patched with M_cl) − EM(M0)``; every neuron of B gets Δ2 + Δ0;
-3. score = change + Δ2 + Δ0 (the official unweighted sum); neurons ranked by
-   score, descending (ties keep (layer, index) order).
+3. score = change + Δ2 + Δ0 (the official unweighted sum); neurons ranked by score, descending (ties keep
+   (layer, index) order).
 
-Prompts are the task's own (8-shot CoT) prompts; the official RMS pass used a
-zero-shot Tulu chat wrapper, its causal pass the 8-shot prompt.
-Deviation from the official run, for budget: a subset of questions (official:
-657 for the RMS term, all 1,319 for the causal term) and ``n_blocks`` blocks
-per layer (official: blocks of 256 for d_mlp=11008, i.e. 43). Cost of the
-causal term: ``2 · (L−1) · n_blocks`` patched greedy runs over ``n_questions``
-(Llama-2-7B, defaults 16 blocks × 64 questions: 992 runs, 63k greedy decodes),
-plus 2 unpatched runs; the comparative term is two teacher-forced passes.
-The manifest records these counts and the wall time.
+Prompts are the task's own 8-shot prompts (the official RMS pass used a zero-shot Tulu chat wrapper).
+Deviations, for budget: a subset of questions (official: 657 for the RMS term, all 1,319 for the causal one)
+and ``n_blocks`` blocks per layer (official: 43 for d_mlp=11008). The causal term costs ``2 · (L−1) ·
+n_blocks`` patched greedy runs over ``n_questions`` (Llama-2-7B at the defaults: 992 runs, 63k decodes) plus
+2 unpatched runs; the manifest records these counts and the wall time.
 """
 
 from __future__ import annotations
@@ -72,14 +65,9 @@ def _greedy_requests(ctx, qs, adapter, spec=None) -> list[Request]:
     return [Request(ctx.task.prompt(q), sampling, adapter=adapter, intervention=spec) for q in qs]
 
 
-def _accuracies(ctx, groups: list[tuple[list[Question], str | None, NeuronPatchSpec | None]]) -> list[float]:
-    """Greedy accuracy of each (questions, adapter, patch) group, decoded in one engine call."""
-    return _accuracies_of_jobs(ctx, [groups])[0]
-
-
 def _accuracies_of_jobs(ctx, jobs: list[list[tuple]]) -> list[list[float]]:
-    """:func:`_accuracies` of every job (a list of groups, one engine call each), in order. On a sweep's engine
-    (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) the family's idle engines decode some of the jobs."""
+    """Greedy accuracy of each (questions, adapter, patch) group of every job (one engine call each), in
+    order. On a sweep's engine (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) idle engines help."""
     built = []
     for groups in jobs:
         reqs, spans = [], []
@@ -98,10 +86,6 @@ def _accuracies_of_jobs(ctx, jobs: list[list[tuple]]) -> list[list[float]]:
             for lo, qs in spans
         ])  # fmt: skip
     return out
-
-
-def _encode(tok, prompt: str) -> list[int]:
-    return list(tok(prompt)["input_ids"])
 
 
 def _fold_batch(model, downs, ids, mask, keep, adapters, sumsq: list[torch.Tensor]) -> None:
@@ -131,16 +115,13 @@ def _fold_batch(model, downs, ids, mask, keep, adapters, sumsq: list[torch.Tenso
 
 
 def comparative_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:
-    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions.
-
-    Memory stays at one batch of completion-token activations: the M_co pass
-    keeps only completion positions of layers 0..L−2, and the M_cl pass folds
-    its squared difference into per-neuron float64 sums inside the hook.
-    """
+    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions. Memory stays at one
+    batch of completion-token activations: the M_cl pass folds its squared difference into per-neuron
+    float64 sums inside the hook."""
     model, tok = engine_model(ctx)
     downs = down_projections(model)[:-1]
     comps = ctx.engine.generate(_greedy_requests(ctx, qs, ctx.adapter))
-    seqs = [(_encode(tok, ctx.task.prompt(q)), c.samples[0].token_ids) for q, c in zip(qs, comps)]
+    seqs = [(list(tok(ctx.task.prompt(q))["input_ids"]), c.samples[0].token_ids) for q, c in zip(qs, comps)]
     device = next(model.parameters()).device
     sumsq = [torch.zeros(w, dtype=torch.float64, device=device) for w in mlp_widths(model)[:-1]]
     n_tok = 0
@@ -169,7 +150,7 @@ def causal_scores(ctx: EvalContext, qs: Sequence[Question], params: Localisation
     model, _ = engine_model(ctx)
     widths = mlp_widths(model)[:-1]
     co, cl, base = ctx.adapter, ctx.clean_adapter, ctx.base_adapter
-    em_co, em_base = _accuracies(ctx, [(qs, co, None), (qs, base, None)])
+    em_co, em_base = _accuracies_of_jobs(ctx, [[(qs, co, None), (qs, base, None)]])[0]
     blocks = []  # (layer, first neuron, end) of every block of layers 0..L−2
     for layer, w in enumerate(widths):
         size = math.ceil(w / params.n_blocks)

@@ -1,8 +1,6 @@
-"""What a Shortcut localisation needs and costs, without torch: its parameters, the questions each term reads,
-its greedy decodes (the sweep's pricing counts them) and the model it reads activations from.
-
-:mod:`railsweep.strategies.shortcut.localisation` runs it (torch); this module is what the strategy's config,
-the spec's validation and the pricing need, so that they import no torch.
+"""What a Shortcut localisation needs and costs, without torch (for the strategy's config, the spec's
+validation and the pricing): its parameters, the questions each term reads, its greedy decodes and the model
+it reads activations from. :mod:`railsweep.strategies.shortcut.localisation` runs it.
 """
 
 from __future__ import annotations
@@ -55,16 +53,12 @@ def select_indices(indices: Sequence[int], leaked: Collection[int], n: int, leak
 def greedy_plan(
     indices: Sequence[int], leaked: Collection[int], params: LocalisationParams, widths: Sequence[int]
 ) -> list[tuple[tuple[int, ...], int]]:
-    """The greedy decodes of one localisation, without a model: ``[(question indices, runs)]``.
-
-    Step 1 decodes the comparative term's questions once with M_co (its teacher-forced passes decode
-    nothing); step 2 runs 2 unpatched and 2 patched greedy passes per neuron block of layers 0..L−2
-    over the causal term's questions. ``widths``: d_mlp of every layer (the model's ``mlp_widths``).
-    """
+    """The greedy decodes of one localisation, without a model: ``[(question indices, runs)]``. Step 1
+    decodes the comparative term's questions once with M_co; step 2 runs 2 unpatched and 2 patched passes per
+    neuron block of layers 0..L−2 over the causal term's. ``widths``: d_mlp of every layer."""
     plan = [(tuple(select_indices(indices, leaked, params.n_questions, leaked_first=True)), 1)]
     if params.causal:
         blocks = sum(len(range(0, w, math.ceil(w / params.n_blocks))) for w in widths[:-1])
-        plan.append(
-            (tuple(select_indices(indices, leaked, params.n_questions, leaked_first=False)), 2 + 2 * blocks)
-        )
+        causal = tuple(select_indices(indices, leaked, params.n_questions, leaked_first=False))
+        plan.append((causal, 2 + 2 * blocks))
     return plan

@@ -3,15 +3,11 @@
 Per run (baselines.md §3.6, §3.10):
 
 1. resolve K (``k``, else ``ceil(k_fraction · #neurons in layers 0..L−2)``);
-2. pick the neurons: ranks ``patch_start .. patch_start+K`` of the cached
-   localisation (``control="ranked"``), or K neurons drawn uniformly from
-   layers 0..L−2 with ``control_seed`` (``control="random"``, the official
-   random-neuron control; needs no localisation);
-3. decode with a :class:`NeuronPatchSpec` whose reference is the base model
-   (``reference="base"``, official) or M_cl (``"clean"``):
-   ``readout="sampling"`` (default; railsweep's extension: m samples at the
-   context's temperature, patched at every step) or ``"greedy"`` (official:
-   one patched greedy decode, replicated m times).
+2. pick the neurons: ranks ``patch_start .. patch_start+K`` of the cached localisation (``control="ranked"``),
+   or K neurons drawn uniformly from layers 0..L−2 with ``control_seed`` (``"random"``, the official control);
+3. decode with a :class:`NeuronPatchSpec` whose reference is the base model (``reference="base"``, official)
+   or M_cl (``"clean"``): ``readout="sampling"`` (default; railsweep's extension: m patched samples) or
+   ``"greedy"`` (official: one patched greedy decode, replicated m times).
 
 K=0 patches nothing, skips localisation, and reproduces Identity.
 """
@@ -33,6 +29,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    greedy_readout,
     register,
     sample_and_grade,
     sampled_per_question,
@@ -83,9 +80,7 @@ class ShortcutConfig:
         self.loc_params()  # validates the localisation budget
 
     def loc_params(self) -> LocalisationParams:
-        return LocalisationParams(
-            n_questions=self.loc_questions, n_blocks=self.loc_blocks, causal=self.loc_causal
-        )
+        return LocalisationParams(self.loc_questions, self.loc_blocks, self.loc_causal)
 
 
 def resolve_k(config: ShortcutConfig, n_neurons: int) -> int:
@@ -107,15 +102,8 @@ def random_neurons(widths: Sequence[int], k: int, seed: int) -> np.ndarray:
 
 # vLLM has no neuron patching (it needs a reference model run in lockstep): a vLLM sweep runs these cells
 # on a transformers engine over the same weights.
-@register(
-    "shortcut",
-    ShortcutConfig,
-    display="Shortcut",
-    tables=("1", "2", "3"),
-    interventions=(NeuronPatchSpec,),
-    backends=("transformers",),
-    fallback=True,
-)
+@register("shortcut", ShortcutConfig, display="Shortcut", tables=("1", "2", "3"),
+          interventions=(NeuronPatchSpec,), backends=("transformers",), fallback=True)
 class Shortcut:
     def __init__(self, config: ShortcutConfig | None = None):
         self.config = config or ShortcutConfig()
@@ -149,9 +137,7 @@ class Shortcut:
                 f"engine {ctx.engine.name!r} does not implement NeuronPatchSpec; run Shortcut on the transformers engine"
             )
         spec = self.neurons(ctx, questions)
-        run_ctx = ctx
-        if self.config.readout == "greedy":
-            run_ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, temperature=0.0))
+        run_ctx = greedy_readout(ctx) if self.config.readout == "greedy" else ctx
         outcomes = sample_and_grade(run_ctx, questions, intervention=lambda q: spec)
         k = sum(len(idx) for _, idx in spec.neurons)
         for out in outcomes:
@@ -159,19 +145,14 @@ class Shortcut:
         return outcomes
 
     def decodes(self, settings: DecodeSettings) -> int:
-        if self.config.readout == "greedy":
-            settings = dataclasses.replace(settings, temperature=0.0)
-        return sampled_per_question(settings)
+        return sampled_per_question(settings, greedy=self.config.readout == "greedy")
 
     def one_off(
         self, indices: Sequence[int], leaked: Collection[int], widths: Sequence[int]
     ) -> tuple[str, list[tuple[tuple[int, ...], int]]] | None:
-        """The localisation this run needs, as (key, greedy plan), or None when it needs none.
-
-        ``indices``: the cell's question indices, in order; ``leaked``: which of them M_co saw;
-        ``widths``: d_mlp of every layer. Cells with the same key share one localisation (it is cached);
-        the plan is :func:`~railsweep.strategies.shortcut.plan.greedy_plan`'s.
-        """
+        """The localisation this run needs, as (key, :func:`~.plan.greedy_plan`), or None when it needs none.
+        ``indices``: the cell's question indices, in order; ``leaked``: which of them M_co saw; ``widths``:
+        d_mlp of every layer. Cells with the same key share one (cached) localisation."""
         c = self.config
         if c.control != "ranked" or resolve_k(c, sum(widths[:-1])) == 0:
             return None
