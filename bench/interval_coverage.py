@@ -187,6 +187,7 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
     check = _check(pop, n, m, B, target, rng, check_reps)  # on the true population: the design's flag
     c, g = draw_counts(pop, n, m, reps, rng)
     hits, shown, hits_shown = ({k: 0 for k in METRICS} for _ in range(3))
+    by_check = {k: [] for k in STRATIFIED}  # (the cell's check, hit, enough nonzero gaps) per cell
     widths, flo, cor = {k: [] for k in METRICS}, {k: [] for k in METRICS}, {k: [] for k in METRICS}
     sides = {"identity": (1,), "other": (2,), "difference": (1, 2)}[target]
     for r in range(reps):
@@ -199,6 +200,8 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
             nz = nonzero_questions(k, *gaps)
             printed = passed and (nz is None or nz >= MIN_NONZERO)
             hits[k] += hit
+            if k in by_check:
+                by_check[k].append((cell[k][0], hit, nz is None or nz >= MIN_NONZERO))
             shown[k] += printed
             hits_shown[k] += hit and printed
             if printed:
@@ -218,6 +221,7 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
                "coverage_printed": hits_shown[k] / shown[k] if shown[k] else None,
                "width": float(np.mean(widths[k])) if widths[k] else None, "design_value": truth[k]}  # fmt: skip
         if k in STRATIFIED:
+            row["coverage_if_check_at_least"] = _by_threshold(by_check[k])
             row.update(planner_check=check[k][0], flagged=bool(check[k][0] < CHECK_MIN), calibration=calibration,
                        critical=critical, design_crit=check[k][1])  # fmt: skip
         if limit:
@@ -231,6 +235,19 @@ def study(pop, name, n, m, B, target, rng, reps, design_reps, n_boot, floor_reps
                        paper_bias=truth[k] - free[k])  # fmt: skip
         rows.append(row)
     return rows
+
+
+THRESHOLDS = (0.90, 0.92, 0.93, 0.94, 0.95, 0.96)
+
+
+def _by_threshold(cells: list[tuple[float, bool, bool]]) -> dict[str, dict[str, float | None]]:
+    """Coverage and printed share had the check printed the interval from each threshold up."""
+    out = {}
+    for t in THRESHOLDS:
+        shown = [hit for check, hit, enough in cells if enough and check >= t]
+        out[f"{t:.2f}"] = {"share": len(shown) / max(len(cells), 1),
+                           "coverage": sum(shown) / len(shown) if shown else None}  # fmt: skip
+    return out
 
 
 def _fmt(x) -> str:
