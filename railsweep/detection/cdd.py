@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import read_metadata, read_responses
 from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
@@ -150,11 +150,8 @@ def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDCon
 
 
 @register("cdd", CDDConfig)
-class CDD:
+class CDD(Detector):
     bounded = True
-
-    def __init__(self, config: CDDConfig | None = None):
-        self.config = config or CDDConfig()
 
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         c = self.config

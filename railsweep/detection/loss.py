@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.detection.nll import mean_nll, teacher_forcer
 
 
@@ -36,12 +36,7 @@ def matched_control(score: np.ndarray, lengths: np.ndarray, is_control: np.ndarr
 
 
 @register("loss", LossConfig)
-class Loss:
-    bounded = False
-
-    def __init__(self, config: LossConfig | None = None):
-        self.config = config or LossConfig()
-
+class Loss(Detector):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         inputs.require(self.name, "model")
         forcer = teacher_forcer(inputs.model, inputs.device)

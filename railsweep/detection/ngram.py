@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.detection.corpus import Chunk, check_corpus_paths, stream_corpus
 from railsweep.detection.ngram_index import NgramIndex
 from railsweep.detection.text import TokenizerEncoder, WordEncoder
@@ -134,11 +134,11 @@ def feed(
 
 
 @register("ngram", NgramConfig)
-class Ngram:
+class Ngram(Detector):
     bounded = True
 
     def __init__(self, config: NgramConfig | None = None, scanner: Callable[..., ScanResult] | None = None):
-        self.config = config or NgramConfig()
+        super().__init__(config)
         # scan(texts, corpus, config, text_field) -> ScanResult: local by default, or the Ray Data one
         self.scanner = scanner or scan
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import read_cell
 
@@ -46,13 +46,14 @@ def _z(alpha: float) -> float:
     return NormalDist().inv_cdf(1.0 - alpha / 2.0)
 
 
-def wilson_interval(c, m, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval(c, m, alpha: float = 0.05, z: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of c successes in m trials, each float (N,); NaN where m = 0.
 
-    ``(p + z²/2m ± z·sqrt(p(1−p)/m + z²/4m²)) / (1 + z²/m)`` with ``p = c/m``.
+    ``(p + z²/2m ± z·sqrt(p(1−p)/m + z²/4m²)) / (1 + z²/m)`` with ``p = c/m``, z the normal quantile of
+    1 − alpha/2 unless given.
     """
     c, m = np.asarray(c, dtype=float), np.asarray(m, dtype=float)
-    z = _z(alpha)
+    z = _z(alpha) if z is None else z
     with np.errstate(divide="ignore", invalid="ignore"):
         p = c / m
         denom = 1.0 + z * z / m
@@ -127,12 +128,7 @@ def read_pair(original: str | Path, paraphrased: str | Path) -> tuple[pd.DataFra
 
 
 @register("perturb", PerturbConfig)
-class Perturb:
-    bounded = False  # scores lie in [-1, 1]
-
-    def __init__(self, config: PerturbConfig | None = None) -> None:
-        self.config = config or PerturbConfig()
-
+class Perturb(Detector):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         inputs.require(self.name, "original", "paraphrased")
         table = perturbation_table(*read_pair(inputs.original, inputs.paraphrased), self.config.alpha)
