@@ -1,9 +1,8 @@
-"""The Detector protocol, the registry, and what a detector scores: items and their inputs.
+"""The Detector base, the registry, and what a detector scores: items and their inputs.
 
 A detector turns :class:`Item` s (test, then control items) and the :class:`DetectInputs` it needs into
-:class:`Scores`: one float per item, higher = more likely contaminated. Each lives in its own module with
-a frozen config dataclass and one ``@register`` line; thresholds and truth scoring are in
-:mod:`railsweep.detection.scoring`.
+:class:`Scores`: one float per item, higher = more likely contaminated. Thresholds and truth scoring are
+in :mod:`railsweep.detection.scoring`.
 """
 
 from __future__ import annotations

@@ -24,10 +24,8 @@ class LossConfig:
 
 
 def matched_control(score: np.ndarray, lengths: np.ndarray, is_control: np.ndarray) -> np.ndarray:
-    """score minus the score of the control item nearest in length (ties: the first); NaN without controls.
-
-    score, lengths: (N,); is_control: bool (N,).
-    """
+    """``score`` minus the score of the control item nearest in length (ties: the first); NaN without
+    controls. score, lengths: (N,); is_control: bool (N,)."""
     ctrl = np.flatnonzero(is_control)
     if not ctrl.size:
         return np.full(score.shape, np.nan)

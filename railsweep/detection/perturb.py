@@ -93,10 +93,8 @@ def aligned(original: pd.DataFrame, paraphrased: pd.DataFrame) -> tuple[pd.DataF
 def perturbation_table(
     original: pd.DataFrame, paraphrased: pd.DataFrame, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """Per question: question_index, leaked, p_original, p_paraphrased, difference, ci_low, ci_high.
-
-    The steps are the module docstring's. ``leaked`` is the original table's (NA when absent).
-    """
+    """Per question: question_index, leaked (the original table's, NA when absent), p_original,
+    p_paraphrased, difference, ci_low, ci_high; the steps are the module docstring's."""
     o, p = aligned(original, paraphrased)
     co, mo = o["c"].to_numpy(dtype=float), o["m"].to_numpy(dtype=float)
     cp, mp = p["c"].to_numpy(dtype=float), p["m"].to_numpy(dtype=float)
@@ -110,16 +108,10 @@ def perturbation_table(
     ci_high = d + np.sqrt((hi_o - po) ** 2 + (pp - lo_p) ** 2)
     leaked = o["leaked"] if "leaked" in o.columns else pd.Series([None] * len(o))
     return pd.DataFrame(
-        {
-            "question_index": o["question_index"].to_numpy(dtype=np.int64),
-            "leaked": pd.array(leaked.tolist(), dtype="boolean"),
-            "p_original": po,
-            "p_paraphrased": pp,
-            "difference": d,
-            "ci_low": ci_low,
-            "ci_high": ci_high,
-        }
-    )
+        {"question_index": o["question_index"].to_numpy(dtype=np.int64),
+         "leaked": pd.array(leaked.tolist(), dtype="boolean"),
+         "p_original": po, "p_paraphrased": pp, "difference": d, "ci_low": ci_low, "ci_high": ci_high}
+    )  # fmt: skip
 
 
 def read_pair(original: str | Path, paraphrased: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -275,8 +275,9 @@ def figure1(
                       "off_rail_r": float(robust[i])}  # fmt: skip
         for name, run in ((clean, cl), (co, cr)):
             is_clean = name == clean
-            row = {"index": q.index, "leaked": bool(leaked[i]), "model": "clean" if is_clean else "contaminated",
-                   "adapter": name, "r": float(run.r[i]), "greedy_rouge_l": float(sims[name][i].mean())}  # fmt: skip
+            model = "clean" if is_clean else "contaminated"
+            row = {"index": q.index, "leaked": bool(leaked[i]), "model": model, "adapter": name,
+                   "r": float(run.r[i]), "greedy_rouge_l": float(sims[name][i].mean())}  # fmt: skip
             rows.append(row | {k: v if is_clean else None for k, v in clean_only.items()})
     return Figure1(rows, summarise(rows))
 

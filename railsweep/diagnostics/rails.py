@@ -298,8 +298,8 @@ def summarise(
             solved = _per_question(sel, idx, lambda r: float(r["correct"]))
             base = _per_question(sel, idx, lambda r: r["r_clean"])
             out["recovery"][f"k{k}_{cls}"] = {
-                "runs": len(sel), "solve_rate": c / len(sel) if sel else nan, "solve_rate_lo": lo, "solve_rate_hi": hi,
-                "unforced": float(base.sum() / len(sel)) if sel else nan,
+                "runs": len(sel), "solve_rate": c / len(sel) if sel else nan, "solve_rate_lo": lo,
+                "solve_rate_hi": hi, "unforced": float(base.sum() / len(sel)) if sel else nan,
                 "kept": _ratio(solved, base, s, f"kept:{k}:{cls}"),
             }  # fmt: skip
     forced = [r for r in runs if r["forced"]]

@@ -81,10 +81,5 @@ def _stats(z, target: list[int], temperatures: Sequence[float]) -> PositionStats
             by_tau[t] = torch.where(chosen > other, 0.0, float("inf")).cpu().numpy()
         else:
             by_tau[t] = (-(torch.log_softmax(z / t, dim=1).gather(1, tgt)[:, 0])).cpu().numpy()
-    return PositionStats(
-        target,
-        nll.cpu().numpy(),
-        (top2[:, 0] - top2[:, 1]).cpu().numpy(),
-        (chosen - other).cpu().numpy(),
-        by_tau,
-    )
+    gap, margin = (top2[:, 0] - top2[:, 1]).cpu().numpy(), (chosen - other).cpu().numpy()
+    return PositionStats(target, nll.cpu().numpy(), gap, margin, by_tau)

@@ -45,10 +45,9 @@ class GroupFit:
 
     def columns(self) -> dict[str, float]:
         """Table columns ``E, E_lo, E_hi, A, A_lo, A_hi, alpha, alpha_lo, alpha_hi``."""
-        cols = {}
-        for p in PARAMS:
-            cols[p], (cols[f"{p}_lo"], cols[f"{p}_hi"]) = getattr(self.fit, p), self.ci[p]
-        return cols
+        return {
+            k: v for p in PARAMS for k, v in zip((p, f"{p}_lo", f"{p}_hi"), (getattr(self.fit, p), *self.ci[p]))
+        }
 
 
 def fit_curve(t, loss, weights=None) -> CurveFit:
