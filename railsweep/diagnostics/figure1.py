@@ -158,10 +158,8 @@ def step_logits_many(
 
 def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> tuple[int | None, list[int]]:
     """(b) (rank at the first divergence or None, ranks at every divergence within ``first_steps``).
-
-    ``logits_co``: [T, V] logits of M_co teacher-forced on M_cl's answer ``clean_ids`` (length T).
-    A divergence is a step where M_co's argmax is not M_cl's token; rank 2 = M_co's runner-up.
-    """
+    ``logits_co``: [T, V] logits of M_co teacher-forced on M_cl's answer ``clean_ids`` (length T); a
+    divergence is a step where M_co's argmax is not M_cl's token; rank 2 = M_co's runner-up."""
     if not len(clean_ids):
         return None, []
     tgt = torch.as_tensor(list(clean_ids), device=logits_co.device)

@@ -2,20 +2,17 @@
 
 Steps of :func:`analyse`:
 1. positions: one row per model x item x trajectory (gold / greedy) x position;
-2. fits per model x group (leaked / unleaked): the native fit of the gold NLL curve
-   with item-bootstrap CIs and its regime; the slope of the mean logit margin (gold) and
-   of the mean top-1 minus top-2 gap (greedy) against ln t; and per temperature tau > 0
-   the fit of the temperature-scaled NLL curve, whose alpha is set beside alpha / tau;
-3. predictions per model x item x tau: P(T) from the group fit and from the item's own fit
-   (alpha_eff = alpha / tau, T = the gold chain of thought's tokens), and the exact
-   teacher-forced probability of sampling the gold verbatim at tau, exp(-sum_t L_t(tau));
-   beside the observed solve probability and verbatim share;
-4. accuracy per model x tau x subset x predictor x target: mean absolute error and
-   Spearman rank correlation;
-5. contamination gain versus tau with bootstrap CIs and the collapse factor
-   (railsweep.dynamics.gain);
-6. in a pretraining-replica world, the memorisation curve: every figure read against the items'
-   pretraining copies (railsweep.dynamics.replicas).
+2. fits per model x group (leaked / unleaked): the native fit of the gold NLL curve with item-bootstrap
+   CIs and its regime; the slope of the mean logit margin (gold) and of the mean top-1 minus top-2 gap
+   (greedy) against ln t; and per tau > 0 the fit of the temperature-scaled NLL curve, whose alpha is
+   set beside alpha / tau;
+3. predictions per model x item x tau: P(T) from the group fit and from the item's own fit (alpha_eff =
+   alpha / tau, T = the gold chain of thought's tokens), and the exact teacher-forced probability of
+   sampling the gold verbatim at tau, exp(-sum_t L_t(tau)); beside the observed solve probability and
+   verbatim share;
+4. accuracy per model x tau x subset x predictor x target: mean absolute error and Spearman correlation;
+5. contamination gain versus tau with bootstrap CIs and the collapse factor (:mod:`~railsweep.dynamics.gain`);
+6. in a pretraining-replica world, the memorisation curve (:mod:`~railsweep.dynamics.replicas`).
 """
 
 from __future__ import annotations

@@ -29,11 +29,9 @@ class PositionStats:
 
 
 def continuation_ids(tokenizer, prompt: str, continuation: str) -> tuple[list[int], list[int]]:
-    """(prompt ids, continuation ids) such that prompt ids + continuation ids tokenise prompt + continuation.
-
-    With the special tokens the engines prompt with; when the joint tokenisation does not
-    start with the prompt's own ids the continuation is tokenised on its own.
-    """
+    """(prompt ids, continuation ids) such that prompt ids + continuation ids tokenise prompt + continuation
+    (with the engines' special tokens); where the joint tokenisation does not start with the prompt's own ids
+    the continuation is tokenised on its own."""
     p = list(tokenizer(prompt)["input_ids"])
     joint = list(tokenizer(prompt + continuation)["input_ids"])
     if joint[: len(p)] == p:

@@ -1,8 +1,7 @@
 """Writing a dynamics run: Parquet tables, PNG figures and ``summary.json``, each to a temporary name first.
 
-Files under the output directory: ``positions.parquet``, ``fits.parquet``,
-``predictions.parquet``, ``accuracy.parquet``, ``gains.parquet`` (every family's
-rows, a ``family`` column), in a replica world ``replicas.parquet`` and the
+Files under the output directory: ``positions``, ``fits``, ``predictions``, ``accuracy``, ``gains``
+``.parquet`` (every family's rows, a ``family`` column), in a replica world ``replicas.parquet`` and the
 ``memorisation_curve`` figure, ``<figure>_<family>.png`` and ``summary.json``.
 """
 
