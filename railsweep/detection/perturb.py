@@ -46,14 +46,13 @@ def _z(alpha: float) -> float:
     return NormalDist().inv_cdf(1.0 - alpha / 2.0)
 
 
-def wilson_interval(c, m, alpha: float = 0.05, z: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval(c, m, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of c successes in m trials, each float (N,); NaN where m = 0.
 
-    ``(p + z²/2m ± z·sqrt(p(1−p)/m + z²/4m²)) / (1 + z²/m)`` with ``p = c/m``, z the normal quantile of
-    1 − alpha/2 unless given.
+    ``(p + z²/2m ± z·sqrt(p(1−p)/m + z²/4m²)) / (1 + z²/m)`` with ``p = c/m``.
     """
     c, m = np.asarray(c, dtype=float), np.asarray(m, dtype=float)
-    z = _z(alpha) if z is None else z
+    z = _z(alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = c / m
         denom = 1.0 + z * z / m

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from railsweep.detection.perturb import wilson_interval
 from railsweep.diagnostics.figure1 import (
     check_sampling,
     decode_settings,
@@ -270,8 +269,12 @@ def _ratio(num, den, s: RailsSettings, salt: str) -> dict:
 
 def wilson(c: int, m: int, z: float = 1.959964) -> tuple[float, float]:
     """Wilson score interval of c successes in m trials (95 % by default); nan for m = 0."""
-    lo, hi = wilson_interval([c], [m], z=z)
-    return float(lo[0]), float(hi[0])
+    if m == 0:
+        return float("nan"), float("nan")
+    p = c / m
+    centre = (p + z * z / (2 * m)) / (1 + z * z / m)
+    half = z * np.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
 
 
 def _per_question(rows: Sequence[dict], index: Sequence[int], value) -> np.ndarray:
