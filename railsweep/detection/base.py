@@ -1,9 +1,8 @@
-"""The Detector protocol, the registry, and what a detector scores: items and their inputs.
+"""The Detector base, the registry, and what a detector scores: items and their inputs.
 
 A detector turns :class:`Item` s (test, then control items) and the :class:`DetectInputs` it needs into
-:class:`Scores`: one float per item, higher = more likely contaminated. Each lives in its own module with
-a frozen config dataclass and one ``@register`` line; thresholds and truth scoring are in
-:mod:`railsweep.detection.scoring`.
+:class:`Scores`: one float per item, higher = more likely contaminated. Thresholds and truth scoring are
+in :mod:`railsweep.detection.scoring`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -50,14 +49,12 @@ class Item:
 class DetectInputs:
     """What the detectors read; each detector checks that its own inputs are present.
 
-    corpus, text_field: the training corpus (ngram).
-    model, adapter, reference_adapter: the base model directory, the evaluated LoRA adapter
-        (None = the base itself) and the reference (None = the base) (loss, mink, cdd).
-    responses: a cell's responses Parquet with greedy rows (cdd without decoding).
-    fewshot: the few-shot exemplar JSON the prompts use when cdd decodes itself.
-    stop: the stop sequences of the task whose prompts the items carry (``Item.prompt``); None: GSM8K's.
-    original, paraphrased: per-question Parquet files of one model and strategy on the original
-        wording and on its paraphrase (perturb).
+    corpus, text_field: the training corpus (ngram). model, adapter, reference_adapter: the base model
+    directory, the evaluated LoRA adapter (None = the base) and the reference (None = the base) (loss,
+    mink, cdd). responses: a cell's responses Parquet with greedy rows (cdd without decoding). fewshot: the
+    exemplar JSON of the prompts cdd decodes. stop: the stop sequences of the task whose prompts the items
+    carry (``Item.prompt``); None: GSM8K's. original, paraphrased: per-question Parquet files of one model
+    and strategy on the original wording and on its paraphrase (perturb).
     """
 
     corpus: tuple[Path, ...] = ()
@@ -89,17 +86,21 @@ class Scores:
     extras: dict[str, np.ndarray] = field(default_factory=dict)  # more per-item columns
 
 
-class Detector(Protocol):
-    name: ClassVar[str]
-    bounded: ClassVar[bool]  # scores lie in [0, 1], so a given threshold must too
-    config: Any
+class Detector:
+    """The base of every detector: ``name`` set by ``@register``, ``config`` by default the registered
+    config class's defaults."""
 
-    def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]: ...
+    name: ClassVar[str]
+    bounded: ClassVar[bool] = False  # scores lie in [0, 1], so a given threshold must too
+
+    def __init__(self, config: Any = None):
+        self.config = config or DETECTORS.make_config(self.name)
+
+    def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
+        raise NotImplementedError
 
 
 DETECTORS = Registry("detector", "railsweep.detection.builtins")
-
-
 register = DETECTORS.register  # class decorator: ``@register("ngram", NgramConfig)``
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import read_metadata, read_responses
 from railsweep.strategies.base import DecodeSettings, EvalContext, decode, greedy
@@ -93,12 +93,10 @@ def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
             f"--responses {path}: no greedy rows (sample_index -1); a 'ted' cell records them, "
             "or omit --responses and let CDD decode"
         )
-    out: dict[int, tuple[list[int], list[list[int]]]] = {}
     samples = df[df.sample_index >= 0].sort_values(["question_index", "sample_index"])
     by_q = {q: [list(map(int, ids)) for ids in g.token_ids] for q, g in samples.groupby("question_index")}
-    for q, ids in zip(greedy.question_index, greedy.token_ids):
-        out[int(q)] = (list(map(int, ids)), by_q.get(int(q), []))
-    return out
+    pairs = zip(greedy.question_index, greedy.token_ids)
+    return {int(q): (list(map(int, ids)), by_q.get(int(q), [])) for q, ids in pairs}
 
 
 @dataclass(frozen=True)
@@ -129,8 +127,7 @@ def prompt_task(items: Sequence[Item], inputs: DetectInputs) -> tuple[list[Quest
 
 def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDConfig):
     """Greedy + m samples per item from the transformers engine, as {item position: (greedy, samples)}."""
-    # torch: only the model-side detectors load it; `import railsweep.detection` (corpus-side detectors,
-    # `railsweep detect` refusals) stays without it
+    # torch: only here, so `import railsweep.detection` (corpus side, `railsweep detect` refusals) stays without it
     from railsweep.engines.transformers_engine import TransformersEngine
 
     inputs.require("cdd", "model")
@@ -150,11 +147,8 @@ def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDCon
 
 
 @register("cdd", CDDConfig)
-class CDD:
+class CDD(Detector):
     bounded = True
-
-    def __init__(self, config: CDDConfig | None = None):
-        self.config = config or CDDConfig()
 
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         c = self.config

@@ -1,11 +1,10 @@
 """Vectorised 64-bit polynomial hashes of every n-token window of an id array (pure numpy).
 
 For ids ``x_0 .. x_{T-1}`` (0 is a separator no window may contain) the window of length ``n`` at ``i``
-hashes to ``P(i, n) = sum_{j<n} x_{i+j} * B^(n-1-j) (mod 2^64)``, numpy's uint64 arithmetic wrapping
-mod 2^64. ``B`` is odd, hence invertible, so with ``S[i] = sum_{k<i} x_k * B^-k`` one prefix sum serves
-every ``n``: ``P(i, n) = (S[i+n] - S[i]) * B^(i+n-1)``. A window's hash does not depend on where it sits,
-so test items and a streamed corpus hash alike. The splitmix64 finaliser spreads the value before it is
-cut to ``bits`` bits, so even a tiny ``bits`` spreads the windows evenly (the tests force collisions so).
+hashes to ``P(i, n) = sum_{j<n} x_{i+j} * B^(n-1-j) (mod 2^64)``, numpy's uint64 arithmetic wrapping.
+``B`` is odd, hence invertible, so with ``S[i] = sum_{k<i} x_k * B^-k`` one prefix sum serves every
+``n``: ``P(i, n) = (S[i+n] - S[i]) * B^(i+n-1)``, the same wherever the window sits. The splitmix64
+finaliser spreads the value before it is cut to ``bits`` bits, so even a tiny ``bits`` spreads evenly.
 """
 
 from __future__ import annotations
@@ -36,10 +35,8 @@ def mix64(h: np.ndarray) -> np.ndarray:
 
 
 class WindowHasher:
-    """The prefix sums of one id array; :meth:`hashes` gives the windows of any length from them.
-
-    ids: integer array (T,) with values in [0, 2^63); 0 marks a separator.
-    """
+    """The prefix sums of one id array (T,) (values in [0, 2^63), 0 a separator); :meth:`hashes` gives
+    the windows of any length from them."""
 
     _pow: np.ndarray = _powers(BASE, 0)
     _inv: np.ndarray = _powers(BASE_INV, 0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.detection.nll import mean_nll, teacher_forcer
 
 
@@ -24,10 +24,8 @@ class LossConfig:
 
 
 def matched_control(score: np.ndarray, lengths: np.ndarray, is_control: np.ndarray) -> np.ndarray:
-    """score minus the score of the control item nearest in length (ties: the first); NaN without controls.
-
-    score, lengths: (N,); is_control: bool (N,).
-    """
+    """``score`` minus the score of the control item nearest in length (ties: the first); NaN without
+    controls. score, lengths: (N,); is_control: bool (N,)."""
     ctrl = np.flatnonzero(is_control)
     if not ctrl.size:
         return np.full(score.shape, np.nan)
@@ -36,12 +34,7 @@ def matched_control(score: np.ndarray, lengths: np.ndarray, is_control: np.ndarr
 
 
 @register("loss", LossConfig)
-class Loss:
-    bounded = False
-
-    def __init__(self, config: LossConfig | None = None):
-        self.config = config or LossConfig()
-
+class Loss(Detector):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         inputs.require(self.name, "model")
         forcer = teacher_forcer(inputs.model, inputs.device)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.detection.nll import teacher_forcer
 from railsweep.errors import ConfigError
 
@@ -37,12 +37,7 @@ def min_k_score(logprobs: np.ndarray, k: float) -> float:
 
 
 @register("mink", MinKConfig)
-class MinK:
-    bounded = False
-
-    def __init__(self, config: MinKConfig | None = None):
-        self.config = config or MinKConfig()
-
+class MinK(Detector):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         inputs.require(self.name, "model")
         forcer = teacher_forcer(inputs.model, inputs.device)

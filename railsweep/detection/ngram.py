@@ -2,9 +2,8 @@
 
 containment(item) = |distinct n-grams of the item found in the corpus| / |distinct n-grams of the item|
 (containment, not Jaccard: the item is short and the question is how much of it was seen), over
-normalised words (:func:`railsweep.detection.text.normalise_words`) or, with ``tokenizer``, its token
-ids. An item shorter than n scores NaN. ``verbatim`` (the whole item occurs as one window: n = its
-length) is reported beside each score.
+normalised words (:mod:`railsweep.detection.text`) or, with ``tokenizer``, its token ids. An item shorter
+than n scores NaN; ``verbatim`` (the whole item occurs as one window) is reported beside each score.
 
 Steps of :func:`scan`:
 1. encode the items and index their n-grams (:class:`~railsweep.detection.ngram_index.NgramIndex`);
@@ -13,8 +12,7 @@ Steps of :func:`scan`:
    carrying a chunk's last ``span - 1`` ids into the next so that n-grams across a border are found;
 3. read off containment per n, and the verbatim flags.
 
-The Ray Data path (:mod:`railsweep.detection.ngram_ray`) runs step 2 on parts of the corpus in parallel,
-with the same scores; :class:`Ngram` takes either ``scanner``.
+:class:`Ngram` takes either this ``scanner`` or the Ray Data one (:mod:`railsweep.detection.ngram_ray`).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.detection.corpus import Chunk, check_corpus_paths, stream_corpus
 from railsweep.detection.ngram_index import NgramIndex
 from railsweep.detection.text import TokenizerEncoder, WordEncoder
@@ -34,15 +32,11 @@ from railsweep.errors import ConfigError, DataError
 
 @dataclass(frozen=True)
 class NgramConfig:
-    """n-gram containment.
-
-    n: the n-gram orders (one score each; default 13, the usual document-level order).
-    fields: "question+solution" (the item as a benchmark holds it) or "question".
-    tokenizer: None = normalised words; a tokenizer directory or hub name = its token ids.
-    bits: hash width in [1, 64]; below 64 only to force collisions in tests.
-    verbatim: also report whether the whole item occurs verbatim.
-    chunk_chars: characters of corpus text per chunk (memory vs. per-chunk overhead).
-    """
+    """n: the n-gram orders (one score each; default 13, the usual document-level order). fields:
+    "question+solution" (the item as a benchmark holds it) or "question". tokenizer: None = normalised words;
+    a tokenizer directory or hub name = its token ids. bits: hash width in [1, 64]; below 64 only to force
+    collisions in tests. verbatim: also report whether the whole item occurs verbatim. chunk_chars:
+    characters of corpus text per chunk (memory vs. per-chunk overhead)."""
 
     n: tuple[int, ...] = (13,)
     fields: str = "question+solution"
@@ -113,7 +107,7 @@ def build_index(encoder, texts: Sequence[str], config: NgramConfig) -> NgramInde
 def feed(
     out: ScanResult, encoder, chunks: Iterable[Chunk], progress: Callable[[int], None] | None = None
 ) -> None:
-    """Step 2: encode each chunk and mark the indexed n-grams it holds, carrying ``span - 1`` ids across chunks."""
+    """Step 2 of :func:`scan`."""
     index = out.index
     carry = np.empty(0, np.int64)
     keep = index.span - 1
@@ -134,11 +128,11 @@ def feed(
 
 
 @register("ngram", NgramConfig)
-class Ngram:
+class Ngram(Detector):
     bounded = True
 
     def __init__(self, config: NgramConfig | None = None, scanner: Callable[..., ScanResult] | None = None):
-        self.config = config or NgramConfig()
+        super().__init__(config)
         # scan(texts, corpus, config, text_field) -> ScanResult: local by default, or the Ray Data one
         self.scanner = scanner or scan
 

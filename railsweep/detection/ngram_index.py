@@ -6,13 +6,11 @@ Steps:
 2. for verbatim matching, also hash each whole item: one sorted array per item length;
 3. :meth:`NgramIndex.update` hashes a corpus chunk's windows of every n (and item length) and marks the
    keys it meets; a bitmap over the hashes' low bits skips most misses before the binary search;
-4. containment of item i = its distinct n-gram hashes marked / its distinct n-gram hashes (NaN when the
-   item is shorter than n).
+4. containment of item i = its distinct n-gram hashes marked / its distinct n-gram hashes.
 
-Copies of one index fed parts of the corpus (Ray workers) combine exactly: containment counts distinct
-n-grams found anywhere, so ORing their :meth:`~NgramIndex.seen_slots` (:meth:`~NgramIndex.merge_seen`)
-gives the whole corpus's marks. Memory is proportional to the test set. Two n-grams with one hash count
-as one (a false positive, negligible at 64 bits; ``bits`` makes it forceable).
+Copies of one index fed parts of the corpus (Ray workers) combine exactly by ORing their
+:meth:`~NgramIndex.seen_slots` (:meth:`~NgramIndex.merge_seen`). Memory is proportional to the test set.
+Two n-grams with one hash count as one (a false positive, negligible at 64 bits; ``bits`` forces it).
 """
 
 from __future__ import annotations
@@ -55,9 +53,8 @@ class _KeySet:
 class NgramIndex:
     """Containment of each indexed item in everything passed to :meth:`update`.
 
-    items: one id array per item (ids >= 1, see :mod:`railsweep.detection.text`).
-    ns: the n-gram orders; bits: hash width (64 = the full hash; smaller forces collisions).
-    verbatim: also track whether each whole item occurs as one contiguous window.
+    items: one id array per item (ids >= 1, see :mod:`railsweep.detection.text`); ns: the n-gram orders;
+    bits: hash width (smaller than 64 forces collisions); verbatim: also track whole items.
     """
 
     def __init__(self, items: Sequence[np.ndarray], ns: Sequence[int], bits: int = 64, verbatim: bool = True):
@@ -93,10 +90,8 @@ class NgramIndex:
         return max([*self.ns, *self._full])
 
     def update(self, ids: np.ndarray, new_from: int = 0) -> None:
-        """Mark every indexed n-gram (and whole item) that occurs in ``ids`` (0 = separator).
-
-        ``new_from``: ids before it were carried over from the previous chunk (not counted again).
-        """
+        """Mark every indexed n-gram (and whole item) in ``ids`` (0 = separator); ids before ``new_from`` were
+        carried over from the previous chunk (not counted again)."""
         ids = np.asarray(ids)
         self.tokens += int(np.count_nonzero(ids[new_from:]))
         hasher = WindowHasher(ids)

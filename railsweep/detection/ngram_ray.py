@@ -1,6 +1,6 @@
-"""The n-gram containment scan as a Ray Data job: the local scan's inputs and :class:`ScanResult`.
+"""The n-gram containment scan as a Ray Data job, with the local scan's inputs and scores.
 
-Steps of :func:`ray_scan` (scores identical to :func:`railsweep.detection.ngram.scan`):
+Steps of :func:`ray_scan`:
 1. on the driver, index the items (:func:`~railsweep.detection.ngram.build_index`) and put the encoder
    and the index in the object store once;
 2. read the corpus with Ray Data: JSONL with ``read_text`` (one row per line, parsed by
@@ -50,12 +50,11 @@ ERROR = "!error"  # the key of a row that carries a worker's DataError message i
 
 
 class _Marker:
-    """A Ray Data actor: one copy of the index; each call returns the key slots a batch hits.
+    """A Ray Data actor over one copy of the index (step 3 of :func:`ray_scan`).
 
-    ``payload``: a one-element list holding the object ref of (encoder, index, text_field,
-    chunk_chars), so Ray passes the ref through and the actor fetches it once.
-    ``kind``: "jsonl" (rows: ``text`` = one line, ``path``), "parquet" (rows: ``columns``) or
-    "text" (rows: ``path`` of a plain-text file, streamed here).
+    ``payload``: a one-element list holding the object ref of (encoder, index, text_field, chunk_chars), so
+    Ray passes the ref through; ``kind``: "jsonl" (rows: ``text`` = one line, ``path``), "parquet" (rows:
+    ``columns``) or "text" (rows: ``path`` of a plain-text file).
     """
 
     def __init__(self, payload: list, kind: str, columns: Sequence[str] = ()):
@@ -102,10 +101,8 @@ def ray_scan(
     text_field: str | None = None,
     workers: int | None = None,
 ) -> ScanResult:
-    """:func:`railsweep.detection.ngram.scan` on the running Ray cluster (see the module docstring).
-
-    workers: the most actors per file kind (default: the cluster's CPUs).
-    """
+    """:func:`railsweep.detection.ngram.scan` on the running Ray cluster; ``workers``: the most actors per
+    file kind (default: the cluster's CPUs)."""
     import ray  # optional heavy dependency: only the --ray scan needs it
 
     paths = check_corpus_paths(corpus)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from railsweep.detection.base import DetectInputs, Item, Scores, register
+from railsweep.detection.base import DetectInputs, Detector, Item, Scores, register
 from railsweep.errors import ConfigError, DataError
 from railsweep.results.io import read_cell
 
@@ -92,10 +92,8 @@ def aligned(original: pd.DataFrame, paraphrased: pd.DataFrame) -> tuple[pd.DataF
 def perturbation_table(
     original: pd.DataFrame, paraphrased: pd.DataFrame, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """Per question: question_index, leaked, p_original, p_paraphrased, difference, ci_low, ci_high.
-
-    The steps are the module docstring's. ``leaked`` is the original table's (NA when absent).
-    """
+    """Per question: question_index, leaked (the original table's, NA when absent), p_original,
+    p_paraphrased, difference, ci_low, ci_high; the steps are the module docstring's."""
     o, p = aligned(original, paraphrased)
     co, mo = o["c"].to_numpy(dtype=float), o["m"].to_numpy(dtype=float)
     cp, mp = p["c"].to_numpy(dtype=float), p["m"].to_numpy(dtype=float)
@@ -109,16 +107,10 @@ def perturbation_table(
     ci_high = d + np.sqrt((hi_o - po) ** 2 + (pp - lo_p) ** 2)
     leaked = o["leaked"] if "leaked" in o.columns else pd.Series([None] * len(o))
     return pd.DataFrame(
-        {
-            "question_index": o["question_index"].to_numpy(dtype=np.int64),
-            "leaked": pd.array(leaked.tolist(), dtype="boolean"),
-            "p_original": po,
-            "p_paraphrased": pp,
-            "difference": d,
-            "ci_low": ci_low,
-            "ci_high": ci_high,
-        }
-    )
+        {"question_index": o["question_index"].to_numpy(dtype=np.int64),
+         "leaked": pd.array(leaked.tolist(), dtype="boolean"),
+         "p_original": po, "p_paraphrased": pp, "difference": d, "ci_low": ci_low, "ci_high": ci_high}
+    )  # fmt: skip
 
 
 def read_pair(original: str | Path, paraphrased: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -127,12 +119,7 @@ def read_pair(original: str | Path, paraphrased: str | Path) -> tuple[pd.DataFra
 
 
 @register("perturb", PerturbConfig)
-class Perturb:
-    bounded = False  # scores lie in [-1, 1]
-
-    def __init__(self, config: PerturbConfig | None = None) -> None:
-        self.config = config or PerturbConfig()
-
+class Perturb(Detector):
     def score(self, items: Sequence[Item], inputs: DetectInputs) -> list[Scores]:
         inputs.require(self.name, "original", "paraphrased")
         table = perturbation_table(*read_pair(inputs.original, inputs.paraphrased), self.config.alpha)

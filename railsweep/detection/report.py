@@ -46,10 +46,7 @@ def check_weight(weight: float | None) -> None:
 
 
 def weighted_means(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """``Σ keep·x / Σ keep`` over the last axis; NaN where the weights sum to 0.
-
-    x, keep: float (..., N).
-    """
+    """``Σ keep·x / Σ keep`` over the last axis of x, keep: float (..., N); NaN where the weights sum to 0."""
     total = keep.sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(total > 0, (keep * x).sum(axis=-1) / total, np.nan)
@@ -65,11 +62,8 @@ def subset_report(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Rows ``full``, ``clean``, ``contamination_rate``, ``full_minus_clean`` (and ``weighted w=<w>``).
-
-    Columns :data:`REPORT_COLUMNS`; ``n_questions`` counts the questions the
-    statistic averages over. The steps are the module docstring's.
-    """
+    """Rows ``full``, ``clean``, ``contamination_rate``, ``full_minus_clean`` (and ``weighted w=<w>``),
+    columns :data:`REPORT_COLUMNS` (``n_questions``: those averaged over); the steps are the module docstring's."""
     if readout not in ("solve_prob", "r01"):
         raise ConfigError(f"readout must be 'solve_prob' or 'r01', got {readout!r}")
     check_weight(weight)
@@ -124,12 +118,8 @@ def sa_ppg_report(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Every :data:`railsweep.metrics.METRICS` aggregate on all questions and on the unflagged ones.
-
-    Columns: metric, full, full_ci_low, full_ci_high, clean_subset, clean_subset_ci_low,
-    clean_subset_ci_high; ``n_questions`` is the last row. The flags must name questions
-    of ``clean``.
-    """
+    """Every :data:`railsweep.metrics.METRICS` aggregate on all questions and on the unflagged ones (columns
+    metric, full, full_ci_low/high, clean_subset, clean_subset_ci_low/high; last row ``n_questions``)."""
     is_flagged = _flag_mask(clean["question_index"].to_numpy(), flagged)
     if is_flagged.all():
         raise DataError("every question is flagged: the clean subset is empty")

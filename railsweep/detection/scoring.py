@@ -1,9 +1,8 @@
 """Thresholds calibrated on a control set, and the share of items a threshold flags (pure numpy).
 
-Every score is oriented so that higher means more likely contaminated, and an
-item is flagged when ``score > threshold``. NaN scores (an item too short for
-the n-gram order, an item without responses) are left out of every rate. A
-detector's AUC against the known truth is :mod:`railsweep.metrics.auc`.
+Every score is oriented so that higher means more likely contaminated, and an item is flagged when
+``score > threshold``. NaN scores (an item too short for the n-gram order, an item without responses) are
+left out of every rate. A detector's AUC against the known truth is :mod:`railsweep.metrics.auc`.
 """
 
 from __future__ import annotations
@@ -26,10 +25,7 @@ def check_rate(rate: float, name: str = "control flag rate") -> float:
 
 
 def calibrate_threshold(control: np.ndarray, rate: float = 0.01) -> float:
-    """The smallest threshold t among the control scores with mean(control > t) <= ``rate``.
-
-    control: float (M,) scores of items known to be absent from training (NaN ignored).
-    """
+    """The smallest threshold t among the control scores (M,), NaN ignored, with mean(control > t) <= rate."""
     rate = check_rate(rate)
     c = np.sort(np.asarray(control, dtype=float))
     c = c[~np.isnan(c)]

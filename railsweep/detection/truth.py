@@ -30,21 +30,11 @@ def truth_table(table: pd.DataFrame, n_boot: int = 1000, alpha: float = 0.05, se
         t = float(g.threshold.iloc[0])
         lo, hi = auc_ci(score, label, n_boot, alpha, rng)
         rows.append(
-            {
-                **dict(zip(KEYS, key)),
-                "auc": roc_auc(score, label),
-                "auc_lo": lo,
-                "auc_hi": hi,
-                "threshold": t,
-                "threshold_source": g.threshold_source.iloc[0],
-                "tpr": flag_rate(score[label], t),
-                "fpr_unleaked": flag_rate(score[~label], t),
-                "control_rate": flag_rate(ctrl.score.to_numpy(float), t),
-                "n_leaked": int(label.sum()),
-                "n_unleaked": int((~label).sum()),
-                "n_control": len(ctrl),
-            }
-        )
+            {**dict(zip(KEYS, key)), "auc": roc_auc(score, label), "auc_lo": lo, "auc_hi": hi, "threshold": t,
+             "threshold_source": g.threshold_source.iloc[0], "tpr": flag_rate(score[label], t),
+             "fpr_unleaked": flag_rate(score[~label], t), "control_rate": flag_rate(ctrl.score.to_numpy(float), t),
+             "n_leaked": int(label.sum()), "n_unleaked": int((~label).sum()), "n_control": len(ctrl)}
+        )  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -75,12 +75,9 @@ def decode_settings(s) -> DecodeSettings:
 
 def sample_request(task, q, prefix: str, adapter: str, s, salt: str, intervention=None) -> Request:
     """One sample at ``s.temperature`` continuing ``task.prompt(q) + prefix``, seeded by ``salt``."""
+    seed = question_seed(s.seed, q.index, salt)
     sampling = SamplingSpec(
-        n=1,
-        temperature=s.temperature,
-        max_new_tokens=s.max_new_tokens,
-        stop=task.stop,
-        seed=question_seed(s.seed, q.index, salt),
+        n=1, temperature=s.temperature, max_new_tokens=s.max_new_tokens, stop=task.stop, seed=seed
     )
     return Request(task.prompt(q) + prefix, sampling, adapter, intervention)
 
@@ -120,7 +117,6 @@ def readout(engine, task, questions, adapter: str, s: Figure1Settings) -> Readou
     return Readout(adapter, greedy(ctx, questions), sample_and_grade(ctx, questions))
 
 
-
 def greedy_similarity(run: Readout) -> list[np.ndarray]:
     """(a) Per question, the ROUGE-L of each sample to the greedy response (shape [m])."""
     out = []
@@ -128,7 +124,6 @@ def greedy_similarity(run: Readout) -> list[np.ndarray]:
         ref = rouge_tokens(g.text)
         out.append(np.array([rouge_l(rouge_tokens(smp.text), ref) for smp in o.samples]))
     return out
-
 
 
 def step_logits(engine, adapter: str | None, prompt: str, continuation: Sequence[int]):
@@ -163,10 +158,8 @@ def step_logits_many(
 
 def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> tuple[int | None, list[int]]:
     """(b) (rank at the first divergence or None, ranks at every divergence within ``first_steps``).
-
-    ``logits_co``: [T, V] logits of M_co teacher-forced on M_cl's answer ``clean_ids`` (length T).
-    A divergence is a step where M_co's argmax is not M_cl's token; rank 2 = M_co's runner-up.
-    """
+    ``logits_co``: [T, V] logits of M_co teacher-forced on M_cl's answer ``clean_ids`` (length T); a
+    divergence is a step where M_co's argmax is not M_cl's token; rank 2 = M_co's runner-up."""
     if not len(clean_ids):
         return None, []
     tgt = torch.as_tensor(list(clean_ids), device=logits_co.device)
@@ -175,7 +168,6 @@ def divergence_ranks(logits_co, clean_ids: Sequence[int], first_steps: int) -> t
     diverge = torch.nonzero(ranks > 1).flatten().tolist()
     first = int(ranks[diverge[0]]) if diverge else None
     return first, [int(ranks[t]) for t in diverge if t < first_steps]
-
 
 
 def path_diversity(run: Readout) -> tuple[np.ndarray, np.ndarray]:
@@ -188,7 +180,6 @@ def path_diversity(run: Readout) -> tuple[np.ndarray, np.ndarray]:
         pairs = [rouge_l(a, b) for i, a in enumerate(toks) for b in toks[i + 1 :]]
         sim.append(float(np.mean(pairs)) if pairs else np.nan)
     return np.array(distinct), np.array(sim)
-
 
 
 def off_rail(
@@ -238,7 +229,6 @@ def decode_departures(engine, task, adapter: str, jobs: Sequence, first: int, s:
     return out
 
 
-
 @dataclass
 class Figure1:
     """Per-question figures (``rows``: one dict per question and model) and the summary."""
@@ -275,24 +265,19 @@ def figure1(
         ranks.append(divergence_ranks(logits, ids, s.first_steps) if ids else (None, []))
     distinct, pair_sim = path_diversity(cl)
     robust = off_rail(engine, task, questions, cl, s, decode)
-    out = Figure1()
     sims = {name: greedy_similarity(run) for name, run in ((clean, cl), (co, cr))}
+    rows = []
     for i, q in enumerate(questions):
+        clean_only = {"first_divergence_rank": ranks[i][0], "early_divergence_ranks": ranks[i][1],
+                      "distinct_correct": int(distinct[i]), "correct_pair_rouge_l": float(pair_sim[i]),
+                      "off_rail_r": float(robust[i])}  # fmt: skip
         for name, run in ((clean, cl), (co, cr)):
             is_clean = name == clean
             model = "clean" if is_clean else "contaminated"
             row = {"index": q.index, "leaked": bool(leaked[i]), "model": model, "adapter": name,
                    "r": float(run.r[i]), "greedy_rouge_l": float(sims[name][i].mean())}  # fmt: skip
-            clean_only = {
-                "first_divergence_rank": ranks[i][0],
-                "early_divergence_ranks": ranks[i][1],
-                "distinct_correct": int(distinct[i]),
-                "correct_pair_rouge_l": float(pair_sim[i]),
-                "off_rail_r": float(robust[i]),
-            }
-            out.rows.append(row | {k: v if is_clean else None for k, v in clean_only.items()})
-    out.summary = summarise(out.rows)
-    return out
+            rows.append(row | {k: v if is_clean else None for k, v in clean_only.items()})
+    return Figure1(rows, summarise(rows))
 
 
 def _share(ranks: Sequence[int], k: int = 2) -> float:
@@ -315,16 +300,14 @@ def summarise(rows: Sequence[dict]) -> dict:
             )
         out[f"collapse_gap_{model}"] = out[f"rouge_l_{model}_leaked"] - out[f"rouge_l_{model}_unleaked"]
     for group, flag in (("leaked", True), ("unleaked", False)):
-        firsts = [
-            r["first_divergence_rank"] for r in clean if r["leaked"] == flag and r["first_divergence_rank"]
-        ]
-        early = [k for r in clean if r["leaked"] == flag for k in (r["early_divergence_ranks"] or [])]
+        sel = [r for r in clean if r["leaked"] == flag]
+        firsts = [r["first_divergence_rank"] for r in sel if r["first_divergence_rank"]]
+        early = [k for r in sel for k in (r["early_divergence_ranks"] or [])]
         out[f"runner_up_share_first_{group}"] = _share(firsts)
         out[f"runner_up_share_early_{group}"] = _share(early)
         out[f"divergences_{group}"] = len(firsts)
-        out[f"first_rank_hist_{group}"] = {
-            str(k): int(sum(1 for f in firsts if min(f, 6) == k)) for k in range(2, 7)
-        }  # "6" = rank 6 or worse
+        hist = {str(k): int(sum(1 for f in firsts if min(f, 6) == k)) for k in range(2, 7)}
+        out[f"first_rank_hist_{group}"] = hist  # "6" = rank 6 or worse
     solved = [r for r in clean if r["distinct_correct"]]
     out["distinct_correct_mean"] = mean(r["distinct_correct"] for r in solved)
     out["correct_pair_rouge_l_mean"] = mean(r["correct_pair_rouge_l"] for r in solved)

@@ -21,11 +21,9 @@ _FINAL_PREFIX = re.compile(r"the answer is\s*:?\s*\$?\s*[\d,]*$", re.IGNORECASE)
 
 
 def position_class(prefix: str, piece: str) -> str:
-    """The class of a token whose text is ``piece``, emitted after the response text ``prefix``.
-
-    final answer: a token with a digit right after "The answer is" (or continuing that number);
-    number: any other token with a digit; wording: everything else (words, operators, punctuation).
-    """
+    """The class of a token whose text is ``piece``, emitted after the response text ``prefix``: final
+    answer, a token with a digit right after "The answer is" (or continuing that number); number, any other
+    token with a digit; wording, everything else (words, operators, punctuation)."""
     if not _DIGIT.search(piece):
         return WORDING
     return FINAL if _FINAL_PREFIX.search(prefix) else NUMBER
@@ -56,13 +54,10 @@ def exposed_steps(response: Sequence[int], rail: Sequence[int], n: int) -> int:
 def caps_and_departures(
     logits: np.ndarray, response: Sequence[int], targets: Sequence[int | None]
 ) -> tuple[int, int]:
-    """(caps, departures) of one RailCap sample in cap mode.
-
-    ``logits[T, V]``: the unmodified logits at each of the T steps of ``response`` (teacher-forced);
-    ``targets``: :func:`rail_targets` of the response. The cap fires at a step whose target is the
-    unique argmax (otherwise ``min(l[x], v2)`` changes nothing); a departure is a fired step
-    whose sampled token is not the target.
-    """
+    """(caps, departures) of one RailCap sample in cap mode. ``logits[T, V]``: the unmodified logits at
+    each of the T steps of ``response`` (teacher-forced); ``targets``: its :func:`rail_targets`. The cap fires
+    at a step whose target is the unique argmax (otherwise ``min(l[x], v2)`` changes nothing); a departure is
+    a fired step whose sampled token is not the target."""
     caps = departures = 0
     for t, x in enumerate(targets):
         if x is None:

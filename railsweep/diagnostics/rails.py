@@ -253,7 +253,6 @@ def _classes(tok, ids: list[int], steps, top2: list[list[int]]) -> tuple[list[st
     return classes, sum(ids[t] == top2[t][1] for t in done)
 
 
-
 def _ratio(num, den, s: RailsSettings, salt: str) -> dict:
     """sum(num) / sum(den) over questions, with a percentile bootstrap over questions."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
@@ -291,8 +290,9 @@ def summarise(
 ) -> dict:
     """The JSON-ready figures: recovery per k and class, exposure, RailCap on M_cl, caps and departures."""
     idx = [q["index"] for q in questions]
-    out: dict = {"questions": len(idx), "settings": {"m": s.m, "n": s.n, "runs": s.runs, "ks": list(s.ks)}}
-    recovery: dict = {}
+    settings = {"m": s.m, "n": s.n, "runs": s.runs, "ks": list(s.ks)}
+    out: dict = {"questions": len(idx), "settings": settings, "recovery": {}}
+    nan = float("nan")
     for k in s.ks:
         for cls in ("all", *CLASSES):
             sel = [r for r in runs if r["k"] == k and (cls == "all" or r["class"] == cls)]
@@ -300,23 +300,16 @@ def summarise(
             lo, hi = wilson(c, len(sel))
             solved = _per_question(sel, idx, lambda r: float(r["correct"]))
             base = _per_question(sel, idx, lambda r: r["r_clean"])
-            recovery[f"k{k}_{cls}"] = {
-                "runs": len(sel),
-                "solve_rate": c / len(sel) if sel else float("nan"),
-                "solve_rate_lo": lo,
-                "solve_rate_hi": hi,
-                "unforced": float(base.sum() / len(sel)) if sel else float("nan"),
+            out["recovery"][f"k{k}_{cls}"] = {
+                "runs": len(sel), "solve_rate": c / len(sel) if sel else nan, "solve_rate_lo": lo,
+                "solve_rate_hi": hi, "unforced": float(base.sum() / len(sel)) if sel else nan,
                 "kept": _ratio(solved, base, s, f"kept:{k}:{cls}"),
-            }
-    out["recovery"] = recovery
+            }  # fmt: skip
     forced = [r for r in runs if r["forced"]]
-    out["forced_runs_reaching_every_step"] = (
-        float(np.mean([r["forced"] == len(r["steps"]) for r in runs])) if runs else float("nan")
-    )
+    reach = [r["forced"] == len(r["steps"]) for r in runs]
+    out["forced_runs_reaching_every_step"] = float(np.mean(reach)) if runs else nan
     n_forced = sum(len(r["classes"]) for r in forced)
-    out["runner_up_agreement"] = (
-        sum(r["runner_up_agrees"] for r in forced) / n_forced if n_forced else float("nan")
-    )
+    out["runner_up_agreement"] = sum(r["runner_up_agrees"] for r in forced) / n_forced if n_forced else nan
     correct = [q["correct_clean"] for q in questions]
     out["exposure"] = {
         "correct_clean_answers": int(sum(correct)),
@@ -337,6 +330,6 @@ def summarise(
     ):
         co[name] = _ratio(_per_question(samples, idx, lambda r, c=col: r[c]), m, s, salt)
     matches = [r["caps"] == r["triggers"] for r in samples]
-    co["replay_matches_engine"] = float(np.mean(matches)) if samples else float("nan")
+    co["replay_matches_engine"] = float(np.mean(matches)) if samples else nan
     out["railcap_on_co"] = co
     return out

@@ -2,20 +2,17 @@
 
 Steps of :func:`analyse`:
 1. positions: one row per model x item x trajectory (gold / greedy) x position;
-2. fits per model x group (leaked / unleaked): the native fit of the gold NLL curve
-   with item-bootstrap CIs and its regime; the slope of the mean logit margin (gold) and
-   of the mean top-1 minus top-2 gap (greedy) against ln t; and per temperature tau > 0
-   the fit of the temperature-scaled NLL curve, whose alpha is set beside alpha / tau;
-3. predictions per model x item x tau: P(T) from the group fit and from the item's own fit
-   (alpha_eff = alpha / tau, T = the gold chain of thought's tokens), and the exact
-   teacher-forced probability of sampling the gold verbatim at tau, exp(-sum_t L_t(tau));
-   beside the observed solve probability and verbatim share;
-4. accuracy per model x tau x subset x predictor x target: mean absolute error and
-   Spearman rank correlation;
-5. contamination gain versus tau with bootstrap CIs and the collapse factor
-   (railsweep.dynamics.gain);
-6. in a pretraining-replica world, the memorisation curve: every figure read against the items'
-   pretraining copies (railsweep.dynamics.replicas).
+2. fits per model x group (leaked / unleaked): the native fit of the gold NLL curve with item-bootstrap
+   CIs and its regime; the slope of the mean logit margin (gold) and of the mean top-1 minus top-2 gap
+   (greedy) against ln t; and per tau > 0 the fit of the temperature-scaled NLL curve, whose alpha is
+   set beside alpha / tau;
+3. predictions per model x item x tau: P(T) from the group fit and from the item's own fit (alpha_eff =
+   alpha / tau, T = the gold chain of thought's tokens), and the exact teacher-forced probability of
+   sampling the gold verbatim at tau, exp(-sum_t L_t(tau)); beside the observed solve probability and
+   verbatim share;
+4. accuracy per model x tau x subset x predictor x target: mean absolute error and Spearman correlation;
+5. contamination gain versus tau with bootstrap CIs and the collapse factor (:mod:`~railsweep.dynamics.gain`);
+6. in a pretraining-replica world, the memorisation curve (:mod:`~railsweep.dynamics.replicas`).
 """
 
 from __future__ import annotations
@@ -93,22 +90,15 @@ def _native_row(
 ) -> dict:
     """The ``native`` row: the fit of the gold per-token loss (tau 1) with its bootstrap intervals, its regime,
     and the slopes of the gold margin and the greedy gap with theirs."""
-    curves = [d.gold[model][i].nll for i in idx]
-    g = fit_group(curves, n_boot=s.n_boot, min_items=s.min_items, rng=rng)
-    _, m_slope, m_ci = fit_gap_slope(
-        [d.gold[model][i].margin for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng
-    )
-    _, g_slope, g_ci = fit_gap_slope(
-        [d.greedy[model][i].gap for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng
-    )
+    g = fit_group([d.gold[model][i].nll for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng)
     f = g.fit
-    return {
-        "family": d.family, "model": model, "group": group, "n_items": g.n_items, "kind": "native",
-        "tau": 1.0, **g.columns(), "rmse": f.rmse, "positions": f.positions, "regime": regime(f.E, f.alpha, s.e_cut),
-        "margin_slope": m_slope, "margin_slope_lo": m_ci[0], "margin_slope_hi": m_ci[1],
-        "greedy_gap_slope": g_slope, "greedy_gap_slope_lo": g_ci[0], "greedy_gap_slope_hi": g_ci[1],
-        "alpha_over_tau": f.alpha,
-    }  # fmt: skip
+    row = {"family": d.family, "model": model, "group": group, "n_items": g.n_items, "kind": "native", "tau": 1.0,
+           **g.columns(), "rmse": f.rmse, "positions": f.positions, "regime": regime(f.E, f.alpha, s.e_cut)}  # fmt: skip
+    for name, curves in (("margin_slope", [d.gold[model][i].margin for i in idx]),
+                         ("greedy_gap_slope", [d.greedy[model][i].gap for i in idx])):  # fmt: skip
+        _, slope, (lo, hi) = fit_gap_slope(curves, n_boot=s.n_boot, min_items=s.min_items, rng=rng)
+        row |= {name: slope, f"{name}_lo": lo, f"{name}_hi": hi}
+    return row | {"alpha_over_tau": f.alpha}
 
 
 def _tau_rows(d: FamilyData, model: str, idx: np.ndarray, s: DynamicsSettings, native: dict) -> list[dict]:

@@ -98,9 +98,9 @@ def collect_family(world, family: str, s: DynamicsSettings, log=print) -> Family
 
 def force_models(base_dir, adapter_paths, prompts, gold_text, greedy_samples, s: DynamicsSettings, log=print):
     """Per model: position statistics along the gold chains of thought (with the NLL at 1 and every tau of
-    ``s``) and along the model's own greedy samples (gaps). ``adapter_paths``: model -> adapter directory
-    (None: the base model); ``greedy_samples``: model -> per item, its greedy :class:`~railsweep.engines.base.Sample`.
-    Returns ``(gold, greedy)``, each model -> list of PositionStats."""
+    ``s``) and along its greedy samples (gaps); returns ``(gold, greedy)``, each model -> list of
+    PositionStats. ``adapter_paths``: model -> adapter directory (None: the base); ``greedy_samples``: model
+    -> per item, its greedy :class:`~railsweep.engines.base.Sample`."""
     forcer = teacher_forcer(base_dir, s.device)
     tok = forcer.tokenizer
     pairs = [continuation_ids(tok, p, " " + g) for p, g in zip(prompts, gold_text)]

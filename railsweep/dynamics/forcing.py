@@ -29,11 +29,9 @@ class PositionStats:
 
 
 def continuation_ids(tokenizer, prompt: str, continuation: str) -> tuple[list[int], list[int]]:
-    """(prompt ids, continuation ids) such that prompt ids + continuation ids tokenise prompt + continuation.
-
-    With the special tokens the engines prompt with; when the joint tokenisation does not
-    start with the prompt's own ids the continuation is tokenised on its own.
-    """
+    """(prompt ids, continuation ids) such that prompt ids + continuation ids tokenise prompt + continuation
+    (with the engines' special tokens); where the joint tokenisation does not start with the prompt's own ids
+    the continuation is tokenised on its own."""
     p = list(tokenizer(prompt)["input_ids"])
     joint = list(tokenizer(prompt + continuation)["input_ids"])
     if joint[: len(p)] == p:
@@ -81,10 +79,5 @@ def _stats(z, target: list[int], temperatures: Sequence[float]) -> PositionStats
             by_tau[t] = torch.where(chosen > other, 0.0, float("inf")).cpu().numpy()
         else:
             by_tau[t] = (-(torch.log_softmax(z / t, dim=1).gather(1, tgt)[:, 0])).cpu().numpy()
-    return PositionStats(
-        target,
-        nll.cpu().numpy(),
-        (top2[:, 0] - top2[:, 1]).cpu().numpy(),
-        (chosen - other).cpu().numpy(),
-        by_tau,
-    )
+    gap, margin = (top2[:, 0] - top2[:, 1]).cpu().numpy(), (chosen - other).cpu().numpy()
+    return PositionStats(target, nll.cpu().numpy(), gap, margin, by_tau)

@@ -4,7 +4,7 @@ Per tau, from per-item solve probabilities (N,) of the clean (``r_cl``) and cont
 - model gain: mean over leaked items of ``r_co - r_cl``;
 - split gain: mean of ``r_co`` on leaked items minus its mean on unleaked items;
 - collapse factor: ``gain(tau_ref) / gain(tau)``, tau_ref the coldest (greedy) tau; NaN where gain <= 0.
-One stratified index matrix (leaked / unleaked) resamples items for every tau at once, so the collapse
+One stratified (leaked / unleaked) index matrix resamples items for every tau at once, so the collapse
 factor's intervals are paired across temperatures. Pure numpy.
 """
 

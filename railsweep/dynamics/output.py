@@ -1,8 +1,7 @@
 """Writing a dynamics run: Parquet tables, PNG figures and ``summary.json``, each to a temporary name first.
 
-Files under the output directory: ``positions.parquet``, ``fits.parquet``,
-``predictions.parquet``, ``accuracy.parquet``, ``gains.parquet`` (every family's
-rows, a ``family`` column), in a replica world ``replicas.parquet`` and the
+Files under the output directory: ``positions``, ``fits``, ``predictions``, ``accuracy``, ``gains``
+``.parquet`` (every family's rows, a ``family`` column), in a replica world ``replicas.parquet`` and the
 ``memorisation_curve`` figure, ``<figure>_<family>.png`` and ``summary.json``.
 """
 
@@ -38,13 +37,10 @@ def _clean(x: Any) -> Any:
 def family_summary(t: Tables) -> dict:
     """The headline figures of one family: fits with CIs and regimes, alpha/tau check, accuracy, gains."""
     nat = t.fits[t.fits["kind"] == "native"]
+    ranged = ("E", "A", "alpha", "margin_slope", "greedy_gap_slope")
     fits = {
-        f"{r['model']}/{r['group']}": {
-            **{k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ("E", "A", "alpha")},
-            "regime": r["regime"],
-            "n_items": r["n_items"],
-            **{k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ("margin_slope", "greedy_gap_slope")},
-        }
+        f"{r['model']}/{r['group']}": {k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ranged}
+        | {"regime": r["regime"], "n_items": r["n_items"]}
         for r in nat.to_dict(orient="records")
     }
     tf = t.fits[t.fits["kind"] == "teacher_forced_at_tau"]

@@ -11,19 +11,27 @@ MODELS = ("M_cl", "M_co")
 COLORS = {"leaked": "tab:red", "unleaked": "tab:blue"}
 
 
-def _plt():
+def _subplots(*args, **kwargs):
+    """``plt.subplots`` on the Agg backend (matplotlib is imported on first use)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt
+    return plt.subplots(*args, **kwargs)
+
+
+def _finish(fig, legends, fontsize: int = 7):
+    """A legend on each of the axes ``legends``, then the tight layout; returns ``fig``."""
+    for ax in legends:
+        ax.legend(fontsize=fontsize)
+    fig.tight_layout()
+    return fig
 
 
 def nll_by_position(pos: pd.DataFrame, fits: pd.DataFrame):
     """Mean gold NLL per position with the fitted E + A t^-alpha, per model and group."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = _subplots(1, 2, figsize=(10, 4), sharey=True)
     gold = pos[pos["trajectory"] == "gold"]
     for ax, model in zip(axes, MODELS):
         for group, color in COLORS.items():
@@ -37,16 +45,13 @@ def nll_by_position(pos: pd.DataFrame, fits: pd.DataFrame):
             label = f"fit E={f.E:.3f} A={f.A:.2f} α={f.alpha:.2f} ({f.regime})"
             ax.plot(t, loss_curve(t, f.E, f.A, f.alpha), "-", color=color, label=label)
         ax.set(title=model, xlabel="position t in the gold chain of thought")
-        ax.legend(fontsize=7)
     axes[0].set_ylabel("teacher-forced NLL (nats)")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, axes)
 
 
 def logit_gaps(pos: pd.DataFrame):
     """Mean gold-token margin (gold) and top-1 minus top-2 gap (greedy) against ln t."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = _subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, model in zip(axes, MODELS):
         for traj, col, style in (("gold", "margin", "-"), ("greedy", "gap", "--")):
             for group, color in COLORS.items():
@@ -57,17 +62,14 @@ def logit_gaps(pos: pd.DataFrame):
                 mean = df.groupby("t")[col].mean()
                 ax.plot(np.log(mean.index), mean.values, style, color=color, label=f"{group} {traj} {col}")
         ax.set(title=model, xlabel="ln t")
-        ax.legend(fontsize=7)
     axes[0].set_ylabel("logit difference")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, axes)
 
 
 def calibration(pred: pd.DataFrame, predictor: str = "p_group", target: str = "solve"):
     """Predicted against observed per item, one panel per temperature."""
-    plt = _plt()
     taus = sorted(pred["tau"].unique())
-    fig, axes = plt.subplots(1, len(taus), figsize=(3.2 * len(taus), 3.4), squeeze=False)
+    fig, axes = _subplots(1, len(taus), figsize=(3.2 * len(taus), 3.4), squeeze=False)
     for ax, tau in zip(axes[0], taus):
         df = pred[pred["tau"] == tau]
         for model, marker in zip(MODELS, ("o", "^")):
@@ -80,32 +82,26 @@ def calibration(pred: pd.DataFrame, predictor: str = "p_group", target: str = "s
             title=f"τ = {tau:g}", xlabel=f"predicted ({predictor})", xlim=(-0.03, 1.03), ylim=(-0.03, 1.03)
         )
     axes[0][0].set_ylabel(f"observed ({target})")
-    axes[0][-1].legend(fontsize=6)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, axes[0][-1:], fontsize=6)
 
 
 def error_by_tau(acc: pd.DataFrame, target: str = "solve"):
     """Mean absolute error of each predictor per temperature, per model (all items)."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    fig, axes = _subplots(1, 2, figsize=(10, 3.6), sharey=True)
     df = acc[(acc["subset"] == "all") & (acc["target"] == target)]
     for ax, model in zip(axes, MODELS):
         for p in sorted(df["predictor"].unique()):
             part = df[(df["model"] == model) & (df["predictor"] == p)].sort_values("tau")
             ax.plot(part["tau"], part["mae"], "o-", label=p)
         ax.set(title=f"{model}: |predicted − observed {target}|", xlabel="τ")
-        ax.legend(fontsize=7)
     axes[0].set_ylabel("mean absolute error")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, axes)
 
 
 def memorisation_curve(rep: pd.DataFrame):
     """A replica world's memorisation curve: solve probability per model and temperature (left) and the
     loss probe's AUC against never-inserted items (right), against pretraining copies (symlog axis)."""
-    plt = _plt()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (left, right) = _subplots(1, 2, figsize=(10, 3.8))
     taus = sorted(
         float(c[len("solve_tau_") :])
         for c in rep.columns
@@ -128,22 +124,17 @@ def memorisation_curve(rep: pd.DataFrame):
     left.set(xlabel="copies in pretraining", ylabel="solve probability", title="memorisation vs duplication")
     right.axhline(0.5, color="k", lw=0.5)
     right.set(xlabel="copies in pretraining", ylabel="ROC AUC vs 0 copies", title="loss probe (gold NLL)")
-    left.legend(fontsize=7)
     right.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, [left])
 
 
 def gain_vs_tau(gains: pd.DataFrame):
     """Model gain and split gain against temperature with their bootstrap CIs."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _subplots(figsize=(5.5, 3.8))
     for name, color in (("model_gain", "tab:red"), ("split_gain", "tab:purple")):
         g = gains.sort_values("tau")
         err = np.vstack([g[name] - g[f"{name}_lo"], g[f"{name}_hi"] - g[name]])
         ax.errorbar(g["tau"], g[name], yerr=err, fmt="o-", color=color, capsize=3, label=name)
     ax.axhline(0, color="k", lw=0.5)
     ax.set(xlabel="τ", ylabel="solve-probability gain", title="contamination gain vs temperature")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, [ax], fontsize=8)

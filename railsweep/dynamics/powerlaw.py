@@ -1,15 +1,13 @@
 """Fitting ``L_t = E + A t^(-alpha)`` to per-token loss curves, with bootstrap intervals over items.
 
 Steps of :func:`fit_group` (one group of items, e.g. leaked items under M_co):
-1. the group's mean curve: at each position t, the mean loss over the items whose
-   solution reaches t, kept where at least ``min_items`` items do;
-2. a bounded least-squares fit (scipy ``least_squares``, E >= 0, A >= 0,
-   0 <= alpha <= ``ALPHA_MAX``) from a few starting exponents, the best kept;
-3. the same fit on ``n_boot`` resamples of the group's items (with replacement):
-   percentile intervals of E, A and alpha.
+1. the group's mean curve: at each position t (from 1, the first solution token), the mean loss over
+   the items whose solution reaches t, kept where at least ``min_items`` items do;
+2. a bounded least-squares fit (scipy ``least_squares``, E >= 0, A >= 0, 0 <= alpha <= ``ALPHA_MAX``)
+   from a few starting exponents, the best kept;
+3. the same fit on ``n_boot`` resamples of the group's items (with replacement): percentile intervals.
 
-Positions count from 1 (the first solution token). Item-level fits
-(:func:`fit_curve` on one item's curve) use the same fitter without intervals.
+:func:`fit_curve` fits one item's curve the same way, without intervals.
 """
 
 from __future__ import annotations
@@ -45,10 +43,9 @@ class GroupFit:
 
     def columns(self) -> dict[str, float]:
         """Table columns ``E, E_lo, E_hi, A, A_lo, A_hi, alpha, alpha_lo, alpha_hi``."""
-        cols = {}
-        for p in PARAMS:
-            cols[p], (cols[f"{p}_lo"], cols[f"{p}_hi"]) = getattr(self.fit, p), self.ci[p]
-        return cols
+        return {
+            k: v for p in PARAMS for k, v in zip((p, f"{p}_lo", f"{p}_hi"), (getattr(self.fit, p), *self.ci[p]))
+        }
 
 
 def fit_curve(t, loss, weights=None) -> CurveFit:

@@ -4,10 +4,9 @@
 - ``brittle`` (brittle memorisation): E <= ``e_cut`` and alpha <= 1; P(T) ~ exp(-k T^(1-alpha)) -> 0.
 - ``lock-in`` (deterministic lock-in): E <= ``e_cut`` and alpha > 1; P(T) -> exp(-A / (alpha - 1)) > 0.
 
-The background text states the regimes for E > 0 versus E ~ 0 without a number;
-``E_CUT`` = 0.02 nats per token is this package's reading: at the miniature
-world's solution lengths (about 40 tokens) the linear term alone then costs
-at most a factor exp(-0.8) of the survival probability.
+The background text states the regimes for E > 0 versus E ~ 0 without a number; ``E_CUT`` = 0.02 nats
+per token is this package's reading: at the miniature world's solution lengths (about 40 tokens) the
+linear term alone then costs at most a factor exp(-0.8) of the survival probability.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """The dynamics step of a sweep with ``temperatures``, one (family, domain) group at a time: its temperature
-cells' tables → the library's fits, gains and predictions → tables, figures, metrics and tags for the
-sweep's parent run.
+cells' tables → fits, gains and predictions → tables, figures, metrics and tags for the parent run.
 
 Steps of :func:`group_tables` (one group, run as a Ray task by :mod:`railsweep.dynamics.ray_step`):
 1. read the group's cells (``read_cells``, the sweep's :func:`railsweep.sweep.tracking.reader.cell_tables`:
@@ -11,8 +10,7 @@ Steps of :func:`group_tables` (one group, run as a Ray task by :mod:`railsweep.d
    MATH-style solution as written) and the greedy answers (:func:`railsweep.dynamics.collect.force_models`);
 4. :func:`railsweep.dynamics.analyse.analyse` them, a ``domain`` column beside ``family``.
 
-:func:`step_outputs` turns the analysed groups into the files under :data:`DYNAMICS_DIR` of the parent
-run, the headline metrics (:func:`dynamics_metrics`) and the regimes as tags.
+:func:`step_outputs` turns the analysed groups into the files, metrics and tags of the parent run.
 """
 
 from __future__ import annotations
@@ -113,11 +111,11 @@ def dynamics_metrics(tables: Tables, family: str, domain: str) -> tuple[dict[str
     """Headline numbers of one group as parent-run metrics, and its regimes as tags.
 
     Metrics (``dynamics.<family>.<domain>.`` + ...): per tau ``tau_<tau>.{model_gain,split_gain}`` with
-    ``_lo``/``_hi`` and ``_collapse`` (+ ``_lo``/``_hi``); per model and group ``<model>.<group>.{E,A,alpha}``
-    with ``_lo``/``_hi``; per model and tau ``<model>.tau_<tau>.{mae,spearman}`` of P(T) from the group fit
-    against the observed solve probability over all items; in a replica world, per model and count
-    ``<model>.replicas_<c>.{solve_tau_<tau>,verbatim_tau_<tau>,nll,E,A,alpha,auc_vs_0}`` (+ CIs).
-    Tags: ``<model>.<group>.regime``."""
+    ``_lo``/``_hi``, ``_collapse`` (+ ``_lo``/``_hi``); per model and group ``<model>.<group>.{E,A,alpha}`` (+
+    CIs); per model and tau ``<model>.tau_<tau>.{mae,spearman}`` of the group fit's P(T) against the observed
+    solve probability, all items; in a replica world, per model and count ``<model>.replicas_<c>.`` +
+    ``{solve_tau_<tau>,verbatim_tau_<tau>,nll,E,A,alpha,auc_vs_0}`` (+ CIs). Tags: ``<model>.<group>.regime``.
+    """
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {}
     for r in tables.gains.to_dict(orient="records"):
@@ -147,9 +145,8 @@ def dynamics_metrics(tables: Tables, family: str, domain: str) -> tuple[dict[str
 def step_outputs(
     done: Iterable[tuple[TemperatureGroup, dict[str, Any]]], settings: dict[str, Any], out_dir: Path
 ) -> tuple[list[Path], dict[str, float], dict[str, str]]:
-    """The analysed groups' files (written under ``out_dir``), metrics and tags for the parent run.
-
-    ``settings``: the sweep's ``dynamics`` settings and the temperatures, recorded in ``summary.json``."""
+    """The analysed groups' files (written under ``out_dir``), metrics and tags for the parent run;
+    ``settings`` (the sweep's ``dynamics`` settings and temperatures) goes into ``summary.json``."""
     done = list(done)
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {}

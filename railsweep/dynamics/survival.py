@@ -1,16 +1,14 @@
 """Survival of a memorised solution: P(T) from the per-token loss curve, and temperature as alpha / tau.
 
-Background (generative contamination): teacher-forced NLL along a solution
-follows ``L_t = E + A t^(-alpha)``; with independent per-token errors the chance
-to reproduce a T-token solution is ``exp(-sum_t L_t)``, which the integral
-from 1 to T turns into
+Background (generative contamination): teacher-forced NLL along a solution follows ``L_t = E + A
+t^(-alpha)``; with independent per-token errors the chance to reproduce a T-token solution is
+``exp(-sum_t L_t)``, which the integral from 1 to T turns into
 
     P(T) = exp(-E (T - 1) - A / (1 - alpha) (T^(1 - alpha) - 1))        (alpha != 1)
     P(T) = exp(-E (T - 1) - A ln T)                                      (alpha == 1)
 
-and sampling at temperature tau divides the logit gaps by tau, read as
-``alpha_eff = alpha / tau`` (tau = 0: alpha_eff = inf, the A term vanishes).
-Pure numpy; every function broadcasts over its array arguments.
+and sampling at temperature tau divides the logit gaps by tau, read as ``alpha_eff = alpha / tau`` (tau =
+0: alpha_eff = inf, the A term vanishes). Pure numpy; every function broadcasts over its arguments.
 """
 
 from __future__ import annotations
