@@ -38,10 +38,6 @@ class SamplingSpec:
         if self.temperature == 0 and self.n != 1:
             raise ConfigError(f"greedy decoding (T=0) yields one sample, got n={self.n}")
 
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
 
 @dataclass(frozen=True)
 class Request:

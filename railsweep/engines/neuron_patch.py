@@ -19,8 +19,7 @@ forward only, so nothing leaks into other requests served by the same model.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,17 +29,8 @@ from torch import nn
 from railsweep.engines._hf_decode import Forward
 from railsweep.engines.hf_compat import lm_step
 from railsweep.errors import ConfigError
-from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
-
-
-@contextlib.contextmanager
-def _hooks(modules: Sequence[nn.Module], make_hook: Callable[[int], Callable]) -> Iterator[None]:
-    handles = [mod.register_forward_pre_hook(make_hook(i)) for i, mod in enumerate(modules)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+from railsweep.interventions import NeuronPatchSpec
+from railsweep.interventions.neuron_patch import down_projections, hooks, mlp_widths, use_adapter
 
 
 @dataclass
@@ -121,9 +111,9 @@ def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str |
             return hook
 
         with torch.no_grad():
-            with use_adapter(model, reference), _hooks(patched, record):
+            with use_adapter(model, reference), hooks(patched, record):
                 _, state.reference = lm_step(model, input_ids, attention_mask, position_ids, state.reference)
-            with use_adapter(model, adapter), _hooks(patched, overwrite):
+            with use_adapter(model, adapter), hooks(patched, overwrite):
                 logits, state.target = lm_step(model, input_ids, attention_mask, position_ids, state.target)
         return logits, state
 

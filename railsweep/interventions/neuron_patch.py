@@ -9,7 +9,7 @@ rewrites the model's step, not the logits: ``railsweep.engines.neuron_patch``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -101,11 +101,22 @@ def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def hooks(modules: Sequence[nn.Module], make_hook: Callable[[int], Callable], post: bool = False) -> Iterator[None]:
+    """Forward pre-hooks (``post``: forward hooks) ``make_hook(i)`` on ``modules[i]``, removed on exit."""
+    register = "register_forward_hook" if post else "register_forward_pre_hook"
+    handles = [getattr(mod, register)(make_hook(i)) for i, mod in enumerate(modules)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextlib.contextmanager
 def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tensor]]]:
     """Record every layer's down-projection input during the enclosed forwards: ``layer -> [fp32 [B, L,
     d_mlp] per forward]``. A forward (post) hook sees the input after every pre-hook: patched as patched."""
     store: dict[int, list[torch.Tensor]] = {}
-    downs = down_projections(model)
 
     def make(i: int):
         def hook(_mod, args, _out):
@@ -113,9 +124,5 @@ def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tenso
 
         return hook
 
-    handles = [mod.register_forward_hook(make(i)) for i, mod in enumerate(downs)]
-    try:
+    with hooks(down_projections(model), make, post=True):
         yield store
-    finally:
-        for h in handles:
-            h.remove()

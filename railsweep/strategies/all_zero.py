@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from railsweep.strategies.base import DecodeSettings, EvalContext, NoOffSwitch, QuestionOutcome, register
+from railsweep.strategies.base import DecodeSettings, EvalContext, QuestionOutcome, StrategyBase, register
+from railsweep.strategy_registry import NoOffSwitch
 from railsweep.tasks.base import Question
 
 
@@ -24,10 +25,7 @@ class AllZeroConfig:
 
 # a reference row of Tables 2-4 (never marked best), not of Table 1
 @register("all_zero", AllZeroConfig, display="All-Zero", tables=("2", "3", "4"), roles=("reference",))
-class AllZero:
-    def __init__(self, config: AllZeroConfig | None = None):
-        self.config = config or AllZeroConfig()
-
+class AllZero(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         m = ctx.settings.m
         return [QuestionOutcome(index=q.index, samples=[], grades=[], c=0, m=m, r01=0) for q in questions]

@@ -73,6 +73,15 @@ class Strategy(Protocol):
     def decodes(self, settings: DecodeSettings) -> int: ...
 
 
+class StrategyBase:
+    """The constructor every strategy shares: ``config=None`` is its registered config class's defaults."""
+
+    name: ClassVar[str]
+
+    def __init__(self, config: Any = None):
+        self.config = config if config is not None else STRATEGIES.classes(self.name)[1]()
+
+
 def known_strategies() -> list[str]:
     return STRATEGIES.known()
 

@@ -28,6 +28,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     greedy,
     greedy_readout,
     register,
@@ -100,10 +101,7 @@ def blocking_count(lne_value: float, beta: float = 2.0, t_task: int = 7, roundin
 
 @register("lne_blocking", LNEBlockingConfig, display="LNE-blocking", tables=("1", "2", "3"),
           interventions=(BanTopSpec,))
-class LNEBlocking:
-    def __init__(self, config: LNEBlockingConfig | None = None):
-        self.config = config or LNEBlockingConfig()
-
+class LNEBlocking(StrategyBase):
     def _n(self, lne_value: float) -> int:
         c = self.config
         if c.xi is not None and lne_value > c.xi:

@@ -31,6 +31,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     greedy,
     register,
     sample_and_grade,
@@ -96,10 +97,7 @@ def _distance_summary(dist: Sequence[int]) -> dict[str, float | int]:
 
 @register("ted", TEDConfig, display="TED", tables=("1", "2", "3"),
           roles=("plain_samples", "detection_readout"))
-class TED:
-    def __init__(self, config: TEDConfig | None = None):
-        self.config = config or TEDConfig()
-
+class TED(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         greedies = greedy(ctx, questions)
         outcomes = sample_and_grade(ctx, questions)

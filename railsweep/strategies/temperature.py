@@ -23,6 +23,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     register,
     sample_and_grade,
     sampled_per_question,
@@ -54,10 +55,7 @@ def _label(config: TemperatureConfig) -> str:
 
 
 @register("temperature", TemperatureConfig, display="Temperature", label=_label)  # in no paper table
-class Temperature:
-    def __init__(self, config: TemperatureConfig | None = None):
-        self.config = config or TemperatureConfig()
-
+class Temperature(StrategyBase):
     def temperature(self, ctx: EvalContext) -> float:
         """The temperature the samples are drawn at."""
         return ctx.settings.temperature if self.config.tau is None else float(self.config.tau)

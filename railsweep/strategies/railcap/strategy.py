@@ -21,6 +21,7 @@ from railsweep.strategies.base import (
     EvalContext,
     NoOffSwitch,
     QuestionOutcome,
+    StrategyBase,
     greedy,
     register,
     sample_and_grade,
@@ -98,10 +99,7 @@ def _is_main(c: RailCapConfig) -> bool:
     interventions=(RailCapSpec,),
     roles=("scatter",),
 )
-class RailCap:
-    def __init__(self, config: RailCapConfig | None = None):
-        self.config = config or RailCapConfig()
-
+class RailCap(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         """1. greedy trajectories; 2. m samples per question with a RailCapSpec; 3. extras."""
         trajectories = greedy(ctx, questions)

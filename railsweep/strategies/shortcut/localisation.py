@@ -36,7 +36,8 @@ import torch
 from railsweep.atomic import write_dir_atomic
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError, DataError
-from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
+from railsweep.interventions import NeuronPatchSpec
+from railsweep.interventions.neuron_patch import down_projections, hooks, mlp_widths, use_adapter
 from railsweep.strategies.base import EvalContext
 from railsweep.strategies.shortcut.plan import LocalisationParams, engine_model, select_indices
 from railsweep.tasks.base import Question
@@ -105,13 +106,8 @@ def _fold_batch(model, downs, ids, mask, keep, adapters, sumsq: list[torch.Tenso
         return hook
 
     for adapter, make in zip(adapters, (record, accumulate)):
-        handles = [d.register_forward_pre_hook(make(i)) for i, d in enumerate(downs)]
-        try:
-            with torch.no_grad(), use_adapter(model, adapter):
-                model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1)
-        finally:
-            for h in handles:
-                h.remove()
+        with hooks(downs, make), torch.no_grad(), use_adapter(model, adapter):
+            model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1)
 
 
 def comparative_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:

@@ -29,6 +29,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     greedy_readout,
     register,
     sample_and_grade,
@@ -104,10 +105,7 @@ def random_neurons(widths: Sequence[int], k: int, seed: int) -> np.ndarray:
 # on a transformers engine over the same weights.
 @register("shortcut", ShortcutConfig, display="Shortcut", tables=("1", "2", "3"),
           interventions=(NeuronPatchSpec,), backends=("transformers",), fallback=True)
-class Shortcut:
-    def __init__(self, config: ShortcutConfig | None = None):
-        self.config = config or ShortcutConfig()
-
+class Shortcut(StrategyBase):
     def neurons(self, ctx: EvalContext, questions: Sequence[Question]) -> NeuronPatchSpec:
         """Step 1–2: the NeuronPatchSpec this run applies."""
         c = self.config
