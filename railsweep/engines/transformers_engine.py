@@ -218,8 +218,6 @@ class TransformersEngine:
         vocab = self.model.get_output_embeddings().weight.shape[0]
         self._stops = StopTable(self.tokenizer, vocab, self.device)
 
-    # ----------------------------------------------------------------- protocol
-
     def adapters(self) -> list[str]:
         return list(self._adapters)
 
@@ -264,8 +262,6 @@ class TransformersEngine:
                     for (i, row, _), smp in zip(batch, samples):
                         out[i][row.sample_idx] = smp
         return [Completion(samples=list(s)) for s in out]  # type: ignore[arg-type]
-
-    # ----------------------------------------------------------------- internals
 
     def _validate(self, req: Request) -> None:
         if req.adapter is not None and req.adapter not in self._adapters:

@@ -59,12 +59,6 @@ def lora_rank_setting(ranks: Sequence[int]) -> int:
     raise ConfigError(f"LoRA rank {top} exceeds vLLM's largest max_lora_rank {LORA_RANKS[-1]}")
 
 
-def default_runner() -> str:
-    import torch
-
-    return "v2" if torch.cuda.is_available() else "v1"
-
-
 def _check_settings(runner: str, tensor_parallel_size: int, max_loras: int, model_path: Path) -> None:
     """Refuse a bad setting or a missing model before vLLM is imported (seconds) or started (minutes)."""
     if runner not in PROCESSORS:
@@ -138,13 +132,14 @@ class VLLMEngine:
         load_format: str = "auto",
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        runner = runner or default_runner()
+        import torch
+
+        runner = runner or ("v2" if torch.cuda.is_available() else "v1")
         model_path = Path(model_path)
         _check_settings(runner, tensor_parallel_size, max_loras, model_path)
         self._adapter_dirs = {str(k): Path(v) for k, v in (adapters or {}).items()}
         ranks = [adapter_rank(d) for d in self._adapter_dirs.values()]  # DataError for a bad adapter dir
         _import_vllm()
-        import torch
         from vllm import LLM
         from vllm.lora.request import LoRARequest
 
@@ -167,8 +162,6 @@ class VLLMEngine:
         dirs = self._adapter_dirs.items()
         self._lora = {name: LoRARequest(name, i + 1, str(d)) for i, (name, d) in enumerate(dirs)}
         self._calls = 0
-
-    # ------------------------------------------------------------ Engine protocol
 
     def adapters(self) -> list[str]:
         return list(self._adapter_dirs)

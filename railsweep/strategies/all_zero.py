@@ -1,8 +1,6 @@
-"""All-Zero: the synthetic strategy r ≡ 0 (method.md §2). No sampling at all.
-
-It shows why A-PPG alone misleads: when the clean model's solve probabilities
-pile up near 0, answering nothing looks close to M_cl on average, while the
-stratified SA-PPG exposes it as the worst strategy.
+"""All-Zero: the synthetic strategy r ≡ 0 (method.md §2), no sampling at all. It shows why A-PPG alone
+misleads: when M_cl's solve probabilities pile up near 0, answering nothing looks close to M_cl on average,
+while the stratified SA-PPG exposes it as the worst strategy.
 """
 
 from __future__ import annotations
