@@ -30,13 +30,6 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts f
 _SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int64
 
 
-def _import_vllm() -> None:
-    try:
-        from vllm import LLM  # noqa: F401  (a bare namespace package named vllm is not vLLM)
-    except ImportError as e:
-        raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
-
-
 def adapter_rank(adapter_dir: str | Path) -> int:
     """The largest LoRA rank in a PEFT adapter directory (``r`` and any ``rank_pattern`` value)."""
     cfg_path = Path(adapter_dir) / "adapter_config.json"
@@ -139,8 +132,10 @@ class VLLMEngine:
         _check_settings(runner, tensor_parallel_size, max_loras, model_path)
         self._adapter_dirs = {str(k): Path(v) for k, v in (adapters or {}).items()}
         ranks = [adapter_rank(d) for d in self._adapter_dirs.values()]  # DataError for a bad adapter dir
-        _import_vllm()
-        from vllm import LLM
+        try:
+            from vllm import LLM  # (a bare namespace package named vllm is not vLLM)
+        except ImportError as e:
+            raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
         from vllm.lora.request import LoRARequest
 
         # 1. the runner: explicit, before LLM() (the engine-core process inherits the environment)

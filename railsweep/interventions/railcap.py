@@ -194,12 +194,9 @@ def cap_or_ban(
 def departures(
     index: torch.Tensor, keep: torch.Tensor, triggered: torch.Tensor, token: torch.Tensor
 ) -> torch.Tensor:
-    """Rows that actually departed at a step: ``[R]`` bool.
-
-    ``index, keep [R, K]`` and ``triggered [R]`` are that step's targets and :func:`cap_or_ban`'s result,
-    ``token [R]`` the token then sampled. A row departed when RailCap changed its logits and it sampled none
-    of the targets (a ban always departs; a cap departs unless the sample took the tied target).
-    """
+    """Rows that actually departed at a step, ``[R]`` bool: RailCap changed their logits and they sampled none
+    of the targets (a ban always departs; a cap unless the sample took the tied target). ``index, keep [R, K]``
+    and ``triggered [R]``: that step's targets and :func:`cap_or_ban`'s result; ``token [R]``: the sample."""
     armed = keep & triggered[:, None]
     stayed = (armed & (index == token[:, None])).any(1)
     return armed.any(1) & ~stayed
