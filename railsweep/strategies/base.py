@@ -80,10 +80,18 @@ class StrategyBase:
         self.config = config if config is not None else STRATEGIES.classes(self.name)[1]()
 
 
-# the registry's own methods, under the names the package exports
-known_strategies = STRATEGIES.known
-make_config = STRATEGIES.make_config  # validate params against the strategy's config dataclass and build it
-build_strategy = STRATEGIES.build  # the strategy at params, or over a config checked once already
+def known_strategies() -> list[str]:
+    return STRATEGIES.known()
+
+
+def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
+    """Validate ``params`` against the strategy's config dataclass and build it."""
+    return STRATEGIES.make_config(name, params)
+
+
+def build_strategy(name: str, params: dict[str, Any] | None = None, *, config: Any = None) -> Strategy:
+    """The strategy ``name`` at ``params``, or over ``config`` (a cell's ``strategy_config``, checked once already)."""
+    return STRATEGIES.build(name, params, config=config)
 
 
 def config_dict(config: Any) -> dict[str, Any]:
