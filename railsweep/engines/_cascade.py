@@ -36,10 +36,10 @@ _local = threading.local()
 
 
 class RowCache:
-    """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix; the first
-    ``rows`` slots are live. ``update`` writes columns ``start .. start + T`` and returns views of ``0 .. start
-    + T`` (no copy); ``valid[rows, capacity]`` marks real tokens; ``slots`` (the most rows ever held) lets
-    :meth:`select` expand a deduplicated prefill in place."""
+    """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix; the
+    first ``rows`` slots are live. ``update`` writes columns ``start .. start + T`` and returns views of
+    ``0 .. start + T`` (no copy); ``valid[rows, capacity]`` marks real tokens; ``slots`` (the most rows ever
+    held) lets :meth:`select` expand a deduplicated prefill in place."""
 
     is_compileable = False
 

@@ -1,8 +1,8 @@
 """The transformers engine's batched, KV-cached, left-padded decode loop.
 
-One call decodes a batch of rows (one sample of one request each) sharing a step function and an
-intervention kind. Finished rows stay in the loop's tensors, so every row has generated exactly ``step``
-tokens at step ``step``; :class:`PaddedStepper` keeps them in the KV cache (masked), :mod:`._cascade` drops them.
+One call decodes a batch of rows (one sample of one request each) sharing a step function and an intervention
+kind. Finished rows stay in the loop's tensors, so every row has generated exactly ``step`` tokens at step
+``step``; :class:`PaddedStepper` keeps them in the KV cache (masked), :mod:`._cascade` drops them.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def distinct(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
 
 
 def _prefill(forward: Forward, rows: Sequence[list[int]], pad_id: int, device, dedupe: bool):
-    """Prefill; with ``dedupe`` each distinct prompt runs once, its cache rows copied to the rows sharing it."""
+    """Prefill; with ``dedupe`` each distinct prompt runs once, its cache rows copied to its rows."""
     ids, mask = left_pad(rows, pad_id, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if dedupe:
@@ -118,8 +118,8 @@ class Stepper(Protocol):
 
 
 class PaddedStepper:
-    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay (masked), so the
-    cache may be opaque."""
+    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay (masked), so
+    the cache may be opaque."""
 
     def __init__(self, forward: Forward, pad_id: int, device: torch.device, dedupe: bool = True):
         self.forward, self.pad_id, self.device, self.dedupe = forward, pad_id, device, dedupe

@@ -161,8 +161,9 @@ def _eos_and_pad(tokenizer: Any, model: Any) -> tuple[list[int], int]:
 
 
 class TransformersEngine:
-    """``adapters``: name -> peft adapter directory (``Request.adapter=None`` runs the base model). A batch holds at most ``max_batch_size`` rows (one per sample) and at most ``max_batch_tokens`` of
-    rows x (longest prompt + max_new_tokens); None for either is :func:`default_batch_limits`. A call's rows
+    """``adapters``: name -> peft adapter directory (``Request.adapter=None`` runs the base model). A batch
+    holds at most ``max_batch_size`` rows (one per sample) and at most ``max_batch_tokens`` of rows x
+    (longest prompt + max_new_tokens); None for either is :func:`default_batch_limits`. A call's rows
     are split into equal batches (1,000 rows at most 320 a batch: 4 x 250, not 3 x 320 + 40).
     ``dedupe_prefill`` prefills each distinct prompt of a batch once. ``attention="auto"`` decodes the
     supported families with the shared-prefix cache of :mod:`railsweep.engines._cascade`, others padded;

@@ -75,7 +75,7 @@ def parse_request(sampling_params) -> RequestSettings | None:
 
 
 def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | None:
-    """``SamplingParams.extra_args`` for a spec (or None) and ``entropy_steps``; None when there is nothing to do."""
+    """``SamplingParams.extra_args`` for a spec (or None) and ``entropy_steps``; None for nothing to do."""
     cfg: dict = {"key": key}
     if entropy_steps:
         cfg["entropy"] = int(entropy_steps)
@@ -95,7 +95,7 @@ def to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
 
 
 class History:
-    """This step's token history, built on demand: ``gen_len[B]`` and ``recent(N)`` (last N tokens, -1 padded)."""
+    """This step's token history, built on demand: ``gen_len[B]``, ``recent(N)`` (last N, -1 padded)."""
 
     def __init__(self, gen_len: Callable[[], torch.Tensor], recent: Callable[[int], torch.Tensor]):
         self._gen_len, self.recent = gen_len, recent
@@ -107,9 +107,9 @@ class History:
 
 class RailCapSlots:
     """RailCap per slot: trajectory and settings on the device, n and trajectory length on the host;
-    ``free[slot, e]`` (g_{e+1} not spared). ``stop_after_departure`` state moves with a request to another slot
-    (:meth:`snapshot` / :meth:`restore`): ``armed[slot, e]`` (the last changed step's targets, until the next
-    step reads the token sampled) and ``departed[slot]``; it assumes one token per step (no speculation)."""
+    ``free[slot, e]`` (g_{e+1} not spared). ``stop_after_departure`` state moves with a request to another
+    slot (:meth:`snapshot` / :meth:`restore`): ``armed[slot, e]`` (the last changed step's targets, until
+    the next step reads the token sampled) and ``departed[slot]``; it assumes one token per step."""
 
     wire = "railcap"
 

@@ -1,11 +1,12 @@
 """The vLLM engine: one long-lived ``vllm.LLM`` serving a base model and its LoRA adapters.
 
 Like the transformers engine: ``n`` seeded samples per request (children get seeds ``seed + i``), stop
-strings, LoRA adapters by name (one ``LoRARequest`` each, so a family's adapters share batches), prefix caching
-on (every request shares the few-shot prompt). The interventions of :data:`.vllm_adapters.ADAPTERS` and the
-entropy readout travel as plain data in ``SamplingParams.extra_args`` to :mod:`.vllm_processors`; trigger
-counts and entropies come back through :mod:`.vllm_worker_ext`. The model runner, ``"v2"`` (the GPU default)
-or ``"v1"`` (the CPU build's only one), is set explicitly. No neuron patching (Shortcut). See docs/vllm.md.
+strings, LoRA adapters by name (one ``LoRARequest`` each, so a family's adapters share batches), prefix
+caching on (every request shares the few-shot prompt). The interventions of :data:`.vllm_adapters.ADAPTERS`
+and the entropy readout travel as plain data in ``SamplingParams.extra_args`` to :mod:`.vllm_processors`;
+trigger counts and entropies come back through :mod:`.vllm_worker_ext`. The model runner, ``"v2"`` (the GPU
+default) or ``"v1"`` (the CPU build's only one), is set explicitly. No neuron patching (Shortcut). See
+docs/vllm.md.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, *
 
 
 def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[str, Any]:
-    """``LLM()`` settings serving ``n_adapters`` adapters: at most ``max_loras`` on the GPU, all in CPU memory."""
+    """``LLM()`` settings for ``n_adapters`` adapters: at most ``max_loras`` on the GPU, all in CPU memory."""
     return dict(
         enable_lora=True, max_lora_rank=lora_rank_setting(ranks), max_loras=min(max_loras, n_adapters),
         max_cpu_loras=max(n_adapters, max_loras),

@@ -35,7 +35,7 @@ from railsweep.interventions.entropy import entropy
 
 
 class EntropySlots:
-    """The entropy readout per slot: steps to record and the values (NaN = not recorded; allocated on first use)."""
+    """The entropy readout per slot: steps to record, the values (NaN: not recorded; made on first use)."""
 
     def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
         self.device, self.pin, self.width = device, pin, width
@@ -254,7 +254,7 @@ class RailsweepV1Processor(_Runner, V1LogitsProcessor):
 
 
 class RailsweepV2Processor(_Runner, V2LogitsProcessor):
-    """Model Runner V2's interface: skip decisions and loop bounds from host mirrors; ``apply`` never syncs."""
+    """Runner V2's interface: skip decisions and loop bounds from host mirrors; ``apply`` never syncs."""
 
     def __init__(self, vllm_config, req_states) -> None:
         self.rs = req_states

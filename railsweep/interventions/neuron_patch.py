@@ -1,5 +1,5 @@
-"""Shortcut's intervention: its spec, and the model-side helpers the engine and the localisation share (where a
-model's MLP neurons are, how wide each layer is, adapter switching, hooks). The patched forward rewrites the
+"""Shortcut's intervention: its spec, and the model-side helpers the engine and the localisation share (where
+a model's MLP neurons are, how wide each layer is, adapter switching, hooks). The patched forward rewrites the
 model's step, not the logits: ``railsweep.engines.neuron_patch``.
 """
 
@@ -22,7 +22,7 @@ _DOWN_NAMES = ("down_proj", "dense_4h_to_h")  # the MLP attribute holding the do
 @dataclass(frozen=True)
 class NeuronPatchSpec:
     """Overwrite the target's selected MLP neurons, at every position and step, with the live activations of
-    a reference model run in lockstep (``reference_adapter=None``: the base). ``neurons``: (layer, indices)."""
+    a reference model (``reference_adapter=None``: the base); ``neurons``: (layer, indices)."""
 
     neurons: tuple[tuple[int, tuple[int, ...]], ...]
     reference_adapter: str | None = None

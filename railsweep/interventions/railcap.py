@@ -195,8 +195,9 @@ def departures(
     index: torch.Tensor, keep: torch.Tensor, triggered: torch.Tensor, token: torch.Tensor
 ) -> torch.Tensor:
     """Rows that actually departed at a step, ``[R]`` bool: RailCap changed their logits and they sampled none
-    of the targets (a ban always departs; a cap unless the sample took the tied target). ``index, keep [R, K]``
-    and ``triggered [R]``: that step's targets and :func:`cap_or_ban`'s result; ``token [R]``: the sample."""
+    of the targets (a ban always departs; a cap unless the sample took the tied target). ``index, keep
+    [R, K]``, ``triggered [R]``: that step's targets and :func:`cap_or_ban`'s result; ``token [R]``: the
+    sample."""
     armed = keep & triggered[:, None]
     stayed = (armed & (index == token[:, None])).any(1)
     return armed.any(1) & ~stayed

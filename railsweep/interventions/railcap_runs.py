@@ -52,9 +52,9 @@ def run_table(batch: RailCapBatch) -> RunTable:
 
 
 def start_runs(table: RunTable) -> torch.Tensor:
-    """The match runs before any token: ``runs[T+1, B]`` long, all ``reset``. ``runs[e+1, b]`` is the length of
-    the longest run of the latest generated tokens equal to the trajectory ending at g_e, minus n: window e
-    matches when it is >= 0. Row 0 stays ``reset`` (the run before g_1)."""
+    """The match runs before any token: ``runs[T+1, B]`` long, all ``reset``. ``runs[e+1, b]`` is the length
+    of the longest run of the latest generated tokens equal to the trajectory ending at g_e, minus n: window
+    e matches when it is >= 0. Row 0 stays ``reset`` (the run before g_1)."""
     T, B = table.tokens.shape
     return table.reset.expand(T + 1, B).clone()
 

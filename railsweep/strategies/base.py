@@ -1,8 +1,8 @@
 """The Strategy protocol, the registry, and the shared m-sample readout.
 
-A strategy turns an :class:`EvalContext` and questions into one :class:`QuestionOutcome` per question (samples,
-grades, the counts ``c`` of ``m`` the metrics use). Each lives in its own module with a frozen config dataclass
-and one ``@register`` line (:mod:`railsweep.strategy_registry`).
+A strategy turns an :class:`EvalContext` and questions into one :class:`QuestionOutcome` per question
+(samples, grades, the counts ``c`` of ``m`` the metrics use). Each lives in its own module with a frozen
+config dataclass and one ``@register`` line (:mod:`railsweep.strategy_registry`).
 """
 
 from __future__ import annotations

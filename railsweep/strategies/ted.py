@@ -66,7 +66,7 @@ class TEDConfig:
 def ted_filter(
     greedy_ids: Sequence[int], samples: Sequence[tuple[Sequence[int], str]], config: TEDConfig
 ) -> tuple[list[bool], list[int]]:
-    """(kept?, distance to the greedy decode) per sample; ``samples``: (token ids, text), in generation order."""
+    """(kept?, distance to the greedy decode) per sample; ``samples``: (ids, text) in generation order."""
     g = list(greedy_ids[: config.max_length])
     cut = len(g)
     kept_texts: set[str] = set()
