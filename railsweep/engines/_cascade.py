@@ -1,23 +1,20 @@
 """Shared-prefix ("cascade") KV cache and attention for the transformers engine's decode loop.
 
-Why: railsweep's prompts share a long prefix (the 8-shot exemplars are ~500 of a prompt's ~550 tokens), and
-transformers' ``DynamicCache`` re-concatenates every row's whole cache at every step (quadratic copying: 75 %
-of the decode time on the miniature world). Here the common prefix's keys and values are stored once (batch
-1); each row keeps only its own suffix in preallocated buffers written in place; one attention function
-attends to both parts under a single softmax.
+Why: the prompts share a long prefix (the 8-shot exemplars are ~500 of ~550 tokens), and ``DynamicCache``
+re-concatenates every row's whole cache at every step (quadratic copying: 75 % of the decode time on the
+miniature world). Here the prefix's keys and values are stored once (batch 1), each row's own suffix in
+preallocated buffers written in place, and one attention function attends to both under a single softmax.
 
 Steps of one decode batch (:class:`CascadeStepper`):
-  1. find the rows' longest common token prefix (leaving each row >= 1 own token); run it once, batch 1;
+  1. run the rows' longest common token prefix (leaving each row >= 1 own token) once, batch 1;
   2. prefill each distinct suffix once, left-padded (positions continue after the prefix), then copy its
      cache rows to every row that shares it;
-  3. each step: write one token per cached row at the next buffer column and attend to the shared prefix
-     plus the row's own valid columns;
-  4. drop finished rows from the cache once they are an eighth of it, gathering the live rows into a spare
-     buffer that then takes the old one's place (no allocation after the first time; the caller's rows stay
-     as they are and finished rows get zero logits).
+  3. each step: write one token per cached row at the next column; attend to prefix + own valid columns;
+  4. once finished rows are an eighth of the cache, gather the live rows into a spare buffer that takes the
+     old one's place (no allocation after the first time; finished rows get zero logits).
 
-Only the model types of :data:`railsweep.engines.model_support.SUPPORTED_TYPES` come here; a sliding window
-shorter than the sequence, or attention-logit soft-capping, keeps a batch on the padded path.
+Only :data:`~railsweep.engines.model_support.SUPPORTED_TYPES` come here, and only without a sliding window
+shorter than the sequence or attention-logit soft-capping.
 """
 
 from __future__ import annotations
@@ -39,13 +36,10 @@ _local = threading.local()
 
 
 class RowCache:
-    """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix.
-
-    The first ``rows`` slots hold the live rows. ``update`` (once per layer and forward) writes the new keys
-    and values at columns ``start .. start + T`` and returns views of columns ``0 .. start + T`` (no copy).
-    ``valid[rows, capacity]`` marks the columns holding real tokens. ``slots`` (default ``rows``) is the most
-    rows the cache will ever hold, so that :meth:`select` can expand a deduplicated prefill in place.
-    """
+    """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix; the
+    first ``rows`` slots are live. ``update`` writes columns ``start .. start + T`` and returns views of
+    ``0 .. start + T`` (no copy); ``valid[rows, capacity]`` marks real tokens; ``slots`` (the most rows ever
+    held) lets :meth:`select` expand a deduplicated prefill in place."""
 
     is_compileable = False
 
@@ -79,8 +73,8 @@ class RowCache:
         return self.prefix_len + self.start
 
     def select(self, index: torch.Tensor) -> None:
-        """Keep (or repeat, up to ``slots`` rows) the rows ``index``, copying only the filled columns into the
-        spare buffer, which then swaps with the buffer (no allocation after the first call)."""
+        """Keep (or repeat, up to ``slots``) the rows ``index``: filled columns only, into the spare buffer,
+        which then swaps with the buffer."""
         n = len(index)
         if n > self.slots:
             raise ValueError(f"RowCache.select: {n} rows do not fit the cache's {self.slots} slots")
@@ -129,11 +123,8 @@ def _attend(q, key, value, prefix, valid, first: int) -> torch.Tensor:
 
 
 def cascade_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """transformers attention-interface function: ``query[B, Hq, T, D]`` over the active RowCache.
-
-    ``key``/``value`` are :meth:`RowCache.update`'s suffix views; the prefix and the validity mask come from
-    the cache :class:`CascadeStepper` made active. Returns ``([B, T, Hq, D], None)`` like transformers' sdpa.
-    """
+    """transformers attention-interface function: ``query[B, Hq, T, D]`` over :meth:`RowCache.update`'s
+    suffix views and the active cache's prefix; returns ``([B, T, Hq, D], None)`` like transformers' sdpa."""
     cache: RowCache | None = getattr(_local, "cache", None)
     if cache is None:
         raise RuntimeError(f"{IMPLEMENTATION} attention called outside a railsweep CascadeStepper forward")
@@ -175,8 +166,7 @@ def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
 
 
 class CascadeStepper:
-    """The decode loop's :class:`~railsweep.engines._hf_decode.Stepper` on the cascade path (see the module
-    docstring); rows of ``finished`` that were dropped from the cache get zero logits."""
+    """The decode loop's :class:`~railsweep.engines._hf_decode.Stepper` on the cascade path."""
 
     def __init__(self, model: nn.Module, device: torch.device, pad_id: int, max_new_tokens: int,
                  dedupe: bool = True, min_prefix: int = 16, drop_fraction: float = 0.125):

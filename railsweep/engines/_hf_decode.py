@@ -1,10 +1,8 @@
 """The transformers engine's batched, KV-cached, left-padded decode loop.
 
-One call decodes one batch of rows (a row = one sample of one request) that share a step function
-``forward(input_ids, attention_mask, position_ids, cache) -> (logits_last[B, V], cache)`` and one intervention
+One call decodes a batch of rows (one sample of one request each) sharing a step function and an intervention
 kind. Finished rows stay in the loop's tensors, so every row has generated exactly ``step`` tokens at step
-``step``; whether they stay in the KV cache is the stepper's business (:class:`PaddedStepper` keeps them,
-masked; :mod:`railsweep.engines._cascade` drops them).
+``step``; :class:`PaddedStepper` keeps them in the KV cache (masked), :mod:`._cascade` drops them.
 """
 
 from __future__ import annotations
@@ -37,11 +35,9 @@ class Row:
 
 
 class StopTable:
-    """Which tokens can complete a stop string: only rows that just emitted one get detokenized.
-
-    A candidate's text contains the stop string's last character, or is empty or a partial character
-    (U+FFFD). A stop string ending in a space makes every token a candidate (it may be emitted implicitly).
-    """
+    """Which tokens can complete a stop string (only rows that just emitted one get detokenized): those whose
+    text contains its last character, is empty or a partial character (U+FFFD); every token when it ends in a
+    space (which may be emitted implicitly)."""
 
     def __init__(self, tokenizer: Any, vocab: int, device: torch.device):
         self.tokenizer, self.vocab, self.device = tokenizer, vocab, device
@@ -84,7 +80,7 @@ def left_pad(prompts: Sequence[list[int]], pad_id: int, device) -> tuple[torch.T
 
 
 def distinct(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
-    """Deduplicate prompts: (``owner[row]`` = index of its distinct prompt, first row of each distinct prompt)."""
+    """(``owner[row]`` = index of its distinct prompt, first row of each distinct prompt)."""
     index: dict[tuple[int, ...], int] = {}
     owner, firsts = [], []
     for r, p in enumerate(prompts):
@@ -96,8 +92,7 @@ def distinct(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
 
 
 def _prefill(forward: Forward, rows: Sequence[list[int]], pad_id: int, device, dedupe: bool):
-    """Prefill; with ``dedupe`` each distinct prompt runs once and its cache rows are copied to every row
-    that shares it (``cache.batch_select_indices``)."""
+    """Prefill; with ``dedupe`` each distinct prompt runs once, its cache rows copied to its rows."""
     ids, mask = left_pad(rows, pad_id, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if dedupe:
@@ -123,8 +118,8 @@ class Stepper(Protocol):
 
 
 class PaddedStepper:
-    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay in the batch
-    (masked), so the cache never needs compaction and may be opaque."""
+    """Any ``forward`` over left-padded rows with a growing attention mask; finished rows stay (masked), so
+    the cache may be opaque."""
 
     def __init__(self, forward: Forward, pad_id: int, device: torch.device, dedupe: bool = True):
         self.forward, self.pad_id, self.device, self.dedupe = forward, pad_id, device, dedupe
@@ -154,10 +149,8 @@ def decode_batch(
     device: torch.device,
     dedupe_prefill: bool = True,
 ) -> list[Sample]:
-    """Decode ``rows`` together; one :class:`Sample` per row. ``forward`` is a :class:`Stepper`, or a step
-    function run by a :class:`PaddedStepper` (``dedupe_prefill`` then prefills each distinct prompt once).
-
-    Steps:
+    """One :class:`Sample` per row. ``forward``: a :class:`Stepper`, or a step function for a
+    :class:`PaddedStepper`. Steps:
       1. prefill the prompts (position ids count real tokens only);
       2. each step: intervention on the float logits, optional entropy, token choice,
          EOS / stop-string / length bookkeeping, one forward on the chosen tokens;
@@ -204,7 +197,6 @@ def decode_batch(
 
 
 def _sampler(rows: Sequence[Row], device: torch.device) -> SeededSampler:
-    """The token choice of every row: its seed, its sample index and its temperature."""
     return SeededSampler(
         torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
         torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
@@ -220,8 +212,8 @@ def _eos_table(eos_ids: Sequence[int], vocab: int, device: torch.device) -> torc
 
 
 def _stop_string_hits(rows: Sequence[Row], candidates: torch.Tensor, generated: torch.Tensor, tokenizer: Any):
-    """``{row: character index of the earliest stop string}`` for the rows flagged in ``candidates[B]`` whose
-    decoded text now holds one (only those are decoded: decoding every row would dominate the step)."""
+    """``{row: character index of the earliest stop string}`` for the flagged rows whose text now holds one
+    (only those are decoded: decoding every row would dominate the step)."""
     hits_by_row: dict[int, int] = {}
     for r in torch.nonzero(candidates).flatten().tolist():
         text = tokenizer.decode(generated[r].tolist(), skip_special_tokens=True)
@@ -241,8 +233,7 @@ def _samples(
     tokenizer: Any,
     eos_ids: Sequence[int],
 ) -> list[Sample]:
-    """One :class:`Sample` per row: token ids cut to the row's length, text cut at its stop string, and
-    why it ended ("stop" for EOS or a stop string, else "length")."""
+    """One :class:`Sample` per row: ids cut to its length, text cut at its stop string, its finish reason."""
     gen, lens, trig_list = generated.cpu().tolist(), length.cpu().tolist(), triggers.cpu().tolist()
     ent = entropies.cpu().tolist() if entropies is not None else None
     eos = set(eos_ids)

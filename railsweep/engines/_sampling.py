@@ -14,10 +14,8 @@ _M32 = 0xFFFFFFFF
 
 
 def mix32(x: torch.Tensor) -> torch.Tensor:
-    """The "lowbias32" integer hash (C. Wellons) on int64 tensors holding values in [0, 2^32).
-
-    Products may wrap around int64; only their low 32 bits are kept, which are exact.
-    """
+    """The "lowbias32" integer hash (C. Wellons) on int64 tensors in [0, 2^32); products may wrap around
+    int64, but only their exact low 32 bits are kept."""
     x = x ^ (x >> 16)
     x = (x * 0x7FEB352D) & _M32
     x = x ^ (x >> 15)

@@ -1,9 +1,8 @@
 """The Engine protocol: what every decoding backend (transformers, vLLM) offers.
 
 A backend returns one :class:`Completion` per :class:`Request`, in order. A request carries everything that
-can differ per request: prompt, LoRA adapter, sampling settings, seed and an optional decoding intervention
-(a frozen spec of :mod:`railsweep.interventions`, plain data that travels to a Ray actor or into vLLM's
-``SamplingParams.extra_args`` unchanged), which each backend maps onto its own adapter.
+can differ per request: prompt, LoRA adapter, sampling settings, seed and an optional intervention (a spec of
+:mod:`railsweep.interventions`), which each backend maps onto its own adapter.
 """
 
 from __future__ import annotations
@@ -38,10 +37,6 @@ class SamplingSpec:
         if self.temperature == 0 and self.n != 1:
             raise ConfigError(f"greedy decoding (T=0) yields one sample, got n={self.n}")
 
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
 
 @dataclass(frozen=True)
 class Request:
@@ -73,14 +68,11 @@ class Engine(Protocol):
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         """Decode every request; returns one Completion per request, in order."""
-        ...
 
     def adapters(self) -> list[str]:
         """Names of the LoRA adapters this engine can serve."""
-        ...
 
     def supports(self, intervention: type) -> bool:
         """Whether this engine implements the given intervention spec type."""
-        ...
 
     def close(self) -> None: ...

@@ -21,19 +21,15 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Which backend decodes, on which weights.
-
-    Fields:
+    """Fields:
         backend: ``"transformers"`` (any machine) or ``"vllm"`` (needs ``railsweep[vllm]``).
         model: base model directory or hub id.
         adapters: ``((name, path), ...)`` LoRA adapters served by name; a dict is accepted and sorted.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
         dtype: ``"auto"``, ``"float32"``, ``"float16"`` or ``"bfloat16"``.
         trust_remote_code: passed to the model loader.
-        max_batch_size: most rows (sequences) decoded together: the transformers engine's batch, vLLM's
-            ``max_num_seqs``. None = the backend's own choice, which fills the machine (the transformers
-            engine's ``default_batch_limits``; vLLM schedules within its KV-cache budget). Not the prompts
-            per engine call (``DecodeSettings.batch_size``); samples are the same whatever the batch.
+        max_batch_size: most rows decoded together (vLLM's ``max_num_seqs``); None = the backend's choice,
+            which fills the machine. Not ``DecodeSettings.batch_size``; samples do not depend on the batch.
     """
 
     backend: Backend = "transformers"

@@ -27,11 +27,9 @@ class StepProcessor(Protocol):
 
 
 class RailCapProcessor:
-    """Holds the packed trajectories of a batch (one spec per row; ``None`` = off) and their match runs
-    (:mod:`~railsweep.interventions.railcap_runs`: one compare per step instead of n). A call at an earlier
-    step than the last one (a new decode) restarts them.
-
-    Steps of a call:
+    """A batch's packed trajectories (``None`` spec = off) and their match runs
+    (:mod:`~railsweep.interventions.railcap_runs`); a call at an earlier step than the last one (a new decode)
+    restarts them. Steps of a call:
       1. feed the tokens generated since the last call to the runs; with ``stop_after_departure`` rows, mark
          the rows whose last capped step sampled none of its targets (:func:`departures`);
       2. stop when no window of any row still capping matches (the common step: one ``amax`` and a sync);
@@ -92,7 +90,7 @@ class RailCapProcessor:
 
 
 class BanTopProcessor:
-    """Holds ``positions`` per row (``None`` spec = 0 positions = off)."""
+    """``positions`` per row (``None`` spec = off)."""
 
     def __init__(self, specs: Sequence[BanTopSpec | None], device: torch.device | str = "cpu"):
         pos = [s.positions if s is not None else 0 for s in specs]
@@ -108,7 +106,7 @@ class BanTopProcessor:
 
 
 class ForceRunnerUpProcessor:
-    """Holds each row's forced steps (``None`` spec = none); only those steps touch the logits."""
+    """Each row's forced steps (``None`` spec = none); only those steps touch the logits."""
 
     def __init__(self, specs: Sequence[ForceRunnerUpSpec | None], device: torch.device | str = "cpu"):
         self.rows_at: dict[int, list[int]] = {}  # step -> rows forced at that step

@@ -1,26 +1,24 @@
 """Shortcut-neuron patching: a target model whose selected MLP neurons carry a reference model's activations.
 
-A "neuron" is one channel of the input of the MLP down projection (Llama/Gemma
-``mlp.down_proj``, GPT-NeoX ``mlp.dense_4h_to_h``), i.e. act(gate(x))·up(x) or
-act(dense_h_to_4h(x)) (baselines.md §3.2). Patching follows the official
-``_greedy_search`` (baselines.md §3.6, §3.9) at every forward, prefill included:
+A "neuron" is one channel of the MLP down projection's input (Llama/Gemma ``mlp.down_proj``, GPT-NeoX
+``mlp.dense_4h_to_h``), i.e. act(gate(x))·up(x) or act(dense_h_to_4h(x)) (baselines.md §3.2). Patching follows
+the official ``_greedy_search`` (baselines.md §3.6, §3.9) at every forward, prefill included:
 
-1. run the reference (adapter disabled, or another named adapter) on the same
-   input ids, attention mask and positions, with its own KV cache, recording
-   the selected channels of every patched layer's down-projection input;
-2. run the target (``adapter``) with forward pre-hooks that overwrite those
-   channels with the recorded reference values, with the target's KV cache;
-3. return the target's last-position logits; the engine feeds the next token to both models (the
-   reference is thereby teacher-forced on the target's trajectory; its own stream is never patched).
+1. run the reference (adapter disabled, or another named adapter) on the same input ids, attention mask and
+   positions, with its own KV cache, recording the selected channels of every patched layer's down-projection
+   input;
+2. run the target (``adapter``) with forward pre-hooks that overwrite those channels with the recorded values,
+   with the target's KV cache;
+3. return the target's last-position logits; the engine feeds the next token to both models (the reference is
+   thereby teacher-forced on the target's trajectory; its own stream is never patched).
 
-One copy of the weights serves both models (a peft model switched between adapters). Hooks live for one
-forward only, so nothing leaks into other requests served by the same model.
+One copy of the weights serves both models (a peft model switched between adapters); hooks live for one
+forward only, so nothing leaks into other requests.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,22 +28,13 @@ from torch import nn
 from railsweep.engines._hf_decode import Forward
 from railsweep.engines.hf_compat import lm_step
 from railsweep.errors import ConfigError
-from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
-
-
-@contextlib.contextmanager
-def _hooks(modules: Sequence[nn.Module], make_hook: Callable[[int], Callable]) -> Iterator[None]:
-    handles = [mod.register_forward_pre_hook(make_hook(i)) for i, mod in enumerate(modules)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+from railsweep.interventions import NeuronPatchSpec
+from railsweep.interventions.neuron_patch import down_projections, hooks, mlp_widths, use_adapter
 
 
 @dataclass
 class PatchCache:
-    """The opaque cache the engine threads through: both models' KV caches."""
+    """Both models' KV caches, opaque to the engine."""
 
     target: Any = None
     reference: Any = None
@@ -76,10 +65,9 @@ def _layer_index(spec: NeuronPatchSpec, n_layers: int, widths: Sequence[int]) ->
 
 
 def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str | None) -> Forward:
-    """A step function for the engine's decode loop (see the module docstring): ``forward(input_ids[B,L],
-    attention_mask[B,L_total], position_ids[B,L], cache) -> (logits_last[B,V], cache)``, ``cache`` None at
-    the prefill. With no neurons selected it is the target's plain forward, so K=0 is the unpatched model.
-    """
+    """The decode loop's step function: ``forward(input_ids[B,L], attention_mask[B,L_total],
+    position_ids[B,L], cache) -> (logits_last[B,V], cache)`` (``cache`` None at the prefill). With no neurons
+    selected it is the target's plain forward, so K=0 is the unpatched model."""
     downs = down_projections(model)
     index = _layer_index(spec, len(downs), mlp_widths(model))
     reference = spec.reference_adapter
@@ -121,9 +109,9 @@ def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str |
             return hook
 
         with torch.no_grad():
-            with use_adapter(model, reference), _hooks(patched, record):
+            with use_adapter(model, reference), hooks(patched, record):
                 _, state.reference = lm_step(model, input_ids, attention_mask, position_ids, state.reference)
-            with use_adapter(model, adapter), _hooks(patched, overwrite):
+            with use_adapter(model, adapter), hooks(patched, overwrite):
                 logits, state.target = lm_step(model, input_ids, attention_mask, position_ids, state.target)
         return logits, state
 

@@ -1,7 +1,5 @@
-"""Teacher forcing: the logits a causal LM gives each token of a given sequence, in one place.
-
-The detectors and the dynamics (:class:`railsweep.detection.nll.TeacherForcer`), Figure 1 and the rails
-(:func:`railsweep.diagnostics.figure1.step_logits_many`) read their logits from :func:`teacher_forced`:
+"""Teacher forcing: the logits a causal LM gives each token of a given sequence, for the detectors, the
+dynamics, Figure 1 and the rails. :func:`teacher_forced`:
 
 1. the sequences, shortest first, in batches of ``batch_size`` (all in one batch by default);
 2. each batch runs as one right-padded forward pass, over copies of a ``prompt``'s keys and values
@@ -10,7 +8,7 @@ The detectors and the dynamics (:class:`railsweep.detection.nll.TeacherForcer`),
 3. per sequence, the logits predicting its tokens: every token after a prompt (the first row is the
    prompt's last logits), every token but the first without one.
 
-torch is imported inside the functions, so that modules naming them (detector registrations) load no torch.
+torch is imported inside the functions: modules naming them (detector registrations) load no torch.
 """
 
 from __future__ import annotations

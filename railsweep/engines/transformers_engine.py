@@ -27,6 +27,7 @@ from railsweep.engines.model_support import SUPPORTED_TYPES, cascade_supported
 from railsweep.engines.neuron_patch import make_patched_forward
 from railsweep.errors import ConfigError, DataError
 from railsweep.interventions import NeuronPatchSpec
+from railsweep.interventions.neuron_patch import use_adapter
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # The default batch. CPU: 320 rows, where the miniature world's models stop gaining (64-row batches ran at
@@ -41,8 +42,8 @@ CPU_PATCHED_KV_FRACTION = 0.25
 
 @contextlib.contextmanager
 def quiet_loading() -> Iterator[None]:
-    """Load weights without transformers' progress bar (carriage returns in every job log) and without peft's
-    FutureWarning about ``is_gradient_checkpointing``; every other warning passes."""
+    """No transformers progress bar (carriage returns in every job log), no peft ``is_gradient_checkpointing``
+    FutureWarning; every other warning passes."""
     from transformers.utils import logging as hf_logging
 
     was_on = hf_logging.is_progress_bar_enabled()
@@ -94,8 +95,7 @@ def available_memory() -> int | None:
 def patched_token_budget(
     device: torch.device, kv_bytes: int, max_batch_tokens: int | None, available: int | None = None
 ) -> int | None:
-    """Row-tokens one batch of patched decoding may hold (both caches counted; on a GPU half of
-    ``max_batch_tokens``), or None for no cap."""
+    """Row-tokens one batch of patched decoding may hold (both caches counted), or None for no cap."""
     if max_batch_tokens is not None:
         return max(1, max_batch_tokens // 2)
     if device.type == "cuda":
@@ -124,7 +124,6 @@ def _resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtyp
 
 
 def _check_options(attention: str, max_batch_size: int | None, max_batch_tokens: int | None) -> None:
-    """ConfigError unless ``attention`` is auto, cascade or padded and each batch limit given is >= 1."""
     if attention not in ("auto", "cascade", "padded"):
         raise ConfigError(f"attention must be 'auto', 'cascade' or 'padded', got {attention!r}")
     if max_batch_size is not None and max_batch_size < 1:
@@ -134,8 +133,7 @@ def _check_options(attention: str, max_batch_size: int | None, max_batch_tokens:
 
 
 def _load_model(model_path: Path, adapter_paths: dict[str, Path], dtype: torch.dtype, trust_remote_code: bool):
-    """The model's weights (safetensors only) with every named LoRA adapter loaded into one peft model (the
-    first one active), quietly; on the CPU, not yet moved to the engine's device."""
+    """The model (safetensors only) with every named LoRA adapter in one peft model, on the CPU."""
     from transformers import AutoModelForCausalLM
 
     with quiet_loading():
@@ -163,11 +161,9 @@ def _eos_and_pad(tokenizer: Any, model: Any) -> tuple[list[int], int]:
 
 
 class TransformersEngine:
-    """Batched, KV-cached decoding of a base model and its LoRA adapters (see the module docstring).
-
-    ``adapters`` maps a name to a peft adapter directory; ``Request.adapter=None`` runs the base model.
-    A batch holds at most ``max_batch_size`` rows (one per sample) and at most ``max_batch_tokens`` of
-    rows x (longest prompt + max_new_tokens); None for either is :func:`default_batch_limits`. A call's rows
+    """``adapters``: name -> peft adapter directory (``Request.adapter=None`` runs the base model). A batch
+    holds at most ``max_batch_size`` rows (one per sample) and at most ``max_batch_tokens`` of rows x
+    (longest prompt + max_new_tokens); None for either is :func:`default_batch_limits`. A call's rows
     are split into equal batches (1,000 rows at most 320 a batch: 4 x 250, not 3 x 320 + 40).
     ``dedupe_prefill`` prefills each distinct prompt of a batch once. ``attention="auto"`` decodes the
     supported families with the shared-prefix cache of :mod:`railsweep.engines._cascade`, others padded;
@@ -223,8 +219,6 @@ class TransformersEngine:
         vocab = self.model.get_output_embeddings().weight.shape[0]
         self._stops = StopTable(self.tokenizer, vocab, self.device)
 
-    # ----------------------------------------------------------------- protocol
-
     def adapters(self) -> list[str]:
         return list(self._adapters)
 
@@ -237,7 +231,7 @@ class TransformersEngine:
             torch.cuda.empty_cache()
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        """Decode every request (``sampling.n`` rows each); one Completion per request, in order."""
+        """One Completion per request, in order (``sampling.n`` rows each)."""
         if self.model is None:
             raise ConfigError("TransformersEngine.generate called after close()")
         if not requests:
@@ -270,8 +264,6 @@ class TransformersEngine:
                         out[i][row.sample_idx] = smp
         return [Completion(samples=list(s)) for s in out]  # type: ignore[arg-type]
 
-    # ----------------------------------------------------------------- internals
-
     def _validate(self, req: Request) -> None:
         if req.adapter is not None and req.adapter not in self._adapters:
             raise ConfigError(
@@ -285,7 +277,7 @@ class TransformersEngine:
 
     def _batches(self, members: list, max_tokens: int | None) -> Iterator[list]:
         """Consecutive chunks of near-equal size within ``max_batch_size`` rows, split further where
-        ``max_tokens`` row-tokens (``max_batch_tokens``; ``patched_batch_tokens`` for patched decoding) require."""
+        ``max_tokens`` row-tokens require."""
         n = len(members)
         k = -(-n // self.max_batch_size)  # fewest batches within max_batch_size rows
         lo = 0
@@ -310,17 +302,6 @@ class TransformersEngine:
         if batch:
             yield batch
 
-    @contextlib.contextmanager
-    def _adapter(self, adapter: str | None) -> Iterator[None]:
-        if not self._adapters:
-            yield
-        elif adapter is None:
-            with self.model.disable_adapter():
-                yield
-        else:
-            self.model.set_adapter(adapter)
-            yield
-
     def _decode(self, adapter: str | None, kind: Any, batch: list) -> list[Sample]:
         rows = [row for _, row, _ in batch]
         common = dict(tokenizer=self.tokenizer, stop_table=self._stops, eos_ids=self.eos_ids)
@@ -329,7 +310,7 @@ class TransformersEngine:
             forward: Forward = make_patched_forward(self.model, kind, adapter)
             return decode_batch(rows, forward, None, dedupe_prefill=self.dedupe_prefill, **common)
         processor = make_processor([iv for _, _, iv in batch], self.device)
-        with self._adapter(adapter):
+        with use_adapter(self.model, adapter):
             return decode_batch(rows, self._stepper(rows), processor, **common)
 
     def _stepper(self, rows: list[Row]):

@@ -1,13 +1,9 @@
-"""The vLLM backend's intervention table and its wire contract, importable without vLLM.
+"""The vLLM backend's intervention table and wire contract; torch and numpy only, so it loads without vLLM.
 
-- Contract: per-request settings travel in ``SamplingParams.extra_args["railsweep"]`` as plain,
-  msgpack-safe data (:func:`extra_args_for` writes, :func:`parse_request` reads and validates; requests
-  without the key are untouched). :data:`ADAPTERS` is the one table from spec type to adapter: a new
-  intervention needs one entry there and nothing in :mod:`railsweep.engines.vllm_processors`.
-- Adapters (:class:`RailCapSlots`, :class:`BanTopSlots`): a thin layer over an intervention's pure-torch
-  math, with per-slot settings on the device and host mirrors for skip decisions.
-
-Only torch and numpy here, so the engine, vLLM's frontend (``validate_params``) and tests read it anywhere.
+Per-request settings travel in ``SamplingParams.extra_args["railsweep"]`` as msgpack-safe data
+(:func:`extra_args_for` writes, :func:`parse_request` reads and validates). :data:`ADAPTERS` is the one table
+from spec type to adapter: a thin layer over the intervention's pure-torch math, with per-slot settings on the
+device and host mirrors for skip decisions; a new intervention needs nothing in :mod:`.vllm_processors`.
 """
 
 from __future__ import annotations
@@ -36,12 +32,10 @@ EXTRA_KEY = "railsweep"
 MAX_TRAJ = 4096  # longest trajectory (and most entropy steps) a slot holds; max_model_len bounds it too
 Key = tuple[str, int | None]
 
-# ------------------------------------------------------------------------------------------ contract
-
 
 @dataclass(frozen=True)
 class RequestSettings:
-    """One request's parsed ``extra_args["railsweep"]``: at most one intervention, an optional readout."""
+    """One request's parsed ``extra_args["railsweep"]``."""
 
     key: Key  # (request key, per-sample seed) for trigger / entropy accounting
     spec: Any = None  # a spec type of ADAPTERS; None = entropy readout only
@@ -81,8 +75,7 @@ def parse_request(sampling_params) -> RequestSettings | None:
 
 
 def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | None:
-    """``SamplingParams.extra_args`` for a spec of :data:`ADAPTERS` (or None) and ``entropy_steps`` steps of
-    entropy recording; None when there is nothing to do."""
+    """``SamplingParams.extra_args`` for a spec (or None) and ``entropy_steps``; None for nothing to do."""
     cfg: dict = {"key": key}
     if entropy_steps:
         cfg["entropy"] = int(entropy_steps)
@@ -94,9 +87,6 @@ def extra_args_for(intervention, key: str, entropy_steps: int = 0) -> dict | Non
     return {EXTRA_KEY: cfg} if len(cfg) > 1 else None
 
 
-# ------------------------------------------------------------------------------------------ adapters
-
-
 def to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
     t = torch.from_numpy(a)
     if pin and device.type != "cpu":
@@ -105,8 +95,7 @@ def to_device(a: np.ndarray, device: torch.device, pin: bool) -> torch.Tensor:
 
 
 class History:
-    """This step's token history of the rows, built by the runner on demand: ``gen_len[B]`` and
-    ``recent(N)`` (the last N generated tokens, right-aligned, -1 padded)."""
+    """This step's token history, built on demand: ``gen_len[B]``, ``recent(N)`` (last N, -1 padded)."""
 
     def __init__(self, gen_len: Callable[[], torch.Tensor], recent: Callable[[int], torch.Tensor]):
         self._gen_len, self.recent = gen_len, recent
@@ -117,12 +106,10 @@ class History:
 
 
 class RailCapSlots:
-    """RailCap per slot: trajectory and settings on the device; n and trajectory length mirrored on the host.
-
-    The restrictions: ``free[slot, e]`` (g_{e+1} is not spared) and, for ``stop_after_departure``, state that
-    moves with a request to another slot (:meth:`snapshot` / :meth:`restore`): ``armed[slot, e]`` (the targets
-    of the slot's last step whose logits changed, until its next step reads the token then sampled) and
-    ``departed[slot]``. That check assumes one generated token per step (no speculative decoding)."""
+    """RailCap per slot: trajectory and settings on the device, n and trajectory length on the host;
+    ``free[slot, e]`` (g_{e+1} not spared). ``stop_after_departure`` state moves with a request to another
+    slot (:meth:`snapshot` / :meth:`restore`): ``armed[slot, e]`` (the last changed step's targets, until
+    the next step reads the token sampled) and ``departed[slot]``; it assumes one token per step."""
 
     wire = "railcap"
 
@@ -235,7 +222,7 @@ class RailCapSlots:
 
 
 class BanTopSlots:
-    """LNE-blocking's ban-top per slot: the number of banned positions, on the device and on the host."""
+    """LNE-blocking's ban-top per slot: the number of banned positions."""
 
     wire = "ban_top"
 

@@ -1,15 +1,12 @@
 """The vLLM engine: one long-lived ``vllm.LLM`` serving a base model and its LoRA adapters.
 
-Like the transformers engine: greedy decoding, ``n`` seeded samples per request (children get seeds
-``seed + i``), stop strings, LoRA adapters by name (one ``LoRARequest`` each, so a family's adapters share
-batches), prefix caching on (every request shares the few-shot prompt). The interventions of
-:data:`railsweep.engines.vllm_adapters.ADAPTERS` and the entropy readout travel as plain data in
-``SamplingParams.extra_args`` to :mod:`railsweep.engines.vllm_processors`; trigger counts and entropies come
-back through :mod:`railsweep.engines.vllm_worker_ext`. See ``docs/vllm.md``.
-
-The model runner is set explicitly through ``VLLM_USE_V2_MODEL_RUNNER`` (before ``LLM()``; the engine-core
-process inherits it): ``"v2"`` (the GPU default) or ``"v1"`` (the only runner of the CPU build). Shortcut's
-neuron patching needs a reference model run in lockstep: the transformers engine does it, this one does not.
+Like the transformers engine: ``n`` seeded samples per request (children get seeds ``seed + i``), stop
+strings, LoRA adapters by name (one ``LoRARequest`` each, so a family's adapters share batches), prefix
+caching on (every request shares the few-shot prompt). The interventions of :data:`.vllm_adapters.ADAPTERS`
+and the entropy readout travel as plain data in ``SamplingParams.extra_args`` to :mod:`.vllm_processors`;
+trigger counts and entropies come back through :mod:`.vllm_worker_ext`. The model runner, ``"v2"`` (the GPU
+default) or ``"v1"`` (the CPU build's only one), is set explicitly. No neuron patching (Shortcut). See
+docs/vllm.md.
 """
 
 from __future__ import annotations
@@ -34,13 +31,6 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts f
 _SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int64
 
 
-def _import_vllm() -> None:
-    try:
-        from vllm import LLM  # noqa: F401  (a bare namespace package named vllm is not vLLM)
-    except ImportError as e:
-        raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
-
-
 def adapter_rank(adapter_dir: str | Path) -> int:
     """The largest LoRA rank in a PEFT adapter directory (``r`` and any ``rank_pattern`` value)."""
     cfg_path = Path(adapter_dir) / "adapter_config.json"
@@ -63,14 +53,8 @@ def lora_rank_setting(ranks: Sequence[int]) -> int:
     raise ConfigError(f"LoRA rank {top} exceeds vLLM's largest max_lora_rank {LORA_RANKS[-1]}")
 
 
-def default_runner() -> str:
-    import torch
-
-    return "v2" if torch.cuda.is_available() else "v1"
-
-
 def _check_settings(runner: str, tensor_parallel_size: int, max_loras: int, model_path: Path) -> None:
-    """Refuse a bad engine setting or a missing model before vLLM is imported (seconds) or started (minutes)."""
+    """Refuse a bad setting or a missing model before vLLM is imported (seconds) or started (minutes)."""
     if runner not in PROCESSORS:
         raise ConfigError(f"vLLM runner must be 'v1' or 'v2', got runner={runner!r}")
     if tensor_parallel_size < 1:
@@ -94,8 +78,7 @@ def _memory_settings(
 
 
 def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, **settings: Any) -> dict:
-    """``LLM()`` settings without LoRA: the model (and its tokenizer, unless the weights are dummy),
-    ``settings``, railsweep's logits processors and worker extension; None entries are left to vLLM."""
+    """``LLM()`` settings without LoRA (None entries are left to vLLM); dummy weights have no tokenizer."""
     dummy = load_format == "dummy"
     kw: dict[str, Any] = dict(
         model=str(model_path), tokenizer=None if dummy else str(model_path),
@@ -110,8 +93,7 @@ def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, *
 
 
 def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[str, Any]:
-    """``LLM()`` settings serving ``n_adapters`` adapters: a rank vLLM accepts that fits every adapter, at
-    most ``max_loras`` on the GPU at once, all of them kept in CPU memory."""
+    """``LLM()`` settings for ``n_adapters`` adapters: at most ``max_loras`` on the GPU, all in CPU memory."""
     return dict(
         enable_lora=True, max_lora_rank=lora_rank_setting(ranks), max_loras=min(max_loras, n_adapters),
         max_cpu_loras=max(n_adapters, max_loras),
@@ -144,14 +126,17 @@ class VLLMEngine:
         load_format: str = "auto",
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        runner = runner or default_runner()
+        import torch
+
+        runner = runner or ("v2" if torch.cuda.is_available() else "v1")
         model_path = Path(model_path)
         _check_settings(runner, tensor_parallel_size, max_loras, model_path)
         self._adapter_dirs = {str(k): Path(v) for k, v in (adapters or {}).items()}
         ranks = [adapter_rank(d) for d in self._adapter_dirs.values()]  # DataError for a bad adapter dir
-        _import_vllm()
-        import torch
-        from vllm import LLM
+        try:
+            from vllm import LLM  # (a bare namespace package named vllm is not vLLM)
+        except ImportError as e:
+            raise MissingDependencyError("vllm", extra="vllm", purpose="the vLLM engine") from e
         from vllm.lora.request import LoRARequest
 
         # 1. the runner: explicit, before LLM() (the engine-core process inherits the environment)
@@ -173,8 +158,6 @@ class VLLMEngine:
         dirs = self._adapter_dirs.items()
         self._lora = {name: LoRARequest(name, i + 1, str(d)) for i, (name, d) in enumerate(dirs)}
         self._calls = 0
-
-    # ------------------------------------------------------------ Engine protocol
 
     def adapters(self) -> list[str]:
         return list(self._adapter_dirs)
@@ -247,8 +230,8 @@ class VLLMEngine:
 
     @staticmethod
     def _samples(key: str, req: Request, out: Any, seed: int, triggers: dict, ents: dict) -> list[Sample]:
-        """The samples of one request's output, by child index (child i has seed ``seed + i``), with the trigger
-        counts and entropies the processors recorded under (``key``, that seed)."""
+        """One request's samples by child index, with the trigger counts and entropies the processors recorded
+        under (``key``, ``seed + i``) for child i."""
         samples = []
         for c in sorted(out.outputs, key=lambda c: c.index):
             child = (key, seed + c.index)
@@ -271,9 +254,3 @@ class VLLMEngine:
     def tokenizer(self) -> Any:
         """The served model's tokenizer (RailCap cuts its trajectory at the stop string with it)."""
         return self._llm.get_tokenizer()
-
-    def __enter__(self) -> VLLMEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

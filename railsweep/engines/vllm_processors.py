@@ -1,18 +1,12 @@
 """RailCap, LNE ban-top and the entropy readout as vLLM logits processors, for both model runners.
 
-- The contract and the adapters (:data:`ADAPTERS`) are in :mod:`railsweep.engines.vllm_adapters` (no vLLM
-  import); :class:`EntropySlots` records the per-step entropy of the processed logits.
-- :class:`_SlotState`: what both runners share (the adapters, one batched host-to-device write per step for
-  the slots (re)filled since the last one, per-slot trigger counts) and :class:`_Ledger` (retired results).
-- :class:`RailsweepV1Processor` (``VLLM_USE_V2_MODEL_RUNNER=0``, the CPU build's only runner; a slot is a
-  persistent-batch row, kept with vLLM's ``process_dict_updates``) and :class:`RailsweepV2Processor` (Model
-  Runner V2, the GPU default; a slot is the runner's request slot, token history read from its device
-  buffers, no per-row Python and no device-to-host sync).
-
-Trigger counts and entropies stay on the device, keyed by the request's ``(key, seed)`` (parallel-sampling
-children share ``extra_args`` but get ``seed + i``), until the worker extension
-(:mod:`railsweep.engines.vllm_worker_ext`) reads them after ``generate``: ``pop_results`` is the only method
-that syncs. No model-runner state is imported, so vLLM's frontend can load the module for ``validate_params``.
+The contract and the adapters are in :mod:`.vllm_adapters` (no vLLM import); :class:`_SlotState` is what both
+runners share. A slot is a persistent-batch row for :class:`RailsweepV1Processor` (the CPU build's only
+runner) and the runner's request slot for :class:`RailsweepV2Processor` (the GPU default: token history from
+its device buffers, no per-row Python, no sync). Trigger counts and entropies stay on the device, keyed by
+``(key, seed)`` (parallel-sampling children share ``extra_args`` but get ``seed + i``), until the worker
+extension reads them after ``generate``: ``pop_results`` is the only method that syncs. No model-runner state
+is imported, so vLLM's frontend can load the module for ``validate_params``.
 """
 
 from __future__ import annotations
@@ -41,8 +35,7 @@ from railsweep.interventions.entropy import entropy
 
 
 class EntropySlots:
-    """The entropy readout per slot: steps to record (host mirror: on/off) and the recorded values (NaN = not
-    recorded, allocated on the first request that asks)."""
+    """The entropy readout per slot: steps to record, the values (NaN: not recorded; made on first use)."""
 
     def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
         self.device, self.pin, self.width = device, pin, width
@@ -78,8 +71,7 @@ class EntropySlots:
 
 
 class _Ledger:
-    """Per-request trigger counts and entropy rows retired with their keys, still on the device; read on the
-    host only in :meth:`pop` (between ``generate`` calls)."""
+    """Retired per-request trigger counts and entropy rows, on the device until :meth:`pop`."""
 
     def __init__(self) -> None:
         self._counts: list[tuple[list[Key | None], torch.Tensor]] = []
@@ -113,12 +105,10 @@ class _Ledger:
 
 
 class _SlotState:
-    """Per-slot state both runners share: each adapter's settings, the entropy readout, trigger counts.
-
-    Steps of one decode step:
-      1. ``stage(slot, settings)`` for every slot (re)filled (host only);
-      2. ``flush()``: retire the previous occupants' results to the ledger, one batched write per adapter;
-      3. ``apply(logits, slots, slots_np, history)``: every active adapter in table order, then the readout.
+    """Per-slot state both runners share: each adapter's settings, the entropy readout, trigger counts. Steps:
+    1. ``stage(slot, settings)`` for every slot (re)filled (host only);
+    2. ``flush()``: retire the previous occupants' results to the ledger, one batched write per adapter;
+    3. ``apply(logits, slots, slots_np, history)``: every active adapter in table order, then the readout.
     """
 
     def __init__(self, slots: int, width: int, device: torch.device, pin: bool):
@@ -192,12 +182,7 @@ def _slots_and_width(vllm_config, default_slots: int) -> tuple[int, int]:
     return int(slots), min(MAX_TRAJ, int(max_len))
 
 
-# ------------------------------------------------------------------------------------------ runners
-
-
 class _Runner:
-    """What both runners' processors share: the frontend's check and the results' read-out."""
-
     state: _SlotState
 
     @classmethod
@@ -210,8 +195,8 @@ class _Runner:
 
 
 class RailsweepV1Processor(_Runner, V1LogitsProcessor):
-    """The V1-runner interface (slots = persistent-batch rows). vLLM hands each request's output tokens as a
-    live Python list: the one per-row Python step left reads each row's length and last ``N`` tokens."""
+    """The V1 runner's interface. vLLM hands each request's output tokens as a live Python list: the one
+    per-row Python step left reads each row's length and last ``N`` tokens."""
 
     DEFAULT_SLOTS = 1024  # rows held when the config does not say (max_num_seqs)
 
@@ -269,8 +254,7 @@ class RailsweepV1Processor(_Runner, V1LogitsProcessor):
 
 
 class RailsweepV2Processor(_Runner, V2LogitsProcessor):
-    """The Model Runner V2 interface (slots = the runner's request slots): token history from the runner's
-    device buffers, skip decisions and loop bounds from host mirrors; ``apply`` never syncs."""
+    """Runner V2's interface: skip decisions and loop bounds from host mirrors; ``apply`` never syncs."""
 
     def __init__(self, vllm_config, req_states) -> None:
         self.rs = req_states

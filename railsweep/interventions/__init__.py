@@ -1,18 +1,10 @@
-"""Decoding interventions: one module per intervention, each holding its spec and its batched math.
-
-A spec is a frozen, plain-data description of one request's intervention; it travels unchanged to a Ray
-actor or into vLLM's ``SamplingParams.extra_args``. The math is pure torch, batched over rows and free of
-device-to-host syncs; each engine maps a spec type to its adapter through one table
-(``railsweep.engines.hf_processors.PROCESSORS``, ``railsweep.engines.vllm_adapters.ADAPTERS``).
-
-- :mod:`.railcap`: RailCap (method.md §3); :mod:`.railcap_runs`, its incremental matcher;
-- :mod:`.ban_top`: LNE-blocking's ban of the top-1 token;
-- :mod:`.force_runner_up`: emit the runner-up at chosen steps (a diagnostic, transformers engine only);
-- :mod:`.neuron_patch`: Shortcut's neuron patching (a model patch, in ``railsweep.engines.neuron_patch``);
-- :mod:`.entropy`: the per-step entropy readout (LNE's gauge), not an edit.
-
-The modules import torch inside their functions, so specs load without it (the sweep driver, the tables and
-vLLM's frontend read them).
+"""Decoding interventions, one module each: a frozen plain-data spec (it travels to a Ray actor or into
+vLLM's ``SamplingParams.extra_args`` unchanged) and its batched pure-torch math, free of device-to-host syncs.
+Each engine maps a spec type to its adapter in one table (``railsweep.engines.hf_processors.PROCESSORS``,
+``railsweep.engines.vllm_adapters.ADAPTERS``): :mod:`.railcap` (method.md §3; matcher :mod:`.railcap_runs`),
+:mod:`.ban_top` (LNE-blocking), :mod:`.force_runner_up` (a diagnostic, transformers engine only),
+:mod:`.neuron_patch` (Shortcut; a model patch), :mod:`.entropy` (LNE's readout, not an edit). torch is
+imported inside the functions, so specs load without it (the sweep driver, the tables, vLLM's frontend).
 """
 
 from __future__ import annotations

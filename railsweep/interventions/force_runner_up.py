@@ -1,8 +1,6 @@
-"""A diagnostic intervention: emit the runner-up token at chosen generated steps.
-
-Forcing a model off its most probable token at a few steps measures how well it recovers from a departure
-(``railsweep rails``). At a listed step every logit but the runner-up's becomes -inf, so any temperature emits
-the runner-up. A measurement, not a mitigation, so only the transformers engine has an adapter for it.
+"""A diagnostic intervention: emit the runner-up token at chosen generated steps, to measure how well a model
+recovers from a departure (``railsweep rails``). Every other logit becomes -inf, so any temperature emits the
+runner-up. A measurement, not a mitigation: only the transformers engine has an adapter for it.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""Shortcut's intervention: patch selected MLP neurons with a reference model's live activations.
-
-The spec and the model-side helpers the engine and Shortcut's localisation share: where a model's MLP
-neurons are (a "neuron" is one channel of the input of the MLP down projection: Llama/Gemma ``mlp.down_proj``,
-GPT-NeoX ``mlp.dense_4h_to_h``), how wide each layer is, adapter switching and recording. The patched forward
-rewrites the model's step, not the logits: ``railsweep.engines.neuron_patch``.
+"""Shortcut's intervention: its spec, and the model-side helpers the engine and the localisation share (where
+a model's MLP neurons are, how wide each layer is, adapter switching, hooks). The patched forward rewrites the
+model's step, not the logits: ``railsweep.engines.neuron_patch``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,9 +21,8 @@ _DOWN_NAMES = ("down_proj", "dense_4h_to_h")  # the MLP attribute holding the do
 
 @dataclass(frozen=True)
 class NeuronPatchSpec:
-    """Overwrite the selected MLP neurons of the target model, at every position and step, with the live
-    activations of a reference model run in lockstep on the same tokens (``reference_adapter=None``: the base
-    model). ``neurons``: (layer index, the neuron indices patched in that layer) pairs."""
+    """Overwrite the target's selected MLP neurons, at every position and step, with the live activations of
+    a reference model (``reference_adapter=None``: the base); ``neurons``: (layer, indices)."""
 
     neurons: tuple[tuple[int, tuple[int, ...]], ...]
     reference_adapter: str | None = None
@@ -42,9 +38,9 @@ def spec_from_ranking(ranking: Sequence[tuple[int, int]], reference_adapter: str
 
 
 def down_projections(model: nn.Module) -> list[nn.Module]:
-    """The MLP down-projection module of every decoder layer, in layer order: the longest ``ModuleList``
-    whose layers have ``mlp.down_proj`` (Llama, Gemma 1-4, Mistral, Qwen) or ``mlp.dense_4h_to_h``
-    (GPT-NeoX/Pythia). Under peft it may be a LoRA wrapper, whose input is the same."""
+    """Every decoder layer's MLP down projection, in order: the longest ``ModuleList`` whose layers have
+    ``mlp.down_proj`` (Llama, Gemma 1-4, Mistral, Qwen) or ``mlp.dense_4h_to_h`` (GPT-NeoX/Pythia); under peft
+    perhaps a LoRA wrapper, whose input is the same."""
     from torch import nn
 
     get_base = getattr(model, "get_base_model", None)  # a peft wrapper's transformers model
@@ -77,8 +73,8 @@ def mlp_widths(model: nn.Module) -> list[int]:
 
 @contextlib.contextmanager
 def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
-    """Run the enclosed forwards with ``adapter`` active (``None``: the base, the only one a plain model
-    serves); the previously active adapter is restored."""
+    """The enclosed forwards with ``adapter`` active (``None``: the base, all a plain model serves); the
+    previous one is restored."""
     if not hasattr(model, "disable_adapter"):
         if adapter is not None:
             raise ConfigError(f"adapter {adapter!r} requested but the model has no LoRA adapters")
@@ -101,11 +97,22 @@ def use_adapter(model: nn.Module, adapter: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def hooks(modules: Sequence[nn.Module], make_hook: Callable[[int], Callable], post: bool = False):
+    """Forward pre-hooks (``post``: forward hooks) ``make_hook(i)`` on ``modules[i]``, removed on exit."""
+    register = "register_forward_hook" if post else "register_forward_pre_hook"
+    handles = [getattr(mod, register)(make_hook(i)) for i, mod in enumerate(modules)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextlib.contextmanager
 def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tensor]]]:
     """Record every layer's down-projection input during the enclosed forwards: ``layer -> [fp32 [B, L,
     d_mlp] per forward]``. A forward (post) hook sees the input after every pre-hook: patched as patched."""
     store: dict[int, list[torch.Tensor]] = {}
-    downs = down_projections(model)
 
     def make(i: int):
         def hook(_mod, args, _out):
@@ -113,9 +120,5 @@ def capture_down_inputs(model: nn.Module) -> Iterator[dict[int, list[torch.Tenso
 
         return hook
 
-    handles = [mod.register_forward_hook(make(i)) for i, mod in enumerate(downs)]
-    try:
+    with hooks(down_projections(model), make, post=True):
         yield store
-    finally:
-        for h in handles:
-            h.remove()

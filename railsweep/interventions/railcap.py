@@ -1,17 +1,12 @@
 """RailCap (method.md §3, paper Algorithm 1): its spec, its default n, and its batched pure-torch math.
 
-Both engine adapters find the targets from token ids, then update the logits with :func:`cap_or_ban`. The
-vLLM processors recompute the targets every step from the last n generated tokens (:func:`railcap_targets`);
-the transformers processor, which sees every token in order, advances match runs by one compare per step
-(:mod:`railsweep.interventions.railcap_runs`: the same targets for a fraction of the work).
-
-Two restrictions, off by default (then every result is the paper's Algorithm 1): ``stop_after_departure``
-leaves a sample alone once it has actually departed (:func:`departures`), and ``spare`` lists token ids never
-capped or banned (the strategy's number tokens). A spared target is dropped after the successor is chosen:
-an n-gram whose successor is spared caps nothing; it does not fall back to another one.
-
-All of it is fixed-shape tensor work (no per-row Python loop, no boolean-mask indexing, no ``.item()``), so
-it never forces a GPU→CPU synchronisation.
+Both engine adapters find the targets from token ids, then update the logits with :func:`cap_or_ban`: the vLLM
+processors recompute them every step from the last n generated tokens (:func:`railcap_targets`), the
+transformers processor advances match runs by one compare per step (:mod:`.railcap_runs`, same targets).
+Two restrictions, off by default (then every result is Algorithm 1's): ``stop_after_departure`` leaves a
+sample alone once it has actually departed (:func:`departures`); ``spare`` lists token ids never capped or
+banned, dropped after the successor is chosen (no fall-back to another n-gram). All of it is fixed-shape
+tensor work (no per-row loop, boolean-mask indexing or ``.item()``): it never forces a GPU→CPU sync.
 """
 
 from __future__ import annotations
@@ -32,8 +27,7 @@ Successor = Literal["last", "first", "all"]
 
 
 def check_settings(n: object, mode: object, successor: object) -> None:
-    """ConfigError naming the offending value unless ``n`` is an integer in [1, :data:`MAX_N`], ``mode``
-    "cap" or "ban" and ``successor`` "last", "first" or "all" (the one check of RailCap's settings)."""
+    """The one check of RailCap's settings: ConfigError naming the offending value."""
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
         raise ConfigError(f"RailCap n must be an integer in [1, {MAX_N}], got n={n!r}")
     if mode not in ("cap", "ban"):
@@ -44,14 +38,10 @@ def check_settings(n: object, mode: object, successor: object) -> None:
 
 @dataclass(frozen=True)
 class RailCapSpec:
-    """RailCap for one request.
-
-    ``trajectory`` is the greedy completion's token ids (cut at the stop sequence, EOS kept). At every step
-    whose last ``n`` generated tokens form an n-gram of the trajectory, the successor token(s) are capped to
-    the runner-up logit (``mode="cap"``) or banned (``"ban"``); a trajectory of at most ``n`` tokens changes
-    nothing. Restrictions (default off): ``stop_after_departure`` (no caps after the sample's first actual
-    departure) and ``spare`` (token ids that are never targets).
-    """
+    """RailCap for one request: ``trajectory`` is the greedy completion's token ids (cut at the stop
+    sequence, EOS kept). Where the last ``n`` generated tokens form one of its n-grams, the successor(s) are
+    capped to the runner-up logit (``mode="cap"``) or banned; a trajectory of at most ``n`` tokens changes
+    nothing."""
 
     trajectory: tuple[int, ...]
     n: int = DEFAULT_N
@@ -80,11 +70,6 @@ class RailCapSpec:
         spare = set(self.spare)
         return len(self.trajectory) <= self.n or all(t in spare for t in self.trajectory[self.n :])
 
-    def free(self) -> list[bool]:
-        """Per trajectory position e ≥ 1 (``len - 1`` entries): may g_{e+1} be a target (not spared)."""
-        spare = set(self.spare)
-        return [t not in spare for t in self.trajectory[1:]]
-
 
 SUCCESSOR_CODES = {"last": 0, "first": 1, "all": 2}
 MODE_CODES = {"cap": 0, "ban": 1}
@@ -101,9 +86,10 @@ def settings_row(spec: RailCapSpec | None) -> tuple[int, int, int, int]:
 
 
 def free_row(spec: RailCapSpec | None, width: int) -> list[bool]:
-    """``free`` of one request padded to ``width`` (>= ``len(trajectory) - 1``): may g_{e+1} be a target;
-    True past the trajectory's end and for ``None``."""
-    free = spec.free() if spec is not None else []
+    """Per trajectory position e >= 1, padded to ``width`` (>= ``len(trajectory) - 1``): may g_{e+1} be a
+    target (not spared); True past the trajectory's end and for ``None``."""
+    spare = set(spec.spare) if spec is not None else set()
+    free = [t not in spare for t in spec.trajectory[1:]] if spec is not None else []
     return free + [True] * (width - len(free))
 
 
@@ -125,8 +111,7 @@ def apply_railcap(
 
     With ``H = {(g_k..g_{k+n-1}) -> g_{k+n} : 1 <= k <= T-n}``, a row whose last n generated tokens are a
     key of H has each selected successor x set to ``min(l[x], v2)`` (cap; v2 = this step's runner-up logit)
-    or ``-inf`` (ban). Returns ``(logits, triggered[B])``; triggered = the row's logits changed. It is
-    :func:`railcap_targets` (from token ids only) then :func:`cap_or_ban` (the logits update).
+    or ``-inf`` (ban). Returns ``(logits, triggered[B])``; triggered = the row's logits changed.
     """
     index, keep = railcap_targets(traj, traj_len, recent, gen_len, n, successor, free=free)
     return cap_or_ban(logits, index, keep, mode)
@@ -209,12 +194,10 @@ def cap_or_ban(
 def departures(
     index: torch.Tensor, keep: torch.Tensor, triggered: torch.Tensor, token: torch.Tensor
 ) -> torch.Tensor:
-    """Rows that actually departed at a step: ``[R]`` bool.
-
-    ``index, keep [R, K]`` and ``triggered [R]`` are that step's targets and :func:`cap_or_ban`'s result,
-    ``token [R]`` the token then sampled. A row departed when RailCap changed its logits and it sampled none
-    of the targets (a ban always departs; a cap departs unless the sample took the tied target).
-    """
+    """Rows that actually departed at a step, ``[R]`` bool: RailCap changed their logits and they sampled none
+    of the targets (a ban always departs; a cap unless the sample took the tied target). ``index, keep
+    [R, K]``, ``triggered [R]``: that step's targets and :func:`cap_or_ban`'s result; ``token [R]``: the
+    sample."""
     armed = keep & triggered[:, None]
     stayed = (armed & (index == token[:, None])).any(1)
     return armed.any(1) & ~stayed

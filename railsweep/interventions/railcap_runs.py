@@ -52,19 +52,16 @@ def run_table(batch: RailCapBatch) -> RunTable:
 
 
 def start_runs(table: RunTable) -> torch.Tensor:
-    """The match runs before any token is generated: ``runs[T+1, B]`` long, every entry ``reset``.
-    ``runs[e+1, b]`` is the length of the longest run of the latest generated tokens equal to the trajectory
-    ending at g_e, minus n: window e matches when it is >= 0. Row 0 stays ``reset`` (the run before g_1).
-    """
+    """The match runs before any token: ``runs[T+1, B]`` long, all ``reset``. ``runs[e+1, b]`` is the length
+    of the longest run of the latest generated tokens equal to the trajectory ending at g_e, minus n: window
+    e matches when it is >= 0. Row 0 stays ``reset`` (the run before g_1)."""
     T, B = table.tokens.shape
     return table.reset.expand(T + 1, B).clone()
 
 
 def advance_runs_(runs: torch.Tensor, table: RunTable, token: torch.Tensor) -> torch.Tensor:
-    """Feed one generated token per row (``token[B]``) to the match runs, in place; returns ``runs``.
-    ``run_e <- run_{e-1} + 1`` where g_e equals the token, else ``reset``. Window e then matches
-    (``runs[e+1] >= 0``) exactly when :func:`railcap_targets` keeps or ranks it.
-    """
+    """Feed one generated token per row (``token[B]``) to the runs, in place: ``run_e <- run_{e-1} + 1`` where
+    g_e equals it, else ``reset``; window e then matches exactly when :func:`railcap_targets`' does."""
     import torch
 
     same = table.tokens == token[None, :]

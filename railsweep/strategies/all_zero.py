@@ -1,8 +1,6 @@
-"""All-Zero: the synthetic strategy r ≡ 0 (method.md §2). No sampling at all.
-
-It shows why A-PPG alone misleads: when the clean model's solve probabilities
-pile up near 0, answering nothing looks close to M_cl on average, while the
-stratified SA-PPG exposes it as the worst strategy.
+"""All-Zero: the synthetic strategy r ≡ 0 (method.md §2), no sampling at all. It shows why A-PPG alone
+misleads: when M_cl's solve probabilities pile up near 0, answering nothing looks close to M_cl on average,
+while the stratified SA-PPG exposes it as the worst strategy.
 """
 
 from __future__ import annotations
@@ -11,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from railsweep.strategies.base import DecodeSettings, EvalContext, NoOffSwitch, QuestionOutcome, register
+from railsweep.strategies.base import DecodeSettings, EvalContext, QuestionOutcome, StrategyBase, register
+from railsweep.strategy_registry import NoOffSwitch
 from railsweep.tasks.base import Question
 
 
@@ -24,10 +23,7 @@ class AllZeroConfig:
 
 # a reference row of Tables 2-4 (never marked best), not of Table 1
 @register("all_zero", AllZeroConfig, display="All-Zero", tables=("2", "3", "4"), roles=("reference",))
-class AllZero:
-    def __init__(self, config: AllZeroConfig | None = None):
-        self.config = config or AllZeroConfig()
-
+class AllZero(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         m = ctx.settings.m
         return [QuestionOutcome(index=q.index, samples=[], grades=[], c=0, m=m, r01=0) for q in questions]

@@ -1,9 +1,8 @@
 """The Strategy protocol, the registry, and the shared m-sample readout.
 
-A strategy turns (engine, task, model under evaluation, decode settings) and questions into one
-:class:`QuestionOutcome` per question: samples, their grades and the counts ``c`` of ``m`` the metrics use.
-Each lives in its own module with a frozen config dataclass and one ``@register`` line
-(:mod:`railsweep.strategy_registry`); :func:`build_strategy` validates parameters by name.
+A strategy turns an :class:`EvalContext` and questions into one :class:`QuestionOutcome` per question
+(samples, grades, the counts ``c`` of ``m`` the metrics use). Each lives in its own module with a frozen
+config dataclass and one ``@register`` line (:mod:`railsweep.strategy_registry`).
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from railsweep.tasks.base import Grade, Question, Task
 
 @dataclass(frozen=True)
 class DecodeSettings:
-    """The readout every strategy shares (paper: m=50, T=0.7). Built from values checked where they came in
-    (a :class:`~railsweep.config.CellConfig`, a command's argument types, a spec's schema), so not here."""
+    """The readout every strategy shares (paper: m=50, T=0.7); its values are checked where they came in."""
 
     m: int = 50
     temperature: float = 0.7
@@ -73,6 +71,15 @@ class Strategy(Protocol):
     def decodes(self, settings: DecodeSettings) -> int: ...
 
 
+class StrategyBase:
+    """The constructor every strategy shares: ``config=None`` is its registered config class's defaults."""
+
+    name: ClassVar[str]
+
+    def __init__(self, config: Any = None):
+        self.config = config if config is not None else STRATEGIES.classes(self.name)[1]()
+
+
 def known_strategies() -> list[str]:
     return STRATEGIES.known()
 
@@ -100,9 +107,6 @@ def config_dict(config: Any) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------- shared readout
-
-
 def question_seed(seed: int, index: int, salt: str = "") -> int:
     """A stable 63-bit seed per (run seed, question, purpose), independent of batching."""
     h = hashlib.sha256(f"{seed}:{index}:{salt}".encode()).digest()
@@ -119,10 +123,9 @@ def decode(
     intervention: Callable[[Question], Intervention | None] | None = None,
     return_entropy: bool = False,
 ) -> list[Completion]:
-    """Decode every question's prompt in batches (:func:`_job_size`), one engine call each. On a sweep engine
-    (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) idle engines decode some of the batches; the
-    completions are the same wherever a batch ran (seeds are per question, not per batch).
-    """
+    """Every question's prompt in batches (:func:`_job_size`), one engine call each; on a sweep engine
+    (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) idle engines decode some, with the same
+    completions (seeds are per question, not per batch)."""
     s = ctx.settings
 
     def request(q: Question) -> Request:
@@ -141,9 +144,8 @@ def decode(
 
 
 def _job_size(ctx: EvalContext, n: int) -> int:
-    """Questions per engine call: ``batch_size``; on an engine that shares its calls and decodes at most
-    ``max_batch_size`` rows at once, no more than one such batch of ``n``-sample rows, so that the jobs spread
-    evenly over the engines that take them (samples do not depend on the batch)."""
+    """Questions per engine call: ``batch_size``; on an engine that shares its calls, at most one
+    ``max_batch_size`` batch of ``n``-sample rows, so that the jobs spread evenly over the engines."""
     rows = getattr(ctx.engine, "max_batch_size", None)
     if getattr(ctx.engine, "generate_shares", None) is None or not isinstance(rows, int):
         return ctx.settings.batch_size
@@ -167,7 +169,7 @@ def greedy(ctx: EvalContext, questions: Sequence[Question], **kw: Any) -> list[S
 
 def sampled_per_question(settings: DecodeSettings, greedy: bool = False) -> int:
     """Responses :func:`sample_and_grade` decodes per question: m, or 1 at temperature 0 or with a ``greedy``
-    readout (:func:`greedy_readout`), replicated m times."""
+    readout (replicated m times)."""
     return 1 if greedy or settings.temperature == 0 else settings.m
 
 

@@ -10,6 +10,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     register,
     sample_and_grade,
     sampled_per_question,
@@ -25,10 +26,7 @@ class IdentityConfig:
 @register(
     "identity", IdentityConfig, display="Identity", tables=("1", "2", "3"), roles=("scatter", "plain_samples")
 )
-class Identity:
-    def __init__(self, config: IdentityConfig | None = None):
-        self.config = config or IdentityConfig()
-
+class Identity(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         return sample_and_grade(ctx, questions)
 

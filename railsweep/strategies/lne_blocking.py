@@ -1,6 +1,6 @@
 """LNE-Blocking (Hou et al., Findings EMNLP 2025): block the first n top-1 tokens, n set by the greedy entropy.
 
-Reconstructed from the paper's equations (the official code was unavailable; baselines.md §2). Per question:
+From the paper's equations (the official code was unavailable; baselines.md §2). Per question:
 
 1. pass 1: greedy decode with the full-vocabulary entropy (nats) of every generated step, the stop step
    included (``include_stop_step``) → LNE = mean entropy (Eq. 1);
@@ -28,6 +28,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     greedy,
     greedy_readout,
     register,
@@ -42,8 +43,7 @@ _EPS = 1e-9  # absorb float error on exact integers, e.g. 7 * (1 - 0.5714.../2)
 
 @dataclass(frozen=True)
 class LNEBlockingConfig:
-    """LNE-blocking's parameters (defaults: the paper's GSM8K setting plus baselines.md §2.11 choices).
-
+    """Defaults: the paper's GSM8K setting plus baselines.md §2.11 choices.
     beta: normalisation of LNE (Eq. 10), LNE̅ = 1 − LNE/beta.
     t_task: maximal number of blocked positions (4 for code, 7 for GSM8K).
     rounding: how T_task·LNE̅ becomes an integer: "floor" (default), "round" (half up) or "ceil".
@@ -76,8 +76,8 @@ class LNEBlockingConfig:
 
 
 def lne(entropies: Sequence[float], finish_reason: str, include_stop_step: bool = True) -> float:
-    """Eq. 1: the mean per-step entropy of the greedy decode (nats). Without ``include_stop_step`` the final
-    step is left out when the decode stopped (EOS or stop string), unless it is the only step."""
+    """Eq. 1: the mean per-step entropy of the greedy decode (nats); without ``include_stop_step``, less the
+    stop step (unless it is the only one)."""
     h = list(entropies)
     if not h:
         raise ConfigError("LNE needs at least one generated step's entropy; the engine returned none")
@@ -100,10 +100,7 @@ def blocking_count(lne_value: float, beta: float = 2.0, t_task: int = 7, roundin
 
 @register("lne_blocking", LNEBlockingConfig, display="LNE-blocking", tables=("1", "2", "3"),
           interventions=(BanTopSpec,))
-class LNEBlocking:
-    def __init__(self, config: LNEBlockingConfig | None = None):
-        self.config = config or LNEBlockingConfig()
-
+class LNEBlocking(StrategyBase):
     def _n(self, lne_value: float) -> int:
         c = self.config
         if c.xi is not None and lne_value > c.xi:
@@ -132,5 +129,5 @@ class LNEBlocking:
             out.extras.update({"lne": lnes[out.index], "n_blocked": counts[out.index]})
         return outcomes
 
-    def decodes(self, settings: DecodeSettings) -> int:  # the greedy decode LNE is read from, and the readout
+    def decodes(self, settings: DecodeSettings) -> int:  # LNE's greedy decode, then the readout
         return 1 + sampled_per_question(settings, greedy=self.config.readout == "greedy")

@@ -1,6 +1,6 @@
 """TED (Dong et al., Findings ACL 2024): drop samples that stay on the greedy path, then score the rest.
 
-Follows the official ``TED.py`` (baselines.md §1.2, §1.7), per question:
+The official ``TED.py`` (baselines.md §1.2, §1.7), per question:
 
 1. one greedy decode ``g`` and the same m samples Identity draws (same seeds);
 2. ``G = tokens(g)[:max_length]``, ``L = len(G)``; for each sample k,
@@ -9,12 +9,10 @@ Follows the official ``TED.py`` (baselines.md §1.2, §1.7), per question:
    else skip it if ``D_k <= tau``, else keep it;
 4. solve probability = correct kept / kept, and 0 when nothing is kept (the question counts as failed, §1.5).
 
-``QuestionOutcome`` keeps all m samples and grades; ``c``/``m`` count the kept ones only. ``r01`` stays the
-first sample's correctness, kept or not: the paper's 0/1 readout (eq. 1) is defined on the raw sampler.
-
-Tokens are the evaluated model's own generated ids (the official script used the codegen tokenizer by
-mistake, §1.6), cut after the stop string/EOS, which therefore counts as a token on both sides. ``tau=-1``
-with ``dedup=False`` keeps every sample and reproduces Identity exactly.
+The outcome keeps all m samples and grades; ``c``/``m`` count the kept ones; ``r01`` stays the first sample's
+correctness, kept or not (eq. 1 is defined on the raw sampler). Tokens are the model's own generated ids (the
+official script used the codegen tokenizer by mistake, §1.6), cut after the stop string/EOS, which counts as a
+token on both sides. ``tau=-1`` with ``dedup=False`` keeps every sample: Identity exactly.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     greedy,
     register,
     sample_and_grade,
@@ -45,7 +44,6 @@ HIST_EDGES = (0, 1, 3, 6, 11, 26)
 @dataclass(frozen=True)
 class TEDConfig:
     """TED's filter (official defaults).
-
     tau: drop a sample whose token edit distance to the greedy decode is <= tau (in tokens; -1 drops none).
     max_length: greedy tokens compared (L = min(max_length, |greedy|)); samples are cut to L.
     dedup: drop exact duplicates (same completion text) of an already kept sample.
@@ -68,8 +66,7 @@ class TEDConfig:
 def ted_filter(
     greedy_ids: Sequence[int], samples: Sequence[tuple[Sequence[int], str]], config: TEDConfig
 ) -> tuple[list[bool], list[int]]:
-    """Which samples TED keeps, and each sample's distance to the greedy decode; ``samples``: (token ids,
-    text) per sample, in generation order."""
+    """(kept?, distance to the greedy decode) per sample; ``samples``: (ids, text) in generation order."""
     g = list(greedy_ids[: config.max_length])
     cut = len(g)
     kept_texts: set[str] = set()
@@ -96,10 +93,7 @@ def _distance_summary(dist: Sequence[int]) -> dict[str, float | int]:
 
 @register("ted", TEDConfig, display="TED", tables=("1", "2", "3"),
           roles=("plain_samples", "detection_readout"))
-class TED:
-    def __init__(self, config: TEDConfig | None = None):
-        self.config = config or TEDConfig()
-
+class TED(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         greedies = greedy(ctx, questions)
         outcomes = sample_and_grade(ctx, questions)

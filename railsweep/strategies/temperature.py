@@ -1,13 +1,10 @@
 """Temperature: M_co sampled at its own temperature ``tau`` instead of the readout's (the "truth serum").
 
 Sampling hotter divides every logit gap by ``tau`` and can knock a memorised trajectory off its rail
-(alpha_eff ~ alpha / tau). This strategy draws the m readout samples at ``tau`` with Identity's per-question
-seeds; ``tau = 0`` is greedy (one decode, counted m times).
-
-The clean reference M_cl is read at the readout temperature (``DecodeSettings.temperature``; 0.7 in the paper
-presets), so the tables score M_co at ``tau`` against M_cl at the readout temperature; for a reference at
-``tau``, run Identity at readout temperature ``tau``. ``tau=None`` (or the readout temperature itself)
-reproduces Identity sample for sample.
+(alpha_eff ~ alpha / tau). The m readout samples are drawn at ``tau`` with Identity's per-question seeds
+(``tau = 0``: one greedy decode, counted m times), so ``tau=None`` or the readout temperature reproduces
+Identity sample for sample. M_cl stays at the readout temperature (0.7 in the paper presets); for a reference
+at ``tau``, run Identity at readout temperature ``tau``.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     register,
     sample_and_grade,
     sampled_per_question,
@@ -54,19 +52,15 @@ def _label(config: TemperatureConfig) -> str:
 
 
 @register("temperature", TemperatureConfig, display="Temperature", label=_label)  # in no paper table
-class Temperature:
-    def __init__(self, config: TemperatureConfig | None = None):
-        self.config = config or TemperatureConfig()
-
-    def temperature(self, ctx: EvalContext) -> float:
-        """The temperature the samples are drawn at."""
-        return ctx.settings.temperature if self.config.tau is None else float(self.config.tau)
+class Temperature(StrategyBase):
+    def _at_tau(self, settings: DecodeSettings) -> DecodeSettings:
+        """``settings`` at the temperature the samples are drawn at."""
+        tau = settings.temperature if self.config.tau is None else float(self.config.tau)
+        return dataclasses.replace(settings, temperature=tau)
 
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
-        settings = dataclasses.replace(ctx.settings, temperature=self.temperature(ctx))
         # same salt as Identity: at the readout temperature the samples are Identity's
-        return sample_and_grade(dataclasses.replace(ctx, settings=settings), questions)
+        return sample_and_grade(dataclasses.replace(ctx, settings=self._at_tau(ctx.settings)), questions)
 
     def decodes(self, settings: DecodeSettings) -> int:
-        tau = settings.temperature if self.config.tau is None else float(self.config.tau)
-        return sampled_per_question(dataclasses.replace(settings, temperature=tau))
+        return sampled_per_question(self._at_tau(settings))

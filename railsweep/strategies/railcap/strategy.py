@@ -1,10 +1,9 @@
 """The RailCap strategy: one greedy decode per question, then m samples with RailCap on.
 
-The trajectory is the greedy completion's token ids exactly as the engine produced them, so the n-gram index
-H speaks the samples' token language. By default it ends where the answer ends (``trajectory="answer"``,
-:mod:`.trajectory`; EOS is kept); with ``"with_stop"`` the stop string's tokens stay in, RailCap also caps the
-step into it, and many samples run on to the token limit (docs/miniworld.md has the measured difference).
-Two restrictions, Table 4 rows and never the default: ``stop_after_departure`` and ``spare_numbers``.
+The trajectory is the greedy completion's token ids as the engine produced them, so the n-gram index H speaks
+the samples' token language. It ends where the answer ends (``trajectory="answer"``, :mod:`.trajectory`; EOS
+kept); with ``"with_stop"`` RailCap also caps the step into the stop string and many samples run on to the
+token limit (docs/miniworld.md has the measured difference).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from railsweep.strategies.base import (
     EvalContext,
     NoOffSwitch,
     QuestionOutcome,
+    StrategyBase,
     greedy,
     register,
     sample_and_grade,
@@ -38,7 +38,7 @@ class RailCapConfig:
     ``trajectory``: "answer" (the greedy completion up to its stop string) or "with_stop";
     ``stop_after_departure``: no caps after the sample's first actual departure (a step whose logits
     RailCap changed sampled none of its targets); ``spare_numbers``: never cap a number token
-    (:mod:`.numbers`). Both default off (the paper's Algorithm 1)."""
+    (:mod:`.numbers`). Both are Table 4 rows, off by default (the paper's Algorithm 1)."""
 
     n: int = DEFAULT_N
     mode: str = "cap"
@@ -63,8 +63,7 @@ class RailCapConfig:
                 raise ConfigError(f"RailCap {name} must be true or false, got {name}={getattr(self, name)!r}")
 
     def spec(self, trajectory: Sequence[int], spare: Sequence[int] = ()) -> RailCapSpec:
-        """One question's spec: its settings were checked with this config (once per cell), and the
-        trajectory and ``spare`` are token ids, so the spec does not check them again."""
+        """One question's spec, unchecked: its settings were checked with this config, once per cell."""
         return RailCapSpec(
             tuple(trajectory), n=self.n, mode=self.mode, successor=self.successor,  # type: ignore[arg-type]
             stop_after_departure=self.stop_after_departure, spare=tuple(spare), checked=True,
@@ -84,7 +83,7 @@ def _label(c: RailCapConfig) -> str:
 
 
 def _is_main(c: RailCapConfig) -> bool:
-    """Tables 1–3 show RailCap at its defaults: n = DEFAULT_N, cap, last successor, the answer's trajectory."""
+    """Tables 1–3 show RailCap at its defaults."""
     return c == RailCapConfig()
 
 
@@ -98,10 +97,7 @@ def _is_main(c: RailCapConfig) -> bool:
     interventions=(RailCapSpec,),
     roles=("scatter",),
 )
-class RailCap:
-    def __init__(self, config: RailCapConfig | None = None):
-        self.config = config or RailCapConfig()
-
+class RailCap(StrategyBase):
     def run(self, ctx: EvalContext, questions: Sequence[Question]) -> list[QuestionOutcome]:
         """1. greedy trajectories; 2. m samples per question with a RailCapSpec; 3. extras."""
         trajectories = greedy(ctx, questions)

@@ -1,7 +1,7 @@
 """Shortcut-neuron localisation (baselines.md §3.3–3.5), once per (model, domain), cached with a manifest.
 
-Roles: M_co (``ctx.adapter``) plays the official M2, M_cl (``ctx.clean_adapter``) M1, the base
-(``ctx.base_adapter``; None = adapter disabled) M0. Steps:
+M_co (``ctx.adapter``) plays the official M2, M_cl (``ctx.clean_adapter``) M1, the base (``ctx.base_adapter``)
+M0. Steps:
 
 1. comparative score: M_co greedy-decodes the first ``n_questions`` leaked questions; M_co and M_cl are
    teacher-forced on prompt + that completion and ``change[l, j] = sqrt(mean_t (a_cl[t,l,j] − a_co[t,l,j])²)``
@@ -12,11 +12,10 @@ Roles: M_co (``ctx.adapter``) plays the official M2, M_cl (``ctx.clean_adapter``
 3. score = change + Δ2 + Δ0 (the official unweighted sum); neurons ranked by score, descending (ties keep
    (layer, index) order).
 
-Prompts are the task's own 8-shot prompts (the official RMS pass used a zero-shot Tulu chat wrapper).
-Deviations, for budget: a subset of questions (official: 657 for the RMS term, all 1,319 for the causal one)
-and ``n_blocks`` blocks per layer (official: 43 for d_mlp=11008). The causal term costs ``2 · (L−1) ·
-n_blocks`` patched greedy runs over ``n_questions`` (Llama-2-7B at the defaults: 992 runs, 63k decodes) plus
-2 unpatched runs; the manifest records these counts and the wall time.
+Prompts are the task's 8-shot ones (the official RMS pass used a zero-shot Tulu chat wrapper). For budget, a
+subset of questions (official: 657 for the RMS term, all 1,319 for the causal one) and ``n_blocks`` blocks per
+layer (official: 43 for d_mlp=11008): the causal term costs ``2 · (L−1) · n_blocks`` patched greedy runs over
+``n_questions`` (Llama-2-7B at the defaults: 992 runs, 63k decodes) plus 2 unpatched (see the manifest).
 """
 
 from __future__ import annotations
@@ -36,7 +35,8 @@ import torch
 from railsweep.atomic import write_dir_atomic
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.errors import ConfigError, DataError
-from railsweep.interventions.neuron_patch import NeuronPatchSpec, down_projections, mlp_widths, use_adapter
+from railsweep.interventions import NeuronPatchSpec
+from railsweep.interventions.neuron_patch import down_projections, hooks, mlp_widths, use_adapter
 from railsweep.strategies.base import EvalContext
 from railsweep.strategies.shortcut.plan import LocalisationParams, engine_model, select_indices
 from railsweep.tasks.base import Question
@@ -66,8 +66,8 @@ def _greedy_requests(ctx, qs, adapter, spec=None) -> list[Request]:
 
 
 def _accuracies_of_jobs(ctx, jobs: list[list[tuple]]) -> list[list[float]]:
-    """Greedy accuracy of each (questions, adapter, patch) group of every job (one engine call each), in
-    order. On a sweep's engine (``generate_shares``: :mod:`railsweep.sweep.run.sharing`) idle engines help."""
+    """Greedy accuracy of each (questions, adapter, patch) group of every job (one engine call each, shared
+    with idle engines on a sweep's engine), in order."""
     built = []
     for groups in jobs:
         reqs, spans = [], []
@@ -105,19 +105,13 @@ def _fold_batch(model, downs, ids, mask, keep, adapters, sumsq: list[torch.Tenso
         return hook
 
     for adapter, make in zip(adapters, (record, accumulate)):
-        handles = [d.register_forward_pre_hook(make(i)) for i, d in enumerate(downs)]
-        try:
-            with torch.no_grad(), use_adapter(model, adapter):
-                model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1)
-        finally:
-            for h in handles:
-                h.remove()
+        with hooks(downs, make), torch.no_grad(), use_adapter(model, adapter):
+            model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1)
 
 
 def comparative_scores(ctx: EvalContext, qs: Sequence[Question], params: LocalisationParams) -> tuple:
-    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions. Memory stays at one
-    batch of completion-token activations: the M_cl pass folds its squared difference into per-neuron
-    float64 sums inside the hook."""
+    """Step 1: RMS of (M_cl − M_co) down-projection inputs on M_co's greedy completions; memory stays at one
+    batch of activations (the M_cl pass folds its squared difference into float64 sums inside the hook)."""
     model, tok = engine_model(ctx)
     downs = down_projections(model)[:-1]
     comps = ctx.engine.generate(_greedy_requests(ctx, qs, ctx.adapter))

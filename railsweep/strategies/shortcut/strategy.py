@@ -1,4 +1,4 @@
-"""The Shortcut strategy: evaluate M_co with its top-K shortcut neurons carrying a reference model's activations.
+"""The Shortcut strategy: M_co with its top-K shortcut neurons carrying a reference model's activations.
 
 Per run (baselines.md §3.6, §3.10):
 
@@ -29,6 +29,7 @@ from railsweep.strategies.base import (
     DecodeSettings,
     EvalContext,
     QuestionOutcome,
+    StrategyBase,
     greedy_readout,
     register,
     sample_and_grade,
@@ -40,9 +41,7 @@ from railsweep.tasks.base import Question
 
 @dataclass(frozen=True)
 class ShortcutConfig:
-    """Shortcut-neuron patching.
-
-    k: neurons patched (None: use k_fraction). Official scripts use 3k–16k of Llama-2-7B's 341k.
+    """k: neurons patched (None: use k_fraction). Official scripts use 3k–16k of Llama-2-7B's 341k.
     k_fraction: K as a fraction of the neurons in layers 0..L−2 (default 2%: ~6.8k for Llama-2-7B).
     patch_start: first rank patched (official ``--patch_start``; 0 = the top).
     control: "ranked" (localised neurons) or "random" (uniformly drawn neurons, seeded by control_seed).
@@ -100,14 +99,10 @@ def random_neurons(widths: Sequence[int], k: int, seed: int) -> np.ndarray:
     return pairs[np.sort(pick)]
 
 
-# vLLM has no neuron patching (it needs a reference model run in lockstep): a vLLM sweep runs these cells
-# on a transformers engine over the same weights.
+# vLLM has no neuron patching: a vLLM sweep runs these cells on a transformers engine over the same weights.
 @register("shortcut", ShortcutConfig, display="Shortcut", tables=("1", "2", "3"),
           interventions=(NeuronPatchSpec,), backends=("transformers",), fallback=True)
-class Shortcut:
-    def __init__(self, config: ShortcutConfig | None = None):
-        self.config = config or ShortcutConfig()
-
+class Shortcut(StrategyBase):
     def neurons(self, ctx: EvalContext, questions: Sequence[Question]) -> NeuronPatchSpec:
         """Step 1–2: the NeuronPatchSpec this run applies."""
         c = self.config
@@ -150,9 +145,8 @@ class Shortcut:
     def one_off(
         self, indices: Sequence[int], leaked: Collection[int], widths: Sequence[int]
     ) -> tuple[str, list[tuple[tuple[int, ...], int]]] | None:
-        """The localisation this run needs, as (key, :func:`~.plan.greedy_plan`), or None when it needs none.
-        ``indices``: the cell's question indices, in order; ``leaked``: which of them M_co saw; ``widths``:
-        d_mlp of every layer. Cells with the same key share one (cached) localisation."""
+        """The localisation this run needs, as (key, :func:`~.plan.greedy_plan`), or None; cells with the same
+        key share one (cached) localisation. ``leaked``: which of the cell's ``indices`` M_co saw."""
         c = self.config
         if c.control != "ranked" or resolve_k(c, sum(widths[:-1])) == 0:
             return None
