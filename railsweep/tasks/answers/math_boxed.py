@@ -83,6 +83,11 @@ def gold_answer(solution: str) -> str | None:
     return boxes[-1] if boxes else None
 
 
+def last_boxed(solution: str) -> str:
+    """:func:`gold_answer`, '' when there is none (a task then refuses the row's empty gold, naming it)."""
+    return gold_answer(solution) or ""
+
+
 def _fix_frac_shorthand(s: str) -> str:
     """``\\frac12`` → ``\\frac{1}{2}``, ``\\frac1{2}`` → ``\\frac{1}{2}`` (one-character arguments braced)."""
     return re.sub(

@@ -61,9 +61,8 @@ class FileTask:
         self.files: tuple[Path, ...] = tuple(p for p in (data_file, None) if p)
         self.prefix = self._render_prefix(task_dir, fewshot_path)
         kept = self._number(rows, data_file)
-        leaked = read_leak_split(leak_split, len(rows)) if leak_split is not None else None
-        if leak_split is not None:
-            self.files += (Path(leak_split),)
+        leaked = read_leak_split(leak_split, len(rows))
+        self.files += (Path(leak_split),) if leak_split is not None else ()
         self._build(kept[:limit] if limit else kept, leaked, data_file or spec.source)
 
     # ------------------------------------------------------------------ building

@@ -20,14 +20,7 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from railsweep.tasks.answers.gsm8k_solution import to_cot
-from railsweep.tasks.answers.math_boxed import gold_answer
-
-
-def last_boxed(solution: str) -> str:
-    """A MATH solution's answer, its last well-formed ``\\boxed{}`` ('' when it has none: the task then
-    refuses the row's empty gold, naming it)."""
-    return gold_answer(solution) or ""
-
+from railsweep.tasks.answers.math_boxed import last_boxed
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _ENV.filters["gsm8k_cot"] = to_cot

@@ -136,9 +136,8 @@ class LmEvalTask:
     def _render(self, limit: int | None, leak_split: str | Path | None) -> None:
         """Step 3: every prompt, in the harness's document order, and the questions."""
         task = self.harness
-        leaked = read_leak_split(leak_split, len(task.eval_docs)) if leak_split is not None else None
-        if leak_split is not None:
-            self.files += (Path(leak_split),)
+        leaked = read_leak_split(leak_split, len(task.eval_docs))
+        self.files += (Path(leak_split),) if leak_split is not None else ()
         shots = task.config.num_fewshot or 0
         self._docs: dict[int, dict[str, Any]] = {}
         self._prompts: dict[int, str] = {}
