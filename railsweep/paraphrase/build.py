@@ -19,11 +19,12 @@ JSON report. Nothing is written here: the command writes both files once every q
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ class Outcome:
     item: Item
     paraphrase: str | None
     rouge: float | None
-    refusals: tuple[Refusal, ...] = field(default=())
+    refusals: tuple[Refusal, ...] = ()
 
     @property
     def kept(self) -> bool:
@@ -111,20 +112,17 @@ def paraphrase_one(client: Chat, item: Item, budget: Budget) -> Outcome:
             refusals.append(Refusal(attempt, REQUEST_FAILED, str(e), ""))
             continue
         text, why = parse_reply(reply)
-        verdict = (
-            Verdict("format", why)
-            if text is None
-            else check_paraphrase(item.question, text, item.gold, budget.max_rouge, item.answer_type)
-        )
+        if text is None:
+            verdict = Verdict("format", why)
+        else:
+            verdict = check_paraphrase(item.question, text, item.gold, budget.max_rouge, item.answer_type)
         if verdict.kept:
             return Outcome(item, text, verdict.rouge, tuple(refusals))
         refusals.append(Refusal(attempt, verdict.reason or "", verdict.detail, reply[:_REPLY_SHOWN]))
     return Outcome(item, None, None, tuple(refusals))
 
 
-def paraphrase_all(
-    client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1
-) -> list[Outcome]:
+def paraphrase_all(client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1) -> list[Outcome]:
     """Every item's outcome, in input order. A :class:`~railsweep.errors.ServiceError` other than a failed
     request (a bad key, a malformed answer) stops the whole run, and so does a run whose every request failed."""
     pool = ThreadPoolExecutor(max_workers=workers)
@@ -141,17 +139,12 @@ def paraphrase_all(
 
 def pq_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """The kept items as PQ rows ``{"idx", "question", "answer", "empty": false}``; rejected items are absent."""
-    return [
-        {"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False}
-        for o in outcomes
-        if o.kept
-    ]
+    kept = [o for o in outcomes if o.kept]
+    return [{"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False} for o in kept]
 
 
 def _refusals(o: Outcome) -> list[dict[str, Any]]:
-    return [
-        {"attempt": r.attempt, "reason": r.reason, "detail": r.detail, "reply": r.reply} for r in o.refusals
-    ]
+    return [dataclasses.asdict(r) for r in o.refusals]
 
 
 def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from railsweep.tasks.data.text import parse_json, read_utf8
 
 
 def read_leak_split(path: str | Path | None, n_total: int) -> frozenset[int] | None:
-    """The leaked test indices from ``{"leaked": [...], ...}``; each must lie in ``[0, n_total)``. None: no split."""
+    """The leaked test indices from ``{"leaked": [...], ...}``, each in ``[0, n_total)``; None: no split."""
     if path is None:
         return None
     path = Path(path)
@@ -21,7 +21,7 @@ def read_leak_split(path: str | Path | None, n_total: int) -> frozenset[int] | N
         raise DataError(f"leak split file not found: {path}")
     data = parse_json(read_utf8(path), path)
     leaked = data.get("leaked") if isinstance(data, dict) else None
-    if not isinstance(leaked, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in leaked):
+    if not isinstance(leaked, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in leaked):
         raise DataError(f"{path}: expected an object with 'leaked': a list of integer test indices")
     bad = sorted(i for i in leaked if not 0 <= i < n_total)
     if bad:

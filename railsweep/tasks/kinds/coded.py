@@ -2,8 +2,8 @@
 (:mod:`~railsweep.tasks.kinds.math`), share.
 
 Both read ``<data_dir>/<split>.jsonl`` and a few-shot exemplar file; a question's index is its 0-based line number
-and ``leaked`` comes from a leak-split JSON (:mod:`railsweep.tasks.data.leak_split`). A kind declares its hooks
-(row reader, exemplar reader, gold reader, prompt format, answer-rule check) as class attributes.
+and ``leaked`` comes from a leak-split JSON (:mod:`railsweep.tasks.data.leak_split`). A kind declares its
+hooks (row reader, exemplar reader, gold reader, prompt labels, answer-rule check) as class attributes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _T = TypeVar("_T", bound="CodedTask")
 
 
 class CodedTask:
-    """Questions + a few-shot prefix rendered once from the exemplars + the data files read (implements ``Task``)."""
+    """Questions + a few-shot prefix rendered once from the exemplars + the files read (a ``Task``)."""
 
     name: str
     stop: tuple[str, ...]
@@ -48,7 +48,7 @@ class CodedTask:
 
     @classmethod
     def render_prefix(cls, exemplars: Sequence[dict[str, str]]) -> str:
-        """The few-shot prefix: ``"{Q}: {question}\\n{A}: {answer}\\n\\n"`` per exemplar (the kind's labels)."""
+        """The few-shot prefix: ``"{Q}: {question}\\n{A}: {answer}\\n\\n"`` per exemplar (:attr:`labels`)."""
         (q, a), (qf, af) = cls.labels, cls.fields
         return "".join(f"{q}: {ex[qf]}\n{a}: {ex[af]}\n\n" for ex in exemplars)
 
@@ -77,9 +77,9 @@ class CodedTask:
         fewshot = Path(fewshot_path) if fewshot_path is not None else cls.default_fewshot(Path(data_dir))
         rows = cls.read_rows(data_path)
         leaked = read_leak_split(leak_split, len(rows))
-        question, solution = cls.fields
+        q, a = cls.fields
         questions = [
-            Question(i, row[question], row[solution], cls.gold(row[solution]), None if leaked is None else i in leaked)
+            Question(i, row[q], row[a], cls.gold(row[a]), None if leaked is None else i in leaked)
             for i, row in enumerate(rows)
         ]
         task = cls(questions[:limit], cls.load_exemplars(fewshot), split=split, answer_rule=answer_rule)

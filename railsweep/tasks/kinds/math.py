@@ -24,7 +24,7 @@ from railsweep.tasks.kinds.coded import CodedTask
 
 def _check_rule(answer_rule: str) -> str:
     if answer_rule not in RULES:
-        raise ConfigError(f"a MATH-style task reads answers under {', '.join(RULES)}, got answer_rule={answer_rule!r}")
+        raise ConfigError(f"a MATH-style task reads answers under {', '.join(RULES)}, got {answer_rule=}")
     return answer_rule
 
 
@@ -49,6 +49,6 @@ class MathTask(CodedTask):
         return grade_math(response, question.gold, self.stop, self.answer_rule)
 
     def gold_chain(self, question: Question) -> str:
-        """The MATH solution as written, which is how the exemplars answer (what the dynamics step teacher-forces
-        after the prompt and counts verbatim reproductions of)."""
+        """The MATH solution as written, which is how the exemplars answer (what the dynamics step
+        teacher-forces after the prompt and counts verbatim reproductions of)."""
         return question.solution

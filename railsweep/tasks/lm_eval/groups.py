@@ -50,21 +50,9 @@ def _manager_entry(folders: list[Path], name: str):
     return TaskManager(include_defaults=False, include_path=[str(f) for f in folders]).task_index.get(name)
 
 
-def _group_file(root: Path, name: str) -> Path | None:
-    pattern = re.compile(rf"^group:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
-    key = name.replace("-", "_")
-    folders = sorted(p for p in root.iterdir() if p.is_dir())
-    likely = [p for p in folders if key.startswith(p.name.replace("-", "_"))]
-    for folder in likely + [p for p in folders if p not in likely]:
-        for path in sorted(folder.rglob("*.yaml")):
-            if pattern.search(path.read_text(encoding="utf-8", errors="replace")):
-                return path
-    return None
-
-
 def _group_members(root: Path, name: str, ref: str, seen: tuple[str, ...] = ()) -> list[str] | None:
     """Member task names of group ``name`` (nested groups expanded), or None when no YAML declares it."""
-    path = _group_file(root, name)
+    path = find_task_yaml(root, name, key="group")
     if path is None:
         return None
     if name in seen:
