@@ -1,20 +1,17 @@
 """Build a PQ file from a GSM8K-style test set: ask, check, retry, keep or reject, one question at a time.
 
 Steps of :func:`paraphrase_all`:
-1. each question is sent with the paper's prompt (:mod:`railsweep.paraphrase.prompt`), up to
-   ``1 + retries`` times, requests for different questions running in ``workers`` threads;
-2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first
-   one that passes is kept, each refusal is recorded with its reason; a request that fails in a way the
-   next may not (:class:`~railsweep.paraphrase.client.RequestFailed`: HTTP 5xx, 408, 429, a timeout, a
-   refused or dropped connection) is a refusal too (``request_failed``), and the next attempt waits
-   ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
+1. each question is sent with the paper's prompt, up to ``1 + retries`` times, in ``workers`` threads;
+2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first that
+   passes is kept, each refusal is recorded with its reason; a request that fails in a way the next may not
+   (:class:`~railsweep.paraphrase.client.RequestFailed`) is a refusal too (``request_failed``), and the next
+   attempt waits ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
 3. a question with no passing reply within its budget is rejected and never written;
-4. a run in which every request failed stops with that error (:class:`~railsweep.errors.ServiceError`):
-   the endpoint is down, not the questions hard.
+4. a run in which every request failed stops with that error (:class:`~railsweep.errors.ServiceError`): the
+   endpoint is down, not the questions hard.
 
-:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the format
-:func:`railsweep.tasks.load_paraphrases` reads; the gold answer is the input's, carried over) and the
-JSON report. Nothing is written here: the command writes both files once every question is done.
+:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the gold answer carried over)
+and the JSON report; the command writes both once every question is done.
 """
 
 from __future__ import annotations

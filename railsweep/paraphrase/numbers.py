@@ -1,17 +1,12 @@
 """The numbers a math question states, as values, so a paraphrase can be checked for keeping them.
 
-Rule (what counts as a number):
-- a number written in digits, thousands commas and a leading sign dropped, compared by value
-  (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = ``3``, ``25%`` = ``25``);
-- a cardinal number word: zero to twenty, the tens (thirty ... ninety), hundred, thousand, million,
-  and hyphenated tens-units such as ``twenty-five``; so ``three eggs`` and ``3 eggs`` state the same 3;
-- a word that states a count or a factor: ``twice`` / ``double`` (2), ``thrice`` / ``triple`` (3),
-  ``quadruple`` (4), so ``twice a week`` may become ``2 times a week``.
-
-Not counted: the word ``one`` (as often an article as a quantity: ``one day``, ``one of them``, ``a
-single glass``; a 1 written in digits counts), ordinals (``third``), fractions in words (``half``), ``dozen``, ``pair``, multi-word
-numbers (``two hundred`` is 2 and 100). A paraphrase that turns ``a dozen`` into ``12`` is refused as
-adding a number: refusing a good paraphrase costs one retry, keeping a changed number corrupts the item.
+A number is one written in digits, compared by value (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = ``3``,
+``25%`` = ``25``); a cardinal word (zero to twenty, the tens, hundred, thousand, million, ``twenty-five``), so
+``three eggs`` and ``3 eggs`` state the same 3; or a count or factor word (``twice``/``double`` 2,
+``thrice``/``triple`` 3, ``quadruple`` 4). Not counted: the word ``one`` (as often an article: ``one day``),
+ordinals, fractions in words, ``dozen``, ``pair``, multi-word numbers (``two hundred`` is 2 and 100). A
+paraphrase that turns ``a dozen`` into ``12`` is refused as adding a number: refusing a good paraphrase costs
+one retry, keeping a changed number corrupts the item.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """Reading and grading an answer as a task file declares it: ordered extraction steps, then one grader.
 
-Steps of :func:`grade_with` (the same structure as railsweep's coded rules and lm-evaluation-harness's
-regex filters):
+Steps of :func:`grade_with` (the structure of railsweep's coded rules and lm-evaluation-harness's filters):
 
 1. **cut** the response at its first stop string (the task's ``stop``, then the rule's own ``cut``);
-2. **extract**: try each step in order; the first that finds something gives the answer. A ``regex``
-   step takes the first or last match (``select``) and, as lm-eval's ``regex`` filter does, its only
-   group, or the first non-empty group when there are several, or the whole match when there are none,
-   stripped. ``boxed`` takes the first/last well-formed ``\\boxed{}`` and ``answer_is`` the first/last
-   "The answer is X" (:mod:`railsweep.tasks.answers.math_boxed`). The first step counts as ``strict`` in a
-   cell's table, any later one as ``flexible``; nothing found is ``none``;
-3. **grade** with the rule's grader: ``numeric`` (thousands separators, ``$`` and whitespace removed, then
-   compared as decimals, within ``tolerance``), ``string`` (lm-eval's ``exact_match``: each of
-   ``regexes_to_ignore`` deleted in order from both sides, optionally lower-cased, then equal) or ``math``
-   (:func:`railsweep.tasks.answers.math_equiv.is_equiv`: normalised strings, then sympy).
+2. **extract**: the first step that finds something gives the answer. A ``regex`` step takes the first or last
+   match (``select``) and, as lm-eval's ``regex`` filter does, its only group, or the first non-empty group of
+   several, or the whole match, stripped; ``boxed`` and ``answer_is`` read as
+   :mod:`railsweep.tasks.answers.math_boxed` does. The first step counts as ``strict``, a later one as
+   ``flexible``; nothing found is ``none``;
+3. **grade**: ``numeric`` (thousands separators, ``$`` and whitespace removed, compared as decimals within
+   ``tolerance``), ``string`` (lm-eval's ``exact_match``: ``regexes_to_ignore`` deleted in order from both
+   sides, optionally lower-cased) or ``math`` (:func:`railsweep.tasks.answers.math_equiv.is_equiv`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """A small LaTeX → sympy reader for the answers MATH-style problems have.
 
-sympy's own ``sympy.parsing.latex`` needs the ``antlr4`` runtime (or ``lark``),
-neither of which railsweep depends on; MATH answers use a narrow corner of
-LaTeX, so a recursive-descent reader over that corner is shorter than another
-dependency and never executes text (``parse_expr`` would ``eval`` it).
-
-What it reads (after :func:`railsweep.tasks.answers.math_boxed.strip_math`):
-numbers (``12``, ``0.25``, exact: a decimal is read as a Rational), single-letter
-variables, ``\\pi``, ``\\infty``, ``\\frac{a}{b}``, ``\\sqrt{x}``, ``\\sqrt[n]{x}``,
-``^`` (``x^2``, ``x^{10}``), ``!``, ``+ - * / \\cdot \\times \\div``, implicit
-products (``2x``, ``3\\sqrt{2}``, ``2(x+1)``), parentheses and braces,
-``|x|``, and ``\\sin \\cos \\tan \\ln \\log \\exp``. Anything else raises
-:class:`LatexError`; so does a number too large to compute with (an exponent
-or factorial past :data:`MAX_EXPONENT`, an exact power past :data:`MAX_BITS`), so no
-answer can stall the grader.
+sympy's own ``sympy.parsing.latex`` needs ``antlr4`` (or ``lark``), which railsweep does not depend on; MATH
+answers use a narrow corner of LaTeX, so a recursive-descent reader is shorter than another dependency and
+never executes text (``parse_expr`` would ``eval`` it). It reads numbers (a decimal exactly, as a Rational),
+single-letter variables, ``\\pi``, ``\\infty``, ``\\frac``, ``\\sqrt``/``\\sqrt[n]``, ``^``, ``!``,
+``+ - * / \\cdot \\times \\div``, implicit products (``2x``, ``2(x+1)``), brackets, ``|x|`` and
+``\\sin \\cos \\tan \\ln \\log \\exp``. Anything else raises :class:`LatexError`; so does a number too
+large to compute with (past :data:`MAX_EXPONENT` or :data:`MAX_BITS`), so no answer can stall the grader.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Reading a leak split: which test questions a contaminated model saw, ``{"leaked": [test indices], ...}``.
-
-Every task kind reads it the same way: the indices are the task's question indices on its test split, each in
-``[0, n_total)``; ``Question.leaked`` is then whether a question's index is among them.
-"""
+"""Reading a leak split, which test questions a contaminated model saw: ``{"leaked": [test indices], ...}``,
+the task's question indices on its test split (``Question.leaked``)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,14 @@
 """Paraphrased GSM8K test questions (the "PQ" contamination domain).
 
-PQ is used ONLY to build M_co's training data for the PQ domain (the leaked
-questions are seen reworded, with the original reasoning chain and gold);
-evaluation always uses the original test questions.
+PQ only builds M_co's training data for the PQ domain (the leaked questions are seen reworded, with the
+original reasoning chain and gold); evaluation always uses the original questions. File format
+(``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one ``{"idx": int, "question": str, "answer": str,
+"empty": bool}`` per line, ``idx`` the 0-based line number in GSM8K ``test.jsonl``.
 
-File format (``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one JSON object
-per line, ``{"idx": int, "question": str, "answer": str, "empty": bool}``, where
-``idx`` is the 0-based line number in GSM8K ``test.jsonl``.
-
-Empty paraphrases **[decision]**: the public file has 4 empty rows (idx 309,
-669, 727, 948). A row counts as empty when ``"empty"`` is true or its question
-is blank. Given ``originals``, an empty row falls back to the ORIGINAL question
-(so every leaked question is still trained on, just not reworded); without
-``originals`` it is left out of the result. Either way a warning lists the
-indices through :mod:`logging`.
+Empty paraphrases **[decision]**: the public file has 4 (idx 309, 669, 727, 948); a row is empty when
+``"empty"`` is true or its question is blank. Given ``originals``, an empty row falls back to the ORIGINAL
+question (every leaked question is still trained on, just not reworded); without, it is left out. Either way
+a warning lists the indices.
 """
 
 from __future__ import annotations

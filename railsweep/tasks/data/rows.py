@@ -1,9 +1,5 @@
-"""Rows of a task's data file: JSONL, CSV or Parquet on disk, or a hub dataset through ``datasets``.
-
-Every row becomes a plain ``dict`` (field -> value) in file order; a file that
-is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError`
-naming the file (and the line, for JSONL).
-"""
+"""Rows of a task's data file (JSONL, JSON, CSV or Parquet) or of a hub dataset, each a plain ``dict`` in file
+order; a file that is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError` naming it."""
 
 from __future__ import annotations
 
