@@ -21,14 +21,8 @@ _UNITS = (
 ).split()
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _COUNTS = {"twice": 2, "double": 2, "thrice": 3, "triple": 3, "quadruple": 4}
-WORDS = {
-    **{w: i for i, w in enumerate(_UNITS) if w != "one"},
-    **_TENS,
-    **_COUNTS,
-    "hundred": 100,
-    "thousand": 1000,
-    "million": 10**6,
-}
+WORDS = {**{w: i for i, w in enumerate(_UNITS) if w != "one"}, **_TENS, **_COUNTS, "hundred": 100, "thousand": 1000,
+         "million": 10**6}  # fmt: skip
 
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _TENS_UNITS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-(?:one|two|three|four|five|six|seven|eight|nine)"
@@ -44,18 +38,11 @@ def _word_value(word: str) -> Decimal:
     return Decimal(WORDS[word])
 
 
-def _digits_value(text: str) -> Decimal:
-    try:
-        return Decimal(text.replace(",", "")).normalize()
-    except InvalidOperation:  # the pattern admits only valid literals; kept explicit for safety
-        raise ValueError(f"not a number: {text!r}") from None
-
-
 def numbers(text: str) -> Counter[Decimal]:
     """The multiset of number values ``text`` states (see the module docstring for what counts)."""
     out: Counter[Decimal] = Counter()
     for m in _NUMBER.finditer(text):
-        value = _digits_value(m["digits"]) if m["digits"] else _word_value(m["word"])
+        value = Decimal(m["digits"].replace(",", "")) if m["digits"] else _word_value(m["word"])
         out[value.normalize()] += 1
     return out
 

@@ -14,13 +14,6 @@ from railsweep.tasks.data.paraphrases import load_paraphrases
 from railsweep.tasks.kinds.gsm8k import GSM8KTask, render_fewshot_prefix
 
 __all__ = [
-    "GSM8KTask",
-    "Grade",
-    "Question",
-    "Task",
-    "grade",
-    "load_paraphrases",
-    "parse_gold",
-    "render_fewshot_prefix",
-    "to_cot",
+    "GSM8KTask", "Grade", "Question", "Task", "grade", "load_paraphrases", "parse_gold",
+    "render_fewshot_prefix", "to_cot"
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 from railsweep.tasks.answers.file_rule_spec import Extractor, Grader
-from railsweep.tasks.answers.gsm8k_rules import cut_at_stop
+from railsweep.tasks.answers.gsm8k_rules import canonical_number, cut_at_stop
 from railsweep.tasks.answers.math_boxed import strip_math
 from railsweep.tasks.answers.math_equiv import is_equiv
 from railsweep.tasks.base import Grade
@@ -35,10 +35,6 @@ def normalize_numeric(text: str, thousands_separator: str = ",") -> Decimal | No
     except InvalidOperation:
         return None
     return d if d.is_finite() else None
-
-
-def _canonical_number(d: Decimal) -> str:
-    return "0" if d == 0 else format(d.normalize(), "f")
 
 
 def _canonical_string(grader: Grader, text: str) -> str:
@@ -58,9 +54,9 @@ def judge(grader: Grader, pred: str, gold: str) -> tuple[str | None, bool]:
         return None, False
     want = normalize_numeric(gold, grader.thousands_separator)
     if want is None:
-        return _canonical_number(got), _canonical_number(got) == gold.strip()
+        return canonical_number(got), canonical_number(got) == gold.strip()
     close = got == want if grader.tolerance == 0 else abs(got - want) <= Decimal(str(grader.tolerance))
-    return _canonical_number(got), close
+    return canonical_number(got), close
 
 
 def grade_with(rule: Extractor, response: str, gold: str, stop: tuple[str, ...]) -> Grade:

@@ -49,11 +49,12 @@ def normalize_number(text: str) -> str | None:
         d = Decimal(s)
     except InvalidOperation:
         return None
-    if not d.is_finite():
-        return None
-    if d == 0:
-        return "0"
-    return format(d.normalize(), "f")
+    return canonical_number(d) if d.is_finite() else None
+
+
+def canonical_number(d: Decimal) -> str:
+    """A finite decimal as a plain string without trailing zeros (``"0"`` for any zero)."""
+    return "0" if d == 0 else format(d.normalize(), "f")
 
 
 def _from_match(m: re.Match[str]) -> str | None:

@@ -21,14 +21,8 @@ MAX_BITS = 100_000  # an exact power with a larger result is refused, not comput
 MAX_LENGTH = 400  # longer answers are not read (no MATH answer comes close)
 
 _TOKEN = re.compile(r"\s*(\\[a-zA-Z]+|\d+\.\d*|\.\d+|\d+|[a-zA-Z]|[-+*/^!(){}\[\]|])")
-_FUNCTIONS = {
-    "\\sin": sympy.sin,
-    "\\cos": sympy.cos,
-    "\\tan": sympy.tan,
-    "\\ln": sympy.log,
-    "\\log": sympy.log,
-    "\\exp": sympy.exp,
-}
+_FUNCTIONS = {"\\sin": sympy.sin, "\\cos": sympy.cos, "\\tan": sympy.tan, "\\ln": sympy.log, "\\log": sympy.log,
+              "\\exp": sympy.exp}  # fmt: skip
 _CONSTANTS = {"\\pi": sympy.pi, "\\infty": sympy.oo}
 _TIMES = ("*", "\\cdot", "\\times")
 _DIVIDE = ("/", "\\div")
@@ -102,12 +96,8 @@ class _Reader:
                 return value
 
     def unary(self) -> sympy.Expr:
-        if self.peek() == "-":
-            self.take()
-            return -self.unary()
-        if self.peek() == "+":
-            self.take()
-            return self.unary()
+        if self.peek() in ("-", "+"):
+            return -self.unary() if self.take() == "-" else self.unary()
         return self.power()
 
     def power(self) -> sympy.Expr:
@@ -152,14 +142,10 @@ class _Reader:
             return sympy.Symbol(tok)
         if tok in _CONSTANTS:
             return _CONSTANTS[tok]
-        if tok in ("(", "{", "["):
+        if tok in ("(", "{", "[", "|"):
             value = self.expr()
-            self.take({"(": ")", "{": "}", "[": "]"}[tok])
-            return value
-        if tok == "|":
-            value = self.expr()
-            self.take("|")
-            return sympy.Abs(value)
+            self.take({"(": ")", "{": "}", "[": "]", "|": "|"}[tok])
+            return sympy.Abs(value) if tok == "|" else value
         if tok == "\\frac":
             num = self.group()
             return num / _nonzero(self.group())
@@ -170,23 +156,17 @@ class _Reader:
         raise LatexError(f"cannot read {tok!r}")
 
     def sqrt(self) -> sympy.Expr:
-        if self.peek() == "[":
-            self.take("[")
-            index = self.expr()
-            self.take("]")
-            return sympy.root(self.group(), index)
-        return sympy.sqrt(self.group())
+        if self.peek() != "[":
+            return sympy.sqrt(self.group())
+        self.take("[")
+        index = self.expr()
+        self.take("]")
+        return sympy.root(self.group(), index)
 
 
 def _starts_atom(tok: str) -> bool:
-    return (
-        tok[0].isdigit()
-        or tok[0] == "."
-        or (len(tok) == 1 and tok.isalpha())
-        or tok in ("(", "{", "\\frac", "\\sqrt")
-        or tok in _CONSTANTS
-        or tok in _FUNCTIONS
-    )
+    named = ("(", "{", "\\frac", "\\sqrt", *_CONSTANTS, *_FUNCTIONS)
+    return tok[0].isdigit() or tok[0] == "." or (len(tok) == 1 and tok.isalpha()) or tok in named
 
 
 def _nonzero(value: sympy.Expr) -> sympy.Expr:

@@ -215,12 +215,5 @@ def load_lm_eval_spec(ref: str) -> LmEvalSpec:
     hashed = {**config, "metadata": {k: v for k, v in config["metadata"].items() if k != "config_source"}}
     blob = json.dumps({"lm_eval": lm_eval.__version__, "config": hashed}, sort_keys=True, default=_canonical)
     filters = tuple(f["name"] for f in config.get("filter_list") or ()) or ("none",)
-    return LmEvalSpec(
-        ref=ref,
-        name=name,
-        source=path,
-        sha256=hashlib.sha256(blob.encode()).hexdigest(),
-        version=lm_eval.__version__,
-        config=config,
-        filter_names=filters,
-    )
+    digest = hashlib.sha256(blob.encode()).hexdigest()
+    return LmEvalSpec(ref, name, path, digest, lm_eval.__version__, config, filter_names=filters)
