@@ -37,10 +37,6 @@ def names(text: str) -> set[str]:
     return {m[1] for m in _NAME.finditer(prose) if not _SENTENCE_START.search(prose[: m.start()])}
 
 
-def _prose_key(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def states_answer(text: str, gold: str, answer_type: str) -> bool:
     """Whether ``text`` states ``gold``: a LaTeX gold (``math``) as a formula key anywhere in the text, a string
     gold as whole words, case and spacing ignored. A gold with no letter or digit is never found."""
@@ -49,4 +45,5 @@ def states_answer(text: str, gold: str, answer_type: str) -> bool:
     if answer_type == "math":
         key = latex_key(gold)
         return key in latex_key(text) and (len(key) > 1 or bool(re.search(rf"(?<![\w\\]){re.escape(key)}(?!\w)", text)))
-    return re.search(rf"(?<!\w){re.escape(_prose_key(gold))}(?!\w)", _prose_key(text)) is not None
+    gold, text = " ".join(gold.lower().split()), " ".join(text.lower().split())  # case and spacing ignored
+    return re.search(rf"(?<!\w){re.escape(gold)}(?!\w)", text) is not None

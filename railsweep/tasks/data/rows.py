@@ -36,18 +36,10 @@ def read_rows(path: str | Path, fmt: str) -> list[dict[str, Any]]:
     if fmt == "csv":
         return [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
     if fmt == "json":
-        return _json_list(text, path)
-    return _jsonl(text, path)
-
-
-def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
-    data = parse_json(text, path)
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        raise DataError(f"{path}: expected a JSON list of objects")
-    return data
-
-
-def _jsonl(text: str, path: Path) -> list[dict[str, Any]]:
+        data = parse_json(text, path)
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise DataError(f"{path}: expected a JSON list of objects")
+        return data
     rows = []
     for lineno, row in json_lines(path, text):
         if not isinstance(row, dict):

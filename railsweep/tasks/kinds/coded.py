@@ -31,6 +31,7 @@ class CodedTask:
     read_rows: Callable[[Path], list[dict[str, str]]]
     load_exemplars: Callable[[Path], list[dict[str, str]]]
     gold: Callable[[str], str]  # a solution's gold answer
+    default_fewshot: Callable[[Path], Path]  # the exemplar file read from a data folder when none is given
 
     def __init__(
         self,
@@ -51,11 +52,6 @@ class CodedTask:
         """The few-shot prefix: ``"{Q}: {question}\\n{A}: {answer}\\n\\n"`` per exemplar (:attr:`labels`)."""
         (q, a), (qf, af) = cls.labels, cls.fields
         return "".join(f"{q}: {ex[qf]}\n{a}: {ex[af]}\n\n" for ex in exemplars)
-
-    @classmethod
-    def default_fewshot(cls, data_dir: Path) -> Path:
-        """The exemplar file read when none is given."""
-        raise NotImplementedError
 
     @classmethod
     def from_dir(

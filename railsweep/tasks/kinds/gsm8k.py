@@ -13,7 +13,6 @@ Responses are graded under the task's ``answer_rule`` (:mod:`railsweep.tasks.ans
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from railsweep.tasks.answers.gsm8k_rules import STOP, check_answer_rule, grade
 from railsweep.tasks.answers.gsm8k_solution import parse_gold, to_cot
@@ -34,10 +33,7 @@ class GSM8KTask(CodedTask):
     read_rows = staticmethod(read_jsonl)
     load_exemplars = staticmethod(load_exemplars)
     gold = staticmethod(parse_gold)
-
-    @classmethod
-    def default_fewshot(cls, data_dir: Path) -> Path:
-        return data_dir / "cot_8shot.json"
+    default_fewshot = staticmethod(lambda data_dir: data_dir / "cot_8shot.json")
 
     def grade(self, response: str, question: Question) -> Grade:
         return grade(response, question.gold, self.stop, self.answer_rule)

@@ -12,8 +12,6 @@ Prompt: each exemplar as ``"Problem: {problem}\\nSolution: {solution}\\n\\n"``, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from railsweep.errors import ConfigError
 from railsweep.tasks.answers.math_boxed import last_boxed
 from railsweep.tasks.answers.math_rules import RULES, STOP, grade_math
@@ -40,10 +38,7 @@ class MathTask(CodedTask):
     read_rows = staticmethod(read_math_jsonl)
     load_exemplars = staticmethod(load_math_exemplars)
     gold = staticmethod(last_boxed)
-
-    @classmethod
-    def default_fewshot(cls, data_dir: Path) -> Path:
-        return MATH_FEWSHOT
+    default_fewshot = staticmethod(lambda data_dir: MATH_FEWSHOT)
 
     def grade(self, response: str, question: Question) -> Grade:
         return grade_math(response, question.gold, self.stop, self.answer_rule)
