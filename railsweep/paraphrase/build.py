@@ -136,8 +136,8 @@ def paraphrase_all(client: Chat, items: Sequence[Item], budget: Budget, workers:
 
 def pq_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """The kept items as PQ rows ``{"idx", "question", "answer", "empty": false}``; rejected items are absent."""
-    kept = [o for o in outcomes if o.kept]
-    return [{"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False} for o in kept]
+    return [{"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False}
+            for o in outcomes if o.kept]  # fmt: skip
 
 
 def _refusals(o: Outcome) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """The numbers a math question states, as values, so a paraphrase can be checked for keeping them.
 
-A number is one written in digits, compared by value (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = ``3``,
-``25%`` = ``25``); a cardinal word (zero to twenty, the tens, hundred, thousand, million, ``twenty-five``), so
+A number is one written in digits, compared by value (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = 3,
+``25%`` = 25); a cardinal word (zero to twenty, the tens, hundred, thousand, million, ``twenty-five``), so
 ``three eggs`` and ``3 eggs`` state the same 3; or a count or factor word (``twice``/``double`` 2,
 ``thrice``/``triple`` 3, ``quadruple`` 4). Not counted: the word ``one`` (as often an article: ``one day``),
 ordinals, fractions in words, ``dozen``, ``pair``, multi-word numbers (``two hundred`` is 2 and 100). A
@@ -21,8 +21,8 @@ _UNITS = (
 ).split()
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _COUNTS = {"twice": 2, "double": 2, "thrice": 3, "triple": 3, "quadruple": 4}
-WORDS = {**{w: i for i, w in enumerate(_UNITS) if w != "one"}, **_TENS, **_COUNTS, "hundred": 100, "thousand": 1000,
-         "million": 10**6}  # fmt: skip
+WORDS = {**{w: i for i, w in enumerate(_UNITS) if w != "one"}, **_TENS, **_COUNTS,
+         "hundred": 100, "thousand": 1000, "million": 10**6}  # fmt: skip
 
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _TENS_UNITS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-(?:one|two|three|four|five|six|seven|eight|nine)"

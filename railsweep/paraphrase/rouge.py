@@ -1,5 +1,5 @@
-"""ROUGE-L between a paraphrase and its original, in pure Python: a paraphrase that keeps most of the original's
-words in order is a near copy, and training on it would leak the test question almost verbatim."""
+"""ROUGE-L between a paraphrase and its original, in pure Python: a paraphrase that keeps most of the
+original's words in order is a near copy, and training on it would leak the test question almost verbatim."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ MAX_BITS = 100_000  # an exact power with a larger result is refused, not comput
 MAX_LENGTH = 400  # longer answers are not read (no MATH answer comes close)
 
 _TOKEN = re.compile(r"\s*(\\[a-zA-Z]+|\d+\.\d*|\.\d+|\d+|[a-zA-Z]|[-+*/^!(){}\[\]|])")
-_FUNCTIONS = {"\\sin": sympy.sin, "\\cos": sympy.cos, "\\tan": sympy.tan, "\\ln": sympy.log, "\\log": sympy.log,
-              "\\exp": sympy.exp}  # fmt: skip
+_FUNCTIONS = {"\\sin": sympy.sin, "\\cos": sympy.cos, "\\tan": sympy.tan,
+              "\\ln": sympy.log, "\\log": sympy.log, "\\exp": sympy.exp}  # fmt: skip
 _CONSTANTS = {"\\pi": sympy.pi, "\\infty": sympy.oo}
 _TIMES = ("*", "\\cdot", "\\times")
 _DIVIDE = ("/", "\\div")

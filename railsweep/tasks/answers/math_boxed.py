@@ -1,12 +1,12 @@
 """MATH-style answers: the ``\\boxed{}`` answer of a solution and its string normalisation.
 
 A MATH solution (Hendrycks et al. 2021) ends with the answer in ``\\boxed{...}`` (rarely ``\\fbox{...}`` or
-``\\boxed 5``); the gold answer is the LAST box, and a model prompted with such exemplars answers the same way.
+``\\boxed 5``); the gold answer is the LAST box, and a model prompted with such exemplars answers alike.
 A box whose braces never close is not an answer. A response without a box falls back to the last "The answer
 is X" (Minerva's "The final answer is $X$. I hope it is correct." included).
 
-:func:`strip_math` is the MATH reference grader's ``strip_string`` with lm-evaluation-harness ``minerva_math``'s
-additions; two answers equal as strings after it are equal, and
+:func:`strip_math` is the MATH reference grader's ``strip_string`` with lm-evaluation-harness
+``minerva_math``'s additions; two answers equal as strings after it are equal, and
 :mod:`railsweep.tasks.answers.math_equiv` compares the rest with sympy.
 """
 

@@ -42,17 +42,26 @@ class Source:
     sha256: str | None
 
 
-FILES: Mapping[str, Source] = {  # fmt: skip
-    "gsm8k/test.jsonl": Source(f"{_GSM8K}/grade_school_math/data/test.jsonl",
-                               "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"),
-    "gsm8k/train.jsonl": Source(f"{_GSM8K}/grade_school_math/data/train.jsonl",
-                                "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465"),
+FILES: Mapping[str, Source] = {
+    "gsm8k/test.jsonl": Source(
+        f"{_GSM8K}/grade_school_math/data/test.jsonl",
+        "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14",
+    ),
+    "gsm8k/train.jsonl": Source(
+        f"{_GSM8K}/grade_school_math/data/train.jsonl",
+        "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465",
+    ),
     "gsm8k/LICENSE": Source(f"{_GSM8K}/LICENSE", "86bbb73e855821d7c401912fd4bf82e34313e6e3b6fd6f909f2b6cc9e209a53b"),
-    "gsm8k/LICENSE.lm-evaluation-harness": Source(f"{_LM_EVAL}/LICENSE.md",
-                                                  "a806e42547620dffbc2ec0333322c8b3523b4af11e059be14ef81aa5b1ae021f"),
-    f"{PQ_DIR}/rephrase_gsm8k.jsonl": Source(f"{_REPHRASE}/data/rephrase/rephrase_gsm8k.jsonl",
-                                             "5d1d8de893fa6e6f2f45aac7a7562c7546a653d44f3fe2dbff6a24a002e75781"),
-    f"{PQ_DIR}/LICENSE": Source(f"{_REPHRASE}/LICENSE", "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"),
+    "gsm8k/LICENSE.lm-evaluation-harness": Source(
+        f"{_LM_EVAL}/LICENSE.md", "a806e42547620dffbc2ec0333322c8b3523b4af11e059be14ef81aa5b1ae021f"
+    ),
+    f"{PQ_DIR}/rephrase_gsm8k.jsonl": Source(
+        f"{_REPHRASE}/data/rephrase/rephrase_gsm8k.jsonl",
+        "5d1d8de893fa6e6f2f45aac7a7562c7546a653d44f3fe2dbff6a24a002e75781",
+    ),
+    f"{PQ_DIR}/LICENSE": Source(
+        f"{_REPHRASE}/LICENSE", "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"
+    ),
 }
 EXEMPLARS_YAML = Source(f"{_LM_EVAL}/lm_eval/tasks/gsm8k/gsm8k-cot.yaml", None)
 DERIVED: Mapping[str, str] = {

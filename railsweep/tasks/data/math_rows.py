@@ -1,6 +1,6 @@
 """Reading MATH-format data: ``{"problem", "solution"}`` JSONL rows and few-shot exemplar files, each solution
-with a closed ``\\boxed{}`` (the gold answer). Kept apart from :mod:`railsweep.tasks.kinds.math` (which grades,
-and so imports sympy) so that a sweep spec can check a MATH-style data folder without loading the grader."""
+with a closed ``\\boxed{}`` (the gold answer). Kept apart from :mod:`railsweep.tasks.kinds.math` (which
+grades, and so imports sympy) so that a sweep spec can check a MATH-style data folder without the grader."""
 
 from __future__ import annotations
 

@@ -60,14 +60,9 @@ def load_paraphrases(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"paraphrase file not found: {path}")
-    if originals is None:
-        by_index: Mapping[int, str] = {}
-        gold: dict[int, str] = {}
-    elif isinstance(originals, Mapping):
-        by_index, gold = originals, {}
-    else:
-        by_index = {q.index: q.question for q in originals}
-        gold = {q.index: q.gold for q in originals}
+    questions = [] if originals is None or isinstance(originals, Mapping) else list(originals)
+    by_index = originals if isinstance(originals, Mapping) else {q.index: q.question for q in questions}
+    gold = {q.index: q.gold for q in questions}
 
     out: dict[int, str] = {}
     empty: list[int] = []
@@ -82,16 +77,14 @@ def load_paraphrases(
                 raise DataError(
                     f"{path}:{lineno}: answer {answer!r} for idx {idx} differs from the test gold {gold[idx]!r}"
                 )
-            if is_empty:
-                empty.append(idx)
-                if originals is not None:
-                    if idx not in by_index:
-                        raise DataError(
-                            f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question"
-                        )
-                    out[idx] = by_index[idx]
-            else:
+            if not is_empty:
                 out[idx] = question
+                continue
+            empty.append(idx)
+            if originals is not None and idx not in by_index:
+                raise DataError(f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question")
+            if originals is not None:
+                out[idx] = by_index[idx]
     if empty:
         what = "fell back to the original question" if originals is not None else "were left out"
         log.warning("%d empty paraphrase(s) in %s %s: idx %s", len(empty), path, what, sorted(empty))

@@ -1,5 +1,5 @@
 """Rows of a task's data file (JSONL, JSON, CSV or Parquet) or of a hub dataset, each a plain ``dict`` in file
-order; a file that is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError` naming it."""
+order; a file that is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError`."""
 
 from __future__ import annotations
 

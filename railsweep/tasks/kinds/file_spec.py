@@ -2,9 +2,9 @@
 
 A task file (format 1; ``docs/tasks.md``, "Task files", documents every field with a worked example) names
 the task's data, its prompt (Jinja, lm-eval's variables), how an answer is read from a response and how that
-answer is graded. :func:`load_task_file` reads a file (or a task shipped in the package, by name) into a frozen
-:class:`TaskSpec`; every problem raises one :class:`~railsweep.errors.ConfigError` that names the file and the
-field. Reading the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
+answer is graded. :func:`load_task_file` reads a file (or a task shipped in the package, by name) into a
+frozen :class:`TaskSpec`; every problem raises one :class:`~railsweep.errors.ConfigError` that names the
+file and the field. Reading the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
 """
 
 from __future__ import annotations

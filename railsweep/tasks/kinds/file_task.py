@@ -1,4 +1,4 @@
-"""A task run from a task file (:mod:`railsweep.tasks.kinds.file_spec`): rows read, every prompt rendered first.
+"""A task run from a task file (:mod:`railsweep.tasks.kinds.file_spec`), every prompt rendered up front.
 
 Building a :class:`FileTask` (steps):
 

@@ -5,8 +5,9 @@ Prompt: the 8 exemplars rendered as ``"Q: " + question + "\\nA: " + answer + "\\
 renders without a chat template (``shared/data/gsm8k/cot_8shot_prefix.txt``).
 
 Stop strings **[decision]**: lm-eval's ``until`` for gsm8k_cot is ``"Q:"`` (plus ``</s>``/``<|im_end|>``,
-which engines handle as EOS). railsweep stops on ``("\\n\\nQ:", "\\nQ:", "Q:")``: the same cut, with the longer
-variants first so that an engine cutting at the first matching stop string also drops the blank line before it.
+which engines handle as EOS). railsweep stops on ``("\\n\\nQ:", "\\nQ:", "Q:")``: the same cut, with the
+longer variants first so that an engine cutting at the first matching stop string also drops the blank line
+before it.
 Responses are graded under the task's ``answer_rule`` (:mod:`railsweep.tasks.answers.gsm8k_rules`).
 """
 
