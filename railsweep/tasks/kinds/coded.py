@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from railsweep.errors import ConfigError
-from railsweep.tasks.base import DEFAULT_ANSWER_RULE, Question
+from railsweep.tasks.base import DEFAULT_ANSWER_RULE, Grade, Question
 from railsweep.tasks.data.leak_split import read_leak_split
 
 _T = TypeVar("_T", bound="CodedTask")
@@ -32,6 +32,8 @@ class CodedTask:
     load_exemplars: Callable[[Path], list[dict[str, str]]]
     gold: Callable[[str], str]  # a solution's gold answer
     default_fewshot: Callable[[Path], Path]  # the exemplar file read from a data folder when none is given
+    grader: Callable[[str, str, tuple[str, ...], str], Grade]  # (response, gold, stop, answer rule)
+    to_chain: Callable[[str], str]  # a solution in the exemplars' answer format
 
     def __init__(
         self,
@@ -88,3 +90,11 @@ class CodedTask:
     def prompt(self, question: Question) -> str:
         q, a = self.labels
         return f"{self.prefix}{q}: {question.question}\n{a}:"
+
+    def grade(self, response: str, question: Question) -> Grade:
+        return self.grader(response, question.gold, self.stop, self.answer_rule)
+
+    def gold_chain(self, question: Question) -> str:
+        """The gold chain of thought as the exemplars write an answer: what the dynamics step teacher-forces
+        after the prompt and counts verbatim reproductions of."""
+        return self.to_chain(question.solution)

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 from railsweep.tasks.answers.gsm8k_rules import STOP, check_answer_rule, grade
 from railsweep.tasks.answers.gsm8k_solution import parse_gold, to_cot
-from railsweep.tasks.base import Grade, Question
 from railsweep.tasks.data.gsm8k_rows import load_exemplars, read_jsonl
 from railsweep.tasks.kinds.coded import CodedTask
 
@@ -35,14 +34,8 @@ class GSM8KTask(CodedTask):
     load_exemplars = staticmethod(load_exemplars)
     gold = staticmethod(parse_gold)
     default_fewshot = staticmethod(lambda data_dir: data_dir / "cot_8shot.json")
-
-    def grade(self, response: str, question: Question) -> Grade:
-        return grade(response, question.gold, self.stop, self.answer_rule)
-
-    def gold_chain(self, question: Question) -> str:
-        """The gold chain of thought as the exemplars write an answer (:func:`to_cot`): what the dynamics
-        step teacher-forces after the prompt and counts verbatim reproductions of."""
-        return to_cot(question.solution)
+    grader = staticmethod(grade)
+    to_chain = staticmethod(to_cot)
 
 
 def render_fewshot_prefix(exemplars: Iterable[dict[str, str]]) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from railsweep.errors import ConfigError
 from railsweep.tasks.answers.math_boxed import last_boxed
 from railsweep.tasks.answers.math_rules import RULES, STOP, grade_math
-from railsweep.tasks.base import MATH_FEWSHOT, Grade, Question
+from railsweep.tasks.base import MATH_FEWSHOT
 from railsweep.tasks.data.math_rows import load_math_exemplars, read_math_jsonl
 from railsweep.tasks.kinds.coded import CodedTask
 
@@ -39,11 +39,5 @@ class MathTask(CodedTask):
     load_exemplars = staticmethod(load_math_exemplars)
     gold = staticmethod(last_boxed)
     default_fewshot = staticmethod(lambda data_dir: MATH_FEWSHOT)
-
-    def grade(self, response: str, question: Question) -> Grade:
-        return grade_math(response, question.gold, self.stop, self.answer_rule)
-
-    def gold_chain(self, question: Question) -> str:
-        """The MATH solution as written, which is how the exemplars answer (what the dynamics step
-        teacher-forces after the prompt and counts verbatim reproductions of)."""
-        return question.solution
+    grader = staticmethod(grade_math)
+    to_chain = staticmethod(str)  # the solution as written, which is how the exemplars answer
