@@ -47,11 +47,8 @@ def _local_config(spec: LmEvalSpec, task_dir: str | Path) -> tuple[dict[str, Any
     config = copy.deepcopy(spec.config)
     for key in ("tag", "group", "task_list"):  # as the harness's TaskFactory does before building
         config.pop(key, None)
-    config.update(
-        dataset_path=builders.pop(),
-        dataset_name=None,
-        dataset_kwargs={"data_files": {split: str(p) for split, p in files.items()}},
-    )
+    data_files = {split: str(p) for split, p in files.items()}
+    config.update(dataset_path=builders.pop(), dataset_name=None, dataset_kwargs={"data_files": data_files})
     return config, list(files.values())
 
 
