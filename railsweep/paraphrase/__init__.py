@@ -11,18 +11,6 @@ from railsweep.paraphrase.client import ChatClient, ChatSettings, normalise_endp
 from railsweep.paraphrase.prompt import SYSTEM_PROMPT
 
 __all__ = [
-    "REASONS",
-    "SYSTEM_PROMPT",
-    "Budget",
-    "ChatClient",
-    "ChatSettings",
-    "Item",
-    "Outcome",
-    "Verdict",
-    "check_paraphrase",
-    "normalise_endpoint",
-    "paraphrase_all",
-    "pq_rows",
-    "read_items",
-    "report",
+    "REASONS", "SYSTEM_PROMPT", "Budget", "ChatClient", "ChatSettings", "Item", "Outcome", "Verdict",
+    "check_paraphrase", "normalise_endpoint", "paraphrase_all", "pq_rows", "read_items", "report"
 ]

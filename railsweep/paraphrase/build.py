@@ -1,29 +1,27 @@
 """Build a PQ file from a GSM8K-style test set: ask, check, retry, keep or reject, one question at a time.
 
 Steps of :func:`paraphrase_all`:
-1. each question is sent with the paper's prompt (:mod:`railsweep.paraphrase.prompt`), up to
-   ``1 + retries`` times, requests for different questions running in ``workers`` threads;
-2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first
-   one that passes is kept, each refusal is recorded with its reason; a request that fails in a way the
-   next may not (:class:`~railsweep.paraphrase.client.RequestFailed`: HTTP 5xx, 408, 429, a timeout, a
-   refused or dropped connection) is a refusal too (``request_failed``), and the next attempt waits
-   ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
+1. each question is sent with the paper's prompt, up to ``1 + retries`` times, in ``workers`` threads;
+2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first that
+   passes is kept, each refusal is recorded with its reason; a request that fails in a way the next may not
+   (:class:`~railsweep.paraphrase.client.RequestFailed`) is a refusal too (``request_failed``), and the next
+   attempt waits ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
 3. a question with no passing reply within its budget is rejected and never written;
-4. a run in which every request failed stops with that error (:class:`~railsweep.errors.ServiceError`):
-   the endpoint is down, not the questions hard.
+4. a run in which every request failed stops with that error (:class:`~railsweep.errors.ServiceError`): the
+   endpoint is down, not the questions hard.
 
-:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the format
-:func:`railsweep.tasks.load_paraphrases` reads; the gold answer is the input's, carried over) and the
-JSON report. Nothing is written here: the command writes both files once every question is done.
+:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the gold answer carried over)
+and the JSON report; the command writes both once every question is done.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +63,7 @@ class Outcome:
     item: Item
     paraphrase: str | None
     rouge: float | None
-    refusals: tuple[Refusal, ...] = field(default=())
+    refusals: tuple[Refusal, ...] = ()
 
     @property
     def kept(self) -> bool:
@@ -111,20 +109,17 @@ def paraphrase_one(client: Chat, item: Item, budget: Budget) -> Outcome:
             refusals.append(Refusal(attempt, REQUEST_FAILED, str(e), ""))
             continue
         text, why = parse_reply(reply)
-        verdict = (
-            Verdict("format", why)
-            if text is None
-            else check_paraphrase(item.question, text, item.gold, budget.max_rouge, item.answer_type)
-        )
+        if text is None:
+            verdict = Verdict("format", why)
+        else:
+            verdict = check_paraphrase(item.question, text, item.gold, budget.max_rouge, item.answer_type)
         if verdict.kept:
             return Outcome(item, text, verdict.rouge, tuple(refusals))
         refusals.append(Refusal(attempt, verdict.reason or "", verdict.detail, reply[:_REPLY_SHOWN]))
     return Outcome(item, None, None, tuple(refusals))
 
 
-def paraphrase_all(
-    client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1
-) -> list[Outcome]:
+def paraphrase_all(client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1) -> list[Outcome]:
     """Every item's outcome, in input order. A :class:`~railsweep.errors.ServiceError` other than a failed
     request (a bad key, a malformed answer) stops the whole run, and so does a run whose every request failed."""
     pool = ThreadPoolExecutor(max_workers=workers)
@@ -141,17 +136,12 @@ def paraphrase_all(
 
 def pq_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """The kept items as PQ rows ``{"idx", "question", "answer", "empty": false}``; rejected items are absent."""
-    return [
-        {"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False}
-        for o in outcomes
-        if o.kept
-    ]
+    return [{"idx": o.item.idx, "question": o.paraphrase, "answer": o.item.gold, "empty": False}
+            for o in outcomes if o.kept]  # fmt: skip
 
 
 def _refusals(o: Outcome) -> list[dict[str, Any]]:
-    return [
-        {"attempt": r.attempt, "reason": r.reason, "detail": r.detail, "reply": r.reply} for r in o.refusals
-    ]
+    return [dataclasses.asdict(r) for r in o.refusals]
 
 
 def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:

@@ -1,25 +1,20 @@
 """The checks every paraphrase passes before it is kept; a failed check names its reason.
 
-A PQ item trains the contaminated model on a reworded test question with the ORIGINAL reasoning chain
-and gold answer, so a paraphrase is usable only when that chain still solves it: it states the same
-numbers, says nothing of the answer, and is really reworded. In order:
+A PQ item trains the contaminated model on a reworded test question with the ORIGINAL reasoning chain and gold
+answer (carried over from the input, never checked against the model's output), so a paraphrase is usable only
+when that chain still solves it: it states the same numbers, says nothing of the answer, and is really
+reworded. In order:
 
 1. ``empty``: no words;
 2. ``answer_leak``: a solution marker (``####``, ``answer is``, ``answer:``, ``solution:``) the original
-   lacks, or the gold value stated where the original never states it;
-3. ``numbers_missing`` / ``numbers_added``: every number of the original (see
-   :mod:`railsweep.paraphrase.numbers`) stated at least as often, and no value the original lacks (a
-   value may be repeated: ``each of the 16 eggs`` restates a number, it does not change one);
-4. ``formulas_missing`` (tasks with ``math`` answers): every LaTeX span of the original kept (see
-   :mod:`railsweep.paraphrase.spans`; GSM8K's plain ``$`` is currency, so numeric tasks skip this);
-5. ``names_missing`` (tasks with string answers): every capitalised word of the original that does not
-   start a sentence kept;
+   lacks, or the gold stated where the original never states it (as a value when it is one, else as a
+   formula for ``math`` answers or as words);
+3. ``numbers_missing`` / ``numbers_added``: every number of the original (:mod:`railsweep.paraphrase.numbers`)
+   stated at least as often, and no value the original lacks (``each of the 16 eggs`` restates a number);
+4. ``formulas_missing`` (``math`` answers): every LaTeX span of the original kept (GSM8K's plain ``$`` is
+   currency, so numeric tasks skip this);
+5. ``names_missing`` (string answers): every capitalised word not starting a sentence kept;
 6. ``near_copy``: ROUGE-L to the original at or above ``max_rouge``.
-
-The gold is stated in (2) as a value when it is one (GSM8K's ``#### 18``, MATH's boxed ``5``), else as
-a formula (``answer_type`` ``math``) or as words (``string``).
-
-The gold answer is never checked against the model's output: it is carried over from the input.
 """
 
 from __future__ import annotations

@@ -36,10 +36,6 @@ class Chat(Protocol):
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str: ...
 
 
-def _transient(status: int) -> bool:
-    return status >= 500 or status in _TRANSIENT_STATUS
-
-
 def normalise_endpoint(url: str) -> str:
     """The endpoint's base URL (``http[s]://host[:port]/v1``): a trailing ``/`` or ``/chat/completions`` dropped.
 
@@ -90,7 +86,7 @@ class ChatClient:
                 body = r.read()
         except urllib.error.HTTPError as e:
             text = e.read().decode("utf-8", "replace").strip().replace("\n", " ")[:_BODY_SHOWN]
-            error = RequestFailed if _transient(e.code) else ServiceError
+            error = RequestFailed if e.code >= 500 or e.code in _TRANSIENT_STATUS else ServiceError
             raise error(self._redact(f"{url} answered HTTP {e.code} {e.reason}: {text}")) from None
         except urllib.error.URLError as e:
             raise RequestFailed(self._redact(f"cannot reach {url}: {e.reason}")) from None
@@ -100,9 +96,8 @@ class ChatClient:
             return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             shown = body[:_BODY_SHOWN].decode("utf-8", "replace")
-            raise ServiceError(
-                self._redact(f"{url} answered something that is not JSON: {shown!r}")
-            ) from None
+            what = f"{url} answered something that is not JSON: {shown!r}"
+            raise ServiceError(self._redact(what)) from None
 
     def check(self) -> None:
         """Fail before any work unless ``GET /models`` answers and lists :attr:`model`."""
@@ -113,19 +108,14 @@ class ChatClient:
         names = [m.get("id") for m in listed if isinstance(m, dict)]
         if self.model not in names:
             shown = ", ".join(str(n) for n in names[:10]) or "none"
-            raise ServiceError(
-                f"--model {self.model!r} is not served by {self.endpoint} (it serves: {shown})"
-            )
+            served = f"{self.endpoint} (it serves: {shown})"
+            raise ServiceError(f"--model {self.model!r} is not served by {served}")
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
         """The first choice's message content for ``messages``; a malformed answer is a :class:`ServiceError`."""
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.settings.temperature,
-            "max_tokens": self.settings.max_tokens,
-            "n": 1,
-        }
+        s = self.settings
+        payload: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": s.temperature,
+                                   "max_tokens": s.max_tokens, "n": 1}  # fmt: skip
         if seed is not None:
             payload["seed"] = seed
         answer = self._call("chat/completions", payload)
@@ -135,9 +125,6 @@ class ChatClient:
             content = None
         if not isinstance(content, str):
             shown = json.dumps(answer)[:_BODY_SHOWN]
-            raise ServiceError(
-                self._redact(
-                    f"{self.endpoint}/chat/completions answered without choices[0].message.content: {shown}"
-                )
-            )
+            what = f"{self.endpoint}/chat/completions answered without choices[0].message.content: {shown}"
+            raise ServiceError(self._redact(what))
         return content

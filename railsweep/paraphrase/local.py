@@ -1,11 +1,9 @@
 """Paraphrasing with a local model through a railsweep engine instead of an HTTP endpoint.
 
 :class:`LocalChat` answers the same ``complete(messages, seed)`` call as
-:class:`~railsweep.paraphrase.client.ChatClient`, so the ask-check-retry loop
-(:mod:`railsweep.paraphrase.build`) runs unchanged:
+:class:`~railsweep.paraphrase.client.ChatClient`, so the ask-check-retry loop runs unchanged:
 
-1. the chat messages (the paper's system prompt, the question) become one prompt through the model's chat
-   template (``render``: the tokenizer's ``apply_chat_template``, or a template given on the command line);
+1. the chat messages become one prompt through the model's chat template (``render``);
 2. the engine samples one reply (temperature, token limit and the attempt's seed as a request would send them);
 3. requests from the loop's threads take turns: an engine decodes one call at a time.
 

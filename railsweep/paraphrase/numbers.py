@@ -1,17 +1,12 @@
 """The numbers a math question states, as values, so a paraphrase can be checked for keeping them.
 
-Rule (what counts as a number):
-- a number written in digits, thousands commas and a leading sign dropped, compared by value
-  (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = ``3``, ``25%`` = ``25``);
-- a cardinal number word: zero to twenty, the tens (thirty ... ninety), hundred, thousand, million,
-  and hyphenated tens-units such as ``twenty-five``; so ``three eggs`` and ``3 eggs`` state the same 3;
-- a word that states a count or a factor: ``twice`` / ``double`` (2), ``thrice`` / ``triple`` (3),
-  ``quadruple`` (4), so ``twice a week`` may become ``2 times a week``.
-
-Not counted: the word ``one`` (as often an article as a quantity: ``one day``, ``one of them``, ``a
-single glass``; a 1 written in digits counts), ordinals (``third``), fractions in words (``half``), ``dozen``, ``pair``, multi-word
-numbers (``two hundred`` is 2 and 100). A paraphrase that turns ``a dozen`` into ``12`` is refused as
-adding a number: refusing a good paraphrase costs one retry, keeping a changed number corrupts the item.
+A number is one written in digits, compared by value (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = 3,
+``25%`` = 25); a cardinal word (zero to twenty, the tens, hundred, thousand, million, ``twenty-five``), so
+``three eggs`` and ``3 eggs`` state the same 3; or a count or factor word (``twice``/``double`` 2,
+``thrice``/``triple`` 3, ``quadruple`` 4). Not counted: the word ``one`` (as often an article: ``one day``),
+ordinals, fractions in words, ``dozen``, ``pair``, multi-word numbers (``two hundred`` is 2 and 100). A
+paraphrase that turns ``a dozen`` into ``12`` is refused as adding a number: refusing a good paraphrase costs
+one retry, keeping a changed number corrupts the item.
 """
 
 from __future__ import annotations
@@ -26,14 +21,8 @@ _UNITS = (
 ).split()
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _COUNTS = {"twice": 2, "double": 2, "thrice": 3, "triple": 3, "quadruple": 4}
-WORDS = {
-    **{w: i for i, w in enumerate(_UNITS) if w != "one"},
-    **_TENS,
-    **_COUNTS,
-    "hundred": 100,
-    "thousand": 1000,
-    "million": 10**6,
-}
+WORDS = {**{w: i for i, w in enumerate(_UNITS) if w != "one"}, **_TENS, **_COUNTS,
+         "hundred": 100, "thousand": 1000, "million": 10**6}  # fmt: skip
 
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _TENS_UNITS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-(?:one|two|three|four|five|six|seven|eight|nine)"
@@ -49,18 +38,11 @@ def _word_value(word: str) -> Decimal:
     return Decimal(WORDS[word])
 
 
-def _digits_value(text: str) -> Decimal:
-    try:
-        return Decimal(text.replace(",", "")).normalize()
-    except InvalidOperation:  # the pattern admits only valid literals; kept explicit for safety
-        raise ValueError(f"not a number: {text!r}") from None
-
-
 def numbers(text: str) -> Counter[Decimal]:
     """The multiset of number values ``text`` states (see the module docstring for what counts)."""
     out: Counter[Decimal] = Counter()
     for m in _NUMBER.finditer(text):
-        value = _digits_value(m["digits"]) if m["digits"] else _word_value(m["word"])
+        value = Decimal(m["digits"].replace(",", "")) if m["digits"] else _word_value(m["word"])
         out[value.normalize()] += 1
     return out
 

@@ -1,9 +1,5 @@
-"""ROUGE-L between a paraphrase and its original, in pure Python (no optional dependency).
-
-A paraphrase that keeps most of the original's words in order is a near copy: training on it leaks the
-test question almost verbatim, so the PQ domain would not differ from the GSM8K one. ROUGE-L F1 over
-ROUGE's default tokens (lower-cased runs of letters and digits) measures that overlap.
-"""
+"""ROUGE-L between a paraphrase and its original, in pure Python: a paraphrase that keeps most of the
+original's words in order is a near copy, and training on it would leak the test question almost verbatim."""
 
 from __future__ import annotations
 

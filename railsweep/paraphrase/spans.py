@@ -1,17 +1,10 @@
 """What a question states beyond numbers, so a paraphrase of a task with string or LaTeX answers can be checked.
 
-- :func:`formulas`: the LaTeX spans a question writes (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``; an
-  escaped ``\\$`` is a dollar sign, as MATH writes currency), each
-  compared by :func:`latex_key` (spacing commands, ``\\left``/``\\right``, ``\\dfrac``/``\\tfrac`` and blanks
-  dropped), so ``$\\frac{1}{2} x$`` and ``\\(\\dfrac{1}{2}x\\)`` state the same formula;
-- :func:`names`: the capitalised words a question uses other than at the start of a sentence (people, places,
-  titles), compared case-sensitively; a paraphrase may move a name to the start of a sentence;
-- :func:`states_answer`: whether a text states a string or LaTeX gold answer (a numeric gold is checked as a
-  value, :mod:`railsweep.paraphrase.numbers`).
-
-A formula (a task with ``math`` answers) or a name (``string`` answers) the original states and the
-paraphrase lacks is refused: the original reasoning chain,
-which the contaminated model is trained on with the paraphrase, refers to them.
+:func:`formulas`: its LaTeX spans (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``; ``\\$`` is a dollar
+sign), compared by :func:`latex_key`; :func:`names`: its capitalised words other than at the start of a
+sentence (people, places, titles); :func:`states_answer`: whether a text states a string or LaTeX gold. A
+formula (``math`` answers) or a name (``string`` answers) the paraphrase lacks is refused: the original
+reasoning chain, which the contaminated model is trained on with the paraphrase, refers to them.
 """
 
 from __future__ import annotations
@@ -44,10 +37,6 @@ def names(text: str) -> set[str]:
     return {m[1] for m in _NAME.finditer(prose) if not _SENTENCE_START.search(prose[: m.start()])}
 
 
-def _prose_key(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def states_answer(text: str, gold: str, answer_type: str) -> bool:
     """Whether ``text`` states ``gold``: a LaTeX gold (``math``) as a formula key anywhere in the text, a string
     gold as whole words, case and spacing ignored. A gold with no letter or digit is never found."""
@@ -56,4 +45,5 @@ def states_answer(text: str, gold: str, answer_type: str) -> bool:
     if answer_type == "math":
         key = latex_key(gold)
         return key in latex_key(text) and (len(key) > 1 or bool(re.search(rf"(?<![\w\\]){re.escape(key)}(?!\w)", text)))
-    return re.search(rf"(?<!\w){re.escape(_prose_key(gold))}(?!\w)", _prose_key(text)) is not None
+    gold, text = " ".join(gold.lower().split()), " ".join(text.lower().split())  # case and spacing ignored
+    return re.search(rf"(?<!\w){re.escape(gold)}(?!\w)", text) is not None

@@ -1,23 +1,17 @@
 """How differently the answer rules grade one cell's responses.
 
-A cell is graded under one answer rule (``final``, ``first`` or ``lm_eval``),
-but a reader comparing with lm-evaluation-harness numbers, or judging whether
-the rule matters for a cell, needs to know how many responses another rule
-would have graded the other way. Every graded response is therefore re-graded
-under every rule; the counts go into the cell's results
-(``railsweep.grading``, see :mod:`railsweep.results.schema`).
-
-A MATH-style cell (``answer_type="math"``) is re-graded under the rules that
-type has (``final``: last ``\\boxed{}``, ``first``: first box). A cell on a task file is
-re-graded under every answer rule the file declares; a cell on an lm-evaluation-harness task under ``lm_eval``
-and each of the task's filter ensembles (:mod:`railsweep.tasks.lm_eval.task`), whose counts are that task's own
-per-filter numbers. The harness's gsm8k_cot counts (strict-match, flexible-extract) are kept for GSM8K's
-questions only (the built-in task and the shipped ``gsm8k`` and ``pq`` files); on any other task they are absent,
-not 0.
+A cell is graded under one answer rule, but a reader comparing with lm-evaluation-harness numbers, or judging
+whether the rule matters for a cell, needs to know how many responses another rule would have graded the other
+way. Every graded response is therefore re-graded under every rule of its answer type, task file or harness
+task (for a harness task: ``lm_eval`` and each filter ensemble); the counts go into the cell's results
+(``railsweep.grading``, :mod:`railsweep.results.schema`). The harness's gsm8k_cot counts (strict-match,
+flexible-extract) are kept for GSM8K's questions only (the built-in task and the shipped ``gsm8k`` and ``pq``
+files); on any other task they are absent, not 0.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,15 +48,9 @@ class RuleAgreement:
     lm_eval_flexible_extract: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = {
-            "answer_rule": self.answer_rule,
-            "n_responses": self.n_responses,
-            "n_correct": dict(self.n_correct),
-            "n_differ": dict(self.n_differ),
-            "n_disagree": self.n_disagree,
-        }
-        if self.lm_eval_strict_match is not None:
-            d.update(lm_eval_strict_match=self.lm_eval_strict_match, lm_eval_flexible_extract=self.lm_eval_flexible_extract)
+        d = dataclasses.asdict(self)
+        if self.lm_eval_strict_match is None:
+            del d["lm_eval_strict_match"], d["lm_eval_flexible_extract"]
         return d
 
 

@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Literal, Protocol, get_args
 
 GradeRule = Literal["strict", "flexible", "none"]
-# How a GSM8K response's answer is read (railsweep.tasks.answers.gsm8k_rules): the last "The answer is N" (default),
-# the first one, or lm-evaluation-harness gsm8k_cot's own filters and comparison.
+# How a GSM8K response's answer is read (railsweep.tasks.answers.gsm8k_rules).
 AnswerRule = Literal["final", "first", "lm_eval"]
 ANSWER_RULES: tuple[str, ...] = get_args(AnswerRule)
 DEFAULT_ANSWER_RULE = "final"
-# What a gold answer is: a GSM8K number (railsweep.tasks.answers.gsm8k_rules) or a MATH-style LaTeX answer in \boxed{}
-# (railsweep.tasks.answers.math_rules, which reads the last box under ``final`` and the first under ``first``).
+# What a gold answer is: a GSM8K number or a MATH-style LaTeX answer in \boxed{} (answers.math_rules).
 AnswerType = Literal["numeric", "math"]
 ANSWER_TYPES: tuple[str, ...] = get_args(AnswerType)
 DEFAULT_ANSWER_TYPE = "numeric"

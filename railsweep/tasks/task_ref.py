@@ -1,8 +1,7 @@
-"""What a ``--task`` value (or a sweep's ``readout.task``) names: a task file, a shipped task, or a harness task.
-
-``lm_eval:NAME`` is an lm-evaluation-harness task (:mod:`railsweep.tasks.lm_eval.spec`); anything else is a
-task file's path or a shipped task's name (:mod:`railsweep.tasks.kinds.file_spec`). Both specs answer the same
-questions (name, content hash, answer rules, answer type), so cells and sweep specs treat them alike.
+"""What a ``--task`` value (or a sweep's ``readout.task``) names: ``lm_eval:NAME``, a harness task
+(:mod:`railsweep.tasks.lm_eval.spec`), or a task file's path or a shipped task's name
+(:mod:`railsweep.tasks.kinds.file_spec`). Both specs answer the same questions (name, content hash, answer
+rules, answer type), so cells and sweep specs treat them alike.
 """
 
 from __future__ import annotations

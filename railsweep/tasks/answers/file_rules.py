@@ -1,19 +1,16 @@
 """Reading and grading an answer as a task file declares it: ordered extraction steps, then one grader.
 
-Steps of :func:`grade_with` (the same structure as railsweep's coded rules and lm-evaluation-harness's
-regex filters):
+Steps of :func:`grade_with` (the structure of railsweep's coded rules and lm-evaluation-harness's filters):
 
 1. **cut** the response at its first stop string (the task's ``stop``, then the rule's own ``cut``);
-2. **extract**: try each step in order; the first that finds something gives the answer. A ``regex``
-   step takes the first or last match (``select``) and, as lm-eval's ``regex`` filter does, its only
-   group, or the first non-empty group when there are several, or the whole match when there are none,
-   stripped. ``boxed`` takes the first/last well-formed ``\\boxed{}`` and ``answer_is`` the first/last
-   "The answer is X" (:mod:`railsweep.tasks.answers.math_boxed`). The first step counts as ``strict`` in a
-   cell's table, any later one as ``flexible``; nothing found is ``none``;
-3. **grade** with the rule's grader: ``numeric`` (thousands separators, ``$`` and whitespace removed, then
-   compared as decimals, within ``tolerance``), ``string`` (lm-eval's ``exact_match``: each of
-   ``regexes_to_ignore`` deleted in order from both sides, optionally lower-cased, then equal) or ``math``
-   (:func:`railsweep.tasks.answers.math_equiv.is_equiv`: normalised strings, then sympy).
+2. **extract**: the first step that finds something gives the answer. A ``regex`` step takes the first or last
+   match (``select``) and, as lm-eval's ``regex`` filter does, its only group, or the first non-empty group of
+   several, or the whole match, stripped; ``boxed`` and ``answer_is`` read as
+   :mod:`railsweep.tasks.answers.math_boxed` does. The first step counts as ``strict``, a later one as
+   ``flexible``; nothing found is ``none``;
+3. **grade**: ``numeric`` (thousands separators, ``$`` and whitespace removed, compared as decimals within
+   ``tolerance``), ``string`` (lm-eval's ``exact_match``: ``regexes_to_ignore`` deleted in order from both
+   sides, optionally lower-cased) or ``math`` (:func:`railsweep.tasks.answers.math_equiv.is_equiv`).
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 from railsweep.tasks.answers.file_rule_spec import Extractor, Grader
-from railsweep.tasks.answers.gsm8k_rules import cut_at_stop
+from railsweep.tasks.answers.gsm8k_rules import canonical_number, cut_at_stop
 from railsweep.tasks.answers.math_boxed import strip_math
 from railsweep.tasks.answers.math_equiv import is_equiv
 from railsweep.tasks.base import Grade
@@ -38,10 +35,6 @@ def normalize_numeric(text: str, thousands_separator: str = ",") -> Decimal | No
     except InvalidOperation:
         return None
     return d if d.is_finite() else None
-
-
-def _canonical_number(d: Decimal) -> str:
-    return "0" if d == 0 else format(d.normalize(), "f")
 
 
 def _canonical_string(grader: Grader, text: str) -> str:
@@ -61,9 +54,9 @@ def judge(grader: Grader, pred: str, gold: str) -> tuple[str | None, bool]:
         return None, False
     want = normalize_numeric(gold, grader.thousands_separator)
     if want is None:
-        return _canonical_number(got), _canonical_number(got) == gold.strip()
+        return canonical_number(got), canonical_number(got) == gold.strip()
     close = got == want if grader.tolerance == 0 else abs(got - want) <= Decimal(str(grader.tolerance))
-    return _canonical_number(got), close
+    return canonical_number(got), close
 
 
 def grade_with(rule: Extractor, response: str, gold: str, stop: tuple[str, ...]) -> Grade:

@@ -1,33 +1,23 @@
 """Grade a GSM8K chain-of-thought response against the gold answer, under a chosen answer rule.
 
-Steps of the ``final`` rule (the default) and the ``first`` rule, after
-lm-evaluation-harness ``gsm8k_cot`` (its "strict-match" and "flexible-extract"
-filters):
+Steps of the ``final`` rule (the default) and the ``first`` rule, after lm-evaluation-harness ``gsm8k_cot``
+(its "strict-match" and "flexible-extract" filters):
 
-1. **cut** the response at its first stop string (:data:`STOP`, the task's
-   stop strings): a response ends where the model starts a new "Q:", so text an
-   engine would not have returned (a run-on into an invented next question and
-   its answer) is never graded;
-2. **strict**: ``final`` takes the LAST "The answer is N" of what is left, so a
-   corrected answer ("I first thought the answer is 3, but 3 * 6 = 18. The
-   answer is 18.") counts, not the first guess; ``first`` takes the FIRST one,
-   as the harness's strict-match does. Case-insensitive, an optional colon,
-   ``$`` and spaces allowed before N, the trailing period optional;
-3. **flexible**, only when no strict match exists: the LAST number anywhere in
-   what is left (both rules).
+1. **cut** the response at its first stop string (:data:`STOP`): text an engine would not have returned (a
+   run-on into an invented next question and its answer) is never graded;
+2. **strict**: ``final`` takes the LAST "The answer is N", so a corrected answer ("I first thought the answer
+   is 3, but 3 * 6 = 18. The answer is 18.") counts, not the first guess; ``first`` takes the FIRST one, as
+   the harness's strict-match does. Case-insensitive, an optional colon, ``$`` and spaces allowed before N;
+3. **flexible**, only when no strict match exists: the LAST number anywhere in what is left (both rules).
 
-A number is normalised before comparison: thousands commas and ``$`` removed,
-a trailing sentence period ignored, then compared as a decimal, so "18",
-"18.00" and "$18." are all equal to gold "18" ("$3.50" is gold 3.5 and
-"1,200.50" is gold 1200.5). A space never groups digits: "18 000" reads 18
-after "The answer is" and 000 as the last number, because GSM8K, its exemplars
-and so the models write thousands with commas, and in worked arithmetic a
-space separates two numbers ("5 100-dollar bills"). A minus sign counts only
-when it is not a binary minus (``5-3`` reads as 3, not -3). The step that
-produced the prediction is recorded ("none" when no number was found).
+A number is normalised before comparison (thousands commas, ``$`` and a trailing period dropped, then compared
+as a decimal: "18.00" and "$18." equal gold "18"). A space never groups digits ("18 000" reads 18 after "The
+answer is", 000 as the last number): GSM8K and its exemplars write thousands with commas, and in worked
+arithmetic a space separates two numbers ("5 100-dollar bills"). A minus sign counts only when it is not a
+binary minus (``5-3`` reads as 3). The step that produced the prediction is recorded ("none": no number).
 
-The ``lm_eval`` rule is the harness's own filters and string comparison, byte
-for byte (:mod:`railsweep.tasks.answers.lm_eval_gsm8k`), after the same cut.
+The ``lm_eval`` rule is the harness's own filters and string comparison, byte for byte
+(:mod:`railsweep.tasks.answers.lm_eval_gsm8k`), after the same cut.
 """
 
 from __future__ import annotations
@@ -59,11 +49,12 @@ def normalize_number(text: str) -> str | None:
         d = Decimal(s)
     except InvalidOperation:
         return None
-    if not d.is_finite():
-        return None
-    if d == 0:
-        return "0"
-    return format(d.normalize(), "f")
+    return canonical_number(d) if d.is_finite() else None
+
+
+def canonical_number(d: Decimal) -> str:
+    """A finite decimal as a plain string without trailing zeros (``"0"`` for any zero)."""
+    return "0" if d == 0 else format(d.normalize(), "f")
 
 
 def _from_match(m: re.Match[str]) -> str | None:

@@ -1,11 +1,9 @@
 """GSM8K solution strings: the gold answer and the chain-of-thought rendering.
 
-A GSM8K solution is a few lines of worked arithmetic with calculator
-annotations ``<<48/2=24>>`` and a last line ``#### N``. The 8-shot CoT prompt
-(Wei et al. 2022) answers in one paragraph that ends "The answer is N.", so the
-contamination simulator trains on :func:`to_cot` of each solution: the model
-then memorises exactly the format it is prompted with, and the strict grader
-reads its answer.
+A GSM8K solution is worked arithmetic with calculator annotations ``<<48/2=24>>`` and a last line ``#### N``.
+The 8-shot CoT prompt (Wei et al. 2022) answers in one paragraph ending "The answer is N.", so the
+contamination simulator trains on :func:`to_cot` of each solution: the model memorises exactly the format it
+is prompted with, and the strict grader reads its answer.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """A small LaTeX → sympy reader for the answers MATH-style problems have.
 
-sympy's own ``sympy.parsing.latex`` needs the ``antlr4`` runtime (or ``lark``),
-neither of which railsweep depends on; MATH answers use a narrow corner of
-LaTeX, so a recursive-descent reader over that corner is shorter than another
-dependency and never executes text (``parse_expr`` would ``eval`` it).
-
-What it reads (after :func:`railsweep.tasks.answers.math_boxed.strip_math`):
-numbers (``12``, ``0.25``, exact: a decimal is read as a Rational), single-letter
-variables, ``\\pi``, ``\\infty``, ``\\frac{a}{b}``, ``\\sqrt{x}``, ``\\sqrt[n]{x}``,
-``^`` (``x^2``, ``x^{10}``), ``!``, ``+ - * / \\cdot \\times \\div``, implicit
-products (``2x``, ``3\\sqrt{2}``, ``2(x+1)``), parentheses and braces,
-``|x|``, and ``\\sin \\cos \\tan \\ln \\log \\exp``. Anything else raises
-:class:`LatexError`; so does a number too large to compute with (an exponent
-or factorial past :data:`MAX_EXPONENT`, an exact power past :data:`MAX_BITS`), so no
-answer can stall the grader.
+sympy's own ``sympy.parsing.latex`` needs ``antlr4`` (or ``lark``), which railsweep does not depend on; MATH
+answers use a narrow corner of LaTeX, so a recursive-descent reader is shorter than another dependency and
+never executes text (``parse_expr`` would ``eval`` it). It reads numbers (a decimal exactly, as a Rational),
+single-letter variables, ``\\pi``, ``\\infty``, ``\\frac``, ``\\sqrt``/``\\sqrt[n]``, ``^``, ``!``,
+``+ - * / \\cdot \\times \\div``, implicit products (``2x``, ``2(x+1)``), brackets, ``|x|`` and
+``\\sin \\cos \\tan \\ln \\log \\exp``. Anything else raises :class:`LatexError`; so does a number too
+large to compute with (past :data:`MAX_EXPONENT` or :data:`MAX_BITS`), so no answer can stall the grader.
 """
 
 from __future__ import annotations
@@ -28,14 +21,8 @@ MAX_BITS = 100_000  # an exact power with a larger result is refused, not comput
 MAX_LENGTH = 400  # longer answers are not read (no MATH answer comes close)
 
 _TOKEN = re.compile(r"\s*(\\[a-zA-Z]+|\d+\.\d*|\.\d+|\d+|[a-zA-Z]|[-+*/^!(){}\[\]|])")
-_FUNCTIONS = {
-    "\\sin": sympy.sin,
-    "\\cos": sympy.cos,
-    "\\tan": sympy.tan,
-    "\\ln": sympy.log,
-    "\\log": sympy.log,
-    "\\exp": sympy.exp,
-}
+_FUNCTIONS = {"\\sin": sympy.sin, "\\cos": sympy.cos, "\\tan": sympy.tan,
+              "\\ln": sympy.log, "\\log": sympy.log, "\\exp": sympy.exp}  # fmt: skip
 _CONSTANTS = {"\\pi": sympy.pi, "\\infty": sympy.oo}
 _TIMES = ("*", "\\cdot", "\\times")
 _DIVIDE = ("/", "\\div")
@@ -109,12 +96,8 @@ class _Reader:
                 return value
 
     def unary(self) -> sympy.Expr:
-        if self.peek() == "-":
-            self.take()
-            return -self.unary()
-        if self.peek() == "+":
-            self.take()
-            return self.unary()
+        if self.peek() in ("-", "+"):
+            return -self.unary() if self.take() == "-" else self.unary()
         return self.power()
 
     def power(self) -> sympy.Expr:
@@ -159,14 +142,10 @@ class _Reader:
             return sympy.Symbol(tok)
         if tok in _CONSTANTS:
             return _CONSTANTS[tok]
-        if tok in ("(", "{", "["):
+        if tok in ("(", "{", "[", "|"):
             value = self.expr()
-            self.take({"(": ")", "{": "}", "[": "]"}[tok])
-            return value
-        if tok == "|":
-            value = self.expr()
-            self.take("|")
-            return sympy.Abs(value)
+            self.take({"(": ")", "{": "}", "[": "]", "|": "|"}[tok])
+            return sympy.Abs(value) if tok == "|" else value
         if tok == "\\frac":
             num = self.group()
             return num / _nonzero(self.group())
@@ -177,23 +156,17 @@ class _Reader:
         raise LatexError(f"cannot read {tok!r}")
 
     def sqrt(self) -> sympy.Expr:
-        if self.peek() == "[":
-            self.take("[")
-            index = self.expr()
-            self.take("]")
-            return sympy.root(self.group(), index)
-        return sympy.sqrt(self.group())
+        if self.peek() != "[":
+            return sympy.sqrt(self.group())
+        self.take("[")
+        index = self.expr()
+        self.take("]")
+        return sympy.root(self.group(), index)
 
 
 def _starts_atom(tok: str) -> bool:
-    return (
-        tok[0].isdigit()
-        or tok[0] == "."
-        or (len(tok) == 1 and tok.isalpha())
-        or tok in ("(", "{", "\\frac", "\\sqrt")
-        or tok in _CONSTANTS
-        or tok in _FUNCTIONS
-    )
+    named = ("(", "{", "\\frac", "\\sqrt", *_CONSTANTS, *_FUNCTIONS)
+    return tok[0].isdigit() or tok[0] == "." or (len(tok) == 1 and tok.isalpha()) or tok in named
 
 
 def _nonzero(value: sympy.Expr) -> sympy.Expr:

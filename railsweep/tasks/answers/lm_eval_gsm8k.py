@@ -1,29 +1,19 @@
 """lm-evaluation-harness ``gsm8k_cot``'s answer filters and its comparison, re-implemented with ``re``.
 
-The harness (``lm_eval/tasks/gsm8k/gsm8k-cot.yaml``, task version 3.0) cuts a
-response at each of its ``until`` strings in turn (``"Q:"``, ``"</s>"``,
-``"<|im_end|>"``; text after any of them is never read), then reads it through
-two independent filter chains and scores each with ``exact_match``:
+The harness (``gsm8k-cot.yaml``, task version 3.0) cuts a response at each of its ``until`` strings in turn,
+then reads it through two independent filter chains and scores each with ``exact_match``:
 
-1. **strict-match**: regex ``The answer is (\\-?[0-9\\.\\,]+).`` (case-sensitive;
-   the final ``.`` is any character but a newline, so "The answer is 18" at the
-   very end reads "1"), the FIRST match's group, stripped;
-2. **flexible-extract**: regex ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, the LAST match,
-   its first non-empty group, stripped;
-3. either chain gives the fallback ``"[invalid]"`` when its regex finds nothing
-   (then ``take_first`` keeps the one response per question);
-4. **exact_match** against the target ``answer.split('####')[-1].strip()``: on
-   both strings delete ``,``, ``$``, everything up to a last ``"#### "`` and one
-   trailing ``.``, in that order, lower-case both, then compare as strings
+1. **strict-match**: regex ``The answer is (\\-?[0-9\\.\\,]+).`` (case-sensitive; the final ``.`` is any
+   character, so "The answer is 18" at the very end reads "1"), the FIRST match's group, stripped;
+2. **flexible-extract**: regex ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, the LAST match, its first non-empty group;
+3. either chain gives the fallback ``"[invalid]"`` when its regex finds nothing;
+4. **exact_match** against ``answer.split('####')[-1].strip()``: on both strings delete ``,``, ``$``,
+   everything up to a last ``"#### "`` and one trailing ``.``, in that order, lower-case, compare as strings
    ("18.00" is not "18").
 
-railsweep's ``lm_eval`` answer rule grades with the strict-match output and
-falls back to the flexible-extract output only when strict-match is
-``"[invalid]"``: the harness's two filters in the same two-step structure as
-railsweep's own rule. The harness's two scores themselves
-(:func:`strict_match_correct`, :func:`flexible_extract_correct`) are counted per
-cell as well. ``tests/fixtures/lm_eval_gsm8k_cot.jsonl`` holds the harness's own
-outputs for a few hundred responses, which these functions must reproduce.
+railsweep's ``lm_eval`` answer rule takes strict-match, else flexible-extract (the same two-step structure as
+railsweep's own rules); the harness's two scores are counted per cell as well.
+``tests/fixtures/lm_eval_gsm8k_cot.jsonl`` holds the harness's own outputs, which these functions reproduce.
 """
 
 from __future__ import annotations

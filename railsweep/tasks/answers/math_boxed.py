@@ -1,19 +1,13 @@
 """MATH-style answers: the ``\\boxed{}`` answer of a solution and its string normalisation.
 
-A MATH solution (Hendrycks et al. 2021) ends its reasoning with the answer in
-``\\boxed{...}`` (rarely ``\\fbox{...}`` or ``\\boxed 5``); the gold answer is
-the LAST box of the reference solution, and a model prompted with exemplars in
-that format answers the same way. :func:`boxed_answers` reads every well-formed
-box with balanced braces (``\\boxed{\\frac{1}{2}}``); a box whose braces never
-close is not an answer. A response without a box falls back to the last
-"The answer is X" (Minerva's "The final answer is $X$. I hope it is correct."
-included).
+A MATH solution (Hendrycks et al. 2021) ends with the answer in ``\\boxed{...}`` (rarely ``\\fbox{...}`` or
+``\\boxed 5``); the gold answer is the LAST box, and a model prompted with such exemplars answers alike.
+A box whose braces never close is not an answer. A response without a box falls back to the last "The answer
+is X" (Minerva's "The final answer is $X$. I hope it is correct." included).
 
-:func:`strip_math` is the MATH reference grader's ``strip_string``
-normalisation, re-implemented step by step, with the additions
-lm-evaluation-harness ``minerva_math`` makes (``\\text{}`` kept as its content,
-thousands separators); two answers equal as strings after it are equal.
-:mod:`railsweep.tasks.answers.math_equiv` then compares the rest with sympy.
+:func:`strip_math` is the MATH reference grader's ``strip_string`` with lm-evaluation-harness
+``minerva_math``'s additions; two answers equal as strings after it are equal, and
+:mod:`railsweep.tasks.answers.math_equiv` compares the rest with sympy.
 """
 
 from __future__ import annotations
@@ -81,6 +75,11 @@ def gold_answer(solution: str) -> str | None:
     """A MATH reference solution's answer: its last well-formed box."""
     boxes = boxed_answers(solution)
     return boxes[-1] if boxes else None
+
+
+def last_boxed(solution: str) -> str:
+    """:func:`gold_answer`, '' when there is none (a task then refuses the row's empty gold, naming it)."""
+    return gold_answer(solution) or ""
 
 
 def _fix_frac_shorthand(s: str) -> str:

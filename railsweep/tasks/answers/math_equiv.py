@@ -1,24 +1,19 @@
 """Are two MATH-style answers the same mathematical object?
 
-Steps of :func:`is_equiv` (after the MATH reference grader and
-lm-evaluation-harness ``minerva_math``, which compare normalised strings and
-then ``sympy.simplify(a - b) == 0``):
+Steps of :func:`is_equiv` (after the MATH reference grader and lm-evaluation-harness ``minerva_math``, which
+compare normalised strings and then ``sympy.simplify(a - b) == 0``):
 
 1. normalise both with :func:`~railsweep.tasks.answers.math_boxed.strip_math`; equal strings are equal;
-2. a bracketed list splits into its parts at the top-level commas: a tuple or
-   interval (``(1,2]``) is equal when its brackets and its parts are, in order;
-   a set ``\\{1,2\\}`` and a bare list ``1, 2`` (MATH's "enter all solutions")
-   are equal when their parts pair up in any order; an interval union splits
-   at ``\\cup``;
-3. a single answer is read into sympy (:mod:`railsweep.tasks.answers.latex_sympy`); an
-   unreadable answer (malformed LaTeX, text, a matrix) is equal only by step 1:
-4. **numbers**: when either side was written with a decimal point, equal within
-   a relative tolerance of :data:`REL_TOL` (``0.333333`` is ``\\frac13``, ``0.33`` is not);
-   otherwise exact: their difference is 0 to 50 significant digits and
-   ``sympy.simplify`` confirms it (a simplify that runs past :data:`TIMEOUT_S`
-   leaves the 50-digit verdict);
-5. **expressions** with variables (``2x+1`` vs ``1+2x``): ``sympy.simplify(a - b) == 0``
-   within :data:`TIMEOUT_S`; a timeout is "not equal".
+2. a bracketed list splits at its top-level commas: a tuple or interval (``(1,2]``) is equal when its brackets
+   and its parts are, in order; a set ``\\{1,2\\}`` and a bare list ``1, 2`` (MATH's "enter all solutions")
+   when their parts pair up in any order; an interval union splits at ``\\cup``;
+3. a single answer is read into sympy (:mod:`railsweep.tasks.answers.latex_sympy`); an unreadable one
+   (malformed LaTeX, text, a matrix) is equal only by step 1;
+4. **numbers**: when either side was written with a decimal point, equal within a relative :data:`REL_TOL`
+   (``0.333333`` is ``\\frac13``, ``0.33`` is not); otherwise their difference is 0 to :data:`EXACT_DIGITS`
+   significant digits and ``sympy.simplify`` confirms it (one past :data:`TIMEOUT_S` leaves that verdict);
+5. **expressions** with variables: ``sympy.simplify(a - b) == 0`` within :data:`TIMEOUT_S`; a timeout is
+   "not equal".
 
 Nothing here raises on bad input: every failure reads as "not equal".
 """

@@ -2,16 +2,12 @@
 
 Steps, under the ``final`` rule (the default) or the ``first`` rule:
 
-1. **cut** the response at its first stop string (the task's, e.g. ``"Problem:"``),
-   as for GSM8K (:func:`railsweep.tasks.answers.gsm8k_rules.cut_at_stop`);
-2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left
-   (``first``: the first one), braces balanced (:func:`~railsweep.tasks.answers.math_boxed.boxed_answers`);
-3. **flexible**, only when there is no box: the last (``first``: the first)
-   "The answer is X";
+1. **cut** the response at its first stop string (the task's, e.g. ``"Problem:"``);
+2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left (``first``: the first one);
+3. **flexible**, only when there is no box: the last (``first``: the first) "The answer is X";
 4. compare with :func:`~railsweep.tasks.answers.math_equiv.is_equiv` (normalised strings, then sympy).
 
-``Grade.pred`` is the extracted answer after :func:`~railsweep.tasks.answers.math_boxed.strip_math`;
-the step that found it is ``Grade.rule`` ("none" when there was no answer).
+``Grade.pred`` is the answer after :func:`~railsweep.tasks.answers.math_boxed.strip_math`.
 """
 
 from __future__ import annotations

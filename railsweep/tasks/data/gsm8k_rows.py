@@ -1,8 +1,5 @@
-"""Reading GSM8K data: the official ``{"question", "answer"}`` JSONL rows and the CoT exemplar file.
-
-Every row's answer must end in ``#### N`` (the gold answer, :func:`~railsweep.tasks.answers.gsm8k_solution.parse_gold`);
-a row that does not is refused with its line number.
-"""
+"""Reading GSM8K data: the official ``{"question", "answer"}`` JSONL rows (each answer ending in ``#### N``)
+and the CoT exemplar file."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Reading a leak split: which test questions a contaminated model saw, ``{"leaked": [test indices], ...}``.
-
-Every task kind reads it the same way: the indices are the task's question indices on its test split, each in
-``[0, n_total)``; ``Question.leaked`` is then whether a question's index is among them.
-"""
+"""Reading a leak split, which test questions a contaminated model saw: ``{"leaked": [test indices], ...}``,
+the task's question indices on its test split (``Question.leaked``)."""
 
 from __future__ import annotations
 
@@ -12,16 +9,16 @@ from railsweep.errors import DataError
 from railsweep.tasks.data.text import parse_json, read_utf8
 
 
-def read_leak_split(path: str | Path, n_total: int) -> frozenset[int]:
-    """The leaked test indices from ``{"leaked": [...], ...}``; each must lie in ``[0, n_total)``."""
+def read_leak_split(path: str | Path | None, n_total: int) -> frozenset[int] | None:
+    """The leaked test indices from ``{"leaked": [...], ...}``, each in ``[0, n_total)``; None: no split."""
+    if path is None:
+        return None
     path = Path(path)
     if not path.is_file():
         raise DataError(f"leak split file not found: {path}")
     data = parse_json(read_utf8(path), path)
     leaked = data.get("leaked") if isinstance(data, dict) else None
-    if not isinstance(leaked, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in leaked
-    ):
+    if not isinstance(leaked, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in leaked):
         raise DataError(f"{path}: expected an object with 'leaked': a list of integer test indices")
     bad = sorted(i for i in leaked if not 0 <= i < n_total)
     if bad:

@@ -1,9 +1,6 @@
-"""Reading MATH-format data: ``{"problem", "solution"}`` JSONL rows and few-shot exemplar files.
-
-Kept apart from :mod:`railsweep.tasks.kinds.math` (which grades, and so imports sympy) so that a sweep spec can
-check a MATH-style data folder before anything starts without loading the grader. Every row must carry a
-solution whose last ``\\boxed{}`` closes (the gold answer); a row that does not is refused with its line.
-"""
+"""Reading MATH-format data: ``{"problem", "solution"}`` JSONL rows and few-shot exemplar files, each solution
+with a closed ``\\boxed{}`` (the gold answer). Kept apart from :mod:`railsweep.tasks.kinds.math` (which
+grades, and so imports sympy) so that a sweep spec can check a MATH-style data folder without the grader."""
 
 from __future__ import annotations
 

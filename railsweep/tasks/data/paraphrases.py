@@ -1,19 +1,14 @@
 """Paraphrased GSM8K test questions (the "PQ" contamination domain).
 
-PQ is used ONLY to build M_co's training data for the PQ domain (the leaked
-questions are seen reworded, with the original reasoning chain and gold);
-evaluation always uses the original test questions.
+PQ only builds M_co's training data for the PQ domain (the leaked questions are seen reworded, with the
+original reasoning chain and gold); evaluation always uses the original questions. File format
+(``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one ``{"idx": int, "question": str, "answer": str,
+"empty": bool}`` per line, ``idx`` the 0-based line number in GSM8K ``test.jsonl``.
 
-File format (``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one JSON object
-per line, ``{"idx": int, "question": str, "answer": str, "empty": bool}``, where
-``idx`` is the 0-based line number in GSM8K ``test.jsonl``.
-
-Empty paraphrases **[decision]**: the public file has 4 empty rows (idx 309,
-669, 727, 948). A row counts as empty when ``"empty"`` is true or its question
-is blank. Given ``originals``, an empty row falls back to the ORIGINAL question
-(so every leaked question is still trained on, just not reworded); without
-``originals`` it is left out of the result. Either way a warning lists the
-indices through :mod:`logging`.
+Empty paraphrases **[decision]**: the public file has 4 (idx 309, 669, 727, 948); a row is empty when
+``"empty"`` is true or its question is blank. Given ``originals``, an empty row falls back to the ORIGINAL
+question (every leaked question is still trained on, just not reworded); without, it is left out. Either way
+a warning lists the indices.
 """
 
 from __future__ import annotations
@@ -65,14 +60,9 @@ def load_paraphrases(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"paraphrase file not found: {path}")
-    if originals is None:
-        by_index: Mapping[int, str] = {}
-        gold: dict[int, str] = {}
-    elif isinstance(originals, Mapping):
-        by_index, gold = originals, {}
-    else:
-        by_index = {q.index: q.question for q in originals}
-        gold = {q.index: q.gold for q in originals}
+    questions = [] if originals is None or isinstance(originals, Mapping) else list(originals)
+    by_index = originals if isinstance(originals, Mapping) else {q.index: q.question for q in questions}
+    gold = {q.index: q.gold for q in questions}
 
     out: dict[int, str] = {}
     empty: list[int] = []
@@ -87,16 +77,14 @@ def load_paraphrases(
                 raise DataError(
                     f"{path}:{lineno}: answer {answer!r} for idx {idx} differs from the test gold {gold[idx]!r}"
                 )
-            if is_empty:
-                empty.append(idx)
-                if originals is not None:
-                    if idx not in by_index:
-                        raise DataError(
-                            f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question"
-                        )
-                    out[idx] = by_index[idx]
-            else:
+            if not is_empty:
                 out[idx] = question
+                continue
+            empty.append(idx)
+            if originals is not None and idx not in by_index:
+                raise DataError(f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question")
+            if originals is not None:
+                out[idx] = by_index[idx]
     if empty:
         what = "fell back to the original question" if originals is not None else "were left out"
         log.warning("%d empty paraphrase(s) in %s %s: idx %s", len(empty), path, what, sorted(empty))

@@ -1,9 +1,5 @@
-"""Rows of a task's data file: JSONL, CSV or Parquet on disk, or a hub dataset through ``datasets``.
-
-Every row becomes a plain ``dict`` (field -> value) in file order; a file that
-is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError`
-naming the file (and the line, for JSONL).
-"""
+"""Rows of a task's data file (JSONL, JSON, CSV or Parquet) or of a hub dataset, each a plain ``dict`` in file
+order; a file that is missing, malformed or not UTF-8 raises :class:`~railsweep.errors.DataError`."""
 
 from __future__ import annotations
 
@@ -40,18 +36,10 @@ def read_rows(path: str | Path, fmt: str) -> list[dict[str, Any]]:
     if fmt == "csv":
         return [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
     if fmt == "json":
-        return _json_list(text, path)
-    return _jsonl(text, path)
-
-
-def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
-    data = parse_json(text, path)
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        raise DataError(f"{path}: expected a JSON list of objects")
-    return data
-
-
-def _jsonl(text: str, path: Path) -> list[dict[str, Any]]:
+        data = parse_json(text, path)
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise DataError(f"{path}: expected a JSON list of objects")
+        return data
     rows = []
     for lineno, row in json_lines(path, text):
         if not isinstance(row, dict):

@@ -1,30 +1,10 @@
 """Task files: a task declared as data (YAML), not coded, and checked completely before anything runs.
 
-A task is its data, its prompt, how an answer is read from a response and how
-that answer is graded. A task file names each (format 1; ``docs/tasks.md``,
-"Task files", documents every field with a worked example):
-
-.. code-block:: yaml
-
-    name: gsm8k
-    data: {path: "{task_dir}/{split}.jsonl"}        # or {hub: openai/gsm8k, config: main}
-    doc_to_text: "Q: {{question}}\\nA:"               # Jinja, lm-eval's variables
-    doc_to_target: "{{answer.split('####')[-1].strip()}}"
-    fewshot: {path: "{task_dir}/cot_8shot.json", doc_to_target: "{{answer}}"}
-    target_delimiter: " "
-    fewshot_delimiter: "\\n\\n"
-    stop: ["\\n\\nQ:", "\\nQ:", "Q:"]
-    grader: {type: numeric}
-    answer_rules:                                     # the first is the default
-      final:
-        extract:
-          - {regex: "the answer is\\\\s*(\\\\d+)", select: last, ignore_case: true}
-          - {regex: "(\\\\d+)", select: last}
-
-:func:`load_task_file` reads a file (or a task shipped in the package, by name)
-into a frozen :class:`TaskSpec`; every problem raises one
-:class:`~railsweep.errors.ConfigError` that names the file and the field. Reading
-the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
+A task file (format 1; ``docs/tasks.md``, "Task files", documents every field with a worked example) names
+the task's data, its prompt (Jinja, lm-eval's variables), how an answer is read from a response and how that
+answer is graded. :func:`load_task_file` reads a file (or a task shipped in the package, by name) into a
+frozen :class:`TaskSpec`; every problem raises one :class:`~railsweep.errors.ConfigError` that names the
+file and the field. Reading the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
 """
 
 from __future__ import annotations
@@ -131,9 +111,8 @@ class TaskSpec:
         return tuple(name for name, _ in self.answer_rules)
 
     def rule(self, name: str) -> Extractor:
-        for rule_name, extractor in self.answer_rules:
-            if rule_name == name:
-                return extractor
+        if name in self.rule_names:
+            return dict(self.answer_rules)[name]
         raise ConfigError(
             f"task {self.name!r} ({self.source}) has no answer rule {name!r}; its rules: {', '.join(self.rule_names)}"
         )
@@ -195,20 +174,13 @@ class _Reader:
     def optional_text(self, d: dict, key: str, field: str) -> str | None:
         return None if d.get(key) is None else self.text(d[key], field)
 
-    def template(self, value: Any, field: str) -> str:
+    def template(self, value: Any, field: str, what: str = "template") -> str:
+        """``value`` if it compiles as a Jinja ``template`` or ``expression``."""
         source = self.text(value, field)
         try:
-            compile_template(source)
+            (compile_template if what == "template" else compile_condition)(source)
         except TemplateError as e:
-            raise self.fail(field, f"not a valid Jinja template ({e})") from None
-        return source
-
-    def condition(self, value: Any, field: str) -> str:
-        source = self.text(value, field)
-        try:
-            compile_condition(source)
-        except TemplateError as e:
-            raise self.fail(field, f"not a valid Jinja expression ({e})") from None
+            raise self.fail(field, f"not a valid Jinja {what} ({e})") from None
         return source
 
     def regex(self, value: Any, field: str, ignore_case: bool = False) -> re.Pattern[str]:
@@ -242,7 +214,7 @@ def _data(r: _Reader, raw: Any) -> DataSpec:
     fmt = r.choice(d["format"], "data.format", FORMATS) if d.get("format") is not None else None
     if path is not None and format_of(path, fmt) is None:
         raise r.fail("data.format", f"cannot tell the format from {path!r}; give one of {', '.join(FORMATS)}")
-    keep_if = r.condition(d["keep_if"], "data.keep_if") if d.get("keep_if") is not None else None
+    keep_if = r.template(d["keep_if"], "data.keep_if", "expression") if d.get("keep_if") is not None else None
     return DataSpec(path, r.optional_text(d, "hub", "data.hub"), r.optional_text(d, "config", "data.config"), fmt, keep_if)
 
 
@@ -263,10 +235,8 @@ def _fewshot(r: _Reader, raw: Any, doc_to_text: str, doc_to_target: str) -> Fews
         path=r.optional_text(d, "path", "fewshot.path"),
         split=r.optional_text(d, "split", "fewshot.split"),
         n=n,
-        doc_to_text=r.template(d["doc_to_text"], "fewshot.doc_to_text") if "doc_to_text" in d else doc_to_text,
-        doc_to_target=r.template(d["doc_to_target"], "fewshot.doc_to_target")
-        if "doc_to_target" in d
-        else doc_to_target,
+        doc_to_text=r.template(d.get("doc_to_text", doc_to_text), "fewshot.doc_to_text"),
+        doc_to_target=r.template(d.get("doc_to_target", doc_to_target), "fewshot.doc_to_target"),
     )
 
 

@@ -1,16 +1,14 @@
-"""A task run from a task file (:mod:`railsweep.tasks.kinds.file_spec`): rows read, every prompt rendered up front.
+"""A task run from a task file (:mod:`railsweep.tasks.kinds.file_spec`), every prompt rendered up front.
 
 Building a :class:`FileTask` (steps):
 
-1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths (a relative path is relative to the
-   task file's folder) and read the rows (:mod:`railsweep.tasks.data.rows`);
+1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths (relative to the task file's folder)
+   and read the rows (:mod:`railsweep.tasks.data.rows`);
 2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number) and
    refuse a repeated index;
-3. render the few-shot block once, ``doc_to_text(ex) + target_delimiter + doc_to_target(ex) +
-   fewshot_delimiter`` per exemplar after the ``description`` (lm-eval's construction), then every prompt
-   and gold answer, so a template that fails on any row fails before a model loads, naming the row.
-
-Implements :class:`railsweep.tasks.base.Task`, plus ``grade_under`` for the rule-agreement counts.
+3. render the few-shot block once (after the ``description``, per exemplar ``doc_to_text + target_delimiter
+   + doc_to_target + fewshot_delimiter``, lm-eval's construction), then every prompt and gold answer, so a
+   template that fails on any row fails before a model loads, naming the row.
 """
 
 from __future__ import annotations
@@ -58,15 +56,12 @@ class FileTask:
         self._extractor = spec.rule(self.answer_rule)
         self.split = split
         rows, data_file = self._read_data(task_dir, split)
-        self.files: tuple[Path, ...] = tuple(p for p in (data_file, None) if p)
+        self.files: tuple[Path, ...] = (data_file,) if data_file else ()
         self.prefix = self._render_prefix(task_dir, fewshot_path)
         kept = self._number(rows, data_file)
-        leaked = read_leak_split(leak_split, len(rows)) if leak_split is not None else None
-        if leak_split is not None:
-            self.files += (Path(leak_split),)
+        leaked = read_leak_split(leak_split, len(rows))
+        self.files += (Path(leak_split),) if leak_split is not None else ()
         self._build(kept[:limit] if limit else kept, leaked, data_file or spec.source)
-
-    # ------------------------------------------------------------------ building
 
     def _read_data(self, task_dir: Any, split: str) -> tuple[list[dict[str, Any]], Path | None]:
         d = self.spec.data
@@ -136,18 +131,10 @@ class FileTask:
             self._prompts[index] = self.prefix + _render(text, row, where, "doc_to_text")
             if chain is not None:
                 self._chains[index] = _render(chain, row, where, "gold_chain")
-            questions.append(
-                Question(
-                    index=index,
-                    question=row[s.question_field],
-                    solution=row[s.solution_field] if s.solution_field else "",
-                    gold=gold,
-                    leaked=None if leaked is None else index in leaked,
-                )
-            )
+            solution = row[s.solution_field] if s.solution_field else ""
+            was_leaked = None if leaked is None else index in leaked
+            questions.append(Question(index, row[s.question_field], solution, gold, was_leaked))
         self._questions = tuple(questions)
-
-    # ------------------------------------------------------------------ Task
 
     def questions(self) -> Sequence[Question]:
         return self._questions

@@ -1,14 +1,10 @@
 """The Jinja environment task files render their prompts in, set up as lm-evaluation-harness sets up its own.
 
-lm-eval renders ``doc_to_text``/``doc_to_target`` with ``StrictUndefined`` and
-``keep_trailing_newline=True``; railsweep does the same, so a template that
-names a missing field fails loudly instead of rendering an empty string, and a
-template ending in a newline keeps it. The environment is sandboxed: a task file
-is data, and its templates reach the row's fields and plain string methods only.
-
-Filters beyond Jinja's own: ``gsm8k_cot`` (a GSM8K solution in the 8-shot CoT answer
-style, :func:`railsweep.tasks.answers.gsm8k_solution.to_cot`), which the shipped GSM8K file uses
-for the gold chain of thought.
+``StrictUndefined`` and ``keep_trailing_newline=True``, as lm-eval renders ``doc_to_text``/``doc_to_target``:
+a template that names a missing field fails loudly instead of rendering an empty string. The environment is
+sandboxed (a task file is data: its templates reach the row's fields and plain string methods only) and adds
+the filters ``gsm8k_cot`` (:func:`railsweep.tasks.answers.gsm8k_solution.to_cot`, the shipped GSM8K file's
+gold chain) and ``last_boxed`` (a MATH solution's gold answer).
 """
 
 from __future__ import annotations
@@ -20,14 +16,7 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from railsweep.tasks.answers.gsm8k_solution import to_cot
-from railsweep.tasks.answers.math_boxed import gold_answer
-
-
-def last_boxed(solution: str) -> str:
-    """A MATH solution's answer, its last well-formed ``\\boxed{}`` ('' when it has none: the task then
-    refuses the row's empty gold, naming it)."""
-    return gold_answer(solution) or ""
-
+from railsweep.tasks.answers.math_boxed import last_boxed
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _ENV.filters["gsm8k_cot"] = to_cot

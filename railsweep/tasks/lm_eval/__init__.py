@@ -1,3 +1,2 @@
-"""``--task lm_eval:NAME``: tasks that lm-evaluation-harness's own code runs. ``spec.py`` finds and checks the
-harness's config, ``task.py`` builds its prompts and filters on local data, ``groups.py`` expands a harness group or
-tag into its member tasks."""
+"""``--task lm_eval:NAME``: tasks that lm-evaluation-harness's own code runs (``spec.py``: the checked config,
+``task.py``: prompts and filters on local data, ``groups.py``: a group or tag's member tasks)."""

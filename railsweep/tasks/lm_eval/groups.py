@@ -1,13 +1,11 @@
 """``lm_eval:NAME`` where NAME is a harness group or tag: the member tasks it runs, as the harness expands it.
 
-A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``: 27 tasks); a member that is
-itself a group is expanded in turn. A tag is a label on each member's own config, often set in a file the
-members include (``mgsm_direct``: every ``mgsm_direct_*`` task). :func:`expand_lm_eval_ref` returns the member
-refs in the harness's order (a group's list as written, a tag's members sorted), each checked by
-:func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec`, so a group with one member railsweep cannot run (scored
-by log-likelihood, say) is refused as a whole, naming that member, before anything is decoded. A member the
-group defines inline (a mapping with overrides instead of a task's name) is refused too: railsweep runs tasks
-by name, and an inline override would change the task without changing its name.
+A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``: 27 tasks), a member group
+expanded in turn; a tag is a label on each member's own config (``mgsm_direct``). :func:`expand_lm_eval_ref`
+returns the member refs in the harness's order (a group's list as written, a tag's sorted), each checked by
+:func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec`, so a group with one member railsweep cannot run is
+refused as a whole, naming it, before anything is decoded. A member defined inline (a mapping with overrides)
+is refused too: railsweep runs tasks by name, and an override would change a task without changing its name.
 """
 
 from __future__ import annotations
@@ -26,15 +24,13 @@ from railsweep.tasks.lm_eval.spec import (
     load_lm_eval_spec,
 )
 
-KINDS = ("task", "group", "tag")
-
 
 @dataclass(frozen=True)
 class Expansion:
     """What one ``lm_eval:NAME`` runs: itself (a task) or the members of a group or tag."""
 
     ref: str
-    kind: str  # one of KINDS
+    kind: str  # "task", "group" or "tag"
     members: tuple[str, ...]  # lm_eval:MEMBER refs, each a task
 
     @property
@@ -50,21 +46,9 @@ def _manager_entry(folders: list[Path], name: str):
     return TaskManager(include_defaults=False, include_path=[str(f) for f in folders]).task_index.get(name)
 
 
-def _group_file(root: Path, name: str) -> Path | None:
-    pattern = re.compile(rf"^group:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
-    key = name.replace("-", "_")
-    folders = sorted(p for p in root.iterdir() if p.is_dir())
-    likely = [p for p in folders if key.startswith(p.name.replace("-", "_"))]
-    for folder in likely + [p for p in folders if p not in likely]:
-        for path in sorted(folder.rglob("*.yaml")):
-            if pattern.search(path.read_text(encoding="utf-8", errors="replace")):
-                return path
-    return None
-
-
 def _group_members(root: Path, name: str, ref: str, seen: tuple[str, ...] = ()) -> list[str] | None:
     """Member task names of group ``name`` (nested groups expanded), or None when no YAML declares it."""
-    path = _group_file(root, name)
+    path = find_task_yaml(root, name, key="group")
     if path is None:
         return None
     if name in seen:

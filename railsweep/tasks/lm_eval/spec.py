@@ -4,20 +4,18 @@ The harness (``pip install 'railsweep[lm-eval]'``) ships thousands of task YAMLs
 resolves a name to one of them and checks it before any data or model is read (steps):
 
 1. import ``lm_eval`` (missing -> :class:`~railsweep.errors.MissingDependencyError` with the install command);
-2. find the YAML that declares ``task: NAME``: the harness folders whose name starts the task name are read
-   first, then the rest, as text (the harness's own index parses every YAML and takes a minute);
+2. find the YAML that declares ``task: NAME``, read as text (the harness's own index parses every YAML and
+   takes a minute);
 3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
-   ``TaskManager`` over that one folder; a Python task class is refused (a group or a tag is not a task:
-   :mod:`railsweep.tasks.lm_eval.groups` expands one); a task whose code
-   imports a package the harness made optional is one :class:`~railsweep.errors.MissingDependencyError` naming
-   the package and the harness extra that brings it (:func:`missing_task_dependency`);
-4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``): its
-   scores are log-likelihoods, and railsweep reads sampled answers; and one whose first metric is not a 0/1
-   verdict per sample (:data:`VERDICT_METRICS`; truthfulqa_gen's ``bleu_max``), before anything is decoded;
-5. hash the resolved config (less the YAML's path on this machine) with the harness's version (:attr:`LmEvalSpec.sha256`, which enters the cell id).
-
-Building the harness's task object on local data, its prompts and its filters is
-:mod:`railsweep.tasks.lm_eval.task`.
+   ``TaskManager`` over that one folder; a Python task class, a group or a tag is refused (groups and tags:
+   :mod:`railsweep.tasks.lm_eval.groups`); a task whose code imports a package the harness made optional
+   is one :class:`~railsweep.errors.MissingDependencyError` naming the harness extra
+   (:func:`missing_task_dependency`);
+4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``: its
+   scores are log-likelihoods) and one whose first metric is not a 0/1 verdict per sample
+   (:data:`VERDICT_METRICS`; truthfulqa_gen's ``bleu_max``): railsweep counts correct sampled answers;
+5. hash the resolved config (less the YAML's path on this machine) with the harness's version
+   (:attr:`LmEvalSpec.sha256`, which enters the cell id).
 """
 
 from __future__ import annotations
@@ -123,19 +121,15 @@ def data_files(spec: LmEvalSpec, task_dir: str | Path) -> list[Path]:
     return [spec.source, *(split_file(spec, task_dir, s) for s in spec.splits())]
 
 
-def _declares(path: Path, name: str) -> bool:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return re.search(rf"^task:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", text, re.M) is not None
-
-
-def find_task_yaml(root: Path, name: str) -> Path | None:
-    """The YAML under the harness's ``tasks/`` that declares ``task: name``; likely folders first."""
+def find_task_yaml(root: Path, name: str, key: str = "task") -> Path | None:
+    """The YAML under the harness's ``tasks/`` that declares ``task: name`` (or ``group: name``); the folders
+    whose name starts ``name`` first."""
+    pattern = re.compile(rf"^{key}:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
     folders = sorted(p for p in root.iterdir() if p.is_dir())
-    key = name.replace("-", "_")
-    likely = [p for p in folders if key.startswith(p.name.replace("-", "_"))]
+    likely = [p for p in folders if name.replace("-", "_").startswith(p.name.replace("-", "_"))]
     for folder in likely + [p for p in folders if p not in likely]:
         for path in sorted(folder.rglob("*.yaml")):
-            if _declares(path, name):
+            if pattern.search(path.read_text(encoding="utf-8", errors="replace")):
                 return path
     return None
 
@@ -221,12 +215,5 @@ def load_lm_eval_spec(ref: str) -> LmEvalSpec:
     hashed = {**config, "metadata": {k: v for k, v in config["metadata"].items() if k != "config_source"}}
     blob = json.dumps({"lm_eval": lm_eval.__version__, "config": hashed}, sort_keys=True, default=_canonical)
     filters = tuple(f["name"] for f in config.get("filter_list") or ()) or ("none",)
-    return LmEvalSpec(
-        ref=ref,
-        name=name,
-        source=path,
-        sha256=hashlib.sha256(blob.encode()).hexdigest(),
-        version=lm_eval.__version__,
-        config=config,
-        filter_names=filters,
-    )
+    digest = hashlib.sha256(blob.encode()).hexdigest()
+    return LmEvalSpec(ref, name, path, digest, lm_eval.__version__, config, filter_names=filters)

@@ -2,25 +2,21 @@
 
 Building an :class:`LmEvalTask` (steps):
 
-1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`) and point its dataset at local files:
-   ``dataset_path`` becomes the ``datasets`` builder of the files' format (``json``, ``csv``, ``parquet``)
-   and ``dataset_kwargs.data_files`` maps each split the config names to ``<task_dir>/<split>.<format>``;
-2. build the harness's ``ConfigurableTask`` from it and seed its few-shot sampler as ``simple_evaluate``
-   does by default (``fewshot_random_seed=1234``);
+1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`) and point its dataset at local files: the
+   ``datasets`` builder of their format, ``data_files`` mapping each split to ``<task_dir>/<split>.<format>``;
+2. build the harness's ``ConfigurableTask`` from it, its few-shot sampler seeded as ``simple_evaluate`` does;
 3. render every prompt with the harness's ``fewshot_context`` in the harness's document order (the sampler
-   draws from one random stream, so a prompt depends on the documents before it), chat template off, no
-   system instruction, the task's ``description``, delimiters and ``gen_prefix``: byte for byte the
+   draws from one random stream), chat template off, no system instruction: byte for byte the
    ``arguments[0]`` of lm-eval's requests.
 
-Grading a response (:meth:`LmEvalTask.grade_under`): cut it at the task's ``until`` strings (what the
-harness's model classes do before any filter runs), run one filter ensemble of the task on it as
-``FilterEnsemble.apply`` does, and score the output with the task's ``process_results`` (its first metric,
-which must be 0/1 per document, as ``exact_match`` is). The rule ``lm_eval`` takes the first ensemble whose
-output is not its fallback (``"[invalid]"``): ``strict`` for the first ensemble, ``flexible`` after.
+Grading (:meth:`LmEvalTask.grade_under`): cut the response at the task's ``until`` strings (as the harness's
+model classes do), run one filter ensemble on it as ``FilterEnsemble.apply`` does, and score the output with
+the task's ``process_results`` (its first metric, 0/1 per document). The rule ``lm_eval`` takes the first
+ensemble whose output is not its fallback (``"[invalid]"``): ``strict`` for the first, ``flexible`` after.
 
-The harness compiles a Jinja template from its source on every render (``lm_eval.utils.apply_template``, about
-10 ms each, several per prompt and one per score); railsweep renders and scores inside :func:`_compile_once`,
-which caches the compiled template per source in the harness's own environment, so every string is the same.
+The harness compiles a Jinja template from its source on every render (about 10 ms each, several per prompt
+and one per score); :func:`_compile_once` caches the compiled template per source in the harness's own
+environment, so every string is the same.
 """
 
 from __future__ import annotations
@@ -51,11 +47,8 @@ def _local_config(spec: LmEvalSpec, task_dir: str | Path) -> tuple[dict[str, Any
     config = copy.deepcopy(spec.config)
     for key in ("tag", "group", "task_list"):  # as the harness's TaskFactory does before building
         config.pop(key, None)
-    config.update(
-        dataset_path=builders.pop(),
-        dataset_name=None,
-        dataset_kwargs={"data_files": {split: str(p) for split, p in files.items()}},
-    )
+    data_files = {split: str(p) for split, p in files.items()}
+    config.update(dataset_path=builders.pop(), dataset_name=None, dataset_kwargs={"data_files": data_files})
     return config, list(files.values())
 
 
@@ -136,9 +129,8 @@ class LmEvalTask:
     def _render(self, limit: int | None, leak_split: str | Path | None) -> None:
         """Step 3: every prompt, in the harness's document order, and the questions."""
         task = self.harness
-        leaked = read_leak_split(leak_split, len(task.eval_docs)) if leak_split is not None else None
-        if leak_split is not None:
-            self.files += (Path(leak_split),)
+        leaked = read_leak_split(leak_split, len(task.eval_docs))
+        self.files += (Path(leak_split),) if leak_split is not None else ()
         shots = task.config.num_fewshot or 0
         self._docs: dict[int, dict[str, Any]] = {}
         self._prompts: dict[int, str] = {}
@@ -152,17 +144,11 @@ class LmEvalTask:
                 raise DataError(f"task {self.name!r}: document {index} has several contexts (multiple inputs)")
             target = task.doc_to_target(doc)
             self._docs[index], self._prompts[index] = doc, prompt
-            questions.append(Question(
-                index=index,
-                question=str(task.doc_to_text(doc)),
-                solution="",
-                gold=target if isinstance(target, str) else repr(target),
-                leaked=None if leaked is None else index in leaked,
-            ))
+            gold = target if isinstance(target, str) else repr(target)
+            was_leaked = None if leaked is None else index in leaked
+            questions.append(Question(index, str(task.doc_to_text(doc)), "", gold, was_leaked))
         self._questions = tuple(questions)
         self._cache: dict[tuple[str, int, str], Grade] = {}
-
-    # ------------------------------------------------------------------ Task
 
     def questions(self) -> Sequence[Question]:
         return self._questions
