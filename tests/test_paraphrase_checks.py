@@ -48,6 +48,7 @@ def test_rouge_l_is_f1_over_lowercased_alphanumeric_tokens():
         ("2.50 and 2.5 and 02", {2.5: 2, 2: 1}),
         ("three eggs and 3 hens", {3: 2}),
         ("twenty-five cents, twice a week, triple the cost", {25: 1, 2: 1, 3: 1}),
+        ("twenty-one eggs and one day", {21: 1}),  # 'one' after a tens word is a quantity, never an article
         ("one day she ate a single apple", {}),  # 'one' is as often an article as a quantity
         ("a third of half a dozen, the second pair", {}),  # ordinals, fractions, dozen, pair: not counted
         ("Stone, often, someone", {}),  # number words only as whole words

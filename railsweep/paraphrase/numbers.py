@@ -34,7 +34,7 @@ def _word_value(word: str) -> Decimal:
     word = word.lower()
     if "-" in word:
         tens, unit = word.split("-")
-        return Decimal(WORDS[tens] + WORDS[unit])
+        return Decimal(WORDS[tens] + _UNITS.index(unit))  # "one" counts here: "twenty-one" is no article
     return Decimal(WORDS[word])
 
 
