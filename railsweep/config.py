@@ -258,13 +258,8 @@ class CellConfig:
         return files
 
     def decode_settings(self, batch_size: int = 64) -> Any:
-        return DecodeSettings(
-            m=self.m,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            batch_size=batch_size,
-        )
+        return DecodeSettings(m=self.m, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+                              seed=self.seed, batch_size=batch_size)  # fmt: skip
 
 
 def _required(f: dataclasses.Field) -> bool:

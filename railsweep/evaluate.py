@@ -73,22 +73,14 @@ def load_task(cell: CellConfig) -> Task:
                 f"task {cell.task} ({spec.source}) changed since this cell was configured (sha256 {spec.sha256[:16]}..., "
                 f"the cell records {cell.task_sha256[:16]}...)"
             )
-        return build_task(
-            spec, cell.task_dir, split=cell.split, fewshot=cell.fewshot, limit=cell.limit,
-            leak_split=cell.leak_split, answer_rule=cell.answer_rule,
-        )  # fmt: skip
+        return build_task(spec, cell.task_dir, split=cell.split, fewshot=cell.fewshot, limit=cell.limit,
+                          leak_split=cell.leak_split, answer_rule=cell.answer_rule)  # fmt: skip
     root = Path(cell.task_dir)
     if not root.is_dir():
         raise DataError(f"task directory not found: {root}")
     task_class = MathTask if cell.answer_type == "math" else GSM8KTask
-    return task_class.from_dir(
-        root,
-        split=cell.split,
-        fewshot_path=cell.fewshot,
-        limit=cell.limit,
-        leak_split=cell.leak_split,
-        answer_rule=cell.answer_rule,
-    )
+    return task_class.from_dir(root, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit,
+                               leak_split=cell.leak_split, answer_rule=cell.answer_rule)  # fmt: skip
 
 
 def cell_provenance(cell: CellConfig, engine_config: EngineConfig) -> dict[str, Any]:
@@ -99,14 +91,8 @@ def cell_provenance(cell: CellConfig, engine_config: EngineConfig) -> dict[str, 
 
 
 def evaluate_cell(
-    cell: CellConfig,
-    engine: Engine,
-    task: Task | None = None,
-    *,
-    out_dir: str | Path,
-    batch_size: int = 64,
-    cache_dir: str | Path | None = None,
-    progress: Callable[[int], None] | None = None,
+    cell: CellConfig, engine: Engine, task: Task | None = None, *, out_dir: str | Path, batch_size: int = 64,
+    cache_dir: str | Path | None = None, progress: Callable[[int], None] | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Run ``cell`` on ``engine`` and write its result files into ``out_dir``.
@@ -133,20 +119,13 @@ def evaluate_cell(
         provenance = prov.collect(cell.task_files())
     tables = cell_tables(cell, outcomes, questions, provenance, agreement.to_dict())
     paths = write_tables(out_dir, cell.cell_id, tables)
-    return CellResult(
-        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement,
-        tables=tables,
-    )  # fmt: skip
+    return CellResult(cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded,
+                      agreement=agreement, tables=tables)  # fmt: skip
 
 
 def _run_strategy(
-    cell: CellConfig,
-    engine: Engine,
-    task: Task,
-    questions: Sequence[Question],
-    batch_size: int,
-    cache_dir: str | Path | None,
-    progress: Callable[[int], None] | None,
+    cell: CellConfig, engine: Engine, task: Task, questions: Sequence[Question], batch_size: int,
+    cache_dir: str | Path | None, progress: Callable[[int], None] | None,
 ) -> tuple[list[QuestionOutcome], float, int]:
     """Steps 3-4: the cell's strategy from the registry, run in an :class:`EvalContext` with the cell's readout
     settings; returns (its outcomes, the wall time in seconds, the responses decoded), each batch of responses
@@ -160,16 +139,11 @@ def _run_strategy(
         if progress is not None:
             progress(n)
 
-    ctx = EvalContext(
-        engine=engine,
-        task=task,
-        adapter=cell.adapter,
-        settings=cell.decode_settings(batch_size),
-        clean_adapter=cell.clean_adapter,
-        base_adapter=cell.base_adapter,
-        cache_dir=Path(cache_dir) if cache_dir is not None else None,
-        progress=count,
-    )
+    ctx = EvalContext(engine=engine, task=task, adapter=cell.adapter,
+                      settings=cell.decode_settings(batch_size), clean_adapter=cell.clean_adapter,
+                      base_adapter=cell.base_adapter,
+                      cache_dir=Path(cache_dir) if cache_dir is not None else None,
+                      progress=count)  # fmt: skip
     t0 = time.perf_counter()
     outcomes = list(strategy.run(ctx, questions))
     return outcomes, time.perf_counter() - t0, decoded
@@ -180,13 +154,9 @@ def _agreement(
 ) -> RuleAgreement:
     """Every response re-graded under every answer rule (:func:`rule_agreement`)."""
     by_index = {q.index: q for q in questions}
-    return rule_agreement(
-        ((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
-        cell.answer_rule,
-        tuple(task.stop),
-        cell.answer_type,
-        task if isinstance(task, (FileTask, LmEvalTask)) else None,
-    )
+    return rule_agreement(((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
+                          cell.answer_rule, tuple(task.stop), cell.answer_type,
+                          task if isinstance(task, (FileTask, LmEvalTask)) else None)  # fmt: skip
 
 
 def _check_served_adapters(cell: CellConfig, engine: Engine) -> None:

@@ -108,16 +108,9 @@ def _check(
 
 
 def register(
-    name: str,
-    config_cls: type,
-    *,
-    display: str,
-    label: Callable[[Any], str] | None = None,
-    tables: Iterable[str] = (),
-    main_row: Callable[[Any], bool] = _every_row,
-    backends: Iterable[str] = BACKENDS,
-    fallback: bool = False,
-    interventions: tuple[type, ...] = (),
+    name: str, config_cls: type, *, display: str, label: Callable[[Any], str] | None = None,
+    tables: Iterable[str] = (), main_row: Callable[[Any], bool] = _every_row,
+    backends: Iterable[str] = BACKENDS, fallback: bool = False, interventions: tuple[type, ...] = (),
     roles: Iterable[str] = (),
 ) -> Callable[[type], type]:
     """Class decorator: one strategy's whole registration.
@@ -133,9 +126,8 @@ def register(
     """
     tables, backends, roles = frozenset(tables), frozenset(backends), frozenset(roles)
     _check(name, config_cls, display, tables, backends, roles)
-    info = Registration(
-        name, config_cls, display, label, tables, main_row, backends, fallback, tuple(interventions), roles
-    )
+    info = Registration(name, config_cls, display, label, tables, main_row, backends, fallback,
+                        tuple(interventions), roles)  # fmt: skip
     return STRATEGIES.register(name, config_cls, info)
 
 

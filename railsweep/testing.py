@@ -77,18 +77,12 @@ def _build_tokenizer(vocab_words: Iterable[str] | None):
     tok.pre_tokenizer = pre_tokenizers.Split(pattern, behavior="isolated")
     tok.decoder = decoders.Fuse()  # pieces carry their own spaces: concatenate
     bos = SPECIAL_TOKENS["bos"]
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, vocab[bos])]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=SPECIAL_TOKENS["bos"],
-        eos_token=SPECIAL_TOKENS["eos"],
-        pad_token=SPECIAL_TOKENS["pad"],
-        unk_token=SPECIAL_TOKENS["unk"],
-        clean_up_tokenization_spaces=False,
-        padding_side="left",
-    )
+    tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                       special_tokens=[(bos, vocab[bos])])  # fmt: skip
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=SPECIAL_TOKENS["bos"],
+                                   eos_token=SPECIAL_TOKENS["eos"], pad_token=SPECIAL_TOKENS["pad"],
+                                   unk_token=SPECIAL_TOKENS["unk"], clean_up_tokenization_spaces=False,
+                                   padding_side="left")  # fmt: skip
 
 
 def _config(family: str, vocab_size: int, ids: dict[str, int]):
@@ -111,10 +105,7 @@ def _config(family: str, vocab_size: int, ids: dict[str, int]):
 
 
 def make_tiny_model(
-    path: str | os.PathLike,
-    family: str = "llama",
-    seed: int = 0,
-    vocab_words: Iterable[str] | None = None,
+    path: str | os.PathLike, family: str = "llama", seed: int = 0, vocab_words: Iterable[str] | None = None,
     logit_scale: float = 1.0,
 ) -> Path:
     """Write a tiny random ``family`` model + word-level tokenizer to ``path``; returns the path.

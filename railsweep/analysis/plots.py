@@ -184,10 +184,8 @@ def figure1_plot(rows: pd.DataFrame | Sequence[Mapping], summary: Mapping, path:
     ax[2].hist(clean["distinct_correct"].dropna(), bins=20, color="tab:green")
     ax[2].set_xlabel("distinct correct responses of M_cl")
     ax[2].set_title("(c) path diversity")
-    ax[3].bar(
-        ["on rail", "one forced departure"],
-        [summary.get("on_rail_r", np.nan), summary.get("off_rail_r", np.nan)],
-    )
+    ax[3].bar(["on rail", "one forced departure"],
+              [summary.get("on_rail_r", np.nan), summary.get("off_rail_r", np.nan)])  # fmt: skip
     ax[3].set_ylim(0, 1)
     ax[3].set_title(f"(d) M_cl off its rail: ratio {summary.get('off_rail_ratio', np.nan):.2f}")
     fig.tight_layout()

@@ -157,10 +157,9 @@ def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, An
         if ref is None or s is ref or s["clean_id"] != ref["clean_id"]:
             continue
         for metric in PAIRED_METRICS:
-            d = paired_difference(
-                by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, by_id[ref["cell_id"]].questions,
-                metric, B=sc["B"], n_boot=sc["n_boot"], seed=sc["seed"],
-            )  # fmt: skip
+            d = paired_difference(by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions,
+                                  by_id[ref["cell_id"]].questions, metric, B=sc["B"], n_boot=sc["n_boot"],
+                                  seed=sc["seed"])  # fmt: skip
             rows.append({
                 "cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
                 "metric": LABELS[metric], "value": d["value_a"], "Identity": d["value_b"],
@@ -245,10 +244,9 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     for s in prim:
         if s["strategy_name"] in scatter:
             key = f"scatter_{s['strategy_name']}"
-            paths[key] = plots.scatter_clean_vs_mitigated(
-                by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, out / f"{key}.png",
-                title=f"{title}: {s['strategy']}",
-            )  # fmt: skip
+            paths[key] = plots.scatter_clean_vs_mitigated(by_id[s["clean_id"]].questions,
+                                                          by_id[s["cell_id"]].questions, out / f"{key}.png",
+                                                          title=f"{title}: {s['strategy']}")  # fmt: skip
     if prim:
         paths["stratum_deltas"] = plots.stratum_deltas(
             by_id[prim[0]["clean_id"]].questions, {s["strategy"]: by_id[s["cell_id"]].questions for s in prim},

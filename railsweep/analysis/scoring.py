@@ -30,11 +30,7 @@ from railsweep.results.readouts import aligned_readouts
 
 
 def score_pair(
-    clean: pd.DataFrame,
-    mitigated: pd.DataFrame,
-    B: int = 50,
-    n_boot: int = 1000,
-    seed: int = 0,
+    clean: pd.DataFrame, mitigated: pd.DataFrame, B: int = 50, n_boot: int = 1000, seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
     """Every aggregate of ``mitigated`` against ``clean`` with its checked interval, noise floor and corrected reading.
@@ -46,22 +42,15 @@ def score_pair(
     concentration ``sappg_*`` (:mod:`railsweep.metrics.concentration`). Same inputs and seed -> same numbers.
     """
     r = aligned_readouts(clean=clean, mitigated=mitigated)
-    out = score_counts(
-        r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed)
-    )
+    out = score_counts(r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha,
+                       rng=np.random.default_rng(seed))  # fmt: skip
     out["seed"] = int(seed)
     return out
 
 
 def paired_difference(
-    clean: pd.DataFrame,
-    a: pd.DataFrame,
-    b: pd.DataFrame,
-    metric: str,
-    B: int = 50,
-    n_boot: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    clean: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, metric: str, B: int = 50, n_boot: int = 1000,
+    seed: int = 0, alpha: float = 0.05,
 ) -> dict[str, Any]:
     """``metric(a) − metric(b)`` against the same clean model, CI from shared resampled questions.
 
@@ -69,9 +58,8 @@ def paired_difference(
     "why", "verdict"}``; verdict "lower" means a is closer to M_cl than b on this metric.
     """
     r = aligned_readouts(clean=clean, a=a, b=b)
-    out = paired_difference_counts(
-        r["clean"], r["a"], r["b"], metric, B=B, n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed)
-    )
+    out = paired_difference_counts(r["clean"], r["a"], r["b"], metric, B=B, n_boot=n_boot, alpha=alpha,
+                                   rng=np.random.default_rng(seed))  # fmt: skip
     return {**out, "seed": int(seed)}
 
 

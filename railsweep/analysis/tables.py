@@ -139,13 +139,8 @@ def _row_order(
 
 
 def _assemble(
-    title: str,
-    values: dict[tuple[str, str], tuple[float, float, float]],
-    rows: list[str],
-    cols: list[str],
-    best_cols: Iterable[str],
-    digits: int,
-    ci_digits: int,
+    title: str, values: dict[tuple[str, str], tuple[float, float, float]], rows: list[str], cols: list[str],
+    best_cols: Iterable[str], digits: int, ci_digits: int,
 ) -> Table:
     numeric = pd.DataFrame(
         [[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
@@ -172,17 +167,9 @@ def _assemble(
 
 
 def metric_table(
-    cells: Iterable[Mapping[str, Any]],
-    metrics: Sequence[str],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    best_metrics: Sequence[str] | None = None,
-    exclude: frozenset[str] = frozenset(),
-    title: str = "",
-    digits: int = 4,
-    ci_digits: int = 2,
+    cells: Iterable[Mapping[str, Any]], metrics: Sequence[str], *, family: str | None = None,
+    domain: str | None = None, rows: Sequence[str] | None = None, best_metrics: Sequence[str] | None = None,
+    exclude: frozenset[str] = frozenset(), title: str = "", digits: int = 4, ci_digits: int = 2,
 ) -> Table:
     """Rows = strategies of ONE setting, columns = ``metrics`` (their display labels)."""
     unknown = [m for m in metrics if m not in LABELS]
@@ -197,85 +184,49 @@ def metric_table(
     values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in shown}
     rows = _with_floor_row(values, order, {LABELS[m]: _floor(setting[0]["score"], m) for m in shown})
     f, d = str(setting[0]["family"]), str(setting[0]["domain"])
-    table = _assemble(
-        title or f"{f} × {d}", values, rows, [LABELS[m] for m in shown], best, digits, ci_digits
-    )
+    table = _assemble(title or f"{f} × {d}", values, rows, [LABELS[m] for m in shown], best, digits,
+                      ci_digits)  # fmt: skip
     if "sa_ppg" not in metrics:
         return table
     return dataclasses.replace(table, notes=tuple(f"{r}: {sappg_note(by_label[r])}" for r in order))
 
 
 def table1(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    **kw: Any,
+    cells: Iterable[Mapping[str, Any]], *, family: str | None = None, domain: str | None = None,
+    rows: Sequence[str] | None = None, **kw: Any,
 ) -> Table:
     """Table 1: G-AP vs SA-PPG for one setting (paper: Llama-2 × GSM8K); All-Zero left out by default."""
-    return metric_table(
-        cells,
-        ["g_ap", "sa_ppg"],
-        family=family,
-        domain=domain,
-        rows=rows,
-        exclude=reference_rows(),
-        title=kw.pop("title", "Table 1: G-AP and SA-PPG of the same responses"),
-        **kw,
-    )
+    return metric_table(cells, ["g_ap", "sa_ppg"], family=family, domain=domain, rows=rows,
+                        exclude=reference_rows(),
+                        title=kw.pop("title", "Table 1: G-AP and SA-PPG of the same responses"),
+                        **kw)  # fmt: skip
 
 
 def table2(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    **kw: Any,
+    cells: Iterable[Mapping[str, Any]], *, family: str | None = None, domain: str | None = None,
+    rows: Sequence[str] | None = None, **kw: Any,
 ) -> Table:
     """Table 2: Δ+, Δ−, A-PPG, G-APP, SA-PPG (+ All-Zero); best marked on the aggregates, not the components."""
-    return metric_table(
-        cells,
-        ["delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg"],
-        family=family,
-        domain=domain,
-        rows=rows,
-        best_metrics=["a_ppg", "g_app", "sa_ppg"],
-        title=kw.pop("title", "Table 2: components of the per-question gap"),
-        **kw,
-    )
+    return metric_table(cells, ["delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg"], family=family,
+                        domain=domain, rows=rows, best_metrics=["a_ppg", "g_app", "sa_ppg"],
+                        title=kw.pop("title", "Table 2: components of the per-question gap"),
+                        **kw)  # fmt: skip
 
 
 def table4(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    **kw: Any,
+    cells: Iterable[Mapping[str, Any]], *, family: str | None = None, domain: str | None = None,
+    rows: Sequence[str] | None = None, **kw: Any,
 ) -> Table:
     """Table 4: RailCap n sweep, ban, All-Zero: S-Δ+, S-Δ−, SA-PPG; best marked on SA-PPG only."""
-    return metric_table(
-        cells,
-        ["s_delta_plus", "s_delta_minus", "sa_ppg"],
-        family=family,
-        domain=domain,
-        rows=rows,
-        best_metrics=["sa_ppg"],
-        title=kw.pop("title", "Table 4: RailCap ablation (stratified components)"),
-        **kw,
-    )
+    return metric_table(cells, ["s_delta_plus", "s_delta_minus", "sa_ppg"], family=family, domain=domain,
+                        rows=rows, best_metrics=["sa_ppg"],
+                        title=kw.pop("title", "Table 4: RailCap ablation (stratified components)"),
+                        **kw)  # fmt: skip
 
 
 def table3(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    metric: str = "sa_ppg",
-    rows: Sequence[str] | None = None,
-    title: str = "Table 3: SA-PPG across settings",
-    digits: int = 4,
-    ci_digits: int = 2,
+    cells: Iterable[Mapping[str, Any]], *, metric: str = "sa_ppg", rows: Sequence[str] | None = None,
+    title: str = "Table 3: SA-PPG across settings", digits: int = 4, ci_digits: int = 2,
 ) -> Table:
     """Table 3: one metric, rows = strategies, columns = settings "{domain} × {family}" (domain-major)."""
     if metric not in LABELS:

@@ -65,12 +65,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=("report",),
         help="report: full-set vs clean-subset scores for the items a detector flagged",
     )
-    p.add_argument(
-        "--detector",
-        action="append",
-        metavar="NAME",
-        help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate",
-    )
+    p.add_argument("--detector", action="append", metavar="NAME",
+                   help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate")  # fmt: skip
     p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory")
     add_detect_options(p)
     p.add_argument("--n-boot", type=at.n_boot, default=1000, help="bootstrap resamples for the CIs")

@@ -51,9 +51,8 @@ def run_report(args: argparse.Namespace) -> int:
     flagged = flags_from_detections(read_detections(args.flags), detectors[0], args.setting, family, domain)
 
     # 2. the tables
-    table = subset_report(
-        questions, flagged, readout=args.readout, weight=args.weight, n_boot=args.n_boot, seed=args.seed
-    )
+    table = subset_report(questions, flagged, readout=args.readout, weight=args.weight, n_boot=args.n_boot,
+                          seed=args.seed)  # fmt: skip
     pair = (
         sa_ppg_report(clean, questions, flagged, n_boot=args.n_boot, seed=args.seed)
         if clean is not None

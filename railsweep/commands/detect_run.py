@@ -56,15 +56,10 @@ def run_detect(args: argparse.Namespace) -> int:
         raise ConfigError("--ray-address needs --ray")
     if args.ray and "ngram" not in names:
         raise ConfigError("--ray runs the ngram detector's corpus scan; add --detector ngram")
-    base_inputs = DetectInputs(
-        text_field=args.text_field,
-        batch_size=args.batch_size,
-        device=args.device,
-        responses=_path(args.responses),
-        fewshot=_path(args.fewshot),
-        original=_path(args.original),
-        paraphrased=_path(args.paraphrased),
-    )
+    base_inputs = DetectInputs(text_field=args.text_field, batch_size=args.batch_size, device=args.device,
+                               responses=_path(args.responses), fewshot=_path(args.fewshot),
+                               original=_path(args.original),
+                               paraphrased=_path(args.paraphrased))  # fmt: skip
     scratch = tempfile.TemporaryDirectory(prefix="railsweep-detect-")  # --world's corpus files
     try:
         return _run(args, detectors, thresholding, names, base_inputs, Path(scratch.name))
@@ -114,14 +109,10 @@ def _file_job(args, detectors, names: set[str], base_inputs: DetectInputs):
         test = _file_items(args, names, original)
         control = read_items(args.control, "control") if args.control else []
     check_disjoint(test, control)
-    inputs = dataclasses.replace(
-        base_inputs,
-        corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
-        model=_path(args.model),
-        adapter=_path(args.adapter),
-        reference_adapter=_path(args.reference_adapter),
-        stop=stop,
-    )
+    inputs = dataclasses.replace(base_inputs,
+                                 corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
+                                 model=_path(args.model), adapter=_path(args.adapter),
+                                 reference_adapter=_path(args.reference_adapter), stop=stop)  # fmt: skip
     for d in detectors:
         inputs.require(d.name, *_needs(d.name, inputs, from_task=stop is not None))
     return (None, None, test, control, inputs, detectors)

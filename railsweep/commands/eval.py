@@ -52,25 +52,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     """The base model and the LoRA adapters: loaded, evaluated, and compared against."""
     p.add_argument("--model", type=at.model, required=True, help="base model directory (or hub id)")
-    p.add_argument(
-        "--adapter",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="a LoRA adapter to load (repeatable)",
-    )
-    p.add_argument(
-        "--use-adapter", default=None, metavar="NAME", help="adapter under evaluation (default: base model)"
-    )
-    p.add_argument(
-        "--clean-adapter", default=None, metavar="NAME", help="M_cl's adapter, for strategies comparing to it"
-    )
-    p.add_argument(
-        "--base-adapter",
-        default=None,
-        metavar="NAME",
-        help="reference base adapter (default: adapter disabled)",
-    )
+    p.add_argument("--adapter", action="append", default=[], metavar="NAME=PATH",
+                   help="a LoRA adapter to load (repeatable)")  # fmt: skip
+    p.add_argument("--use-adapter", default=None, metavar="NAME",
+                   help="adapter under evaluation (default: base model)")  # fmt: skip
+    p.add_argument("--clean-adapter", default=None, metavar="NAME",
+                   help="M_cl's adapter, for strategies comparing to it")  # fmt: skip
+    p.add_argument("--base-adapter", default=None, metavar="NAME",
+                   help="reference base adapter (default: adapter disabled)")  # fmt: skip
 
 
 def _add_task_options(p: argparse.ArgumentParser) -> None:
@@ -84,26 +73,17 @@ def _add_task_options(p: argparse.ArgumentParser) -> None:
         "per member, <task-dir>/<member>/. Required unless --task names a file that needs none",
     )
     p.add_argument("--split", type=at.text, default="test", help="the data split: <task-dir>/<split>.jsonl")
-    p.add_argument(
-        "--fewshot",
-        default=None,
-        metavar="FILE",
-        help="exemplar JSON (default: <task-dir>/cot_8shot.json; with --answer-type math, the package's four "
-        "MATH exemplars)",
-    )
+    p.add_argument("--fewshot", default=None, metavar="FILE",
+                   help="exemplar JSON (default: <task-dir>/cot_8shot.json; with --answer-type "
+                        "math, the package's four MATH exemplars)")  # fmt: skip
     p.add_argument("--leak-split", default=None, metavar="FILE", help='JSON {"leaked": [question indices]}')
 
 
 def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     """The strategy with its parameters, and how many samples are drawn per question and how."""
     p.add_argument("--strategy", type=at.text, required=True, help="registered strategy name (e.g. identity, railcap)")
-    p.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="strategy parameter (repeatable; V is JSON or text)",
-    )
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="strategy parameter (repeatable; V is JSON or text)")  # fmt: skip
     p.add_argument("--m", type=at.samples, default=50, help="samples per question (default 50)")
     p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
     p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
@@ -134,13 +114,10 @@ def _add_answer_options(p: argparse.ArgumentParser) -> None:
         "file's rule of that name (final: its first rule when it has none so named), and with --task "
         "lm_eval:NAME a filter of the task by the harness's name (strict-match, flexible-extract, ...)",
     )
-    p.add_argument(
-        "--answer-type",
-        choices=ANSWER_TYPES,
-        default=DEFAULT_ANSWER_TYPE,
-        help="what the gold answers are: numeric = GSM8K numbers (default); math = MATH-style LaTeX answers in "
-        "\\boxed{}, compared by normalised strings and sympy equivalence",
-    )
+    p.add_argument("--answer-type", choices=ANSWER_TYPES, default=DEFAULT_ANSWER_TYPE,
+                   help="what the gold answers are: numeric = GSM8K numbers (default); math = "
+                        "MATH-style LaTeX answers in \\boxed{}, compared by normalised strings "
+                        "and sympy equivalence")  # fmt: skip
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -208,14 +185,8 @@ def _prepare(args: argparse.Namespace) -> tuple[CellConfig, EngineConfig, dict[s
     if task_dir is None:
         raise ConfigError("give --task-dir (the data directory) or --task (a task file)")
     adapters = parse_pairs(args.adapter, "--adapter")
-    engine_cfg = EngineConfig(
-        backend=args.backend,
-        model=args.model,
-        adapters=adapters,
-        device=args.device,
-        dtype=args.dtype,
-        max_batch_size=args.max_batch_size,
-    )
+    engine_cfg = EngineConfig(backend=args.backend, model=args.model, adapters=adapters, device=args.device,
+                              dtype=args.dtype, max_batch_size=args.max_batch_size)  # fmt: skip
     cell = _cell_config(args, task_dir)
     _check_adapter_names(cell, adapters)
     _check_input_files(engine_cfg, cell)
@@ -252,29 +223,13 @@ def response_budget(args: argparse.Namespace) -> int:
 def _cell_config(args: argparse.Namespace, task_dir: str) -> CellConfig:
     """The cell as the options describe it; its fields are what the cell's id hashes."""
     params = {k: parse_value(v) for k, v in parse_pairs(args.param, "--param").items()}
-    return CellConfig(
-        model=args.model,
-        adapter=args.use_adapter,
-        strategy=args.strategy,
-        strategy_params=params,
-        family=args.family,
-        domain=args.domain,
-        m=args.m,
-        temperature=args.temperature,
-        seed=args.seed,
-        max_new_tokens=args.max_new_tokens,
-        limit=args.limit,
-        task_dir=task_dir,
-        split=args.split,
-        fewshot=args.fewshot,
-        leak_split=args.leak_split,
-        role=args.role,
-        clean_adapter=args.clean_adapter,
-        base_adapter=args.base_adapter,
-        answer_rule=args.answer_rule,
-        answer_type=args.answer_type,
-        task=args.task,
-    )
+    return CellConfig(model=args.model, adapter=args.use_adapter, strategy=args.strategy,
+                      strategy_params=params, family=args.family, domain=args.domain, m=args.m,
+                      temperature=args.temperature, seed=args.seed, max_new_tokens=args.max_new_tokens,
+                      limit=args.limit, task_dir=task_dir, split=args.split, fewshot=args.fewshot,
+                      leak_split=args.leak_split, role=args.role, clean_adapter=args.clean_adapter,
+                      base_adapter=args.base_adapter, answer_rule=args.answer_rule,
+                      answer_type=args.answer_type, task=args.task)  # fmt: skip
 
 
 def _check_adapter_names(cell: CellConfig, adapters: dict[str, str]) -> None:

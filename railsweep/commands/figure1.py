@@ -34,15 +34,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--m", type=at.samples, default=20, help="samples per question")
     p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
     p.add_argument("--max-new-tokens", type=at.new_tokens, default=96, help="tokens per response at most")
-    p.add_argument(
-        "--departures", type=at.positive, default=20, help="forced departures per reliably solved question"
-    )
+    p.add_argument("--departures", type=at.positive, default=20,
+                   help="forced departures per reliably solved question")  # fmt: skip
     p.add_argument("--limit", type=at.limit, default=None, help="only the first N questions")
     p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
     p.add_argument("--device", type=at.device, default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument(
-        "--tracking-uri", type=at.text, default=None, help="also log the figure to this MLflow server"
-    )
+    p.add_argument("--tracking-uri", type=at.text, default=None,
+                   help="also log the figure to this MLflow server")  # fmt: skip
     p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory: figure1.parquet, figure1.json, figure1.png")
     return p
 

@@ -45,13 +45,8 @@ def _inputs(
 
 
 def run_figure1(args: argparse.Namespace) -> int:
-    settings = Figure1Settings(
-        m=args.m,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        departures=args.departures,
-    )
+    settings = Figure1Settings(m=args.m, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
+                               seed=args.seed, departures=args.departures)  # fmt: skip
     check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
     if args.tracking_uri:
@@ -73,10 +68,7 @@ def run_figure1(args: argparse.Namespace) -> int:
     write_text_atomic(out / "figure1.json", json.dumps(fig.summary, indent=1, default=float) + "\n")
     figure1_plot(fig.rows, fig.summary, out / "figure1.png")
     if args.tracking_uri:
-        log_figure1(
-            args.tracking_uri,
-            fig.summary,
-            [out / "figure1.parquet", out / "figure1.json", out / "figure1.png"],
-        )
+        log_figure1(args.tracking_uri, fig.summary,
+                    [out / "figure1.parquet", out / "figure1.json", out / "figure1.png"])  # fmt: skip
     print(json.dumps(fig.summary, default=float))
     return 0

@@ -80,12 +80,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Paraphrase each question with the paper's prompt; keep only replies that keep every "
         "number, leak no answer and are reworded (ROUGE-L below --max-rouge); write PQ rows and a report.",
     )
-    p.add_argument(
-        "--test",
-        type=at.existing_file,
-        metavar="FILE",
-        help="GSM8K-style JSONL: question, answer ending '#### N' (or --task)",
-    )
+    p.add_argument("--test", type=at.existing_file, metavar="FILE",
+                   help="GSM8K-style JSONL: question, answer ending '#### N' (or --task)")  # fmt: skip
     add_task_arguments(
         p,
         default="--test",
@@ -103,20 +99,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     """Which model paraphrases: an endpoint's (and its API key) or a local model's through the transformers
     engine."""
-    p.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="openai",
-        help="openai: an OpenAI-compatible endpoint (default); transformers: a local model directory "
-        "through railsweep's transformers engine",
-    )
-    p.add_argument(
-        "--endpoint",
-        type=endpoint,
-        metavar="URL",
-        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM server) or a hosted API "
-        "(--engine openai)",
-    )
+    p.add_argument("--engine", choices=ENGINES, default="openai",
+                   help="openai: an OpenAI-compatible endpoint (default); transformers: a "
+                        "local model directory through railsweep's transformers engine")  # fmt: skip
+    p.add_argument("--endpoint", type=endpoint, metavar="URL",
+                   help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM "
+                        "server) or a hosted API (--engine openai)")  # fmt: skip
     p.add_argument(
         "--model",
         required=True,
@@ -129,16 +117,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="--engine transformers: a Jinja chat template over 'messages' (default: the tokenizer's own)",
     )
-    p.add_argument(
-        "--device", type=at.device, default="auto", help="--engine transformers: where the model runs"
-    )
-    p.add_argument(
-        "--api-key-env",
-        type=env_name,
-        default="OPENAI_API_KEY",
-        metavar="NAME",
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
-    )
+    p.add_argument("--device", type=at.device, default="auto",
+                   help="--engine transformers: where the model runs")  # fmt: skip
+    p.add_argument("--api-key-env", type=env_name, default="OPENAI_API_KEY", metavar="NAME",
+                   help="environment variable holding the API key (default OPENAI_API_KEY)")  # fmt: skip
     p.add_argument("--no-api-key", action="store_true", help="send no key (a local server without one)")
 
 
@@ -151,13 +133,11 @@ def _add_request_options(p: argparse.ArgumentParser) -> None:
         default=0.7,
         help="refuse a paraphrase whose ROUGE-L to the original is at least this (default 0.7)",
     )
-    p.add_argument(
-        "--temperature", type=at.temperature, default=0.7, help="sampling temperature (default 0.7)"
-    )
+    p.add_argument("--temperature", type=at.temperature, default=0.7,
+                   help="sampling temperature (default 0.7)")  # fmt: skip
     p.add_argument("--max-tokens", type=at.positive, default=512, help="reply length limit (default 512)")
-    p.add_argument(
-        "--timeout", type=at.positive_real, default=120.0, help="seconds per request (default 120)"
-    )
+    p.add_argument("--timeout", type=at.positive_real, default=120.0,
+                   help="seconds per request (default 120)")  # fmt: skip
     p.add_argument("--seed", type=at.seed, default=0, help="request seed of the first attempt (+1 per retry)")
     p.add_argument("--workers", type=at.integer(1, 256), default=4, help="requests in flight (default 4)")
 

@@ -123,9 +123,8 @@ def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[d
         if i == ident[0]:
             continue
         for metric in PAIRED_METRICS:
-            d = paired_difference(
-                clean_df, df, ref, metric, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha
-            )
+            d = paired_difference(clean_df, df, ref, metric, B=args.B, n_boot=args.n_boot, seed=args.seed,
+                                  alpha=args.alpha)  # fmt: skip
             key = f"{metric}_vs_identity"
             rows[i].update({key: d["difference"], f"{key}_ci_low": d["ci_low"], f"{key}_ci_high": d["ci_high"],
                             f"{key}_verdict": d["verdict"]})  # fmt: skip

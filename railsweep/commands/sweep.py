@@ -46,9 +46,8 @@ EXAMPLES = (
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
     add_spec_arguments(p, preset_default=preset_default, preset_help="built-in sweep spec")
     p.add_argument("--address", type=at.text, help="Ray dashboard address of an existing cluster (default: a local head)")
-    p.add_argument(
-        "--tracking-uri", type=at.text, help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)"
-    )
+    p.add_argument("--tracking-uri", type=at.text,
+                   help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)")  # fmt: skip
     p.add_argument("--run-dir", type=at.text, default="runs/mlflow", help="local MLflow server's database and artifacts")
     p.add_argument("--mlflow-port", type=at.port, default=5000, help="port of the local MLflow server (started or reused on 127.0.0.1)")
     p.add_argument("--dashboard-port", type=at.port, default=8265, help="port of the local Ray head's dashboard and job API")
