@@ -1,9 +1,9 @@
 """The argument types every command line shares, so one flag means one thing everywhere.
 
-The commands and the ``sweeps/*.py`` jobs declare ``--seed``, ``--temperature``, ``--m``, ``--limit``, ``--device``,
-``--threads``, ``--cache-dir`` and ``--out`` with these types: a bad value is refused while the command line is
-parsed, before anything loads, in the same words everywhere (``argument --seed: must be an integer in
-[0, 4294967295], got '-1'``). :class:`Parser` raises argparse's usage errors as a
+The commands and the ``sweeps/*.py`` jobs declare ``--seed``, ``--temperature``, ``--m``, ``--limit``,
+``--device``, ``--threads``, ``--cache-dir`` and ``--out`` with these types: a bad value is refused while the
+command line is parsed, before anything loads, in the same words everywhere (``argument --seed: must be an
+integer in [0, 4294967295], got '-1'``). :class:`Parser` raises argparse's usage errors as a
 :class:`~railsweep.errors.ConfigError`, which every entry point prints as one line.
 """
 
@@ -202,8 +202,8 @@ def _looks_local(value: str) -> bool:
 
 
 def model_problem(value: str, needs: str | tuple[str, ...] = "config.json") -> str | None:
-    """Why ``value`` is not a usable local folder holding ``needs`` (one of them, a tuple); None when it is, or
-    is a hub id."""
+    """Why ``value`` is not a usable local folder holding ``needs`` (one of them, a tuple); None when it is,
+    or is a hub id."""
     if not _looks_local(value):
         return None
     p = Path(value).expanduser()

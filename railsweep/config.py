@@ -1,11 +1,11 @@
 """The frozen, validated record of one evaluated cell (:class:`CellConfig`); its engine is
 :class:`railsweep.engines.config.EngineConfig`.
 
-A *cell* is one (model, adapter, strategy, readout) combination on one task. Its :attr:`CellConfig.cell_id` hashes
-the resolved config (strategy defaults filled in), so reruns are idempotent. Defaults are left out of the dict so
-old cells keep their ids: the ``final`` answer rule, the ``numeric`` answer type, and ``task`` for the built-in
-task (no task file, or the shipped ``gsm8k`` file that declares it). Another task file records its path and content
-hash (``task_sha256``): editing the file makes new cells. An invalid field raises
+A *cell* is one (model, adapter, strategy, readout) combination on one task. Its :attr:`CellConfig.cell_id`
+hashes the resolved config (strategy defaults filled in), so reruns are idempotent. Defaults are left out of
+the dict so old cells keep their ids: the ``final`` answer rule, the ``numeric`` answer type, and ``task`` for
+the built-in task (no task file, or the shipped ``gsm8k`` file that declares it). Another task file records
+its path and content hash (``task_sha256``): editing the file makes new cells. An invalid field raises
 :class:`~railsweep.errors.ConfigError` naming it.
 """
 
@@ -38,22 +38,22 @@ class CellConfig:
         strategy: registered strategy name; strategy_params: its config fields, sorted, defaults filled in
             (``{}`` and the explicit defaults give the same cell id).
         family, domain: model family / contamination domain labels (informational, part of the id).
-        m: samples per question (paper 50); temperature: T (paper 0.7; 0 = greedy); seed: run seed (per-question
-            seeds derive from it); max_new_tokens: generation cap; limit: only the first ``limit`` questions.
+        m: samples per question (paper 50); temperature: T (paper 0.7; 0 = greedy); seed: run seed
+            (per-question seeds derive from it); max_new_tokens: generation cap; limit: the first N questions.
         task_dir: directory with ``<split>.jsonl`` (GSM8K format, or MATH for ``answer_type="math"``) and the
-            exemplars; split: which JSONL file; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``, or the
-            package's MATH exemplars).
+            exemplars; split: which JSONL file; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``, or
+            the package's MATH exemplars).
         leak_split: JSON ``{"leaked": [...]}`` marking leaked questions (None = unknown).
         role: ``"clean"`` for the reference cell (identity on M_cl), else ``"mitigated"``.
         clean_adapter / base_adapter: the M_cl / base adapters for strategies that compare against them
             (Shortcut); None when unused / base model.
         answer_rule: how an answer is read (``final``, ``first`` or ``lm_eval``,
-            :mod:`railsweep.tasks.answers.gsm8k_rules`); answer_type: ``numeric`` (GSM8K, ``#### N``) or ``math``
-            (LaTeX in ``\\boxed{}``, rules ``final``/``first`` only).
-        task: a task file or a shipped task's name (None = the built-in task of ``answer_type``; ``"gsm8k"`` is
-            stored as None). With a task file, ``answer_rule`` names one of its rules (``final``: its first rule
-            when none is so named) and ``answer_type`` is its grader's type.
-        task_sha256: sha256 of a task file that is not shipped; filled in from the file, checked when it loads.
+            :mod:`railsweep.tasks.answers.gsm8k_rules`); answer_type: ``numeric`` (GSM8K, ``#### N``) or
+            ``math`` (LaTeX in ``\\boxed{}``, rules ``final``/``first`` only).
+        task: a task file or a shipped task's name (None = the built-in task of ``answer_type``;
+            ``"gsm8k"`` is stored as None). With a task file, ``answer_rule`` names one of its rules
+            (``final``: its first rule when none is so named) and ``answer_type`` is its grader's type.
+        task_sha256: sha256 of a task file that is not shipped; filled in from the file, checked on load.
     """
 
     model: str
