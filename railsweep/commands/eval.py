@@ -1,6 +1,10 @@
 """``railsweep eval``: evaluate one cell and write its per-question Parquet files.
 
 Every input is checked before the model loads; nothing is written unless the whole evaluation succeeds.
+``--task lm_eval:GROUP`` (a harness group such as ``bbh_cot_fewshot`` or a tag such as ``mgsm_direct``) runs one
+cell per member task, as the harness scores each member on its own (:func:`harness_collection`,
+:func:`member_args`): each reads its split files from ``<task-dir>/<member>/``, all are checked before the model
+loads, they share one engine and each records the group in its provenance (``task_group``).
 """
 
 from __future__ import annotations
@@ -11,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
-from railsweep.commands.harness_groups import harness_collection, member_args
 from railsweep.commands.task_args import add_task_arguments, check_task, task_dir_of
 from railsweep.config import CellConfig
 from railsweep.engines.config import EngineConfig
 from railsweep.errors import ConfigError, DataError
 from railsweep.limits import check_decode_memory
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, DEFAULT_ANSWER_TYPE
-from railsweep.tasks.lm_eval.spec import LmEvalSpec
+from railsweep.tasks.lm_eval.groups import Expansion, expand_lm_eval_ref
+from railsweep.tasks.lm_eval.spec import PREFIX, LmEvalSpec, is_lm_eval_ref
 
 DEFAULT_MAX_NEW_TOKENS = 256
 GROUP = "evaluate one cell"
@@ -241,3 +245,32 @@ def _check_input_files(engine_cfg: EngineConfig, cell: CellConfig) -> None:
     for flag, path in (("--fewshot", cell.fewshot), ("--leak-split", cell.leak_split)):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{flag}: file not found: {path}")
+
+
+def harness_collection(args: argparse.Namespace) -> Expansion | None:
+    """The group or tag ``--task`` names; None for a single task (a harness task, a task file or none)."""
+    if not is_lm_eval_ref(args.task):
+        return None
+    expansion = expand_lm_eval_ref(args.task)
+    return expansion if expansion.group else None
+
+
+def member_args(args: argparse.Namespace, group: Expansion) -> list[argparse.Namespace]:
+    """One copy of the options per member: ``--task lm_eval:MEMBER --task-dir <task-dir>/MEMBER``."""
+    what = f"--task {group.ref} (a harness {group.kind} of {len(group.members)} tasks)"
+    if args.task_dir is None:
+        raise ConfigError(f"{what}: give --task-dir, a folder with one sub-folder of split files per member task")
+    if args.leak_split is not None:
+        raise ConfigError(f"{what}: --leak-split marks one task's questions; run the member tasks one by one with it")
+    names = [m[len(PREFIX):] for m in group.members]
+    missing = [n for n in names if not (Path(args.task_dir) / n).is_dir()]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise DataError(
+            f"{what} reads each member's split files from --task-dir/<member>/: no folder "
+            f"{', '.join(str(Path(args.task_dir) / n) for n in missing[:3])}{more}"
+        )
+    return [
+        argparse.Namespace(**{**vars(args), "task": m, "task_dir": str(Path(args.task_dir) / n)})
+        for m, n in zip(group.members, names, strict=True)
+    ]
