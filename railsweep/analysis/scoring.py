@@ -13,19 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from railsweep.metrics import (
-    METRICS,
-    paired_difference_counts,
-    readout_stability,
-    score_counts,
-    solve_prob,
-)
-from railsweep.metrics.aggregate import (
-    MEAN_METRICS,
-    MIN_NONZERO,
-    too_sparse_reason,
-    withheld_reason,
-)
+from railsweep.metrics import METRICS, paired_difference_counts, score_counts
+from railsweep.metrics.aggregate import MEAN_METRICS, MIN_NONZERO, too_sparse_reason, withheld_reason
 from railsweep.results.readouts import aligned_readouts
 
 
@@ -61,21 +50,6 @@ def paired_difference(
     out = paired_difference_counts(r["clean"], r["a"], r["b"], metric, B=B, n_boot=n_boot, alpha=alpha,
                                    rng=np.random.default_rng(seed))  # fmt: skip
     return {**out, "seed": int(seed)}
-
-
-def readout_stability_pair(batch_a: pd.DataFrame, batch_b: pd.DataFrame) -> dict[str, float]:
-    """Readout stability (paper Fig 2) of two independent batches of the SAME model, joined on question_index.
-
-    Returns ``{"r01": mean |r01_a − r01_b|, "solve_prob": mean |r_a − r_b|, "n_questions": N}``
-    (paper, Llama-2 clean: 0.190 for the 0/1 readout, 0.041 for m = 50).
-    """
-    r = aligned_readouts(batch_a=batch_a, batch_b=batch_b)
-    a, b = r["batch_a"], r["batch_b"]
-    return {
-        "r01": float(readout_stability(a.r01, b.r01)),
-        "solve_prob": float(readout_stability(solve_prob(a.c, a.m), solve_prob(b.c, b.m))),
-        "n_questions": int(a.c.shape[0]),
-    }
 
 
 ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check", "nonzero")  # logged as <metric>_<key>
@@ -150,9 +124,5 @@ def unflatten_scores(flat: Mapping[str, float]) -> dict[str, Any]:
 
 
 __all__ = [
-    "METRICS",
-    "flatten_scores",
-    "paired_difference",
-    "score_pair",
-    "unflatten_scores",
+    "METRICS", "flatten_scores", "paired_difference", "score_pair", "unflatten_scores",
 ]
