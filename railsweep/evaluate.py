@@ -1,8 +1,7 @@
 """Evaluate one cell: one model (+adapter) under one strategy on one task, written to disk.
 
-The clean reference cell of a setting is the same call with strategy
-``identity`` on the clean adapter and ``role="clean"``; every metric compares a
-mitigated cell against it question by question.
+The clean reference cell of a setting is the same call with strategy ``identity`` on the clean adapter and
+``role="clean"``; every metric compares a mitigated cell against it question by question.
 """
 
 from __future__ import annotations

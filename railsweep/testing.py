@@ -1,13 +1,11 @@
 """Tiny real models for tests (a test helper: no module of the library imports it).
 
-:func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and
-``AutoModelForCausalLM`` load like any Hub checkpoint: a word-level tokenizer
-(exact round trip for GSM-style text: words, numbers 0-1000, punctuation,
-spaces and newlines) and a randomly initialised 2-layer model of the requested
-family, saved as safetensors. Same arguments → byte-identical weights. The
-config comes from the library's one tiny-model factory,
-:func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1
-(the family the cascade decode path does not take).
+:func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and ``AutoModelForCausalLM`` load like any
+Hub checkpoint: a word-level tokenizer (exact round trip for GSM-style text: words, numbers 0-1000,
+punctuation, spaces and newlines) and a randomly initialised 2-layer model of the requested family, saved as
+safetensors. Same arguments → byte-identical weights. The config comes from the library's one tiny-model
+factory, :func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1 (the family the cascade
+decode path does not take).
 """
 
 from __future__ import annotations
@@ -110,11 +108,10 @@ def make_tiny_model(
 ) -> Path:
     """Write a tiny random ``family`` model + word-level tokenizer to ``path``; returns the path.
 
-    ``vocab_words`` adds words to the tokenizer vocabulary (each also with a
-    leading space). ``logit_scale`` multiplies the output embedding: at 1.0 the
-    random model's next-token entropy is ~6.5 nats (near uniform), at 3.0 ~2
-    nats, so T=0.7 samples often follow the greedy path. The directory is written under a temporary name and then
-    renamed, so a crash never leaves a half-written model behind.
+    ``vocab_words`` adds words to the tokenizer vocabulary (each also with a leading space). ``logit_scale``
+    multiplies the output embedding: at 1.0 the random model's next-token entropy is ~6.5 nats (near uniform),
+    at 3.0 ~2 nats, so T=0.7 samples often follow the greedy path. The directory is written under a temporary
+    name and then renamed, so a crash never leaves a half-written model behind.
     """
     import torch
     from transformers import AutoModelForCausalLM

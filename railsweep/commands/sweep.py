@@ -1,14 +1,12 @@
 """railsweep sweep: submit a sweep (python -m railsweep.sweep.job) as a Ray job and stream its logs.
 
-Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow
-server on 127.0.0.1 first (:mod:`railsweep.services`) and runs the job with
-this interpreter and this copy of railsweep; with ``--address`` it submits to
-that cluster's dashboard (whose image has railsweep installed) and needs
-``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec``
-then travels in the job's working directory, the current directory. The
-options that choose and override the spec are the job's own
-(:func:`railsweep.sweep.spec.options.add_spec_arguments`), forwarded as given.
-``railsweep demo`` is this command with the ``mini`` preset and local services.
+Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow server on 127.0.0.1 first
+(:mod:`railsweep.services`) and runs the job with this interpreter and this copy of railsweep; with
+``--address`` it submits to that cluster's dashboard (whose image has railsweep installed) and needs
+``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec`` then travels in the job's
+working directory, the current directory. The options that choose and override the spec are the job's own
+(:func:`railsweep.sweep.spec.options.add_spec_arguments`), forwarded as given. ``railsweep demo`` is this
+command with the ``mini`` preset and local services.
 """
 
 from __future__ import annotations
