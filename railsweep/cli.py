@@ -20,22 +20,8 @@ from railsweep.argtypes import HelpFormatter, Parser, renamed_options
 from railsweep.argtypes import examples as examples_text
 from railsweep.errors import RailsweepError, one_line
 
-COMMANDS = (
-    "demo",
-    "sweep",
-    "plan",
-    "eval",
-    "score",
-    "miniworld",
-    "base",
-    "contaminate",
-    "data",
-    "paraphrase",
-    "figure1",
-    "rails",
-    "detect",
-    "dynamics",
-)
+COMMANDS = ("demo", "sweep", "plan", "eval", "score", "miniworld", "base", "contaminate", "data",
+            "paraphrase", "figure1", "rails", "detect", "dynamics")  # fmt: skip
 GROUPS = ("run a sweep", "evaluate one cell", "build a laboratory", "look inside")
 EXIT_USER_ERROR = 2
 

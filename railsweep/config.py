@@ -234,10 +234,8 @@ class CellConfig:
             files = spec_files(spec, self.task_dir, self.split, self.fewshot)
             return files + ([Path(self.leak_split)] if self.leak_split else [])
         root = Path(self.task_dir)
-        files = [
-            root / f"{self.split}.jsonl",
-            Path(self.fewshot) if self.fewshot else self._default_fewshot(),
-        ]
+        files = [root / f"{self.split}.jsonl",
+                 Path(self.fewshot) if self.fewshot else self._default_fewshot()]  # fmt: skip
         if self.leak_split:
             files.append(Path(self.leak_split))
         return files

@@ -10,8 +10,6 @@ from railsweep.analysis.scoring import flatten_scores, paired_difference, score_
 from railsweep.analysis.table_writers import to_csv, to_html, to_markdown, write_table
 from railsweep.analysis.tables import Table, format_estimate, metric_table, table1, table2, table3, table4
 
-__all__ = [
-    "Table", "flatten_scores", "format_estimate", "metric_table", "paired_difference",
-    "score_pair", "table1", "table2", "table3", "table4", "to_csv", "to_html",
-    "to_markdown", "unflatten_scores", "write_table",
-]
+__all__ = ["Table", "flatten_scores", "format_estimate", "metric_table", "paired_difference", "score_pair",
+           "table1", "table2", "table3", "table4", "to_csv", "to_html", "to_markdown", "unflatten_scores",
+           "write_table"]  # fmt: skip

@@ -29,10 +29,9 @@ from railsweep.metrics.aggregate import CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
 from railsweep.strategy_registry import with_role
 
-__all__ = [
-    "cells_frame", "figures", "gap_vs_sappg", "paired_against_identity", "paired_markdown",
-    "question_changes", "paper_tables", "sappg_frame", "score_sweep", "scores_frame", "setting_label",
-]
+__all__ = ["cells_frame", "figures", "gap_vs_sappg", "paired_against_identity", "paired_markdown",
+           "question_changes", "paper_tables", "sappg_frame", "score_sweep", "scores_frame",
+           "setting_label"]  # fmt: skip
 
 ALPHA = 0.05  # score_pair's default: the only level a trial logs
 

@@ -123,6 +123,4 @@ def unflatten_scores(flat: Mapping[str, float]) -> dict[str, Any]:
     return out
 
 
-__all__ = [
-    "METRICS", "flatten_scores", "paired_difference", "score_pair", "unflatten_scores",
-]
+__all__ = ["METRICS", "flatten_scores", "paired_difference", "score_pair", "unflatten_scores"]

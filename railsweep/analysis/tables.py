@@ -23,10 +23,9 @@ from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
 from railsweep.strategy_registry import in_table, with_role
 
-LABELS: dict[str, str] = {
-    "g_ap": "G-AP", "g_app": "G-APP", "a_ppg": "A-PPG", "delta_plus": "Δ+", "delta_minus": "Δ−",
-    "sa_ppg": "SA-PPG", "s_delta_plus": "S-Δ+", "s_delta_minus": "S-Δ−",
-}  # fmt: skip
+LABELS: dict[str, str] = {"g_ap": "G-AP", "g_app": "G-APP", "a_ppg": "A-PPG", "delta_plus": "Δ+",
+                          "delta_minus": "Δ−", "sa_ppg": "SA-PPG", "s_delta_plus": "S-Δ+",
+                          "s_delta_minus": "S-Δ−"}  # fmt: skip
 FLOOR_ROW = "noise floor (M_cl vs itself)"
 
 

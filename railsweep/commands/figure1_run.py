@@ -36,12 +36,8 @@ def _inputs(
         return args.model, adapters, task_dir_of(args), args.leak_split
     world = miniworld_world.build_world(args.world, cache_dir=args.cache_dir)
     fam = world.family(args.family or world.families[0])
-    return (
-        str(fam.base_dir),
-        {k: str(v) for k, v in fam.adapters.items()},
-        str(world.data_dir),
-        str(world.leak_split_path),
-    )
+    return (str(fam.base_dir), {k: str(v) for k, v in fam.adapters.items()}, str(world.data_dir),
+            str(world.leak_split_path))  # fmt: skip
 
 
 def run_figure1(args: argparse.Namespace) -> int:

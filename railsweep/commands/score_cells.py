@@ -113,12 +113,9 @@ def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[d
     if len(ident) != 1 or len(cells) < 2:  # no Identity, or nothing to compare with it
         return ""
     ref = cells[ident[0]][2]
-    lines = [
-        f"**Paired differences against {labels[ident[0]]} (same questions; lower = closer to M_cl)**",
-        "",
-        "| strategy | metric | strategy − Identity | 95 % interval | verdict |",
-        "|---|---|:---:|:---:|---|",
-    ]
+    lines = [f"**Paired differences against {labels[ident[0]]} (same questions; lower = closer to M_cl)**",
+             "", "| strategy | metric | strategy − Identity | 95 % interval | verdict |",
+             "|---|---|:---:|:---:|---|"]  # fmt: skip
     for i, (_, _, df) in enumerate(cells):
         if i == ident[0]:
             continue
