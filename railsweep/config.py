@@ -224,7 +224,7 @@ class CellConfig:
         return MATH_FEWSHOT if self.answer_type == "math" else Path(self.task_dir) / "cot_8shot.json"
 
     def adapters_used(self) -> tuple[str | None, ...]:
-        """The adapter names this cell decodes with (None: the base model alone), for the weights' checksums."""
+        """(adapter, clean_adapter, base_adapter): the names this cell decodes with (None: the base alone)."""
         return (self.adapter, self.clean_adapter, self.base_adapter)
 
     def task_files(self) -> list[Path]:

@@ -42,7 +42,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "'railsweep detect report' puts full-set and clean-subset scores side by side.",
     )
     p.add_argument("action", nargs="?", choices=("report",),
-                   help="report: full-set vs clean-subset scores of the items a detector flagged")  # fmt: skip
+                   help="report: full-set vs clean-subset scores of the items flagged")  # fmt: skip
     p.add_argument("--detector", action="append", metavar="NAME",
                    help=f"detector(s): {', '.join(DETECTORS)}; repeat or comma-separate")  # fmt: skip
     p.add_argument("--out", type=at.writable_dir, required=True, metavar="DIR", help="output directory")
