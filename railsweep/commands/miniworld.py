@@ -1,11 +1,11 @@
 """``railsweep miniworld``: build the miniature world, or check its calibration.
 
-``railsweep miniworld build [--preset mini]`` installs the build railsweep ships of the world (the ``mini``
-world's: :mod:`railsweep.miniworld.shipped`), else builds it, or reuses the cached one, and prints where it is
-(``--force`` trains it here); ``railsweep miniworld pack --out DIR`` writes a cached world as a shipped folder; ``railsweep miniworld check`` prints one JSON object per
-family with the calibration figures and exits 1 when a condition fails. Both say on stderr
-whether the world's weights are the build the docs' figures were measured on (a warning when
-they differ, never an error: :mod:`railsweep.miniworld.weights`).
+``build [--preset mini]`` installs the build railsweep ships of the world
+(:mod:`railsweep.miniworld.shipped`), else builds it or reuses the cached one, and prints where it is
+(``--force`` trains it here); ``pack --out DIR`` writes a cached world as a shipped folder; ``check`` prints
+one JSON object per family with the calibration figures and exits 1 when a condition fails. Build and check
+say on stderr whether the world's weights are the build the docs' figures were measured on (a warning, never
+an error: :mod:`railsweep.miniworld.weights`).
 """
 
 from __future__ import annotations
