@@ -173,11 +173,8 @@ class CellConfig:
     # ---------------------------------------------------------------- identity
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``.
-
-        The default answer rule is left out, so a default cell's dict, id and results metadata are
-        what they were before the rule was a field (its results record the rule in ``railsweep.grading``).
-        """
+        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``. Defaults are left out (module
+        docstring), so old cells keep their ids; results record the rule in ``railsweep.grading``."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["strategy_params"] = dict(self.strategy_params)
         if self.answer_rule == DEFAULT_ANSWER_RULE:

@@ -19,33 +19,18 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-# Packages whose version can change a decoded token or a metric.
-TRACKED_PACKAGES = (
-    "railsweep",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "peft",
-    "vllm",
-    "numpy",
-    "pandas",
-    "pyarrow",
-    "ray",
-    "mlflow",
-    "lm_eval",  # a harness task's prompts and filters (--task lm_eval:NAME)
-    "datasets",  # reads a harness task's split files
-)
+# Packages whose version can change a decoded token or a metric (lm_eval: a harness task's prompts and
+# filters, --task lm_eval:NAME; datasets: reads a harness task's split files).
+TRACKED_PACKAGES = ("railsweep", "torch", "transformers", "tokenizers", "peft", "vllm", "numpy", "pandas",
+                    "pyarrow", "ray", "mlflow", "lm_eval", "datasets")  # fmt: skip
 
 _CHUNK = 1 << 20
 
 
 def git_info(path: str | Path | None = None) -> dict[str, Any]:
-    """``{"commit": sha | None, "dirty": bool | None}`` of the git checkout holding ``path``.
-
-    ``path`` defaults to this package's directory. ``dirty`` considers tracked
-    files only (untracked files are common scratch output and would make every
-    run look dirty). Outside a git checkout, or without git, both are None.
-    """
+    """``{"commit": sha | None, "dirty": bool | None}`` of the git checkout holding ``path`` (default: this
+    package). ``dirty`` considers tracked files only: untracked scratch output would make any run look dirty.
+    Outside a git checkout, or without git, both are None."""
     where = Path(path) if path is not None else Path(__file__).resolve().parent
     if where.is_file():
         where = where.parent

@@ -234,11 +234,9 @@ def table_cells(
 ) -> dict[str, list[Mapping[str, Any]]]:
     """The scored cells each of Tables 1–4 shows: the one place that decides which rows go where.
 
-    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting. Which strategy and
-    which of its parameter points a table shows is its registration's answer
-    (:func:`railsweep.strategy_registry.in_table`, read from ``strategy_name`` and ``params``): Tables 1–3
-    the main strategies at their main row (RailCap at n=4 cap; All-Zero only in Tables 2 and 3), Table 4 the
-    RailCap ablation plus All-Zero. The figures draw from the same lists.
+    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting; which strategy and
+    parameter point a table shows is its registration's answer (:func:`railsweep.strategy_registry.in_table`).
+    The figures draw from the same lists.
     """
     fam, dom = primary
     prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]

@@ -68,12 +68,8 @@ def run_detect(args: argparse.Namespace) -> int:
 
 
 def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> int:
-    """The run once every option is checked:
-
-    1. the jobs: one per family and domain of ``--world``, else one over the given files;
-    2. score them (the ngram corpus scan as a Ray Data job with ``--ray``);
-    3. write each file atomically and print the truth table.
-    """
+    """The run once every option is checked: 1. the jobs (one per family and domain of ``--world``, else one
+    over the given files); 2. score them; 3. write each file atomically and print the truth table."""
     if args.world:
         _check_world_options(args, names)
         jobs = _world_jobs(args, detectors, base_inputs, scratch)

@@ -60,12 +60,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Validate the command line and the spec; starts nothing and writes nothing.
-
-    Steps: a preset or a spec, not both; the spec (validated in full by ``load_specs``, each member's for a harness group; for a cluster, inside the working
-    directory the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
-    directories the local services would write.
-    """
+    """Validate the command line and the spec; starts nothing and writes nothing. Steps: a preset or a spec,
+    not both; the spec in full (each member's for a harness group; for a cluster, inside the working directory
+    the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the
+    directories the local services would write."""
     check_preset_or_spec(args)
     specs = load_specs(args.spec or args.preset) if args.spec or args.preset else []  # fail here, not in the job
     for spec in specs:
