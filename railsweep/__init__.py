@@ -14,16 +14,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "GSM8KTask": "railsweep.tasks",
-    "score_pair": "railsweep.analysis.scoring",
-    "build_strategy": "railsweep.strategies.base",
-    "known_strategies": "railsweep.strategies.base",
-    "TransformersEngine": "railsweep.engines.transformers_engine",
-    "CellConfig": "railsweep.config",
-    "evaluate_cell": "railsweep.evaluate",
-    "build_world": "railsweep.miniworld",
-}
+_LAZY = {"GSM8KTask": "railsweep.tasks", "score_pair": "railsweep.analysis.scoring",
+         "build_strategy": "railsweep.strategies.base", "known_strategies": "railsweep.strategies.base",
+         "TransformersEngine": "railsweep.engines.transformers_engine", "CellConfig": "railsweep.config",
+         "evaluate_cell": "railsweep.evaluate", "build_world": "railsweep.miniworld"}  # fmt: skip
 __all__ = [*_LAZY, "__version__"]
 
 

@@ -1,11 +1,9 @@
 """The argument types every command line shares, so one flag means one thing everywhere.
 
-``railsweep eval``, ``detect``, ``figure1``, ``dynamics``, ``miniworld``, ``score``, ``sweep`` and the
-``sweeps/*.py`` jobs all declare ``--seed``, ``--temperature``, ``--m``, ``--limit``, ``--device``,
-``--threads``, ``--cache-dir`` and ``--out`` with the types below; a bad value is refused while the
-command line is parsed, before anything is loaded, started or written, with the same words
-everywhere (argparse prefixes the flag: ``argument --seed: must be an integer in [0, 4294967295],
-got '-1'``). :class:`Parser` turns argparse's usage errors into a
+The commands and the ``sweeps/*.py`` jobs declare ``--seed``, ``--temperature``, ``--m``, ``--limit``,
+``--device``, ``--threads``, ``--cache-dir`` and ``--out`` with these types: a bad value is refused while the
+command line is parsed, before anything loads, in the same words everywhere (``argument --seed: must be an
+integer in [0, 4294967295], got '-1'``). :class:`Parser` raises argparse's usage errors as a
 :class:`~railsweep.errors.ConfigError`, which every entry point prints as one line.
 """
 
@@ -138,17 +136,19 @@ def writable_dir(value: str) -> str:
     return value
 
 
-def existing_file(value: str) -> str:
-    if not Path(value).expanduser().is_file():
-        _bad(value, "an existing file")
-    return value
+def _exists(test: str, rule: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if not getattr(Path(value).expanduser(), test)():
+            _bad(value, rule)
+        return value
+
+    parse.__name__ = f"existing_{test.removeprefix('is_')}"
+    return parse
 
 
-def existing_dir(value: str) -> str:
-    if not Path(value).expanduser().is_dir():
-        _bad(value, "an existing directory")
-    return value
-
+existing_file = _exists("is_file", "an existing file")
+existing_dir = _exists("is_dir", "an existing directory")
+existing_path = _exists("exists", "an existing file or directory")
 
 # The shared flags' types.
 seed = integer(0, SEED_MAX)
@@ -164,6 +164,10 @@ port = integer(1, 65535)
 probability = real(0.0, 1.0, open_lo=True, open_hi=True)
 fraction = real(0.0, 1.0)
 positive_real = real(0.0, open_lo=True)
+finite = real(-math.inf)
+percentage = real(0.0, 100.0, open_lo=True)
+hash_bits = integer(1, 64)
+count = integer(0)  # a number of items where 0 means none
 
 
 def check_writable_dir(path: str | Path, flag: str = "--out", shown: str | None = None) -> None:
@@ -197,57 +201,35 @@ def _looks_local(value: str) -> bool:
     return Path(value).expanduser().exists() or value.startswith(("/", ".", "~")) or value.count("/") > 1
 
 
-def model_problem(value: str, needs: str = "config.json") -> str | None:
-    """Why ``value`` is not a usable local model folder (one holding ``needs``); None when it is, or is a hub id."""
+def model_problem(value: str, needs: str | tuple[str, ...] = "config.json") -> str | None:
+    """Why ``value`` is not a usable local folder holding ``needs`` (one of them, a tuple); None when it is,
+    or is a hub id."""
     if not _looks_local(value):
         return None
     p = Path(value).expanduser()
     if not p.is_dir():
         return f"{value}: no such directory"
-    if not (p / needs).is_file():
-        return f"{value}: the directory has no {needs}"
+    names = (needs,) if isinstance(needs, str) else needs
+    if not any((p / f).is_file() for f in names):
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        return f"{value}: the directory has no {listed}"
     return None
 
 
-def tokenizer_problem(value: str) -> str | None:
-    """Why ``value`` is not a local tokenizer folder; None when it is one, or is a hub id."""
-    if not _looks_local(value):
-        return None
-    p = Path(value).expanduser()
-    if not p.is_dir():
-        return f"{value}: no such directory"
-    if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
-        return f"{value}: the directory has no tokenizer.json, tokenizer_config.json or tokenizer.model"
-    return None
-
-
-def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:
+def _checked(name: str, needs: str | tuple[str, ...]) -> Callable[[str], str]:
     def parse(value: str) -> str:
-        why = problem(value)
+        why = model_problem(value, needs)
         if why:
             raise argparse.ArgumentTypeError(why)
         return value
 
-    parse.__name__ = problem.__name__.removesuffix("_problem")
+    parse.__name__ = name
     return parse
 
 
-model = _checked(model_problem)  # a base model folder with config.json, or a hub id
-adapter = _checked(lambda v: model_problem(v, "adapter_config.json"))  # a peft adapter folder
-adapter.__name__ = "adapter"
-tokenizer = _checked(tokenizer_problem)
-
-
-def existing_path(value: str) -> str:
-    if not Path(value).expanduser().exists():
-        _bad(value, "an existing file or directory")
-    return value
-
-
-finite = real(-math.inf)
-percentage = real(0.0, 100.0, open_lo=True)
-hash_bits = integer(1, 64)
-count = integer(0)  # a number of items where 0 means none
+model = _checked("model", "config.json")  # a base model folder, or a hub id
+adapter = _checked("adapter", "adapter_config.json")  # a peft adapter folder
+tokenizer = _checked("tokenizer", ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"))
 
 
 def renamed_options(argv: list[str], renamed: dict[str, str], prog: str = "railsweep") -> list[str]:

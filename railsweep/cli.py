@@ -1,11 +1,10 @@
 """The ``railsweep`` command line: one sub-command per module in :mod:`railsweep.commands`.
 
-Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``
-(``main`` dispatches to the module's ``run``) and is imported only when ``main`` runs (when a known command is named, only
-that module), so ``railsweep score`` never pays for torch or Ray. A
-:class:`~railsweep.errors.RailsweepError`, or a command line argparse rejects,
-becomes one line on stderr (``railsweep: error: ...``) and exit code 2;
-anything else is a bug and keeps its traceback.
+Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int`` (``main`` dispatches to the
+module's ``run``) and is imported only when ``main`` runs (when a known command is named, only that module),
+so ``railsweep score`` never pays for torch or Ray. A :class:`~railsweep.errors.RailsweepError`, or a command
+line argparse rejects, becomes one line on stderr (``railsweep: error: ...``) and exit code 2; anything else
+is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -21,22 +20,8 @@ from railsweep.argtypes import HelpFormatter, Parser, renamed_options
 from railsweep.argtypes import examples as examples_text
 from railsweep.errors import RailsweepError, one_line
 
-COMMANDS = (
-    "demo",
-    "sweep",
-    "plan",
-    "eval",
-    "score",
-    "miniworld",
-    "base",
-    "contaminate",
-    "data",
-    "paraphrase",
-    "figure1",
-    "rails",
-    "detect",
-    "dynamics",
-)
+COMMANDS = ("demo", "sweep", "plan", "eval", "score", "miniworld", "base", "contaminate", "data",
+            "paraphrase", "figure1", "rails", "detect", "dynamics")  # fmt: skip
 GROUPS = ("run a sweep", "evaluate one cell", "build a laboratory", "look inside")
 EXIT_USER_ERROR = 2
 

@@ -1,16 +1,12 @@
-"""The frozen, validated record of one evaluated cell (:class:`CellConfig`); the engine that decodes it
-is :class:`railsweep.engines.config.EngineConfig`.
+"""The frozen, validated record of one evaluated cell (:class:`CellConfig`); its engine is
+:class:`railsweep.engines.config.EngineConfig`.
 
-A *cell* is one (model, adapter, strategy, readout) combination evaluated on
-one task; its :attr:`CellConfig.cell_id` is a short hash of the resolved
-config (strategy defaults filled in), so the same cell always gets the same id
-and reruns are idempotent. A cell graded under the default answer rule
-(``final``) leaves the rule out of its dict and so keeps the id it had before
-answer rules could be chosen; likewise a numeric (GSM8K) cell leaves out its
-answer type, and a cell on the built-in task (no task file, or the shipped ``gsm8k`` file, which
-declares the same task) leaves out ``task``. A cell on another task file records the file and its
-content hash (``task_sha256``), so editing the file makes new cells. Every field is checked at construction and an
-invalid value raises :class:`~railsweep.errors.ConfigError` naming it.
+A *cell* is one (model, adapter, strategy, readout) combination on one task. Its :attr:`CellConfig.cell_id`
+hashes the resolved config (strategy defaults filled in), so reruns are idempotent. Defaults are left out of
+the dict so old cells keep their ids: the ``final`` answer rule, the ``numeric`` answer type, and ``task`` for
+the built-in task (no task file, or the shipped ``gsm8k`` file that declares it). Another task file records
+its path and content hash (``task_sha256``): editing the file makes new cells. An invalid field raises
+:class:`~railsweep.errors.ConfigError` naming it.
 """
 
 from __future__ import annotations
@@ -38,37 +34,26 @@ class CellConfig:
     """One evaluated cell: a model (+adapter) decoded under a strategy, read out with m samples.
 
     Fields:
-        model: base model directory or hub id (what the engine loaded).
-        adapter: LoRA adapter name under evaluation; None = base model.
-        strategy: registered strategy name (``railsweep.strategies.known_strategies()``).
-        strategy_params: the strategy's config fields; stored sorted by key, with defaults filled
-            in (so ``{}`` and the explicit defaults give the same cell id).
-        family: model family label (e.g. ``"llama"``); informational, part of the id.
-        domain: contamination domain label (``"gsm8k"``/``"pq"``); informational, part of the id.
-        m: samples per question (paper 50); temperature: T (paper 0.7; 0 = greedy).
-        seed: run seed; per-question seeds derive from it.
-        max_new_tokens: generation cap per response.
-        limit: evaluate only the first ``limit`` questions (None = all).
-        task_dir: directory with ``<split>.jsonl`` (GSM8K format, or MATH format for ``answer_type="math"``)
-            and the few-shot exemplars.
-        split: which JSONL file in ``task_dir``; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``,
-            or the package's MATH exemplars for ``answer_type="math"``).
+        model: base model directory or hub id; adapter: LoRA adapter under evaluation (None = base model).
+        strategy: registered strategy name; strategy_params: its config fields, sorted, defaults filled in
+            (``{}`` and the explicit defaults give the same cell id).
+        family, domain: model family / contamination domain labels (informational, part of the id).
+        m: samples per question (paper 50); temperature: T (paper 0.7; 0 = greedy); seed: run seed
+            (per-question seeds derive from it); max_new_tokens: generation cap; limit: the first N questions.
+        task_dir: directory with ``<split>.jsonl`` (GSM8K format, or MATH for ``answer_type="math"``) and the
+            exemplars; split: which JSONL file; fewshot: exemplar JSON (None = ``task_dir/cot_8shot.json``, or
+            the package's MATH exemplars).
         leak_split: JSON ``{"leaked": [...]}`` marking leaked questions (None = unknown).
-        role: ``"clean"`` for the reference cell (strategy identity on M_cl), else ``"mitigated"``.
-        clean_adapter / base_adapter: the M_cl / base adapters of the same family for strategies
-            that compare against them (Shortcut); None when unused / base model.
-        answer_rule: how a response's answer is read (``final``, ``first`` or ``lm_eval``, see
-            :mod:`railsweep.tasks.answers.gsm8k_rules`); in the dict and the id only when it is not ``final``.
-        answer_type: what a gold answer is: ``numeric`` (GSM8K, ``#### N``) or ``math`` (LaTeX in
-            ``\\boxed{}``, :mod:`railsweep.tasks.answers.math_rules`, rules ``final``/``first`` only); in the dict
-            and the id only when it is not ``numeric``.
-        task: a task file (path) or a shipped task's name (``railsweep.tasks.kinds.file_spec.builtin_tasks()``);
-            None = the built-in task of ``answer_type`` read from ``task_dir``. ``"gsm8k"`` is that built-in
-            task declared as a file, so it is stored as None and keeps the cell id. With a task file,
-            ``answer_rule`` names one of its rules (``final`` stands for its first rule when it has no rule
-            of that name) and ``answer_type`` is its grader's type.
-        task_sha256: sha256 of a task file that is not shipped; filled in from the file when not given,
-            and checked against it when the task loads.
+        role: ``"clean"`` for the reference cell (identity on M_cl), else ``"mitigated"``.
+        clean_adapter / base_adapter: the M_cl / base adapters for strategies that compare against them
+            (Shortcut); None when unused / base model.
+        answer_rule: how an answer is read (``final``, ``first`` or ``lm_eval``,
+            :mod:`railsweep.tasks.answers.gsm8k_rules`); answer_type: ``numeric`` (GSM8K, ``#### N``) or
+            ``math`` (LaTeX in ``\\boxed{}``, rules ``final``/``first`` only).
+        task: a task file or a shipped task's name (None = the built-in task of ``answer_type``;
+            ``"gsm8k"`` is stored as None). With a task file, ``answer_rule`` names one of its rules
+            (``final``: its first rule when none is so named) and ``answer_type`` is its grader's type.
+        task_sha256: sha256 of a task file that is not shipped; filled in from the file, checked on load.
     """
 
     model: str
@@ -188,11 +173,8 @@ class CellConfig:
     # ---------------------------------------------------------------- identity
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``.
-
-        The default answer rule is left out, so a default cell's dict, id and results metadata are
-        what they were before the rule was a field (its results record the rule in ``railsweep.grading``).
-        """
+        """Plain JSON-ready dict; ``CellConfig.from_dict(c.to_dict()) == c``. Defaults are left out (module
+        docstring), so old cells keep their ids; results record the rule in ``railsweep.grading``."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["strategy_params"] = dict(self.strategy_params)
         if self.answer_rule == DEFAULT_ANSWER_RULE:
@@ -239,7 +221,7 @@ class CellConfig:
         return MATH_FEWSHOT if self.answer_type == "math" else Path(self.task_dir) / "cot_8shot.json"
 
     def adapters_used(self) -> tuple[str | None, ...]:
-        """The adapter names this cell decodes with (None: the base model alone), for the weights' checksums."""
+        """(adapter, clean_adapter, base_adapter): the names this cell decodes with (None: the base alone)."""
         return (self.adapter, self.clean_adapter, self.base_adapter)
 
     def task_files(self) -> list[Path]:
@@ -249,22 +231,15 @@ class CellConfig:
             files = spec_files(spec, self.task_dir, self.split, self.fewshot)
             return files + ([Path(self.leak_split)] if self.leak_split else [])
         root = Path(self.task_dir)
-        files = [
-            root / f"{self.split}.jsonl",
-            Path(self.fewshot) if self.fewshot else self._default_fewshot(),
-        ]
+        files = [root / f"{self.split}.jsonl",
+                 Path(self.fewshot) if self.fewshot else self._default_fewshot()]  # fmt: skip
         if self.leak_split:
             files.append(Path(self.leak_split))
         return files
 
     def decode_settings(self, batch_size: int = 64) -> Any:
-        return DecodeSettings(
-            m=self.m,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            batch_size=batch_size,
-        )
+        return DecodeSettings(m=self.m, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+                              seed=self.seed, batch_size=batch_size)  # fmt: skip
 
 
 def _required(f: dataclasses.Field) -> bool:

@@ -1,8 +1,7 @@
 """Evaluate one cell: one model (+adapter) under one strategy on one task, written to disk.
 
-The clean reference cell of a setting is the same call with strategy
-``identity`` on the clean adapter and ``role="clean"``; every metric compares a
-mitigated cell against it question by question.
+The clean reference cell of a setting is the same call with strategy ``identity`` on the clean adapter and
+``role="clean"``; every metric compares a mitigated cell against it question by question.
 """
 
 from __future__ import annotations
@@ -45,11 +44,11 @@ class CellResult:
 
     @property
     def mean_solve_prob(self) -> float:
-        return sum(o.solve_prob for o in self.outcomes) / max(len(self.outcomes), 1)
+        return sum(o.solve_prob for o in self.outcomes) / max(self.n_questions, 1)
 
     @property
     def mean_r01(self) -> float:
-        return sum(o.r01 for o in self.outcomes) / max(len(self.outcomes), 1)
+        return sum(o.r01 for o in self.outcomes) / max(self.n_questions, 1)
 
     def summary(self) -> str:
         """One line: id, label, size, mean solve probability, mean 0/1 readout, answer rule, time."""
@@ -63,9 +62,9 @@ class CellResult:
 
 
 def load_task(cell: CellConfig) -> Task:
-    """The task a cell names: its task file (:class:`FileTask`) or harness task (:class:`LmEvalTask`), else GSM8K format in ``cell.task_dir``, or
-    MATH format for ``answer_type="math"``; malformed data, or a task file edited since the cell was
-    configured → DataError."""
+    """The task a cell names: its task file (:class:`FileTask`) or harness task (:class:`LmEvalTask`), else
+    GSM8K (or MATH for ``answer_type="math"``) format in ``cell.task_dir``; malformed data, or a task file
+    edited since the cell was configured → DataError."""
     spec = cell.task_spec()
     if spec is not None:
         if cell.task_sha256 is not None and cell.task_sha256 != spec.sha256:
@@ -73,22 +72,14 @@ def load_task(cell: CellConfig) -> Task:
                 f"task {cell.task} ({spec.source}) changed since this cell was configured (sha256 {spec.sha256[:16]}..., "
                 f"the cell records {cell.task_sha256[:16]}...)"
             )
-        return build_task(
-            spec, cell.task_dir, split=cell.split, fewshot=cell.fewshot, limit=cell.limit,
-            leak_split=cell.leak_split, answer_rule=cell.answer_rule,
-        )  # fmt: skip
+        return build_task(spec, cell.task_dir, split=cell.split, fewshot=cell.fewshot, limit=cell.limit,
+                          leak_split=cell.leak_split, answer_rule=cell.answer_rule)  # fmt: skip
     root = Path(cell.task_dir)
     if not root.is_dir():
         raise DataError(f"task directory not found: {root}")
     task_class = MathTask if cell.answer_type == "math" else GSM8KTask
-    return task_class.from_dir(
-        root,
-        split=cell.split,
-        fewshot_path=cell.fewshot,
-        limit=cell.limit,
-        leak_split=cell.leak_split,
-        answer_rule=cell.answer_rule,
-    )
+    return task_class.from_dir(root, split=cell.split, fewshot_path=cell.fewshot, limit=cell.limit,
+                               leak_split=cell.leak_split, answer_rule=cell.answer_rule)  # fmt: skip
 
 
 def cell_provenance(cell: CellConfig, engine_config: EngineConfig) -> dict[str, Any]:
@@ -99,26 +90,17 @@ def cell_provenance(cell: CellConfig, engine_config: EngineConfig) -> dict[str, 
 
 
 def evaluate_cell(
-    cell: CellConfig,
-    engine: Engine,
-    task: Task | None = None,
-    *,
-    out_dir: str | Path,
-    batch_size: int = 64,
-    cache_dir: str | Path | None = None,
-    progress: Callable[[int], None] | None = None,
+    cell: CellConfig, engine: Engine, task: Task | None = None, *, out_dir: str | Path, batch_size: int = 64,
+    cache_dir: str | Path | None = None, progress: Callable[[int], None] | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Run ``cell`` on ``engine`` and write its result files into ``out_dir``.
 
-    Steps:
-
     1. check the engine serves the cell's adapters (and the clean/base ones it names);
     2. load the task from the cell when none is given (a given task that grades under another answer
        rule or answer type than the cell's is refused), keep the first ``cell.limit`` questions;
-    3. build the strategy from the registry with the cell's parameters;
-    4. run it in an :class:`EvalContext` with the cell's readout settings;
-    5. check one outcome per question, re-grade every response under every answer rule
+    3. build the strategy from the registry and run it in an :class:`EvalContext` with the cell's settings;
+    4. check one outcome per question, re-grade every response under every answer rule
        (:func:`rule_agreement`), then write the cell atomically (:func:`cell_tables`, :func:`write_tables`).
     """
     _check_served_adapters(cell, engine)
@@ -133,24 +115,16 @@ def evaluate_cell(
         provenance = prov.collect(cell.task_files())
     tables = cell_tables(cell, outcomes, questions, provenance, agreement.to_dict())
     paths = write_tables(out_dir, cell.cell_id, tables)
-    return CellResult(
-        cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded, agreement=agreement,
-        tables=tables,
-    )  # fmt: skip
+    return CellResult(cell=cell, paths=paths, outcomes=outcomes, wall_s=wall, n_samples=decoded,
+                      agreement=agreement, tables=tables)  # fmt: skip
 
 
 def _run_strategy(
-    cell: CellConfig,
-    engine: Engine,
-    task: Task,
-    questions: Sequence[Question],
-    batch_size: int,
-    cache_dir: str | Path | None,
-    progress: Callable[[int], None] | None,
+    cell: CellConfig, engine: Engine, task: Task, questions: Sequence[Question], batch_size: int,
+    cache_dir: str | Path | None, progress: Callable[[int], None] | None,
 ) -> tuple[list[QuestionOutcome], float, int]:
-    """Steps 3-4: the cell's strategy from the registry, run in an :class:`EvalContext` with the cell's readout
-    settings; returns (its outcomes, the wall time in seconds, the responses decoded), each batch of responses
-    also told to ``progress``."""
+    """Step 3; returns (the outcomes, the wall time in seconds, the responses decoded), each batch of
+    responses also told to ``progress``."""
     strategy = build_strategy(cell.strategy, config=cell.strategy_config)
     decoded = 0
 
@@ -160,16 +134,11 @@ def _run_strategy(
         if progress is not None:
             progress(n)
 
-    ctx = EvalContext(
-        engine=engine,
-        task=task,
-        adapter=cell.adapter,
-        settings=cell.decode_settings(batch_size),
-        clean_adapter=cell.clean_adapter,
-        base_adapter=cell.base_adapter,
-        cache_dir=Path(cache_dir) if cache_dir is not None else None,
-        progress=count,
-    )
+    ctx = EvalContext(engine=engine, task=task, adapter=cell.adapter,
+                      settings=cell.decode_settings(batch_size), clean_adapter=cell.clean_adapter,
+                      base_adapter=cell.base_adapter,
+                      cache_dir=Path(cache_dir) if cache_dir is not None else None,
+                      progress=count)  # fmt: skip
     t0 = time.perf_counter()
     outcomes = list(strategy.run(ctx, questions))
     return outcomes, time.perf_counter() - t0, decoded
@@ -180,27 +149,18 @@ def _agreement(
 ) -> RuleAgreement:
     """Every response re-graded under every answer rule (:func:`rule_agreement`)."""
     by_index = {q.index: q for q in questions}
-    return rule_agreement(
-        ((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
-        cell.answer_rule,
-        tuple(task.stop),
-        cell.answer_type,
-        task if isinstance(task, (FileTask, LmEvalTask)) else None,
-    )
+    return rule_agreement(((s.text, by_index[o.index]) for o in outcomes for s in o.samples),
+                          cell.answer_rule, tuple(task.stop), cell.answer_type,
+                          task if isinstance(task, (FileTask, LmEvalTask)) else None)  # fmt: skip
 
 
 def _check_served_adapters(cell: CellConfig, engine: Engine) -> None:
     """Every adapter the cell names must be served, or a strategy would decode the base model in its place."""
     served = set(engine.adapters())
-    for what, name in (
-        ("adapter", cell.adapter),
-        ("clean_adapter", cell.clean_adapter),
-        ("base_adapter", cell.base_adapter),
-    ):
+    for what, name in zip(("adapter", "clean_adapter", "base_adapter"), cell.adapters_used()):
         if name is not None and name not in served:
-            raise ConfigError(
-                f"{what} {name!r} not found in the engine; available adapters: {sorted(served) or 'none'}"
-            )
+            raise ConfigError(f"{what} {name!r} not found in the engine; available adapters: "
+                              f"{sorted(served) or 'none'}")
 
 
 def _check_task_grading(cell: CellConfig, task: Task) -> None:
@@ -230,7 +190,5 @@ def _check_one_outcome_per_question(
     want = sorted(q.index for q in questions)
     if got != want:
         missing = sorted(set(want) - set(got))[:10]
-        raise DataError(
-            f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
-            f" (missing question_index {missing})"
-        )
+        raise DataError(f"strategy {cell.strategy!r} returned {len(got)} outcomes for {len(want)} questions"
+                        f" (missing question_index {missing})")

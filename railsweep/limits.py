@@ -55,6 +55,5 @@ def check_decode_memory(
 
 def check_bootstrap_memory(n_boot: int, n_questions: int, flag: str = "--n-boot") -> None:
     """The stratified bootstrap holds an (n_boot, N) int64 index matrix and one float64 value per entry."""
-    check_fits(
-        f"{flag} {n_boot} over {n_questions} questions", n_boot * n_questions * 16, "bootstrap indices"
-    )
+    check_fits(f"{flag} {n_boot} over {n_questions} questions", n_boot * n_questions * 16,
+               "bootstrap indices")  # fmt: skip

@@ -1,12 +1,10 @@
 """Provenance: what produced a result (code version, library versions, input data).
 
-Every results file and every tracked run records the git commit of the
-railsweep checkout and whether it had uncommitted changes, the versions of the
-packages that shape the numbers, and the sha256 of every data file read, so a
-number in a table can be traced back to exactly what made it. A cell's files
-also record the sha256 of the weight files it decoded with (:func:`weights`:
-the base model's ``*.safetensors`` and its adapters' ``adapter_model.safetensors``):
-two builds of one world configuration can hold other models.
+Every results file and every tracked run records the git commit of the railsweep checkout and whether it had
+uncommitted changes, the versions of the packages that shape the numbers, and the sha256 of every data file
+read, so a number in a table can be traced back to exactly what made it. A cell's files also record the sha256
+of the weight files it decoded with (:func:`weights`: the base model's ``*.safetensors`` and its adapters'
+``adapter_model.safetensors``): two builds of one world configuration can hold other models.
 """
 
 from __future__ import annotations
@@ -21,33 +19,18 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-# Packages whose version can change a decoded token or a metric.
-TRACKED_PACKAGES = (
-    "railsweep",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "peft",
-    "vllm",
-    "numpy",
-    "pandas",
-    "pyarrow",
-    "ray",
-    "mlflow",
-    "lm_eval",  # a harness task's prompts and filters (--task lm_eval:NAME)
-    "datasets",  # reads a harness task's split files
-)
+# Packages whose version can change a decoded token or a metric (lm_eval: a harness task's prompts and
+# filters, --task lm_eval:NAME; datasets: reads a harness task's split files).
+TRACKED_PACKAGES = ("railsweep", "torch", "transformers", "tokenizers", "peft", "vllm", "numpy", "pandas",
+                    "pyarrow", "ray", "mlflow", "lm_eval", "datasets")  # fmt: skip
 
 _CHUNK = 1 << 20
 
 
 def git_info(path: str | Path | None = None) -> dict[str, Any]:
-    """``{"commit": sha | None, "dirty": bool | None}`` of the git checkout holding ``path``.
-
-    ``path`` defaults to this package's directory. ``dirty`` considers tracked
-    files only (untracked files are common scratch output and would make every
-    run look dirty). Outside a git checkout, or without git, both are None.
-    """
+    """``{"commit": sha | None, "dirty": bool | None}`` of the git checkout holding ``path`` (default: this
+    package). ``dirty`` considers tracked files only: untracked scratch output would make any run look dirty.
+    Outside a git checkout, or without git, both are None."""
     where = Path(path) if path is not None else Path(__file__).resolve().parent
     if where.is_file():
         where = where.parent
@@ -109,17 +92,11 @@ def weights(model: str | Path, adapters: Iterable[tuple[str, str | Path]], used:
     adapters in ``used`` (names; None = the base alone), each file hashed once per process (memoised)."""
     paths = dict(adapters)
     names = sorted({n for n in used if n is not None and n in paths})
-    return {
-        "model": dataset_checksums(_weight_files(model)),
-        "adapters": {n: dataset_checksums(_weight_files(paths[n])) for n in names},
-    }
+    return {"model": dataset_checksums(_weight_files(model)),
+            "adapters": {n: dataset_checksums(_weight_files(paths[n])) for n in names}}  # fmt: skip
 
 
 def collect(data_files: Iterable[str | Path | None] = ()) -> dict[str, Any]:
     """Everything above in one JSON-serialisable dict."""
-    return {
-        "git": git_info(),
-        "packages": package_versions(),
-        "python": platform.python_version(),
-        "datasets": dataset_checksums(data_files),
-    }
+    return {"git": git_info(), "packages": package_versions(), "python": platform.python_version(),
+            "datasets": dataset_checksums(data_files)}  # fmt: skip

@@ -1,23 +1,15 @@
 """The strategy registry and its one registration per strategy: everything the sweep and the tables know of it.
 
 ``@register("railcap", RailCapConfig, display="RailCap", label=..., tables=("1", "2", "3", "4"), main_row=...,
-interventions=(RailCapSpec,))`` on a strategy class (:mod:`railsweep.strategies`) is the only place its
-name is written down. From the :class:`Registration` the rest is derived:
+interventions=(RailCapSpec,))`` on a strategy class is the only place its name is written down. From the
+:class:`Registration` the rest is derived: its display label (:func:`strategy_label`), the paper tables it has
+rows in and which parameter point is the row Tables 1–3 show (:func:`in_table`), its "switched off" setting
+(checked by the conformance suite), the backends that apply its interventions (:func:`check_backend`) and its
+:data:`ROLES` beside a row of its own (:func:`with_role`).
 
-- its display label, a function of its config (:func:`strategy_label`; cells and tables show it);
-- the paper tables it belongs to, and whether a parameter point is the row Tables 1–3 show
-  (:func:`in_table`: the sweep's ``--table`` filter and the published tables' rows);
-- its "switched off" setting (``switched_off`` on its config class; the conformance suite checks it);
-- the engine backends that apply its interventions, and whether a sweep on another backend runs its
-  cells on a transformers engine over the same weights (:func:`check_backend`, in spec validation);
-- its roles beside a row of its own (:data:`ROLES`, :func:`with_role`): a reference row the tables never mark
-  best, the strategies the scatter draws, those whose samples a detector may read, a sweep's detection readout.
-
-This module sits below :mod:`railsweep.strategies` and imports none of it: the lookups load the
-built-in strategies on first use (the registry is lazy), so importing the sweep spec or the tables
-loads no strategy until a label or a table row is asked for; and the strategy modules load no torch at import
-(what needs it, a Shortcut localisation, is imported when a cell runs), so validating a spec, labelling its
-rows and building its cells' configs load no torch either (tests/test_import_layers.py).
+This module sits below :mod:`railsweep.strategies` and imports none of it: the registry loads the built-in
+strategies on first use, and they load no torch at import, so validating a spec, labelling its rows and
+building its cells' configs load no torch (tests/test_import_layers.py).
 """
 
 from __future__ import annotations
@@ -108,34 +100,25 @@ def _check(
 
 
 def register(
-    name: str,
-    config_cls: type,
-    *,
-    display: str,
-    label: Callable[[Any], str] | None = None,
-    tables: Iterable[str] = (),
-    main_row: Callable[[Any], bool] = _every_row,
-    backends: Iterable[str] = BACKENDS,
-    fallback: bool = False,
-    interventions: tuple[type, ...] = (),
+    name: str, config_cls: type, *, display: str, label: Callable[[Any], str] | None = None,
+    tables: Iterable[str] = (), main_row: Callable[[Any], bool] = _every_row,
+    backends: Iterable[str] = BACKENDS, fallback: bool = False, interventions: tuple[type, ...] = (),
     roles: Iterable[str] = (),
 ) -> Callable[[type], type]:
     """Class decorator: one strategy's whole registration.
 
-    ``display``: its label (``label``, config → text, when the label shows parameters); ``tables``: the
-    paper tables it has rows in; ``main_row``: config → whether that point is the row Tables 1–3 show
-    (default: every point); ``interventions``: the spec types it sends to the engine; ``backends``: the
-    engines that apply them; ``fallback``: on another backend, the sweep runs its cells on a transformers
-    engine over the same weights (else a spec naming that backend is refused); ``roles``: some of :data:`ROLES`.
-    The config class must declare ``switched_off``: the parameters with which the strategy reproduces
-    Identity sample for sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why
-    no setting does.
+    ``display``: its label (``label``, config → text, when the label shows parameters); ``tables``: the paper
+    tables it has rows in; ``main_row``: config → whether that point is the row Tables 1–3 show (default:
+    every point); ``interventions``: the spec types it sends to the engine; ``backends``: the engines that
+    apply them; ``fallback``: on another backend, the sweep runs its cells on a transformers engine over the
+    same weights (else a spec naming that backend is refused); ``roles``: some of :data:`ROLES`. The config
+    class must declare ``switched_off``: the parameters with which the strategy reproduces Identity sample for
+    sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why no setting does.
     """
     tables, backends, roles = frozenset(tables), frozenset(backends), frozenset(roles)
     _check(name, config_cls, display, tables, backends, roles)
-    info = Registration(
-        name, config_cls, display, label, tables, main_row, backends, fallback, tuple(interventions), roles
-    )
+    info = Registration(name, config_cls, display, label, tables, main_row, backends, fallback,
+                        tuple(interventions), roles)  # fmt: skip
     return STRATEGIES.register(name, config_cls, info)
 
 

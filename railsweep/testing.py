@@ -1,13 +1,11 @@
 """Tiny real models for tests (a test helper: no module of the library imports it).
 
-:func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and
-``AutoModelForCausalLM`` load like any Hub checkpoint: a word-level tokenizer
-(exact round trip for GSM-style text: words, numbers 0-1000, punctuation,
-spaces and newlines) and a randomly initialised 2-layer model of the requested
-family, saved as safetensors. Same arguments → byte-identical weights. The
-config comes from the library's one tiny-model factory,
-:func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1
-(the family the cascade decode path does not take).
+:func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and ``AutoModelForCausalLM`` load like any
+Hub checkpoint: a word-level tokenizer (exact round trip for GSM-style text: words, numbers 0-1000,
+punctuation, spaces and newlines) and a randomly initialised 2-layer model of the requested family, saved as
+safetensors. Same arguments → byte-identical weights. The config comes from the library's one tiny-model
+factory, :func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1 (the family the cascade
+decode path does not take).
 """
 
 from __future__ import annotations
@@ -77,18 +75,12 @@ def _build_tokenizer(vocab_words: Iterable[str] | None):
     tok.pre_tokenizer = pre_tokenizers.Split(pattern, behavior="isolated")
     tok.decoder = decoders.Fuse()  # pieces carry their own spaces: concatenate
     bos = SPECIAL_TOKENS["bos"]
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, vocab[bos])]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=SPECIAL_TOKENS["bos"],
-        eos_token=SPECIAL_TOKENS["eos"],
-        pad_token=SPECIAL_TOKENS["pad"],
-        unk_token=SPECIAL_TOKENS["unk"],
-        clean_up_tokenization_spaces=False,
-        padding_side="left",
-    )
+    tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                       special_tokens=[(bos, vocab[bos])])  # fmt: skip
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=SPECIAL_TOKENS["bos"],
+                                   eos_token=SPECIAL_TOKENS["eos"], pad_token=SPECIAL_TOKENS["pad"],
+                                   unk_token=SPECIAL_TOKENS["unk"], clean_up_tokenization_spaces=False,
+                                   padding_side="left")  # fmt: skip
 
 
 def _config(family: str, vocab_size: int, ids: dict[str, int]):
@@ -111,19 +103,15 @@ def _config(family: str, vocab_size: int, ids: dict[str, int]):
 
 
 def make_tiny_model(
-    path: str | os.PathLike,
-    family: str = "llama",
-    seed: int = 0,
-    vocab_words: Iterable[str] | None = None,
+    path: str | os.PathLike, family: str = "llama", seed: int = 0, vocab_words: Iterable[str] | None = None,
     logit_scale: float = 1.0,
 ) -> Path:
     """Write a tiny random ``family`` model + word-level tokenizer to ``path``; returns the path.
 
-    ``vocab_words`` adds words to the tokenizer vocabulary (each also with a
-    leading space). ``logit_scale`` multiplies the output embedding: at 1.0 the
-    random model's next-token entropy is ~6.5 nats (near uniform), at 3.0 ~2
-    nats, so T=0.7 samples often follow the greedy path. The directory is written under a temporary name and then
-    renamed, so a crash never leaves a half-written model behind.
+    ``vocab_words`` adds words to the tokenizer vocabulary (each also with a leading space). ``logit_scale``
+    multiplies the output embedding: at 1.0 the random model's next-token entropy is ~6.5 nats (near uniform),
+    at 3.0 ~2 nats, so T=0.7 samples often follow the greedy path. The directory is written under a temporary
+    name and then renamed, so a crash never leaves a half-written model behind.
     """
     import torch
     from transformers import AutoModelForCausalLM

@@ -9,7 +9,6 @@ import pytest
 from railsweep.analysis import (
     flatten_scores,
     paired_difference,
-    readout_stability_pair,
     score_pair,
     unflatten_scores,
 )
@@ -166,13 +165,6 @@ def test_nullable_integer_columns_score_like_plain_ones():
     clean, co = frame([1, 2, 3], [5, 5, 5]), frame([3, 2, 5], [5, 5, 5])
     nullable = co.astype({"c": "Int64", "m": "Int64", "r01": "Int64"})
     np.testing.assert_equal(score_pair(clean, nullable, n_boot=20), score_pair(clean, co, n_boot=20))
-
-
-def test_readout_stability_pair_reports_both_readouts():
-    a = frame([0, 50, 25, 10], [50] * 4, r01=[0, 1, 1, 0])
-    b = frame([0, 45, 30, 10], [50] * 4, r01=[1, 1, 0, 0], index=[0, 1, 2, 3])
-    out = readout_stability_pair(a, b.iloc[::-1])
-    assert out == {"r01": pytest.approx(0.5), "solve_prob": pytest.approx((0.1 + 0.1) / 4), "n_questions": 4}
 
 
 def test_bootstrap_in_blocks_matches_the_unblocked_statistic(pair):

@@ -6,31 +6,10 @@ and figures from its records live in ``railsweep.analysis.report``; the dynamics
 ray or mlflow.)
 """
 
-from railsweep.analysis.scoring import (
-    flatten_scores,
-    paired_difference,
-    readout_stability_pair,
-    score_pair,
-    unflatten_scores,
-)
+from railsweep.analysis.scoring import flatten_scores, paired_difference, score_pair, unflatten_scores
 from railsweep.analysis.table_writers import to_csv, to_html, to_markdown, write_table
 from railsweep.analysis.tables import Table, format_estimate, metric_table, table1, table2, table3, table4
 
-__all__ = [
-    "Table",
-    "flatten_scores",
-    "format_estimate",
-    "metric_table",
-    "paired_difference",
-    "readout_stability_pair",
-    "score_pair",
-    "table1",
-    "table2",
-    "table3",
-    "table4",
-    "to_csv",
-    "to_html",
-    "to_markdown",
-    "unflatten_scores",
-    "write_table",
-]
+__all__ = ["Table", "flatten_scores", "format_estimate", "metric_table", "paired_difference", "score_pair",
+           "table1", "table2", "table3", "table4", "to_csv", "to_html", "to_markdown", "unflatten_scores",
+           "write_table"]  # fmt: skip

@@ -118,10 +118,8 @@ def figures(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> dict[str
             tables[n][(tables[n]["family"] == fam) & (tables[n]["domain"] == dom)]
             for n in ("gains", "predictions")
         )
-        drawn = [
-            (f"gain_vs_tau_{fam}_{dom}", plots.gain_vs_tau(gains)),
-            (f"calibration_{fam}_{dom}", plots.calibration(pred, "p_group", "solve")),
-        ]
+        drawn = [(f"gain_vs_tau_{fam}_{dom}", plots.gain_vs_tau(gains)),
+                 (f"calibration_{fam}_{dom}", plots.calibration(pred, "p_group", "solve"))]  # fmt: skip
         if "replicas" in tables:
             rep = tables["replicas"]
             rep = rep[(rep["family"] == fam) & (rep["domain"] == dom)]

@@ -67,17 +67,15 @@ def load_pilot(folder: str | Path, rng: np.random.Generator) -> tuple[Population
         if c.role == "mitigated" and (c.family or "", c.domain or "") == (fam, dom)
     ]
     ident = [x for x in same if x[0].strategy == "identity"]
-    others = sorted(
-        (x for x in same if x[0].strategy != "identity"), key=lambda x: x[0].strategy != "railcap"
-    )
+    others = sorted((x for x in same if x[0].strategy != "identity"),
+                    key=lambda x: x[0].strategy != "railcap")  # fmt: skip
     where = f"{fam or '-'} × {dom or 'all'}"
     if ident and others:
         frames = [cdf, ident[0][1], others[0][1]]
         joined = frames[0][["question_index", "c", "r01"]]
         for i, df in enumerate(frames[1:], 1):
-            joined = joined.merge(
-                df[["question_index", "c", "r01"]], on="question_index", suffixes=("", f"_{i}")
-            )
+            joined = joined.merge(df[["question_index", "c", "r01"]], on="question_index",
+                                  suffixes=("", f"_{i}"))  # fmt: skip
         if len(joined) < 2:
             raise DataError(f"--pilot {folder}: the cells of {where} share fewer than 2 questions")
         pop = pilot_from_cells(

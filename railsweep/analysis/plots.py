@@ -1,12 +1,6 @@
-"""Figures of a sweep (matplotlib, Agg backend; every function writes one PNG and returns its path).
-
-- :func:`scatter_clean_vs_mitigated`: per question, r_cl vs r_co^s (one cell);
-- :func:`sappg_bars`: SA-PPG with CIs, strategy × setting (Table 3 as bars);
-- :func:`stratum_deltas`: S-Δ+ / S-Δ− per clean-solve-probability stratum (one setting);
-- :func:`readout_stability_plot`: paper Fig. 2 — mean |r_batch1 − r_batch2| against m.
-
-Inputs are the per-question tables of the results schema (``question_index, c, m,
-solve_prob, r01``) or the responses table (``question_index, sample_index, correct``).
+"""Figures of a sweep and of ``railsweep figure1`` (matplotlib, Agg backend; each function writes one PNG and
+returns its path), from the per-question tables of the results schema (``question_index, c, m, solve_prob,
+r01``) or the responses table (``question_index, sample_index, correct``).
 """
 
 from __future__ import annotations
@@ -184,10 +178,8 @@ def figure1_plot(rows: pd.DataFrame | Sequence[Mapping], summary: Mapping, path:
     ax[2].hist(clean["distinct_correct"].dropna(), bins=20, color="tab:green")
     ax[2].set_xlabel("distinct correct responses of M_cl")
     ax[2].set_title("(c) path diversity")
-    ax[3].bar(
-        ["on rail", "one forced departure"],
-        [summary.get("on_rail_r", np.nan), summary.get("off_rail_r", np.nan)],
-    )
+    ax[3].bar(["on rail", "one forced departure"],
+              [summary.get("on_rail_r", np.nan), summary.get("off_rail_r", np.nan)])  # fmt: skip
     ax[3].set_ylim(0, 1)
     ax[3].set_title(f"(d) M_cl off its rail: ratio {summary.get('off_rail_ratio', np.nan):.2f}")
     fig.tight_layout()

@@ -1,10 +1,10 @@
 """A sweep's scores, tables and figures from its records: what the sweep publishes and the notebook shows.
 
-Pure pandas over :class:`railsweep.results.records.SweepRecord` (read from MLflow by
-:func:`railsweep.sweep.tracking.reader.read_sweep`); the sweep's publish step and ``notebooks/analysis.ipynb`` both
-call these functions, so the logged tables and the notebook's cannot drift apart. Steps:
+Pure pandas over a :class:`railsweep.results.records.SweepRecord`; the sweep's publish step and
+``notebooks/analysis.ipynb`` both call these functions, so the logged tables and the notebook's cannot drift
+apart. Steps:
 1. :func:`score_sweep`: every mitigated cell against its clean reference, reusing the scores its trial
-   logged (each pair is bootstrapped once), scoring only pairs the trial left unscored;
+   logged (each pair is bootstrapped once);
 2. :func:`paper_tables`: Tables 1–4 (rows chosen by :func:`railsweep.analysis.tables.table_cells`);
 3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2);
 4. :func:`paired_against_identity`: every strategy's SA-PPG, A-PPG and G-AP minus Identity's on the same
@@ -29,19 +29,9 @@ from railsweep.metrics.aggregate import CONCENTRATION
 from railsweep.results.records import CellRecord, SweepRecord
 from railsweep.strategy_registry import with_role
 
-__all__ = [
-    "cells_frame",
-    "figures",
-    "gap_vs_sappg",
-    "paired_against_identity",
-    "paired_markdown",
-    "question_changes",
-    "paper_tables",
-    "sappg_frame",
-    "score_sweep",
-    "scores_frame",
-    "setting_label",
-]
+__all__ = ["cells_frame", "figures", "gap_vs_sappg", "paired_against_identity", "paired_markdown",
+           "question_changes", "paper_tables", "sappg_frame", "score_sweep", "scores_frame",
+           "setting_label"]  # fmt: skip
 
 ALPHA = 0.05  # score_pair's default: the only level a trial logs
 
@@ -157,10 +147,9 @@ def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, An
         if ref is None or s is ref or s["clean_id"] != ref["clean_id"]:
             continue
         for metric in PAIRED_METRICS:
-            d = paired_difference(
-                by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, by_id[ref["cell_id"]].questions,
-                metric, B=sc["B"], n_boot=sc["n_boot"], seed=sc["seed"],
-            )  # fmt: skip
+            d = paired_difference(by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions,
+                                  by_id[ref["cell_id"]].questions, metric, B=sc["B"], n_boot=sc["n_boot"],
+                                  seed=sc["seed"])  # fmt: skip
             rows.append({
                 "cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
                 "metric": LABELS[metric], "value": d["value_a"], "Identity": d["value_b"],
@@ -218,16 +207,10 @@ def paired_markdown(frame: pd.DataFrame) -> str:
     """The paired differences as a Markdown table: ``+0.1260 | [+0.10, +0.15] | higher`` per row."""
     lines = ["| setting | strategy | metric | strategy − Identity | 95 % interval | verdict |",
              "|---|---|---|:---:|:---:|---|"]  # fmt: skip
-    for r in frame.itertuples(index=False):
-        lines.append(
-            f"| {r.setting} | {r.strategy} | {r.metric} | {r.difference:+.4f} | {_ci(r.ci_low, r.ci_high)} | "
-            f"{r.verdict} |"
-        )
-    return (
-        "**Paired differences against Identity (same questions; lower = closer to M_cl)**\n\n"
-        + "\n".join(lines)
-        + "\n"
-    )
+    lines += [f"| {r.setting} | {r.strategy} | {r.metric} | {r.difference:+.4f} | {_ci(r.ci_low, r.ci_high)} "
+              f"| {r.verdict} |" for r in frame.itertuples(index=False)]  # fmt: skip
+    title = "**Paired differences against Identity (same questions; lower = closer to M_cl)**"
+    return title + "\n\n" + "\n".join(lines) + "\n"
 
 
 def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, Path]:
@@ -245,10 +228,9 @@ def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: st
     for s in prim:
         if s["strategy_name"] in scatter:
             key = f"scatter_{s['strategy_name']}"
-            paths[key] = plots.scatter_clean_vs_mitigated(
-                by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions, out / f"{key}.png",
-                title=f"{title}: {s['strategy']}",
-            )  # fmt: skip
+            paths[key] = plots.scatter_clean_vs_mitigated(by_id[s["clean_id"]].questions,
+                                                          by_id[s["cell_id"]].questions, out / f"{key}.png",
+                                                          title=f"{title}: {s['strategy']}")  # fmt: skip
     if prim:
         paths["stratum_deltas"] = plots.stratum_deltas(
             by_id[prim[0]["clean_id"]].questions, {s["strategy"]: by_id[s["cell_id"]].questions for s in prim},

@@ -13,28 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from railsweep.metrics import (
-    METRICS,
-    paired_difference_counts,
-    readout_stability,
-    score_counts,
-    solve_prob,
-)
-from railsweep.metrics.aggregate import (
-    MEAN_METRICS,
-    MIN_NONZERO,
-    too_sparse_reason,
-    withheld_reason,
-)
+from railsweep.metrics import METRICS, paired_difference_counts, score_counts
+from railsweep.metrics.aggregate import MEAN_METRICS, MIN_NONZERO, too_sparse_reason, withheld_reason
 from railsweep.results.readouts import aligned_readouts
 
 
 def score_pair(
-    clean: pd.DataFrame,
-    mitigated: pd.DataFrame,
-    B: int = 50,
-    n_boot: int = 1000,
-    seed: int = 0,
+    clean: pd.DataFrame, mitigated: pd.DataFrame, B: int = 50, n_boot: int = 1000, seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
     """Every aggregate of ``mitigated`` against ``clean`` with its checked interval, noise floor and corrected reading.
@@ -46,22 +31,15 @@ def score_pair(
     concentration ``sappg_*`` (:mod:`railsweep.metrics.concentration`). Same inputs and seed -> same numbers.
     """
     r = aligned_readouts(clean=clean, mitigated=mitigated)
-    out = score_counts(
-        r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed)
-    )
+    out = score_counts(r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha,
+                       rng=np.random.default_rng(seed))  # fmt: skip
     out["seed"] = int(seed)
     return out
 
 
 def paired_difference(
-    clean: pd.DataFrame,
-    a: pd.DataFrame,
-    b: pd.DataFrame,
-    metric: str,
-    B: int = 50,
-    n_boot: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    clean: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, metric: str, B: int = 50, n_boot: int = 1000,
+    seed: int = 0, alpha: float = 0.05,
 ) -> dict[str, Any]:
     """``metric(a) − metric(b)`` against the same clean model, CI from shared resampled questions.
 
@@ -69,25 +47,9 @@ def paired_difference(
     "why", "verdict"}``; verdict "lower" means a is closer to M_cl than b on this metric.
     """
     r = aligned_readouts(clean=clean, a=a, b=b)
-    out = paired_difference_counts(
-        r["clean"], r["a"], r["b"], metric, B=B, n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed)
-    )
+    out = paired_difference_counts(r["clean"], r["a"], r["b"], metric, B=B, n_boot=n_boot, alpha=alpha,
+                                   rng=np.random.default_rng(seed))  # fmt: skip
     return {**out, "seed": int(seed)}
-
-
-def readout_stability_pair(batch_a: pd.DataFrame, batch_b: pd.DataFrame) -> dict[str, float]:
-    """Readout stability (paper Fig 2) of two independent batches of the SAME model, joined on question_index.
-
-    Returns ``{"r01": mean |r01_a − r01_b|, "solve_prob": mean |r_a − r_b|, "n_questions": N}``
-    (paper, Llama-2 clean: 0.190 for the 0/1 readout, 0.041 for m = 50).
-    """
-    r = aligned_readouts(batch_a=batch_a, batch_b=batch_b)
-    a, b = r["batch_a"], r["batch_b"]
-    return {
-        "r01": float(readout_stability(a.r01, b.r01)),
-        "solve_prob": float(readout_stability(solve_prob(a.c, a.m), solve_prob(b.c, b.m))),
-        "n_questions": int(a.c.shape[0]),
-    }
 
 
 ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check", "nonzero")  # logged as <metric>_<key>
@@ -161,10 +123,4 @@ def unflatten_scores(flat: Mapping[str, float]) -> dict[str, Any]:
     return out
 
 
-__all__ = [
-    "METRICS",
-    "flatten_scores",
-    "paired_difference",
-    "score_pair",
-    "unflatten_scores",
-]
+__all__ = ["METRICS", "flatten_scores", "paired_difference", "score_pair", "unflatten_scores"]

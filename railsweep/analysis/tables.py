@@ -1,19 +1,12 @@
-"""The paper's Tables 1–4 (method.md §6) from scored cells (their Markdown / CSV / HTML writers:
-:mod:`railsweep.analysis.table_writers`).
+"""The paper's Tables 1–4 (method.md §6) from scored cells (writers: :mod:`railsweep.analysis.table_writers`).
 
-A cell is a dict ``{"family", "domain", "strategy", "score"}``: the setting
-(model family × contamination domain), the strategy's display label (e.g.
-"RailCap n=4 cap") and a :func:`railsweep.analysis.scoring.score_pair` dict.
-Each builder returns a :class:`Table`: formatted strings "0.1914 [0.17, 0.21]",
-the numeric values with their CI bounds, and which cells are the best (lowest)
-in their column where that is meaningful. Reference rows (All-Zero) are shown
-but never marked best. Every table ends with the row :data:`FLOOR_ROW`: each
-column's binomial noise floor, the value a perfect restoration of M_cl reads at
-the cell's m (:mod:`railsweep.metrics.floor`); a figure at or below it cannot be
-told from one. A withheld interval prints the value alone. A table that shows
-SA-PPG adds one note per cell with its interval (or why there is none), floor,
-floor-corrected reading, stratum occupancy and weight concentration
-(:mod:`railsweep.analysis.uncertainty`), printed under the Markdown and HTML.
+A cell is a dict ``{"family", "domain", "strategy", "score"}``: the setting, the strategy's display label
+("RailCap n=4 cap") and a :func:`railsweep.analysis.scoring.score_pair` dict. A :class:`Table` holds the
+formatted strings ("0.1914 [0.17, 0.21]"; the value alone when the interval is withheld), the numbers, and
+the best (lowest) cell per column where that is meaningful; reference rows (All-Zero) are never marked best.
+Every table ends with :data:`FLOOR_ROW`, each column's binomial noise floor: what a perfect restoration of
+M_cl reads at the cell's m (:mod:`railsweep.metrics.floor`); a figure at or below it cannot be told from one.
+A table showing SA-PPG adds a note per cell (:mod:`railsweep.analysis.uncertainty`) under Markdown and HTML.
 """
 
 from __future__ import annotations
@@ -30,16 +23,9 @@ from railsweep.analysis.uncertainty import sappg_note
 from railsweep.errors import ConfigError
 from railsweep.strategy_registry import in_table, with_role
 
-LABELS: dict[str, str] = {
-    "g_ap": "G-AP",
-    "g_app": "G-APP",
-    "a_ppg": "A-PPG",
-    "delta_plus": "Δ+",
-    "delta_minus": "Δ−",
-    "sa_ppg": "SA-PPG",
-    "s_delta_plus": "S-Δ+",
-    "s_delta_minus": "S-Δ−",
-}
+LABELS: dict[str, str] = {"g_ap": "G-AP", "g_app": "G-APP", "a_ppg": "A-PPG", "delta_plus": "Δ+",
+                          "delta_minus": "Δ−", "sa_ppg": "SA-PPG", "s_delta_plus": "S-Δ+",
+                          "s_delta_minus": "S-Δ−"}  # fmt: skip
 FLOOR_ROW = "noise floor (M_cl vs itself)"
 
 
@@ -90,9 +76,7 @@ def _one_setting(
     cells: list[Mapping[str, Any]], family: str | None, domain: str | None
 ) -> list[Mapping[str, Any]]:
     settings = list(dict.fromkeys((str(c["family"]), str(c["domain"])) for c in cells))
-    chosen = [
-        s for s in settings if (family is None or s[0] == family) and (domain is None or s[1] == domain)
-    ]
+    chosen = [s for s in settings if family in (None, s[0]) and domain in (None, s[1])]
     if len(chosen) != 1:
         what = "no" if not chosen else "several"
         raise ConfigError(
@@ -139,13 +123,8 @@ def _row_order(
 
 
 def _assemble(
-    title: str,
-    values: dict[tuple[str, str], tuple[float, float, float]],
-    rows: list[str],
-    cols: list[str],
-    best_cols: Iterable[str],
-    digits: int,
-    ci_digits: int,
+    title: str, values: dict[tuple[str, str], tuple[float, float, float]], rows: list[str], cols: list[str],
+    best_cols: Iterable[str], digits: int, ci_digits: int,
 ) -> Table:
     numeric = pd.DataFrame(
         [[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
@@ -154,13 +133,10 @@ def _assemble(
         dtype=float,
     )
     formatted = pd.DataFrame(
-        [
-            [format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols]
-            for r in rows
-        ],
-        index=pd.Index(rows, name="strategy"),
-        columns=cols,
-    )
+        [[format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols]
+         for r in rows],
+        index=pd.Index(rows, name="strategy"), columns=cols,
+    )  # fmt: skip
     best = pd.DataFrame(False, index=formatted.index, columns=cols)
     references = reference_rows()
     competing = [r for r in rows if r not in references]
@@ -172,17 +148,9 @@ def _assemble(
 
 
 def metric_table(
-    cells: Iterable[Mapping[str, Any]],
-    metrics: Sequence[str],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    best_metrics: Sequence[str] | None = None,
-    exclude: frozenset[str] = frozenset(),
-    title: str = "",
-    digits: int = 4,
-    ci_digits: int = 2,
+    cells: Iterable[Mapping[str, Any]], metrics: Sequence[str], *, family: str | None = None,
+    domain: str | None = None, rows: Sequence[str] | None = None, best_metrics: Sequence[str] | None = None,
+    exclude: frozenset[str] = frozenset(), title: str = "", digits: int = 4, ci_digits: int = 2,
 ) -> Table:
     """Rows = strategies of ONE setting, columns = ``metrics`` (their display labels)."""
     unknown = [m for m in metrics if m not in LABELS]
@@ -197,85 +165,47 @@ def metric_table(
     values = {(r, LABELS[m]): _estimate(by_label[r], m) for r in order for m in shown}
     rows = _with_floor_row(values, order, {LABELS[m]: _floor(setting[0]["score"], m) for m in shown})
     f, d = str(setting[0]["family"]), str(setting[0]["domain"])
-    table = _assemble(
-        title or f"{f} × {d}", values, rows, [LABELS[m] for m in shown], best, digits, ci_digits
-    )
+    table = _assemble(title or f"{f} × {d}", values, rows, [LABELS[m] for m in shown], best, digits,
+                      ci_digits)  # fmt: skip
     if "sa_ppg" not in metrics:
         return table
     return dataclasses.replace(table, notes=tuple(f"{r}: {sappg_note(by_label[r])}" for r in order))
 
 
-def table1(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    **kw: Any,
-) -> Table:
-    """Table 1: G-AP vs SA-PPG for one setting (paper: Llama-2 × GSM8K); All-Zero left out by default."""
-    return metric_table(
-        cells,
-        ["g_ap", "sa_ppg"],
-        family=family,
-        domain=domain,
-        rows=rows,
-        exclude=reference_rows(),
-        title=kw.pop("title", "Table 1: G-AP and SA-PPG of the same responses"),
-        **kw,
-    )
+def _setting_table(metrics: list[str], title: str, doc: str, best: list[str] | None = None, refs=True):
+    """A paper table of one setting: :func:`metric_table` over ``metrics`` (``refs``: show reference rows)."""
+
+    def build(cells: Iterable[Mapping[str, Any]], *, family: str | None = None, domain: str | None = None,
+              rows: Sequence[str] | None = None, **kw: Any) -> Table:  # fmt: skip
+        if not refs:
+            kw["exclude"] = reference_rows()
+        return metric_table(cells, metrics, family=family, domain=domain, rows=rows, best_metrics=best,
+                            title=kw.pop("title", title), **kw)  # fmt: skip
+
+    build.__doc__ = doc
+    return build
 
 
-def table2(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    **kw: Any,
-) -> Table:
-    """Table 2: Δ+, Δ−, A-PPG, G-APP, SA-PPG (+ All-Zero); best marked on the aggregates, not the components."""
-    return metric_table(
-        cells,
-        ["delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg"],
-        family=family,
-        domain=domain,
-        rows=rows,
-        best_metrics=["a_ppg", "g_app", "sa_ppg"],
-        title=kw.pop("title", "Table 2: components of the per-question gap"),
-        **kw,
-    )
-
-
-def table4(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    family: str | None = None,
-    domain: str | None = None,
-    rows: Sequence[str] | None = None,
-    **kw: Any,
-) -> Table:
-    """Table 4: RailCap n sweep, ban, All-Zero: S-Δ+, S-Δ−, SA-PPG; best marked on SA-PPG only."""
-    return metric_table(
-        cells,
-        ["s_delta_plus", "s_delta_minus", "sa_ppg"],
-        family=family,
-        domain=domain,
-        rows=rows,
-        best_metrics=["sa_ppg"],
-        title=kw.pop("title", "Table 4: RailCap ablation (stratified components)"),
-        **kw,
-    )
+table1 = _setting_table(
+    ["g_ap", "sa_ppg"], "Table 1: G-AP and SA-PPG of the same responses",
+    "Table 1: G-AP vs SA-PPG for one setting (paper: Llama-2 × GSM8K); All-Zero left out by default.",
+    refs=False,
+)  # fmt: skip
+table2 = _setting_table(
+    ["delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg"], "Table 2: components of the per-question gap",
+    "Table 2: Δ+, Δ−, A-PPG, G-APP, SA-PPG (+ All-Zero); best marked on the aggregates, not the components.",
+    best=["a_ppg", "g_app", "sa_ppg"],
+)  # fmt: skip
+table4 = _setting_table(
+    ["s_delta_plus", "s_delta_minus", "sa_ppg"], "Table 4: RailCap ablation (stratified components)",
+    "Table 4: RailCap n sweep, ban, All-Zero: S-Δ+, S-Δ−, SA-PPG; best marked on SA-PPG only.",
+    best=["sa_ppg"],
+)  # fmt: skip
 
 
 def table3(
-    cells: Iterable[Mapping[str, Any]],
-    *,
-    metric: str = "sa_ppg",
-    rows: Sequence[str] | None = None,
-    title: str = "Table 3: SA-PPG across settings",
-    digits: int = 4,
-    ci_digits: int = 2,
+    cells: Iterable[Mapping[str, Any]], *, metric: str = "sa_ppg", rows: Sequence[str] | None = None,
+    title: str = "Table 3: SA-PPG across settings", digits: int = 4, ci_digits: int = 2,
 ) -> Table:
     """Table 3: one metric, rows = strategies, columns = settings "{domain} × {family}" (domain-major)."""
     if metric not in LABELS:
@@ -287,9 +217,8 @@ def table3(
     cols = [f"{d} × {f}" for d in domains for f in families if (d, f) in present]
     order = _row_order([str(c["strategy"]) for c in cells], rows)
     shown = [c for c in cells if str(c["strategy"]) in order]
-    values = {
-        (str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric) for c in shown
-    }
+    values = {(str(c["strategy"]), f"{c['domain']} × {c['family']}"): _estimate(c["score"], metric)
+              for c in shown}  # fmt: skip
     floors = {f"{c['domain']} × {c['family']}": _floor(c["score"], metric) for c in shown}
     rows = _with_floor_row(values, order, floors)
     table = _assemble(title, values, rows, cols, cols, digits, ci_digits)
@@ -305,11 +234,9 @@ def table_cells(
 ) -> dict[str, list[Mapping[str, Any]]]:
     """The scored cells each of Tables 1–4 shows: the one place that decides which rows go where.
 
-    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting. Which strategy and
-    which of its parameter points a table shows is its registration's answer
-    (:func:`railsweep.strategy_registry.in_table`, read from ``strategy_name`` and ``params``): Tables 1–3
-    the main strategies at their main row (RailCap at n=4 cap; All-Zero only in Tables 2 and 3), Table 4 the
-    RailCap ablation plus All-Zero. The figures draw from the same lists.
+    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting; which strategy and
+    parameter point a table shows is its registration's answer (:func:`railsweep.strategy_registry.in_table`).
+    The figures draw from the same lists.
     """
     fam, dom = primary
     prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]
@@ -317,12 +244,7 @@ def table_cells(
     def shown(cells: Sequence[Mapping[str, Any]], table: str) -> list[Mapping[str, Any]]:
         return [s for s in cells if in_table(s["strategy_name"], s.get("params"), table)]
 
-    return {
-        "table1": shown(prim, "1"),
-        "table2": shown(prim, "2"),
-        "table3": shown(scored, "3"),
-        "table4": shown(prim, "4"),
-    }
+    return {f"table{t}": shown(scored if t == "3" else prim, t) for t in ("1", "2", "3", "4")}
 
 
 def paper_tables(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) -> dict[str, Table]:
@@ -330,8 +252,5 @@ def paper_tables(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) ->
     cells is left out. The sweep's published tables and the notebook's are both built here."""
     fam, dom = primary
     builders = {"table1": table1, "table2": table2, "table3": table3, "table4": table4}
-    return {
-        name: builders[name](cells) if name == "table3" else builders[name](cells, family=fam, domain=dom)
-        for name, cells in table_cells(scored, primary).items()
-        if cells
-    }
+    return {name: builders[name](cells) if name == "table3" else builders[name](cells, family=fam, domain=dom)
+            for name, cells in table_cells(scored, primary).items() if cells}  # fmt: skip

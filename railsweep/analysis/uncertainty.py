@@ -39,11 +39,7 @@ def estimate_note(label: str, est: Mapping[str, Any] | None) -> str:
     if _finite(est.get("ci_low")) and _finite(est.get("ci_high")):
         how = est.get("interval", "")
         check = f", simulated coverage {est['check']:.2f}" if _finite(est.get("check")) else ""
-        text += (
-            f" [{est['ci_low']:.2f}, {est['ci_high']:.2f}] ({how}{check})"
-            if how
-            else f" [{est['ci_low']:.2f}, {est['ci_high']:.2f}]"
-        )
+        text += f" [{est['ci_low']:.2f}, {est['ci_high']:.2f}]" + (f" ({how}{check})" if how else "")
     else:
         text += f", no interval ({est.get('why') or 'withheld'})"
     if _finite(est.get("floor")):

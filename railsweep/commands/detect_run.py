@@ -1,7 +1,7 @@
-"""What ``railsweep detect`` does once it runs: the report (:mod:`railsweep.commands.detect_report`), or every
-detector and input checked, the jobs scored (the ngram corpus scan as a Ray Data job with ``--ray``) and
-``detections.parquet`` (with the truth table where the truth is known) written. Loads pandas and pyarrow (the
-command imports it when it runs); torch loads only when a model-side detector resolves its device or scores.
+"""What ``railsweep detect`` does once it runs: the report (:func:`run_report`), or every detector and input
+checked, the jobs scored (the ngram corpus scan as a Ray Data job with ``--ray``) and ``detections.parquet``
+(with the truth table where the truth is known) written. Loads pandas and pyarrow (the command imports it when
+it runs); torch loads only when a model-side detector resolves its device or scores.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pandas as pd
 from railsweep import provenance
 from railsweep.atomic import write_atomic
 from railsweep.commands.detect_ray import ray_session, use_ray
-from railsweep.commands.detect_report import run_report
 from railsweep.commands.task_args import check_task, load_named_task, task_dir_of
 from railsweep.detection.base import DetectInputs, build_detector, detector_classes, known_detectors
 from railsweep.detection.corpus import check_corpus_paths
 from railsweep.detection.items import check_disjoint, read_items, task_items
-from railsweep.detection.output import write_detections
+from railsweep.detection.output import read_detections, write_detections
 from railsweep.detection.perturb import items_of, perturbation_table, read_pair
+from railsweep.detection.report import check_weight, flags_from_detections, sa_ppg_report, subset_report
 from railsweep.detection.run import detect
 from railsweep.detection.scoring import Thresholding, check_threshold
 from railsweep.detection.truth import to_markdown, truth_table
@@ -32,6 +32,7 @@ from railsweep.detection.world import cached_world, world_jobs
 from railsweep.engines.devices import resolve_device
 from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
+from railsweep.results.io import check_writable_dir, read_cell
 from railsweep.tasks.task_ref import build_task, with_data_file
 
 
@@ -56,15 +57,9 @@ def run_detect(args: argparse.Namespace) -> int:
         raise ConfigError("--ray-address needs --ray")
     if args.ray and "ngram" not in names:
         raise ConfigError("--ray runs the ngram detector's corpus scan; add --detector ngram")
-    base_inputs = DetectInputs(
-        text_field=args.text_field,
-        batch_size=args.batch_size,
-        device=args.device,
-        responses=_path(args.responses),
-        fewshot=_path(args.fewshot),
-        original=_path(args.original),
-        paraphrased=_path(args.paraphrased),
-    )
+    base_inputs = DetectInputs(text_field=args.text_field, batch_size=args.batch_size, device=args.device,
+                               **{k: _path(getattr(args, k)) for k in ("responses", "fewshot", "original",
+                                                                        "paraphrased")})  # fmt: skip
     scratch = tempfile.TemporaryDirectory(prefix="railsweep-detect-")  # --world's corpus files
     try:
         return _run(args, detectors, thresholding, names, base_inputs, Path(scratch.name))
@@ -73,12 +68,8 @@ def run_detect(args: argparse.Namespace) -> int:
 
 
 def _run(args, detectors, thresholding, names, base_inputs, scratch: Path) -> int:
-    """The run once every option is checked:
-
-    1. the jobs: one per family and domain of ``--world``, else one over the given files;
-    2. score them (the ngram corpus scan as a Ray Data job with ``--ray``);
-    3. write each file atomically and print the truth table.
-    """
+    """The run once every option is checked: 1. the jobs (one per family and domain of ``--world``, else one
+    over the given files); 2. score them; 3. write each file atomically and print the truth table."""
     if args.world:
         _check_world_options(args, names)
         jobs = _world_jobs(args, detectors, base_inputs, scratch)
@@ -94,9 +85,8 @@ def _check_world_options(args: argparse.Namespace, names: set[str]) -> None:
     if "perturb" in names:
         raise ConfigError("perturb reads two cells (--original, --paraphrased), not --world")
     if args.test or args.task or args.task_dir or args.control or args.corpus or args.model:
-        raise ConfigError(
-            "--world supplies the items, corpus and models; drop --test/--task/--task-dir/--control/--corpus/--model"
-        )
+        raise ConfigError("--world supplies the items, corpus and models; "
+                          "drop --test/--task/--task-dir/--control/--corpus/--model")
 
 
 def _file_job(args, detectors, names: set[str], base_inputs: DetectInputs):
@@ -114,14 +104,10 @@ def _file_job(args, detectors, names: set[str], base_inputs: DetectInputs):
         test = _file_items(args, names, original)
         control = read_items(args.control, "control") if args.control else []
     check_disjoint(test, control)
-    inputs = dataclasses.replace(
-        base_inputs,
-        corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
-        model=_path(args.model),
-        adapter=_path(args.adapter),
-        reference_adapter=_path(args.reference_adapter),
-        stop=stop,
-    )
+    inputs = dataclasses.replace(base_inputs,
+                                 corpus=tuple(check_corpus_paths(args.corpus)) if "ngram" in names else (),
+                                 model=_path(args.model), adapter=_path(args.adapter),
+                                 reference_adapter=_path(args.reference_adapter), stop=stop)  # fmt: skip
     for d in detectors:
         inputs.require(d.name, *_needs(d.name, inputs, from_task=stop is not None))
     return (None, None, test, control, inputs, detectors)
@@ -175,28 +161,17 @@ def _score(args, detectors, thresholding: Thresholding, jobs):
         use_ray(detectors)
         session = ray_session(args.ray_address)
     with session:
-        tables = [
-            detect(dets, test, control, inputs, thresholding, family=fam, domain=dom)
-            for fam, dom, test, control, inputs, dets in jobs
-        ]
+        tables = [detect(dets, test, control, inputs, thresholding, family=fam, domain=dom)
+                  for fam, dom, test, control, inputs, dets in jobs]  # fmt: skip
     return pd.concat(tables, ignore_index=True)
 
 
 def _write(args, detectors, table) -> None:
     """``detections.parquet`` with the run's settings and provenance, and the truth table where it is known."""
-    run_info = {
-        "detectors": {d.name: dataclasses.asdict(d.config) for d in detectors},
-        "world": args.world,
-        "test": args.test,
-        "task": args.task,
-        "task_dir": args.task_dir,
-        "control": args.control,
-        "original": args.original,
-        "paraphrased": args.paraphrased,
-        "threshold": args.threshold,
-        "control_rate": args.control_rate,
-        "ray": bool(args.ray),
-    }
+    given = ("world", "test", "task", "task_dir", "control", "original", "paraphrased", "threshold",
+             "control_rate")
+    run_info = {"detectors": {d.name: dataclasses.asdict(d.config) for d in detectors},
+                **{k: getattr(args, k) for k in given}, "ray": bool(args.ray)}  # fmt: skip
     out = Path(args.out)
     has_truth = table.leaked.notna().any()
     summary = truth_table(table, n_boot=args.n_boot) if has_truth else None
@@ -210,23 +185,18 @@ def _write(args, detectors, table) -> None:
 
 
 def build_detectors(args: argparse.Namespace):
+    """The ``--detector`` detectors with their options' settings (unknown names get a "did you mean")."""
     params = {
         "ngram": {"n": tuple(args.n), "fields": args.fields, "tokenizer": args.tokenizer, "bits": args.bits},
-        "loss": {},
         "mink": {"k": args.k},
-        "cdd": {
-            "alpha": args.cdd_alpha,
-            "xi": args.cdd_xi,
-            "m": args.m,
-            "temperature": args.temperature,
-            "max_new_tokens": args.max_new_tokens,
-        },
-    }
+        "cdd": {"alpha": args.cdd_alpha, "xi": args.cdd_xi, "m": args.m, "temperature": args.temperature,
+                "max_new_tokens": args.max_new_tokens},
+    }  # fmt: skip
     return [build_detector(n, params.get(n, {})) for n in _detector_names(args.detector)]
 
 
 def _detector_names(raw: list[str]) -> list[str]:
-    names = [n.strip() for r in raw for n in r.split(",") if n.strip()]
+    names = _split_names(raw)
     if not names:
         raise ConfigError("--detector: give at least one detector")
     for n in names:
@@ -235,5 +205,64 @@ def _detector_names(raw: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _split_names(raw: list[str]) -> list[str]:
+    """``--detector`` values, repeated or comma-separated."""
+    return [n.strip() for r in raw for n in r.split(",") if n.strip()]
+
+
 def _path(x: str | None) -> Path | None:
     return Path(x) if x else None
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "-" if v != v else f"{v:.3f}"
+        return str(v)
+
+    head = "| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns) + "\n"
+    rows = ("| " + " | ".join(cell(v) for v in row) + " |\n" for row in table.itertuples(index=False))
+    return head + "".join(rows)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``railsweep detect report``: full-set and clean-subset scores side by side for the flagged items.
+
+    1. check every input (the cell, the detections, one detector setting, the weight, a writable ``--out``);
+    2. :func:`~railsweep.detection.report.subset_report` (and ``sa_ppg_report`` with ``--clean``);
+    3. print the table and write ``OUT/report.csv``, ``OUT/report.md`` (``OUT/report_sa_ppg.csv``) atomically.
+    """
+    # 1. check every input
+    if not (args.questions and args.flags and args.detector):
+        raise ConfigError("detect report needs --questions FILE, --flags DIR|FILE and --detector NAME")
+    detectors = _split_names(args.detector)
+    if len(detectors) != 1:
+        raise ConfigError(f"detect report takes one --detector, got {detectors}")
+    check_weight(args.weight)
+    if args.n_boot < 1:
+        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
+    check_writable_dir(args.out)
+    _, questions = read_cell(args.questions)
+    clean = read_cell(args.clean)[1] if args.clean else None
+    domain = args.domain[0] if args.domain else None
+    family = args.family[0] if args.family else None
+    flagged = flags_from_detections(read_detections(args.flags), detectors[0], args.setting, family, domain)
+
+    # 2. the tables
+    table = subset_report(questions, flagged, readout=args.readout, weight=args.weight, n_boot=args.n_boot,
+                          seed=args.seed)  # fmt: skip
+    pair = None if clean is None else sa_ppg_report(clean, questions, flagged, n_boot=args.n_boot,
+                                                     seed=args.seed)  # fmt: skip
+
+    # 3. print and write
+    out = Path(args.out)
+    md = _markdown(table)
+    write_atomic(out / "report.csv", lambda tmp: table.to_csv(tmp, index=False))
+    if pair is not None:
+        md += "\n" + _markdown(pair)
+        write_atomic(out / "report_sa_ppg.csv", lambda tmp: pair.to_csv(tmp, index=False))
+    write_atomic(out / "report.md", lambda tmp: tmp.write_text(md, encoding="utf-8"))
+    print(md, end="")
+    print(f"wrote {out / 'report.csv'} ({len(flagged)} of {len(questions)} questions flagged by "
+          f"{detectors[0]})")
+    return 0

@@ -36,22 +36,13 @@ def _inputs(
         return args.model, adapters, task_dir_of(args), args.leak_split
     world = miniworld_world.build_world(args.world, cache_dir=args.cache_dir)
     fam = world.family(args.family or world.families[0])
-    return (
-        str(fam.base_dir),
-        {k: str(v) for k, v in fam.adapters.items()},
-        str(world.data_dir),
-        str(world.leak_split_path),
-    )
+    return (str(fam.base_dir), {k: str(v) for k, v in fam.adapters.items()}, str(world.data_dir),
+            str(world.leak_split_path))  # fmt: skip
 
 
 def run_figure1(args: argparse.Namespace) -> int:
-    settings = Figure1Settings(
-        m=args.m,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        departures=args.departures,
-    )
+    settings = Figure1Settings(m=args.m, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
+                               seed=args.seed, departures=args.departures)  # fmt: skip
     check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
     if args.tracking_uri:
@@ -73,10 +64,7 @@ def run_figure1(args: argparse.Namespace) -> int:
     write_text_atomic(out / "figure1.json", json.dumps(fig.summary, indent=1, default=float) + "\n")
     figure1_plot(fig.rows, fig.summary, out / "figure1.png")
     if args.tracking_uri:
-        log_figure1(
-            args.tracking_uri,
-            fig.summary,
-            [out / "figure1.parquet", out / "figure1.json", out / "figure1.png"],
-        )
+        log_figure1(args.tracking_uri, fig.summary,
+                    [out / "figure1.parquet", out / "figure1.json", out / "figure1.png"])  # fmt: skip
     print(json.dumps(fig.summary, default=float))
     return 0

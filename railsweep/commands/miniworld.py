@@ -1,11 +1,11 @@
 """``railsweep miniworld``: build the miniature world, or check its calibration.
 
-``railsweep miniworld build [--preset mini]`` installs the build railsweep ships of the world (the ``mini``
-world's: :mod:`railsweep.miniworld.shipped`), else builds it, or reuses the cached one, and prints where it is
-(``--force`` trains it here); ``railsweep miniworld pack --out DIR`` writes a cached world as a shipped folder; ``railsweep miniworld check`` prints one JSON object per
-family with the calibration figures and exits 1 when a condition fails. Both say on stderr
-whether the world's weights are the build the docs' figures were measured on (a warning when
-they differ, never an error: :mod:`railsweep.miniworld.weights`).
+``build [--preset mini]`` installs the build railsweep ships of the world
+(:mod:`railsweep.miniworld.shipped`), else builds it or reuses the cached one, and prints where it is
+(``--force`` trains it here); ``pack --out DIR`` writes a cached world as a shipped folder; ``check`` prints
+one JSON object per family with the calibration figures and exits 1 when a condition fails. Build and check
+say on stderr whether the world's weights are the build the docs' figures were measured on (a warning, never
+an error: :mod:`railsweep.miniworld.weights`).
 """
 
 from __future__ import annotations
@@ -38,22 +38,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=("build", "check", "pack"),
         help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)",
     )
-    p.add_argument(
-        "--preset",
-        default="mini",
-        choices=sorted(WORLD_PRESETS),
-        help="world preset: mini (calibrated, 3 families pretrained here), smollm2 (the mini benchmark over "
-        "SmolLM2-135M-Instruct), smoke (tests), replica, mini_one_road",
-    )
-    p.add_argument(
-        "--cache-dir", type=at.writable_dir, default=None, help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)"
-    )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="train the world here from scratch, even when it is cached or railsweep ships its build (the "
-        "weights line then says whether this machine trained the shipped weights)",
-    )
+    p.add_argument("--preset", default="mini", choices=sorted(WORLD_PRESETS),
+                   help="world preset: mini (calibrated, 3 families pretrained here), smollm2 "
+                        "(the mini benchmark over SmolLM2-135M-Instruct), smoke (tests), "
+                        "replica, mini_one_road")  # fmt: skip
+    p.add_argument("--cache-dir", type=at.writable_dir, default=None,
+                   help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)")  # fmt: skip
+    p.add_argument("--force", action="store_true",
+                   help="train the world here from scratch, even when it is cached or "
+                        "railsweep ships its build (the weights line then says whether this "
+                        "machine trained the shipped weights)")  # fmt: skip
     p.add_argument("--out", type=at.writable_dir, default=None,
                    help="pack: the folder to write <preset>-<digest>/ into (railsweep/miniworld/shipped in a checkout)")
     _check_options(p)
@@ -63,36 +57,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _check_options(p: argparse.ArgumentParser) -> None:
     """The options of ``check``'s readouts (``--threads`` also shares out the build's threads)."""
     p.add_argument("--family", type=at.text, action="append", default=None, help="check only this family (repeatable)")
-    p.add_argument(
-        "--m",
-        type=at.samples,
-        default=20,
-        help="samples per question for the check (>= 20 for the strata condition)",
-    )
+    p.add_argument("--m", type=at.samples, default=20,
+                   help="samples per question for the check (>= 20 for the strata condition)")  # fmt: skip
     p.add_argument("--limit", type=at.limit, default=None, help="check only the first N test questions")
-    p.add_argument(
-        "--max-new-tokens",
-        type=at.new_tokens,
-        default=96,
-        help="tokens per response of the check (default 96; the smollm2 world's digit-split answers need 160, "
-        "as its sweeps use)",
-    )
-    p.add_argument(
-        "--threads",
-        type=at.threads,
-        default=None,
-        help="torch CPU threads of the check, and of the build shared out among its families (default: one per "
-        "family, the documented weights; more can give other neox weights)",
-    )
+    p.add_argument("--max-new-tokens", type=at.new_tokens, default=96,
+                   help="tokens per response of the check (default 96; the smollm2 world's "
+                        "digit-split answers need 160, as its sweeps use)")  # fmt: skip
+    p.add_argument("--threads", type=at.threads, default=None,
+                   help="torch CPU threads of the check, and of the build shared out among its "
+                        "families (default: one per family, the documented weights; more can "
+                        "give other neox weights)")  # fmt: skip
     p.add_argument("--device", type=at.device, default="cpu", help="device of the check's engine: cpu, cuda, cuda:N or auto")
     p.add_argument("--batch-size", type=at.positive, default=64, help="sequences decoded together by the check's engine")
-    p.add_argument(
-        "--workers",
-        type=at.threads,
-        default=1,
-        help="processes of one torch thread each for the check's readouts (one model each; same samples as 1; "
-        "on CPUs one thread per process decodes faster than threads in one)",
-    )
+    p.add_argument("--workers", type=at.threads, default=1,
+                   help="processes of one torch thread each for the check's readouts (one "
+                        "model each; same samples as 1; on CPUs one thread per process decodes "
+                        "faster than threads in one)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

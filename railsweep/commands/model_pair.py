@@ -16,12 +16,8 @@ from railsweep.miniworld.presets import preset_config
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """The model pair and its questions: a world family, or a base model with adapters (shared with ``rails``)."""
-    p.add_argument(
-        "--world",
-        choices=sorted(WORLD_PRESETS),
-        default=None,
-        help="a miniature-world preset (mini, mini_one_road, smoke)",
-    )
+    p.add_argument("--world", choices=sorted(WORLD_PRESETS), default=None,
+                   help="a miniature-world preset (mini, mini_one_road, smoke)")  # fmt: skip
     p.add_argument("--family", type=at.text, default=None, help="the world's model family (with --world)")
     p.add_argument(
         "--cache-dir",
@@ -30,19 +26,14 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
         help="where the world is cached (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
     )
     p.add_argument("--model", type=at.model, default=None, help="base model directory (without --world)")
-    p.add_argument(
-        "--adapter", action="append", default=[], metavar="NAME=DIR", help="a LoRA adapter (repeatable)"
-    )
-    add_task_arguments(
-        p,
-        default="GSM8K format in --task-dir",
-        task_dir_help="GSM8K-format data directory, or with --task what its {task_dir} stands for (without "
-        "--world, which supplies its own)",
-        task_dir_type=at.existing_dir,
-    )
-    p.add_argument(
-        "--leak-split", type=at.existing_file, default=None, help="leak_split.json: which questions M_co saw"
-    )
+    p.add_argument("--adapter", action="append", default=[], metavar="NAME=DIR",
+                   help="a LoRA adapter (repeatable)")  # fmt: skip
+    add_task_arguments(p, default="GSM8K format in --task-dir",
+                       task_dir_help="GSM8K-format data directory, or with --task what its {task_dir} "
+                                     "stands for (without --world, which supplies its own)",
+                       task_dir_type=at.existing_dir)  # fmt: skip
+    p.add_argument("--leak-split", type=at.existing_file, default=None,
+                   help="leak_split.json: which questions M_co saw")  # fmt: skip
     p.add_argument("--clean", type=at.text, default="clean", help="adapter name of M_cl")
     p.add_argument("--co", type=at.text, default="co_gsm8k", help="adapter name of M_co")
 

@@ -1,22 +1,20 @@
-"""``railsweep paraphrase``: build the PQ domain for a GSM8K-style test set with any OpenAI-compatible endpoint.
+"""``railsweep paraphrase``: build the PQ domain for a GSM8K-style test set with an OpenAI-compatible
+endpoint (or ``--engine transformers``: a local model through railsweep's transformers engine).
 
-``railsweep paraphrase --test test.jsonl --endpoint http://127.0.0.1:8000/v1 --model NAME --out pq.jsonl``
-(or ``--engine transformers --model DIR``: a local model through railsweep's transformers engine) sends each
-question with the paper's Appendix A prompt, keeps a reply only when it passes every check
-(:mod:`railsweep.paraphrase.checks`), retries up to ``--retries`` times, and writes the kept items as PQ
-rows plus a JSON report (kept / retried / rejected, the reason for every refusal). Steps:
+Each question is sent with the paper's Appendix A prompt; a reply is kept only when it passes every check
+(:mod:`railsweep.paraphrase.checks`), with up to ``--retries`` retries. Steps:
 
-1. options, the output paths, the API key's environment variable and the test file are checked;
-2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question is sent); a
-   local model is loaded only now;
+1. options, output paths, the API key's environment variable and the test file are checked;
+2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question); a local model
+   is loaded only now;
 3. every question is paraphrased; a failed request (HTTP 5xx/408/429, a timeout, a refused or dropped
    connection) costs its question one attempt, while another HTTP error, a malformed answer or a run whose
    every request failed stops the run;
-4. both files are written at the end, each through a temporary file renamed into place: a failed
-   run leaves no output, and an earlier output is replaced only by a complete one.
+4. the PQ rows and the JSON report (kept / retried / rejected, every refusal's reason) are written at the end,
+   all or nothing: a failed run leaves no output and never replaces an earlier one.
 
-The API key is read from the environment variable ``--api-key-env`` names; it is sent only in the
-request header and appears in no message, file or log.
+The API key is read from the variable ``--api-key-env`` names and sent only in the request header: it appears
+in no message, file or log.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from railsweep.paraphrase import (
     pq_rows,
     read_items,
     report,
-)
+)  # fmt: skip
 from railsweep.paraphrase.local import LocalChat, check_chat_template
 from railsweep.tasks.task_ref import load_task_spec, spec_files
 
@@ -80,18 +78,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Paraphrase each question with the paper's prompt; keep only replies that keep every "
         "number, leak no answer and are reworded (ROUGE-L below --max-rouge); write PQ rows and a report.",
     )
-    p.add_argument(
-        "--test",
-        type=at.existing_file,
-        metavar="FILE",
-        help="GSM8K-style JSONL: question, answer ending '#### N' (or --task)",
-    )
-    add_task_arguments(
-        p,
-        default="--test",
-        task_dir_help="with --task: what the task file's {task_dir} stands for (its test split is paraphrased)",
-        task_dir_type=at.existing_dir,
-    )
+    p.add_argument("--test", type=at.existing_file, metavar="FILE",
+                   help="GSM8K-style JSONL: question, answer ending '#### N' (or --task)")  # fmt: skip
+    add_task_arguments(p, default="--test", task_dir_type=at.existing_dir,
+                       task_dir_help="with --task: what the task file's {task_dir} stands for (its test "
+                                     "split is paraphrased)")  # fmt: skip
     _add_model_options(p)
     p.add_argument("--out", required=True, metavar="FILE", help="the PQ JSONL to write")
     p.add_argument("--report", metavar="FILE", help="the JSON report (default: --out with .report.json)")
@@ -101,65 +92,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
-    """Which model paraphrases: an endpoint's (and its API key) or a local model's through the transformers
-    engine."""
-    p.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="openai",
-        help="openai: an OpenAI-compatible endpoint (default); transformers: a local model directory "
-        "through railsweep's transformers engine",
-    )
-    p.add_argument(
-        "--endpoint",
-        type=endpoint,
-        metavar="URL",
-        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM server) or a hosted API "
-        "(--engine openai)",
-    )
-    p.add_argument(
-        "--model",
-        required=True,
-        type=at.text,
-        help="the model name the endpoint serves; with --engine transformers, a local model directory",
-    )
-    p.add_argument(
-        "--chat-template",
-        type=at.existing_file,
-        metavar="FILE",
-        help="--engine transformers: a Jinja chat template over 'messages' (default: the tokenizer's own)",
-    )
-    p.add_argument(
-        "--device", type=at.device, default="auto", help="--engine transformers: where the model runs"
-    )
-    p.add_argument(
-        "--api-key-env",
-        type=env_name,
-        default="OPENAI_API_KEY",
-        metavar="NAME",
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
-    )
+    """Which model paraphrases: an endpoint's (with its API key) or a local one (transformers engine)."""
+    p.add_argument("--engine", choices=ENGINES, default="openai",
+                   help="openai: an OpenAI-compatible endpoint (default); transformers: a "
+                        "local model directory through railsweep's transformers engine")  # fmt: skip
+    p.add_argument("--endpoint", type=endpoint, metavar="URL",
+                   help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (a vLLM "
+                        "server) or a hosted API (--engine openai)")  # fmt: skip
+    p.add_argument("--model", required=True, type=at.text,
+                   help="the model name the endpoint serves; with --engine transformers, a local model "
+                        "directory")  # fmt: skip
+    p.add_argument("--chat-template", type=at.existing_file, metavar="FILE",
+                   help="--engine transformers: a Jinja chat template over 'messages' (default: the "
+                        "tokenizer's own)")  # fmt: skip
+    p.add_argument("--device", type=at.device, default="auto",
+                   help="--engine transformers: where the model runs")  # fmt: skip
+    p.add_argument("--api-key-env", type=env_name, default="OPENAI_API_KEY", metavar="NAME",
+                   help="environment variable holding the API key")  # fmt: skip
     p.add_argument("--no-api-key", action="store_true", help="send no key (a local server without one)")
 
 
 def _add_request_options(p: argparse.ArgumentParser) -> None:
     """How each question is asked: retries, the ROUGE-L refusal, sampling, timeouts, seed and concurrency."""
-    p.add_argument("--retries", type=at.count, default=3, help="extra attempts per question (default 3)")
-    p.add_argument(
-        "--max-rouge",
-        type=at.real(0.0, 1.0, open_lo=True),
-        default=0.7,
-        help="refuse a paraphrase whose ROUGE-L to the original is at least this (default 0.7)",
-    )
-    p.add_argument(
-        "--temperature", type=at.temperature, default=0.7, help="sampling temperature (default 0.7)"
-    )
-    p.add_argument("--max-tokens", type=at.positive, default=512, help="reply length limit (default 512)")
-    p.add_argument(
-        "--timeout", type=at.positive_real, default=120.0, help="seconds per request (default 120)"
-    )
+    p.add_argument("--retries", type=at.count, default=3, help="extra attempts per question")
+    p.add_argument("--max-rouge", type=at.real(0.0, 1.0, open_lo=True), default=0.7,
+                   help="refuse a paraphrase whose ROUGE-L to the original is at least this")  # fmt: skip
+    p.add_argument("--temperature", type=at.temperature, default=0.7, help="sampling temperature")
+    p.add_argument("--max-tokens", type=at.positive, default=512, help="reply length limit")
+    p.add_argument("--timeout", type=at.positive_real, default=120.0, help="seconds per request")
     p.add_argument("--seed", type=at.seed, default=0, help="request seed of the first attempt (+1 per retry)")
-    p.add_argument("--workers", type=at.integer(1, 256), default=4, help="requests in flight (default 4)")
+    p.add_argument("--workers", type=at.integer(1, 256), default=4, help="requests in flight")
 
 
 def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
@@ -183,10 +145,8 @@ def api_key(args: argparse.Namespace) -> str | None:
         return None
     key = os.environ.get(args.api_key_env, "")
     if not key.strip():
-        raise ConfigError(
-            f"the environment variable {args.api_key_env} (--api-key-env) is not set or empty; "
-            "set it to the endpoint's API key, or pass --no-api-key for a server without one"
-        )
+        raise ConfigError(f"the environment variable {args.api_key_env} (--api-key-env) is not set or empty; "
+                          "set it to the endpoint's API key, or pass --no-api-key for a server without one")
     return key.strip()
 
 
@@ -226,8 +186,8 @@ def local_chat(args: argparse.Namespace, settings: ChatSettings):
 
 
 def questions(args: argparse.Namespace) -> list[Item]:
-    """The questions to paraphrase, each with its index and gold answer: ``--test`` (GSM8K-style JSONL, the index
-    its line) or the test split of ``--task`` (the task's question index and gold)."""
+    """The questions to paraphrase with index and gold answer: ``--test`` (the index its line) or the test
+    split of ``--task``."""
     if (args.test is None) == (args.task is None):
         raise ConfigError("give --test FILE or --task FILE|NAME (the questions to paraphrase), one of them")
     if args.task is None:
@@ -265,26 +225,15 @@ def run(args: argparse.Namespace) -> int:
             engine.close()
     summary = report(outcomes)
     full = {
-        **summary,
-        "test": args.test,
-        "task": args.task,
-        "task_dir": args.task_dir,
-        "out": str(out),
-        "engine": args.engine,
-        "endpoint": args.endpoint,
-        "model": args.model,
+        **summary, "test": args.test, "task": args.task, "task_dir": args.task_dir, "out": str(out),
+        "engine": args.engine, "endpoint": args.endpoint, "model": args.model,
         "chat_template": args.chat_template,
         "api_key_env": None if args.no_api_key or args.engine != "openai" else args.api_key_env,
         "prompt": SYSTEM_PROMPT,
-        "settings": {
-            "retries": budget.retries,
-            "max_rouge": budget.max_rouge,
-            "seed": budget.seed,
-            "temperature": settings.temperature,
-            "max_tokens": settings.max_tokens,
-        },
+        "settings": {"retries": budget.retries, "max_rouge": budget.max_rouge, "seed": budget.seed,
+                     "temperature": settings.temperature, "max_tokens": settings.max_tokens},
         "provenance": provenance.collect(input_files(args)),
-    }
+    }  # fmt: skip
     rows = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in pq_rows(outcomes))
     report_json = json.dumps(full, indent=2, ensure_ascii=False) + "\n"
     write_all_atomic({out: synced_text(rows), rep: synced_text(report_json)})

@@ -43,15 +43,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Method: docs/metrics.md, 'The planner'."
         ),
     )
-    p.add_argument(
-        "--pilot", type=at.existing_dir, help="folder of cells of an earlier run (searched recursively)"
-    )
+    p.add_argument("--pilot", type=at.existing_dir,
+                   help="folder of cells of an earlier run (searched recursively)")  # fmt: skip
     p.add_argument("--n", type=at.positive, nargs="+", default=list(DEFAULT_N), help="questions per design")
     p.add_argument("--m", type=at.positive, nargs="+", default=list(DEFAULT_M), help="samples per question")
     p.add_argument("--B", type=at.strata, default=50, dest="B", help="strata for SA-PPG")
-    p.add_argument(
-        "--mde", type=at.positive_real, help="a difference to detect: print the questions it needs"
-    )
+    p.add_argument("--mde", type=at.positive_real,
+                   help="a difference to detect: print the questions it needs")  # fmt: skip
     p.add_argument("--alpha", type=at.probability, default=0.05, help="test level (two-sided)")
     p.add_argument("--power", type=at.probability, default=0.8, help="power")
     p.add_argument("--seed", type=at.seed, default=0, help="simulation seed")

@@ -18,10 +18,8 @@ from railsweep import argtypes as at
 from railsweep.commands.model_pair import add_input_arguments
 
 GROUP = "look inside"
-EXAMPLES = (
-    'railsweep rails --world mini --family llama --out rails/llama',
-    'railsweep rails --world smoke --n 4 --ks 1,2,4 --limit 10 --out rails/smoke',
-)
+EXAMPLES = ('railsweep rails --world mini --family llama --out rails/llama',
+            'railsweep rails --world smoke --n 4 --ks 1,2,4 --limit 10 --out rails/smoke')  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

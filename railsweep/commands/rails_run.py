@@ -22,15 +22,8 @@ from railsweep.limits import check_decode_memory
 
 
 def run_rails(args: argparse.Namespace) -> int:
-    settings = RailsSettings(
-        m=args.m,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        n=args.n,
-        ks=args.ks,
-        runs=args.runs,
-    )
+    settings = RailsSettings(m=args.m, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
+                             seed=args.seed, n=args.n, ks=args.ks, runs=args.runs)  # fmt: skip
     check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
     at.check_writable_dir(out, "--out")

@@ -31,9 +31,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "questions for the means, jackknife for the stratified metrics), each metric's noise floor and, with an "
         "Identity cell, paired differences with verdicts (docs/metrics.md).",
     )
-    p.add_argument(
-        "--clean", required=True, metavar="FILE", help="the clean reference cell's per-question Parquet"
-    )
+    p.add_argument("--clean", required=True, metavar="FILE",
+                   help="the clean reference cell's per-question Parquet")  # fmt: skip
     p.add_argument("--mitigated", required=True, nargs="+", metavar="FILE", help="one or more cells to score")
     p.add_argument("--B", type=at.strata, default=50, dest="B", help="number of strata for SA-PPG (paper 50)")
     p.add_argument("--n-boot", type=at.n_boot, default=1000, help="bootstrap resamples")

@@ -113,19 +113,15 @@ def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[d
     if len(ident) != 1 or len(cells) < 2:  # no Identity, or nothing to compare with it
         return ""
     ref = cells[ident[0]][2]
-    lines = [
-        f"**Paired differences against {labels[ident[0]]} (same questions; lower = closer to M_cl)**",
-        "",
-        "| strategy | metric | strategy − Identity | 95 % interval | verdict |",
-        "|---|---|:---:|:---:|---|",
-    ]
+    lines = [f"**Paired differences against {labels[ident[0]]} (same questions; lower = closer to M_cl)**",
+             "", "| strategy | metric | strategy − Identity | 95 % interval | verdict |",
+             "|---|---|:---:|:---:|---|"]  # fmt: skip
     for i, (_, _, df) in enumerate(cells):
         if i == ident[0]:
             continue
         for metric in PAIRED_METRICS:
-            d = paired_difference(
-                clean_df, df, ref, metric, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha
-            )
+            d = paired_difference(clean_df, df, ref, metric, B=args.B, n_boot=args.n_boot, seed=args.seed,
+                                  alpha=args.alpha)  # fmt: skip
             key = f"{metric}_vs_identity"
             rows[i].update({key: d["difference"], f"{key}_ci_low": d["ci_low"], f"{key}_ci_high": d["ci_high"],
                             f"{key}_verdict": d["verdict"]})  # fmt: skip

@@ -1,14 +1,12 @@
 """railsweep sweep: submit a sweep (python -m railsweep.sweep.job) as a Ray job and stream its logs.
 
-Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow
-server on 127.0.0.1 first (:mod:`railsweep.services`) and runs the job with
-this interpreter and this copy of railsweep; with ``--address`` it submits to
-that cluster's dashboard (whose image has railsweep installed) and needs
-``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec``
-then travels in the job's working directory, the current directory. The
-options that choose and override the spec are the job's own
-(:func:`railsweep.sweep.spec.options.add_spec_arguments`), forwarded as given.
-``railsweep demo`` is this command with the ``mini`` preset and local services.
+Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow server on 127.0.0.1 first
+(:mod:`railsweep.services`) and runs the job with this interpreter and this copy of railsweep; with
+``--address`` it submits to that cluster's dashboard (whose image has railsweep installed) and needs
+``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec`` then travels in the job's
+working directory, the current directory. The options that choose and override the spec are the job's own
+(:func:`railsweep.sweep.spec.options.add_spec_arguments`), forwarded as given. ``railsweep demo`` is this
+command with the ``mini`` preset and local services.
 """
 
 from __future__ import annotations
@@ -46,9 +44,8 @@ EXAMPLES = (
 def add_arguments(p: argparse.ArgumentParser, *, preset_default: str | None) -> None:
     add_spec_arguments(p, preset_default=preset_default, preset_help="built-in sweep spec")
     p.add_argument("--address", type=at.text, help="Ray dashboard address of an existing cluster (default: a local head)")
-    p.add_argument(
-        "--tracking-uri", type=at.text, help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)"
-    )
+    p.add_argument("--tracking-uri", type=at.text,
+                   help="MLflow HTTP server (default: a local one on 127.0.0.1:--mlflow-port)")  # fmt: skip
     p.add_argument("--run-dir", type=at.text, default="runs/mlflow", help="local MLflow server's database and artifacts")
     p.add_argument("--mlflow-port", type=at.port, default=5000, help="port of the local MLflow server (started or reused on 127.0.0.1)")
     p.add_argument("--dashboard-port", type=at.port, default=8265, help="port of the local Ray head's dashboard and job API")
@@ -63,12 +60,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Validate the command line and the spec; starts nothing and writes nothing.
-
-    Steps: a preset or a spec, not both; the spec (validated in full by ``load_specs``, each member's for a harness group; for a cluster, inside the working
-    directory the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the local
-    directories the local services would write.
-    """
+    """Validate the command line and the spec; starts nothing and writes nothing. Steps: a preset or a spec,
+    not both; the spec in full (each member's for a harness group; for a cluster, inside the working directory
+    the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the
+    directories the local services would write."""
     check_preset_or_spec(args)
     specs = load_specs(args.spec or args.preset) if args.spec or args.preset else []  # fail here, not in the job
     for spec in specs:

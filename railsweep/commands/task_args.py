@@ -31,20 +31,13 @@ TASK_HELP = (
 
 
 def add_task_arguments(
-    p: argparse.ArgumentParser | Any,
-    *,
-    default: str,
-    task_dir_help: str,
+    p: argparse.ArgumentParser | Any, *, default: str, task_dir_help: str,
     task_dir_type: Callable[[str], str] | None = None,
 ) -> None:
     """Declare ``--task`` and ``--task-dir`` on ``p`` (a parser or an argument group); ``default`` says what
     runs without ``--task``."""
-    p.add_argument(
-        "--task",
-        default=None,
-        metavar="FILE|NAME",
-        help=TASK_HELP.format(names=", ".join(builtin_tasks()), default=default),
-    )
+    p.add_argument("--task", default=None, metavar="FILE|NAME",
+                   help=TASK_HELP.format(names=", ".join(builtin_tasks()), default=default))  # fmt: skip
     p.add_argument("--task-dir", type=task_dir_type, default=None, metavar="DIR", help=task_dir_help)
 
 
@@ -68,12 +61,8 @@ def task_dir_of(args: argparse.Namespace, given: str | None = None) -> str | Non
 
 
 def load_named_task(
-    args: argparse.Namespace,
-    task_dir: str | Path | None,
-    *,
-    leak_split: str | Path | None = None,
-    limit: int | None = None,
-    fewshot: str | Path | None = None,
+    args: argparse.Namespace, task_dir: str | Path | None, *, leak_split: str | Path | None = None,
+    limit: int | None = None, fewshot: str | Path | None = None,
 ) -> Task:
     """The test split of ``--task`` read from ``task_dir`` under the task's default answer rule, or without
     ``--task`` the built-in GSM8K task of ``task_dir``; malformed data -> DataError."""
