@@ -18,7 +18,6 @@ from railsweep.miniworld.lending import config_from_dict
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.weights import world_weights
 
-ADAPTERS = ("clean", "co_gsm8k", "co_pq")
 LEAK_SPLIT = "data/leak_split.json"  # the world's leak split, relative to its directory
 
 
@@ -45,10 +44,8 @@ class World:
                 f"unknown model family {name!r} in this world; families: {', '.join(self.families)}"
             )
         fam = self.root / "families" / name
-        return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in self._adapter_names()})
-
-    def _adapter_names(self) -> tuple[str, ...]:
-        return ("clean",) + tuple(f"co_{d}" for d in self.config.contamination.domains)
+        names = ("clean",) + tuple(f"co_{d}" for d in self.config.contamination.domains)
+        return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in names})
 
     @property
     def leaked(self) -> list[int]:

@@ -66,20 +66,9 @@ def model_config(family: str, size: ModelSize, vocab_size: int, bos: int, eos: i
 def family_config(family: str, **fields: Any):
     """The transformers config of a ``family`` model (one of :data:`CONFIG_FAMILIES`) with ``fields``
     (transformers' own field names, e.g. ``hidden_size``); fields left out take transformers' defaults."""
-    if family == "llama":
-        from transformers import LlamaConfig
+    classes = dict(llama="LlamaConfig", gemma="Gemma3TextConfig", gemma1="GemmaConfig", neox="GPTNeoXConfig")
+    if family not in classes:
+        raise ConfigError(f"unknown model family {family!r}; known families: {', '.join(CONFIG_FAMILIES)}")
+    import transformers  # heavy: loaded only when a model is configured
 
-        return LlamaConfig(**fields)
-    if family == "gemma":
-        from transformers import Gemma3TextConfig
-
-        return Gemma3TextConfig(**fields)
-    if family == "gemma1":
-        from transformers import GemmaConfig
-
-        return GemmaConfig(**fields)
-    if family == "neox":
-        from transformers import GPTNeoXConfig
-
-        return GPTNeoXConfig(**fields)
-    raise ConfigError(f"unknown model family {family!r}; known families: {', '.join(CONFIG_FAMILIES)}")
+    return getattr(transformers, classes[family])(**fields)

@@ -84,16 +84,10 @@ def weights_verdict(
         return None, f"weights: {mine} (no documented build of the {preset!r} world {digest})"
     theirs = documented["weights_digest"]
     if theirs == weights_digest:
-        return (
-            True,
-            f"weights: documented ({preset} {digest}, weights {mine}, as measured on {documented['measured_on']})",
-        )
+        where = documented["measured_on"]
+        return True, f"weights: documented ({preset} {digest}, weights {mine}, as measured on {where})"
+    differ = f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
     if (where := documented.get("other_builds", {}).get(weights_digest)) is not None:
-        return False, (
-            f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
-            f"known as the build on {where}; figures in docs/ were measured on the documented weights"
-        )
-    return False, (
-        f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
-        "figures in docs/ were measured on other weights"
-    )
+        where = f"known as the build on {where}; figures in docs/ were measured on the documented weights"
+        return False, differ + where
+    return False, differ + "figures in docs/ were measured on other weights"
