@@ -1,15 +1,11 @@
 """Worlds that ship with railsweep: a finished build's files, installed into the cache instead of trained again.
 
 Training the ``mini`` world takes about 23 minutes on 2 cores, and its fp32 weights follow the CPU that trains
-them (docs/miniworld.md, "The weights of `mini`"). railsweep therefore ships one build of it: every file of the
-world but its data (weights, tokenizers, adapter configs and training records, the manifest) under
-``shipped/<preset>-<config digest>/``, with a ``SHA256SUMS`` listing of them. :func:`install` regenerates the
-data (seconds; each file checked against the sha256 the build recorded), checks every shipped file against the
-listing and copies them into the world's directory; :func:`pack` writes such a folder from a built world.
-``railsweep miniworld build --force`` trains the world here instead and says whether it got the shipped weights.
-
-The world's absolute directory, which the adapter configs, model cards and manifests name, is written as
-``PLACEHOLDER`` in the shipped text files and put back on install.
+them (docs/miniworld.md, "The weights of `mini`"). railsweep therefore ships one build of it: every file but
+its data under ``shipped/<preset>-<config digest>/``, listed in ``SHA256SUMS``, the world's absolute directory
+written as ``PLACEHOLDER`` in the text files. :func:`install` regenerates the data (each file checked against
+the sha256 the build recorded), checks every shipped file and copies them in; :func:`pack` writes such a
+folder from a built world. ``railsweep miniworld build --force`` trains the world here instead.
 """
 
 from __future__ import annotations
