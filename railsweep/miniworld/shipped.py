@@ -28,6 +28,7 @@ SHIPPED_DIR = Path(__file__).with_name("shipped")
 SUMS = "SHA256SUMS"
 PLACEHOLDER = "@RAILSWEEP_WORLD@"
 TEXT_SUFFIXES = (".json", ".md")  # the files that name the world's directory (as copy_lent_dir re-points them)
+_REMEDY = "reinstall railsweep, or train the world here with `railsweep miniworld build --force`"
 
 
 def shipped_folder(config: WorldConfig, shipped_dir: Path | None = None) -> Path | None:
@@ -55,12 +56,10 @@ def verify(folder: Path) -> dict[str, str]:
     for rel, digest in sums.items():
         path = folder / rel
         if not path.is_file():
-            raise DataError(f"shipped world file missing: {path}; reinstall railsweep, or train the world here "
-                            "with `railsweep miniworld build --force`")
+            raise DataError(f"shipped world file missing: {path}; {_REMEDY}")
         if file_sha256(path) != digest:
             raise DataError(f"shipped world file changed: {path} (sha256 {file_sha256(path)[:16]}, listed "
-                            f"{digest[:16]}); reinstall railsweep, or train the world here with "
-                            "`railsweep miniworld build --force`")
+                            f"{digest[:16]}); {_REMEDY}")
     return sums
 
 
@@ -134,7 +133,7 @@ def _check_leak_split(path: Path, manifest: dict) -> None:
     recorded = manifest["provenance"]["datasets"].get(str(path))
     if recorded is not None and file_sha256(path) != recorded:
         raise DataError(f"shipped world {path.parents[1].name}: its leak split does not match the one its build "
-                        "recorded; reinstall railsweep, or train the world here with `railsweep miniworld build --force`")
+                        f"recorded; {_REMEDY}")
 
 
 def _empty(root: Path) -> None:
