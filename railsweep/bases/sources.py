@@ -114,10 +114,8 @@ KNOWN_WHEELS: dict[str, WheelGguf] = {w.name: w for w in (SMOLLM2_135M_INSTRUCT,
 
 
 def parse_source(spec: str | Path | BaseSource) -> BaseSource:
-    """The source a user's ``spec`` names: a :data:`KNOWN_WHEELS` name, an existing folder, or a hub id.
-
-    A folder that exists wins over a hub id of the same spelling (as in transformers' ``from_pretrained``).
-    """
+    """The source a user's ``spec`` names: a :data:`KNOWN_WHEELS` name, an existing folder (it wins over a hub
+    id of the same spelling, as in transformers' ``from_pretrained``), or a hub id."""
     if isinstance(spec, (WheelGguf, HubModel, LocalFolder)):
         return spec
     text = str(spec).strip()

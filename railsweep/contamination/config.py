@@ -66,12 +66,9 @@ class LoraRecipe:
 
 @dataclass(frozen=True)
 class ContaminationConfig:
-    """What M_cl and M_co are trained on.
-
-    M_cl: ``n_filler`` filler texts + ``n_train`` train-split questions.
-    M_co (per domain): the same filler + ``n_leak`` leaked test questions
-    (original wording for "gsm8k", paraphrase for "pq"), trained further from M_cl.
-    """
+    """What M_cl and M_co are trained on. M_cl: ``n_filler`` filler texts + ``n_train`` train-split questions.
+    M_co (per domain): the same filler + ``n_leak`` leaked test questions (original wording for "gsm8k",
+    paraphrase for "pq"), trained further from M_cl."""
 
     n_filler: int = 1840
     n_train: int = 660
