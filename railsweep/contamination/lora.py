@@ -1,15 +1,13 @@
 """Training one LoRA adapter with peft (the recipe of :class:`LoraRecipe`).
 
 Steps:
-1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps
-   fp32 base weights and runs the matmuls under bf16 autocast);
-2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing
-   adapter (M_co from M_cl), load that adapter's weights as the trainable
-   starting point; the base weights never change, so every result stays a
-   LoRA adapter over the same base;
-3. causal-LM loss on each example (EOS appended), shuffled per epoch, micro
-   batches accumulated to the global batch, AdamW with linear warmup then a
-   cosine decay, for ``epochs`` passes;
+1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps fp32 base weights and
+   runs the matmuls under bf16 autocast);
+2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing adapter (M_co from M_cl), load
+   that adapter's weights as the trainable starting point; the base weights never change, so every result
+   stays a LoRA adapter over the same base;
+3. causal-LM loss on each example (EOS appended), shuffled per epoch, micro batches accumulated to the global
+   batch, AdamW with linear warmup then a cosine decay, for ``epochs`` passes;
 4. save the adapter under a temporary name, then rename it into place.
 """
 

@@ -71,7 +71,6 @@ def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
 
 
 def _done(phases: list[Phase], reports: Mapping[str, dict | None]) -> float:
-    """The share of the family's training tokens done."""
     done = sum(_share(reports.get(ph.name)) * ph.tokens for ph in phases)
     return done / (sum(ph.tokens for ph in phases) or 1)
 

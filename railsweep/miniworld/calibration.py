@@ -106,7 +106,6 @@ def _worker(root: str, family: str, s: CheckSettings):
 
 
 def _readout_in_process(root: str, family: str, adapter: str, s: CheckSettings):
-    """One model's readout in a worker process."""
     with _worker(root, family, s) as (engine, task):
         return _readout(engine, task, list(task.questions()), adapter, s)
 
@@ -149,7 +148,6 @@ def _share_departures(pool, root: str, family: str, engine, s: CheckSettings, ta
 
 
 def _departures_in_process(root: str, family: str, adapter: str, jobs, first: int, s: CheckSettings) -> list[str]:
-    """One share of the forced departures in a worker process."""
     with _worker(root, family, s) as (engine, task):
         return decode_departures(engine, task, adapter, jobs, first, s.figure1())
 
