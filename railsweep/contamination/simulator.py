@@ -129,10 +129,9 @@ def contaminate_family(
     log=None, domain_workers: int = 1, progress_dir: str | Path | None = None,
 ) -> dict:  # fmt: skip
     """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest.
-
-    ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes
-    (``log`` must then be picklable, e.g. a :class:`StderrLog`). ``progress_dir``: each adapter reports
-    its optimiser steps to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`)."""
+    ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes (``log`` must
+    then be picklable, e.g. a :class:`StderrLog`). ``progress_dir``: each adapter reports its optimiser steps
+    to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     plan = adapter_mixes(data_dir, config, filler, pq_path)
     mixes = plan.mixes

@@ -32,11 +32,10 @@ def pretraining_texts(train, config: WorldConfig) -> list[str]:
 
 
 def pretraining_corpus(data, config: WorldConfig) -> list[str]:
-    """The base models' pretraining texts, in order: the train problems (one text each, or
-    ``config.renderings`` roads each in a several-roads world), a ``paraphrase_share`` of them
-    again in paraphrase wording, the filler not reserved for the adapters (``pretrain_filler``)
-    and, in a replica world, each test item ``replica_counts()[i]`` times in its leaked wording
-    (the same text the gsm8k adapter leaks: question + gold chain of thought)."""
+    """The base models' pretraining texts, in order: the train problems (one text each, or ``renderings``
+    roads each in a several-roads world), a ``paraphrase_share`` of them again in paraphrase wording, the
+    filler not reserved for the adapters (``pretrain_filler``) and, in a replica world, each test item
+    ``replica_counts()[i]`` times in its leaked wording (question + gold chain of thought)."""
     if config.roads:
         corpus = pretraining_texts(data.train, config)
     else:

@@ -1,13 +1,10 @@
 """Tiny base models of the paper's three architecture families: railsweep's one tiny-model factory.
 
-:func:`family_config` is the one place that maps a family name to its
-transformers config class (LlamaConfig, GPTNeoXConfig for Pythia,
-Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
-tests). :func:`model_config` sizes the miniature world's models with it, about a
-million parameters each: attention heads keep head_dim 64 so the same
-checkpoints stay servable by vLLM's CPU build; everything else is sized by
-:class:`ModelSize`. The tests' tiny random models (``railsweep.testing``,
-``tests/family_models.py``) are built from :func:`family_config` too.
+:func:`family_config` is the one place that maps a family name to its transformers config class (LlamaConfig,
+GPTNeoXConfig for Pythia, Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
+tests); the tests' tiny random models are built with it too. :func:`model_config` sizes the miniature world's
+models, about a million parameters each: attention heads keep head_dim 64 so the same checkpoints stay
+servable by vLLM's CPU build; everything else is sized by :class:`ModelSize`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The miniature world's word-level tokenizer.
 
-Trained with ``tokenizers`` (a WordLevel model over the world's own texts) and
-saved as ``tokenizer.json`` + config so ``transformers.AutoTokenizer`` loads it.
-Every piece carries its leading space, so decoding is plain concatenation and
-text round-trips exactly; every number 0..``max_number`` is a single token,
-with and without a leading space, so the tiny models do arithmetic on whole
-numbers, never on digit strings.
+Trained with ``tokenizers`` (a WordLevel model over the world's own texts) and saved as ``tokenizer.json`` +
+config so ``transformers.AutoTokenizer`` loads it. Every piece carries its leading space, so decoding is plain
+concatenation and text round-trips exactly; every number 0..``max_number`` is a single token, with and without
+a leading space, so the tiny models do arithmetic on whole numbers, never on digit strings.
 """
 
 from __future__ import annotations
