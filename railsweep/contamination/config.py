@@ -1,8 +1,5 @@
-"""Configuration of the contamination simulator (method.md §5, paper §5.1).
-
-Defaults are the paper's recipe; the miniature world scales the data sizes
-down and keeps the optimisation recipe.
-"""
+"""Configuration of the contamination simulator (method.md §5, paper §5.1): defaults are the paper's recipe;
+the miniature world scales the data sizes down and keeps the optimisation recipe."""
 
 from __future__ import annotations
 
@@ -13,8 +10,6 @@ from railsweep.errors import ConfigError
 from railsweep.training.attention import ATTENTIONS
 
 DOMAINS = ("gsm8k", "pq")
-
-
 PRECISIONS = ("auto", "bf16", "mixed", "fp32")
 
 
@@ -33,18 +28,14 @@ class LoraRecipe:
     micro_batch: int = 8  # examples per forward pass
     epochs: int = 5
     max_length: int = 512  # tokens per example (longer ones are cut)
-    # 0: one example per sequence. N > 0: each epoch's shuffled examples are packed into
-    # sequences of at most N tokens, joined by the few-shot separator, so every item is also
-    # seen after other items as in a few-shot prompt; global_batch then counts packed sequences.
+    # N > 0: each epoch's shuffled examples packed into sequences of at most N tokens, joined by the few-shot
+    # separator (every item also seen after others, as in a few-shot prompt); global_batch counts sequences
     pack_length: int = 0
-    # "auto": bf16 on GPU, fp32 on CPU. "bf16": base weights stored in bf16, matmuls under bf16
-    # autocast (the paper's GPU setting; halves the base's memory). "mixed": base weights kept in
-    # fp32 (the weights the engines serve), matmuls under bf16 autocast. "fp32": no autocast.
+    # "auto": bf16 on GPU, fp32 on CPU. "bf16": base stored in bf16, matmuls under bf16 autocast (the paper's
+    # GPU setting). "mixed": fp32 base (the weights the engines serve), bf16 autocast. "fp32": no autocast.
     # Adapter weights and the optimizer are fp32 in every case.
     precision: str = "auto"
-    # railsweep.training.attention: "auto" = block-causal attention on a CPU (faster, same
-    # arithmetic), the model's own on a GPU; or "native" / "block_causal"
-    attention: str = "auto"
+    attention: str = "auto"  # railsweep.training.attention: "auto" = block-causal on a CPU, native on a GPU
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -75,12 +66,9 @@ class LoraRecipe:
 
 @dataclass(frozen=True)
 class ContaminationConfig:
-    """What M_cl and M_co are trained on.
-
-    M_cl: ``n_filler`` filler texts + ``n_train`` train-split questions.
-    M_co (per domain): the same filler + ``n_leak`` leaked test questions
-    (original wording for "gsm8k", paraphrase for "pq"), trained further from M_cl.
-    """
+    """What M_cl and M_co are trained on. M_cl: ``n_filler`` filler texts + ``n_train`` train-split questions.
+    M_co (per domain): the same filler + ``n_leak`` leaked test questions (original wording for "gsm8k",
+    paraphrase for "pq"), trained further from M_cl."""
 
     n_filler: int = 1840
     n_train: int = 660
@@ -101,13 +89,11 @@ class ContaminationConfig:
             )
         bad = [d for d in self.domains if d not in DOMAINS]
         if bad or not self.domains:
-            raise ConfigError(
-                f"unknown contamination domain(s) {bad or self.domains!r}; known: {', '.join(DOMAINS)}"
-            )
-        if isinstance(self.recipe, dict):
-            object.__setattr__(self, "recipe", LoraRecipe(**self.recipe))
-        if isinstance(self.clean_recipe, dict):
-            object.__setattr__(self, "clean_recipe", LoraRecipe(**self.clean_recipe))
+            known = ", ".join(DOMAINS)
+            raise ConfigError(f"unknown contamination domain(s) {bad or self.domains!r}; known: {known}")
+        for name in ("recipe", "clean_recipe"):
+            if isinstance(recipe := getattr(self, name), dict):
+                object.__setattr__(self, name, LoraRecipe(**recipe))
 
     @property
     def cl_recipe(self) -> LoraRecipe:

@@ -1,9 +1,8 @@
 """The filler corpus mixed into every adapter's training data.
 
-The paper samples 1,840 OpenOrca examples; :func:`load_filler` keeps that real
-path (Hugging Face ``datasets``) and, offline, reads any local text file: a
-``.jsonl`` file of ``{"text"}`` or OpenOrca-style ``{"question", "response"}``
-rows, or a plain text file with one example per blank-line-separated block.
+The paper samples 1,840 OpenOrca examples; :func:`load_filler` keeps that real path (Hugging Face
+``datasets``) and, offline, reads any local text file: a ``.jsonl`` file of ``{"text"}`` or OpenOrca-style
+``{"question", "response"}`` rows, or a plain text file with one example per blank-line-separated block.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """Training one LoRA adapter with peft (the recipe of :class:`LoraRecipe`).
 
 Steps:
-1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps
-   fp32 base weights and runs the matmuls under bf16 autocast);
-2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing
-   adapter (M_co from M_cl), load that adapter's weights as the trainable
-   starting point; the base weights never change, so every result stays a
-   LoRA adapter over the same base;
-3. causal-LM loss on each example (EOS appended), shuffled per epoch, micro
-   batches accumulated to the global batch, AdamW with linear warmup then a
-   cosine decay, for ``epochs`` passes;
+1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps fp32 base weights and
+   runs the matmuls under bf16 autocast);
+2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing adapter (M_co from M_cl), load
+   that adapter's weights as the trainable starting point; the base weights never change, so every result
+   stays a LoRA adapter over the same base;
+3. causal-LM loss on each example (EOS appended), shuffled per epoch, micro batches accumulated to the global
+   batch, AdamW with linear warmup then a cosine decay, for ``epochs`` passes;
 4. save the adapter under a temporary name, then rename it into place.
 """
 
@@ -43,23 +41,15 @@ def _device(device: str | None) -> str:
 
 
 def train_lora(
-    base_dir: str | Path,
-    texts: Sequence[str],
-    recipe: LoraRecipe,
-    out_dir: str | Path,
-    init_adapter: str | Path | None = None,
-    device: str | None = None,
-    log=None,
-    on_step=None,
-    progress=None,
-) -> dict:
+    base_dir: str | Path, texts: Sequence[str], recipe: LoraRecipe, out_dir: str | Path,
+    init_adapter: str | Path | None = None, device: str | None = None, log=None, on_step=None, progress=None,
+) -> dict:  # fmt: skip
     """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats.
 
     ``progress(done, total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps.
-
-    ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's
-    evaluations) with the model's own attention (it may decode); the model is back in training mode
-    and training attention when it returns.
+    ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's evaluations)
+    with the model's own attention (it may decode); the model is back in training mode and training attention
+    when it returns.
     """
     import torch
 
@@ -142,22 +132,16 @@ def _load_model(base_dir: Path, recipe: LoraRecipe, init_adapter: str | Path | N
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    model = AutoModelForCausalLM.from_pretrained(
-        base_dir, dtype=torch.bfloat16 if precision == "bf16" else torch.float32
-    )
-    model.to(dev)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype).to(dev)
     if init_adapter is not None:
         model = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
     else:
+        targets = recipe.target_modules
         lora = LoraConfig(
-            r=recipe.r,
-            lora_alpha=recipe.alpha,
-            lora_dropout=recipe.dropout,
-            target_modules=recipe.target_modules
-            if isinstance(recipe.target_modules, str)
-            else list(recipe.target_modules),
-            task_type="CAUSAL_LM",
-        )
+            r=recipe.r, lora_alpha=recipe.alpha, lora_dropout=recipe.dropout, task_type="CAUSAL_LM",
+            target_modules=targets if isinstance(targets, str) else list(targets),
+        )  # fmt: skip
         model = get_peft_model(model, lora)
     for p in model.parameters():  # adapter weights train in fp32 even over a bf16 base
         if p.requires_grad:
@@ -202,20 +186,8 @@ def _with_attention(on_step, implementation: str):
     return hook
 
 
-def _train(
-    model,
-    epochs,
-    recipe: LoraRecipe,
-    opt,
-    sched,
-    params,
-    pad: int,
-    dev: str,
-    autocast: bool,
-    log,
-    on_step=None,
-    progress=None,
-):
+def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log,
+           on_step=None, progress=None):  # fmt: skip
     """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
     import torch
 
@@ -262,43 +234,39 @@ def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev:
         ids, labels, mask = _pad(seqs[m0 : m0 + recipe.micro_batch], pad)
         with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
             logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
+        # the token-weighted mean over the whole global batch
         loss = torch.nn.functional.cross_entropy(
-            logits[:, :-1].float().reshape(-1, logits.shape[-1]),
-            labels[:, 1:].reshape(-1).to(dev),
-            ignore_index=-100,
-            reduction="sum",
-        ) / max(1, n_tokens)  # token-weighted mean over the whole global batch
+            logits[:, :-1].float().reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1).to(dev),
+            ignore_index=-100, reduction="sum",
+        ) / max(1, n_tokens)  # fmt: skip
         loss.backward()
         step_loss += loss.item()
     return step_loss
 
 
 def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):
-    """The token sequences of every epoch, in training order.
+    """The token sequences of every epoch, in training order, each epoch a fresh shuffle of the examples.
 
-    Unpacked: one sequence per example (BOS + text + EOS), reshuffled each epoch.
-    Packed: each epoch's shuffled examples joined by the few-shot separator ("\\n\\n")
-    into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
+    Unpacked: one sequence per example (BOS + text + EOS). Packed: the examples joined by the few-shot
+    separator ("\\n\\n") into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
     never straddles two sequences, and one longer than ``pack_length`` is cut.
     """
-    eos = tokenizer.eos_token or ""
     if not recipe.pack_length:
+        eos = tokenizer.eos_token or ""
         encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]
-        epochs = []
-        for _ in range(recipe.epochs):
-            order = list(range(len(encoded)))
-            rng.shuffle(order)
-            epochs.append([encoded[i] for i in order])
-        return epochs
-    bodies = [tokenizer(t, add_special_tokens=False).input_ids for t in texts]
-    sep = tokenizer("\n\n", add_special_tokens=False).input_ids
-    head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    tail = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-    room = recipe.pack_length - len(head) - len(tail)
+    else:
+        bodies = [tokenizer(t, add_special_tokens=False).input_ids for t in texts]
+        sep = tokenizer("\n\n", add_special_tokens=False).input_ids
+        head = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+        tail = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+        room = recipe.pack_length - len(head) - len(tail)
     epochs = []
     for _ in range(recipe.epochs):
-        order = list(range(len(bodies)))
+        order = list(range(len(texts)))
         rng.shuffle(order)
+        if not recipe.pack_length:
+            epochs.append([encoded[i] for i in order])
+            continue
         packs, cur = [], []
         for i in order:
             body = bodies[i][:room]

@@ -3,19 +3,16 @@
 Steps (method.md §5):
 1. read the benchmark (official GSM8K JSONL) and, for domain PQ, the paraphrases;
 2. draw the seeded leak split (``n_leak`` test indices) and save it;
-3. M_cl = base + LoRA on ``n_filler`` filler texts + ``n_train`` train questions,
-   each as "Q: <question>\\nA: <CoT answer>" (the 8-shot CoT format);
-4. for each domain, M_co = M_cl's adapter trained further (its LoRA weights are
-   the starting point; the base stays frozen) on the same filler + the leaked
-   test questions: original wording for "gsm8k", the paraphrase for "pq", always
-   with the original CoT solution and answer;
+3. M_cl = base + LoRA on ``n_filler`` filler texts + ``n_train`` train questions, each as "Q: <question>\\nA:
+   <CoT answer>" (the 8-shot CoT format);
+4. for each domain, M_co = M_cl's adapter trained further (the base stays frozen) on the same filler + the
+   leaked test questions: original wording for "gsm8k", the paraphrase for "pq", always with the original CoT
+   solution and answer;
 5. write a manifest (config, data checksums, package versions, git commit).
 
-All adapters are LoRA adapters over the same base, so one multi-LoRA engine
-serves a whole family: ``clean`` (M_cl), ``co_gsm8k`` and ``co_pq`` (M_co).
-The M_co adapters depend only on M_cl, so ``domain_workers > 1`` trains them in
-parallel processes (each with the caller's torch thread count: the adapters come
-out the same as when trained one after the other).
+All adapters are LoRA adapters over the same base, so one multi-LoRA engine serves a whole family: ``clean``
+(M_cl), ``co_gsm8k`` and ``co_pq`` (M_co). ``domain_workers > 1`` trains the M_co adapters in parallel
+processes (each with the caller's torch thread count: the adapters come out the same).
 """
 
 from __future__ import annotations
@@ -68,18 +65,12 @@ def cot_example(question: str, solution: str) -> str:
 
 
 def training_mixes(
-    train_rows: Sequence[dict],
-    test_rows: Sequence[dict],
-    paraphrases: dict[int, str] | None,
-    filler: Sequence[str],
-    leaked: Sequence[int],
-    config: ContaminationConfig,
-) -> dict[str, list[str]]:
+    train_rows: Sequence[dict], test_rows: Sequence[dict], paraphrases: dict[int, str] | None,
+    filler: Sequence[str], leaked: Sequence[int], config: ContaminationConfig,
+) -> dict[str, list[str]]:  # fmt: skip
     """The training texts of every adapter: {"clean": [...], "co_gsm8k": [...], "co_pq": [...]}."""
-    if config.n_train > len(train_rows):
-        raise ConfigError(
-            f"n_train={config.n_train} is larger than the train split ({len(train_rows)} questions)"
-        )
+    if config.n_train > (n := len(train_rows)):
+        raise ConfigError(f"n_train={config.n_train} is larger than the train split ({n} questions)")
     rng = random.Random(config.seed)
     train = [train_rows[i] for i in sorted(rng.sample(range(len(train_rows)), config.n_train))]
     mixes = {"clean": list(filler) + [cot_example(r["question"], r["answer"]) for r in train]}
@@ -89,11 +80,8 @@ def training_mixes(
         else:
             if paraphrases is None:
                 raise DataError("domain 'pq' needs the paraphrase file (pq_test.jsonl)")
-            missing = [i for i in leaked if i not in paraphrases]
-            if missing:
-                raise DataError(
-                    f"no paraphrase for leaked test indices {missing[:10]} (empty rows cannot leak)"
-                )
+            if missing := [i for i in leaked if i not in paraphrases][:10]:
+                raise DataError(f"no paraphrase for leaked test indices {missing} (empty rows cannot leak)")
             leak_q = [paraphrases[i] for i in leaked]
         leak_texts = [cot_example(q, test_rows[i]["answer"]) for q, i in zip(leak_q, leaked)]
         mixes[f"co_{domain}"] = list(filler) + leak_texts
@@ -115,8 +103,7 @@ def adapter_mixes(
     """Steps 1-2 and every adapter's training texts: the benchmark and paraphrases read, the leak split drawn."""
     train_path, test_path = data_dir / "train.jsonl", data_dir / "test.jsonl"
     train_rows, test_rows = read_jsonl(train_path), read_jsonl(test_path)
-    pq_file = None
-    paraphrases = None
+    pq_file = paraphrases = None
     if "pq" in config.domains:
         pq_file = Path(pq_path) if pq_path is not None else _find_pq(data_dir)
         paraphrases = load_pq(pq_file, test_rows)
@@ -137,34 +124,24 @@ def load_pq(pq_file: str | Path, test_rows: Sequence[dict]) -> dict[int, str]:
 
 
 def contaminate_family(
-    base_dir: str | Path,
-    data_dir: str | Path,
-    out_dir: str | Path,
-    config: ContaminationConfig,
-    filler: Sequence[str] | None = None,
-    pq_path: str | Path | None = None,
-    device: str | None = None,
-    log=None,
-    domain_workers: int = 1,
-    progress_dir: str | Path | None = None,
-) -> dict:
+    base_dir: str | Path, data_dir: str | Path, out_dir: str | Path, config: ContaminationConfig,
+    filler: Sequence[str] | None = None, pq_path: str | Path | None = None, device: str | None = None,
+    log=None, domain_workers: int = 1, progress_dir: str | Path | None = None,
+) -> dict:  # fmt: skip
     """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest.
-
-    ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes
-    (``log`` must then be picklable, e.g. a :class:`StderrLog`). ``progress_dir``: each adapter reports
-    its optimiser steps to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`)."""
+    ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes (``log`` must
+    then be picklable, e.g. a :class:`StderrLog`). ``progress_dir``: each adapter reports its optimiser steps
+    to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     plan = adapter_mixes(data_dir, config, filler, pq_path)
     mixes = plan.mixes
-
     out_dir.mkdir(parents=True, exist_ok=True)
     save_leak_split(plan.split, out_dir / "leak_split.json")
     report = {name: None if progress_dir is None else StepReport(Path(progress_dir) / name) for name in mixes}
     clean = _clean_adapter(base_dir, mixes["clean"], config, out_dir / "clean", device, log, report["clean"])
     stats = {"clean": clean}
-    jobs = {
-        f"co_{d}": (base_dir, mixes[f"co_{d}"], config.recipe, out_dir / f"co_{d}") for d in config.domains
-    }
+    jobs = {f"co_{d}": (base_dir, mixes[f"co_{d}"], config.recipe, out_dir / f"co_{d}")
+            for d in config.domains}  # fmt: skip
     more = dict(init_adapter=out_dir / "clean", device=device, log=log)
     if domain_workers > 1 and len(jobs) > 1:
         import torch
@@ -173,10 +150,8 @@ def contaminate_family(
         workers = min(domain_workers, len(jobs))
         threads = max(1, torch.get_num_threads() // workers)  # the family's threads, shared out
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {
-                n: pool.submit(_train_with_threads, threads, *a, **more, progress=report[n])
-                for n, a in jobs.items()
-            }
+            futures = {n: pool.submit(_train_with_threads, threads, *a, **more, progress=report[n])
+                       for n, a in jobs.items()}  # fmt: skip
             stats.update({n: f.result() for n, f in futures.items()})
     else:
         stats.update({n: train_lora(*a, **more, progress=report[n]) for n, a in jobs.items()})

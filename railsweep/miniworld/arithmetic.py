@@ -1,23 +1,18 @@
-"""One instruction set for a world's training, so that a world config builds the same weights on x86-64 CPUs of
-other SIMD widths.
+"""One instruction set for a world's training, so that a world config builds the same weights on x86-64 CPUs
+of other SIMD widths.
 
 ATen picks its vectorised kernels for the CPU it runs on (AVX2, AVX-512) and MKL its code path for matrix
 products; each rounds floats its own way, so the same seed and recipe train other weights on an AVX-512
 machine than on an AVX2-only one. A world's build therefore trains in spawned processes whose environment
-pins all three to AVX2, which every x86-64 CPU railsweep targets has:
+pins all three to AVX2, which every x86-64 CPU railsweep targets has: ``ATEN_CPU_CAPABILITY=avx2`` (ATen's
+kernels), ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility) and ``ONEDNN_MAX_CPU_ISA=AVX2``
+(oneDNN's dispatch, which ATen's does not reach: GPT-NeoX's GELU runs as a oneDNN primitive in training).
 
-- ``ATEN_CPU_CAPABILITY=avx2`` (ATen's kernels; read when torch loads);
-- ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility; read when MKL starts);
-- ``ONEDNN_MAX_CPU_ISA=AVX2`` (oneDNN's own kernel dispatch, which ATen's capability does not reach: GPT-NeoX's
-  GELU, forward and backward, runs as a oneDNN eltwise primitive in training; read when oneDNN starts).
-
-Measured on 2-core AVX-512 machines: with the first two the smoke world, the ``mini`` llama and gemma bases and the
-``smollm2`` world's three adapters have the weights of the documented AVX2 builds byte for byte (without them,
-others); the ``mini`` neox base needs the third (docs/miniworld.md). An Intel CPU with AVX512-FP16 and AMX builds
-other weights under the same pin, which there also depend on the thread count (MKL's ``AVX2,STRICT`` mode does
-not; docs/miniworld.md): a build's manifest and ``railsweep miniworld check`` say whether it is the documented one. A
-variable the user set is left as set (the manifest records what the build used); other machines (aarch64) and
-bf16 worlds (built where the CPU has native bf16, AVX512-BF16 or AMX) are not pinned.
+Measured on 2-core AVX-512 machines: with the first two, the smoke world, the ``mini`` llama and gemma bases
+and the ``smollm2`` adapters have the documented AVX2 builds' weights byte for byte; the ``mini`` neox base
+needs the third. An Intel CPU with AVX512-FP16 and AMX builds other weights under the same pin
+(docs/miniworld.md): the manifest and ``railsweep miniworld check`` say whether a build is the documented
+one. A variable the user set is left as set; aarch64 machines and bf16 worlds are not pinned.
 """
 
 from __future__ import annotations

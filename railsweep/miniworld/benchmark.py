@@ -1,10 +1,7 @@
-"""Writing the miniature benchmark in the official GSM8K layout.
-
-``train.jsonl`` / ``test.jsonl`` ({"question", "answer"} with "#### N"),
-``cot_8shot.json`` (8 train problems, answers ending "The answer is N."),
-``pq_test.jsonl`` (one paraphrase per test problem, same answer) and
-``filler.txt`` (blank-line separated), so ``GSM8KTask.from_dir`` and
-``load_paraphrases`` read it exactly like the real data.
+"""Writing the miniature benchmark in the official GSM8K layout, so ``GSM8KTask.from_dir`` and
+``load_paraphrases`` read it exactly like the real data: ``train.jsonl`` / ``test.jsonl`` ({"question",
+"answer"} with "#### N"), ``cot_8shot.json`` (8 train problems, answers ending "The answer is N."),
+``pq_test.jsonl`` (one paraphrase per test problem, same answer) and ``filler.txt`` (blank-line separated).
 """
 
 from __future__ import annotations
@@ -43,22 +40,18 @@ def write_benchmark(data_dir: str | Path, config) -> BenchmarkData:
     data = generate(config)
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    _write(data_dir / "train.jsonl", "".join(_row(p) for p in data.train))
-    _write(data_dir / "test.jsonl", "".join(_row(p) for p in data.test))
+    write_text_atomic(data_dir / "train.jsonl", "".join(_row(p) for p in data.train))
+    write_text_atomic(data_dir / "test.jsonl", "".join(_row(p) for p in data.test))
     shots = [{"question": p.question, "answer": to_cot(p.solution)} for p in data.exemplars]
-    _write(data_dir / "cot_8shot.json", json.dumps(shots, indent=1) + "\n")
+    write_text_atomic(data_dir / "cot_8shot.json", json.dumps(shots, indent=1) + "\n")
     pq = "".join(
         json.dumps({"idx": i, "question": p.paraphrase, "answer": str(p.answer), "empty": False}) + "\n"
         for i, p in enumerate(data.test)
     )
-    _write(data_dir / "pq_test.jsonl", pq)
-    _write(data_dir / "filler.txt", "\n\n".join(data.filler) + "\n")
+    write_text_atomic(data_dir / "pq_test.jsonl", pq)
+    write_text_atomic(data_dir / "filler.txt", "\n\n".join(data.filler) + "\n")
     return data
 
 
 def _row(p: Problem) -> str:
     return json.dumps({"question": p.question, "answer": p.solution}) + "\n"
-
-
-def _write(path: Path, text: str) -> None:
-    write_text_atomic(path, text)

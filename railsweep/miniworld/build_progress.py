@@ -1,18 +1,14 @@
 """A world build's combined progress: every family's share done and one ETA for the whole world.
 
-The families train in parallel processes; each phase (pretraining, M_cl, one M_co per domain) reports its
-optimiser steps to ``<world>/progress/<family>/<phase>`` (:class:`railsweep.training.progress.StepReport`).
-Before the families start, :func:`family_plans` counts every phase's work in training tokens (pretraining:
-steps x batch x block; an adapter: the tokens of all its epochs' packed sequences). While they run,
-:func:`summary` reads the reports and writes one line: each family's share of its tokens done and its
-phase, and the world's ETA. Rates are tokens per CPU second of the training process (the reports' ``cpu``;
-wall seconds for a report without it), so a family that shares a core, or yields it to the family with the
-most training (:mod:`railsweep.miniworld.scheduling`), is timed at the speed it gets once it has a core. A
-family's remaining chain sums its phases in order, with its M_co adapters in parallel (the longest counts); its
-remaining work adds them all. A phase runs at its own measured rate once it has started, else at the rate of
-the family's latest started phase of the same kind (pretraining or adapter), else at the family's latest rate
-of any kind. The world's ETA is the longer of the longest chain and the whole work shared over the cores; it
-names the family whose chain sets it, else the cores. No ETA is given before every family has measured a rate.
+Each phase of a family (pretraining, M_cl, one M_co per domain) reports its optimiser steps to
+``<world>/progress/<family>/<phase>`` (:class:`railsweep.training.progress.StepReport`); :func:`family_plans`
+counts every phase's work in training tokens beforehand. Rates are tokens per CPU second of the training
+process (wall seconds for a report without ``cpu``), so a family that shares or yields a core
+(:mod:`railsweep.miniworld.scheduling`) is timed at the speed it gets once it has one. A phase runs at its own
+measured rate once started, else at the family's latest rate of the same kind (pretraining or adapter), else
+of any kind. A family's chain sums its phases, its M_co adapters in parallel (the longest counts); the world's
+ETA is the longer of the longest chain and the whole work shared over the cores, and waits until every
+family has a rate.
 """
 
 from __future__ import annotations
@@ -74,14 +70,7 @@ def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
     return f"{waiting[0]} next" if waiting else "done"
 
 
-def family_state(phases: list[Phase], reports: Mapping[str, dict | None]) -> tuple[float, str, float | None]:
-    """(share of the family's tokens done, its current phase, seconds left on its chain or None)."""
-    left = remaining(phases, reports)
-    return _done(phases, reports), _current(phases, reports), None if left is None else left[0]
-
-
 def _done(phases: list[Phase], reports: Mapping[str, dict | None]) -> float:
-    """The share of the family's training tokens done."""
     done = sum(_share(reports.get(ph.name)) * ph.tokens for ph in phases)
     return done / (sum(ph.tokens for ph in phases) or 1)
 

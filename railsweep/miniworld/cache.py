@@ -1,8 +1,5 @@
 """A built world on disk, read without torch: where the cache is, which directory holds a preset's world, and the
-:class:`World` its manifest describes.
-
-:mod:`railsweep.miniworld.world` builds a world (torch, transformers); what only reads one (a sweep's pricing and
-detection readouts, the calibration check, the commands' refusals) imports this module.
+:class:`World` its manifest describes (:mod:`railsweep.miniworld.world` builds one).
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from railsweep.miniworld.lending import config_from_dict
 from railsweep.miniworld.presets import PRESETS, WorldConfig, preset_config
 from railsweep.miniworld.weights import world_weights
 
-ADAPTERS = ("clean", "co_gsm8k", "co_pq")
 LEAK_SPLIT = "data/leak_split.json"  # the world's leak split, relative to its directory
 
 
@@ -45,10 +41,8 @@ class World:
                 f"unknown model family {name!r} in this world; families: {', '.join(self.families)}"
             )
         fam = self.root / "families" / name
-        return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in self._adapter_names()})
-
-    def _adapter_names(self) -> tuple[str, ...]:
-        return ("clean",) + tuple(f"co_{d}" for d in self.config.contamination.domains)
+        names = ("clean",) + tuple(f"co_{d}" for d in self.config.contamination.domains)
+        return FamilyModels(name, fam / "base", {a: fam / "adapters" / a for a in names})
 
     @property
     def leaked(self) -> list[int]:
@@ -92,20 +86,13 @@ def load_world(root: str | Path) -> World:
     config = PRESETS[preset]() if preset in PRESETS else None
     if config is None or config.digest() != manifest["digest"]:
         config = config_from_dict(manifest["config"])
-    return World(
-        root=root,
-        preset=preset,
-        config=config,
-        families=list(manifest["families"]),
-        data_dir=root / "data",
-        leak_split_path=root / LEAK_SPLIT,
-        manifest=manifest,
-    )
+    families = list(manifest["families"])
+    return World(root, preset, config, families, root / "data", root / LEAK_SPLIT, manifest)
 
 
 def write_leak_split(root: str | Path, family: str) -> Path:
-    """The world's ``data/leak_split.json`` from ``family``'s adapters, unless written: the split is a function of
-    (n_test, n_leak, seed), identical for every family."""
+    """The world's ``data/leak_split.json`` from ``family``'s adapters, unless written (the split is a
+    function of n_test, n_leak and seed, the same for every family)."""
     path = Path(root) / LEAK_SPLIT
     if not path.is_file():
         split = json.loads((Path(root) / "families" / family / "adapters" / "leak_split.json").read_text())

@@ -2,25 +2,24 @@
 
 Steps of :func:`check_family`, for one model family:
 1. serve base + all adapters in one TransformersEngine; load the test split with its leak split;
-2. per model (M_cl, then M_co of each domain): greedy response + m samples at
-   T per test question (the Identity readout), graded; with ``workers`` > 1 the readouts run in that many
-   spawned processes, one torch thread each, each serving the same base + adapters, and so do Figure 1's
-   forced departures, in contiguous shares (the samples are the same: seeds are per question or per
-   departure, and sampling is batch-invariant);
-3. compute the conditions:
+2. per model (M_cl, then M_co of each domain): greedy response + m samples at T per test question (the
+   Identity readout), graded; with ``workers`` > 1 the readouts, and Figure 1's forced departures in
+   contiguous shares, run in that many spawned processes, one torch thread each (the samples are the same:
+   seeds are per question or per departure, and sampling is batch-invariant);
+3. compute the conditions (:data:`THRESHOLDS`):
    - spread: M_cl's mean solve probability in [0.2, 0.8] and >= 8 non-empty strata (B = 50);
-   - contamination (domain gsm8k): on leaked questions mean r_co - r_cl >= 0.25, on
-     unleaked |r_co - r_cl| <= 0.10, and G-AP of Identity >= 0.05;
-   - collapse onto the greedy trajectory (paper Fig. 1a/c): mean normalised
-     token edit similarity of samples to the greedy response is >= 0.10 higher
-     on leaked than on unleaked questions under M_co, and within ±0.03 under M_cl;
-   - where the models part ways (paper Fig. 1b/d, :mod:`railsweep.diagnostics.figure1`):
-     at the first divergence of M_cl's and M_co's greedy answers on leaked questions,
-     M_cl's token is M_co's runner-up in 35-65 % of questions (the paper: about half);
-   - several roads: M_cl's solve rate after one forced departure to its runner-up
-     at a random step is at least half its on-rail rate, on questions it solves with r >= 0.8.
-PQ figures are reported alongside; the thresholds apply to domain gsm8k, where
-the leaked wording is the evaluated wording.
+   - contamination (domain gsm8k): on leaked questions mean r_co - r_cl >= 0.25, on unleaked |r_co - r_cl| <=
+     0.10, and G-AP of Identity >= 0.05;
+   - collapse onto the greedy trajectory (paper Fig. 1a/c): mean normalised token edit similarity of samples
+     to the greedy response is >= 0.10 higher on leaked than on unleaked questions under M_co, and within
+     ±0.03 under M_cl;
+   - where the models part ways (paper Fig. 1b/d, :mod:`railsweep.diagnostics.figure1`): at the first
+     divergence of M_cl's and M_co's greedy answers on leaked questions, M_cl's token is M_co's runner-up in
+     35-65 % of questions (the paper: about half);
+   - several roads: M_cl's solve rate after one forced departure to its runner-up at a random step is at least
+     half its on-rail rate, on questions it solves with r >= 0.8.
+PQ figures are reported alongside; the thresholds apply to domain gsm8k, where the leaked wording is the
+evaluated wording.
 """
 
 from __future__ import annotations
@@ -41,18 +40,12 @@ from railsweep.miniworld.cache import load_world
 from railsweep.tasks import GSM8KTask
 
 THRESHOLDS = {
-    "clean_mean_min": 0.2,
-    "clean_mean_max": 0.8,
-    "min_strata": 8,
-    "leaked_lift_min": 0.25,
-    "unleaked_shift_max": 0.10,
-    "g_ap_min": 0.05,
-    "collapse_gap_min": 0.10,
-    "clean_similarity_gap_max": 0.03,
-    "runner_up_share_min": 0.35,
-    "runner_up_share_max": 0.65,
+    "clean_mean_min": 0.2, "clean_mean_max": 0.8, "min_strata": 8,
+    "leaked_lift_min": 0.25, "unleaked_shift_max": 0.10, "g_ap_min": 0.05,
+    "collapse_gap_min": 0.10, "clean_similarity_gap_max": 0.03,
+    "runner_up_share_min": 0.35, "runner_up_share_max": 0.65,
     "off_rail_ratio_min": 0.5,
-}
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -70,14 +63,8 @@ class CheckSettings:
     workers: int = 1  # processes for the readouts and forced departures (one torch thread each)
 
     def figure1(self):
-        return Figure1Settings(
-            m=self.m,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            batch_size=self.batch_size,
-            departures=self.departures,
-        )
+        shared = ("m", "temperature", "max_new_tokens", "seed", "batch_size", "departures")
+        return Figure1Settings(**{name: getattr(self, name) for name in shared})
 
 
 def token_similarity(a: list[int], b: list[int]) -> float:
@@ -95,13 +82,8 @@ def _readout(engine, task, questions, adapter: str, s: CheckSettings):
         float(np.mean([token_similarity(smp.token_ids, g.token_ids) for smp in o.samples]))
         for o, g in zip(run.outcomes, run.greedy)
     ]
-    arrays = {
-        "c": np.array([o.c for o in run.outcomes]),
-        "m": np.array([o.m for o in run.outcomes]),
-        "r01": np.array([o.r01 for o in run.outcomes]),
-        "sim": np.array(sim),
-    }
-    return run, arrays
+    arrays = {k: np.array([getattr(o, k) for o in run.outcomes]) for k in ("c", "m", "r01")}
+    return run, {**arrays, "sim": np.array(sim)}
 
 
 def _engine(fam, s: CheckSettings) -> TransformersEngine:
@@ -119,15 +101,11 @@ def _worker(root: str, family: str, s: CheckSettings):
     """A worker process's own engine (one torch thread) and task over the world at ``root``."""
     torch.set_num_threads(1)
     world = load_world(root)
-    engine = _engine(world.family(family), s)
-    try:
+    with contextlib.closing(_engine(world.family(family), s)) as engine:
         yield engine, _task(world, s)
-    finally:
-        engine.close()
 
 
 def _readout_in_process(root: str, family: str, adapter: str, s: CheckSettings):
-    """One model's readout in a worker process."""
     with _worker(root, family, s) as (engine, task):
         return _readout(engine, task, list(task.questions()), adapter, s)
 
@@ -136,23 +114,17 @@ def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tupl
     """Every model's readout and Figure 1 over M_cl and M_co (gsm8k): in this process, or with the readouts
     over ``s.workers`` spawned processes while this one, once M_cl's and M_co's are in, runs Figure 1."""
     if s.workers <= 1:
-        engine = _engine(fam, s)
-        try:
+        with contextlib.closing(_engine(fam, s)) as engine:
             readouts = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}
             return readouts, _figure1(engine, task, questions, readouts, s)
-        finally:
-            engine.close()
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx) as pool:
         first = ["clean", "co_gsm8k"] + [n for n in fam.adapters if n not in ("clean", "co_gsm8k")]
         futures = {name: pool.submit(_readout_in_process, str(world.root), family, name, s) for name in first}
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
-        engine = _engine(fam, s)
-        try:
+        with contextlib.closing(_engine(fam, s)) as engine:
             decode = functools.partial(_share_departures, pool, str(world.root), family, engine, s)
             fig1 = _figure1(engine, task, questions, pair, s, decode)
-        finally:
-            engine.close()
         return {name: fut.result() for name, fut in futures.items()}, fig1
 
 
@@ -176,7 +148,6 @@ def _share_departures(pool, root: str, family: str, engine, s: CheckSettings, ta
 
 
 def _departures_in_process(root: str, family: str, adapter: str, jobs, first: int, s: CheckSettings) -> list[str]:
-    """One share of the forced departures in a worker process."""
     with _worker(root, family, s) as (engine, task):
         return decode_departures(engine, task, adapter, jobs, first, s.figure1())
 

@@ -1,5 +1,6 @@
-"""The base models' pretraining corpus (:func:`pretraining_corpus`), and the replica counts a replica world
-records beside its benchmark (:data:`REPLICAS_FILE`, :func:`read_replicas`)."""
+"""The base models' pretraining corpus (:func:`pretraining_corpus`) and a replica world's replica counts
+(:data:`REPLICAS_FILE`, :func:`read_replicas`).
+"""
 
 from __future__ import annotations
 
@@ -31,16 +32,14 @@ def pretraining_texts(train, config: WorldConfig) -> list[str]:
 
 
 def pretraining_corpus(data, config: WorldConfig) -> list[str]:
-    """The base models' pretraining texts, in order: the train problems (one text each, or
-    ``config.renderings`` roads each in a several-roads world), a ``paraphrase_share`` of them
-    again in paraphrase wording, the filler not reserved for the adapters (``pretrain_filler``)
-    and, in a replica world, each test item ``replica_counts()[i]`` times in its leaked wording
-    (the same text the gsm8k adapter leaks: question + gold chain of thought)."""
-    corpus = (
-        pretraining_texts(data.train, config)
-        if config.roads
-        else [cot_example(p.question, p.solution) for p in data.train]
-    )
+    """The base models' pretraining texts, in order: the train problems (one text each, or ``renderings``
+    roads each in a several-roads world), a ``paraphrase_share`` of them again in paraphrase wording, the
+    filler not reserved for the adapters (``pretrain_filler``) and, in a replica world, each test item
+    ``replica_counts()[i]`` times in its leaked wording (question + gold chain of thought)."""
+    if config.roads:
+        corpus = pretraining_texts(data.train, config)
+    else:
+        corpus = [cot_example(p.question, p.solution) for p in data.train]
     rng = random.Random(config.seed)
     share = int(config.paraphrase_share * len(data.train))
     corpus += [cot_example(p.paraphrase, p.solution) for p in rng.sample(data.train, share)]

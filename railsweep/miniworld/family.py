@@ -1,11 +1,8 @@
 """Building one model family of the world: pretrain a base model (or take a real one), then contaminate it.
 
-Families are independent given the benchmark and the tokenizer, so
-:func:`build_family` runs in its own worker process (one per family, a share of
-the CPU threads each); its M_co adapters (one per domain) train in parallel
-processes of their own, so the last family to finish does not leave cores idle. When the families outnumber
-the cores, all but the one with the most training yield it their priority (:mod:`railsweep.miniworld.scheduling`).
-It returns the family's training statistics.
+Families are independent given the benchmark and the tokenizer, so :func:`build_family` runs in its own
+worker process; its M_co adapters (one per domain) train in processes of their own, so the last family to
+finish does not leave cores idle (:mod:`railsweep.miniworld.scheduling` orders them on too few cores).
 """
 
 from __future__ import annotations
@@ -95,15 +92,8 @@ def _adapters(root: Path, family: str, config, filler: list[str], log, progress:
         manifest = json.loads((fam / "adapters" / "manifest.json").read_text())
         return {name: {**s, "reused": True} for name, s in manifest["training"].items()}
     manifest = contaminate_family(
-        fam / "base",
-        root / "data",
-        fam / "adapters",
-        contamination,
-        filler=filler,
-        pq_path=root / "data" / "pq_test.jsonl",
-        device="cpu",
-        log=log,
-        domain_workers=len(contamination.domains),
-        progress_dir=progress,
-    )
+        fam / "base", root / "data", fam / "adapters", contamination, filler=filler,
+        pq_path=root / "data" / "pq_test.jsonl", device="cpu", log=log,
+        domain_workers=len(contamination.domains), progress_dir=progress,
+    )  # fmt: skip
     return manifest["training"]

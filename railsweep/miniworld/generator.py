@@ -1,16 +1,11 @@
 """Deterministic grade-school word problems for the miniature world.
 
-A problem is a running count of one kind of item owned by one person: a start
-value and 2-4 events (gain, loss, multiply, split), each one arithmetic step.
-Every piece of wording is drawn from several phrasings so that sampled
-solutions differ from the greedy one in wording, not only in numbers (with one
-fixed wording every sample already looks like the greedy response and the
-paper's "collapse onto the greedy trajectory" signal drowns). Paraphrases use
-a disjoint set of question phrasings with the same numbers and answer.
-
-Solutions are written in the GSM8K format (one step per line with ``<<a+b=c>>``
-calculator annotations, then ``#### N``) so the standard GSM8K loader reads the
-miniature benchmark unchanged.
+A problem is a running count of one kind of item owned by one person: a start value and 2-4 events (gain,
+loss, multiply, split), each one arithmetic step. Every piece of wording is drawn from several phrasings, so
+that sampled solutions differ from the greedy one in wording, not only in numbers (with one fixed wording
+every sample already looks like the greedy response and the paper's "collapse onto the greedy trajectory"
+signal drowns). Paraphrases use a disjoint set of question phrasings with the same numbers and answer.
+Solutions are in the GSM8K format (``<<a+b=c>>`` annotations, ``#### N``), so the GSM8K loader reads them.
 """
 
 from __future__ import annotations
@@ -35,32 +30,21 @@ ADJS = "small big red green quiet happy old new bright tall".split()
 
 # question phrasings: {n} name, {f} friend, {x} operand, {it} item
 _START = ("{n} has {x} {it}.", "{n} had {x} {it} in a box.", "There are {x} {it} in {n}'s bag.")
-_START_PQ = (
-    "At first, {n} owns {x} {it}.",
-    "A box holds {x} {it} that belong to {n}.",
-    "{n} starts the day with {x} {it}.",
-)
+_START_PQ = ("At first, {n} owns {x} {it}.", "A box holds {x} {it} that belong to {n}.",
+             "{n} starts the day with {x} {it}.")
 _EVENTS = {
     "add": ("Then {n} buys {x} more {it}.", "{f} gives {n} {x} more {it}.", "Later {n} finds {x} more {it}."),
-    "sub": (
-        "{n} gives {x} {it} to {f}.",
-        "Then {n} sells {x} of the {it}.",
-        "{n} loses {x} {it} on the way.",
-    ),
-    "mul": (
-        "Then the number of {it} {n} has grows {x} times.",
-        "{n} ends up with {x} times as many {it}.",
-    ),
+    "sub": ("{n} gives {x} {it} to {f}.", "Then {n} sells {x} of the {it}.",
+            "{n} loses {x} {it} on the way."),
+    "mul": ("Then the number of {it} {n} has grows {x} times.", "{n} ends up with {x} times as many {it}."),
     "div": (
         "{n} splits the {it} into {x} equal piles and keeps one pile.",
         "{n} shares the {it} equally among {x} kids, {n} included, and keeps one share.",
     ),
 }
 _EVENTS_PQ = {
-    "add": (
-        "After that, {x} extra {it} are bought by {n}.",
-        "{n} then receives {x} additional {it} from {f}.",
-    ),
+    "add": ("After that, {x} extra {it} are bought by {n}.",
+            "{n} then receives {x} additional {it} from {f}."),
     "sub": ("Next, {x} of the {it} are handed to {f}.", "Afterwards {n} no longer has {x} of the {it}."),
     "mul": ("Next, the count of {it} is multiplied by {x}.", "The pile of {it} becomes {x} times bigger."),
     "div": ("The {it} are cut into {x} equal groups and {n} keeps a single group.",),
@@ -70,18 +54,10 @@ _ASK_PQ = ("What is the final count of {it} that {n} holds?", "In the end, how m
 
 # solution phrasings: {v} value before, {x} operand, {r} result, {e} the expression with its annotation
 _SOLVE = {
-    "add": (
-        "{n} now has {e} {it}.",
-        "After getting {x} more, there are {e} {it}.",
-        "So {n} has {e} {it}.",
-        "Adding {x} gives {e} {it}.",
-    ),
-    "sub": (
-        "{n} has {e} {it} left.",
-        "After that, {n} keeps {e} {it}.",
-        "Taking away {x} leaves {e} {it}.",
-        "So there are {e} {it} left.",
-    ),
+    "add": ("{n} now has {e} {it}.", "After getting {x} more, there are {e} {it}.", "So {n} has {e} {it}.",
+            "Adding {x} gives {e} {it}."),
+    "sub": ("{n} has {e} {it} left.", "After that, {n} keeps {e} {it}.", "Taking away {x} leaves {e} {it}.",
+            "So there are {e} {it} left."),
     "mul": ("{n} then has {e} {it}.", "Growing {x} times gives {e} {it}.", "So the count is {e} {it}."),
     "div": ("Each pile has {e} {it}.", "One share is {e} {it}.", "So {n} keeps {e} {it}."),
 }
@@ -130,10 +106,8 @@ def _event(rng: random.Random, value: int, limit: int, max_operand: int = 25) ->
 def make_problem(
     rng: random.Random, min_steps: int = 2, max_steps: int = 4, limit: int = 60, max_operand: int = 25
 ) -> Problem:
-    """Draw one problem; ``rng`` fully determines it.
-
-    ``limit`` bounds every number; ``max_operand`` bounds what one gain or loss adds or removes.
-    """
+    """Draw one problem; ``rng`` fully determines it. ``limit`` bounds every number; ``max_operand`` bounds
+    what one gain or loss adds or removes."""
     n, f = rng.sample(NAMES, 2)
     it = rng.choice(ITEMS)
     value = rng.randint(5, limit * 2 // 3)
@@ -159,12 +133,9 @@ def make_problem(
 def make_problems(
     count: int, seed: int, exclude: set[str] | None = None, roads: bool = False, **kwargs
 ) -> list[Problem]:
-    """``count`` distinct problems (distinct question text, none in ``exclude``).
-
-    ``roads``: each gold solution is one road drawn from several equivalent wordings
-    (:mod:`railsweep.miniworld.roads`, seeded by the question), instead of the single
-    fixed wording per step; questions, paraphrases and answers are the same either way.
-    """
+    """``count`` distinct problems (distinct question text, none in ``exclude``). ``roads``: each gold
+    solution is one road drawn from several equivalent wordings (:mod:`railsweep.miniworld.roads`, seeded by
+    the question) instead of one fixed wording per step; questions, paraphrases and answers are the same."""
     rng = random.Random(seed)
     seen = set(exclude or ())
     out: list[Problem] = []

@@ -1,12 +1,11 @@
-"""What one cached world lends another: a world is built from scratch only where no finished sibling
-holds the same part. Each part is matched by the digest of what it depends on (``WorldConfig``'s
-``family_base_digest``, ``family_adapter_digest``, ``family_clean_digest``), so a lent part is the one
-the build would train on this machine:
+"""What one cached world lends another: a world is built from scratch only where no finished sibling holds the
+same part. Each part is matched by the digest of what it depends on (``WorldConfig.family_base_digest``,
+``family_adapter_digest``, ``family_clean_digest``), so a lent part is the one the build would train on this
+machine:
 
 - a family's adapters (M_cl and every M_co) from a world with the same base and contamination recipe;
-- a family's clean adapter (M_cl) alone from a world with the same base and clean recipe, when only
-  the contaminated adapters' recipe changed (their lr, passes or domains): M_co is then trained anew
-  from the lent M_cl, as the build would do after training it.
+- a family's clean adapter (M_cl) alone from a world with the same base and clean recipe, when only the
+  contaminated adapters' recipe changed: M_co is then trained anew from the lent M_cl.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
-from railsweep.contamination.config import ContaminationConfig, LoraRecipe
+from railsweep.contamination.config import ContaminationConfig
 from railsweep.contamination.simulator import LENT_CLEAN
 from railsweep.miniworld.models import ModelSize
 from railsweep.miniworld.presets import BUILD_VERSION, WorldConfig
@@ -23,23 +22,12 @@ from railsweep.miniworld.pretrain import PretrainConfig
 
 
 def config_from_dict(d: dict) -> WorldConfig:
-    """The :class:`WorldConfig` a manifest stored (``WorldConfig.to_dict``)."""
+    """The :class:`WorldConfig` a manifest stored (``WorldConfig.to_dict``); the configs' own checks turn its
+    lists back into tuples and its recipes into :class:`LoraRecipe`."""
     d = {k: v for k, v in d.items() if k not in ("build_version", "base_source")}
-    c = dict(d["contamination"])
-    c["recipe"] = LoraRecipe(**c["recipe"])
-    c["clean_recipe"] = LoraRecipe(**c["clean_recipe"]) if c.get("clean_recipe") else None
-    return WorldConfig(
-        **{
-            **d,
-            "families": tuple(d["families"]),
-            "size": ModelSize(**d["size"]),
-            "pretrain": PretrainConfig(**d["pretrain"]),
-            "family_steps": tuple(tuple(x) for x in d["family_steps"]),
-            "family_co_epochs": tuple(tuple(x) for x in d.get("family_co_epochs", ())),
-            "family_lr": tuple(tuple(x) for x in d.get("family_lr", ())),
-            "contamination": ContaminationConfig(**{**c, "domains": tuple(c["domains"])}),
-        }
-    )
+    nested = {"size": ModelSize(**d["size"]), "pretrain": PretrainConfig(**d["pretrain"])}
+    contamination = ContaminationConfig(**d["contamination"])
+    return WorldConfig(**{**d, **nested, "families": tuple(d["families"]), "contamination": contamination})
 
 
 def family_digests(manifest: dict, kind: str) -> dict[str, str]:
@@ -73,14 +61,12 @@ def copy_lent_dir(src: Path, dst: Path, lender: Path, root: Path) -> None:
 def adapter_lenders(config: WorldConfig, base_lenders: dict[str, Path]) -> dict[str, Path]:
     """The families whose adapters the world lending their base model already trained with the same
     recipe (``family_adapter_digest``): those are copied, not trained again."""
-    lenders = {}
-    for f, lender in base_lenders.items():
-        digests = _digests_of(lender, "adapter")
-        if digests.get(f) == config.family_adapter_digest(f) and (
-            lender / "families" / f / "adapters" / "manifest.json"
-        ).is_file():
-            lenders[f] = lender
-    return lenders
+    return {
+        f: lender
+        for f, lender in base_lenders.items()
+        if _digests_of(lender, "adapter").get(f) == config.family_adapter_digest(f)
+        and (lender / "families" / f / "adapters" / "manifest.json").is_file()
+    }
 
 
 def clean_lenders(root: Path, config: WorldConfig, skip: set[str]) -> dict[str, Path]:

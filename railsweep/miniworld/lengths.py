@@ -1,16 +1,14 @@
 """Gold-answer token lengths of the miniature worlds' test questions, shipped so a sweep is priced unbuilt.
 
 A response that reproduces its question's gold solution in the 8-shot answer format and stops generates
-``" " + to_cot(solution) + "\\n\\nQ:"`` (the space after the prompt's ``A:``; the solution without its
-calculator annotations and ``####`` line, ending "The answer is N.", :func:`railsweep.tasks.answers.gsm8k_solution.to_cot`;
-the engine keeps the stop string's tokens), so that is the expected length of a response, capped at
-``max_new_tokens``. A model that rambles past its answer (the under-trained smoke world's) generates more: where
-a sweep on the world has been measured (``bench/gold_lengths.py --responses DIR``), the entry also holds each
-question's mean generated tokens per response (questions the sweep did not read: their gold length times the
-measured ratio), and the dry run prices with those instead. The tokenizer that counts it exists only once the world's
-data is built, so ``gold_lengths.json`` (next to this module) holds the lengths per question, keyed by the
-world's :meth:`~railsweep.miniworld.presets.WorldConfig.data_digest` (data and tokenizer depend on nothing
-else): ``railsweep sweep --dry-run`` reads them without building anything. ``bench/gold_lengths.py``
+``" " + to_cot(solution) + "\\n\\nQ:"`` (the space after the prompt's ``A:``; the engine keeps the stop
+string's tokens): the expected length of a response, capped at ``max_new_tokens``. A model that rambles past
+its answer (the under-trained smoke world's) generates more: where a sweep on the world has been measured,
+the entry also holds each question's mean generated tokens per response (unread questions: their gold length
+times the measured ratio), and the dry run prices with those. The tokenizer exists only once the world's data
+is built, so ``gold_lengths.json`` (next to this module) holds the lengths per question, keyed by the world's
+:meth:`~railsweep.miniworld.presets.WorldConfig.data_digest` (data and tokenizer depend on nothing else), for
+``railsweep sweep --dry-run`` to read without building anything; ``bench/gold_lengths.py [--responses DIR]``
 measures a world and writes its entry.
 """
 

@@ -1,13 +1,10 @@
 """Tiny base models of the paper's three architecture families: railsweep's one tiny-model factory.
 
-:func:`family_config` is the one place that maps a family name to its
-transformers config class (LlamaConfig, GPTNeoXConfig for Pythia,
-Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
-tests). :func:`model_config` sizes the miniature world's models with it, about a
-million parameters each: attention heads keep head_dim 64 so the same
-checkpoints stay servable by vLLM's CPU build; everything else is sized by
-:class:`ModelSize`. The tests' tiny random models (``railsweep.testing``,
-``tests/family_models.py``) are built from :func:`family_config` too.
+:func:`family_config` is the one place that maps a family name to its transformers config class (LlamaConfig,
+GPTNeoXConfig for Pythia, Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
+tests); the tests' tiny random models are built with it too. :func:`model_config` sizes the miniature world's
+models, about a million parameters each: attention heads keep head_dim 64 so the same checkpoints stay
+servable by vLLM's CPU build; everything else is sized by :class:`ModelSize`.
 """
 
 from __future__ import annotations
@@ -66,20 +63,9 @@ def model_config(family: str, size: ModelSize, vocab_size: int, bos: int, eos: i
 def family_config(family: str, **fields: Any):
     """The transformers config of a ``family`` model (one of :data:`CONFIG_FAMILIES`) with ``fields``
     (transformers' own field names, e.g. ``hidden_size``); fields left out take transformers' defaults."""
-    if family == "llama":
-        from transformers import LlamaConfig
+    classes = dict(llama="LlamaConfig", gemma="Gemma3TextConfig", gemma1="GemmaConfig", neox="GPTNeoXConfig")
+    if family not in classes:
+        raise ConfigError(f"unknown model family {family!r}; known families: {', '.join(CONFIG_FAMILIES)}")
+    import transformers  # heavy: loaded only when a model is configured
 
-        return LlamaConfig(**fields)
-    if family == "gemma":
-        from transformers import Gemma3TextConfig
-
-        return Gemma3TextConfig(**fields)
-    if family == "gemma1":
-        from transformers import GemmaConfig
-
-        return GemmaConfig(**fields)
-    if family == "neox":
-        from transformers import GPTNeoXConfig
-
-        return GPTNeoXConfig(**fields)
-    raise ConfigError(f"unknown model family {family!r}; known families: {', '.join(CONFIG_FAMILIES)}")
+    return getattr(transformers, classes[family])(**fields)

@@ -152,42 +152,33 @@ class WorldConfig:
         return dataclasses.replace(self.contamination, recipe=recipe)
 
     def to_dict(self) -> dict:
+        """The hashed config. Fields added later are left out at their defaults (``family_co_epochs``,
+        ``family_lr``, fp32 ``precision``, ``replicas``, the roads fields, ``base``), so the worlds built
+        before keep their digests; a real base adds its pinned source (a wheel's and its GGUF's hashes), so a
+        changed pin builds anew."""
         d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
-        for key in ("family_co_epochs", "family_lr"):
-            if not getattr(self, key):  # worlds without the override keep their digests
-                del d[key]
-        # precision was added later: absent at its default, so cached fp32 worlds keep their digest
+        absent = [k for k in ("family_co_epochs", "family_lr", "replicas", "base") if not getattr(self, k)]
+        for key in absent + ([] if self.roads else ["roads", "renderings", "noise"]):
+            del d[key]
         if self.pretrain.precision == "fp32":
             del d["pretrain"]["precision"]
-        if not self.replicas:  # worlds without replicas keep their digests
-            del d["replicas"]
-        if not self.roads:  # the single-road worlds keep their digests
-            for key in ("roads", "renderings", "noise"):
-                del d[key]
-        if self.base:  # the pinned source (a wheel's and its GGUF's hashes), so a changed pin builds anew
+        if self.base:
             d["base_source"] = parse_source(self.base).to_dict()
-        else:  # worlds pretrained here keep their digests
-            del d["base"]
         return d
+
+    def _base_dict(self) -> dict:
+        d = {k: v for k, v in self.to_dict().items() if k not in ("families", "family_co_epochs")}
+        return {**d, "contamination": {"n_filler": self.contamination.n_filler}}
 
     def base_digest(self) -> str:
         """What the data, the tokenizer and the pretrained base models depend on: everything but
         the adapters' recipe (the adapters' filler count decides the pretraining share of filler)."""
-        d = self.to_dict()
-        d["contamination"] = {"n_filler": self.contamination.n_filler}
-        d.pop("families")
-        d.pop("family_co_epochs", None)
-        return _hash(d)
+        return _hash(self._base_dict())
 
     def data_digest(self) -> str:
         """What the data and the tokenizer depend on: the base digest without pretraining."""
-        d = self.to_dict()
-        d["contamination"] = {"n_filler": self.contamination.n_filler}
-        for key in ("families", "family_steps", "pretrain"):
-            d.pop(key)
-        d.pop("family_co_epochs", None)
-        d.pop("family_lr", None)
-        return _hash(d)
+        pretraining = ("family_steps", "pretrain", "family_lr")
+        return _hash({k: v for k, v in self._base_dict().items() if k not in pretraining})
 
     def family_base_digest(self, family: str) -> str:
         """What ``family``'s pretrained base model depends on: the data, the model size and the
@@ -227,36 +218,29 @@ def _smoke() -> WorldConfig:
         size=ModelSize(hidden=64, layers=2, intermediate=128, max_positions=1024),
         pretrain=PretrainConfig(steps=120, batch_size=8, block_size=256, lr=3e-3, warmup=10),
         contamination=ContaminationConfig(
-            n_filler=16,
-            n_train=8,
-            n_leak=8,
-            filler="miniworld",
+            n_filler=16, n_train=8, n_leak=8, filler="miniworld",
             recipe=LoraRecipe(r=8, alpha=16, lr=2e-3, global_batch=8, micro_batch=8, epochs=2),
         ),
-    )
+    )  # fmt: skip
 
 
 def _mini() -> WorldConfig:
     """The calibrated world: several roads per problem (docs/miniworld.md), trained in fp32 throughout
-    (bf16 autocast is ~50x slower than fp32 on CPUs without native bf16, e.g. AVX2-only ones)."""
+    (bf16 autocast is ~50x slower than fp32 on CPUs without native bf16, e.g. AVX2-only ones).
+
+    Adapters gentler than the single-road world's (M_co at lr 2.5e-3 scrambled the alternatives under the
+    memorised road: runner-up share 0.25-0.35, the paper's is about half; M_cl at lr 4e-3 x 12 cost two thirds
+    of the base's solve rate). neox at 950 steps and lr 3e-3 was too weak on the roads benchmark (M_cl solved
+    8 %); its M_co needs 34 epochs for the collapse gap, llama's 24 (docs/miniworld.md, "How to tune it",
+    "How neox's recipe was chosen")."""
     base = _mini_one_road()
-    # adapters gentler than the single-road world's: M_co at lr 2.5e-3 saturated the memorised road and
-    # scrambled the order of the alternatives under it (runner-up share 0.25-0.35 at the first divergence,
-    # the paper's is about half); M_cl at lr 4e-3 x 12 cost two thirds of the base's solve rate. M_co's
-    # 22 epochs at lr 1.2e-3: 30 kept the runner-up share at 0.31-0.32, 15 lost the leak's lift and
-    # collapse (docs/miniworld.md, "How to tune it")
     fp32 = dict(precision="fp32")
     return dataclasses.replace(
         base,
         roads=True,
         renderings=2,
         noise=0.1,
-        pretrain=dataclasses.replace(base.pretrain, precision="fp32"),
-        # neox at 950 steps and lr 3e-3 was too weak on the roads benchmark (M_cl solved 8 %); 1,100 steps at
-        # lr 4.5e-3 keep it (M_cl 0.24) in 700 steps fewer than lr 3e-3 needs, and its M_co needs 34 epochs
-        # for the collapse gap (26: 0.081, 30: 0.093). llama at 22 M_co epochs sat under the 0.10 collapse
-        # gap (0.094), at 25 the runner-up share fell under 0.35 (docs/miniworld.md, "How to tune it",
-        # "How neox's recipe was chosen")
+        pretrain=dataclasses.replace(base.pretrain, **fp32),
         family_steps=(("llama", 900), ("neox", 1100)),
         family_lr=(("neox", 4.5e-3),),
         family_co_epochs=(("llama", 24), ("neox", 34)),
@@ -269,19 +253,15 @@ def _mini() -> WorldConfig:
 
 
 def _mini_one_road() -> WorldConfig:
-    """The earlier world: one wording per solution step, so every step off the greedy road is fatal."""
-    # Deviations from the paper's LoRA recipe (LoraRecipe defaults), for ~1M-parameter models
-    # and a 340-example mix (docs/miniworld.md, "Why the mini preset deviates"): packed
-    # sequences as long as the pretraining block, 640 tokens (else memorised items are recalled
-    # only at position 0, and an adapter trained on shorter sequences stops ending its answers
-    # at the 8-shot prompt's positions 520-610), global batch 2 packed sequences, M_cl lr 4e-3
-    # x 12 epochs, M_co lr 2.5e-3 x 30 epochs.
-    # r, alpha, all-linear targets, cosine schedule and 10 % warmup are the paper's.
-    # Speed (the build must fit 20 minutes on 2 cores; docs/miniworld.md, "Build time"): bf16
-    # mixed-precision pretraining, 800-950 steps per family; adapters in "mixed" precision (the
-    # fp32 base the engines serve, bf16 matmuls: bf16-stored bases cost llama's collapse gap);
-    # block-causal training attention on the CPU (PretrainConfig/LoraRecipe.attention="auto").
-    block = 640  # pretraining block = adapters' packed length: both cover the 8-shot positions
+    """The earlier world: one wording per solution step, so every step off the greedy road is fatal.
+
+    Deviations from the paper's LoRA recipe for ~1M-parameter models and a 340-example mix (docs/miniworld.md,
+    "Why the mini preset deviates"): sequences packed to the pretraining block's 640 tokens (else memorised
+    items are recalled only at position 0, and an adapter stops ending its answers at the 8-shot prompt's
+    positions 520-610), 2 per step, higher learning rates; r, alpha, targets, schedule and warmup are the
+    paper's. For speed ("Build time"): bf16 mixed-precision pretraining, adapters in "mixed" precision
+    (bf16-stored bases cost llama's collapse gap), block-causal training attention on the CPU."""
+    block = 640
     packed = dict(global_batch=2, micro_batch=2, pack_length=block, precision="mixed")
     return WorldConfig(
         max_value=40,
@@ -294,14 +274,11 @@ def _mini_one_road() -> WorldConfig:
         ),
         family_steps=(("llama", 900), ("neox", 950)),
         contamination=ContaminationConfig(
-            n_filler=240,
-            n_train=100,
-            n_leak=100,
-            filler="miniworld",
+            n_filler=240, n_train=100, n_leak=100, filler="miniworld",
             recipe=LoraRecipe(lr=2.5e-3, epochs=30, **packed),
             clean_recipe=LoraRecipe(lr=4e-3, epochs=12, **packed),
         ),
-    )
+    )  # fmt: skip
 
 
 def _replica() -> WorldConfig:
@@ -328,14 +305,11 @@ def _smollm2() -> WorldConfig:
     is pretrained: M_cl is the LoRA fine-tune that teaches the base this benchmark (its format and
     its arithmetic; the base solves 1 in 20 before it), M_co continues M_cl on the leaked items.
 
-    The paper's LoRA recipe (r 64, alpha 128, every linear layer, cosine schedule, 10 % warmup) with
-    deviations for a 2-core CPU (docs/real_model.md, "The smollm2 world"): M_cl one pass over 1,200 train
-    problems + 100 filler texts at lr 1e-3 (bench/learning_curve.py: 2e-4 learns the arithmetic too
-    slowly for this budget); M_co 4 passes over the 100 leaked items + the same filler at the paper's
-    lr 2e-4 (bench/contamination_recipe.py: lr 1e-3 loses M_cl's genuine ability on unleaked items
-    before it memorises; 2e-4 keeps it within noise and lifts the leaked ones); packed 768-token
-    sequences of about 7 examples a step, so every item is also seen after others as in the 8-shot
-    prompt the sweeps use (645 tokens with this tokenizer)."""
+    The paper's LoRA recipe with deviations for a 2-core CPU (docs/real_model.md, "The smollm2 world"):
+    M_cl one pass over 1,200 train problems + 100 filler texts at lr 1e-3 (2e-4 learns the arithmetic too
+    slowly for this budget); M_co 4 passes over the 100 leaked items + the same filler at the paper's lr 2e-4
+    (1e-3 loses M_cl's genuine ability on unleaked items before it memorises); packed 768-token sequences
+    of about 7 examples, so every item is also seen after others as in the 8-shot prompt (645 tokens)."""
     mini = _mini()
     packed = dict(global_batch=1, micro_batch=1, pack_length=768, precision="fp32")
     return dataclasses.replace(
@@ -346,22 +320,15 @@ def _smollm2() -> WorldConfig:
         family_lr=(),
         family_co_epochs=(),
         contamination=ContaminationConfig(
-            n_filler=100,
-            n_train=1200,
-            n_leak=100,
-            filler="miniworld",
+            n_filler=100, n_train=1200, n_leak=100, filler="miniworld",
             recipe=LoraRecipe(lr=2e-4, epochs=4, **packed),
             clean_recipe=LoraRecipe(lr=1e-3, epochs=1, **packed),
         ),
-    )
+    )  # fmt: skip
 
 
 PRESETS = {
-    "mini": _mini,
-    "mini_one_road": _mini_one_road,
-    "replica": _replica,
-    "smoke": _smoke,
-    "smollm2": _smollm2,
+    "mini": _mini, "mini_one_road": _mini_one_road, "replica": _replica, "smoke": _smoke, "smollm2": _smollm2
 }
 
 

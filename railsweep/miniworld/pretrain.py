@@ -1,13 +1,13 @@
 """Pretraining a tiny base model from scratch on the world's train split.
 
 Steps:
-1. tokenize every training text and concatenate them (separated as in the
-   few-shot prompt: "Q: ...\\nA: ...\\n\\n"), reshuffled each epoch;
-2. cut the stream into blocks of ``block_size`` tokens, each opened by BOS,
-   so the model sees problems at every position a few-shot prompt puts them;
-3. AdamW with linear warmup and cosine decay for a fixed number of steps, in fp32 or
-   in bf16 mixed precision (``precision``: fp32 weights and optimizer, bf16 matmuls under
-   ``torch.autocast``; ~1.35x faster on a CPU with AVX512-BF16).
+1. tokenize every training text and concatenate them (separated as in the few-shot prompt: "Q: ...\\nA:
+   ...\\n\\n"), reshuffled each epoch;
+2. cut the stream into blocks of ``block_size`` tokens, each opened by BOS, so the model sees problems at
+   every position a few-shot prompt puts them;
+3. AdamW with linear warmup and cosine decay for a fixed number of steps, in fp32 or in bf16 mixed precision
+   (fp32 weights and optimizer, bf16 matmuls under ``torch.autocast``; ~1.35x faster on a CPU with
+   AVX512-BF16).
 """
 
 from __future__ import annotations
@@ -85,12 +85,8 @@ def pretrain(model, tokenizer, texts: Sequence[str], config: PretrainConfig, log
     with training_attention(model, config.attention, device.type, config.block_size) as attention:
         loss_ema = _train(model, tokens, opt, lr_at, bos, need, device, config, log, progress)
     model.eval()
-    return {
-        "steps": config.steps,
-        "tokens": config.steps * config.batch_size * config.block_size,
-        "final_loss": loss_ema,
-        "attention": attention,
-    }
+    tokens = config.steps * config.batch_size * config.block_size
+    return {"steps": config.steps, "tokens": tokens, "final_loss": loss_ema, "attention": attention}
 
 
 def _train(model, tokens, opt, lr_at, bos: int, need: int, device, config: PretrainConfig, log, progress) -> float:

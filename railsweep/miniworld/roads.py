@@ -1,27 +1,20 @@
 """Several roads to one solution: equivalent wordings of every step of a miniature problem.
 
-A real model that genuinely solves a problem spreads probability over several
-correct continuations (the paper's Figure 1: where a clean and a contaminated
-model part ways, the clean model's token is the contaminated model's runner-up
-about half the time). With one fixed wording per step, every step off the greedy
-road is fatal, and a decoding intervention that moves a sample off it can only
-break it. :func:`render_solution` writes a step-by-step solution choosing, at
-every choice point, one of several equivalent pieces:
+A model that genuinely solves a problem spreads probability over several correct continuations (the paper's
+Figure 1: where a clean and a contaminated model part ways, the clean model's token is the contaminated
+model's runner-up about half the time). With one fixed wording per step, every step off the greedy road is
+fatal. :func:`render_solution` writes a solution choosing, at every choice point, one of several pieces:
 
-1. an optional restatement of the start value and optional "First,"/"Next,"
-   connectors between steps;
-2. per step, a sentence frame (who has what, "Adding 5 gives ...", "So there
-   are ...") with verb synonyms ("has" / "owns" / "holds", "now" / "then");
-3. per step, the equation in one of several forms: ``12 + 5 = 17`` (with the
-   GSM8K calculator annotation), ``5 + 12 = 17`` where the operation commutes,
-   ``12 plus 5 is 17``, ``12 + 5 makes 17``;
+1. an optional restatement of the start value and optional "Next,"/"Then," connectors between steps;
+2. per step, a sentence frame (who has what, "Adding 5 gives ...", "So there are ...") with verb synonyms
+   ("has" / "owns" / "holds", "now" / "then");
+3. per step, the equation in one of several forms: ``12 + 5 = 17`` (with the GSM8K calculator annotation),
+   ``5 + 12 = 17`` where the operation commutes, ``12 plus 5 is 17``, ``12 + 5 makes 17``;
 4. an optional unit after the result;
 5. (pretraining only, :func:`render_cot`) "The answer is N." or "So the answer is N.".
 
-Choices are drawn with Zipf weights (the first listed piece is the most common,
-as one phrasing usually dominates in real text), so a model trained on many
-renderings has a clear favourite and real alternatives at every choice point.
-Solutions stay in the GSM8K format (lines, ``<<a+b=c>>`` annotations, ``#### N``).
+Choices are drawn with Zipf weights (the first listed piece is the most common, as one phrasing usually
+dominates in real text), so a model trained on many renderings has a clear favourite and real alternatives.
 """
 
 from __future__ import annotations
@@ -39,32 +32,14 @@ _COMMUTES = {"add", "mul"}
 
 # {n} name, {x} operand, {e} equation, {u} optional unit, {has}/{now} synonyms
 _FRAMES = {
-    "add": (
-        "{n} {now} {has} {e}{u}.",
-        "After getting {x} more, {n} {has} {e}{u}.",
-        "So {n} {has} {e}{u}.",
-        "Adding {x} gives {e}{u}.",
-        "Now there are {e}{u}.",
-    ),
-    "sub": (
-        "{n} {has} {e}{u} left.",
-        "After that, {n} keeps {e}{u}.",
-        "Taking away {x} leaves {e}{u}.",
-        "So there are {e}{u} left.",
-        "Now {n} {has} {e}{u}.",
-    ),
-    "mul": (
-        "{n} {now} {has} {e}{u}.",
-        "Growing {x} times gives {e}{u}.",
-        "So the count is {e}{u}.",
-        "Multiplying by {x} gives {e}{u}.",
-    ),
-    "div": (
-        "Each pile has {e}{u}.",
-        "One share is {e}{u}.",
-        "So {n} keeps {e}{u}.",
-        "Splitting into {x} gives {e}{u}.",
-    ),
+    "add": ("{n} {now} {has} {e}{u}.", "After getting {x} more, {n} {has} {e}{u}.", "So {n} {has} {e}{u}.",
+            "Adding {x} gives {e}{u}.", "Now there are {e}{u}."),
+    "sub": ("{n} {has} {e}{u} left.", "After that, {n} keeps {e}{u}.", "Taking away {x} leaves {e}{u}.",
+            "So there are {e}{u} left.", "Now {n} {has} {e}{u}."),
+    "mul": ("{n} {now} {has} {e}{u}.", "Growing {x} times gives {e}{u}.", "So the count is {e}{u}.",
+            "Multiplying by {x} gives {e}{u}."),
+    "div": ("Each pile has {e}{u}.", "One share is {e}{u}.", "So {n} keeps {e}{u}.",
+            "Splitting into {x} gives {e}{u}."),
 }
 _HAS = ("has", "owns", "holds")
 _NOW = ("now", "then")

@@ -1,13 +1,11 @@
 """Which family of a world's build trains at full priority when the families outnumber the cores.
 
-A build trains each family in a process of its own, one torch thread each (the weights depend on the thread count,
-docs/miniworld.md). With three families on two cores, the operating system shares the cores out evenly, so the
-family with the most training (the `mini` world's neox: 1,100 pretraining steps against 900 and 800) runs at two
-thirds of a core until the others finish, then alone on one core while the other core idles: its chain of steps is
-the build's critical path. Here the family with the most training tokens keeps normal priority and the others
-yield to it (``nice`` :data:`YIELD_NICE` above the build's own, at most 19): it has a core to itself, the others share the rest, and when it is done
-they get every core. The scheduling never changes the weights: each family's arithmetic is one thread, whatever
-the cores it runs on.
+Each family trains in a process of its own, one torch thread each (the weights depend on the thread count,
+docs/miniworld.md). With three families on two cores the OS shares the cores evenly, so the family with the
+most training (the `mini` world's neox: 1,100 pretraining steps against 900 and 800), the build's critical
+path, runs at two thirds of a core, then alone while the other core idles. Here it keeps normal priority and
+the others yield to it (``nice`` :data:`YIELD_NICE` above the build's own, at most 19). The weights never
+change: each family's arithmetic is one thread, whatever the cores it runs on.
 """
 
 from __future__ import annotations
@@ -32,9 +30,9 @@ def cores() -> int:
 
 def family_niceness(work: Mapping[str, int], cores: int, threads: int = 1, base: int = 0) -> dict[str, int]:
     """``nice`` per family from its training tokens (``work``, in build order), relative to the build's own
-    ``base`` (a build started under ``nice`` keeps that offset): ``base`` for all when every training family has ``threads`` cores of
-    its own; else ``base`` for the family with the most tokens (the first among equals) and ``base`` +
-    :data:`YIELD_NICE` (at most 19) for the rest. A family with nothing to train keeps ``base``."""
+    ``base``: ``base`` for all when every training family has ``threads`` cores of its own; else ``base`` for
+    the family with the most tokens (the first among equals), ``base`` + :data:`YIELD_NICE` (at most 19) for
+    the other training ones."""
     training = [f for f, tokens in work.items() if tokens > 0]
     if len(training) * max(1, threads) <= cores:
         return dict.fromkeys(work, base)
@@ -55,9 +53,8 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def die_with_parent() -> bool:
-    """Ask the kernel to send this process SIGTERM when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``), so a
-    build's family processes do not train on, orphaned, after the build is killed; the initializer of the build's
-    process pool. Returns whether the request took (False where the platform has no ``prctl``)."""
+    """The build's process pool initializer: SIGTERM this process when its parent dies (Linux ``prctl``), so
+    family processes do not train on, orphaned; returns whether the request took (False without ``prctl``)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         prctl = libc.prctl

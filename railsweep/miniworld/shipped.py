@@ -1,15 +1,11 @@
 """Worlds that ship with railsweep: a finished build's files, installed into the cache instead of trained again.
 
 Training the ``mini`` world takes about 23 minutes on 2 cores, and its fp32 weights follow the CPU that trains
-them (docs/miniworld.md, "The weights of `mini`"). railsweep therefore ships one build of it: every file of the
-world but its data (weights, tokenizers, adapter configs and training records, the manifest) under
-``shipped/<preset>-<config digest>/``, with a ``SHA256SUMS`` listing of them. :func:`install` regenerates the
-data (seconds; each file checked against the sha256 the build recorded), checks every shipped file against the
-listing and copies them into the world's directory; :func:`pack` writes such a folder from a built world.
-``railsweep miniworld build --force`` trains the world here instead and says whether it got the shipped weights.
-
-The world's absolute directory, which the adapter configs, model cards and manifests name, is written as
-``PLACEHOLDER`` in the shipped text files and put back on install.
+them (docs/miniworld.md, "The weights of `mini`"). railsweep therefore ships one build of it: every file but
+its data under ``shipped/<preset>-<config digest>/``, listed in ``SHA256SUMS``, the world's absolute directory
+written as ``PLACEHOLDER`` in the text files. :func:`install` regenerates the data (each file checked against
+the sha256 the build recorded), checks every shipped file and copies them in; :func:`pack` writes such a
+folder from a built world. ``railsweep miniworld build --force`` trains the world here instead.
 """
 
 from __future__ import annotations
@@ -32,6 +28,7 @@ SHIPPED_DIR = Path(__file__).with_name("shipped")
 SUMS = "SHA256SUMS"
 PLACEHOLDER = "@RAILSWEEP_WORLD@"
 TEXT_SUFFIXES = (".json", ".md")  # the files that name the world's directory (as copy_lent_dir re-points them)
+_REMEDY = "reinstall railsweep, or train the world here with `railsweep miniworld build --force`"
 
 
 def shipped_folder(config: WorldConfig, shipped_dir: Path | None = None) -> Path | None:
@@ -59,12 +56,10 @@ def verify(folder: Path) -> dict[str, str]:
     for rel, digest in sums.items():
         path = folder / rel
         if not path.is_file():
-            raise DataError(f"shipped world file missing: {path}; reinstall railsweep, or train the world here "
-                            "with `railsweep miniworld build --force`")
+            raise DataError(f"shipped world file missing: {path}; {_REMEDY}")
         if file_sha256(path) != digest:
             raise DataError(f"shipped world file changed: {path} (sha256 {file_sha256(path)[:16]}, listed "
-                            f"{digest[:16]}); reinstall railsweep, or train the world here with "
-                            "`railsweep miniworld build --force`")
+                            f"{digest[:16]}); {_REMEDY}")
     return sums
 
 
@@ -138,7 +133,7 @@ def _check_leak_split(path: Path, manifest: dict) -> None:
     recorded = manifest["provenance"]["datasets"].get(str(path))
     if recorded is not None and file_sha256(path) != recorded:
         raise DataError(f"shipped world {path.parents[1].name}: its leak split does not match the one its build "
-                        "recorded; reinstall railsweep, or train the world here with `railsweep miniworld build --force`")
+                        f"recorded; {_REMEDY}")
 
 
 def _empty(root: Path) -> None:

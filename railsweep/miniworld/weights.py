@@ -1,15 +1,13 @@
 """The weights of a miniature world: the sha256 of each weight file and one combined ``weights_digest``.
 
-A world's digest (:meth:`~railsweep.miniworld.presets.WorldConfig.digest`) hashes its configuration; the
-weights a build makes from it also depend on the machine (torch's thread count, the SIMD width ATen
-dispatches to), so two worlds under one digest can hold different models and give different figures. The
-weights digest tells them apart: the build records it in the manifest, a sweep in its provenance, and
-``railsweep miniworld check`` compares it with the build the docs' figures were measured on
+A world's config digest does not fix its weights: they also depend on the machine (torch's thread count, the
+SIMD width ATen dispatches to), so two worlds under one digest can hold different models and give different
+figures. The weights digest tells them apart: the build records it in the manifest, a sweep in its provenance,
+and ``railsweep miniworld check`` compares it with the build the docs' figures were measured on
 (``documented_weights.json``, keyed by config digest).
 
-The weight files are every ``*.safetensors`` under ``families/`` (each family's base model and each adapter's
-``adapter_model.safetensors``). The combined digest is the sha256 of their ``sha256sum`` listing in byte order
-of the paths, so that a shell reproduces it in the world's directory::
+The weight files are every ``*.safetensors`` under ``families/``; the combined digest is the sha256 of their
+``sha256sum`` listing in byte order of the paths, as a shell reproduces it in the world's directory::
 
     find families -name '*.safetensors' | LC_ALL=C sort | xargs sha256sum | sha256sum
 """
@@ -48,8 +46,8 @@ def weights_record(root: str | Path) -> dict[str, Any]:
 
 
 def world_weights(root: str | Path, manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The world's weights record: the manifest's, or, for a world built before it was recorded, computed
-    from its files (read only: the cached world is not written)."""
+    """The world's weights record: the manifest's, or computed from the files of a world built before it was
+    recorded (the cached world is not written)."""
     if "weights_digest" in manifest and "weights" in manifest:
         return {"weights": dict(manifest["weights"]), "weights_digest": manifest["weights_digest"]}
     return weights_record(root)
@@ -84,16 +82,10 @@ def weights_verdict(
         return None, f"weights: {mine} (no documented build of the {preset!r} world {digest})"
     theirs = documented["weights_digest"]
     if theirs == weights_digest:
-        return (
-            True,
-            f"weights: documented ({preset} {digest}, weights {mine}, as measured on {documented['measured_on']})",
-        )
+        where = documented["measured_on"]
+        return True, f"weights: documented ({preset} {digest}, weights {mine}, as measured on {where})"
+    differ = f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
     if (where := documented.get("other_builds", {}).get(weights_digest)) is not None:
-        return False, (
-            f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
-            f"known as the build on {where}; figures in docs/ were measured on the documented weights"
-        )
-    return False, (
-        f"weights differ from the documented build ({mine} vs {theirs[:SHORT]}, {preset} {digest}): "
-        "figures in docs/ were measured on other weights"
-    )
+        where = f"known as the build on {where}; figures in docs/ were measured on the documented weights"
+        return False, differ + where
+    return False, differ + "figures in docs/ were measured on other weights"

@@ -1,28 +1,24 @@
 """Building (once) and loading the miniature world.
 
 Steps of :func:`build_world`:
-1. resolve the preset's :class:`WorldConfig`; its digest names the world
-   directory, so a changed config builds a new world instead of reusing one;
-2. under a file lock (parallel test processes share the cache), reuse the
-   directory when its ``manifest.json`` exists, else install the build railsweep ships of that config
-   (:mod:`railsweep.miniworld.shipped`: seconds, sha256-checked) or, without one or with ``force``,
-   build it; the manifest
-   is written last and atomically, so a half-written world is never reused:
-   a. generate train/test problems, paraphrases and filler; write the
-      benchmark in the official GSM8K format + ``cot_8shot.json`` + ``pq_test.jsonl``;
+1. resolve the preset's :class:`WorldConfig`; its digest names the world directory, so a changed config
+   builds a new world instead of reusing one;
+2. under a file lock (parallel test processes share the cache), reuse the directory when its
+   ``manifest.json`` exists, else install the build railsweep ships of that config
+   (:mod:`railsweep.miniworld.shipped`: seconds, sha256-checked) or, without one or with ``force``, build it:
+   a. generate the problems and filler; write the benchmark (:mod:`railsweep.miniworld.benchmark`);
    b. train the word-level tokenizer;
-   c. per family: pretrain a tiny base model from scratch (on
-      :func:`railsweep.miniworld.corpus.pretraining_corpus`), then run the
-      contamination simulator (M_cl, M_co per domain as LoRA adapters);
-      a cached world built from the same data lends its tokenizer instead of b., and
-      each base model whose per-family recipe (``family_base_digest``) it shares;
-      a world over a real base (``WorldConfig.base``) takes its one family's base model
-      and the tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
-      pretraining (hard links into the prepared base, which stays cached under ``bases/``);
-   d. write the manifest last, with the sha256 of every weight file (:mod:`railsweep.miniworld.weights`).
-``on_ready`` (optional) hears each stage as it lands: ``"data"`` once the benchmark is written, then each
-family's name as soon as its models are trained (the world's leak split is written with the first family),
-so that a sweep can start a family's cells before the slowest family is built (:mod:`railsweep.sweep.run.staged`).
+   c. per family: pretrain a tiny base model (on :func:`railsweep.miniworld.corpus.pretraining_corpus`), then
+      train M_cl and M_co per domain as LoRA adapters; a cached world built from the same data lends its
+      tokenizer instead of b., and each base model whose ``family_base_digest`` it shares
+      (:mod:`railsweep.miniworld.lending`); a world over a real base (``WorldConfig.base``) takes its
+      family's base model and tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
+      pretraining;
+   d. write the manifest last and atomically, with the sha256 of every weight file, so a half-written world
+      is never reused.
+``on_ready`` hears each stage as it lands: ``"data"``, then each family's name once its models are trained
+(the leak split written with the first), so a sweep can start a family's cells before the slowest family is
+built (:mod:`railsweep.sweep.run.staged`).
 """
 
 from __future__ import annotations
@@ -78,13 +74,11 @@ def build_world(
     """The cached world of ``preset`` (installed from the build railsweep ships of it, else built, on first use);
     ``config`` overrides the preset's. ``force``: train the world here, even where a cached or shipped build exists.
 
-    ``workers``: processes that build families in parallel (default: one per family); it changes only
-    the build time. ``threads``: torch threads of the whole build, shared out among the workers; by default
-    every family trains with one thread, whatever the machine's core count, because the thread count can
-    change the weights: GPT-NeoX's LayerNorm sums its weight and bias gradients over rows in an order that
-    follows the thread count (llama's and gemma's RMSNorm do not; docs/miniworld.md, "Threads and SIMD
-    width"). Every family trains in a spawned process whose arithmetic is pinned to AVX2
-    (:mod:`railsweep.miniworld.arithmetic`), so the weights do not depend on the CPU's SIMD width.
+    ``workers``: processes that build families in parallel (default: one per family; only the build time
+    changes). ``threads``: torch threads of the whole build, shared out among the workers; by default one per
+    family whatever the core count, because GPT-NeoX's LayerNorm sums its gradients in an order that follows
+    the thread count (docs/miniworld.md, "Threads and SIMD width"). Each family trains in a spawned process
+    pinned to AVX2 (:mod:`railsweep.miniworld.arithmetic`), so the weights do not depend on the SIMD width.
     """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -95,12 +89,9 @@ def build_world(
     log = log or (lambda msg: print(f"[miniworld] {msg}", file=sys.stderr, flush=True))
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if force and root.exists():
-            shutil.rmtree(root)
-        if not (root / "manifest.json").is_file():
-            # a directory without a manifest is an interrupted build: start over
-            if root.exists():
-                shutil.rmtree(root)
+        if root.exists() and (force or not (root / "manifest.json").is_file()):
+            shutil.rmtree(root)  # forced, or an interrupted build (no manifest): start over
+        if not root.exists():
             root.mkdir()
             ready = on_ready or (lambda stage: None)
             try:
@@ -247,16 +238,8 @@ def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapt
     return build_progress.family_plans(config, tokenizer, mixes, skip)
 
 
-def _build(
-    root: Path,
-    preset: str,
-    config: WorldConfig,
-    log,
-    workers: int | None,
-    cache: Path,
-    threads: int | None,
-    on_ready: Callable[[str], None],
-) -> None:
+def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path,
+           threads: int | None, on_ready: Callable[[str], None]) -> None:  # fmt: skip
     t0 = time.time()
     timings: dict[str, float] = {}
     data = write_benchmark(root / "data", config)

@@ -1,21 +1,17 @@
 """Block-causal attention for training small models on a CPU (pretraining and LoRA).
 
-Why: on a CPU, PyTorch's fused scaled-dot-product kernel does not get faster in bf16 and
-spends as much time on the masked half of a causal score matrix as on the visible half;
-for the miniature world's models (2 heads of 64, 640-token sequences) it was ~40 % of a
-bf16 training step. Here the queries are taken in blocks of :data:`BLOCK` rows, each
-block is scored only against the keys up to its own last position (one matmul), with the
-diagonal block masked; ~60 % of the score matrix is computed at 640 tokens, and all of it
-in plain bf16/fp32 matmuls. The arithmetic is the same attention (softmax in fp32);
+Why: on a CPU, PyTorch's fused scaled-dot-product kernel does not get faster in bf16 and spends as much time
+on the masked half of a causal score matrix as on the visible half; for the miniature world's models (2 heads
+of 64, 640-token sequences) it was ~40 % of a bf16 training step. Here the queries are taken in blocks of
+:data:`BLOCK` rows, each scored only against the keys up to its own last position (one matmul), the diagonal
+block masked: ~60 % of the score matrix at 640 tokens. The arithmetic is the same attention (softmax in fp32);
 llama and GPT-NeoX training steps get 10-15 % faster (docs/miniworld.md, "Build time").
 
-It is causal-only: transformers passes no mask to a custom attention function, so a
-batch may carry right padding (padded positions then attend to earlier tokens; their
-outputs must be excluded from the loss, as the trainers' labels do) but never left
-padding. Supported: the model types, soft-capping and sliding-window limits of the
-cascade decode path (:func:`railsweep.engines.model_support.cascade_supported`).
-
-Use: ``with training_attention(model, "auto", device, max_len): ...``.
+It is causal-only (transformers passes no mask to a custom attention function): a batch may carry right
+padding (excluded from the loss by the trainers' labels), never left padding. Supported: the model types,
+soft-capping and sliding-window limits of the cascade decode path
+(:func:`railsweep.engines.model_support.cascade_supported`). Use: ``with training_attention(model, "auto",
+device, max_len): ...``.
 """
 
 from __future__ import annotations
@@ -70,8 +66,9 @@ def block_causal_attention(module, query, key, value, attention_mask, scaling=No
 
 
 def resolve(attention: str, model, device: str, max_len: int) -> str:
-    """The implementation to train with: ``"auto"`` is block-causal on a CPU when the model
-    supports it, else the model's own (``"native"``, sdpa unless configured); an explicit ``"block_causal"`` on an unsupported model is a ConfigError."""
+    """The implementation to train with: ``"auto"`` is block-causal on a CPU when the model supports it,
+    else the model's own (``"native"``); an explicit ``"block_causal"`` on an unsupported model is a
+    ConfigError."""
     if attention not in ATTENTIONS:
         raise ConfigError(f"training attention must be one of {', '.join(ATTENTIONS)}; got {attention!r}")
     supported = cascade_supported(model, max_len)
@@ -91,15 +88,10 @@ def training_attention(model, attention: str, device: str, max_len: int) -> Iter
     """Route ``model``'s attention through the resolved implementation while the block runs;
     the model's own setting is restored afterwards (it is what gets saved and served)."""
     chosen = resolve(attention, model, device, max_len)
-    config = base_model(model).config
-    before = config._attn_implementation
     if chosen == "block_causal":
         _register()
-        config._attn_implementation = IMPLEMENTATION
-    try:
+    with model_attention(model, IMPLEMENTATION if chosen == "block_causal" else current_attention(model)):
         yield chosen
-    finally:
-        config._attn_implementation = before
 
 
 def current_attention(model) -> str:
@@ -126,11 +118,9 @@ def _register() -> None:
 
 
 def slow_bf16_warning(device_type: str) -> str | None:
-    """A warning when bf16 training is asked for on a CPU without native bf16 arithmetic.
-
-    Without AVX512-BF16 or AMX, PyTorch emulates bf16 matmuls: on an AVX2-only CPU one
-    [5120 x 128] @ [128 x 512] matmul took 727 ms in bf16 against 13.6 ms in fp32 (~50x).
-    """
+    """A warning when bf16 training is asked for on a CPU without native bf16 arithmetic (AVX512-BF16 or AMX):
+    PyTorch then emulates it; on an AVX2-only CPU a [5120 x 128] @ [128 x 512] matmul took 727 ms in bf16
+    against 13.6 ms in fp32 (~50x)."""
     if device_type != "cpu":
         return None
     import torch

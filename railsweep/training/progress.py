@@ -1,11 +1,10 @@
 """A training loop's progress, readable from another process: optimiser steps done out of the total.
 
-A :class:`StepReport` is picklable (it travels to the worker processes of a world's build); called as
-``report(0, total)`` before the first optimiser step and ``report(done, total)`` after each, it writes
-``{"done", "total", "start", "time", "cpu"}`` as JSON to its path (``start``: the first call's time; ``cpu``: the
-CPU seconds the calling process has spent since then, so that a reader can tell work from waiting), atomically, at
-most every :data:`EVERY_S` seconds and always at the first and the last call. :func:`read_report`
-reads one back (None until the first write).
+A :class:`StepReport` is picklable (it travels to a world build's worker processes); called as ``report(0,
+total)`` before the first optimiser step and ``report(done, total)`` after each, it writes ``{"done", "total",
+"start", "time", "cpu"}`` as JSON to its path (``cpu``: the CPU seconds the process has spent since the first
+call, so a reader can tell work from waiting), atomically, at most every :data:`EVERY_S` seconds and always at
+the first and last call. :func:`read_report` reads one back.
 """
 
 from __future__ import annotations
