@@ -62,10 +62,12 @@ def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str |
     return out
 
 
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks (memoised per path, size and mtime)."""
+def file_sha256(path: str | Path, *, fresh: bool = False) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks (memoised per path, size and mtime unless ``fresh``:
+    a check against a pinned hash reads the bytes every time)."""
     st = os.stat(path)
-    return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    return _sha256.__wrapped__(*key) if fresh else _sha256(*key)
 
 
 @functools.lru_cache(maxsize=256)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -234,15 +236,23 @@ def test_rewriting_a_cell_replaces_both_files_and_leaves_no_temporaries(tmp_path
 
 
 def test_file_checksum_is_sha256_and_follows_file_changes(tmp_path):
-    import hashlib
-    import os
-
     f = tmp_path / "data.jsonl"
     f.write_bytes(b"abc")
     assert provenance.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
     f.write_bytes(b"abcd")
     os.utime(f, ns=(1, 1))  # a different mtime and size must not hit the memo
     assert provenance.file_sha256(f) == hashlib.sha256(b"abcd").hexdigest()
+
+
+def test_a_fresh_sha256_reads_the_bytes_where_the_memo_would_answer(tmp_path):
+    f = tmp_path / "pinned.whl"
+    f.write_bytes(b"good")
+    st = os.stat(f)
+    assert provenance.file_sha256(f) == hashlib.sha256(b"good").hexdigest()
+    f.write_bytes(b"evil")  # the same size, the same mtime: the memo cannot tell
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert provenance.file_sha256(f) == hashlib.sha256(b"good").hexdigest()
+    assert provenance.file_sha256(f, fresh=True) == hashlib.sha256(b"evil").hexdigest()
 
 
 def test_find_cells_lists_complete_cells_only(tmp_path, cell):

