@@ -1,17 +1,14 @@
 """Expand a resolved :class:`~railsweep.sweep.spec.sweep_spec.SweepSpec` into the cells of the grid.
 
 Steps:
-1. one clean reference cell per (family, clean adapter): Identity on M_cl
-   (one per family when the family has a single ``clean`` adapter, since every
-   domain is evaluated on the same original test questions);
-2. one mitigated cell per (family, domain, strategy, parameter point) on
-   ``co_<domain>``, pointing at its clean reference by id;
-3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy always
-   included): M_cl sampled at tau (Identity with the readout temperature set to tau, a clean cell) and M_co
-   sampled at tau (the ``temperature`` strategy, scored against that M_cl cell); the dynamics step reads
-   them (:func:`temperature_groups`). A spec without ``temperatures`` gets exactly the cells it had;
-4. optional filter to what one paper table needs (``--table 1..4``; each strategy's registration says
-   which of its points a table shows, ``Registration.shows``);
+1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when the family has a
+   single ``clean`` adapter, since every domain is evaluated on the same original test questions);
+2. one mitigated cell per (family, domain, strategy, parameter point) on ``co_<domain>``, pointing at its clean
+   reference by id;
+3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy included): M_cl
+   sampled at tau (a clean Identity cell) and M_co sampled at tau (the ``temperature`` strategy, scored against
+   that M_cl cell), read by the dynamics step (:func:`temperature_groups`);
+4. optional filter to what one paper table needs (``--table 1..4``; ``Registration.shows``);
 5. clean cells first, so they are scheduled before the cells that need them.
 """
 
@@ -60,8 +57,7 @@ class SweepCell:
         return f"{label} ({self.note})" if self.note else label
 
     def run_name(self) -> str:
-        """The cell's MLflow run name, read at a glance: ``llama · gsm8k · RailCap n=4 cap``, or
-        ``llama · clean reference`` for the family's reference cell (Identity on M_cl)."""
+        """The cell's MLflow run name: ``llama · gsm8k · RailCap n=4 cap``, or ``llama · clean reference``."""
         c = self.config
         name = f"{c.family} · clean reference" if c.role == "clean" else f"{c.family} · {c.domain or 'all'} · {self.label()}"
         return f"{name} · {self.member()}" if self.task_group else name
@@ -71,7 +67,7 @@ class SweepCell:
         return str(self.config.task).removeprefix("lm_eval:")
 
     def run_tags(self) -> dict[str, str]:
-        """Tags that make the cell runs filterable in the MLflow UI by family, domain and strategy."""
+        """Tags that make the cell runs filterable in the MLflow UI."""
         c = self.config
         group = {"railsweep.task": self.member(), "railsweep.task_group": self.task_group} if self.task_group else {}
         return {"railsweep.family": c.family, "railsweep.domain": c.domain or "all", "railsweep.strategy": self.label(),
@@ -81,25 +77,12 @@ class SweepCell:
         """Flat, UI-comparable MLflow params."""
         c = self.config
         out: dict[str, Any] = {
-            "cell_id": self.cell_id,
-            "role": c.role,
-            "family": c.family,
-            "domain": c.domain or "all",
-            "strategy": c.strategy,
-            "label": self.label(),
-            "adapter": c.adapter,
-            "model": c.model,
-            "m": c.m,
-            "temperature": c.temperature,
-            "seed": c.seed,
-            "max_new_tokens": c.max_new_tokens,
-            "limit": c.limit,
-            "answer_rule": c.answer_rule,
-            "answer_type": c.answer_type,
-            "clean_cell_id": self.clean_id,
-            **({"task": c.task} if c.task else {}),
-            **({"task_group": self.task_group} if self.task_group else {}),
-        }
+            "cell_id": self.cell_id, "role": c.role, "family": c.family, "domain": c.domain or "all",
+            "strategy": c.strategy, "label": self.label(), "adapter": c.adapter, "model": c.model, "m": c.m,
+            "temperature": c.temperature, "seed": c.seed, "max_new_tokens": c.max_new_tokens, "limit": c.limit,
+            "answer_rule": c.answer_rule, "answer_type": c.answer_type, "clean_cell_id": self.clean_id,
+            **({"task": c.task} if c.task else {}), **({"task_group": self.task_group} if self.task_group else {}),
+        }  # fmt: skip
         for k, v in c.strategy_params.items():
             out[f"strategy.{k}"] = v
         return {k: str(v) for k, v in out.items()}
@@ -107,18 +90,9 @@ class SweepCell:
 
 def _common(spec: SweepSpec) -> dict[str, Any]:
     r = spec.readout
-    return dict(
-        m=r.m,
-        temperature=r.temperature,
-        seed=r.seed,
-        max_new_tokens=r.max_new_tokens,
-        limit=r.limit,
-        task_dir=spec.data_dir,
-        leak_split=spec.leak_split,
-        answer_rule=r.answer_rule,
-        answer_type=r.answer_type,
-        task=r.task,
-    )
+    return dict(m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens, limit=r.limit,
+                task_dir=spec.data_dir, leak_split=spec.leak_split, answer_rule=r.answer_rule,
+                answer_type=r.answer_type, task=r.task)  # fmt: skip
 
 
 def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
@@ -128,13 +102,7 @@ def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str
     cname = fam.clean_adapter(domain)
     out = []
     for tau in sorted({0.0, *spec.temperatures}):
-        clean = SweepCell(
-            CellConfig(
-                model=fam.base, adapter=cname, strategy="identity", family=fam.name,
-                domain=domain if cname != "clean" else None, role="clean", **{**common, "temperature": tau},
-            ),
-            None,
-        )  # fmt: skip
+        clean = _clean_cell(fam, domain, cname, {**common, "temperature": tau})
         co = CellConfig(
             model=fam.base, adapter=f"co_{domain}", strategy="temperature", strategy_params={"tau": tau},
             family=fam.name, domain=domain, role="mitigated", clean_adapter=cname, **common,
@@ -158,21 +126,13 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
         adapters = fam.adapter_dict()
         for domain in spec.domains:
             cells = _temperature_cells(spec, fam, domain)
-            groups.append(
-                TemperatureGroup(
-                    family=fam.name,
-                    domain=domain,
-                    base=fam.base,
-                    adapters=(
-                        ("M_cl", adapters[fam.clean_adapter(domain)]),
-                        ("M_co", adapters[f"co_{domain}"]),
-                    )
-                    + ((("base", None),) if spec.dynamics_settings.base else ()),
-                    cells=tuple((m, t, c.cell_id) for m, t, c in cells),
-                    temperatures=tuple(sorted({0.0, *spec.temperatures})),
-                    task_cell=cells[0][2].config.to_dict(),
-                )
-            )
+            models = (("M_cl", adapters[fam.clean_adapter(domain)]), ("M_co", adapters[f"co_{domain}"]))
+            groups.append(TemperatureGroup(
+                family=fam.name, domain=domain, base=fam.base,
+                adapters=models + ((("base", None),) if spec.dynamics_settings.base else ()),
+                cells=tuple((m, t, c.cell_id) for m, t, c in cells), temperatures=tuple(sorted({0.0, *spec.temperatures})),
+                task_cell=cells[0][2].config.to_dict(),
+            ))  # fmt: skip
     return groups
 
 
@@ -186,8 +146,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     """All cells of a resolved spec (clean references first); ``table`` narrows to one paper table."""
     if table not in TABLES:
         raise ConfigError(f"unknown table {table!r}; choose one of {list(TABLES)}")
-    # detection only: the detectors' readouts (detect_cells)
-    if not spec.strategies and not spec.temperatures:
+    if not spec.strategies and not spec.temperatures:  # detection only: the readouts of detect_cells
         return []
     table = effective_table(spec, table)
     common = _common(spec)
@@ -248,10 +207,9 @@ def _mitigated_cells(
 
 
 def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
-    """The order trials start in: every cell without a reference first (clean references, readouts: the others
-    wait for them), then the rest taken in turn from each family, each family's cells in their own order. Tune
-    starts trials in this order up to its concurrency limit, so every family's engines get work from the start
-    instead of the last family's cells queueing behind the first family's."""
+    """The order trials start in: every cell without a reference first (the others wait for them), then the rest
+    taken in turn from each family, so every family's engines get work from the start instead of the last
+    family's cells queueing behind the first family's (Tune starts trials in this order)."""
     first = [c for c in cells if c.clean_id is None]
     queues: dict[str, list[SweepCell]] = {}
     for c in cells:
@@ -264,9 +222,7 @@ def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
 def settings_for(spec: SweepSpec, group: TemperatureGroup) -> DynamicsSettings:
     """The dynamics settings of one group: the spec's readout (m, limit, batch, tokens) and ``dynamics``."""
     r, d = spec.readout, spec.dynamics_settings
-    return DynamicsSettings(
-        temperatures=group.temperatures, m=r.m, limit=r.limit, domain=group.domain,
-        max_new_tokens=r.max_new_tokens, seed=d.seed, batch_size=r.batch_size, forcing_batch=d.forcing_batch,
-        n_boot=d.n_boot, n_boot_gain=d.n_boot_gain, min_items=d.min_items, e_cut=d.e_cut, device=d.device,
-        base=d.base,
-    )  # fmt: skip
+    return DynamicsSettings(temperatures=group.temperatures, m=r.m, limit=r.limit, domain=group.domain,
+                            max_new_tokens=r.max_new_tokens, seed=d.seed, batch_size=r.batch_size,
+                            forcing_batch=d.forcing_batch, n_boot=d.n_boot, n_boot_gain=d.n_boot_gain,
+                            min_items=d.min_items, e_cut=d.e_cut, device=d.device, base=d.base)  # fmt: skip
