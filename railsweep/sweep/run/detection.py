@@ -1,11 +1,9 @@
 """A sweep's detection step: the spec's detectors on every family x domain, scored against the truth, on MLflow.
 
-Runs after the trials as one Ray task launched by the driver (:func:`run_detection`), once the engine
-actors are gone so the model-side detectors get the CPUs; it reads only MLflow and the miniature world,
-like the publish step. Steps of :func:`detect_sweep`:
-1. fetch the readout cells' Parquet files (cdd: responses; perturb: both wordings' per-question tables,
-   :mod:`railsweep.sweep.plan.detect_cells`) through the reader; a pair whose readout did not finish
-   drops cdd/perturb (listed under ``skipped``), never decodes anew;
+Runs after the trials as one Ray task (:func:`run_detection`), once the engine actors are gone so the
+model-side detectors get the CPUs; it reads only MLflow and the miniature world. Steps of :func:`detect_sweep`:
+1. fetch the readout cells' Parquet files (:mod:`railsweep.sweep.plan.detect_cells`); a pair whose readout did
+   not finish drops cdd/perturb (listed under ``skipped``), never decodes anew;
 2. the jobs of :func:`railsweep.detection.world.world_jobs`: ngram once per domain, the model-side
    detectors per family x domain on ``co_<domain>`` (reference ``clean``), test items plus fresh controls;
 3. :func:`railsweep.detection.run.detect` per job and detector (its own fixed threshold, else calibrated
@@ -69,22 +67,14 @@ def _pair_inputs(readouts: Sequence[dict[str, str]], files: dict) -> dict:
 def _runnable(job, skipped: list[str]) -> list[Any]:
     """The job's detectors whose inputs are present (cdd without responses would decode anew: skipped)."""
     need = {"cdd": ("responses",), "perturb": ("original", "paraphrased")}
-    keep = []
-    for det in job.detectors:
-        if all(getattr(job.inputs, n) for n in need.get(det.name, ())):
-            keep.append(det)
-        else:
-            skipped.append(f"{det.name} {job.family}/{job.domain}: its readout cell did not finish")
+    keep = [det for det in job.detectors if all(getattr(job.inputs, n) for n in need.get(det.name, ()))]
+    skipped += [f"{det.name} {job.family}/{job.domain}: its readout cell did not finish"
+                for det in job.detectors if det not in keep]  # fmt: skip
     return keep
 
 
-def detect_sweep(
-    spec: SweepSpec,
-    experiment_id: str,
-    parent_run_id: str,
-    readouts: Sequence[dict[str, str]],
-    threads: int = 1,
-) -> dict[str, Any]:
+def detect_sweep(spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]],
+                 threads: int = 1) -> dict[str, Any]:  # fmt: skip
     """Steps 1-6; returns ``{"markdown", "n_rows", "skipped", "wall_s"}``."""
     t0 = time.perf_counter()
     apply_thread_budget(threads)
@@ -127,9 +117,7 @@ def detect_sweep(
         paths += [roc] if roc is not None else []
         for p in paths:
             tracker.log_artifact(parent_run_id, p, DETECTION_DIR)
-    metrics = {
-        metric_name(row, stat): row[stat] for row in summary.to_dict("records") for stat in SUMMARY_METRICS
-    }
+    metrics = {metric_name(row, stat): row[stat] for row in summary.to_dict("records") for stat in SUMMARY_METRICS}
     wall = time.perf_counter() - t0
     metrics.update({"detect.wall_s": wall, "detect.rows": float(len(table))})
     tracker.log(parent_run_id, metrics=metrics,
@@ -137,9 +125,7 @@ def detect_sweep(
     return {"markdown": md, "n_rows": len(table), "skipped": skipped, "wall_s": wall}
 
 
-def run_detection(
-    spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]]
-) -> dict[str, Any]:
+def run_detection(spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]]) -> dict[str, Any]:
     """:func:`detect_sweep` as a Ray task holding the CPUs of the largest node (engines must be gone)."""
     import ray
 

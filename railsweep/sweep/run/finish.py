@@ -1,6 +1,4 @@
-"""The sweep's steps after its trials (steps 6–9 of :mod:`railsweep.sweep.run.driver`): the engines' statistics, the
-dynamics step, the tables published on the parent run, the detection step, and the parent run closed.
-"""
+"""The sweep's steps after its trials (steps 6–9 of :mod:`railsweep.sweep.run.driver`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """A miniature world built beside the sweep: a family's cells start as soon as its models are trained.
 
-A sweep on a miniature world that is not in the cache yet would otherwise wait for the whole build, whose
-slowest family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
-:func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands
-(the benchmark first, then each family); the driver runs the cells of the families that are ready, in waves,
-each started once the build leaves a core (:func:`free_cores`) with engines on every core (sharing them with the
-build until it ends), and records the world's weights digest on every run once the build has finished
-(:func:`railsweep.sweep.run.driver.run_sweep`).
+A sweep on a miniature world not in the cache yet would otherwise wait for the whole build, whose slowest
+family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs :func:`~railsweep.miniworld.world.build_world`
+in a thread of the driver and hears each stage as it lands (the benchmark first, then each family); the driver
+runs the ready families' cells in waves (:mod:`railsweep.sweep.run.waves`).
 """
 
 from __future__ import annotations
@@ -76,15 +73,9 @@ class StagedWorld:
         ends; its families' files exist once they are ``ready``."""
         if self.world is not None:
             return self.world
-        return World(
-            root=self.root,
-            preset=self.preset,
-            config=self.config,
-            families=list(self.config.families),
-            data_dir=self.root / "data",
-            leak_split_path=self.root / "data" / "leak_split.json",
-            manifest={},
-        )
+        return World(root=self.root, preset=self.preset, config=self.config, families=list(self.config.families),
+                     data_dir=self.root / "data", leak_split_path=self.root / "data" / "leak_split.json",
+                     manifest={})  # fmt: skip
 
     def result(self) -> World:
         """The finished world (blocks until the build is over)."""

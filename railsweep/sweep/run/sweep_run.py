@@ -1,8 +1,4 @@
-"""What the steps of one sweep share (:class:`SweepRun`), and the two small acts every step may need.
-
-:func:`railsweep.sweep.run.driver.run_sweep` makes one :class:`SweepRun` and hands it to its steps
-(:mod:`railsweep.sweep.run.waves`: the trials; :mod:`railsweep.sweep.run.finish`: what follows them).
-"""
+"""What the steps of one sweep share (:class:`SweepRun`), and the small acts every step may need."""
 
 from __future__ import annotations
 
@@ -44,14 +40,8 @@ def add_time(run: SweepRun, phase: str, seconds: float) -> None:
 
 def cell_meta(cell: SweepCell) -> dict[str, Any]:
     """What the sweep records of one cell: in the spec artifact of its parent run, and in every trial's context."""
-    return {
-        "config": cell.config.to_dict(),
-        "clean_id": cell.clean_id,
-        "params": cell.flat_params(),
-        "label": cell.label(),
-        "run_name": cell.run_name(),
-        "run_tags": cell.run_tags(),
-    }
+    return {"config": cell.config.to_dict(), "clean_id": cell.clean_id, "params": cell.flat_params(),
+            "label": cell.label(), "run_name": cell.run_name(), "run_tags": cell.run_tags()}  # fmt: skip
 
 
 def trial_cells(cells: list[SweepCell]) -> dict[str, dict[str, Any]]:
