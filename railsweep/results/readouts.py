@@ -1,9 +1,8 @@
 """A per-question results table (the results schema) checked and turned into the metrics' :class:`Readouts`.
 
-The one place that reads a cell's table for scoring: rows joined on
-``question_index``, every table covering the same questions, ``solve_prob``
-agreeing with ``c / m``. :mod:`railsweep.analysis.scoring` and the detection
-report (:mod:`railsweep.detection.report`) both score through it.
+The one place that reads a cell's table for scoring (:mod:`railsweep.analysis.scoring`,
+:mod:`railsweep.detection.report`): rows joined on ``question_index``, every table covering the same questions,
+``solve_prob`` agreeing with ``c / m``.
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ def check_frame(df: pd.DataFrame, role: str) -> pd.DataFrame:
     for col in REQUIRED_COLUMNS:
         na = df["question_index"][df[col].isna()] if col != "question_index" else df.index[df[col].isna()]
         if len(na):
-            raise DataError(
-                f"{role} results: column {col!r} is missing values (at question_index {list(na)[:10]})"
-            )
+            raise DataError(f"{role} results: column {col!r} is missing values (at question_index {list(na)[:10]})")
     out = df.sort_values("question_index", kind="stable").reset_index(drop=True)
     c, m = out["c"].to_numpy(dtype=float), out["m"].to_numpy(dtype=float)
     expected = np.divide(c, m, out=np.zeros(len(out)), where=m > 0)

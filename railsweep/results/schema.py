@@ -98,13 +98,8 @@ GREEDY_SAMPLE_INDEX = -1
 _EXTRA_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
-def metadata(
-    kind: str,
-    cell_id: str,
-    cell: Mapping[str, Any],
-    provenance: Mapping[str, Any],
-    grading: Mapping[str, Any] | None = None,
-) -> dict[bytes, bytes]:
+def metadata(kind: str, cell_id: str, cell: Mapping[str, Any], provenance: Mapping[str, Any],
+             grading: Mapping[str, Any] | None = None) -> dict[bytes, bytes]:  # fmt: skip
     """The key-value metadata of a results file; ``grading`` is left out when None (a readers-may-ignore key)."""
     meta = {
         KEY_VERSION.encode(): str(SCHEMA_VERSION).encode(),
@@ -190,9 +185,8 @@ def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -
         raise DataError(f"{source}: not a railsweep results file (no {KEY_VERSION!r} metadata)")
     version = raw.decode(errors="replace")
     if version != str(SCHEMA_VERSION):
-        raise DataError(
-            f"{source}: unsupported results schema version {version!r}; this railsweep reads version {SCHEMA_VERSION}"
-        )
+        raise DataError(f"{source}: unsupported results schema version {version!r}; this railsweep reads version "
+                        f"{SCHEMA_VERSION}")
     got_kind = meta.get(KEY_KIND.encode(), b"").decode(errors="replace")
     if got_kind != kind:
         raise DataError(f"{source}: expected a {kind!r} results file, got kind {got_kind!r}")
@@ -213,9 +207,7 @@ def check_columns(schema: pa.Schema, expected: Sequence[pa.Field], source: str, 
         if idx < 0:
             raise DataError(f"{source}: missing column {f.name!r}")
         if not schema.field(idx).type.equals(f.type):
-            raise DataError(
-                f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected {f.type}"
-            )
+            raise DataError(f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected {f.type}")
     known = {f.name for f in expected}
     for f in schema:
         if f.name in known:
