@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.services.process import START_TIMEOUT_S, Service, exe, free_port, http_ok, http_status, port_or_free, wait_until
+from railsweep.services.process import (
+    START_TIMEOUT_S,
+    Service,
+    exe,
+    free_port,
+    http_ok,
+    http_status,
+    port_or_free,
+    wait_until,
+)
 from railsweep.services.tokens import auth_env, bearer, ensure_ray_token, ray_token_path
 
 _STOP = "stop it with `ray stop` (this ends every Ray process of this user on the machine) and run again"
