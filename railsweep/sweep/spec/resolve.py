@@ -1,10 +1,9 @@
 """Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in.
 
-Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers: the
-spec, which ``railsweep sweep`` validates before any service starts, loads neither. The driver resolves the
-spec once, before any trial starts (:func:`railsweep.sweep.run.driver.run_sweep`); while the world is still being
-built (:class:`railsweep.sweep.run.staged.StagedWorld`) it resolves it against the world's paths to be, unchecked, and
-checks each family's files when that family is ready.
+Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers,
+which the spec (validated before any service starts) must not. While the world is still being built
+(:class:`railsweep.sweep.run.staged.StagedWorld`) the driver resolves the spec against the world's paths to be,
+unchecked, and checks each family's files when that family is ready.
 """
 
 from __future__ import annotations
