@@ -170,17 +170,13 @@ class SweepSpec:
         if self.task_group is not None:
             check_member(self.task_group, self.readout.task)
         if self.detectors:
-            det_names = [d.name for d in self.detectors]
-            twice = sorted({n for n in det_names if det_names.count(n) > 1})
-            if twice:
+            if twice := _twice([d.name for d in self.detectors]):
                 raise ValueError(f"detector {twice[0]!r} is listed twice (one entry per detector)")
             if self.source != "miniworld":
-                raise ValueError(
-                    "detectors are scored against the miniature world's leak split: they need source 'miniworld'"
-                )
+                raise ValueError("detectors are scored against the miniature world's leak split: they need source "
+                                 "'miniworld'")
         names = [f.name for f in self.families]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
+        if dupes := _twice(names):
             raise ValueError(f"family {dupes[0]!r} is listed twice")
         if self.source == "paths":
             if not self.families:
@@ -192,10 +188,8 @@ class SweepSpec:
         if self.source != "paths":
             for f in self.families:
                 if f.name not in world_families:
-                    raise ValueError(
-                        f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
-                        f"known: {world_families}"
-                    )
+                    raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
+                                     f"known: {world_families}")
         if self.primary is not None:
             family, domain = self.primary
             known = names or (world_families if self.source == "miniworld" else [])
@@ -211,41 +205,30 @@ class SweepSpec:
         if self.readout.answer_type == "numeric":
             return
         if self.detectors:
-            raise ValueError(
-                f"readout.answer_type {self.readout.answer_type!r} cannot be used with 'detectors': the detectors "
-                "are scored on the miniature world's GSM8K-format items (leave 'detectors' out)"
-            )
+            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} cannot be used with 'detectors': the "
+                             "detectors are scored on the miniature world's GSM8K-format items (leave 'detectors' out)")
         if self.source != "paths":
-            raise ValueError(
-                f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a MATH-format "
-                "data_dir: the miniature worlds' benchmarks have GSM8K-format numeric answers"
-            )
+            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a MATH-format "
+                             "data_dir: the miniature worlds' benchmarks have GSM8K-format numeric answers")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @property
     def sweep_id(self) -> str:
-        """Stable hash of everything that shapes the results (not of tracking/resources)."""
+        """Stable hash of everything that shapes the results (not of tracking/resources, nor of the engine's batch,
+        which changes speed, never samples). A field added later is left out at its default, so that older specs
+        keep their ids: no detection, no temperatures, no group, the default answer rule and type, the built-in
+        task; a custom task file's content counts."""
         d = self.to_dict()
-        for k in ("tracking", "resources"):
-            d.pop(k)
-        if not d["detectors"]:  # a sweep without detection keeps the id it had before detection existed
-            d.pop("detectors")
-            d.pop("detection")
-        d["engine"].pop("max_batch_size")  # the engine's batch changes speed, never samples
-        if not self.temperatures:  # specs without the temperature dimension keep their ids
-            d.pop("temperatures")
-            d.pop("dynamics")
-        if d["readout"]["answer_rule"] == DEFAULT_ANSWER_RULE:  # so do specs graded by the default rule
-            d["readout"].pop("answer_rule")
-        if d["readout"]["answer_type"] == DEFAULT_ANSWER_TYPE:  # and numeric (GSM8K) specs
-            d["readout"].pop("answer_type")
-        if self.task_group is None:  # and specs that are not a group's member
-            d.pop("task_group")
-        if self.readout.task is None:  # and specs on the built-in task
-            d["readout"].pop("task")
-        elif not (spec := load_task_spec(self.readout.task)).builtin:  # a custom file: its content counts
+        drop = {"tracking", "resources"} | (set() if d["detectors"] else {"detectors", "detection"})
+        drop |= (set() if self.temperatures else {"temperatures", "dynamics"}) | ({"task_group"} if self.task_group is None else set())
+        d = {k: v for k, v in d.items() if k not in drop}
+        d["engine"].pop("max_batch_size")
+        for key, default in (("answer_rule", DEFAULT_ANSWER_RULE), ("answer_type", DEFAULT_ANSWER_TYPE), ("task", None)):
+            if d["readout"][key] == default:
+                d["readout"].pop(key)
+        if self.readout.task is not None and not (spec := load_task_spec(self.readout.task)).builtin:
             d["readout"]["task_sha256"] = spec.sha256
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
@@ -280,19 +263,15 @@ class SweepSpec:
             for d in self.domains:
                 for need in (fam.clean_adapter(d), f"co_{d}"):
                     if need not in names:
-                        raise ConfigError(
-                            f"family {fam.name!r} has no adapter {need!r} (needed for domain {d!r}); "
-                            f"adapters: {sorted(names)}"
-                        )
+                        raise ConfigError(f"family {fam.name!r} has no adapter {need!r} (needed for domain {d!r}); "
+                                          f"adapters: {sorted(names)}")
             for aname, apath in fam.adapters:
                 why = model_problem(apath, "adapter_config.json")
                 if why:
                     raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
         if self.temperatures and not self.leak_split:
-            raise ConfigError(
-                f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
-                "the dynamics step compares leaked and unleaked items"
-            )
+            raise ConfigError(f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
+                              "the dynamics step compares leaked and unleaked items")
 
     @property
     def dynamics_settings(self) -> DynamicsSpec:
@@ -307,6 +286,9 @@ class SweepSpec:
             raise ConfigError(f"sweep {self.name!r}: no families to pick the primary setting from")
         return (self.families[0].name, self.domains[0])
 
+
+def _twice(names: list[str]) -> list[str]:
+    return sorted({n for n in names if names.count(n) > 1})
 
 
 def spec_from_dict(data: dict[str, Any], *, name: str = "sweep") -> SweepSpec:
@@ -328,9 +310,7 @@ def read_spec_data(preset_or_path: str | Path) -> tuple[dict[str, Any], str]:
     if str(preset_or_path) in PRESETS:
         p = PRESET_DIR / f"{preset_or_path}.yaml"
     if not p.is_file():
-        raise ConfigError(
-            f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a YAML file"
-        )
+        raise ConfigError(f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a YAML file")
     try:
         data = yaml.safe_load(read_utf8(p))
     except yaml.YAMLError as e:
