@@ -93,9 +93,8 @@ class SweepPrice:
         return sum(e.total_tokens for e in self.engines)
 
 
-def price_sweep(
-    spec: SweepSpec, table: str, throughput: ThroughputTable, cluster_sizes: Sequence[int] | None = None
-) -> SweepPrice:
+def price_sweep(spec: SweepSpec, table: str, throughput: ThroughputTable,
+                cluster_sizes: Sequence[int] | None = None) -> SweepPrice:  # fmt: skip
     """The cost of running ``spec`` (unresolved) for ``table``; see the module docstring."""
     spec = dry_resolve(spec)
     table = effective_table(spec, table)

@@ -78,18 +78,9 @@ def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None) -> tuple[S
     return resolved, cells, readouts
 
 
-def run_sweep(
-    spec: SweepSpec,
-    *,
-    table: str = "all",
-    resume: bool = False,
-    storage_path: str | None = None,
-    progress_interval: float = 10.0,
-    publish: bool = True,
-    out=sys.stdout,
-    params: dict[str, str] | None = None,
-    fault: Fault | None = None,
-) -> SweepOutcome:
+def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, storage_path: str | None = None,
+              progress_interval: float = 10.0, publish: bool = True, out=sys.stdout,
+              params: dict[str, str] | None = None, fault: Fault | None = None) -> SweepOutcome:  # fmt: skip
     """Run ``spec`` on the Ray instance this process joined (steps in the module docstring).
 
     ``params``: more parameters of a new parent run (the sweep job logs its price). ``fault``: the

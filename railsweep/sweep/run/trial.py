@@ -191,9 +191,8 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         tune.report({"skipped": 1})
         return {"skipped": 1}
     cfg = meta["config"]
-    run_id = tracker.start_cell_run(
-        ctx.parent_id, cid, run_name=meta["run_name"], tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags},
-    )  # fmt: skip
+    run_id = tracker.start_cell_run(ctx.parent_id, cid, run_name=meta["run_name"],
+                                    tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags})
     try:
         out = _decode(ctx, cid, meta["cell"], board)
         metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}

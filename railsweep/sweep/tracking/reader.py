@@ -144,9 +144,8 @@ def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> di
     return out
 
 
-def cell_tables(
-    tracking_uri: str, experiment_id: str, cell_ids: Iterable[str], dst: str | Path
-) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
+def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
+                dst: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:  # fmt: skip
     """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run (the
     dynamics step's reader); a cell without one is left out. Takes the tracking URI, not a :class:`Tracker`,
     so that, bound with :func:`functools.partial`, it travels to a Ray task."""

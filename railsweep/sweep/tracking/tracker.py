@@ -125,13 +125,9 @@ class Tracker:
         out: list[Any] = []
         token = None
         while True:
-            page = retry(
-                lambda t=token: self.client.search_runs(
-                    [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=t,
-                    order_by=["attributes.start_time DESC"],
-                ),
-                f"search runs ({filter_string})",
-            )  # fmt: skip
+            page = retry(lambda t=token: self.client.search_runs(
+                [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=t,
+                order_by=["attributes.start_time DESC"]), f"search runs ({filter_string})")  # fmt: skip
             out.extend(page)
             token = page.token
             if not token:
