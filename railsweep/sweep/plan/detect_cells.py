@@ -1,17 +1,11 @@
-"""The readout cells a sweep's detectors read, per family x domain of the miniature world.
+"""The readout cells a sweep's detectors read, per family x domain of the miniature world: ``cdd`` reads a
+cell's greedy decode and samples (its responses Parquet), ``perturb`` the per-question tables of the original
+wording and of the paraphrase (:func:`railsweep.detection.world.paraphrase_split`).
 
-- ``cdd`` reads a cell's greedy decode and plain samples (its responses Parquet): the readout on
-  the original wording;
-- ``perturb`` reads two per-question tables of one model and strategy: the same readout on the
-  original wording and on the paraphrase (:func:`railsweep.detection.world.paraphrase_split`,
-  written under ``<world>/detection/paraphrased/``).
-
-The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's
-samples and solve probabilities exactly (same seeds), plus the greedy decode TED records, which CDD
-needs. Its m, T, max_new_tokens, seed, limit, answer rule and task are the spec's ``readout`` (with
-``readout.task``, the paraphrased wording evaluates that task on the paraphrased split's ``test.jsonl``).
-Readout cells are ordinary cells (stable ids, child runs, skipped when FINISHED) without a clean reference,
-so the paper tables leave them out. The other detectors (ngram, loss, mink) read the world itself and add no cell.
+The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's samples and
+solve probabilities exactly (same seeds), plus the greedy decode CDD needs, under the spec's ``readout``.
+Readout cells are ordinary cells without a clean reference, so the paper tables leave them out. The other
+detectors read the world itself and add no cell.
 """
 
 from __future__ import annotations

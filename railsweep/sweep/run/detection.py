@@ -1,18 +1,15 @@
 """A sweep's detection step: the spec's detectors on every family x domain, scored against the truth, on MLflow.
 
 Runs after the trials as one Ray task (:func:`run_detection`), once the engine actors are gone so the
-model-side detectors get the CPUs; it reads only MLflow and the miniature world. Steps of :func:`detect_sweep`:
+model-side detectors get the CPUs. Steps of :func:`detect_sweep`:
 1. fetch the readout cells' Parquet files (:mod:`railsweep.sweep.plan.detect_cells`); a pair whose readout did
    not finish drops cdd/perturb (listed under ``skipped``), never decodes anew;
-2. the jobs of :func:`railsweep.detection.world.world_jobs`: ngram once per domain, the model-side
-   detectors per family x domain on ``co_<domain>`` (reference ``clean``), test items plus fresh controls;
+2. the jobs of :func:`railsweep.detection.world.world_jobs`, test items plus fresh controls;
 3. :func:`railsweep.detection.run.detect` per job and detector (its own fixed threshold, else calibrated
    on the controls at ``detection.control_rate``, else the detector's default);
-4. the truth table (:func:`railsweep.analysis.detection.truth_summary`: AUC with a bootstrap CI of
-   ``scoring.n_boot`` resamples, TPR, FPR on unleaked items, control flag rate) and the ROC figure;
-5. log ``detection/detections.parquet``, ``truth.csv``, ``truth.md`` and ``roc.png`` on the parent run,
-   and per row of the truth table the metrics ``detect.<detector>.<setting>.<family|corpus>.<domain>.{auc,
-   auc_lo,auc_hi,tpr,fpr_unleaked,control_rate}``;
+4. the truth table (:func:`railsweep.analysis.detection.truth_summary`) and the ROC figure;
+5. log them on the parent run under ``detection/``, with per row of the truth table the metrics
+   ``detect.<detector>.<setting>.<family|corpus>.<domain>.<stat>`` (:data:`SUMMARY_METRICS`);
 6. return the truth table's Markdown (the driver prints it).
 """
 

@@ -1,21 +1,16 @@
 """Long-lived engine actors, one per core or GPU, dealt out over the families (``railsweep.sweep.plan.pool``).
 
 The driver creates every actor before ``Tuner.fit()``: one created inside a trial would be captured by the
-trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An engine actor holds one family's base model and
-all its LoRA adapters and evaluates whole cells: trials send a cell config and get the result files back as bytes
-(with the per-question table and answer-rule counts), so nothing depends on a shared filesystem. A dead actor is
-restarted (``max_restarts``) and the in-flight cell retried (``max_task_retries``); cells write to a fresh
-temporary directory, so a retry is idempotent.
+trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An actor holds one family's base model and its
+LoRA adapters and evaluates whole cells, returning the result files as bytes (no shared filesystem needed). A
+dead actor is restarted and the in-flight cell retried; cells write to a fresh temporary directory, so a retry is
+idempotent.
 
-Thread budget: every engine actor runs ``threads`` torch/OpenMP threads (one with the default one engine per
-core), set in its environment before torch loads and again with ``torch.set_num_threads``; trials run one. Idle
-OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a 2-core machine shared with other jobs, 2-thread runs
-with the default spin-wait swung 10-30x (one matmul: median 10.4 ms against a best of 0.36 ms) and PASSIVE
-removed that, at ~28 % on a quiet machine; one thread per engine was 1.08x faster than two under PASSIVE. A sweep
-is never a quiet machine, so PASSIVE is the default (``resources.omp_wait_policy``).
-
-This module loads torch; the trials import nothing of it (:mod:`railsweep.sweep.run.actors` holds the names they
-need).
+Thread budget: ``threads`` torch/OpenMP threads per actor (one with the default one engine per core), set in
+its environment before torch loads. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a 2-core machine
+shared with other jobs, 2-thread runs with the default spin-wait swung 10-30x (one matmul: median 10.4 ms against
+a best of 0.36 ms) and PASSIVE removed that, at ~28 % on a quiet machine; one thread per engine was 1.08x faster
+than two under PASSIVE. This module loads torch; the trials import only :mod:`railsweep.sweep.run.actors`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """Test hook: inject one fault into a running sweep at an exact event, the k-th finished cell.
 
-Fault-injection tests that poll MLflow and strike "soon" race the sweep: on a loaded machine the sweep can
-finish before the poll sees a cell. Here the progress board (:class:`~railsweep.sweep.run.actors.ProgressBoard`)
-fires the fault on its ``k``-th finished-cell report, before it serves another call.
+Tests that poll MLflow and strike "soon" race the sweep; here the progress board
+(:class:`~railsweep.sweep.run.actors.ProgressBoard`) fires the fault on its ``k``-th finished-cell report. A
+:class:`Fault` is passed to :func:`~railsweep.sweep.run.driver.run_sweep`, or, through ``ray job submit``,
+``RAILSWEEP_FAULT=KIND:K`` is read by :func:`fault_from_env` before Ray starts (a malformed value: exit 2). Kinds:
 
-The hook is a :class:`Fault` passed to :func:`~railsweep.sweep.run.driver.run_sweep` (``fault=``); through
-``ray job submit`` it is ``RAILSWEEP_FAULT=KIND:K``, read by :func:`fault_from_env` in the job's entry point before
-Ray starts (a malformed value is a bad input: exit 2). Kinds:
+- ``kill-driver:K``: SIGKILL to the sweep's driver (no cleanup: ``--resume`` must finish the sweep);
+- ``kill-engine:K``: ``ray.kill`` every engine actor, letting Ray restart it and retry its cells.
 
-- ``kill-driver:K``: SIGKILL to the sweep's driver process (a crash: no cleanup, the parent run stays open
-  and ``--resume`` must finish the sweep); the board runs on the driver's node for this.
-- ``kill-engine:K``: ``ray.kill`` every engine actor of the sweep, letting Ray restart it
-  (``max_restarts``); its queued and in-flight cells are retried (``max_task_retries``).
-
-A test hook, not a feature: no preset or command-line option sets it; unset, nothing changes.
+No preset or command-line option sets it; unset, nothing changes.
 """
 
 from __future__ import annotations

@@ -3,14 +3,11 @@
 Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
-3. lease a free engine of the cell's family from the engine pool (:mod:`~railsweep.sweep.plan.pool`), have it
-   evaluate the cell and give it back; it returns the per-question table and answer-rule counts (used as they
-   come) and the Parquet bytes (written to a temporary directory for the upload);
-4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (SA-PPG and the rest of
-   method.md §2 with CIs) and plot clean vs mitigated: the only time a pair is bootstrapped (the publish step
-   and the notebook reuse these scores, tagged with the clean run they compare against);
-5. log params, metrics (:func:`grading_metrics` among them), provenance, artifacts; mark the run FINISHED
-   (FAILED on error);
+3. lease a free engine of the cell's family from the pool (:mod:`~railsweep.sweep.plan.pool`), have it evaluate
+   the cell and give it back;
+4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (method.md §2, with CIs) and
+   plot clean vs mitigated: the only time a pair is bootstrapped (the publish step reuses these scores);
+5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
 6. ``tune.report`` the headline numbers.
 """
 
