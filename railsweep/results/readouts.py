@@ -37,10 +37,8 @@ def check_frame(df: pd.DataFrame, role: str) -> pd.DataFrame:
     off = np.flatnonzero(~np.isclose(out["solve_prob"].to_numpy(dtype=float), expected, atol=1e-9))
     if off.size:
         q = int(out["question_index"].iloc[off[0]])
-        raise DataError(
-            f"{role} results: solve_prob disagrees with c/m at {off.size} question(s), "
-            f"first question_index={q} (solve_prob={out['solve_prob'].iloc[off[0]]}, c={c[off[0]]}, m={m[off[0]]})"
-        )
+        raise DataError(f"{role} results: solve_prob disagrees with c/m at {off.size} question(s), first "
+                        f"question_index={q} (solve_prob={out['solve_prob'].iloc[off[0]]}, c={c[off[0]]}, m={m[off[0]]})")
     return out
 
 
@@ -54,10 +52,7 @@ def aligned_readouts(**frames: pd.DataFrame) -> dict[str, Readouts]:
         have = set(checked[role]["question_index"].tolist())
         if have != ref:
             only_ref, only_here = sorted(ref - have), sorted(have - ref)
-            raise DataError(
-                f"{ref_role} and {role} results cover different questions: "
-                f"missing from {role}: {only_ref[:10]}{' ...' if len(only_ref) > 10 else ''} "
-                f"({len(only_ref)}); missing from {ref_role}: {only_here[:10]}"
-                f"{' ...' if len(only_here) > 10 else ''} ({len(only_here)})"
-            )
+            raise DataError(f"{ref_role} and {role} results cover different questions: missing from {role}: "
+                            f"{only_ref[:10]}{' ...' if len(only_ref) > 10 else ''} ({len(only_ref)}); missing from "
+                            f"{ref_role}: {only_here[:10]}{' ...' if len(only_here) > 10 else ''} ({len(only_here)})")
     return {role: Readouts.of(df["c"], df["m"], df["r01"], role) for role, df in checked.items()}

@@ -153,26 +153,15 @@ def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Que
 
 def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
     """One row per sample (and per greedy trajectory, as sample_index -1)."""
-    cols: dict[str, list[Any]] = {f.name: [] for f in RESPONSE_FIELDS}
-
-    def add(qi: int, si: int, smp: Any, grade: Any) -> None:
-        cols["question_index"].append(qi)
-        cols["sample_index"].append(si)
-        cols["text"].append(smp.text)
-        cols["token_ids"].append([int(t) for t in smp.token_ids])
-        cols["pred"].append(grade.pred if grade else None)
-        cols["rule"].append(grade.rule if grade else None)
-        cols["correct"].append(bool(grade.correct) if grade else None)
-        cols["finish_reason"].append(smp.finish_reason)
-        cols["triggers"].append(int(smp.triggers))
-
+    rows: list[tuple[Any, ...]] = []  # in RESPONSE_FIELDS' order
     for o in sorted(outcomes, key=lambda o: o.index):
-        if o.greedy is not None:
-            add(o.index, GREEDY_SAMPLE_INDEX, o.greedy, None)
         if len(o.grades) != len(o.samples):
             raise DataError(f"question_index={o.index}: {len(o.samples)} samples but {len(o.grades)} grades")
-        for i, (smp, g) in enumerate(zip(o.samples, o.grades)):
-            add(o.index, i, smp, g)
+        graded = [(GREEDY_SAMPLE_INDEX, o.greedy, None)] if o.greedy is not None else []
+        for i, smp, g in graded + [(i, smp, g) for i, (smp, g) in enumerate(zip(o.samples, o.grades))]:
+            rows.append((o.index, i, smp.text, [int(t) for t in smp.token_ids], g.pred if g else None,
+                         g.rule if g else None, bool(g.correct) if g else None, smp.finish_reason, int(smp.triggers)))
+    cols = {f.name: [r[k] for r in rows] for k, f in enumerate(RESPONSE_FIELDS)}
     return pa.Table.from_pydict(cols, schema=pa.schema(list(RESPONSE_FIELDS)))
 
 
