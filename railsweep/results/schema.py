@@ -1,7 +1,6 @@
 """The on-disk results format, version 1: one per-question table per evaluated cell.
 
-A cell ``<id>`` (``CellConfig.cell_id``) is stored as two Parquet files in one
-directory:
+A cell ``<id>`` (``CellConfig.cell_id``) is stored as two Parquet files in one directory:
 
 ``<id>.parquet`` — one row per question, sorted by ``question_index``:
 
@@ -20,27 +19,21 @@ n_none             int64           ... from which no answer was extracted
 x_<name>           int64/float64   strategy extras (e.g. ``x_triggers``), nullable
 =================  ==============  =====================================================
 
-``<id>.responses.parquet`` — one row per decoded response:
-``question_index`` int64, ``sample_index`` int64 (0..m-1; -1 = the greedy
-trajectory a strategy decoded first, when it did), ``text`` string,
-``token_ids`` list<int64>, ``pred`` string (nullable), ``rule`` string
-(nullable), ``correct`` bool (nullable; null for the ungraded greedy row),
-``finish_reason`` string, ``triggers`` int64.
+``<id>.responses.parquet`` — one row per decoded response: ``question_index`` int64, ``sample_index`` int64
+(0..m-1; -1 = the greedy trajectory a strategy decoded first, when it did), ``text`` string, ``token_ids``
+list<int64>, ``pred`` string (nullable), ``rule`` string (nullable), ``correct`` bool (nullable; null for the
+ungraded greedy row), ``finish_reason`` string, ``triggers`` int64.
 
-Both files carry Parquet key-value metadata (UTF-8 JSON values):
-``railsweep.schema_version`` (``"1"``), ``railsweep.kind`` (``"questions"`` or
-``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the resolved
-``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the
-default ``final``), ``railsweep.provenance`` (git commit + dirty flag, package
-versions, sha256 of the data files; see :mod:`railsweep.provenance`) and, for
-every cell :func:`railsweep.evaluate.evaluate_cell` writes, ``railsweep.grading``
-(:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was
-graded under, and over its graded responses the correct count under every rule,
-how many each other rule grades differently, how many the rules do not all
-grade the same, and lm-evaluation-harness's strict-match and flexible-extract
-correct counts). Readers refuse any other schema version.
-Adding a column or key is version 1 compatible only if readers may ignore it;
-anything else bumps :data:`SCHEMA_VERSION`.
+Both files carry Parquet key-value metadata (UTF-8 JSON values): ``railsweep.schema_version`` (``"1"``),
+``railsweep.kind`` (``"questions"`` or ``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the
+resolved ``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the default ``final``),
+``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files; see
+:mod:`railsweep.provenance`) and, for every cell :func:`railsweep.evaluate.evaluate_cell` writes,
+``railsweep.grading`` (:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was graded
+under, and over its graded responses the correct count under every rule, how many each other rule grades
+differently, how many the rules do not all grade the same, and lm-evaluation-harness's strict-match and
+flexible-extract correct counts). Readers refuse any other schema version. Adding a column or key is version 1
+compatible only if readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations

@@ -84,8 +84,7 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
     """Run ``spec`` on the Ray instance this process joined (steps in the module docstring).
 
     ``params``: more parameters of a new parent run (the sweep job logs its price). ``fault``: the
-    fault-injection tests' hook (:mod:`railsweep.sweep.run.faults`); None outside them.
-    """
+    fault-injection tests' hook (:mod:`railsweep.sweep.run.faults`); None outside them."""
     import ray  # optional heavy dependency: the sweep runs on the Ray its entry point started
 
     if not ray.is_initialized():

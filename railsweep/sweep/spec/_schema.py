@@ -44,9 +44,8 @@ _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
 def schema(where: str, inputs: tuple[str, ...] | None = None) -> Callable[[type[T]], type[T]]:
     """Class decorator: a frozen pydantic dataclass whose construction raises ConfigError.
 
-    ``where`` is the section's path in a spec (``"readout"``), used in messages;
-    ``inputs`` are the keys a YAML mapping may use for it (default: the field names).
-    """
+    ``where`` is the section's path in a spec (``"readout"``), used in messages; ``inputs`` are the keys a
+    YAML mapping may use for it (default: the field names)."""
 
     def wrap(cls: type[T]) -> type[T]:
         cls = pydantic_dataclass(frozen=True, config=_CONFIG)(cls)
