@@ -48,20 +48,17 @@ def check_head_accepts_token(url: str) -> None:
     else one :class:`ConfigError` naming the head and how to stop it."""
     anonymous = http_status(url + "/api/jobs/")
     if anonymous == 200:
-        raise ConfigError(
-            f"the Ray head at {url} runs without token authentication (its Jobs API answers without a token, "
-            f"so anyone who can reach it can run code); {_STOP}"
-        )
+        raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers without "
+                          f"a token, so anyone who can reach it can run code); {_STOP}")
     if anonymous not in (401, 403):
         raise ConfigError(f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
                           "choose another port with --dashboard-port")
     mine = http_status(url + "/api/jobs/", bearer())
     if mine != 200:
         where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
-        raise ConfigError(
-            f"the Ray head at {url} does not accept this machine's Ray token ({where}; it answered {mine}): it "
-            f"was started with another token. Point RAY_AUTH_TOKEN_PATH at that head's token file, or {_STOP}"
-        )
+        raise ConfigError(f"the Ray head at {url} does not accept this machine's Ray token ({where}; it answered "
+                          f"{mine}): it was started with another token. Point RAY_AUTH_TOKEN_PATH at that head's "
+                          f"token file, or {_STOP}")
 
 
 def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
@@ -86,11 +83,9 @@ def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> N
     heads = head_interpreters(dashboard_port, proc)
     mine = Path(sys.prefix).resolve()
     if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
-        raise ConfigError(
-            f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment ({mine}): its "
-            "workers would run that environment's railsweep. Stop it with `ray stop` (this ends every Ray "
-            "process of this user on the machine), or start another head with --dashboard-port"
-        )
+        raise ConfigError(f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment ({mine}): "
+                          "its workers would run that environment's railsweep. Stop it with `ray stop` (this ends "
+                          "every Ray process of this user on the machine), or start another head with --dashboard-port")
 
 
 def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool,

@@ -49,18 +49,16 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
         tasks["paraphrased"] = {"task_dir": str(out), "fewshot": str(data_dir / "cot_8shot.json")}
     r = spec.readout
     readout = detection_readout()  # switched off, it keeps every sample: Identity's samples and the greedy rows
+    switched_off = dict(registration(readout).switched_off)
     cells, pairs = [], []
     for fam in spec.families:
         for domain in spec.domains:
             pair = {"family": fam.name, "domain": domain}
             for wording in wordings:
-                cfg = CellConfig(
-                    model=fam.base, adapter=f"co_{domain}", strategy=readout,
-                    strategy_params=dict(registration(readout).switched_off), family=fam.name, domain=domain, role="mitigated",
-                    m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens,
-                    limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, answer_type=r.answer_type,
-                    task=r.task, **tasks[wording],
-                )  # fmt: skip
+                cfg = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy=readout, strategy_params=switched_off,
+                                 family=fam.name, domain=domain, role="mitigated", m=r.m, temperature=r.temperature,
+                                 seed=r.seed, max_new_tokens=r.max_new_tokens, limit=r.limit, leak_split=spec.leak_split,
+                                 answer_rule=r.answer_rule, answer_type=r.answer_type, task=r.task, **tasks[wording])  # fmt: skip
                 cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
                 pair[wording] = cfg.cell_id
             pairs.append(pair)

@@ -105,13 +105,11 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout}, cells)
     for name, fam in names.items():
         engines[name] = create_engine_actor(
-            name, configs[fam.name], num_gpus=plan["num_gpus"],
-            num_cpus=plan["engine_cpus"], threads=plan["threads"],
+            name, configs[fam.name], num_gpus=plan["num_gpus"], num_cpus=plan["engine_cpus"], threads=plan["threads"],
             max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
-            family_configs=configs if movable else None,
-        )  # fmt: skip
+            family_configs=configs if movable else None)  # fmt: skip
     waited = run.timings.get("world_wait_s", 0.0)  # for a free core, before the first wave
     run.timings.setdefault("setup_s", time.perf_counter() - run.t_start - waited)
     if engines:

@@ -55,9 +55,7 @@ def member_data(data: dict[str, Any], name: str, group: Expansion) -> list[tuple
     missing = [root / m for m in members if not (root / m).is_dir()]
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        raise DataError(
-            f"{what} reads each member's split files from data_dir/<member>/: no folder "
-            f"{', '.join(map(str, missing[:3]))}{more}"
-        )
+        raise DataError(f"{what} reads each member's split files from data_dir/<member>/: no folder "
+                        f"{', '.join(map(str, missing[:3]))}{more}")
     return [({**data, "readout": {**data["readout"], "task": ref}, "data_dir": str(root / m),
               "task_group": group.ref}, f"{name}-{m}") for ref, m in zip(group.members, members, strict=True)]  # fmt: skip

@@ -37,10 +37,8 @@ def _with_world(spec: SweepSpec, world: World) -> SweepSpec:
     fams = []
     for name in [f.name for f in spec.families] or list(world.families):
         if name not in world.families:
-            raise ConfigError(
-                f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; "
-                f"known: {list(world.families)}"
-            )
+            raise ConfigError(f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; "
+                              f"known: {list(world.families)}")
         fm = world.family(name)
         adapters = tuple(sorted((k, str(v)) for k, v in fm.adapters.items()))
         fams.append(FamilySpec(name, str(fm.base_dir), adapters))

@@ -56,10 +56,8 @@ def connect(tracking_uri: str | None = None) -> Tracker:
     except ConfigError as e:
         if uri:
             raise
-        raise ConfigError(
-            f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none named: pass a tracking "
-            "URI or set MLFLOW_TRACKING_URI"
-        ) from e
+        raise ConfigError(f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none named: "
+                          "pass a tracking URI or set MLFLOW_TRACKING_URI") from e
     return Tracker(uri or DEMO_URI)
 
 
@@ -201,9 +199,8 @@ def read_sweep(tracker: Tracker, experiment: str | None = None, parent_run_id: s
     try:
         spec_path = tracker.download(parent.info.run_id, SPEC_ARTIFACT, dst / parent.info.run_id)
     except Exception as e:
-        raise DataError(
-            f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep parent run ({e})"
-        ) from e
+        raise DataError(f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep parent "
+                        f"run ({e})") from e
     blob = json.loads(Path(spec_path).read_text())
     metas = blob["cells"]
     runs = tracker.finished_cells(m["params"]["cell_id"] for m in metas)

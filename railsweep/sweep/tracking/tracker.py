@@ -49,10 +49,8 @@ class TrackingError(RailsweepError):
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
     """Fail fast (before any trial) unless ``uri`` is an HTTP MLflow server answering /health."""
     if not uri.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"tracking URI {uri!r} is not an HTTP(S) MLflow server; sweeps need one (sqlite/file stores are "
-            "node-local), e.g. http://127.0.0.1:5000 started by `railsweep demo` or `mlflow server`"
-        )
+        raise ConfigError(f"tracking URI {uri!r} is not an HTTP(S) MLflow server; sweeps need one (sqlite/file "
+                          "stores are node-local), e.g. http://127.0.0.1:5000 started by `railsweep demo` or `mlflow server`")
     try:
         with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as r:
             if r.status != 200:
