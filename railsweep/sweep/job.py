@@ -106,10 +106,7 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     try:
         args = make_parser(table).parse_args(argv)
         table = table or args.table
-        if args.dry_run:
-            outcome = dry_run(args, table)
-        else:
-            outcome = _run(args, table)
+        outcome = dry_run(args, table) if args.dry_run else _run(args, table)
     except tracker.TrackingError as e:  # MLflow went away mid-sweep: what is logged stays logged
         print(f"railsweep: error: {one_line(e)}; {RESUME}", file=sys.stderr)
         return 1

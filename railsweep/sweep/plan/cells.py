@@ -88,7 +88,8 @@ class SweepCell:
         return {k: str(v) for k, v in out.items()}
 
 
-def _common(spec: SweepSpec) -> dict[str, Any]:
+def readout_fields(spec: SweepSpec) -> dict[str, Any]:
+    """The CellConfig fields every cell of ``spec`` shares: its readout, data folder and leak split."""
     r = spec.readout
     return dict(m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens, limit=r.limit,
                 task_dir=spec.data_dir, leak_split=spec.leak_split, answer_rule=r.answer_rule,
@@ -98,7 +99,7 @@ def _common(spec: SweepSpec) -> dict[str, Any]:
 def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
     """``(model, tau, cell)`` for M_cl and M_co at every tau of the spec, greedy included, and with
     ``dynamics.base`` for the base model without an adapter (Identity at tau, like M_cl; model ``base``)."""
-    common = _common(spec)
+    common = readout_fields(spec)
     cname = fam.clean_adapter(domain)
     out = []
     for tau in sorted({0.0, *spec.temperatures}):
@@ -145,7 +146,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
     if not spec.strategies and not spec.temperatures:  # detection only: the readouts of detect_cells
         return []
     table = effective_table(spec, table)
-    common = _common(spec)
+    common = readout_fields(spec)
     clean: dict[tuple[str, str], SweepCell] = {}
     mitigated: list[SweepCell] = []
     tau_clean: list[SweepCell] = []

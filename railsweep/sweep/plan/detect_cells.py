@@ -16,7 +16,7 @@ from railsweep.config import CellConfig
 from railsweep.detection.world import paraphrase_split
 from railsweep.miniworld.cache import load_world
 from railsweep.strategy_registry import detection_readout, registration
-from railsweep.sweep.plan.cells import SweepCell
+from railsweep.sweep.plan.cells import SweepCell, readout_fields
 from railsweep.sweep.spec.sweep_spec import SweepSpec
 
 NEEDS_READOUT = {"cdd": ("original",), "perturb": ("original", "paraphrased")}
@@ -47,7 +47,6 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
         if write:
             paraphrase_split(load_world(data_dir.parent), out)
         tasks["paraphrased"] = {"task_dir": str(out), "fewshot": str(data_dir / "cot_8shot.json")}
-    r = spec.readout
     readout = detection_readout()  # switched off, it keeps every sample: Identity's samples and the greedy rows
     switched_off = dict(registration(readout).switched_off)
     cells, pairs = [], []
@@ -56,9 +55,8 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
             pair = {"family": fam.name, "domain": domain}
             for wording in wordings:
                 cfg = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy=readout, strategy_params=switched_off,
-                                 family=fam.name, domain=domain, role="mitigated", m=r.m, temperature=r.temperature,
-                                 seed=r.seed, max_new_tokens=r.max_new_tokens, limit=r.limit, leak_split=spec.leak_split,
-                                 answer_rule=r.answer_rule, answer_type=r.answer_type, task=r.task, **tasks[wording])  # fmt: skip
+                                 family=fam.name, domain=domain, role="mitigated",
+                                 **{**readout_fields(spec), **tasks[wording]})  # fmt: skip
                 cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
                 pair[wording] = cfg.cell_id
             pairs.append(pair)

@@ -136,13 +136,11 @@ class DetectorSpec:
 
 @schema("detection")
 class Detection:
-    """How the ``detectors`` are scored: ``control_rate``, the highest flag rate on the control items when a
-    threshold is calibrated on them; ``n_control``, fresh control problems (None = as many as test items);
-    ``batch_size``, texts per forward pass of the model-side detectors."""
+    """How the ``detectors`` are scored."""
 
-    control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01
-    n_control: PosInt | None = None
-    batch_size: PosInt = 16
+    control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01  # highest flag rate on calibrating controls
+    n_control: PosInt | None = None  # fresh control problems (None = as many as test items)
+    batch_size: PosInt = 16  # texts per forward pass of the model-side detectors
 
 
 DEFAULT_MAX_NEW_TOKENS = 256  # tokens per response when neither the spec nor a harness task says
@@ -204,16 +202,12 @@ class EngineSpec:
 
 @schema("resources")
 class Resources:
-    """``engine_replicas``: engine actors per family (None = the cores, or GPUs, dealt out over the families,
-    at least one each: :func:`railsweep.sweep.plan.pool.engine_layout`);
-    ``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
-    ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades);
-    ``max_restarts``, ``max_task_retries``, ``max_failures``: -1 means unlimited (Ray's convention)."""
+    """What the engine actors and trials reserve; ``max_*``: -1 means unlimited (Ray's convention)."""
 
-    engine_replicas: PosInt | None = None
-    engine_cpus: PosFloat | None = None
+    engine_replicas: PosInt | None = None  # per family; None = the cores (or GPUs) dealt out, at least one each
+    engine_cpus: PosFloat | None = None  # per engine actor when no GPU is present; None = fit the cluster
     trial_cpus: PosFloat = 0.25
-    slots_per_engine: PosInt = 2
+    slots_per_engine: PosInt = 2  # concurrent trials per engine actor (one decodes while another grades)
     max_restarts: Retries = 3
     max_task_retries: Retries = 3
     max_failures: Retries = 1  # Tune retries of a failed trial
