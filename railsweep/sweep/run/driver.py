@@ -62,8 +62,7 @@ class SweepOutcome:
 
 
 def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
-    """Step 1: the spec resolved, its cells and the detectors' readouts."""
-    check_tracking_uri(spec.tracking.uri)
+    """Step 1 but the tracking server's check: the spec resolved, its cells and the detectors' readouts."""
     if staged is None:
         resolved = resolve_spec(spec)
     else:  # the world's paths to be: each family's files are checked when it is ready

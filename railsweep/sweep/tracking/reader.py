@@ -75,23 +75,21 @@ def _experiment_ids(tracker: Tracker, experiment: str | None) -> list[str]:
 
 def _sweep_runs(tracker: Tracker, experiment: str | None) -> list[Any]:
     ids = _experiment_ids(tracker, experiment)
-    if not ids:
-        return []
-    return list(retry(lambda: tracker.client.search_runs(ids, filter_string=f"tags.`{TAG_KIND}` = 'sweep'",
-                      max_results=1000, order_by=["attributes.start_time DESC"]), "search sweep runs"))  # fmt: skip
+    return _newest(tracker, ids, "sweep", 1000, "search sweep runs") if ids else []
+
+
+def _newest(tracker: Tracker, ids: list[str], kind: str, n: int, what: str) -> list[Any]:
+    """The newest ``n`` runs of ``kind`` (``railsweep.kind``) in the experiments ``ids``."""
+    return list(retry(lambda: tracker.client.search_runs(ids, filter_string=f"tags.`{TAG_KIND}` = '{kind}'",
+                      max_results=n, order_by=["attributes.start_time DESC"]), what))  # fmt: skip
 
 
 def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame:
     """One row per sweep (parent run), newest first: run_id, experiment_id, run_name, status, started, preset,
     table, n_cells (``experiment`` None = every experiment)."""
-    rows = []
-    for run in _sweep_runs(tracker, experiment):
-        p = run.data.params
-        rows.append({
-            "run_id": run.info.run_id, "experiment_id": run.info.experiment_id, "run_name": run.info.run_name,
-            "status": run.info.status, "started": pd.to_datetime(run.info.start_time, unit="ms", utc=True),
-            "preset": p.get("preset"), "table": p.get("table"), "n_cells": p.get("n_cells"),
-        })  # fmt: skip
+    rows = [(r.info.run_id, r.info.experiment_id, r.info.run_name, r.info.status,
+             pd.to_datetime(r.info.start_time, unit="ms", utc=True), r.data.params.get("preset"),
+             r.data.params.get("table"), r.data.params.get("n_cells")) for r in _sweep_runs(tracker, experiment)]  # fmt: skip
     cols = ["run_id", "experiment_id", "run_name", "status", "started", "preset", "table", "n_cells"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -213,8 +211,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     exp = retry(lambda: tracker.client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
     if exp is None:
         return None
-    runs = retry(lambda: tracker.client.search_runs([exp.experiment_id], filter_string=f"tags.`{TAG_KIND}` = 'figure1'",
-                 max_results=1, order_by=["attributes.start_time DESC"]), "search figure-1 runs")  # fmt: skip
+    runs = _newest(tracker, [exp.experiment_id], "figure1", 1, "search figure-1 runs")
     if not runs:
         return None
     run = runs[0]

@@ -200,9 +200,7 @@ def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path], exp
     """One MLflow run with the Figure-1 summary as metrics and its files as artifacts; returns the run id."""
     tracker = Tracker(uri)
     tracker.ensure_experiment(experiment)
-    run = retry(lambda: tracker.client.create_run(tracker.experiment_id, run_name="figure1", tags={TAG_KIND: "figure1"}),
-                "create figure-1 run")  # fmt: skip
-    rid = run.info.run_id
+    rid, _ = tracker._open_run(None, "figure1", {TAG_KIND: "figure1"}, "figure-1 run")
     for k, v in {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v == v}.items():
         retry(lambda k=k, v=v: tracker.client.log_metric(rid, k, v), f"log metric {k}")
     for f in files:
