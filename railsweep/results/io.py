@@ -10,6 +10,7 @@ Writing follows these steps, so a reader never sees half a cell:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,9 +111,8 @@ def _fsync_dir(path: Path) -> None:
     except OSError:  # directories cannot be opened on some platforms
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 

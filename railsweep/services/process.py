@@ -6,6 +6,7 @@ A service this process started runs in its own process group (``start_new_sessio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -93,12 +94,8 @@ class Service:
             return
         pgid = os.getpgid(self.proc.pid)
         os.killpg(pgid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(10)

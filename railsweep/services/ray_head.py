@@ -10,6 +10,7 @@ start left running is ended (:func:`end_failed_start`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -195,10 +196,8 @@ def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
     """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group (the start ran in
     its own session) and any process of its Ray session (``session_<date>_<time>_<pid>`` in the command line)
     that left the group. Returns the ids signalled besides the group."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     mark = re.compile(rf"session_[0-9_-]+_{pid}\b".encode())
     hit = []
     for entry in proc_dir.glob("[0-9]*"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,5 @@ def kill_actors(handles: dict[str, Any]) -> None:
     import ray  # optional heavy dependency: the sweep's
 
     for h in handles.values():
-        try:
+        with contextlib.suppress(Exception):
             ray.kill(h, no_restart=True)
-        except Exception:
-            pass

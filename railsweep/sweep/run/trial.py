@@ -14,6 +14,7 @@ Steps of a trial:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -209,11 +210,9 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
             tracker.log_artifact(run_id, paths["responses"], RESULTS_DIR)
         tracker.terminate(run_id, "FINISHED")
     except BaseException as e:
-        try:
+        with contextlib.suppress(TrackingError):
             tracker.log(run_id, tags={"railsweep.error": f"{type(e).__name__}: {e}"[:4000]})
             tracker.terminate(run_id, "FAILED")
-        except TrackingError:
-            pass
         _set_state(board, cid, "failed")
         raise
     _set_state(board, cid, "done")
