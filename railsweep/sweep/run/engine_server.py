@@ -53,9 +53,7 @@ class _CountingEngine:
 
 class EngineServer:
     """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or share
-    of another family loads that family's model first). ``threads``: torch threads of this process (None =
-    torch's default); ``prompts_per_call``: ``DecodeSettings.batch_size`` (the engine's own batch is
-    ``engine_config["max_batch_size"]``)."""
+    of another family loads that family's model first). ``prompts_per_call``: ``DecodeSettings.batch_size``."""
 
     def __init__(self, engine_config: dict[str, Any], threads: int | None = None, cache_dir: str | None = None,
                  prompts_per_call: int = 64, family_configs: dict[str, dict[str, Any]] | None = None):  # fmt: skip
@@ -107,11 +105,9 @@ class EngineServer:
 
     def run_cell(self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None,
                  name: str | None = None) -> dict[str, Any]:  # fmt: skip
-        """Evaluate one cell: its Parquet files as bytes (``files``), the per-question table as
-        :func:`railsweep.results.io.read_cell` reads it (``questions``), the answer rules' counts (``grading``) and
+        """Evaluate one cell: its Parquet files as bytes, the per-question table, the answer rules' counts and
         timings. With ``pool`` and ``name`` (this actor's), the cell may share its one-off decoding jobs with idle
-        engines (:class:`railsweep.sweep.run.sharing.SharingEngine`). A ``CellConfig`` is taken as the driver
-        checked it; a dict is checked here."""
+        engines (:mod:`railsweep.sweep.run.sharing`). A ``CellConfig`` is taken as the driver checked it."""
         cfg = cell if isinstance(cell, CellConfig) else CellConfig.from_dict(cell)
         cid = cfg.cell_id
         self.use(cfg.family)

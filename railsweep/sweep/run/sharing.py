@@ -21,11 +21,9 @@ POLL_S = 0.5  # how often the lender asks the pool again while no engine of the 
 
 
 class SharingEngine:
-    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines.
-
-    ``me``: this engine's actor name; ``strategy`` and ``family``: the cell's (a borrowed engine decodes with the
-    same backend on that family's model); ``cell_id``: names the shares' leases; ``on_samples``: hears the samples
-    the borrowed engines decoded."""
+    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines, which
+    decode with the cell's ``strategy``'s backend on its ``family``'s model; ``me``: this engine's actor name;
+    ``on_samples``: hears the samples the borrowed engines decoded."""
 
     def __init__(self, engine: Any, pool: Any, me: str, strategy: str, cell_id: str,
                  on_samples: Callable[[int], None], family: str | None = None):  # fmt: skip

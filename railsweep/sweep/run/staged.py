@@ -46,9 +46,8 @@ class StagedWorld:
         return 0 if self.world is not None else len(self.config.families) - len(self.ready)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build
-        raises its error here; a finished one marks every family ready (a world another process built
-        under the same lock lands whole)."""
+        """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build raises its
+        error here; a finished one marks every family ready (a world built by another process lands whole)."""
         try:
             stage = self._events.get(timeout=timeout)
         except queue.Empty:

@@ -75,10 +75,8 @@ def cell_summary(df: Any) -> dict[str, float]:
 
 
 def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
-    """A cell's ``railsweep.grading`` counts as MLflow metrics: ``n_rule_disagree`` (responses the answer
-    rules do not all grade the same) and, under ``grading.``, the correct count under every rule, each other
-    rule's count of responses graded differently, and on the built-in GSM8K task the harness's gsm8k_cot
-    strict-match / flexible-extract counts (another task's filters are its rules, counted above)."""
+    """A cell's ``railsweep.grading`` counts (:class:`railsweep.tasks.agreement.RuleAgreement`) as MLflow metrics:
+    ``n_rule_disagree`` and, under ``grading.``, the rest."""
     if not grading:
         return {}
     out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}

@@ -223,9 +223,8 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
 
 
 def read_dynamics(tracker: Tracker, parent_run_id: str, download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:
-    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`), by name (``gains``, ``fits``,
-    ``predictions``, ``accuracy``, ``positions``; every group's rows, ``family`` and ``domain`` columns); ``{}``
-    when the sweep has no temperature dimension."""
+    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's rows;
+    ``{}`` when the sweep has no temperature dimension."""
     files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR), "list dynamics artifacts")
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))
     return {Path(f.path).stem: pd.read_parquet(tracker.download(parent_run_id, f.path, dst / parent_run_id))
