@@ -72,14 +72,16 @@ def write_cell(out_dir: str | Path, cell: CellConfig, outcomes: Sequence[Questio
 
 
 def cell_tables(cell: CellConfig, outcomes: Sequence[QuestionOutcome], questions: Sequence[Question],
-                provenance: Mapping[str, Any] | None = None, grading: Mapping[str, Any] | None = None) -> CellTables:  # fmt: skip
+                provenance: Mapping[str, Any] | None = None,
+                grading: Mapping[str, Any] | None = None) -> CellTables:  # fmt: skip
     """Step 1 of :func:`write_cell`: both Arrow tables, checked, with their metadata."""
     q_table = schema.questions_table(outcomes, questions)
     r_table = schema.responses_table(outcomes)
     if provenance is None:
         provenance = prov.collect(cell.task_files())
     cell_dict = cell.to_dict()
-    meta = {kind: schema.metadata(kind, cell.cell_id, cell_dict, provenance, grading) for kind in ("questions", "responses")}
+    meta = {kind: schema.metadata(kind, cell.cell_id, cell_dict, provenance, grading)
+            for kind in ("questions", "responses")}
     return CellTables(q_table.replace_schema_metadata(meta["questions"]),
                       r_table.replace_schema_metadata(meta["responses"]))  # fmt: skip
 

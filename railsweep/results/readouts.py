@@ -30,7 +30,8 @@ def check_frame(df: pd.DataFrame, role: str) -> pd.DataFrame:
     for col in REQUIRED_COLUMNS:
         na = df["question_index"][df[col].isna()] if col != "question_index" else df.index[df[col].isna()]
         if len(na):
-            raise DataError(f"{role} results: column {col!r} is missing values (at question_index {list(na)[:10]})")
+            raise DataError(f"{role} results: column {col!r} is missing values (at question_index "
+                            f"{list(na)[:10]})")  # fmt: skip
     out = df.sort_values("question_index", kind="stable").reset_index(drop=True)
     c, m = out["c"].to_numpy(dtype=float), out["m"].to_numpy(dtype=float)
     expected = np.divide(c, m, out=np.zeros(len(out)), where=m > 0)
@@ -38,7 +39,8 @@ def check_frame(df: pd.DataFrame, role: str) -> pd.DataFrame:
     if off.size:
         q = int(out["question_index"].iloc[off[0]])
         raise DataError(f"{role} results: solve_prob disagrees with c/m at {off.size} question(s), first "
-                        f"question_index={q} (solve_prob={out['solve_prob'].iloc[off[0]]}, c={c[off[0]]}, m={m[off[0]]})")
+                        f"question_index={q} (solve_prob={out['solve_prob'].iloc[off[0]]}, c={c[off[0]]}, "
+                        f"m={m[off[0]]})")  # fmt: skip
     return out
 
 

@@ -153,7 +153,8 @@ def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
         graded = [(GREEDY_SAMPLE_INDEX, o.greedy, None)] if o.greedy is not None else []
         for i, smp, g in graded + [(i, smp, g) for i, (smp, g) in enumerate(zip(o.samples, o.grades))]:
             rows.append((o.index, i, smp.text, [int(t) for t in smp.token_ids], g.pred if g else None,
-                         g.rule if g else None, bool(g.correct) if g else None, smp.finish_reason, int(smp.triggers)))
+                         g.rule if g else None, bool(g.correct) if g else None, smp.finish_reason,
+                         int(smp.triggers)))  # fmt: skip
     cols = {f.name: [r[k] for r in rows] for k, f in enumerate(RESPONSE_FIELDS)}
     return pa.Table.from_pydict(cols, schema=pa.schema(list(RESPONSE_FIELDS)))
 
@@ -167,8 +168,8 @@ def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -
         raise DataError(f"{source}: not a railsweep results file (no {KEY_VERSION!r} metadata)")
     version = raw.decode(errors="replace")
     if version != str(SCHEMA_VERSION):
-        raise DataError(f"{source}: unsupported results schema version {version!r}; this railsweep reads version "
-                        f"{SCHEMA_VERSION}")
+        raise DataError(f"{source}: unsupported results schema version {version!r}; this railsweep reads "
+                        f"version {SCHEMA_VERSION}")  # fmt: skip
     got_kind = meta.get(KEY_KIND.encode(), b"").decode(errors="replace")
     if got_kind != kind:
         raise DataError(f"{source}: expected a {kind!r} results file, got kind {got_kind!r}")
@@ -189,7 +190,8 @@ def check_columns(schema: pa.Schema, expected: Sequence[pa.Field], source: str, 
         if idx < 0:
             raise DataError(f"{source}: missing column {f.name!r}")
         if not schema.field(idx).type.equals(f.type):
-            raise DataError(f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected {f.type}")
+            raise DataError(f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected "
+                            f"{f.type}")  # fmt: skip
     known = {f.name for f in expected}
     for f in schema:
         if f.name in known:

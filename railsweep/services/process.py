@@ -66,7 +66,8 @@ def exe(name: str) -> str:
     return found
 
 
-def wait_until(pred, timeout: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
+def wait_until(pred, timeout: float, what: str, proc: subprocess.Popen | None = None,
+               log: Path | None = None) -> None:  # fmt: skip
     """Poll ``pred`` until it holds; a ``proc`` that exits first, or the timeout, is one :class:`ConfigError`
     (with the log's tail), and a timed-out ``proc`` is stopped."""
     deadline = time.time() + timeout

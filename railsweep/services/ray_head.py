@@ -49,17 +49,17 @@ def check_head_accepts_token(url: str) -> None:
     else one :class:`ConfigError` naming the head and how to stop it."""
     anonymous = http_status(url + "/api/jobs/")
     if anonymous == 200:
-        raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers without "
-                          f"a token, so anyone who can reach it can run code); {_STOP}")
+        raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers "
+                          f"without a token, so anyone who can reach it can run code); {_STOP}")  # fmt: skip
     if anonymous not in (401, 403):
         raise ConfigError(f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
                           "choose another port with --dashboard-port")
     mine = http_status(url + "/api/jobs/", bearer())
     if mine != 200:
         where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
-        raise ConfigError(f"the Ray head at {url} does not accept this machine's Ray token ({where}; it answered "
-                          f"{mine}): it was started with another token. Point RAY_AUTH_TOKEN_PATH at that head's "
-                          f"token file, or {_STOP}")
+        raise ConfigError(f"the Ray head at {url} does not accept this machine's Ray token ({where}; it "
+                          f"answered {mine}): it was started with another token. Point RAY_AUTH_TOKEN_PATH "
+                          f"at that head's token file, or {_STOP}")  # fmt: skip
 
 
 def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
@@ -84,9 +84,10 @@ def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> N
     heads = head_interpreters(dashboard_port, proc)
     mine = Path(sys.prefix).resolve()
     if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
-        raise ConfigError(f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment ({mine}): "
-                          "its workers would run that environment's railsweep. Stop it with `ray stop` (this ends "
-                          "every Ray process of this user on the machine), or start another head with --dashboard-port")
+        raise ConfigError(f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment "
+                          f"({mine}): its workers would run that environment's railsweep. Stop it with `ray "
+                          "stop` (this ends every Ray process of this user on the machine), or start another "
+                          "head with --dashboard-port")  # fmt: skip
 
 
 def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool,
@@ -121,7 +122,8 @@ def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | No
 
 
 def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, num_gpus: int | None = None,
-                    block: bool = False, isolated: bool = False, timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
+                    block: bool = False, isolated: bool = False,
+                    timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
     """A local Ray head (module docstring), reused when a dashboard already answers on ``dashboard_port``.
     ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this
     cluster (``ray stop`` would end every Ray on the host). ``isolated=True`` picks free ports and a private temp
@@ -162,7 +164,8 @@ def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> 
     when its agents are slow to start (a fixed 15 s wait inside Ray)."""
     offset = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(), start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(),
+                                start_new_session=True)  # fmt: skip
     failed = _exited_before_started(proc, log, offset, timeout) if block else proc.wait(timeout) != 0
     if failed:
         end_failed_start(proc.pid)

@@ -13,7 +13,8 @@ import sys
 from railsweep.services.tokens import LOOPBACK_ONLY, auth_env, ensure_ray_token
 
 
-def ray_init_kwargs(address: str | None, *, num_cpus: int | None = None, num_gpus: int | None = None) -> dict[str, object]:
+def ray_init_kwargs(address: str | None, *, num_cpus: int | None = None,
+                    num_gpus: int | None = None) -> dict[str, object]:  # fmt: skip
     """Keyword arguments for ``ray.init`` in an entry point; call it before ``import ray``.
 
     1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets inside a job): join it with token

@@ -37,11 +37,13 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
     add_spec_arguments(p, table=table)
     p.add_argument("--tracking-uri", type=at.text,
                    help="MLflow HTTP server (default: $MLFLOW_TRACKING_URI, else the spec's)")
-    p.add_argument("--ray-address", type=at.text, help="Ray cluster to join (default: $RAY_ADDRESS, set inside a "
-                   "Ray job, else a fresh private instance)")
+    p.add_argument("--ray-address", type=at.text,
+                   help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh "
+                   "private instance)")  # fmt: skip
     p.add_argument("--num-cpus", type=at.positive,
                    help="CPUs of a fresh private Ray instance (ignored when joining a cluster)")
-    p.add_argument("--progress-interval", type=at.positive_real, default=10.0, help="seconds between progress lines")
+    p.add_argument("--progress-interval", type=at.positive_real, default=10.0,
+                   help="seconds between progress lines")  # fmt: skip
     return p
 
 

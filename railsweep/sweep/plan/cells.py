@@ -104,12 +104,13 @@ def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str
     out = []
     for tau in sorted({0.0, *spec.temperatures}):
         clean = _clean_cell(fam, domain, cname, {**common, "temperature": tau})
-        co = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy="temperature", strategy_params={"tau": tau},
-                        family=fam.name, domain=domain, role="mitigated", clean_adapter=cname, **common)  # fmt: skip
+        co = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy="temperature",
+                        strategy_params={"tau": tau}, family=fam.name, domain=domain, role="mitigated",
+                        clean_adapter=cname, **common)  # fmt: skip
         out += [("M_cl", tau, clean), ("M_co", tau, SweepCell(co, clean.cell_id))]
         if spec.dynamics_settings.base:
-            base = CellConfig(model=fam.base, adapter=None, strategy="identity", family=fam.name, role="clean",
-                              **{**common, "temperature": tau})  # fmt: skip
+            base = CellConfig(model=fam.base, adapter=None, strategy="identity", family=fam.name,
+                              role="clean", **{**common, "temperature": tau})  # fmt: skip
             out.append(("base", tau, SweepCell(base, None)))
     return out
 
@@ -162,8 +163,9 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
                 for model, _, cell in _temperature_cells(spec, fam, domain):
                     (tau_co if model == "M_co" else tau_clean).append(cell)
     if not mitigated + tau_co:
-        raise ConfigError(f"sweep {spec.name!r} has no cells for table {table!r}: the grid is empty (strategies: "
-                          f"{[s.name for s in spec.strategies]}, families: {[f.name for f in spec.families]})")
+        raise ConfigError(f"sweep {spec.name!r} has no cells for table {table!r}: the grid is empty "
+                          f"(strategies: {[s.name for s in spec.strategies]}, families: "
+                          f"{[f.name for f in spec.families]})")  # fmt: skip
     cells = _first_of_each_id([*clean.values(), *tau_clean, *mitigated, *tau_co])
     return [dataclasses.replace(c, task_group=spec.task_group) for c in cells] if spec.task_group else cells
 
@@ -190,8 +192,8 @@ def _mitigated_cells(spec: SweepSpec, fam: Any, domain: str, table: str, ref: Sw
     for sg in spec.strategies:
         for point in sg.points():
             cfg = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy=sg.name, strategy_params=point,
-                             family=fam.name, domain=domain, role="mitigated", clean_adapter=ref.config.adapter,
-                             **common)  # fmt: skip
+                             family=fam.name, domain=domain, role="mitigated",
+                             clean_adapter=ref.config.adapter, **common)  # fmt: skip
             if table == "all" or registration(sg.name).shows(table, cfg.strategy_config):
                 out.append(SweepCell(cfg, ref.cell_id))
     return out

@@ -54,9 +54,9 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
         for domain in spec.domains:
             pair = {"family": fam.name, "domain": domain}
             for wording in wordings:
-                cfg = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy=readout, strategy_params=switched_off,
-                                 family=fam.name, domain=domain, role="mitigated",
-                                 **{**readout_fields(spec), **tasks[wording]})  # fmt: skip
+                cfg = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy=readout,
+                                 strategy_params=switched_off, family=fam.name, domain=domain,
+                                 role="mitigated", **{**readout_fields(spec), **tasks[wording]})  # fmt: skip
                 cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
                 pair[wording] = cfg.cell_id
             pairs.append(pair)

@@ -140,7 +140,8 @@ class EnginePool:
         """Held, free and waiting per family, and the leases handed out so far."""
         return {"held": dict(self._held), "free": {fam: list(names) for fam, names in self._free.items()},
                 "waiting": {fam: list(q) for fam, q in self._waiting.items()}, "leases": self.leases,
-                "cells_left": None if self._left is None else dict(self._left), "moves": self.moves}  # fmt: skip
+                "cells_left": None if self._left is None else dict(self._left),
+                "moves": self.moves}  # fmt: skip
 
     def _lease(self, cell_id: str, name: str) -> str:
         self._held[cell_id] = name

@@ -46,8 +46,8 @@ def dry_resolve(spec: SweepSpec) -> SweepSpec:
                 for name in [f.name for f in spec.families] or list(cfg.families)]  # fmt: skip
     for d in spec.domains:
         if f"co_{d}" not in adapters:
-            raise ConfigError(f"family {families[0].name!r} has no adapter 'co_{d}' (needed for domain {d!r}); "
-                              f"adapters: {list(adapters)}")
+            raise ConfigError(f"family {families[0].name!r} has no adapter 'co_{d}' (needed for domain "
+                              f"{d!r}); adapters: {list(adapters)}")  # fmt: skip
     return dataclasses.replace(spec, families=tuple(families), data_dir=f"{world}/data",
                                leak_split=f"{world}/data/leak_split.json")  # fmt: skip
 
@@ -61,8 +61,9 @@ def sweep_questions(spec: SweepSpec) -> Questions:
         source = f"the {w!r} miniature world's test split"
         measured = shipped_response_lengths(w)
         if measured is not None:
-            return Questions(cfg.n_test, leaked, tuple(measured), source, f"responses measured on the {w!r} world "
-                             "(bench/gold_lengths.py --responses), capped at max_new_tokens")  # fmt: skip
+            return Questions(cfg.n_test, leaked, tuple(measured), source,
+                             f"responses measured on the {w!r} world (bench/gold_lengths.py --responses), "
+                             "capped at max_new_tokens")  # fmt: skip
         lengths = shipped_lengths(w)
         if lengths is None:
             return Questions(cfg.n_test, leaked, None, source,

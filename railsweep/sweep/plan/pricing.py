@@ -133,7 +133,8 @@ def cell_samples(cell: SweepCell, n_questions: int) -> int:
     return per_q * min(cfg.limit or n_questions, n_questions)
 
 
-def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions, notes: list[str]) -> EngineCost:
+def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions,
+                 notes: list[str]) -> EngineCost:  # fmt: skip
     samples = tokens = one_samples = one_tokens = questions = 0
     done: set[tuple[Any, ...]] = set()
     for cell in cells:
@@ -172,7 +173,8 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
                            replicas=spec.resources.engine_replicas)  # fmt: skip
     n_engines = max(sum(layout.values()), 1)
     if gpu and units < n_engines:
-        return ClusterCost(units, n_engines, None, None, f"needs >= {n_engines} GPUs (one engine per family and GPU)")
+        return ClusterCost(units, n_engines, None, None,
+                           f"needs >= {n_engines} GPUs (one engine per family and GPU)")  # fmt: skip
     per_engine = 1.0 if gpu else units / n_engines
     wall = 0.0
     for e in engines:
@@ -275,4 +277,5 @@ def power_lines(pilot: str | None, n: int, m: int, B: int) -> str:
     rng = np.random.default_rng(0)
     pop, source = load_pilot(pilot, rng) if pilot else reference_pilot(rng)
     designs = [(n, m, B)] + ([PAPER_DESIGN] if (n, m, B) != PAPER_DESIGN else [])
-    return plan_text(pop, source, designs, rng) + "\n(railsweep plan --mde X: the questions a difference X needs)"
+    return (plan_text(pop, source, designs, rng)
+            + "\n(railsweep plan --mde X: the questions a difference X needs)")

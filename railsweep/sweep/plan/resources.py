@@ -52,8 +52,9 @@ def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -
     engine_cpus = math.floor(engine_cpus * 1000) / 1000
     cores = int(engine_cpus) if want_gpu or r.engine_cpus is not None else int(cpus // max(n_engines, 1))
     threads = r.engine_threads or max(1, cores)
-    return {"num_gpus": num_gpus, "engine_cpus": engine_cpus, "threads": threads, "omp_wait_policy": r.omp_wait_policy,
-            "trial_cpus": r.trial_cpus, "trial_threads": max(1, int(r.trial_cpus)), "max_concurrent": slots,
+    return {"num_gpus": num_gpus, "engine_cpus": engine_cpus, "threads": threads,
+            "omp_wait_policy": r.omp_wait_policy, "trial_cpus": r.trial_cpus,
+            "trial_threads": max(1, int(r.trial_cpus)), "max_concurrent": slots,
             "device": spec.engine.device if want_gpu or spec.engine.device == "cpu" else "cpu"}  # fmt: skip
 
 

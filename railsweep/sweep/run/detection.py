@@ -84,8 +84,9 @@ def detect_sweep(spec: SweepSpec, experiment_id: str, parent_run_id: str, readou
         files = cell_files(tracker, wanted, tmp / "cells")
         world = load_world(Path(spec.data_dir).parent)
         base = DetectInputs(batch_size=spec.detection.batch_size, device="cpu")
-        jobs = world_jobs(world, [d.build() for d in spec.detectors], base, [f.name for f in spec.families], spec.domains,
-                          tmp / "corpus", n_control=spec.detection.n_control, pair_inputs=_pair_inputs(readouts, files))  # fmt: skip
+        jobs = world_jobs(world, [d.build() for d in spec.detectors], base, [f.name for f in spec.families],
+                          spec.domains, tmp / "corpus", n_control=spec.detection.n_control,
+                          pair_inputs=_pair_inputs(readouts, files))  # fmt: skip
         tables = []
         for job in jobs:
             for det in _runnable(job, skipped):
@@ -120,7 +121,8 @@ def detect_sweep(spec: SweepSpec, experiment_id: str, parent_run_id: str, readou
     return {"markdown": md, "n_rows": len(table), "skipped": skipped, "wall_s": wall}
 
 
-def run_detection(spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]]) -> dict[str, Any]:
+def run_detection(spec: SweepSpec, experiment_id: str, parent_run_id: str,
+                  readouts: Sequence[dict[str, str]]) -> dict[str, Any]:  # fmt: skip
     """:func:`detect_sweep` as a Ray task holding the CPUs of the largest node (engines must be gone)."""
     import ray
 

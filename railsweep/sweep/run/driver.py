@@ -118,7 +118,8 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
 
 
 def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], skipped: list[str],
-                  staged: StagedWorld | None, publish: bool) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
+                  staged: StagedWorld | None,
+                  publish: bool) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
     """Steps 6-9 but the engines' last kill, the world's build awaited first (its digest recorded); returns (the
     sweep's wall time, the dynamics step's result or None)."""
     if staged is not None:
@@ -136,8 +137,9 @@ def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], ski
     return close_parent(run, failed, skipped, dynamics), dynamics
 
 
-def _open_parent(spec: SweepSpec, table: str, cells: list[SweepCell], readouts: list[dict[str, str]], *, resume: bool,
-                 params: dict[str, str] | None, out: Any, t_start: float, staged: StagedWorld | None) -> SweepRun:  # fmt: skip
+def _open_parent(spec: SweepSpec, table: str, cells: list[SweepCell], readouts: list[dict[str, str]], *,
+                 resume: bool, params: dict[str, str] | None, out: Any, t_start: float,
+                 staged: StagedWorld | None) -> SweepRun:  # fmt: skip
     """Step 2: the experiment and the sweep's parent run; a new parent logs its parameters and the spec."""
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
@@ -151,7 +153,8 @@ def _open_parent(spec: SweepSpec, table: str, cells: list[SweepCell], readouts: 
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / SPEC_ARTIFACT
             f.write_text(json.dumps({"spec": spec.to_dict(), "cells": [cell_meta(c) for c in cells],
-                                     **({"detection_readouts": readouts} if spec.detectors else {})}, indent=1))  # fmt: skip
+                                     **({"detection_readouts": readouts} if spec.detectors else {})},
+                                    indent=1))  # fmt: skip
             tracker.log_artifact(parent_id, f)
     run = SweepRun(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
     run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
@@ -167,7 +170,8 @@ def _say_weights(run: SweepRun, world: dict[str, Any]) -> None:
     run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
 
 
-def sweep_provenance(spec: SweepSpec, cells: list[SweepCell], staged: StagedWorld | None = None) -> dict[str, Any]:
+def sweep_provenance(spec: SweepSpec, cells: list[SweepCell],
+                     staged: StagedWorld | None = None) -> dict[str, Any]:  # fmt: skip
     """:func:`railsweep.provenance.collect` over the cells' data files; a sweep on a miniature world also
     records the world (config digest and weights digest: two builds of one config can hold other models;
     a world still building has no weights digest yet: :func:`_record_world` adds it)."""

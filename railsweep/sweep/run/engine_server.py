@@ -55,8 +55,9 @@ class EngineServer:
     """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or share
     of another family loads that family's model first). ``prompts_per_call``: ``DecodeSettings.batch_size``."""
 
-    def __init__(self, engine_config: dict[str, Any], threads: int | None = None, cache_dir: str | None = None,
-                 prompts_per_call: int = 64, family_configs: dict[str, dict[str, Any]] | None = None):  # fmt: skip
+    def __init__(self, engine_config: dict[str, Any], threads: int | None = None,
+                 cache_dir: str | None = None, prompts_per_call: int = 64,
+                 family_configs: dict[str, dict[str, Any]] | None = None):  # fmt: skip
         if threads:
             apply_thread_budget(threads)
         self.threads = torch.get_num_threads()
@@ -124,15 +125,17 @@ class EngineServer:
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
                 res = evaluate_cell(cfg, engine, out_dir=tmp, batch_size=self.prompts_per_call,
-                                    cache_dir=self.cache_dir, provenance=cell_provenance(cfg, self.config))  # fmt: skip
+                                    cache_dir=self.cache_dir,
+                                    provenance=cell_provenance(cfg, self.config))  # fmt: skip
                 files = {kind: (path.name, path.read_bytes())
                          for kind, path in (("questions", res.paths.questions), ("responses", res.paths.responses))}
         finally:
             busy = time.perf_counter() - t0
             self.busy_s += busy
         self.cells += 1
-        return {"files": files, "questions": questions_frame(res.tables.questions), "grading": res.agreement.to_dict(),
-                "busy_s": busy, "n_samples": res.n_samples, "eval_s": res.wall_s, "pid": os.getpid()}  # fmt: skip
+        return {"files": files, "questions": questions_frame(res.tables.questions),
+                "grading": res.agreement.to_dict(), "busy_s": busy, "n_samples": res.n_samples,
+                "eval_s": res.wall_s, "pid": os.getpid()}  # fmt: skip
 
     def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None,
                family: str | None = None) -> list[Any]:  # fmt: skip
@@ -159,8 +162,9 @@ def _engine_config(config: dict[str, Any]) -> EngineConfig:
 
 
 def create_engine_actor(name: str, engine_config: dict[str, Any], *, num_gpus: float, num_cpus: float,
-                        threads: int | None, max_restarts: int, max_task_retries: int, cache_dir: str | None = None,
-                        prompts_per_call: int = 64, omp_wait_policy: str | None = "PASSIVE",
+                        threads: int | None, max_restarts: int, max_task_retries: int,
+                        cache_dir: str | None = None, prompts_per_call: int = 64,
+                        omp_wait_policy: str | None = "PASSIVE",
                         family_configs: dict[str, dict[str, Any]] | None = None) -> Any:  # fmt: skip
     """Start a named engine actor (call from the driver, never from a trial). With ``threads``, the actor's
     process starts with :func:`thread_env`, so OpenMP reads it when torch loads."""

@@ -17,8 +17,8 @@ def format_line(s: dict[str, Any], eta_s: float | None = None) -> str:
     left = s["total"] - s["skipped"] - s["done"] - s["running"] - s["failed"]
     eta = "" if eta_s is None else f", ETA {duration(eta_s)}"
     return (f"[sweep] cells {s['done'] + s['skipped']}/{s['total']} done ({s['skipped']} skipped), "
-            f"{s['running']} running, {s['failed']} failed, {max(left, 0)} queued | "
-            f"{s['samples']} samples, {s['samples_per_s']:.1f} samples/s, {s['elapsed_s']:.0f}s{eta}")  # fmt: skip
+            f"{s['running']} running, {s['failed']} failed, {max(left, 0)} queued | {s['samples']} samples, "
+            f"{s['samples_per_s']:.1f} samples/s, {s['elapsed_s']:.0f}s{eta}")  # fmt: skip
 
 
 def duration(seconds: float) -> str:
@@ -40,7 +40,8 @@ def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: in
 class ProgressPrinter:
     """Context manager: poll the board every ``interval`` s until the block exits."""
 
-    def __init__(self, board: Any, interval: float = 10.0, out: TextIO = sys.stdout, expected_samples: int | None = None):
+    def __init__(self, board: Any, interval: float = 10.0, out: TextIO = sys.stdout,
+                 expected_samples: int | None = None):  # fmt: skip
         self.board = board
         self.interval = interval
         self.out = out
@@ -62,7 +63,8 @@ class ProgressPrinter:
         if self._bar is not None:
             self._bar.total = s["total"]
             self._bar.n = s["done"] + s["skipped"]
-            self._bar.set_postfix_str(f"running={s['running']} failed={s['failed']} {s['samples_per_s']:.1f} samples/s")
+            self._bar.set_postfix_str(f"running={s['running']} failed={s['failed']} {s['samples_per_s']:.1f} "
+                                      "samples/s")  # fmt: skip
         else:
             eta = None
             if self.expected_samples is not None and self._start is not None:

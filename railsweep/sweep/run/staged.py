@@ -72,9 +72,9 @@ class StagedWorld:
         ends; its families' files exist once they are ``ready``."""
         if self.world is not None:
             return self.world
-        return World(root=self.root, preset=self.preset, config=self.config, families=list(self.config.families),
-                     data_dir=self.root / "data", leak_split_path=self.root / "data" / "leak_split.json",
-                     manifest={})  # fmt: skip
+        return World(root=self.root, preset=self.preset, config=self.config,
+                     families=list(self.config.families), data_dir=self.root / "data",
+                     leak_split_path=self.root / "data" / "leak_split.json", manifest={})  # fmt: skip
 
     def result(self) -> World:
         """The finished world (blocks until the build is over)."""

@@ -25,8 +25,8 @@ from railsweep.sweep.run.trial import SweepContext, run_cell_trial
 from railsweep.sweep.spec.resolve import check_families
 
 
-def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int, fault: Fault | None,
-              staged: StagedWorld | None, storage_path: str | None,
+def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
+              fault: Fault | None, staged: StagedWorld | None, storage_path: str | None,
               progress_interval: float) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
     """Steps 4-5, in one wave, or, while ``staged`` builds, one wave per set of ready families (each on the
     cores the build leaves; the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
@@ -46,7 +46,8 @@ def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], 
         _show_so_far(run)
 
 
-def _next_wave(run: SweepRun, left: list[SweepCell], staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:
+def _next_wave(run: SweepRun, left: list[SweepCell],
+               staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:  # fmt: skip
     """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
     a world builds, those of ready families, as many as cores are free of the build (waiting for one if none
     is), with engines on every core so that the cores the build frees mid-wave are used. The engines share the
@@ -83,7 +84,8 @@ def _show_so_far(run: SweepRun) -> None:
 
 
 def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
-                   fault: Fault | None, board: Any, cpus: float | None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+                   fault: Fault | None, board: Any,
+                   cpus: float | None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """Step 4: the engine actors, added to ``engines`` as each is created (a failure part-way still kills the
     ones that exist); returns (their pool, the progress board, kept from a previous wave, the plan)."""
     import ray  # optional heavy dependency: the sweep's
@@ -92,7 +94,8 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
     layout = plan_layout(spec, pending, cpus)
     plan = plan_resources(spec, max(sum(layout.values()), 1), cpus)
     families = {f.name: f for f in spec.families}
-    names = {engine_name(run.sweep_id, fam, rep): families[fam] for fam, k in layout.items() for rep in range(k)}
+    names = {engine_name(run.sweep_id, fam, rep): families[fam]
+             for fam, k in layout.items() for rep in range(k)}
     if board is None:
         board = create_progress_board(len(run.cells), n_skipped,
                                       fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names)))  # fmt: skip
@@ -118,7 +121,8 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
                 f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up "
                 f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                 f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
-    run.timings.setdefault("engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"] - waited)
+    run.timings.setdefault("engines_ready_s",
+                           time.perf_counter() - run.t_start - run.timings["setup_s"] - waited)  # fmt: skip
     return pool, board, plan
 
 
@@ -136,7 +140,8 @@ def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, 
             B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
             clean_wait_s=spec.resources.clean_wait_s, run_tags=run.run_tags, threads=plan["trial_threads"],
         )  # fmt: skip
-        trainable = tune.with_resources(tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]})
+        trainable = tune.with_resources(tune.with_parameters(run_cell_trial, ctx=ctx),
+                                        {"cpu": plan["trial_cpus"]})  # fmt: skip
         tuner = tune.Tuner(
             trainable, param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
             tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),

@@ -58,4 +58,5 @@ def member_data(data: dict[str, Any], name: str, group: Expansion) -> list[tuple
         raise DataError(f"{what} reads each member's split files from data_dir/<member>/: no folder "
                         f"{', '.join(map(str, missing[:3]))}{more}")
     return [({**data, "readout": {**data["readout"], "task": ref}, "data_dir": str(root / m),
-              "task_group": group.ref}, f"{name}-{m}") for ref, m in zip(group.members, members, strict=True)]  # fmt: skip
+              "task_group": group.ref}, f"{name}-{m}")
+            for ref, m in zip(group.members, members, strict=True)]  # fmt: skip

@@ -39,12 +39,15 @@ def add_spec_arguments(
                    help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)")
     p.add_argument("--limit", type=at.limit, help="override: first N questions")
     p.add_argument("--m", type=at.samples, help="override: samples per question")
-    p.add_argument("--dry-run", action="store_true", help="print the sweep's cells, samples, tokens per engine "
-                   "and wall time per cluster size; start nothing")
-    p.add_argument("--pilot", type=at.existing_dir, help="with --dry-run: cells of an earlier run for the power "
-                   "planner (default: a reference M_cl)")
-    p.add_argument("--throughput", type=at.existing_file, help="tokens/s table written by bench/throughput.py on "
-                   "the target hardware (default: the shipped CPU one)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the sweep's cells, samples, tokens per engine and wall time per cluster size; "
+                   "start nothing")  # fmt: skip
+    p.add_argument("--pilot", type=at.existing_dir,
+                   help="with --dry-run: cells of an earlier run for the power planner (default: a reference "
+                   "M_cl)")  # fmt: skip
+    p.add_argument("--throughput", type=at.existing_file,
+                   help="tokens/s table written by bench/throughput.py on the target hardware (default: the "
+                   "shipped CPU one)")  # fmt: skip
     p.add_argument("--cluster-sizes", type=at.text, help="comma-separated CPU cores or GPUs to price "
                    "(default 2,4,8,16 cores; 1-8 GPUs per family)")
 

@@ -148,7 +148,8 @@ class SweepSpec:
         if not isinstance(v, dict):
             raise ValueError("must be a mapping {family: F, domain: D}")
         if set(v) != {"family", "domain"}:
-            raise ValueError(f"must have exactly the keys 'family' and 'domain', got keys {sorted(map(str, v))}")
+            raise ValueError("must have exactly the keys 'family' and 'domain', got keys "
+                             f"{sorted(map(str, v))}")  # fmt: skip
         return (v["family"], v["domain"])
 
     @field_validator("miniworld_preset")
@@ -173,8 +174,8 @@ class SweepSpec:
             if twice := _twice([d.name for d in self.detectors]):
                 raise ValueError(f"detector {twice[0]!r} is listed twice (one entry per detector)")
             if self.source != "miniworld":
-                raise ValueError("detectors are scored against the miniature world's leak split: they need source "
-                                 "'miniworld'")
+                raise ValueError("detectors are scored against the miniature world's leak split: they need "
+                                 "source 'miniworld'")  # fmt: skip
         names = [f.name for f in self.families]
         if dupes := _twice(names):
             raise ValueError(f"family {dupes[0]!r} is listed twice")
@@ -188,15 +189,16 @@ class SweepSpec:
         if self.source != "paths":
             for f in self.families:
                 if f.name not in world_families:
-                    raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
-                                     f"known: {world_families}")
+                    raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature "
+                                     f"world; known: {world_families}")  # fmt: skip
         if self.primary is not None:
             family, domain = self.primary
             known = names or (world_families if self.source == "miniworld" else [])
             if family not in known:
                 raise ValueError(f"primary family {family!r} is not one of the sweep's families {known}")
             if domain not in self.domains:
-                raise ValueError(f"primary domain {domain!r} is not one of the sweep's domains {list(self.domains)}")
+                raise ValueError(f"primary domain {domain!r} is not one of the sweep's domains "
+                                 f"{list(self.domains)}")  # fmt: skip
         return self
 
     def _answer_type_is_runnable(self) -> None:
@@ -205,11 +207,13 @@ class SweepSpec:
         if self.readout.answer_type == "numeric":
             return
         if self.detectors:
-            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} cannot be used with 'detectors': the "
-                             "detectors are scored on the miniature world's GSM8K-format items (leave 'detectors' out)")
+            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} cannot be used with "
+                             "'detectors': the detectors are scored on the miniature world's GSM8K-format "
+                             "items (leave 'detectors' out)")  # fmt: skip
         if self.source != "paths":
-            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a MATH-format "
-                             "data_dir: the miniature worlds' benchmarks have GSM8K-format numeric answers")
+            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a "
+                             "MATH-format data_dir: the miniature worlds' benchmarks have GSM8K-format "
+                             "numeric answers")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -263,15 +267,15 @@ class SweepSpec:
             for d in self.domains:
                 for need in (fam.clean_adapter(d), f"co_{d}"):
                     if need not in names:
-                        raise ConfigError(f"family {fam.name!r} has no adapter {need!r} (needed for domain {d!r}); "
-                                          f"adapters: {sorted(names)}")
+                        raise ConfigError(f"family {fam.name!r} has no adapter {need!r} (needed for domain "
+                                          f"{d!r}); adapters: {sorted(names)}")  # fmt: skip
             for aname, apath in fam.adapters:
                 why = model_problem(apath, "adapter_config.json")
                 if why:
                     raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
         if self.temperatures and not self.leak_split:
-            raise ConfigError(f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
-                              "the dynamics step compares leaked and unleaked items")
+            raise ConfigError(f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items "
+                              "M_co saw): the dynamics step compares leaked and unleaked items")  # fmt: skip
 
     @property
     def dynamics_settings(self) -> DynamicsSpec:
@@ -310,7 +314,8 @@ def read_spec_data(preset_or_path: str | Path) -> tuple[dict[str, Any], str]:
     if str(preset_or_path) in PRESETS:
         p = PRESET_DIR / f"{preset_or_path}.yaml"
     if not p.is_file():
-        raise ConfigError(f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a YAML file")
+        raise ConfigError(f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a "
+                          "YAML file")  # fmt: skip
     try:
         data = yaml.safe_load(read_utf8(p))
     except yaml.YAMLError as e:

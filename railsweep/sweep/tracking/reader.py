@@ -56,8 +56,8 @@ def connect(tracking_uri: str | None = None) -> Tracker:
     except ConfigError as e:
         if uri:
             raise
-        raise ConfigError(f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none named: "
-                          "pass a tracking URI or set MLFLOW_TRACKING_URI") from e
+        raise ConfigError(f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none "
+                          "named: pass a tracking URI or set MLFLOW_TRACKING_URI") from e  # fmt: skip
     return Tracker(uri or DEMO_URI)
 
 
@@ -154,7 +154,8 @@ def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
     """The per-item detection table a sweep with ``detectors`` logged on its parent run
     (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
-    listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts")
+    listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR),
+                   "list detection artifacts")  # fmt: skip
     if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
         return None
     return read_table(tracker.download(parent_run_id, f"{DETECTION_DIR}/{FILENAME}", dst))
@@ -197,8 +198,8 @@ def read_sweep(tracker: Tracker, experiment: str | None = None, parent_run_id: s
     try:
         spec_path = tracker.download(parent.info.run_id, SPEC_ARTIFACT, dst / parent.info.run_id)
     except Exception as e:
-        raise DataError(f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep parent "
-                        f"run ({e})") from e
+        raise DataError(f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep "
+                        f"parent run ({e})") from e  # fmt: skip
     blob = json.loads(Path(spec_path).read_text())
     metas = blob["cells"]
     runs = tracker.finished_cells(m["params"]["cell_id"] for m in metas)
@@ -222,10 +223,12 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     return {"run_id": run.info.run_id, "summary": summary, "png": png}
 
 
-def read_dynamics(tracker: Tracker, parent_run_id: str, download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:
+def read_dynamics(tracker: Tracker, parent_run_id: str,
+                  download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
     """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's rows;
     ``{}`` when the sweep has no temperature dimension."""
-    files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR), "list dynamics artifacts")
+    files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR),
+                  "list dynamics artifacts")  # fmt: skip
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))
     return {Path(f.path).stem: pd.read_parquet(tracker.download(parent_run_id, f.path, dst / parent_run_id))
             for f in files if f.path.endswith(".parquet")}  # fmt: skip

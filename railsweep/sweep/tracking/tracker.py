@@ -49,8 +49,9 @@ class TrackingError(RailsweepError):
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
     """Fail fast (before any trial) unless ``uri`` is an HTTP MLflow server answering /health."""
     if not uri.startswith(("http://", "https://")):
-        raise ConfigError(f"tracking URI {uri!r} is not an HTTP(S) MLflow server; sweeps need one (sqlite/file "
-                          "stores are node-local), e.g. http://127.0.0.1:5000 started by `railsweep demo` or `mlflow server`")
+        raise ConfigError(f"tracking URI {uri!r} is not an HTTP(S) MLflow server; sweeps need one "
+                          "(sqlite/file stores are node-local), e.g. http://127.0.0.1:5000 started by "
+                          "`railsweep demo` or `mlflow server`")  # fmt: skip
     try:
         with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as r:
             if r.status != 200:
@@ -104,19 +105,23 @@ class Tracker:
         self.experiment_id = retry(go, f"get/create experiment {name!r}")
         return self.experiment_id
 
-    def parent_run(self, sweep_id: str, run_name: str, tags: Mapping[str, str], *, resume: bool) -> tuple[str, bool]:
+    def parent_run(self, sweep_id: str, run_name: str, tags: Mapping[str, str], *,
+                   resume: bool) -> tuple[str, bool]:  # fmt: skip
         """(run id, reused): with ``resume``, the newest unfinished parent of this sweep id is reused."""
         where = f"tags.`{TAG_SWEEP_ID}` = '{sweep_id}' and tags.`{TAG_KIND}` = 'sweep'" if resume else None
-        return self._open_run(where, run_name, {**tags, TAG_SWEEP_ID: sweep_id, TAG_KIND: "sweep"}, "parent run")
+        return self._open_run(where, run_name, {**tags, TAG_SWEEP_ID: sweep_id, TAG_KIND: "sweep"},
+                              "parent run")  # fmt: skip
 
-    def _open_run(self, where: str | None, run_name: str, tags: dict[str, str], what: str) -> tuple[str, bool]:
+    def _open_run(self, where: str | None, run_name: str, tags: dict[str, str],
+                  what: str) -> tuple[str, bool]:  # fmt: skip
         """(run id, reused): the newest unfinished run matching ``where`` reopened, else a new one."""
         for run in self.search(where) if where else []:
             if run.info.status != "FINISHED":
                 rid = run.info.run_id
                 retry(lambda rid=rid: self.client.update_run(rid, status="RUNNING"), f"reopen {what}")
                 return rid, True
-        run = retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags), f"create {what}")
+        run = retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags),
+                    f"create {what}")  # fmt: skip
         return run.info.run_id, False
 
     def search(self, filter_string: str) -> list[Any]:
@@ -159,7 +164,8 @@ class Tracker:
         tags = {**tags, TAG_PARENT: parent_id, TAG_CELL_ID: cell_id, TAG_KIND: "cell"}
         return self._open_run(where, run_name, tags, "cell run")[0]
 
-    def log(self, run_id: str, *, params: Mapping[str, str] | None = None, metrics: Mapping[str, float] | None = None,
+    def log(self, run_id: str, *, params: Mapping[str, str] | None = None,
+            metrics: Mapping[str, float] | None = None,
             tags: Mapping[str, str] | None = None) -> None:  # fmt: skip
         from mlflow.entities import Metric, Param, RunTag
 
@@ -186,7 +192,8 @@ class Tracker:
 def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     """Flatten :func:`railsweep.provenance.collect` into MLflow tags."""
     git = prov.get("git", {})
-    tags = {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")), "python": str(prov.get("python"))}
+    tags = {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
+            "python": str(prov.get("python"))}  # fmt: skip
     for name, ver in (prov.get("packages") or {}).items():
         tags[f"pkg.{name}"] = str(ver)
     for path, sha in (prov.get("datasets") or {}).items():
@@ -196,7 +203,8 @@ def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     return tags
 
 
-def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path], experiment: str = "railsweep-figure1") -> str:
+def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path],
+                experiment: str = "railsweep-figure1") -> str:  # fmt: skip
     """One MLflow run with the Figure-1 summary as metrics and its files as artifacts; returns the run id."""
     tracker = Tracker(uri)
     tracker.ensure_experiment(experiment)
