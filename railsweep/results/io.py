@@ -3,7 +3,8 @@
 Writing follows these steps, so a reader never sees half a cell:
 1. build both Arrow tables in memory (all validation happens here);
 2. write each to a temporary name in the destination directory and fsync it;
-3. rename the responses file into place, then the per-question file (the commit marker: when it exists, both do);
+3. rename the responses file into place, then the per-question file (the commit marker: when it exists, both
+   do);
 4. fsync the directory. On any error every file written in this call is removed (and the directory too, when
    this call created it and it is empty).
 """
@@ -139,8 +140,8 @@ def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
 
 
 def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
-    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns (``leaked`` as pandas'
-    nullable ``boolean``); anything off raises DataError naming the file."""
+    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns (``leaked`` as
+    pandas' nullable ``boolean``); anything off raises DataError naming the file."""
     p = Path(path)
     if p.name.endswith(RESPONSES_SUFFIX):
         raise DataError(f"{p}: this is a responses file; pass the per-question file "

@@ -22,9 +22,10 @@ MISSING = "missing"  # no FINISHED run: failed or not run yet; left out of the t
 
 @dataclass(frozen=True)
 class CellRecord:
-    """One cell of a sweep: ``config``, its resolved :class:`railsweep.config.CellConfig` as a dict; ``params``,
-    the flat params logged on its run; ``scores``, the :func:`railsweep.analysis.scoring.score_pair` dict the
-    trial logged for a mitigated cell against the clean run ``scored_against`` (None when it logged none)."""
+    """One cell of a sweep: ``config``, its resolved :class:`railsweep.config.CellConfig` as a dict;
+    ``params``, the flat params logged on its run; ``scores``, the
+    :func:`railsweep.analysis.scoring.score_pair` dict the trial logged for a mitigated cell against the clean
+    run ``scored_against`` (None when it logged none)."""
 
     cell_id: str
     config: Mapping[str, Any]

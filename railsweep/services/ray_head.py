@@ -125,9 +125,9 @@ def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, 
                     block: bool = False, isolated: bool = False,
                     timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
     """A local Ray head (module docstring), reused when a dashboard already answers on ``dashboard_port``.
-    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this
-    cluster (``ray stop`` would end every Ray on the host). ``isolated=True`` picks free ports and a private temp
-    dir (tests next to other clusters) and never reuses a running head."""
+    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly
+    this cluster (``ray stop`` would end every Ray on the host). ``isolated=True`` picks free ports and a
+    private temp dir (tests next to other clusters) and never reuses a running head."""
     url = f"http://127.0.0.1:{dashboard_port}"
     ensure_ray_token()
     if not isolated and http_status(url + "/api/version") is not None:

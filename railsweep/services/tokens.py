@@ -27,10 +27,10 @@ def ray_token_path() -> Path:
 def ensure_ray_token() -> None:
     """Make sure Ray's token exists, readable by this user only; never reads it out loud.
 
-    ``$RAY_AUTH_TOKEN`` set: nothing to do. The default file is created by ``ray get-auth-token --generate`` (its
-    output discarded) under umask 077; a file named by ``$RAY_AUTH_TOKEN_PATH`` (which Ray's generator does not
-    write) gets a token of the same form (256 random bits, hex). A file others can read is narrowed to 0600.
-    """
+    ``$RAY_AUTH_TOKEN`` set: nothing to do. The default file is created by ``ray get-auth-token --generate``
+    (its output discarded) under umask 077; a file named by ``$RAY_AUTH_TOKEN_PATH`` (which Ray's generator
+    does not write) gets a token of the same form (256 random bits, hex). A file others can read is narrowed
+    to 0600."""
     if os.environ.get("RAY_AUTH_TOKEN"):
         return
     path = ray_token_path()

@@ -1,13 +1,13 @@
 """Expand a resolved :class:`~railsweep.sweep.spec.sweep_spec.SweepSpec` into the cells of the grid.
 
 Steps:
-1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when the family has a
-   single ``clean`` adapter, since every domain is evaluated on the same original test questions);
-2. one mitigated cell per (family, domain, strategy, parameter point) on ``co_<domain>``, pointing at its clean
-   reference by id;
-3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy included): M_cl
-   sampled at tau (a clean Identity cell) and M_co sampled at tau (the ``temperature`` strategy, scored against
-   that M_cl cell), read by the dynamics step (:func:`temperature_groups`);
+1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when the family has
+   a single ``clean`` adapter, since every domain is evaluated on the same original test questions);
+2. one mitigated cell per (family, domain, strategy, parameter point) on ``co_<domain>``, pointing at its
+   clean reference by id;
+3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy included):
+   M_cl sampled at tau (a clean Identity cell) and M_co sampled at tau (the ``temperature`` strategy, scored
+   against that M_cl cell), read by the dynamics step (:func:`temperature_groups`);
 4. optional filter to what one paper table needs (``--table 1..4``; ``Registration.shows``);
 5. clean cells first, so they are scheduled before the cells that need them.
 """
@@ -200,8 +200,8 @@ def _mitigated_cells(spec: SweepSpec, fam: Any, domain: str, table: str, ref: Sw
 
 
 def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
-    """The order trials start in: every cell without a reference first (the others wait for them), then the rest
-    taken in turn from each family, so every family's engines get work from the start instead of the last
+    """The order trials start in: every cell without a reference first (the others wait for them), then the
+    rest taken in turn from each family, so every family's engines get work from the start instead of the last
     family's cells queueing behind the first family's (Tune starts trials in this order)."""
     first = [c for c in cells if c.clean_id is None]
     queues: dict[str, list[SweepCell]] = {}

@@ -1,25 +1,26 @@
 """The engine pool: how many engine actors a sweep starts per family, and which of them decodes a cell.
 
 Layout (:func:`engine_layout`): on CPU one engine actor per core, each running one torch thread (two torch
-threads in one decoding process ran 8-12x slower than one on a shared 2-core machine, and one thread per engine
-was 1.08x faster than two even on a quiet one); on GPU one per GPU; the units dealt out over the families (the
-most cells left first), at least one engine each; ``resources.engine_replicas`` fixes the count instead (e.g. to
-bound memory: every engine holds its own copy of its family's model and adapters).
+threads in one decoding process ran 8-12x slower than one on a shared 2-core machine, and one thread per
+engine was 1.08x faster than two even on a quiet one); on GPU one per GPU; the units dealt out over the
+families (the most cells left first), at least one engine each; ``resources.engine_replicas`` fixes the count
+instead (e.g. to bound memory: every engine holds its own copy of its family's model and adapters).
 
 Dispatch (:class:`EnginePool`, one async actor per sweep): a trial gets the first free engine of its cell's
-family, or waits in a first-come queue, and gives it back once the cell is decoded, so a cell never queues on a
-busy engine (a long one-off step holds its own engine only). An engine holding a cell may also borrow its
+family, or waits in a first-come queue, and gives it back once the cell is decoded, so a cell never queues on
+a busy engine (a long one-off step holds its own engine only). An engine holding a cell may also borrow its
 family's idle engines for a share of the cell's one-off work (:meth:`EnginePool.lend`,
 :mod:`railsweep.sweep.run.sharing`): a borrow never waits and never takes an engine a cell waits for.
 
 An engine whose family has no cell left moves to the family with the most cells left per engine (``cells``,
-counted down as trials release with ``finished``); the engine actor loads that family's model on its next call,
-so the family that finishes first does not leave its cores idle. Off (``cells`` None) where an engine cannot
-change its model (vLLM keeps its GPU memory). A cell of a family left with no engine gets the next one released.
+counted down as trials release with ``finished``); the engine actor loads that family's model on its next
+call, so the family that finishes first does not leave its cores idle. Off (``cells`` None) where an engine
+cannot change its model (vLLM keeps its GPU memory). A cell of a family left with no engine gets the next one
+released.
 
 A lease is keyed by cell id: a retried trial of the same cell gets the engine its cell already held, so a dead
-trial does not strand an engine. Which engine decodes a cell never changes its samples (seeded, batch-invariant
-sampling; ``tests/test_engine_placement.py``).
+trial does not strand an engine. Which engine decodes a cell never changes its samples (seeded,
+batch-invariant sampling; ``tests/test_engine_placement.py``).
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ class Questions:
 
 def dry_resolve(spec: SweepSpec) -> SweepSpec:
     """``spec`` with the miniature world's families filled in from its config (stand-in paths, nothing built);
-    a ``paths`` spec unchanged. Missing adapters fail as :func:`~railsweep.sweep.spec.resolve.resolve_spec` would
-    (the spec's families were checked against the preset when it was built)."""
+    a ``paths`` spec unchanged. Missing adapters fail as :func:`~railsweep.sweep.spec.resolve.resolve_spec`
+    would (the spec's families were checked against the preset when it was built)."""
     if spec.source != "miniworld":
         return spec
     cfg = preset_config(spec.miniworld_preset)

@@ -1,5 +1,5 @@
-"""The sweep's resource plan (step 4 of :func:`railsweep.sweep.run.driver.run_sweep`): how many engine actors per
-family, and what each engine and trial reserves, on the Ray cluster the driver joined."""
+"""The sweep's resource plan (step 4 of :func:`railsweep.sweep.run.driver.run_sweep`): how many engine actors
+per family, and what each engine and trial reserves, on the Ray cluster the driver joined."""
 
 from __future__ import annotations
 

@@ -120,8 +120,8 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
 def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], skipped: list[str],
                   staged: StagedWorld | None,
                   publish: bool) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
-    """Steps 6-9 but the engines' last kill, the world's build awaited first (its digest recorded); returns (the
-    sweep's wall time, the dynamics step's result or None)."""
+    """Steps 6-9 but the engines' last kill, the world's build awaited first (its digest recorded); returns
+    (the sweep's wall time, the dynamics step's result or None)."""
     if staged is not None:
         t0 = time.perf_counter()
         world = staged.result()  # the build's last adapters may still be training

@@ -1,16 +1,17 @@
 """Long-lived engine actors, one per core or GPU, dealt out over the families (``railsweep.sweep.plan.pool``).
 
 The driver creates every actor before ``Tuner.fit()``: one created inside a trial would be captured by the
-trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An actor holds one family's base model and its
-LoRA adapters and evaluates whole cells, returning the result files as bytes (no shared filesystem needed). A
-dead actor is restarted and the in-flight cell retried; cells write to a fresh temporary directory, so a retry is
-idempotent.
+trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An actor holds one family's base model and
+its LoRA adapters and evaluates whole cells, returning the result files as bytes (no shared filesystem
+needed). A dead actor is restarted and the in-flight cell retried; cells write to a fresh temporary directory,
+so a retry is idempotent.
 
 Thread budget: ``threads`` torch/OpenMP threads per actor (one with the default one engine per core), set in
-its environment before torch loads. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a 2-core machine
-shared with other jobs, 2-thread runs with the default spin-wait swung 10-30x (one matmul: median 10.4 ms against
-a best of 0.36 ms) and PASSIVE removed that, at ~28 % on a quiet machine; one thread per engine was 1.08x faster
-than two under PASSIVE. This module loads torch; the trials import only :mod:`railsweep.sweep.run.actors`.
+its environment before torch loads. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a 2-core
+machine shared with other jobs, 2-thread runs with the default spin-wait swung 10-30x (one matmul: median 10.4
+ms against a best of 0.36 ms) and PASSIVE removed that, at ~28 % on a quiet machine; one thread per engine was
+1.08x faster than two under PASSIVE. This module loads torch; the trials import only
+:mod:`railsweep.sweep.run.actors`.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ class _CountingEngine:
 
 
 class EngineServer:
-    """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or share
-    of another family loads that family's model first). ``prompts_per_call``: ``DecodeSettings.batch_size``."""
+    """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or
+    share of another family loads that family's model first). ``prompts_per_call``:
+    ``DecodeSettings.batch_size``."""
 
     def __init__(self, engine_config: dict[str, Any], threads: int | None = None,
                  cache_dir: str | None = None, prompts_per_call: int = 64,
@@ -107,8 +109,9 @@ class EngineServer:
     def run_cell(self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None,
                  name: str | None = None) -> dict[str, Any]:  # fmt: skip
         """Evaluate one cell: its Parquet files as bytes, the per-question table, the answer rules' counts and
-        timings. With ``pool`` and ``name`` (this actor's), the cell may share its one-off decoding jobs with idle
-        engines (:mod:`railsweep.sweep.run.sharing`). A ``CellConfig`` is taken as the driver checked it."""
+        timings. With ``pool`` and ``name`` (this actor's), the cell may share its one-off decoding jobs with
+        idle engines (:mod:`railsweep.sweep.run.sharing`). A ``CellConfig`` is taken as the driver checked it.
+        """
         cfg = cell if isinstance(cell, CellConfig) else CellConfig.from_dict(cell)
         cid = cfg.cell_id
         self.use(cfg.family)

@@ -1,8 +1,8 @@
 """Live sweep progress: cells done / running / failed, samples per second and the time left.
 
 A background thread in the driver polls the :class:`~railsweep.sweep.run.actors.ProgressBoard` actor. On a
-terminal it draws a tqdm bar; elsewhere (``ray job`` logs, files) it prints one line every ``interval`` seconds.
-The ETA is the samples the running block still has to decode
+terminal it draws a tqdm bar; elsewhere (``ray job`` logs, files) it prints one line every ``interval``
+seconds. The ETA is the samples the running block still has to decode
 (:func:`railsweep.sweep.plan.pricing.cell_samples`) at the rate of this block so far.
 """
 

@@ -1,12 +1,12 @@
 """A cell's independent decoding jobs shared with its family's idle engines.
 
-Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off step
-inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other. :meth:`SharingEngine.generate_shares`
-decodes such jobs: the cell's own engine takes them one after another from a shared queue while a lender thread
-borrows every idle engine of its family from the pool (:meth:`railsweep.sweep.plan.pool.EnginePool.lend`: never
-one a cell waits for) and hands it the next job. The results come back in job order and are the same wherever a
-job ran (greedy decoding, one engine configuration per family); a job whose borrowed engine failed is decoded
-again by the cell's own.
+Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off
+step inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other.
+:meth:`SharingEngine.generate_shares` decodes such jobs: the cell's own engine takes them one after another
+from a shared queue while a lender thread borrows every idle engine of its family from the pool
+(:meth:`railsweep.sweep.plan.pool.EnginePool.lend`: never one a cell waits for) and hands it the next job. The
+results come back in job order and are the same wherever a job ran (greedy decoding, one engine configuration
+per family); a job whose borrowed engine failed is decoded again by the cell's own.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ POLL_S = 0.5  # how often the lender asks the pool again while no engine of the 
 
 
 class SharingEngine:
-    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines, which
-    decode with the cell's ``strategy``'s backend on its ``family``'s model; ``me``: this engine's actor name;
-    ``on_samples``: hears the samples the borrowed engines decoded."""
+    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines,
+    which decode with the cell's ``strategy``'s backend on its ``family``'s model; ``me``: this engine's actor
+    name; ``on_samples``: hears the samples the borrowed engines decoded."""
 
     def __init__(self, engine: Any, pool: Any, me: str, strategy: str, cell_id: str,
                  on_samples: Callable[[int], None], family: str | None = None):  # fmt: skip
@@ -62,8 +62,8 @@ class SharingEngine:
         return results
 
     def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:
-        """The lender thread: while jobs are left, hand the next one to each engine the pool lends, else wait for
-        a lent job to finish (:meth:`_await_one`) and ask again. A failing pool ends the lending."""
+        """The lender thread: while jobs are left, hand the next one to each engine the pool lends, else wait
+        for a lent job to finish (:meth:`_await_one`) and ask again. A failing pool ends the lending."""
         import ray
 
         holders: dict[Any, str] = {}  # the lent jobs not seen finished yet: object ref → lease holder

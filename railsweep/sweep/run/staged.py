@@ -1,9 +1,10 @@
 """A miniature world built beside the sweep: a family's cells start as soon as its models are trained.
 
 A sweep on a miniature world not in the cache yet would otherwise wait for the whole build, whose slowest
-family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs :func:`~railsweep.miniworld.world.build_world`
-in a thread of the driver and hears each stage as it lands (the benchmark first, then each family); the driver
-runs the ready families' cells in waves (:mod:`railsweep.sweep.run.waves`).
+family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
+:func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands (the
+benchmark first, then each family); the driver runs the ready families' cells in waves
+(:mod:`railsweep.sweep.run.waves`).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ class StagedWorld:
         return 0 if self.world is not None else len(self.config.families) - len(self.ready)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build raises its
-        error here; a finished one marks every family ready (a world built by another process lands whole)."""
+        """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build raises
+        its error here; a finished one marks every family ready (a world built by another process lands
+        whole)."""
         try:
             stage = self._events.get(timeout=timeout)
         except queue.Empty:

@@ -46,8 +46,8 @@ def cell_meta(cell: SweepCell) -> dict[str, Any]:
 
 
 def trial_cells(cells: list[SweepCell]) -> dict[str, dict[str, Any]]:
-    """Every trial's view of the cells, by id: :func:`cell_meta` and, under ``"cell"``, the checked ``CellConfig``
-    itself, which Ray ships as it is, so the engine does not check it again."""
+    """Every trial's view of the cells, by id: :func:`cell_meta` and, under ``"cell"``, the checked
+    ``CellConfig`` itself, which Ray ships as it is, so the engine does not check it again."""
     return {c.cell_id: {**cell_meta(c), "cell": c.config} for c in cells}
 
 

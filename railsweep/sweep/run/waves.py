@@ -52,7 +52,8 @@ def _next_wave(run: SweepRun, left: list[SweepCell],
     a world builds, those of ready families, as many as cores are free of the build (waiting for one if none
     is), with engines on every core so that the cores the build frees mid-wave are used. The engines share the
     cores with the build meanwhile: Ray's workers run at nice 15, but under Linux autogroup scheduling a nice
-    value ranks a process only within its own session (the workers are in Ray's, the build in the driver's)."""
+    value ranks a process only within its own session (the workers are in Ray's, the build in the driver's).
+    """
     if staged is None:
         return left, None
     while True:

@@ -2,8 +2,8 @@
 
 Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers,
 which the spec (validated before any service starts) must not. While the world is still being built
-(:class:`railsweep.sweep.run.staged.StagedWorld`) the driver resolves the spec against the world's paths to be,
-unchecked, and checks each family's files when that family is ready.
+(:class:`railsweep.sweep.run.staged.StagedWorld`) the driver resolves the spec against the world's paths to
+be, unchecked, and checks each family's files when that family is ready.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 :mod:`railsweep.sweep.spec.sections`, over the typed schema of :mod:`railsweep.sweep.spec._schema`).
 
 Building a spec, from YAML (:func:`spec_from_dict`) or in Python (``dataclasses.replace``), validates every
-type, range and cross-field rule without touching a model; :meth:`SweepSpec.check_inputs` checks what a command
-can check before any service starts, and :func:`railsweep.sweep.spec.resolve.resolve_spec` fills in the paths.
-All run before any trial starts, so a bad spec costs one clear error. ``detectors`` (checked against
-:mod:`railsweep.detection`'s registry) score the miniature world's families against its leak split in the same
-sweep (:mod:`railsweep.sweep.run.detection`); with them, ``strategies`` may be empty.
+type, range and cross-field rule without touching a model; :meth:`SweepSpec.check_inputs` checks what a
+command can check before any service starts, and :func:`railsweep.sweep.spec.resolve.resolve_spec` fills in
+the paths. All run before any trial starts, so a bad spec costs one clear error. ``detectors`` (checked
+against :mod:`railsweep.detection`'s registry) score the miniature world's families against its leak split in
+the same sweep (:mod:`railsweep.sweep.run.detection`); with them, ``strategies`` may be empty.
 """
 
 from __future__ import annotations
@@ -220,10 +220,10 @@ class SweepSpec:
 
     @property
     def sweep_id(self) -> str:
-        """Stable hash of everything that shapes the results (not of tracking/resources, nor of the engine's batch,
-        which changes speed, never samples). A field added later is left out at its default, so that older specs
-        keep their ids: no detection, no temperatures, no group, the default answer rule and type, the built-in
-        task; a custom task file's content counts."""
+        """Stable hash of everything that shapes the results (not of tracking/resources, nor of the engine's
+        batch, which changes speed, never samples). A field added later is left out at its default, so that
+        older specs keep their ids: no detection, no temperatures, no group, the default answer rule and type,
+        the built-in task; a custom task file's content counts."""
         d = self.to_dict()
         drop = {"tracking", "resources"} | (set() if d["detectors"] else {"detectors", "detection"})
         drop |= (set() if self.temperatures else {"temperatures", "dynamics"}) | ({"task_group"} if self.task_group is None else set())

@@ -5,8 +5,8 @@ rerun later against any sweep. Steps:
 1. read the sweep back (:func:`railsweep.sweep.tracking.reader.read_sweep`);
 2. score every mitigated cell against its clean reference (:func:`railsweep.analysis.report.score_sweep`: the
    scores its trial logged);
-3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired differences against Identity with their
-   verdicts (``paired_identity.csv`` / ``.md``) and the figures;
+3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired differences against Identity with
+   their verdicts (``paired_identity.csv`` / ``.md``) and the figures;
 4. log them under ``tables/`` and ``figures/`` of the parent run, and each cell's paired differences and
    verdicts on the cell's own run (``<metric>_vs_identity*``, tags ``railsweep.verdict.<metric>``);
 5. give the parent run the summary (:func:`parent_summary`);

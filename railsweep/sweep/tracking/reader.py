@@ -96,7 +96,8 @@ def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame
 
 def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (scores as metrics, the design as
-    ``score.<name>`` params); None when the run logged no scores. A metric the tracker dropped comes back NaN."""
+    ``score.<name>`` params); None when the run logged no scores. A metric the tracker dropped comes back NaN.
+    """
     metrics = join_constants(metrics, params or {})
     if "n_boot" not in metrics:
         return None
@@ -225,8 +226,8 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
 
 def read_dynamics(tracker: Tracker, parent_run_id: str,
                   download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
-    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's rows;
-    ``{}`` when the sweep has no temperature dimension."""
+    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's
+    rows; ``{}`` when the sweep has no temperature dimension."""
     files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR),
                   "list dynamics artifacts")  # fmt: skip
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))

@@ -1,10 +1,10 @@
 """A thin MLflow layer for sweeps: one parent run per sweep, one child run per cell.
 
 Why not Ray's MLflow integration: it has no parent run, logs noise metrics, sends one request per metric and
-opens new runs on restore (``ray-mlflow-notes.md`` §2). Here every call goes through an ``MlflowClient`` against
-an HTTP server, retried with backoff, ending in one :class:`TrackingError` when the server stays away. Cells are
-keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell FINISHED once is never recomputed, and a
-retried cell reuses its unfinished child run.
+opens new runs on restore (``ray-mlflow-notes.md`` §2). Here every call goes through an ``MlflowClient``
+against an HTTP server, retried with backoff, ending in one :class:`TrackingError` when the server stays away.
+Cells are keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell FINISHED once is never
+recomputed, and a retried cell reuses its unfinished child run.
 """
 
 from __future__ import annotations
