@@ -60,7 +60,8 @@ def find_cells(out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     if not out.is_dir():
         raise DataError(f"results directory not found: {out}")
-    return sorted(p for p in out.glob("*.parquet") if not p.name.startswith(".") and not p.name.endswith(RESPONSES_SUFFIX))
+    return sorted(p for p in out.glob("*.parquet")
+                  if not p.name.startswith(".") and not p.name.endswith(RESPONSES_SUFFIX))
 
 
 def write_cell(out_dir: str | Path, cell: CellConfig, outcomes: Sequence[QuestionOutcome],

@@ -55,6 +55,7 @@ def aligned_readouts(**frames: pd.DataFrame) -> dict[str, Readouts]:
         if have != ref:
             only_ref, only_here = sorted(ref - have), sorted(have - ref)
             raise DataError(f"{ref_role} and {role} results cover different questions: missing from {role}: "
-                            f"{only_ref[:10]}{' ...' if len(only_ref) > 10 else ''} ({len(only_ref)}); missing from "
-                            f"{ref_role}: {only_here[:10]}{' ...' if len(only_here) > 10 else ''} ({len(only_here)})")
+                            f"{only_ref[:10]}{' ...' if len(only_ref) > 10 else ''} ({len(only_ref)}); "
+                            f"missing from {ref_role}: {only_here[:10]}"
+                            f"{' ...' if len(only_here) > 10 else ''} ({len(only_here)})")
     return {role: Readouts.of(df["c"], df["m"], df["r01"], role) for role, df in checked.items()}

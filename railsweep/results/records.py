@@ -87,7 +87,8 @@ class SweepRecord:
         """(family, domain) of Tables 1, 2 and 4: the spec's ``primary``, else its first family and domain."""
         prim = self.spec.get("primary")
         if prim:
-            return (str(prim["family"]), str(prim["domain"])) if isinstance(prim, Mapping) else (str(prim[0]), str(prim[1]))
+            pair = (prim["family"], prim["domain"]) if isinstance(prim, Mapping) else (prim[0], prim[1])
+            return (str(pair[0]), str(pair[1]))
         return (str(self.spec["families"][0]["name"]), str(self.spec["domains"][0]))
 
     @property

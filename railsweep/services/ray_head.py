@@ -72,7 +72,8 @@ def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[s
         except OSError:  # the process ended, or is not ours to read
             continue
         args = [a.decode(errors="replace") for a in argv if a]
-        if len(args) > 1 and args[1].endswith("dashboard/dashboard.py") and f"--port={dashboard_port}" in args:
+        if (len(args) > 1 and args[1].endswith("dashboard/dashboard.py")
+                and f"--port={dashboard_port}" in args):
             found.append(args[0])
     return found
 

@@ -79,9 +79,10 @@ class SweepCell:
         out: dict[str, Any] = {
             "cell_id": self.cell_id, "role": c.role, "family": c.family, "domain": c.domain or "all",
             "strategy": c.strategy, "label": self.label(), "adapter": c.adapter, "model": c.model, "m": c.m,
-            "temperature": c.temperature, "seed": c.seed, "max_new_tokens": c.max_new_tokens, "limit": c.limit,
-            "answer_rule": c.answer_rule, "answer_type": c.answer_type, "clean_cell_id": self.clean_id,
-            **({"task": c.task} if c.task else {}), **({"task_group": self.task_group} if self.task_group else {}),
+            "temperature": c.temperature, "seed": c.seed, "max_new_tokens": c.max_new_tokens,
+            "limit": c.limit, "answer_rule": c.answer_rule, "answer_type": c.answer_type,
+            "clean_cell_id": self.clean_id, **({"task": c.task} if c.task else {}),
+            **({"task_group": self.task_group} if self.task_group else {}),
         }  # fmt: skip
         for k, v in c.strategy_params.items():
             out[f"strategy.{k}"] = v
@@ -128,7 +129,8 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
             groups.append(TemperatureGroup(
                 family=fam.name, domain=domain, base=fam.base,
                 adapters=models + ((("base", None),) if spec.dynamics_settings.base else ()),
-                cells=tuple((m, t, c.cell_id) for m, t, c in cells), temperatures=tuple(sorted({0.0, *spec.temperatures})),
+                cells=tuple((m, t, c.cell_id) for m, t, c in cells),
+                temperatures=tuple(sorted({0.0, *spec.temperatures})),
                 task_cell=cells[0][2].config.to_dict(),
             ))  # fmt: skip
     return groups

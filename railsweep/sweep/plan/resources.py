@@ -60,6 +60,6 @@ def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -
 
 def engine_config(spec: SweepSpec, family: Any, device: str) -> dict[str, Any]:
     """The engine actor's config for one family: the spec's backend, dtype and batch bound on ``device``."""
-    return {"backend": spec.engine.backend, "model": family.base, "adapters": [list(a) for a in family.adapters],
-            "device": device, "dtype": spec.engine.dtype,
+    return {"backend": spec.engine.backend, "model": family.base,
+            "adapters": [list(a) for a in family.adapters], "device": device, "dtype": spec.engine.dtype,
             "max_batch_size": spec.engine.max_batch_size}  # None: the backend's default (fills the machine)

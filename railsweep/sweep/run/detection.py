@@ -113,7 +113,8 @@ def detect_sweep(spec: SweepSpec, experiment_id: str, parent_run_id: str, readou
         paths += [roc] if roc is not None else []
         for p in paths:
             tracker.log_artifact(parent_run_id, p, DETECTION_DIR)
-    metrics = {metric_name(row, stat): row[stat] for row in summary.to_dict("records") for stat in SUMMARY_METRICS}
+    metrics = {metric_name(row, stat): row[stat]
+               for row in summary.to_dict("records") for stat in SUMMARY_METRICS}
     wall = time.perf_counter() - t0
     metrics.update({"detect.wall_s": wall, "detect.rows": float(len(table))})
     tracker.log(parent_run_id, metrics=metrics,

@@ -61,7 +61,8 @@ class SweepOutcome:
     dynamics: dict[str, Any] | None = None  # the dynamics step's result (sweeps with temperatures)
 
 
-def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
+def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None
+             ) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:  # fmt: skip
     """Step 1 but the tracking server's check: the spec resolved, its cells and the detectors' readouts."""
     if staged is None:
         resolved = resolve_spec(spec)
@@ -146,8 +147,8 @@ def _open_parent(spec: SweepSpec, table: str, cells: list[SweepCell], readouts: 
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
     provenance = sweep_provenance(spec, cells, staged)
     run_tags = provenance_tags(provenance)
-    parent_id, reused = tracker.parent_run(sweep_id, run_name=f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}",
-                                           tags=run_tags, resume=resume)  # fmt: skip
+    run_name = f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}"
+    parent_id, reused = tracker.parent_run(sweep_id, run_name=run_name, tags=run_tags, resume=resume)
     if not reused:
         tracker.log(parent_id, params={**_parent_params(spec, table, cells), **(params or {})})
         with tempfile.TemporaryDirectory() as tmp:

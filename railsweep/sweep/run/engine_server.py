@@ -130,8 +130,8 @@ class EngineServer:
                 res = evaluate_cell(cfg, engine, out_dir=tmp, batch_size=self.prompts_per_call,
                                     cache_dir=self.cache_dir,
                                     provenance=cell_provenance(cfg, self.config))  # fmt: skip
-                files = {kind: (path.name, path.read_bytes())
-                         for kind, path in (("questions", res.paths.questions), ("responses", res.paths.responses))}
+                paths = {"questions": res.paths.questions, "responses": res.paths.responses}
+                files = {kind: (path.name, path.read_bytes()) for kind, path in paths.items()}
         finally:
             busy = time.perf_counter() - t0
             self.busy_s += busy
@@ -175,6 +175,6 @@ def create_engine_actor(name: str, engine_config: dict[str, Any], *, num_gpus: f
 
     env = {"env_vars": thread_env(threads, omp_wait_policy)} if threads else None
     return ray.remote(EngineServer).options(
-        name=name, namespace=ENGINE_NAMESPACE, num_gpus=num_gpus, num_cpus=num_cpus, max_restarts=max_restarts,
-        max_task_retries=max_task_retries, runtime_env=env,
+        name=name, namespace=ENGINE_NAMESPACE, num_gpus=num_gpus, num_cpus=num_cpus,
+        max_restarts=max_restarts, max_task_retries=max_task_retries, runtime_env=env,
     ).remote(engine_config, threads, cache_dir, prompts_per_call, family_configs)  # fmt: skip

@@ -103,6 +103,7 @@ def close_parent(run: SweepRun, failed: list[str], skipped: list[str], dynamics:
         "wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
         "cells_total": float(len(run.cells)), **{f"time.{k}": v for k, v in t.items()}},
         tags={**({"railsweep.failed_cells": ",".join(map(str, failed))} if failed else {}),
-              **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})} or None)  # fmt: skip
+              **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})}
+        or None)  # fmt: skip
     run.tracker.terminate(run.parent_id, "FAILED" if failed or dyn_failed else "FINISHED")
     return wall

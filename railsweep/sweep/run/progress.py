@@ -24,7 +24,9 @@ def format_line(s: dict[str, Any], eta_s: float | None = None) -> str:
 def duration(seconds: float) -> str:
     """``42s``, ``3m05s``, ``1h02m``."""
     s = max(int(round(seconds)), 0)
-    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s < 60:
+        return f"{s}s"
+    return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: int) -> float | None:

@@ -64,7 +64,8 @@ def _next_wave(run: SweepRun, left: list[SweepCell],
             return left, None
         cpus = cluster_resources()[0]
         cores = free_cores(cpus, staged.building)
-        ready = [f.name for f in run.spec.families if f.name in staged.ready and any(c.family == f.name for c in left)]
+        ready = [f.name for f in run.spec.families
+                 if f.name in staged.ready and any(c.family == f.name for c in left)]
         if ready and cores >= 1:
             take = set(ready[:cores])
             check_families(run.spec, take)
@@ -98,8 +99,8 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
     names = {engine_name(run.sweep_id, fam, rep): families[fam]
              for fam, k in layout.items() for rep in range(k)}
     if board is None:
-        board = create_progress_board(len(run.cells), n_skipped,
-                                      fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names)))  # fmt: skip
+        armed = fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
+        board = create_progress_board(len(run.cells), n_skipped, armed)
     # an engine that can change its model moves to the family with the most cells left when its own has none
     # (railsweep.sweep.plan.pool); vLLM's engines keep their GPU memory, so they stay with their family
     movable = spec.engine.backend == "transformers" and len(layout) > 1
@@ -108,7 +109,8 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout}, cells)
     for name, fam in names.items():
         engines[name] = create_engine_actor(
-            name, configs[fam.name], num_gpus=plan["num_gpus"], num_cpus=plan["engine_cpus"], threads=plan["threads"],
+            name, configs[fam.name], num_gpus=plan["num_gpus"], num_cpus=plan["engine_cpus"],
+            threads=plan["threads"],
             max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
@@ -146,9 +148,9 @@ def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, 
         tuner = tune.Tuner(
             trainable, param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
             tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
-            run_config=tune.RunConfig(name=f"railsweep-{run.sweep_id}-{int(time.time())}", storage_path=storage_path,
-                                      failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures),
-                                      verbose=0),
+            run_config=tune.RunConfig(
+                name=f"railsweep-{run.sweep_id}-{int(time.time())}", storage_path=storage_path,
+                failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures), verbose=0),
         )  # fmt: skip
         # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")

@@ -97,7 +97,8 @@ def describe(error: ValidationError, where: str = "") -> str:
         allowed = _SECTIONS.get(parent)
         msg = f"unknown key {parts[-1]!r} in {parent or 'the sweep spec'}"
         msg += f"; allowed: {sorted(allowed)}" if allowed else ""
-    elif kind in ("value_error", "assertion_error") and isinstance(first.get("ctx", {}).get("error"), Exception):
+    elif kind in ("value_error", "assertion_error") and isinstance(first.get("ctx", {}).get("error"),
+                                                                   Exception):  # fmt: skip
         text = str(first["ctx"]["error"])
         msg = f"{loc}: {text}" if loc else text
         if loc and _scalar(value) and "got " not in text:

@@ -42,5 +42,6 @@ def _with_world(spec: SweepSpec, world: World) -> SweepSpec:
         fm = world.family(name)
         adapters = tuple(sorted((k, str(v)) for k, v in fm.adapters.items()))
         fams.append(FamilySpec(name, str(fm.base_dir), adapters))
+    leak_split = str(world.leak_split_path) if world.leak_split_path else None
     return dataclasses.replace(spec, families=tuple(fams), data_dir=str(world.data_dir),
-                               leak_split=str(world.leak_split_path) if world.leak_split_path else None)  # fmt: skip
+                               leak_split=leak_split)  # fmt: skip

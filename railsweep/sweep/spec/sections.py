@@ -138,7 +138,8 @@ class DetectorSpec:
 class Detection:
     """How the ``detectors`` are scored."""
 
-    control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01  # highest flag rate on calibrating controls
+    # the highest flag rate on the control items when a threshold is calibrated on them
+    control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01
     n_control: PosInt | None = None  # fresh control problems (None = as many as test items)
     batch_size: PosInt = 16  # texts per forward pass of the model-side detectors
 
@@ -204,7 +205,7 @@ class EngineSpec:
 class Resources:
     """What the engine actors and trials reserve; ``max_*``: -1 means unlimited (Ray's convention)."""
 
-    engine_replicas: PosInt | None = None  # per family; None = the cores (or GPUs) dealt out, at least one each
+    engine_replicas: PosInt | None = None  # per family; None = the cores (or GPUs) dealt out, at least 1 each
     engine_cpus: PosFloat | None = None  # per engine actor when no GPU is present; None = fit the cluster
     trial_cpus: PosFloat = 0.25
     slots_per_engine: PosInt = 2  # concurrent trials per engine actor (one decodes while another grades)

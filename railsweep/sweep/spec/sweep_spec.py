@@ -226,10 +226,12 @@ class SweepSpec:
         the built-in task; a custom task file's content counts."""
         d = self.to_dict()
         drop = {"tracking", "resources"} | (set() if d["detectors"] else {"detectors", "detection"})
-        drop |= (set() if self.temperatures else {"temperatures", "dynamics"}) | ({"task_group"} if self.task_group is None else set())
+        drop |= set() if self.temperatures else {"temperatures", "dynamics"}
+        drop |= {"task_group"} if self.task_group is None else set()
         d = {k: v for k, v in d.items() if k not in drop}
         d["engine"].pop("max_batch_size")
-        for key, default in (("answer_rule", DEFAULT_ANSWER_RULE), ("answer_type", DEFAULT_ANSWER_TYPE), ("task", None)):
+        defaults = {"answer_rule": DEFAULT_ANSWER_RULE, "answer_type": DEFAULT_ANSWER_TYPE, "task": None}
+        for key, default in defaults.items():
             if d["readout"][key] == default:
                 d["readout"].pop(key)
         if self.readout.task is not None and not (spec := load_task_spec(self.readout.task)).builtin:

@@ -89,7 +89,8 @@ def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame
     table, n_cells (``experiment`` None = every experiment)."""
     rows = [(r.info.run_id, r.info.experiment_id, r.info.run_name, r.info.status,
              pd.to_datetime(r.info.start_time, unit="ms", utc=True), r.data.params.get("preset"),
-             r.data.params.get("table"), r.data.params.get("n_cells")) for r in _sweep_runs(tracker, experiment)]  # fmt: skip
+             r.data.params.get("table"), r.data.params.get("n_cells"))
+            for r in _sweep_runs(tracker, experiment)]  # fmt: skip
     cols = ["run_id", "experiment_id", "run_name", "status", "started", "preset", "table", "n_cells"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -108,7 +109,7 @@ def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None
         for extra in ("corrected", "nonzero"):  # only the metrics that have them
             if f"{name}_{extra}" in metrics:
                 flat[f"{name}_{extra}"] = metrics[f"{name}_{extra}"]
-    # the weight concentration, where logged (a score without the floors is recomputed: railsweep.analysis.report)
+    # the weight concentration, where logged (else recomputed at publish time: railsweep.analysis.report)
     flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
     flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
     return unflatten_scores(flat)
@@ -186,7 +187,8 @@ def _cell_record(tracker: Tracker, meta: Mapping[str, Any], run: Any | None, dst
                       scores=logged_scores(run.data.metrics, run.data.params),
                       scored_against=run.data.tags.get(TAG_CLEAN_RUN),
                       load_questions=lambda: download_questions(tracker, run, dst / cid),
-                      load_responses=lambda: download_responses(tracker, run, dst / f"{cid}-responses"))  # fmt: skip
+                      load_responses=lambda: download_responses(tracker, run,
+                                                                dst / f"{cid}-responses"))  # fmt: skip
 
 
 def read_sweep(tracker: Tracker, experiment: str | None = None, parent_run_id: str | None = None, *,

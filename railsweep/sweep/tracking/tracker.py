@@ -57,7 +57,8 @@ def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
             if r.status != 200:
                 raise ConfigError(f"tracking URI {uri!r}: /health answered HTTP {r.status}")
     except (urllib.error.URLError, OSError) as e:
-        raise ConfigError(f"tracking URI {uri!r} is unreachable ({e}); start `mlflow server` or fix the URI") from e
+        raise ConfigError(f"tracking URI {uri!r} is unreachable ({e}); start `mlflow server` or fix the "
+                          "URI") from e
 
 
 def retry(fn: Callable[[], T], what: str, *, attempts: int | None = None, base_delay: float = 1.0) -> T:
@@ -70,7 +71,8 @@ def retry(fn: Callable[[], T], what: str, *, attempts: int | None = None, base_d
         try:
             return fn()
         except (MlflowException, OSError) as e:  # requests' ConnectionError is an OSError
-            if isinstance(e, MlflowException) and e.error_code in ("INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST"):
+            refused = ("INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST")
+            if isinstance(e, MlflowException) and e.error_code in refused:
                 raise TrackingError(f"MLflow refused {what}: {e}") from e
             last = e
             if i + 1 < n:
