@@ -11,7 +11,7 @@ import itertools
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, field_validator, model_validator
+from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
 
 from railsweep.detection.base import build_detector
 from railsweep.detection.scoring import Thresholding, check_threshold
@@ -46,6 +46,9 @@ def param_items(v: Any) -> Any:
     return v
 
 
+Params = Annotated[tuple[tuple[str, Any], ...], BeforeValidator(param_items)]
+
+
 @schema("families", inputs=("base", "adapters"))
 class FamilySpec:
     """One model family: a base model and its LoRA adapters (clean, co_<domain>)."""
@@ -74,13 +77,8 @@ class StrategyGrid:
     """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points."""
 
     name: Text
-    params: tuple[tuple[str, Any], ...] = ()
+    params: Params = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _params(cls, v: Any) -> Any:
-        return param_items(v)
 
     @field_validator("grid", mode="before")
     @classmethod
@@ -116,13 +114,8 @@ class DetectorSpec:
     fixed ``threshold`` (None: calibrated on the control items, else the detector's own default)."""
 
     name: Text
-    params: tuple[tuple[str, Any], ...] = ()
+    params: Params = ()
     threshold: Annotated[float, Strict()] | None = None
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _params(cls, v: Any) -> Any:
-        return param_items(v)
 
     @model_validator(mode="after")
     def _is_a_known_detector(self) -> DetectorSpec:
