@@ -84,8 +84,7 @@ class SweepCell:
             "clean_cell_id": self.clean_id, **({"task": c.task} if c.task else {}),
             **({"task_group": self.task_group} if self.task_group else {}),
         }  # fmt: skip
-        for k, v in c.strategy_params.items():
-            out[f"strategy.{k}"] = v
+        out.update({f"strategy.{k}": v for k, v in c.strategy_params.items()})
         return {k: str(v) for k, v in out.items()}
 
 

@@ -236,8 +236,7 @@ def price_params(p: SweepPrice) -> dict[str, str]:
         "cost.length_source": p.questions.length_source, "cost.throughput": p.throughput,
     }  # fmt: skip
     for e in p.engines:
-        out[f"cost.samples.{e.family}"] = e.total_samples
-        out[f"cost.tokens.{e.family}"] = e.total_tokens
+        out |= {f"cost.samples.{e.family}": e.total_samples, f"cost.tokens.{e.family}": e.total_tokens}
     unit = "cores" if p.device == "cpu" else "gpus"
     for c in p.clusters:
         if c.wall_s is not None:

@@ -16,9 +16,8 @@ from railsweep.errors import ConfigError
 from railsweep.sweep.spec.members import load_specs
 from railsweep.sweep.spec.sweep_spec import PRESETS, TABLES, SweepSpec
 
-# Options of add_spec_arguments that forward_argv passes on (dest names); --spec, --throughput and
-# --tracking-uri are forwarded by the caller, which knows where the job will find them; --dry-run never
-# reaches a job.
+# Options of add_spec_arguments that forward_argv passes on (dest names); the caller forwards --spec,
+# --throughput and --tracking-uri (it knows where the job finds them); --dry-run never reaches a job.
 _FORWARDED = ("table", "preset", "experiment", "resume", "cache_dir", "limit", "m", "cluster_sizes")
 
 

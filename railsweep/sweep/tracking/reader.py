@@ -132,14 +132,10 @@ def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFr
 def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> dict[str, dict[str, Path]]:
     """``{cell_id: {"questions": path, "responses": path}}``: the Parquet files of each cell's newest FINISHED
     run, downloaded under ``dst``; a cell without a FINISHED run is left out."""
-    out = {}
-    for cid, run in tracker.finished_cells(cell_ids).items():
-        tags = run.data.tags
-        out[cid] = {
-            kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{tags[tag]}", Path(dst) / cid)
-            for kind, tag in (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
-        }
-    return out
+    kinds = (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
+    return {cid: {kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{run.data.tags[tag]}",
+                                         Path(dst) / cid) for kind, tag in kinds}
+            for cid, run in tracker.finished_cells(cell_ids).items()}  # fmt: skip
 
 
 def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],

@@ -196,12 +196,10 @@ def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     git = prov.get("git", {})
     tags = {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
             "python": str(prov.get("python"))}  # fmt: skip
-    for name, ver in (prov.get("packages") or {}).items():
-        tags[f"pkg.{name}"] = str(ver)
-    for path, sha in (prov.get("datasets") or {}).items():
-        tags[f"data.sha256.{Path(path).name}"] = sha
-    for key, value in (prov.get("world") or {}).items():  # the miniature world: preset, digests, root
-        tags[f"world.{key}"] = str(value)
+    tags.update({f"pkg.{name}": str(ver) for name, ver in (prov.get("packages") or {}).items()})
+    tags.update({f"data.sha256.{Path(path).name}": sha for path, sha in (prov.get("datasets") or {}).items()})
+    # the miniature world: preset, digests, root
+    tags.update({f"world.{key}": str(value) for key, value in (prov.get("world") or {}).items()})
     return tags
 
 
