@@ -15,7 +15,6 @@ import pytest
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.sweep.plan.cells import expand, trial_order
-from railsweep.sweep.run.driver import prepare
 from railsweep.sweep.spec.resolve import check_families, resolve_spec
 from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
@@ -222,14 +221,6 @@ def test_a_validated_spec_is_a_plain_picklable_dataclass_with_a_stable_sweep_id(
     assert dataclasses.asdict(spec)["readout"]["m"] == 3
     assert spec.primary_setting == ("fa", "gsm8k")
     assert load_spec("smoke").families == ()  # absent = every family of the miniature world
-
-
-def test_unreachable_tracking_uri_fails_in_prepare_before_models_or_ray(paths_spec):
-    with pytest.raises(ConfigError, match="unreachable"):
-        prepare(spec_from_dict(paths_spec))
-    paths_spec["tracking"]["uri"] = "sqlite:///x.db"
-    with pytest.raises(ConfigError, match="not an HTTP"):
-        prepare(spec_from_dict(paths_spec))
 
 
 def test_presets_load_and_validate():

@@ -1,17 +1,17 @@
 """Write and read one cell's result files, atomically and with schema checks.
 
 Writing follows these steps, so a reader never sees half a cell:
-
 1. build both Arrow tables in memory (all validation happens here);
 2. write each to a temporary name in the destination directory and fsync it;
-3. rename the responses file into place, then the per-question file (the
-   per-question file is the commit marker: when it exists, both do);
-4. fsync the directory. On any error every file written in this call is
-   removed (and the directory too, when this call created it and it is empty).
+3. rename the responses file into place, then the per-question file (the commit marker: when it exists, both
+   do);
+4. fsync the directory. On any error every file written in this call is removed (and the directory too, when
+   this call created it and it is empty).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,52 +60,32 @@ def find_cells(out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     if not out.is_dir():
         raise DataError(f"results directory not found: {out}")
-    return sorted(
-        p
-        for p in out.glob("*.parquet")
-        if not p.name.startswith(".") and not p.name.endswith(RESPONSES_SUFFIX)
-    )
+    return sorted(p for p in out.glob("*.parquet")
+                  if not p.name.startswith(".") and not p.name.endswith(RESPONSES_SUFFIX))
 
 
-def write_cell(
-    out_dir: str | Path,
-    cell: CellConfig,
-    outcomes: Sequence[QuestionOutcome],
-    questions: Sequence[Question],
-    *,
-    provenance: Mapping[str, Any] | None = None,
-    grading: Mapping[str, Any] | None = None,
-) -> CellPaths:
-    """Write the cell's per-question and responses Parquet files; returns their paths.
-
-    ``provenance`` defaults to :func:`railsweep.provenance.collect` over the
-    cell's data files; ``grading`` (the answer rules' counts,
-    :meth:`railsweep.tasks.agreement.RuleAgreement.to_dict`) goes into both
-    files' metadata when given.
-    """
+def write_cell(out_dir: str | Path, cell: CellConfig, outcomes: Sequence[QuestionOutcome],
+               questions: Sequence[Question], *, provenance: Mapping[str, Any] | None = None,
+               grading: Mapping[str, Any] | None = None) -> CellPaths:  # fmt: skip
+    """Write the cell's per-question and responses Parquet files; returns their paths. ``provenance`` defaults
+    to :func:`railsweep.provenance.collect` over the cell's data files; ``grading`` (the answer rules' counts,
+    :meth:`railsweep.tasks.agreement.RuleAgreement.to_dict`) goes into both files' metadata when given."""
     return write_tables(out_dir, cell.cell_id, cell_tables(cell, outcomes, questions, provenance, grading))
 
 
-def cell_tables(
-    cell: CellConfig,
-    outcomes: Sequence[QuestionOutcome],
-    questions: Sequence[Question],
-    provenance: Mapping[str, Any] | None = None,
-    grading: Mapping[str, Any] | None = None,
-) -> CellTables:
+def cell_tables(cell: CellConfig, outcomes: Sequence[QuestionOutcome], questions: Sequence[Question],
+                provenance: Mapping[str, Any] | None = None,
+                grading: Mapping[str, Any] | None = None) -> CellTables:  # fmt: skip
     """Step 1 of :func:`write_cell`: both Arrow tables, checked, with their metadata."""
     q_table = schema.questions_table(outcomes, questions)
     r_table = schema.responses_table(outcomes)
     if provenance is None:
         provenance = prov.collect(cell.task_files())
     cell_dict = cell.to_dict()
-    q_table = q_table.replace_schema_metadata(
-        schema.metadata("questions", cell.cell_id, cell_dict, provenance, grading)
-    )
-    r_table = r_table.replace_schema_metadata(
-        schema.metadata("responses", cell.cell_id, cell_dict, provenance, grading)
-    )
-    return CellTables(q_table, r_table)
+    meta = {kind: schema.metadata(kind, cell.cell_id, cell_dict, provenance, grading)
+            for kind in ("questions", "responses")}
+    return CellTables(q_table.replace_schema_metadata(meta["questions"]),
+                      r_table.replace_schema_metadata(meta["responses"]))  # fmt: skip
 
 
 def write_tables(out_dir: str | Path, cell_id: str, tables: CellTables) -> CellPaths:
@@ -135,19 +115,19 @@ def _fsync_dir(path: Path) -> None:
     except OSError:  # directories cannot be opened on some platforms
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def _read_table(path: str | Path) -> pa.Table:
+def _read_table(path: str | Path, read: Any = pq.read_table) -> Any:
+    """``read(path)`` (the table, or ``pq.read_schema``), a missing or unreadable file a DataError."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"results file not found: {p}")
     try:
-        return pq.read_table(p)
+        return read(p)
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{p}: not a readable Parquet file: {e}") from e
 
@@ -155,30 +135,18 @@ def _read_table(path: str | Path) -> pa.Table:
 def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
     """``{"cell": CellConfig, "cell_id": str, "provenance": dict, "grading": dict | None}`` of a results file,
     schema-checked."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"results file not found: {p}")
-    try:
-        meta = pq.read_schema(p).metadata
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"{p}: not a readable Parquet file: {e}") from e
-    info = schema.check_metadata(meta, kind, str(p))
+    info = schema.check_metadata(_read_table(path, pq.read_schema).metadata, kind, str(Path(path)))
     info["cell"] = CellConfig.from_dict(info["cell"])
     return info
 
 
 def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
-    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns.
-
-    An unknown schema version, a missing or mistyped column, or a file that is
-    not a railsweep per-question file raises DataError naming the file.
-    ``leaked`` comes back as pandas' nullable ``boolean`` dtype.
-    """
+    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns (``leaked`` as
+    pandas' nullable ``boolean``); anything off raises DataError naming the file."""
     p = Path(path)
     if p.name.endswith(RESPONSES_SUFFIX):
-        raise DataError(
-            f"{p}: this is a responses file; pass the per-question file {p.name[: -len(RESPONSES_SUFFIX)]}.parquet"
-        )
+        raise DataError(f"{p}: this is a responses file; pass the per-question file "
+                        f"{p.name[: -len(RESPONSES_SUFFIX)]}.parquet")
     table = _read_table(p)
     info = schema.check_metadata(table.schema.metadata, "questions", str(p))
     schema.check_columns(table.schema, schema.QUESTION_FIELDS, str(p), extras=True)

@@ -1,9 +1,8 @@
 """A per-question results table (the results schema) checked and turned into the metrics' :class:`Readouts`.
 
-The one place that reads a cell's table for scoring: rows joined on
-``question_index``, every table covering the same questions, ``solve_prob``
-agreeing with ``c / m``. :mod:`railsweep.analysis.scoring` and the detection
-report (:mod:`railsweep.detection.report`) both score through it.
+The one place that reads a cell's table for scoring (:mod:`railsweep.analysis.scoring`,
+:mod:`railsweep.detection.report`): rows joined on ``question_index``, every table covering the same
+questions, ``solve_prob`` agreeing with ``c / m``.
 """
 
 from __future__ import annotations
@@ -31,19 +30,17 @@ def check_frame(df: pd.DataFrame, role: str) -> pd.DataFrame:
     for col in REQUIRED_COLUMNS:
         na = df["question_index"][df[col].isna()] if col != "question_index" else df.index[df[col].isna()]
         if len(na):
-            raise DataError(
-                f"{role} results: column {col!r} is missing values (at question_index {list(na)[:10]})"
-            )
+            raise DataError(f"{role} results: column {col!r} is missing values (at question_index "
+                            f"{list(na)[:10]})")  # fmt: skip
     out = df.sort_values("question_index", kind="stable").reset_index(drop=True)
     c, m = out["c"].to_numpy(dtype=float), out["m"].to_numpy(dtype=float)
     expected = np.divide(c, m, out=np.zeros(len(out)), where=m > 0)
     off = np.flatnonzero(~np.isclose(out["solve_prob"].to_numpy(dtype=float), expected, atol=1e-9))
     if off.size:
         q = int(out["question_index"].iloc[off[0]])
-        raise DataError(
-            f"{role} results: solve_prob disagrees with c/m at {off.size} question(s), "
-            f"first question_index={q} (solve_prob={out['solve_prob'].iloc[off[0]]}, c={c[off[0]]}, m={m[off[0]]})"
-        )
+        raise DataError(f"{role} results: solve_prob disagrees with c/m at {off.size} question(s), first "
+                        f"question_index={q} (solve_prob={out['solve_prob'].iloc[off[0]]}, c={c[off[0]]}, "
+                        f"m={m[off[0]]})")  # fmt: skip
     return out
 
 
@@ -57,10 +54,8 @@ def aligned_readouts(**frames: pd.DataFrame) -> dict[str, Readouts]:
         have = set(checked[role]["question_index"].tolist())
         if have != ref:
             only_ref, only_here = sorted(ref - have), sorted(have - ref)
-            raise DataError(
-                f"{ref_role} and {role} results cover different questions: "
-                f"missing from {role}: {only_ref[:10]}{' ...' if len(only_ref) > 10 else ''} "
-                f"({len(only_ref)}); missing from {ref_role}: {only_here[:10]}"
-                f"{' ...' if len(only_here) > 10 else ''} ({len(only_here)})"
-            )
+            raise DataError(f"{ref_role} and {role} results cover different questions: missing from {role}: "
+                            f"{only_ref[:10]}{' ...' if len(only_ref) > 10 else ''} ({len(only_ref)}); "
+                            f"missing from {ref_role}: {only_here[:10]}"
+                            f"{' ...' if len(only_here) > 10 else ''} ({len(only_here)})")
     return {role: Readouts.of(df["c"], df["m"], df["r01"], role) for role, df in checked.items()}

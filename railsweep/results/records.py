@@ -1,10 +1,8 @@
 """Typed records of a sweep read back from its tracking store: what the tables, figures and notebook consume.
 
-A :class:`SweepRecord` is one sweep (its spec and every cell of its grid); a :class:`CellRecord` is one cell
-with its resolved config, display label, role, status, the scores its trial logged and its result tables.
-The records are plain data: :mod:`railsweep.sweep.tracking.reader` fills them from MLflow, and the analysis code
-(:mod:`railsweep.analysis.report`) reads them with pandas only. A cell's per-question and responses tables
-are fetched on first use, so a reader that needs only the logged scores downloads no Parquet.
+Plain data: :mod:`railsweep.sweep.tracking.reader` fills them from MLflow, and the analysis code
+(:mod:`railsweep.analysis.report`) reads them with pandas only. A cell's tables are fetched on first use, so a
+reader that needs only the logged scores downloads no Parquet.
 """
 
 from __future__ import annotations
@@ -24,12 +22,10 @@ MISSING = "missing"  # no FINISHED run: failed or not run yet; left out of the t
 
 @dataclass(frozen=True)
 class CellRecord:
-    """One cell of a sweep.
-
-    ``config`` is the cell's resolved :class:`railsweep.config.CellConfig` as a dict; ``params`` the flat
-    params logged on its run. ``scores`` is the :func:`railsweep.analysis.scoring.score_pair` dict the trial
-    logged for a mitigated cell, computed against the clean run ``scored_against`` (None when it logged none).
-    """
+    """One cell of a sweep: ``config``, its resolved :class:`railsweep.config.CellConfig` as a dict;
+    ``params``, the flat params logged on its run; ``scores``, the
+    :func:`railsweep.analysis.scoring.score_pair` dict the trial logged for a mitigated cell against the clean
+    run ``scored_against`` (None when it logged none)."""
 
     cell_id: str
     config: Mapping[str, Any]
@@ -91,9 +87,8 @@ class SweepRecord:
         """(family, domain) of Tables 1, 2 and 4: the spec's ``primary``, else its first family and domain."""
         prim = self.spec.get("primary")
         if prim:
-            if isinstance(prim, Mapping):
-                return (str(prim["family"]), str(prim["domain"]))
-            return (str(prim[0]), str(prim[1]))
+            pair = (prim["family"], prim["domain"]) if isinstance(prim, Mapping) else (prim[0], prim[1])
+            return (str(pair[0]), str(pair[1]))
         return (str(self.spec["families"][0]["name"]), str(self.spec["domains"][0]))
 
     @property
@@ -120,8 +115,5 @@ class SweepRecord:
     @property
     def responses(self) -> dict[str, pd.DataFrame]:
         """``{cell_id: responses table}`` of the finished clean cells that have one."""
-        out = {}
-        for c in self.cells:
-            if c.finished and c.role == "clean" and c.responses is not None:
-                out[c.cell_id] = c.responses
-        return out
+        return {c.cell_id: c.responses for c in self.cells
+                if c.finished and c.role == "clean" and c.responses is not None}  # fmt: skip

@@ -1,7 +1,6 @@
 """The on-disk results format, version 1: one per-question table per evaluated cell.
 
-A cell ``<id>`` (``CellConfig.cell_id``) is stored as two Parquet files in one
-directory:
+A cell ``<id>`` (``CellConfig.cell_id``) is stored as two Parquet files in one directory:
 
 ``<id>.parquet`` — one row per question, sorted by ``question_index``:
 
@@ -20,27 +19,21 @@ n_none             int64           ... from which no answer was extracted
 x_<name>           int64/float64   strategy extras (e.g. ``x_triggers``), nullable
 =================  ==============  =====================================================
 
-``<id>.responses.parquet`` — one row per decoded response:
-``question_index`` int64, ``sample_index`` int64 (0..m-1; -1 = the greedy
-trajectory a strategy decoded first, when it did), ``text`` string,
-``token_ids`` list<int64>, ``pred`` string (nullable), ``rule`` string
-(nullable), ``correct`` bool (nullable; null for the ungraded greedy row),
-``finish_reason`` string, ``triggers`` int64.
+``<id>.responses.parquet`` — one row per decoded response: ``question_index`` int64, ``sample_index`` int64
+(0..m-1; -1 = the greedy trajectory a strategy decoded first, when it did), ``text`` string, ``token_ids``
+list<int64>, ``pred`` string (nullable), ``rule`` string (nullable), ``correct`` bool (nullable; null for the
+ungraded greedy row), ``finish_reason`` string, ``triggers`` int64.
 
-Both files carry Parquet key-value metadata (UTF-8 JSON values):
-``railsweep.schema_version`` (``"1"``), ``railsweep.kind`` (``"questions"`` or
-``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the resolved
-``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the
-default ``final``), ``railsweep.provenance`` (git commit + dirty flag, package
-versions, sha256 of the data files; see :mod:`railsweep.provenance`) and, for
-every cell :func:`railsweep.evaluate.evaluate_cell` writes, ``railsweep.grading``
-(:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was
-graded under, and over its graded responses the correct count under every rule,
-how many each other rule grades differently, how many the rules do not all
-grade the same, and lm-evaluation-harness's strict-match and flexible-extract
-correct counts). Readers refuse any other schema version.
-Adding a column or key is version 1 compatible only if readers may ignore it;
-anything else bumps :data:`SCHEMA_VERSION`.
+Both files carry Parquet key-value metadata (UTF-8 JSON values): ``railsweep.schema_version`` (``"1"``),
+``railsweep.kind`` (``"questions"`` or ``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the
+resolved ``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the default ``final``),
+``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files; see
+:mod:`railsweep.provenance`) and, for every cell :func:`railsweep.evaluate.evaluate_cell` writes,
+``railsweep.grading`` (:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was graded
+under, and over its graded responses the correct count under every rule, how many each other rule grades
+differently, how many the rules do not all grade the same, and lm-evaluation-harness's strict-match and
+flexible-extract correct counts). Readers refuse any other schema version. Adding a column or key is version 1
+compatible only if readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
@@ -98,13 +91,8 @@ GREEDY_SAMPLE_INDEX = -1
 _EXTRA_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
-def metadata(
-    kind: str,
-    cell_id: str,
-    cell: Mapping[str, Any],
-    provenance: Mapping[str, Any],
-    grading: Mapping[str, Any] | None = None,
-) -> dict[bytes, bytes]:
+def metadata(kind: str, cell_id: str, cell: Mapping[str, Any], provenance: Mapping[str, Any],
+             grading: Mapping[str, Any] | None = None) -> dict[bytes, bytes]:  # fmt: skip
     """The key-value metadata of a results file; ``grading`` is left out when None (a readers-may-ignore key)."""
     meta = {
         KEY_VERSION.encode(): str(SCHEMA_VERSION).encode(),
@@ -158,26 +146,16 @@ def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Que
 
 def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
     """One row per sample (and per greedy trajectory, as sample_index -1)."""
-    cols: dict[str, list[Any]] = {f.name: [] for f in RESPONSE_FIELDS}
-
-    def add(qi: int, si: int, smp: Any, grade: Any) -> None:
-        cols["question_index"].append(qi)
-        cols["sample_index"].append(si)
-        cols["text"].append(smp.text)
-        cols["token_ids"].append([int(t) for t in smp.token_ids])
-        cols["pred"].append(grade.pred if grade else None)
-        cols["rule"].append(grade.rule if grade else None)
-        cols["correct"].append(bool(grade.correct) if grade else None)
-        cols["finish_reason"].append(smp.finish_reason)
-        cols["triggers"].append(int(smp.triggers))
-
+    rows: list[tuple[Any, ...]] = []  # in RESPONSE_FIELDS' order
     for o in sorted(outcomes, key=lambda o: o.index):
-        if o.greedy is not None:
-            add(o.index, GREEDY_SAMPLE_INDEX, o.greedy, None)
         if len(o.grades) != len(o.samples):
             raise DataError(f"question_index={o.index}: {len(o.samples)} samples but {len(o.grades)} grades")
-        for i, (smp, g) in enumerate(zip(o.samples, o.grades)):
-            add(o.index, i, smp, g)
+        graded = [(GREEDY_SAMPLE_INDEX, o.greedy, None)] if o.greedy is not None else []
+        for i, smp, g in graded + [(i, smp, g) for i, (smp, g) in enumerate(zip(o.samples, o.grades))]:
+            rows.append((o.index, i, smp.text, [int(t) for t in smp.token_ids], g.pred if g else None,
+                         g.rule if g else None, bool(g.correct) if g else None, smp.finish_reason,
+                         int(smp.triggers)))  # fmt: skip
+    cols = {f.name: [r[k] for r in rows] for k, f in enumerate(RESPONSE_FIELDS)}
     return pa.Table.from_pydict(cols, schema=pa.schema(list(RESPONSE_FIELDS)))
 
 
@@ -190,9 +168,8 @@ def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -
         raise DataError(f"{source}: not a railsweep results file (no {KEY_VERSION!r} metadata)")
     version = raw.decode(errors="replace")
     if version != str(SCHEMA_VERSION):
-        raise DataError(
-            f"{source}: unsupported results schema version {version!r}; this railsweep reads version {SCHEMA_VERSION}"
-        )
+        raise DataError(f"{source}: unsupported results schema version {version!r}; this railsweep reads "
+                        f"version {SCHEMA_VERSION}")  # fmt: skip
     got_kind = meta.get(KEY_KIND.encode(), b"").decode(errors="replace")
     if got_kind != kind:
         raise DataError(f"{source}: expected a {kind!r} results file, got kind {got_kind!r}")
@@ -213,9 +190,8 @@ def check_columns(schema: pa.Schema, expected: Sequence[pa.Field], source: str, 
         if idx < 0:
             raise DataError(f"{source}: missing column {f.name!r}")
         if not schema.field(idx).type.equals(f.type):
-            raise DataError(
-                f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected {f.type}"
-            )
+            raise DataError(f"{source}: column {f.name!r} has type {schema.field(idx).type}, expected "
+                            f"{f.type}")  # fmt: skip
     known = {f.name for f in expected}
     for f in schema:
         if f.name in known:

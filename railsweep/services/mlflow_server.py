@@ -11,9 +11,8 @@ from railsweep.services.process import START_TIMEOUT_S, Service, exe, http_ok, w
 PID_FILE = "mlflow-server.pid"  # in the run folder: the process (and group) id of the server started there
 
 
-def ensure_mlflow_server(
-    run_dir: str | Path, *, port: int = 5000, timeout: float = START_TIMEOUT_S
-) -> Service:
+def ensure_mlflow_server(run_dir: str | Path, *, port: int = 5000,
+                         timeout: float = START_TIMEOUT_S) -> Service:  # fmt: skip
     """``mlflow server`` on 127.0.0.1:port (sqlite backend and served artifacts under ``run_dir``), reused if up."""
     url = f"http://127.0.0.1:{port}"
     if http_ok(url + "/health"):
@@ -29,9 +28,8 @@ def ensure_mlflow_server(
     with open(log, "ab") as f:
         # MLflow's background job runner (huey consumers, ~0.25 GB each) serves no purpose for tracking.
         env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-        proc = subprocess.Popen(
-            cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir, env=env
-        )
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir,
+                                env=env)  # fmt: skip
     wait_until(lambda: http_ok(url + "/health"), timeout, f"mlflow server on {url}", proc, log)
     # the server leads its own process group: `kill -- -$(cat RUN_DIR/mlflow-server.pid)` ends it and its workers
     (run_dir / PID_FILE).write_text(f"{proc.pid}\n", encoding="utf-8")

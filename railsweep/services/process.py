@@ -6,6 +6,7 @@ A service this process started runs in its own process group (``start_new_sessio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -65,9 +66,8 @@ def exe(name: str) -> str:
     return found
 
 
-def wait_until(
-    pred, timeout: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None
-) -> None:
+def wait_until(pred, timeout: float, what: str, proc: subprocess.Popen | None = None,
+               log: Path | None = None) -> None:  # fmt: skip
     """Poll ``pred`` until it holds; a ``proc`` that exits first, or the timeout, is one :class:`ConfigError`
     (with the log's tail), and a timed-out ``proc`` is stopped."""
     deadline = time.time() + timeout
@@ -95,12 +95,8 @@ class Service:
             return
         pgid = os.getpgid(self.proc.pid)
         os.killpg(pgid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(10)

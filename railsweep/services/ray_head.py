@@ -10,6 +10,7 @@ start left running is ended (:func:`end_failed_start`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -44,28 +45,21 @@ class RayHead:
 
 
 def check_head_accepts_token(url: str) -> None:
-    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token.
-
-    Raises one :class:`ConfigError` naming the head and how to stop it otherwise.
-    """
+    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token;
+    else one :class:`ConfigError` naming the head and how to stop it."""
     anonymous = http_status(url + "/api/jobs/")
     if anonymous == 200:
-        raise ConfigError(
-            f"the Ray head at {url} runs without token authentication (its Jobs API answers without a token, "
-            f"so anyone who can reach it can run code); {_STOP}"
-        )
+        raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers "
+                          f"without a token, so anyone who can reach it can run code); {_STOP}")  # fmt: skip
     if anonymous not in (401, 403):
-        raise ConfigError(
-            f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
-            "choose another port with --dashboard-port"
-        )
+        raise ConfigError(f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
+                          "choose another port with --dashboard-port")
     mine = http_status(url + "/api/jobs/", bearer())
     if mine != 200:
         where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
-        raise ConfigError(
-            f"the Ray head at {url} does not accept this machine's Ray token ({where}; it answered {mine}): it "
-            f"was started with another token. Point RAY_AUTH_TOKEN_PATH at that head's token file, or {_STOP}"
-        )
+        raise ConfigError(f"the Ray head at {url} does not accept this machine's Ray token ({where}; it "
+                          f"answered {mine}): it was started with another token. Point RAY_AUTH_TOKEN_PATH "
+                          f"at that head's token file, or {_STOP}")  # fmt: skip
 
 
 def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
@@ -78,11 +72,8 @@ def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[s
         except OSError:  # the process ended, or is not ours to read
             continue
         args = [a.decode(errors="replace") for a in argv if a]
-        if (
-            len(args) > 1
-            and args[1].endswith("dashboard/dashboard.py")
-            and f"--port={dashboard_port}" in args
-        ):
+        if (len(args) > 1 and args[1].endswith("dashboard/dashboard.py")
+                and f"--port={dashboard_port}" in args):
             found.append(args[0])
     return found
 
@@ -94,16 +85,14 @@ def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> N
     heads = head_interpreters(dashboard_port, proc)
     mine = Path(sys.prefix).resolve()
     if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
-        raise ConfigError(
-            f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment ({mine}): its "
-            "workers would run that environment's railsweep. Stop it with `ray stop` (this ends every Ray "
-            "process of this user on the machine), or start another head with --dashboard-port"
-        )
+        raise ConfigError(f"the Ray head on 127.0.0.1:{dashboard_port} runs {heads[0]}, not this environment "
+                          f"({mine}): its workers would run that environment's railsweep. Stop it with `ray "
+                          "stop` (this ends every Ray process of this user on the machine), or start another "
+                          "head with --dashboard-port")  # fmt: skip
 
 
-def _start_command(
-    dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool, isolated: bool
-) -> tuple[list[str], int, int, Path]:
+def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool,
+                   isolated: bool) -> tuple[list[str], int, int, Path]:  # fmt: skip
     """``ray start --head ...`` with every port named; returns (command, GCS port, dashboard port, log)."""
     cmd = [exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
            "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
@@ -133,24 +122,13 @@ def _start_command(
     return cmd, gcs_port, dashboard_port, log
 
 
-def ensure_ray_head(
-    *,
-    dashboard_port: int = 8265,
-    num_cpus: int | None = None,
-    num_gpus: int | None = None,
-    block: bool = False,
-    isolated: bool = False,
-    timeout: float = START_TIMEOUT_S,
-) -> RayHead:
-    """A local Ray head with token authentication, every port on 127.0.0.1, its dashboard (the job API) too.
-
-    Reused when a dashboard already answers on ``dashboard_port`` and
-    :func:`check_head_accepts_token` and :func:`check_head_environment` pass.
-    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this
-    cluster (``ray stop`` would end every Ray on the host). ``isolated=True``
-    picks free ports and a private temp dir (tests next to other clusters on
-    the same machine) and never reuses a running head.
-    """
+def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, num_gpus: int | None = None,
+                    block: bool = False, isolated: bool = False,
+                    timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
+    """A local Ray head (module docstring), reused when a dashboard already answers on ``dashboard_port``.
+    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly
+    this cluster (``ray stop`` would end every Ray on the host). ``isolated=True`` picks free ports and a
+    private temp dir (tests next to other clusters) and never reuses a running head."""
     url = f"http://127.0.0.1:{dashboard_port}"
     ensure_ray_token()
     if not isolated and http_status(url + "/api/version") is not None:
@@ -180,18 +158,15 @@ class _StartFailed(Exception):
 
 
 def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> subprocess.Popen:
-    """Run ``ray start`` and wait until it has started (a blocking start: its "Ray runtime started." line) and
-    the dashboard answers. A start that fails (exits non-zero; a blocking one exits at all) ends what it left
-    running (:func:`end_failed_start`) and raises :class:`_StartFailed` with the log's tail.
-
-    The dashboard answers before the raylet has registered, and the raylet still gives up when its agents are
-    slow to start on a loaded machine (a fixed 15 s wait inside Ray), so a blocking start is ready only once
-    ``ray start`` says so."""
+    """Run ``ray start`` and wait until it has started and the dashboard answers. A start that fails (exits
+    non-zero; a blocking one exits at all) ends what it left running (:func:`end_failed_start`) and raises
+    :class:`_StartFailed` with the log's tail. A blocking start is ready only once ``ray start`` says so ("Ray
+    runtime started."): the dashboard answers before the raylet has registered, and the raylet still gives up
+    when its agents are slow to start (a fixed 15 s wait inside Ray)."""
     offset = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(), start_new_session=True
-        )
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(),
+                                start_new_session=True)  # fmt: skip
     failed = _exited_before_started(proc, log, offset, timeout) if block else proc.wait(timeout) != 0
     if failed:
         end_failed_start(proc.pid)
@@ -225,10 +200,8 @@ def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
     """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group (the start ran in
     its own session) and any process of its Ray session (``session_<date>_<time>_<pid>`` in the command line)
     that left the group. Returns the ids signalled besides the group."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     mark = re.compile(rf"session_[0-9_-]+_{pid}\b".encode())
     hit = []
     for entry in proc_dir.glob("[0-9]*"):

@@ -13,19 +13,15 @@ import sys
 from railsweep.services.tokens import LOOPBACK_ONLY, auth_env, ensure_ray_token
 
 
-def ray_init_kwargs(
-    address: str | None, *, num_cpus: int | None = None, num_gpus: int | None = None
-) -> dict[str, object]:
+def ray_init_kwargs(address: str | None, *, num_cpus: int | None = None,
+                    num_gpus: int | None = None) -> dict[str, object]:  # fmt: skip
     """Keyword arguments for ``ray.init`` in an entry point; call it before ``import ray``.
 
-    1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets
-       inside a job): join it with token authentication (in Ray's single-machine
-       mode when the address is 127.0.0.1). The cluster has its own
-       resources, so ``num_cpus``/``num_gpus`` (which Ray refuses when joining) are
-       dropped with a note on stderr.
-    2. Otherwise a fresh private instance (``address="local"``: never the head
-       that another process left running), token authentication on, every port
-       on 127.0.0.1, sized by ``num_cpus``/``num_gpus``.
+    1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets inside a job): join it with token
+       authentication (in Ray's single-machine mode on 127.0.0.1); ``num_cpus``/``num_gpus``, which Ray
+       refuses when joining, are dropped with a note on stderr.
+    2. Otherwise a fresh private instance (``address="local"``: never a head another process left running),
+       token authentication on, every port on 127.0.0.1, sized by ``num_cpus``/``num_gpus``.
     """
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
@@ -40,9 +36,5 @@ def ray_init_kwargs(
         return {"address": address}
     os.environ.update(auth_env({}))
     ensure_ray_token()
-    kwargs: dict[str, object] = {"address": "local"}
-    if num_cpus is not None:
-        kwargs["num_cpus"] = num_cpus
-    if num_gpus is not None:
-        kwargs["num_gpus"] = num_gpus
-    return kwargs
+    sizes = {"num_cpus": num_cpus, "num_gpus": num_gpus}
+    return {"address": "local", **{k: v for k, v in sizes.items() if v is not None}}

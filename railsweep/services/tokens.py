@@ -27,12 +27,10 @@ def ray_token_path() -> Path:
 def ensure_ray_token() -> None:
     """Make sure Ray's token exists, readable by this user only; never reads it out loud.
 
-    ``$RAY_AUTH_TOKEN`` set: nothing to do. The default file is created by Ray's
-    own ``ray get-auth-token --generate`` (its output, which is the token,
-    discarded) under umask 077; a file named by ``$RAY_AUTH_TOKEN_PATH`` (which
-    Ray's generator does not write) gets a token of the same form (256 random
-    bits, hex). An existing file that others can read is narrowed to 0600.
-    """
+    ``$RAY_AUTH_TOKEN`` set: nothing to do. The default file is created by ``ray get-auth-token --generate``
+    (its output discarded) under umask 077; a file named by ``$RAY_AUTH_TOKEN_PATH`` (which Ray's generator
+    does not write) gets a token of the same form (256 random bits, hex). A file others can read is narrowed
+    to 0600."""
     if os.environ.get("RAY_AUTH_TOKEN"):
         return
     path = ray_token_path()
@@ -52,11 +50,8 @@ def ensure_ray_token() -> None:
 
 
 def auth_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a Ray process on this machine: token authentication on, loopback-only node.
-
-    ``RAY_AUTH_MODE`` is always ``token`` (a caller's ``disabled`` is overridden):
-    with authentication off, anyone who reaches the Jobs API or the GCS runs code.
-    """
+    """The environment for a Ray process on this machine: token authentication on (a caller's ``disabled``
+    overridden: without it, anyone who reaches the Jobs API or the GCS runs code), loopback-only node."""
     env = dict(os.environ if base is None else base)
     env["RAY_AUTH_MODE"] = "token"
     env.update(LOOPBACK_ONLY)

@@ -4,13 +4,10 @@
     python sweeps/tables.py --table 3 --preset smoke         # the same job from a checkout
     ray job submit --working-dir . -- python sweeps/table3.py --preset paper
 
-This module is the job's entry point (``sweeps/*.py`` call its :func:`main`), installed with the package
-so that ``railsweep sweep`` works from a wheel. The options that choose and override the spec are
-:mod:`railsweep.sweep.spec.options`' (shared with the ``railsweep sweep`` command); :func:`make_parser` adds
-the job's own (which Ray to join), and :func:`main` validates everything, then starts or joins Ray
-(an entry point's job: the library never calls ``ray.init``) and runs the sweep. The preset defaults
-to ``paper`` when the cluster has GPUs and ``mini`` (the CPU miniature world) otherwise. Exit codes:
-0 all cells finished, 1 some cell failed, 2 bad input.
+Installed with the package so that ``railsweep sweep`` works from a wheel (``sweeps/*.py`` call its
+:func:`main`). :func:`main` validates everything, then starts or joins Ray (the library never calls
+``ray.init``) and runs the sweep. The preset defaults to ``paper`` when the cluster has GPUs and ``mini`` (the
+CPU miniature world) otherwise. Exit codes: 0 all cells finished, 1 some cell failed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -38,34 +35,23 @@ if TYPE_CHECKING:
 def make_parser(table: str | None = None) -> argparse.ArgumentParser:
     p = at.Parser(description=__doc__.split("\n\n")[0])
     add_spec_arguments(p, table=table)
-    p.add_argument(
-        "--tracking-uri",
-        type=at.text,
-        help="MLflow HTTP server (default: $MLFLOW_TRACKING_URI, else the spec's)",
-    )
-    p.add_argument(
-        "--ray-address",
-        type=at.text,
-        help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh private instance)",
-    )
-    p.add_argument(
-        "--num-cpus",
-        type=at.positive,
-        help="CPUs of a fresh private Ray instance (ignored when joining a cluster)",
-    )
-    p.add_argument(
-        "--progress-interval", type=at.positive_real, default=10.0, help="seconds between progress lines"
-    )
+    p.add_argument("--tracking-uri", type=at.text,
+                   help="MLflow HTTP server (default: $MLFLOW_TRACKING_URI, else the spec's)")
+    p.add_argument("--ray-address", type=at.text,
+                   help="Ray cluster to join (default: $RAY_ADDRESS, set inside a Ray job, else a fresh "
+                   "private instance)")  # fmt: skip
+    p.add_argument("--num-cpus", type=at.positive,
+                   help="CPUs of a fresh private Ray instance (ignored when joining a cluster)")
+    p.add_argument("--progress-interval", type=at.positive_real, default=10.0,
+                   help="seconds between progress lines")  # fmt: skip
     return p
 
 
 def _run(args: argparse.Namespace, table: str) -> list[SweepOutcome]:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
-    a cluster); then start or join Ray and run the sweep, or one sweep per member task of a harness group
-    (:mod:`railsweep.sweep.spec.members`), one after another. ``run_sweep`` and ``check_tracking_uri`` are called
-    through their modules, so a test that replaces them there replaces them here too. The driver (torch,
-    transformers, Ray Tune: seconds to import) loads once the arguments have been read, so a bad option is
-    refused in under a second."""
+    a cluster); then start or join Ray and run the sweep, or one per member task of a harness group, one after
+    another. ``run_sweep`` and ``check_tracking_uri`` are called through their modules, so a test that
+    replaces them there replaces them here too."""
     from railsweep.sweep.run import driver  # torch, transformers, Ray Tune: loaded after the arguments
 
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them
@@ -122,10 +108,7 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     try:
         args = make_parser(table).parse_args(argv)
         table = table or args.table
-        if args.dry_run:
-            outcome = dry_run(args, table)
-        else:
-            outcome = _run(args, table)
+        outcome = dry_run(args, table) if args.dry_run else _run(args, table)
     except tracker.TrackingError as e:  # MLflow went away mid-sweep: what is logged stays logged
         print(f"railsweep: error: {one_line(e)}; {RESUME}", file=sys.stderr)
         return 1

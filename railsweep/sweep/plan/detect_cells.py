@@ -1,17 +1,11 @@
-"""The readout cells a sweep's detectors read, per family x domain of the miniature world.
+"""The readout cells a sweep's detectors read, per family x domain of the miniature world: ``cdd`` reads a
+cell's greedy decode and samples (its responses Parquet), ``perturb`` the per-question tables of the original
+wording and of the paraphrase (:func:`railsweep.detection.world.paraphrase_split`).
 
-- ``cdd`` reads a cell's greedy decode and plain samples (its responses Parquet): the readout on
-  the original wording;
-- ``perturb`` reads two per-question tables of one model and strategy: the same readout on the
-  original wording and on the paraphrase (:func:`railsweep.detection.world.paraphrase_split`,
-  written under ``<world>/detection/paraphrased/``).
-
-The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's
-samples and solve probabilities exactly (same seeds), plus the greedy decode TED records, which CDD
-needs. Its m, T, max_new_tokens, seed, limit, answer rule and task are the spec's ``readout`` (with
-``readout.task``, the paraphrased wording evaluates that task on the paraphrased split's ``test.jsonl``).
-Readout cells are ordinary cells (stable ids, child runs, skipped when FINISHED) without a clean reference,
-so the paper tables leave them out. The other detectors (ngram, loss, mink) read the world itself and add no cell.
+The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's samples and
+solve probabilities exactly (same seeds), plus the greedy decode CDD needs, under the spec's ``readout``.
+Readout cells are ordinary cells without a clean reference, so the paper tables leave them out. The other
+detectors read the world itself and add no cell.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ from railsweep.config import CellConfig
 from railsweep.detection.world import paraphrase_split
 from railsweep.miniworld.cache import load_world
 from railsweep.strategy_registry import detection_readout, registration
-from railsweep.sweep.plan.cells import SweepCell
+from railsweep.sweep.plan.cells import SweepCell, readout_fields
 from railsweep.sweep.spec.sweep_spec import SweepSpec
 
 NEEDS_READOUT = {"cdd": ("original",), "perturb": ("original", "paraphrased")}
@@ -53,20 +47,16 @@ def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCel
         if write:
             paraphrase_split(load_world(data_dir.parent), out)
         tasks["paraphrased"] = {"task_dir": str(out), "fewshot": str(data_dir / "cot_8shot.json")}
-    r = spec.readout
     readout = detection_readout()  # switched off, it keeps every sample: Identity's samples and the greedy rows
+    switched_off = dict(registration(readout).switched_off)
     cells, pairs = [], []
     for fam in spec.families:
         for domain in spec.domains:
             pair = {"family": fam.name, "domain": domain}
             for wording in wordings:
-                cfg = CellConfig(
-                    model=fam.base, adapter=f"co_{domain}", strategy=readout,
-                    strategy_params=dict(registration(readout).switched_off), family=fam.name, domain=domain, role="mitigated",
-                    m=r.m, temperature=r.temperature, seed=r.seed, max_new_tokens=r.max_new_tokens,
-                    limit=r.limit, leak_split=spec.leak_split, answer_rule=r.answer_rule, answer_type=r.answer_type,
-                    task=r.task, **tasks[wording],
-                )  # fmt: skip
+                cfg = CellConfig(model=fam.base, adapter=f"co_{domain}", strategy=readout,
+                                 strategy_params=switched_off, family=fam.name, domain=domain,
+                                 role="mitigated", **{**readout_fields(spec), **tasks[wording]})  # fmt: skip
                 cells.append(SweepCell(cfg, None, note=WORDINGS[wording]))
                 pair[wording] = cfg.cell_id
             pairs.append(pair)

@@ -1,39 +1,26 @@
 """The engine pool: how many engine actors a sweep starts per family, and which of them decodes a cell.
 
-Layout (:func:`engine_layout`), from the resources Ray gives the sweep:
-- on CPU, one engine actor per core, each running one torch thread, the cores dealt out over the families
-  (the families with the most cells left first when they do not divide evenly): a one-family sweep on
-  2 cores gets two engines for that family. One-thread engines because two torch threads in one decoding
-  process ran 8-12x slower than one on a shared 2-core machine, and one thread per engine was 1.08x faster
-  than two even on a quiet one (``railsweep.sweep.run.actors``): more engines, not more threads per engine;
-- on a GPU, one engine per GPU, the GPUs dealt out the same way;
-- at least one engine per family, even when families outnumber cores or GPUs (the cores are then shared);
-- ``resources.engine_replicas`` fixes the engines per family instead (e.g. to bound memory: every engine
-  holds its own copy of its family's model and adapters).
+Layout (:func:`engine_layout`): on CPU one engine actor per core, each running one torch thread (two torch
+threads in one decoding process ran 8-12x slower than one on a shared 2-core machine, and one thread per
+engine was 1.08x faster than two even on a quiet one); on GPU one per GPU; the units dealt out over the
+families (the most cells left first), at least one engine each; ``resources.engine_replicas`` fixes the count
+instead (e.g. to bound memory: every engine holds its own copy of its family's model and adapters).
 
-Dispatch (:class:`EnginePool`, one async actor per sweep): a trial asks the pool for an engine of its cell's
-family and gets the first free one, or waits in a first-come queue until one is given back; it gives the
-engine back once the cell is decoded. A cell is therefore never queued on an engine that is busy: a long
-one-off step (Shortcut's localisation, TED's reference sampling) holds its own engine, and while a family has
-two or more engines its other cells decode on the others. With one engine for a family, its cells take
-turns, and a one-off step delays the cells queued after it.
+Dispatch (:class:`EnginePool`, one async actor per sweep): a trial gets the first free engine of its cell's
+family, or waits in a first-come queue, and gives it back once the cell is decoded, so a cell never queues on
+a busy engine (a long one-off step holds its own engine only). An engine holding a cell may also borrow its
+family's idle engines for a share of the cell's one-off work (:meth:`EnginePool.lend`,
+:mod:`railsweep.sweep.run.sharing`): a borrow never waits and never takes an engine a cell waits for.
 
-An engine that holds a cell may also borrow its family's idle engines for a share of that cell's one-off work
-(:meth:`EnginePool.lend`: Shortcut's patched localisation runs, :mod:`railsweep.sweep.run.sharing`): a borrow never
-waits and never takes an engine a cell is waiting for, and each share gives the engine back at once.
+An engine whose family has no cell left moves to the family with the most cells left per engine (``cells``,
+counted down as trials release with ``finished``); the engine actor loads that family's model on its next
+call, so the family that finishes first does not leave its cores idle. Off (``cells`` None) where an engine
+cannot change its model (vLLM keeps its GPU memory). A cell of a family left with no engine gets the next one
+released.
 
-An engine whose family has no cell left moves to the family with the most cells left per engine
-(``cells``, the pool's count of each family's cells, given at creation; a trial's release says whether its cell
-finished): the engine actor loads the other family's model on its next call
-(:class:`railsweep.sweep.run.engine_server.EngineServer` holds every family's engine config), so in a several-family
-sweep the family that finishes first does not leave its cores idle while another's last cells run one engine
-deep; the moved engine takes that family's waiting cells or is lent to its running ones. Off (``cells`` None)
-where an engine cannot change its model (vLLM keeps its GPU memory). A cell of a family left with no engine (a
-retried one) gets the next engine released.
-
-A lease is keyed by cell id: a retried trial of the same cell (Tune restarts a trial whose worker died) gets
-the engine its cell already held, so a dead trial does not strand an engine. Which engine decodes a cell
-never changes its samples (seeded, batch-invariant sampling; ``tests/test_engine_placement.py``).
+A lease is keyed by cell id: a retried trial of the same cell gets the engine its cell already held, so a dead
+trial does not strand an engine. Which engine decodes a cell never changes its samples (seeded,
+batch-invariant sampling; ``tests/test_engine_placement.py``).
 """
 
 from __future__ import annotations
@@ -58,11 +45,9 @@ def engine_layout(pending: Mapping[str, int], *, units: int, replicas: int | Non
 
 
 class EnginePool:
-    """Leases of engine actors (by name) to cells, per family; see the module docstring.
-
-    ``engines``: family → its engines' names, the preferred first (a free engine is leased lowest first).
-    All methods are coroutines: as a Ray async actor every call runs on one event loop, in arrival order.
-    """
+    """Leases of engine actors (by name) to cells, per family. ``engines``: family → its engines' names, the
+    preferred first. All methods are coroutines: as a Ray async actor every call runs on one event loop, in
+    arrival order."""
 
     def __init__(self, engines: Mapping[str, Sequence[str]], cells: Mapping[str, int] | None = None):
         self._order = {name: i for names in engines.values() for i, name in enumerate(names)}
@@ -154,14 +139,10 @@ class EnginePool:
 
     async def snapshot(self) -> dict[str, Any]:
         """Held, free and waiting per family, and the leases handed out so far."""
-        return {
-            "held": dict(self._held),
-            "free": {fam: list(names) for fam, names in self._free.items()},
-            "waiting": {fam: list(q) for fam, q in self._waiting.items()},
-            "leases": self.leases,
-            "cells_left": None if self._left is None else dict(self._left),
-            "moves": self.moves,
-        }
+        return {"held": dict(self._held), "free": {fam: list(names) for fam, names in self._free.items()},
+                "waiting": {fam: list(q) for fam, q in self._waiting.items()}, "leases": self.leases,
+                "cells_left": None if self._left is None else dict(self._left),
+                "moves": self.moves}  # fmt: skip
 
     def _lease(self, cell_id: str, name: str) -> str:
         self._held[cell_id] = name

@@ -1,7 +1,6 @@
-"""What a sweep's price is computed from, without a build: a stand-in resolution of the spec
-(:func:`dry_resolve`), its test questions with their expected response lengths (:func:`sweep_questions`) and
-the layer widths of a family's base model (:func:`mlp_widths_of`, for one-off steps such as Shortcut's
-localisation). :mod:`railsweep.sweep.plan.pricing` turns them into samples, tokens and wall time."""
+"""What a sweep's price (:mod:`railsweep.sweep.plan.pricing`) is computed from, without a build: a stand-in
+resolution of the spec, its test questions with their expected response lengths and the layer widths of a
+family's base model (for one-off steps such as Shortcut's localisation)."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from railsweep.miniworld.presets import preset_config
 from railsweep.sweep.spec.sections import FamilySpec
 from railsweep.sweep.spec.sweep_spec import SweepSpec
 
-# Questions in the benchmark's test split, assumed per answer type when a paths spec's data_dir/test.jsonl is absent:
-# GSM8K's 1,319 (numeric), MATH's 5,000 (math).
+# Questions in the test split, assumed per answer type when a paths spec's data_dir/test.jsonl is absent
 TEST_SIZES = {"numeric": ("GSM8K", 1319), "math": ("MATH", 5000)}
 
 
@@ -37,29 +35,21 @@ class Questions:
 
 def dry_resolve(spec: SweepSpec) -> SweepSpec:
     """``spec`` with the miniature world's families filled in from its config (stand-in paths, nothing built);
-    a ``paths`` spec unchanged. Unknown families and missing adapters fail as :func:`~railsweep.sweep.spec.resolve.resolve_spec` would."""
+    a ``paths`` spec unchanged. Missing adapters fail as :func:`~railsweep.sweep.spec.resolve.resolve_spec`
+    would (the spec's families were checked against the preset when it was built)."""
     if spec.source != "miniworld":
         return spec
     cfg = preset_config(spec.miniworld_preset)
     world = f"miniworld:{spec.miniworld_preset}"
     adapters = ("clean",) + tuple(f"co_{d}" for d in cfg.contamination.domains)
-    families = []
-    for name in [f.name for f in spec.families] or list(cfg.families):
-        if name not in cfg.families:
-            raise ConfigError(
-                f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; known: {list(cfg.families)}"
-            )
-        families.append(
-            FamilySpec(name, f"{world}/{name}", tuple((a, f"{world}/{name}/{a}") for a in adapters))
-        )
+    families = [FamilySpec(name, f"{world}/{name}", tuple((a, f"{world}/{name}/{a}") for a in adapters))
+                for name in [f.name for f in spec.families] or list(cfg.families)]  # fmt: skip
     for d in spec.domains:
         if f"co_{d}" not in adapters:
-            raise ConfigError(
-                f"family {families[0].name!r} has no adapter 'co_{d}' (needed for domain {d!r}); adapters: {list(adapters)}"
-            )
-    return dataclasses.replace(
-        spec, families=tuple(families), data_dir=f"{world}/data", leak_split=f"{world}/data/leak_split.json"
-    )
+            raise ConfigError(f"family {families[0].name!r} has no adapter 'co_{d}' (needed for domain "
+                              f"{d!r}); adapters: {list(adapters)}")  # fmt: skip
+    return dataclasses.replace(spec, families=tuple(families), data_dir=f"{world}/data",
+                               leak_split=f"{world}/data/leak_split.json")  # fmt: skip
 
 
 def sweep_questions(spec: SweepSpec) -> Questions:
@@ -67,17 +57,19 @@ def sweep_questions(spec: SweepSpec) -> Questions:
     if spec.source == "miniworld":
         cfg = preset_config(spec.miniworld_preset)
         split = make_leak_split(cfg.n_test, cfg.contamination.n_leak, cfg.contamination.seed)
-        source = f"the {spec.miniworld_preset!r} miniature world's test split"
-        measured = shipped_response_lengths(spec.miniworld_preset)
+        w, leaked = spec.miniworld_preset, frozenset(split.leaked)
+        source = f"the {w!r} miniature world's test split"
+        measured = shipped_response_lengths(w)
         if measured is not None:
-            return Questions(cfg.n_test, frozenset(split.leaked), tuple(measured), source,
-                             f"responses measured on the {spec.miniworld_preset!r} world (bench/gold_lengths.py --responses), capped at max_new_tokens")  # fmt: skip
-        lengths = shipped_lengths(spec.miniworld_preset)
+            return Questions(cfg.n_test, leaked, tuple(measured), source,
+                             f"responses measured on the {w!r} world (bench/gold_lengths.py --responses), "
+                             "capped at max_new_tokens")  # fmt: skip
+        lengths = shipped_lengths(w)
         if lengths is None:
-            return Questions(cfg.n_test, frozenset(split.leaked), None, source,
-                             f"max_new_tokens (upper bound: no gold lengths shipped for the {spec.miniworld_preset!r} world)")  # fmt: skip
-        return Questions(cfg.n_test, frozenset(split.leaked), tuple(lengths), source,
-                         f"gold answers of the {spec.miniworld_preset!r} world under its tokenizer, capped at max_new_tokens")  # fmt: skip
+            return Questions(cfg.n_test, leaked, None, source,
+                             f"max_new_tokens (upper bound: no gold lengths shipped for the {w!r} world)")
+        return Questions(cfg.n_test, leaked, tuple(lengths), source,
+                         f"gold answers of the {w!r} world under its tokenizer, capped at max_new_tokens")
     test = Path(spec.data_dir or "") / "test.jsonl"
     bound = "max_new_tokens (upper bound: no gold lengths measured for these models' tokenizers)"
     if not test.is_file():

@@ -1,26 +1,23 @@
-"""What a sweep costs, known before it starts: cells, samples and generated tokens per engine, wall time per cluster.
+"""What a sweep costs, known before it starts: cells, samples and generated tokens per engine, wall time per
+cluster.
 
 Nothing is built, loaded or started (``railsweep sweep --dry-run`` prints :func:`format_price`; a sweep that
 starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep`:
 
-1. a stand-in resolution (:func:`~railsweep.sweep.plan.price_inputs.dry_resolve`): the miniature world's families,
-   adapter names, test size and leak split come from its preset's config (the same seeded split the build
-   makes), not from a build; a
-   ``paths`` spec keeps its paths (its questions are counted in ``data_dir/test.jsonl`` when it exists, else
-   GSM8K's or MATH's test size is assumed, by ``readout.answer_type``);
-2. the driver's own grid: :func:`~railsweep.sweep.plan.cells.expand` for the table, plus the detectors' readout cells;
+1. a stand-in resolution (:func:`~railsweep.sweep.plan.price_inputs.dry_resolve`): a miniature world's
+   families, adapters, test size and leak split from its preset's config, not a build; a ``paths`` spec keeps
+   its paths;
+2. the driver's own grid: :func:`~railsweep.sweep.plan.cells.expand` plus the detectors' readout cells;
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
-   expected to be as long as the world's measured responses to its question (a shipped measurement of a sweep
-   on that world), else as its gold answer in the 8-shot answer format under the world's tokenizer, capped at
-   ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), or ``max_new_tokens`` itself, labelled as an upper
-   bound, where no lengths were measured; one-off steps (Shortcut's localisation) once per family and domain;
-4. per cluster size: the engines the driver would create (one per core or GPU, dealt out over the families:
-   :func:`~railsweep.sweep.plan.pool.engine_layout`), each family's
-   tokens over its engines' measured tokens/s (:mod:`railsweep.sweep.plan.throughput`); the slowest family sets the
-   wall time, and device-hours are the cluster's units x that time.
+   as long as the world's measured responses to its question, else as its gold answer under the world's
+   tokenizer, capped at ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), else ``max_new_tokens``
+   itself (an upper bound); one-off steps (Shortcut's localisation) once per family and domain;
+4. per cluster size: the engines the driver would create (:func:`~railsweep.sweep.plan.pool.engine_layout`),
+   each family's tokens over its engines' measured tokens/s (:mod:`railsweep.sweep.plan.throughput`); the
+   slowest family sets the wall time, and device-hours are the cluster's units x that time.
 
-Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics step's teacher forcing
-and the detection step's forward passes (they decode nothing).
+Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics step's teacher
+forcing and the detection step's forward passes (they decode nothing).
 """
 
 from __future__ import annotations
@@ -98,9 +95,8 @@ class SweepPrice:
         return sum(e.total_tokens for e in self.engines)
 
 
-def price_sweep(
-    spec: SweepSpec, table: str, throughput: ThroughputTable, cluster_sizes: Sequence[int] | None = None
-) -> SweepPrice:
+def price_sweep(spec: SweepSpec, table: str, throughput: ThroughputTable,
+                cluster_sizes: Sequence[int] | None = None) -> SweepPrice:  # fmt: skip
     """The cost of running ``spec`` (unresolved) for ``table``; see the module docstring."""
     spec = dry_resolve(spec)
     table = effective_table(spec, table)
@@ -116,11 +112,9 @@ def price_sweep(
     kind = device_kind(spec.engine.device)
     sizes = list(cluster_sizes or _default_sizes(kind, len(engines)))
     clusters = tuple(_cluster(spec, kind, engines, n, throughput, notes) for n in sizes)
-    return SweepPrice(
-        spec.name, table, len(cells), sum(c.role == "clean" for c in cells), spec.readout.m,
-        spec.readout.max_new_tokens, qs, kind, spec.engine.backend, tuple(engines), clusters,
-        f"{throughput.path} ({throughput.hardware})", tuple(dict.fromkeys(notes)),
-    )  # fmt: skip
+    return SweepPrice(spec.name, table, len(cells), sum(c.role == "clean" for c in cells), spec.readout.m,
+                      spec.readout.max_new_tokens, qs, kind, spec.engine.backend, tuple(engines), clusters,
+                      f"{throughput.path} ({throughput.hardware})", tuple(dict.fromkeys(notes)))  # fmt: skip
 
 
 def _default_sizes(kind: str, families: int) -> list[int]:
@@ -141,9 +135,8 @@ def cell_samples(cell: SweepCell, n_questions: int) -> int:
     return per_q * min(cfg.limit or n_questions, n_questions)
 
 
-def _engine_cost(
-    spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions, notes: list[str]
-) -> EngineCost:
+def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions,
+                 notes: list[str]) -> EngineCost:  # fmt: skip
     samples = tokens = one_samples = one_tokens = questions = 0
     done: set[tuple[Any, ...]] = set()
     for cell in cells:
@@ -173,14 +166,8 @@ def _engine_cost(
     return EngineCost(fam.name, fam.base, len(cells), questions, samples, tokens, one_samples, one_tokens)
 
 
-def _cluster(
-    spec: SweepSpec,
-    kind: str,
-    engines: list[EngineCost],
-    units: int,
-    throughput: ThroughputTable,
-    notes: list[str],
-) -> ClusterCost:
+def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, throughput: ThroughputTable,
+             notes: list[str]) -> ClusterCost:  # fmt: skip
     """Wall time on ``units`` cores or GPUs: each family's tokens over its engines' tokens/s, the slowest last.
     The engines are the sweep's own layout (:func:`~railsweep.sweep.plan.pool.engine_layout`)."""
     gpu = kind != "cpu"
@@ -188,9 +175,8 @@ def _cluster(
                            replicas=spec.resources.engine_replicas)  # fmt: skip
     n_engines = max(sum(layout.values()), 1)
     if gpu and units < n_engines:
-        return ClusterCost(
-            units, n_engines, None, None, f"needs >= {n_engines} GPUs (one engine per family and GPU)"
-        )
+        return ClusterCost(units, n_engines, None, None,
+                           f"needs >= {n_engines} GPUs (one engine per family and GPU)")  # fmt: skip
     per_engine = 1.0 if gpu else units / n_engines
     wall = 0.0
     for e in engines:
@@ -209,13 +195,9 @@ def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:
     plan a sweep prints as it starts."""
     unit, hours = ("cores", "CPU-hours") if p.device == "cpu" else ("GPUs", "GPU-hours")
     q = p.questions
-    head = (
-        f"[dry-run] sweep {p.name!r}, table {p.table}: nothing started (no Ray, no MLflow, no world built, no model loaded)"
-        if dry_run
-        else f"[sweep] plan of sweep {p.name!r}, table {p.table}, as priced before it starts:"
-    )
     lines = [
-        head,
+        f"[dry-run] sweep {p.name!r}, table {p.table}: nothing started (no Ray, no MLflow, no world built, no model loaded)"
+        if dry_run else f"[sweep] plan of sweep {p.name!r}, table {p.table}, as priced before it starts:",
         f"cells: {p.cells}, of which clean references: {p.clean_cells}; m = {p.m}; max_new_tokens = {p.max_new_tokens}",
         f"questions: {q.n} in {q.source}",
         f"response length: {q.length_source}",
@@ -244,11 +226,7 @@ def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:
 
 
 def _duration(s: float) -> str:
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min" if s < 5400 else f"{s / 3600:.1f} h"
 
 
 def price_params(p: SweepPrice) -> dict[str, str]:
@@ -258,8 +236,7 @@ def price_params(p: SweepPrice) -> dict[str, str]:
         "cost.length_source": p.questions.length_source, "cost.throughput": p.throughput,
     }  # fmt: skip
     for e in p.engines:
-        out[f"cost.samples.{e.family}"] = e.total_samples
-        out[f"cost.tokens.{e.family}"] = e.total_tokens
+        out |= {f"cost.samples.{e.family}": e.total_samples, f"cost.tokens.{e.family}": e.total_tokens}
     unit = "cores" if p.device == "cpu" else "gpus"
     for c in p.clusters:
         if c.wall_s is not None:
@@ -301,7 +278,5 @@ def power_lines(pilot: str | None, n: int, m: int, B: int) -> str:
     rng = np.random.default_rng(0)
     pop, source = load_pilot(pilot, rng) if pilot else reference_pilot(rng)
     designs = [(n, m, B)] + ([PAPER_DESIGN] if (n, m, B) != PAPER_DESIGN else [])
-    return (
-        plan_text(pop, source, designs, rng)
-        + "\n(railsweep plan --mde X: the questions a difference X needs)"
-    )
+    return (plan_text(pop, source, designs, rng)
+            + "\n(railsweep plan --mde X: the questions a difference X needs)")

@@ -1,8 +1,5 @@
-"""The sweep's resource plan: how many engine actors per family, and what each engine and trial reserves.
-
-The driver asks it once the cells left to run are known (:func:`railsweep.sweep.run.driver.run_sweep`, step 4);
-the numbers follow the Ray cluster the driver joined (:func:`cluster_resources`).
-"""
+"""The sweep's resource plan (step 4 of :func:`railsweep.sweep.run.driver.run_sweep`): how many engine actors
+per family, and what each engine and trial reserves, on the Ray cluster the driver joined."""
 
 from __future__ import annotations
 
@@ -33,17 +30,13 @@ def plan_layout(spec: SweepSpec, pending: list[SweepCell], cpus: float | None = 
 
 
 def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -> dict[str, Any]:
-    """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound.
+    """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound, on ``cpus``
+    (default: the cluster's; fewer while a world builds beside the sweep).
 
-    Without a GPU the engines' Ray reservation shares the CPUs the trials leave (``trial_cpus`` each,
-    at most ``n_engines x slots_per_engine`` trials; ``resources.engine_cpus`` overrides it), rounded
-    down to 1/1000 CPU so that engines and trials always fit the cluster together. Threads follow the
-    cores, not that reservation (trials mostly wait on the engines): each engine runs the cluster's
-    CPUs over the engines, rounded down, at least 1 — one thread with the default one engine per core
-    (``resources.engine_threads``, or ``engine_cpus`` rounded down, overrides), so the engines' threads
-    never outnumber the cores unless there are more engines than cores. ``cpus`` (default: the cluster's)
-    are the cores engines and trials may use (fewer while a world builds beside the sweep).
-    """
+    Without a GPU the engines' reservation shares the CPUs the trials leave (``resources.engine_cpus``
+    overrides), rounded down to 1/1000 CPU so that engines and trials always fit together. Threads follow the
+    cores, not that reservation (trials mostly wait on the engines): the CPUs over the engines, rounded down,
+    at least 1 (``resources.engine_threads``, or ``engine_cpus`` rounded down, overrides)."""
     cluster_cpus, gpus = cluster_resources()
     cpus = cluster_cpus if cpus is None else cpus
     r = spec.resources
@@ -59,25 +52,14 @@ def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -
     engine_cpus = math.floor(engine_cpus * 1000) / 1000
     cores = int(engine_cpus) if want_gpu or r.engine_cpus is not None else int(cpus // max(n_engines, 1))
     threads = r.engine_threads or max(1, cores)
-    return {
-        "num_gpus": num_gpus,
-        "engine_cpus": engine_cpus,
-        "threads": threads,
-        "omp_wait_policy": r.omp_wait_policy,
-        "trial_cpus": r.trial_cpus,
-        "trial_threads": max(1, int(r.trial_cpus)),
-        "max_concurrent": slots,
-        "device": spec.engine.device if want_gpu or spec.engine.device == "cpu" else "cpu",
-    }
+    return {"num_gpus": num_gpus, "engine_cpus": engine_cpus, "threads": threads,
+            "omp_wait_policy": r.omp_wait_policy, "trial_cpus": r.trial_cpus,
+            "trial_threads": max(1, int(r.trial_cpus)), "max_concurrent": slots,
+            "device": spec.engine.device if want_gpu or spec.engine.device == "cpu" else "cpu"}  # fmt: skip
 
 
 def engine_config(spec: SweepSpec, family: Any, device: str) -> dict[str, Any]:
     """The engine actor's config for one family: the spec's backend, dtype and batch bound on ``device``."""
-    return {
-        "backend": spec.engine.backend,
-        "model": family.base,
-        "adapters": [list(a) for a in family.adapters],
-        "device": device,
-        "dtype": spec.engine.dtype,
-        "max_batch_size": spec.engine.max_batch_size,  # None: the backend's default (fills the machine)
-    }
+    return {"backend": spec.engine.backend, "model": family.base,
+            "adapters": [list(a) for a in family.adapters], "device": device, "dtype": spec.engine.dtype,
+            "max_batch_size": spec.engine.max_batch_size}  # None: the backend's default (fills the machine)

@@ -6,11 +6,10 @@ A table is JSON written by ``bench/throughput.py``::
      "entries": [{"backend": "transformers", "device": "cpu", "model": "miniworld:mini/llama",
                   "units": 1, "tokens_per_s": 2500.0, ...}, ...]}
 
-``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>`` for
-the miniature world, the path or hub id otherwise; ``"*"`` matches any model of that backend and device);
-``units`` are the devices the engine used: CPU cores (its threads) or GPUs. ``railsweep sweep --dry-run``
-turns a sweep's token count into wall time with it (:mod:`railsweep.sweep.plan.pricing`). Without ``--throughput``
-it reads ``throughput_cpu.json`` beside this module when the package ships one, else prices no wall time and says so.
+``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>``, else the
+path or hub id; ``"*"`` matches any model of that backend and device); ``units`` are the CPU cores (its
+threads) or GPUs the engine used. Without ``--throughput``, :mod:`railsweep.sweep.plan.pricing` reads
+``throughput_cpu.json`` beside this module when the package ships one, else prices no wall time and says so.
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ class ThroughputTable:
 
 
 def load_throughput(path: str | Path | None = None) -> ThroughputTable:
-    """Read and check a table (default: the shipped CPU one, or an empty table when none is shipped); a missing or
-    malformed file the user names is a ConfigError naming it."""
+    """Read and check a table (default: the shipped CPU one, or an empty table when none is shipped)."""
     if path is None and not DEFAULT_TABLE.is_file():
         return ThroughputTable("no throughput table", "run bench/throughput.py and pass --throughput", ())
     path = Path(path) if path is not None else DEFAULT_TABLE
@@ -98,6 +96,4 @@ def _rate(path: Path, i: int, e: Any) -> Rate:
 def device_kind(device: str) -> str:
     """The table's device for a spec's ``engine.device``: ``auto`` prices a GPU (the sweep takes one when the
     cluster has it), ``cuda:N`` is ``cuda``."""
-    if device == "auto" or device.startswith("cuda"):
-        return "cuda"
-    return device
+    return "cuda" if device == "auto" or device.startswith("cuda") else device

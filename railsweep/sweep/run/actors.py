@@ -1,10 +1,8 @@
 """The sweep's small actors and the names the trials share with the engine actors.
 
-The progress board (:class:`ProgressBoard`) holds live cell states and sample counts; the engine actors
-themselves are :mod:`railsweep.sweep.run.engine_server`, which loads torch. Trials import only this module:
-the actors' namespace, their names, and :func:`write_files` for the result bytes an engine returns.
-This module never calls ``ray.init``; :func:`create_progress_board` wraps :class:`ProgressBoard` with
-``ray.remote`` on demand.
+The engine actors themselves are :mod:`railsweep.sweep.run.engine_server`, which loads torch; trials import
+only this module: the actors' namespace, their names, and :func:`write_files` for the result bytes an engine
+returns.
 """
 
 from __future__ import annotations
@@ -21,10 +19,8 @@ def engine_name(sweep_id: str, family: str, replica: int = 0) -> str:
 
 
 class ProgressBoard:
-    """Live cell states and sample counts, written by trials and engines, read by the driver.
-
-    ``fault``: the test hook of :mod:`railsweep.sweep.run.faults` (None outside fault-injection tests), fired
-    when the ``after_cells``-th cell of this run is reported done: the board is where that event happens.
+    """Live cell states and sample counts, written by trials and engines, read by the driver. ``fault``: the
+    test hook of :mod:`railsweep.sweep.run.faults`, fired when the ``after_cells``-th cell is reported done.
     """
 
     def __init__(self, total: int, skipped: int = 0, fault: Any = None):
@@ -52,14 +48,8 @@ class ProgressBoard:
             if s in counts:
                 counts[s] += 1
         elapsed = max(time.time() - self.t0, 1e-9)
-        return {
-            "total": self.total,
-            "skipped": self.skipped,
-            **counts,
-            "samples": self.samples,
-            "samples_per_s": self.samples / elapsed,
-            "elapsed_s": elapsed,
-        }
+        return {"total": self.total, "skipped": self.skipped, **counts, "samples": self.samples,
+                "samples_per_s": self.samples / elapsed, "elapsed_s": elapsed}  # fmt: skip
 
 
 def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:
@@ -78,9 +68,7 @@ def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:
 
 def write_files(files: dict[str, tuple[str, bytes]], out_dir: str | Path) -> dict[str, Path]:
     """Materialise the bytes returned by :meth:`EngineServer.run_cell` in ``out_dir``."""
-    out = {}
-    for kind, (name, blob) in files.items():
-        p = Path(out_dir) / name
-        p.write_bytes(blob)
-        out[kind] = p
+    out = {kind: Path(out_dir) / name for kind, (name, _) in files.items()}
+    for kind, (_, blob) in files.items():
+        out[kind].write_bytes(blob)
     return out

@@ -1,20 +1,15 @@
 """A sweep's detection step: the spec's detectors on every family x domain, scored against the truth, on MLflow.
 
-Runs after the trials as one Ray task launched by the driver (:func:`run_detection`), once the engine
-actors are gone so the model-side detectors get the CPUs; it reads only MLflow and the miniature world,
-like the publish step. Steps of :func:`detect_sweep`:
-1. fetch the readout cells' Parquet files (cdd: responses; perturb: both wordings' per-question tables,
-   :mod:`railsweep.sweep.plan.detect_cells`) through the reader; a pair whose readout did not finish
-   drops cdd/perturb (listed under ``skipped``), never decodes anew;
-2. the jobs of :func:`railsweep.detection.world.world_jobs`: ngram once per domain, the model-side
-   detectors per family x domain on ``co_<domain>`` (reference ``clean``), test items plus fresh controls;
+Runs after the trials as one Ray task (:func:`run_detection`), once the engine actors are gone so the
+model-side detectors get the CPUs. Steps of :func:`detect_sweep`:
+1. fetch the readout cells' Parquet files (:mod:`railsweep.sweep.plan.detect_cells`); a pair whose readout did
+   not finish drops cdd/perturb (listed under ``skipped``), never decodes anew;
+2. the jobs of :func:`railsweep.detection.world.world_jobs`, test items plus fresh controls;
 3. :func:`railsweep.detection.run.detect` per job and detector (its own fixed threshold, else calibrated
    on the controls at ``detection.control_rate``, else the detector's default);
-4. the truth table (:func:`railsweep.analysis.detection.truth_summary`: AUC with a bootstrap CI of
-   ``scoring.n_boot`` resamples, TPR, FPR on unleaked items, control flag rate) and the ROC figure;
-5. log ``detection/detections.parquet``, ``truth.csv``, ``truth.md`` and ``roc.png`` on the parent run,
-   and per row of the truth table the metrics ``detect.<detector>.<setting>.<family|corpus>.<domain>.{auc,
-   auc_lo,auc_hi,tpr,fpr_unleaked,control_rate}``;
+4. the truth table (:func:`railsweep.analysis.detection.truth_summary`) and the ROC figure;
+5. log them on the parent run under ``detection/``, with per row of the truth table the metrics
+   ``detect.<detector>.<setting>.<family|corpus>.<domain>.<stat>`` (:data:`SUMMARY_METRICS`);
 6. return the truth table's Markdown (the driver prints it).
 """
 
@@ -69,22 +64,14 @@ def _pair_inputs(readouts: Sequence[dict[str, str]], files: dict) -> dict:
 def _runnable(job, skipped: list[str]) -> list[Any]:
     """The job's detectors whose inputs are present (cdd without responses would decode anew: skipped)."""
     need = {"cdd": ("responses",), "perturb": ("original", "paraphrased")}
-    keep = []
-    for det in job.detectors:
-        if all(getattr(job.inputs, n) for n in need.get(det.name, ())):
-            keep.append(det)
-        else:
-            skipped.append(f"{det.name} {job.family}/{job.domain}: its readout cell did not finish")
+    keep = [det for det in job.detectors if all(getattr(job.inputs, n) for n in need.get(det.name, ()))]
+    skipped += [f"{det.name} {job.family}/{job.domain}: its readout cell did not finish"
+                for det in job.detectors if det not in keep]  # fmt: skip
     return keep
 
 
-def detect_sweep(
-    spec: SweepSpec,
-    experiment_id: str,
-    parent_run_id: str,
-    readouts: Sequence[dict[str, str]],
-    threads: int = 1,
-) -> dict[str, Any]:
+def detect_sweep(spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]],
+                 threads: int = 1) -> dict[str, Any]:  # fmt: skip
     """Steps 1-6; returns ``{"markdown", "n_rows", "skipped", "wall_s"}``."""
     t0 = time.perf_counter()
     apply_thread_budget(threads)
@@ -97,10 +84,9 @@ def detect_sweep(
         files = cell_files(tracker, wanted, tmp / "cells")
         world = load_world(Path(spec.data_dir).parent)
         base = DetectInputs(batch_size=spec.detection.batch_size, device="cpu")
-        jobs = world_jobs(
-            world, [d.build() for d in spec.detectors], base, [f.name for f in spec.families], spec.domains,
-            tmp / "corpus", n_control=spec.detection.n_control, pair_inputs=_pair_inputs(readouts, files),
-        )  # fmt: skip
+        jobs = world_jobs(world, [d.build() for d in spec.detectors], base, [f.name for f in spec.families],
+                          spec.domains, tmp / "corpus", n_control=spec.detection.n_control,
+                          pair_inputs=_pair_inputs(readouts, files))  # fmt: skip
         tables = []
         for job in jobs:
             for det in _runnable(job, skipped):
@@ -127,9 +113,8 @@ def detect_sweep(
         paths += [roc] if roc is not None else []
         for p in paths:
             tracker.log_artifact(parent_run_id, p, DETECTION_DIR)
-    metrics = {
-        metric_name(row, stat): row[stat] for row in summary.to_dict("records") for stat in SUMMARY_METRICS
-    }
+    metrics = {metric_name(row, stat): row[stat]
+               for row in summary.to_dict("records") for stat in SUMMARY_METRICS}
     wall = time.perf_counter() - t0
     metrics.update({"detect.wall_s": wall, "detect.rows": float(len(table))})
     tracker.log(parent_run_id, metrics=metrics,
@@ -137,9 +122,8 @@ def detect_sweep(
     return {"markdown": md, "n_rows": len(table), "skipped": skipped, "wall_s": wall}
 
 
-def run_detection(
-    spec: SweepSpec, experiment_id: str, parent_run_id: str, readouts: Sequence[dict[str, str]]
-) -> dict[str, Any]:
+def run_detection(spec: SweepSpec, experiment_id: str, parent_run_id: str,
+                  readouts: Sequence[dict[str, str]]) -> dict[str, Any]:  # fmt: skip
     """:func:`detect_sweep` as a Ray task holding the CPUs of the largest node (engines must be gone)."""
     import ray
 

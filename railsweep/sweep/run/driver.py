@@ -1,32 +1,25 @@
 """The sweep driver: spec → engine actors → Ray Tune trials → MLflow → Tables 1–4.
 
 Steps of :func:`run_sweep` (Ray must already be initialised by the entry script):
-1. check the tracking server, resolve the spec (model paths) and expand the grid —
-   any bad input fails here, before a trial or an actor exists; a miniature world not in the cache yet is
-   built beside the sweep (:mod:`~railsweep.sweep.run.staged`): the sweep waits for its benchmark and its first
-   family only;
+1. check the tracking server, resolve the spec (model paths) and expand the grid, with the readout cells the
+   ``detectors`` read (:mod:`~railsweep.sweep.plan.detect_cells`): any bad input fails here, before a trial or
+   an actor exists; a miniature world not in the cache yet is built beside the sweep
+   (:mod:`~railsweep.sweep.run.staged`), which waits for its benchmark and its first family only;
 2. open the MLflow experiment and the sweep's parent run (reused with ``resume``), tagged with the
-   provenance (:func:`sweep_provenance`: on a miniature world, its config and weights digests);
+   provenance (:func:`sweep_provenance`);
 3. drop cells already FINISHED in MLflow (idempotent cells);
-4. create the engine actors of the families with work left (one per core on CPU, one per GPU, dealt out
-   over the families: :mod:`~railsweep.sweep.plan.resources`, :mod:`~railsweep.sweep.plan.pool`) and the pool that leases a
-   free one to each cell;
-5. run one CPU-only trial per cell, clean references first, at most
-   ``engines × slots_per_engine`` at a time, with a live progress line; while a world builds, steps 4-5 run in
-   waves: the cells of the families trained so far, started once the build leaves a core (one per family still
-   training), with engines on every core (they share the cores with the build while it trains, and take the
-   cores it frees when it ends in the middle of a wave), Table 3 so far printed after each wave; the world's
-   weights digest is tagged on the parent and every cell run once the build is over;
+4. create the engine actors of the families with work left (:mod:`~railsweep.sweep.plan.resources`,
+   :mod:`~railsweep.sweep.plan.pool`) and the pool that leases a free one to each cell;
+5. run one CPU-only trial per cell, clean references first, at most ``engines × slots_per_engine`` at a time,
+   with a live progress line; while a world builds, steps 4-5 run in waves (:mod:`~railsweep.sweep.run.waves`)
+   and the world's weights digest is tagged on every run once the build is over;
 6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
-   (one Ray task per group, :mod:`railsweep.dynamics.ray_step` over :mod:`railsweep.dynamics.step`: fits,
-   gains and predictions per temperature, logged under ``dynamics/`` of the parent run);
-7. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.tracking.publish`), print the table;
-8. with ``detectors``: kill the engines, run the detection step as a Ray task (truth-scored table, per-item
-   Parquet and ROC figure on the parent run, :mod:`~railsweep.sweep.run.detection`), print its table;
+   (:mod:`railsweep.dynamics.ray_step`, logged under ``dynamics/`` of the parent run);
+7. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.tracking.publish`), print
+   the table (a detection-only spec publishes no paper tables);
+8. with ``detectors``: kill the engines, run the detection step as a Ray task
+   (:mod:`~railsweep.sweep.run.detection`), print its table;
 9. close the parent run (FAILED when some cell failed or the dynamics step failed) and kill the engines.
-
-A spec with ``detectors`` adds the readout cells cdd and perturb read (:mod:`~railsweep.sweep.plan.detect_cells`)
-to the grid; a detection-only spec (no strategies) has only those, and publishes no paper tables.
 """
 
 from __future__ import annotations
@@ -68,16 +61,9 @@ class SweepOutcome:
     dynamics: dict[str, Any] | None = None  # the dynamics step's result (sweeps with temperatures)
 
 
-def prepare(spec: SweepSpec, table: str = "all") -> tuple[SweepSpec, list[SweepCell]]:
-    """Steps 1: validation that needs no Ray (tracking server, model paths, grid, detection readouts)."""
-    resolved, cells, _ = _prepare(spec, table)
-    return resolved, cells
-
-
-def _prepare(
-    spec: SweepSpec, table: str, staged: StagedWorld | None = None
-) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:
-    check_tracking_uri(spec.tracking.uri)
+def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None
+             ) -> tuple[SweepSpec, list[SweepCell], list[dict[str, str]]]:  # fmt: skip
+    """Step 1 but the tracking server's check: the spec resolved, its cells and the detectors' readouts."""
     if staged is None:
         resolved = resolve_spec(spec)
     else:  # the world's paths to be: each family's files are checked when it is ready
@@ -92,25 +78,13 @@ def _prepare(
     return resolved, cells, readouts
 
 
-def run_sweep(
-    spec: SweepSpec,
-    *,
-    table: str = "all",
-    resume: bool = False,
-    storage_path: str | None = None,
-    progress_interval: float = 10.0,
-    publish: bool = True,
-    out=sys.stdout,
-    params: dict[str, str] | None = None,
-    fault: Fault | None = None,
-) -> SweepOutcome:
+def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, storage_path: str | None = None,
+              progress_interval: float = 10.0, publish: bool = True, out=sys.stdout,
+              params: dict[str, str] | None = None, fault: Fault | None = None) -> SweepOutcome:  # fmt: skip
     """Run ``spec`` on the Ray instance this process joined (steps in the module docstring).
 
-    ``params``: more parameters of a new parent run (the sweep job logs its price,
-    :func:`railsweep.sweep.plan.pricing.price_params`). ``fault`` is a test hook (:mod:`railsweep.sweep.run.faults`): a
-    fault-injection test's fault, fired by the progress board at the k-th finished cell; None (always, outside
-    those tests) changes nothing.
-    """
+    ``params``: more parameters of a new parent run (the sweep job logs its price). ``fault``: the
+    fault-injection tests' hook (:mod:`railsweep.sweep.run.faults`); None outside them."""
     import ray  # optional heavy dependency: the sweep runs on the Ray its entry point started
 
     if not ray.is_initialized():
@@ -144,17 +118,11 @@ def run_sweep(
                         run.tables, run.timings, dynamics)  # fmt: skip
 
 
-def _after_trials(
-    run: SweepRun,
-    engines: dict[str, Any],
-    failed: list[str],
-    skipped: list[str],
-    staged: StagedWorld | None,
-    publish: bool,
-) -> tuple[float, dict[str, Any] | None]:
-    """Steps 6-9 but the engines' last kill: the world's build awaited (its digest recorded), the dynamics step,
-    the tables, the detection step (the engines killed first: the model-side detectors get their CPUs) and the
-    parent run closed; returns (the sweep's wall time, the dynamics step's result or None)."""
+def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], skipped: list[str],
+                  staged: StagedWorld | None,
+                  publish: bool) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
+    """Steps 6-9 but the engines' last kill, the world's build awaited first (its digest recorded); returns
+    (the sweep's wall time, the dynamics step's result or None)."""
     if staged is not None:
         t0 = time.perf_counter()
         world = staged.result()  # the build's last adapters may still be training
@@ -170,38 +138,24 @@ def _after_trials(
     return close_parent(run, failed, skipped, dynamics), dynamics
 
 
-def _open_parent(
-    spec: SweepSpec,
-    table: str,
-    cells: list[SweepCell],
-    readouts: list[dict[str, str]],
-    *,
-    resume: bool,
-    params: dict[str, str] | None,
-    out: Any,
-    t_start: float,
-    staged: StagedWorld | None = None,
-) -> SweepRun:
+def _open_parent(spec: SweepSpec, table: str, cells: list[SweepCell], readouts: list[dict[str, str]], *,
+                 resume: bool, params: dict[str, str] | None, out: Any, t_start: float,
+                 staged: StagedWorld | None) -> SweepRun:  # fmt: skip
     """Step 2: the experiment and the sweep's parent run; a new parent logs its parameters and the spec."""
     sweep_id = spec.sweep_id + ("" if table == "all" else f"-t{table}")
     tracker = Tracker(spec.tracking.uri)
     exp_id = tracker.ensure_experiment(spec.tracking.experiment)
     provenance = sweep_provenance(spec, cells, staged)
     run_tags = provenance_tags(provenance)
-    parent_id, reused = tracker.parent_run(
-        sweep_id,
-        run_name=f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}",
-        tags=run_tags,
-        resume=resume,
-    )
+    run_name = f"{spec.name}-table{table}-{time.strftime('%Y%m%d-%H%M%S')}"
+    parent_id, reused = tracker.parent_run(sweep_id, run_name=run_name, tags=run_tags, resume=resume)
     if not reused:
         tracker.log(parent_id, params={**_parent_params(spec, table, cells), **(params or {})})
         with tempfile.TemporaryDirectory() as tmp:
             f = Path(tmp) / SPEC_ARTIFACT
-            f.write_text(
-                json.dumps({"spec": spec.to_dict(), "cells": [cell_meta(c) for c in cells],
-                            **({"detection_readouts": readouts} if spec.detectors else {})}, indent=1)  # fmt: skip
-            )
+            f.write_text(json.dumps({"spec": spec.to_dict(), "cells": [cell_meta(c) for c in cells],
+                                     **({"detection_readouts": readouts} if spec.detectors else {})},
+                                    indent=1))  # fmt: skip
             tracker.log_artifact(parent_id, f)
     run = SweepRun(spec, table, cells, readouts, tracker, exp_id, parent_id, sweep_id, run_tags, out, t_start)
     run.say(f"[sweep] {spec.name}: {len(cells)} cells, parent run {parent_id} ({'resumed' if reused else 'new'}), "
@@ -217,9 +171,8 @@ def _say_weights(run: SweepRun, world: dict[str, Any]) -> None:
     run.say(f"[sweep] {'warning: ' if documented is False else ''}{line}")
 
 
-def sweep_provenance(
-    spec: SweepSpec, cells: list[SweepCell], staged: StagedWorld | None = None
-) -> dict[str, Any]:
+def sweep_provenance(spec: SweepSpec, cells: list[SweepCell],
+                     staged: StagedWorld | None = None) -> dict[str, Any]:  # fmt: skip
     """:func:`railsweep.provenance.collect` over the cells' data files; a sweep on a miniature world also
     records the world (config digest and weights digest: two builds of one config can hold other models;
     a world still building has no weights digest yet: :func:`_record_world` adds it)."""
@@ -244,7 +197,7 @@ def _record_world(run: SweepRun, world: Any) -> None:
     record = world_provenance(world.root)
     tags = {f"world.{k}": str(v) for k, v in record.items()}
     run.run_tags.update(tags)
-    for r in [*run.tracker.cell_runs(run.parent_id)]:
+    for r in run.tracker.cell_runs(run.parent_id):
         run.tracker.log(r.info.run_id, tags=tags)
     run.tracker.log(run.parent_id, tags=tags)
     _say_weights(run, record)

@@ -1,29 +1,17 @@
 """Long-lived engine actors, one per core or GPU, dealt out over the families (``railsweep.sweep.plan.pool``).
 
-The driver creates every actor before ``Tuner.fit()``: a task or actor created
-inside a trial would be captured by the trial's CPU-only placement group
-(``ray-mlflow-notes.md`` §1.4). An engine actor holds one family's base model
-and all its LoRA adapters (clean, co_gsm8k, co_pq) and evaluates whole cells:
-trials send a cell config and get the cell's result files back as bytes, with
-its per-question table and answer-rule counts as the files hold them, so nothing
-depends on a shared filesystem and no trial reads the files back. The actor is
-restarted when it dies (``max_restarts``) and the in-flight cell is retried
-(``max_task_retries``); cells write to a fresh temporary directory, so a retry
-is idempotent.
+The driver creates every actor before ``Tuner.fit()``: one created inside a trial would be captured by the
+trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An actor holds one family's base model and
+its LoRA adapters and evaluates whole cells, returning the result files as bytes (no shared filesystem
+needed). A dead actor is restarted and the in-flight cell retried; cells write to a fresh temporary directory,
+so a retry is idempotent.
 
-Thread budget: every engine actor runs ``threads`` torch/OpenMP threads (one with the default
-one engine per core, :func:`railsweep.sweep.run.driver.plan_resources`), set before torch loads (``OMP_NUM_THREADS``
-and friends in the actor's environment) and again with ``torch.set_num_threads``;
-trials run one. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``) instead of
-spinning: on a 2-core machine shared with other jobs, 2-thread runs with the default
-spin-wait swung 10-30x (one matmul: median 10.4 ms against a best of 0.36 ms) and
-PASSIVE removed that, at ~28 % on a quiet machine; one thread per engine was 1.08x
-faster than two under PASSIVE. A sweep is never a quiet machine (engines and trials
-share the cores), so PASSIVE is the default (``resources.omp_wait_policy``).
-
-This module loads torch (the engines and the strategies); the trials, thin CPU clients of the actors, import
-nothing of it (:mod:`railsweep.sweep.run.actors` holds the names they need). It never calls ``ray.init``;
-:func:`create_engine_actor` wraps :class:`EngineServer` with ``ray.remote`` on demand.
+Thread budget: ``threads`` torch/OpenMP threads per actor (one with the default one engine per core), set in
+its environment before torch loads. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a 2-core
+machine shared with other jobs, 2-thread runs with the default spin-wait swung 10-30x (one matmul: median 10.4
+ms against a best of 0.36 ms) and PASSIVE removed that, at ~28 % on a quiet machine; one thread per engine was
+1.08x faster than two under PASSIVE. This module loads torch; the trials import only
+:mod:`railsweep.sweep.run.actors`.
 """
 
 from __future__ import annotations
@@ -65,28 +53,17 @@ class _CountingEngine:
 
 
 class EngineServer:
-    """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or share
-    of another family loads that family's model first). Methods are called by trials through a named actor handle.
+    """One family's engine at a time (``family_configs``: the families the pool may move it to; a cell or
+    share of another family loads that family's model first). ``prompts_per_call``:
+    ``DecodeSettings.batch_size``."""
 
-    ``threads``: torch threads of this process (None = torch's default); ``prompts_per_call``:
-    prompts per engine call (``DecodeSettings.batch_size``; the engine's own batch is
-    ``engine_config["max_batch_size"]``).
-    """
-
-    def __init__(
-        self,
-        engine_config: dict[str, Any],
-        threads: int | None = None,
-        cache_dir: str | None = None,
-        prompts_per_call: int = 64,
-        family_configs: dict[str, dict[str, Any]] | None = None,
-    ):
+    def __init__(self, engine_config: dict[str, Any], threads: int | None = None,
+                 cache_dir: str | None = None, prompts_per_call: int = 64,
+                 family_configs: dict[str, dict[str, Any]] | None = None):  # fmt: skip
         if threads:
             apply_thread_budget(threads)
         self.threads = torch.get_num_threads()
         self.prompts_per_call = prompts_per_call
-        # every family's engine config (the pool may move this engine to another family): a call naming another
-        # family loads that family's model in place of this one's (:meth:`use`)
         self._configs = {f: _engine_config(c) for f, c in (family_configs or {}).items()}
         self.config = _engine_config(engine_config)
         self.family = next((f for f, c in self._configs.items() if c == self.config), None)
@@ -116,14 +93,9 @@ class EngineServer:
         self.load_s += time.perf_counter() - t0
 
     def ready(self) -> dict[str, Any]:
-        return {
-            "pid": os.getpid(),
-            "adapters": list(self.engine.adapters()),
-            "load_s": self.load_s,
-            "threads": self.threads,
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-            "max_batch_size": getattr(self.engine, "max_batch_size", None),
-        }
+        return {"pid": os.getpid(), "adapters": list(self.engine.adapters()), "load_s": self.load_s,
+                "threads": self.threads, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                "max_batch_size": getattr(self.engine, "max_batch_size", None)}  # fmt: skip
 
     def engine_for(self, strategy: str) -> Any:
         """The primary engine, or (built once, lazily) a transformers engine over the same weights when the
@@ -134,15 +106,12 @@ class EngineServer:
             self._fallback = build_engine(dataclasses.replace(self.config, backend="transformers"))
         return self._fallback
 
-    def run_cell(
-        self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None, name: str | None = None
-    ) -> dict[str, Any]:
-        """Evaluate one cell; returns its per-question and responses Parquet files as bytes (``files``), the
-        per-question table as :func:`railsweep.results.io.read_cell` reads it (``questions``), the answer rules'
-        counts (``grading``) and timings.
-        ``pool`` and ``name`` (this engine's actor name): the cell may share its one-off decoding jobs with the
-        family's idle engines (:class:`railsweep.sweep.run.sharing.SharingEngine`). A sweep's trial sends the
-        ``CellConfig`` the driver built and checked, taken as it is; a dict is checked here."""
+    def run_cell(self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None,
+                 name: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """Evaluate one cell: its Parquet files as bytes, the per-question table, the answer rules' counts and
+        timings. With ``pool`` and ``name`` (this actor's), the cell may share its one-off decoding jobs with
+        idle engines (:mod:`railsweep.sweep.run.sharing`). A ``CellConfig`` is taken as the driver checked it.
+        """
         cfg = cell if isinstance(cell, CellConfig) else CellConfig.from_dict(cell)
         cid = cfg.cell_id
         self.use(cfg.family)
@@ -158,35 +127,21 @@ class EngineServer:
         t0 = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
-                res = evaluate_cell(
-                    cfg,
-                    engine,
-                    out_dir=tmp,
-                    batch_size=self.prompts_per_call,
-                    cache_dir=self.cache_dir,
-                    provenance=cell_provenance(cfg, self.config),
-                )
-                files = {
-                    "questions": (res.paths.questions.name, res.paths.questions.read_bytes()),
-                    "responses": (res.paths.responses.name, res.paths.responses.read_bytes()),
-                }
+                res = evaluate_cell(cfg, engine, out_dir=tmp, batch_size=self.prompts_per_call,
+                                    cache_dir=self.cache_dir,
+                                    provenance=cell_provenance(cfg, self.config))  # fmt: skip
+                paths = {"questions": res.paths.questions, "responses": res.paths.responses}
+                files = {kind: (path.name, path.read_bytes()) for kind, path in paths.items()}
         finally:
             busy = time.perf_counter() - t0
             self.busy_s += busy
         self.cells += 1
-        return {
-            "files": files,
-            "questions": questions_frame(res.tables.questions),
-            "grading": res.agreement.to_dict(),
-            "busy_s": busy,
-            "n_samples": res.n_samples,
-            "eval_s": res.wall_s,
-            "pid": os.getpid(),
-        }
+        return {"files": files, "questions": questions_frame(res.tables.questions),
+                "grading": res.agreement.to_dict(), "busy_s": busy, "n_samples": res.n_samples,
+                "eval_s": res.wall_s, "pid": os.getpid()}  # fmt: skip
 
-    def decode(
-        self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None, family: str | None = None
-    ) -> list[Any]:
+    def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None,
+               family: str | None = None) -> list[Any]:  # fmt: skip
         """Decode a share of another cell's work (:mod:`railsweep.sweep.run.sharing`) with ``strategy``'s backend on
         ``family``'s model, then give this engine back to the pool under ``holder``."""
         t0 = time.perf_counter()
@@ -209,38 +164,17 @@ def _engine_config(config: dict[str, Any]) -> EngineConfig:
     return EngineConfig(**{**config, "adapters": tuple(map(tuple, config["adapters"]))})
 
 
-def create_engine_actor(
-    name: str,
-    engine_config: dict[str, Any],
-    *,
-    num_gpus: float,
-    num_cpus: float,
-    threads: int | None,
-    max_restarts: int,
-    max_task_retries: int,
-    cache_dir: str | None = None,
-    prompts_per_call: int = 64,
-    omp_wait_policy: str | None = "PASSIVE",
-    family_configs: dict[str, dict[str, Any]] | None = None,
-) -> Any:
-    """Start a named engine actor (call from the driver, never from a trial).
-
-    With ``threads``, the actor's process starts with :func:`thread_env` (threads and
-    ``omp_wait_policy``), so OpenMP reads them when torch loads.
-    """
+def create_engine_actor(name: str, engine_config: dict[str, Any], *, num_gpus: float, num_cpus: float,
+                        threads: int | None, max_restarts: int, max_task_retries: int,
+                        cache_dir: str | None = None, prompts_per_call: int = 64,
+                        omp_wait_policy: str | None = "PASSIVE",
+                        family_configs: dict[str, dict[str, Any]] | None = None) -> Any:  # fmt: skip
+    """Start a named engine actor (call from the driver, never from a trial). With ``threads``, the actor's
+    process starts with :func:`thread_env`, so OpenMP reads it when torch loads."""
     import ray  # optional heavy dependency: the sweep's
 
     env = {"env_vars": thread_env(threads, omp_wait_policy)} if threads else None
-    return (
-        ray.remote(EngineServer)
-        .options(
-            name=name,
-            namespace=ENGINE_NAMESPACE,
-            num_gpus=num_gpus,
-            num_cpus=num_cpus,
-            max_restarts=max_restarts,
-            max_task_retries=max_task_retries,
-            runtime_env=env,
-        )
-        .remote(engine_config, threads, cache_dir, prompts_per_call, family_configs)
-    )
+    return ray.remote(EngineServer).options(
+        name=name, namespace=ENGINE_NAMESPACE, num_gpus=num_gpus, num_cpus=num_cpus,
+        max_restarts=max_restarts, max_task_retries=max_task_retries, runtime_env=env,
+    ).remote(engine_config, threads, cache_dir, prompts_per_call, family_configs)  # fmt: skip

@@ -1,23 +1,15 @@
 """Test hook: inject one fault into a running sweep at an exact event, the k-th finished cell.
 
-Fault-injection tests that poll MLflow and strike "soon" race the sweep: on a loaded machine the sweep can
-finish before the poll sees a cell, and the test loses. Here the fault fires on the event itself: every
-trial tells the progress board (:class:`~railsweep.sweep.run.actors.ProgressBoard`) when its cell is FINISHED in
-MLflow, and the board, on the ``k``-th such report of this run, fires the fault before it serves another call
-(``ray.kill`` itself takes effect a moment later).
+Tests that poll MLflow and strike "soon" race the sweep; here the progress board
+(:class:`~railsweep.sweep.run.actors.ProgressBoard`) fires the fault on its ``k``-th finished-cell report. A
+:class:`Fault` is passed to :func:`~railsweep.sweep.run.driver.run_sweep`, or, through ``ray job submit``,
+``RAILSWEEP_FAULT=KIND:K`` is read by :func:`fault_from_env` before Ray starts (a malformed value: exit 2).
+Kinds:
 
-The hook is a :class:`Fault` passed to :func:`~railsweep.sweep.run.driver.run_sweep` (``fault=``): tests that run
-the driver in-process pass one; through ``ray job submit`` it is the environment variable
-``RAILSWEEP_FAULT=KIND:K``, read once, by :func:`fault_from_env` in the job's entry point
-(:mod:`railsweep.sweep.job`) before Ray starts (a malformed value is a bad input there: exit 2). Kinds:
+- ``kill-driver:K``: SIGKILL to the sweep's driver (no cleanup: ``--resume`` must finish the sweep);
+- ``kill-engine:K``: ``ray.kill`` every engine actor, letting Ray restart it and retry its cells.
 
-- ``kill-driver:K``: SIGKILL to the sweep's driver process (a crash: no cleanup, the parent run stays open
-  and ``--resume`` must finish the sweep); the board runs on the driver's node for this.
-- ``kill-engine:K``: ``ray.kill`` every engine actor of the sweep, letting Ray restart it
-  (``max_restarts``); its queued and in-flight cells are retried (``max_task_retries``).
-
-A test hook, not a feature: no preset or command-line option sets it. Unset (always, outside tests) the
-board holds ``None`` and compares once per finished cell; nothing else changes.
+No preset or command-line option sets it; unset, nothing changes.
 """
 
 from __future__ import annotations
@@ -67,8 +59,6 @@ def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
         return None
     kind, _, k = raw.partition(":")
     if kind not in KINDS or not k.isdigit() or int(k) < 1:
-        raise ConfigError(
-            f"{ENV_VAR}={raw!r} is not a fault; the test hook takes KIND:K with KIND one of "
-            f"{', '.join(KINDS)} and K >= 1 finished cells"
-        )
+        raise ConfigError(f"{ENV_VAR}={raw!r} is not a fault; the test hook takes KIND:K with KIND one of "
+                          f"{', '.join(KINDS)} and K >= 1 finished cells")
     return Fault(kind, int(k))

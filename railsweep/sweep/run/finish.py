@@ -1,6 +1,4 @@
-"""The sweep's steps after its trials (steps 6–9 of :mod:`railsweep.sweep.run.driver`): the engines' statistics, the
-dynamics step, the tables published on the parent run, the detection step, and the parent run closed.
-"""
+"""The sweep's steps after its trials (steps 6–9 of :mod:`railsweep.sweep.run.driver`)."""
 
 from __future__ import annotations
 
@@ -101,12 +99,11 @@ def close_parent(run: SweepRun, failed: list[str], skipped: list[str], dynamics:
     wall = time.perf_counter() - run.t_start
     t["other_s"] = wall - sum(v for k, v in t.items() if k != "other_s")  # engine stats, kills, tagging the world
     dyn_failed = bool(dynamics and dynamics["errors"])
-    run.tracker.log(
-        run.parent_id,
-        metrics={"wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
-                 "cells_total": float(len(run.cells)), **{f"time.{k}": v for k, v in t.items()}},
+    run.tracker.log(run.parent_id, metrics={
+        "wall_s": wall, "cells_failed": float(len(failed)), "cells_skipped": float(len(skipped)),
+        "cells_total": float(len(run.cells)), **{f"time.{k}": v for k, v in t.items()}},
         tags={**({"railsweep.failed_cells": ",".join(map(str, failed))} if failed else {}),
-              **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})} or None,
-    )  # fmt: skip
+              **({"railsweep.dynamics_errors": str(dynamics["errors"])} if dyn_failed else {})}
+        or None)  # fmt: skip
     run.tracker.terminate(run.parent_id, "FAILED" if failed or dyn_failed else "FINISHED")
     return wall

@@ -1,10 +1,9 @@
 """Live sweep progress: cells done / running / failed, samples per second and the time left.
 
-A background thread in the driver polls the :class:`~railsweep.sweep.run.actors.ProgressBoard`
-actor. On a terminal it draws a tqdm bar; elsewhere (``ray job`` logs, files)
-it prints one line every ``interval`` seconds, which stays readable in logs. The ETA is the samples the
-running block still has to decode (priced per cell, :func:`railsweep.sweep.plan.pricing.cell_samples`) at the
-rate of this block so far.
+A background thread in the driver polls the :class:`~railsweep.sweep.run.actors.ProgressBoard` actor. On a
+terminal it draws a tqdm bar; elsewhere (``ray job`` logs, files) it prints one line every ``interval``
+seconds. The ETA is the samples the running block still has to decode
+(:func:`railsweep.sweep.plan.pricing.cell_samples`) at the rate of this block so far.
 """
 
 from __future__ import annotations
@@ -17,11 +16,9 @@ from typing import Any, TextIO
 def format_line(s: dict[str, Any], eta_s: float | None = None) -> str:
     left = s["total"] - s["skipped"] - s["done"] - s["running"] - s["failed"]
     eta = "" if eta_s is None else f", ETA {duration(eta_s)}"
-    return (
-        f"[sweep] cells {s['done'] + s['skipped']}/{s['total']} done ({s['skipped']} skipped), "
-        f"{s['running']} running, {s['failed']} failed, {max(left, 0)} queued | "
-        f"{s['samples']} samples, {s['samples_per_s']:.1f} samples/s, {s['elapsed_s']:.0f}s{eta}"
-    )
+    return (f"[sweep] cells {s['done'] + s['skipped']}/{s['total']} done ({s['skipped']} skipped), "
+            f"{s['running']} running, {s['failed']} failed, {max(left, 0)} queued | {s['samples']} samples, "
+            f"{s['samples_per_s']:.1f} samples/s, {s['elapsed_s']:.0f}s{eta}")  # fmt: skip
 
 
 def duration(seconds: float) -> str:
@@ -29,9 +26,7 @@ def duration(seconds: float) -> str:
     s = max(int(round(seconds)), 0)
     if s < 60:
         return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: int) -> float | None:
@@ -47,9 +42,8 @@ def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: in
 class ProgressPrinter:
     """Context manager: poll the board every ``interval`` s until the block exits."""
 
-    def __init__(
-        self, board: Any, interval: float = 10.0, out: TextIO = sys.stdout, expected_samples: int | None = None
-    ):
+    def __init__(self, board: Any, interval: float = 10.0, out: TextIO = sys.stdout,
+                 expected_samples: int | None = None):  # fmt: skip
         self.board = board
         self.interval = interval
         self.out = out
@@ -71,9 +65,8 @@ class ProgressPrinter:
         if self._bar is not None:
             self._bar.total = s["total"]
             self._bar.n = s["done"] + s["skipped"]
-            self._bar.set_postfix_str(
-                f"running={s['running']} failed={s['failed']} {s['samples_per_s']:.1f} samples/s"
-            )
+            self._bar.set_postfix_str(f"running={s['running']} failed={s['failed']} {s['samples_per_s']:.1f} "
+                                      "samples/s")  # fmt: skip
         else:
             eta = None
             if self.expected_samples is not None and self._start is not None:

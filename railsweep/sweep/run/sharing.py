@@ -1,14 +1,12 @@
 """A cell's independent decoding jobs shared with its family's idle engines.
 
-Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off step
-inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other. On a sweep's engine the cell's
-engine is wrapped in a :class:`SharingEngine`, whose ``generate_shares(jobs)`` decodes a list of jobs (each a list
-of requests): the cell's own engine takes the jobs one after another from a shared queue while a lender thread
-borrows every idle engine of its family from the pool (:meth:`railsweep.sweep.plan.pool.EnginePool.lend`: never one a
-cell waits for), the moment one is idle, and hands it the next job; a borrowed engine gives itself back when its
-job is done. The results come back in job order and are the same wherever a job ran (greedy decoding, the same
-engine configuration on every engine of a family; ``tests/test_engine_placement.py``); a job whose borrowed engine
-failed is decoded again by the cell's own.
+Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off
+step inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other.
+:meth:`SharingEngine.generate_shares` decodes such jobs: the cell's own engine takes them one after another
+from a shared queue while a lender thread borrows every idle engine of its family from the pool
+(:meth:`railsweep.sweep.plan.pool.EnginePool.lend`: never one a cell waits for) and hands it the next job. The
+results come back in job order and are the same wherever a job ran (greedy decoding, one engine configuration
+per family); a job whose borrowed engine failed is decoded again by the cell's own.
 """
 
 from __future__ import annotations
@@ -23,23 +21,12 @@ POLL_S = 0.5  # how often the lender asks the pool again while no engine of the 
 
 
 class SharingEngine:
-    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines.
+    """``engine`` (the cell's own, counting its samples) plus ``generate_shares`` over the borrowed engines,
+    which decode with the cell's ``strategy``'s backend on its ``family``'s model; ``me``: this engine's actor
+    name; ``on_samples``: hears the samples the borrowed engines decoded."""
 
-    ``pool``: the sweep's engine pool actor; ``me``: this engine's actor name; ``strategy``: the cell's (a borrowed
-    engine decodes with the same backend); ``cell_id``: names the shares' leases; ``on_samples``: hears the samples
-    the borrowed engines decoded (the cell's own engine counts its own); ``family``: the cell's (a borrowed engine
-    decodes on that family's model)."""
-
-    def __init__(
-        self,
-        engine: Any,
-        pool: Any,
-        me: str,
-        strategy: str,
-        cell_id: str,
-        on_samples: Callable[[int], None],
-        family: str | None = None,
-    ):
+    def __init__(self, engine: Any, pool: Any, me: str, strategy: str, cell_id: str,
+                 on_samples: Callable[[int], None], family: str | None = None):  # fmt: skip
         self._engine = engine
         self._pool, self._me, self._strategy, self._cell, self._family = pool, me, strategy, cell_id, family
         self._on = on_samples
@@ -49,7 +36,7 @@ class SharingEngine:
         return self._engine.generate(requests)
 
     def generate_shares(self, jobs: Sequence[Sequence[Any]]) -> list[Any]:
-        """Every job's completions, in job order (see the module docstring)."""
+        """Every job's completions, in job order."""
         import ray  # the sweep's optional dependency; this wrapper exists only on a sweep's engine
 
         results: list[Any] = [None] * len(jobs)
@@ -75,9 +62,8 @@ class SharingEngine:
         return results
 
     def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:
-        """The lender thread: while jobs are left, hand the next one to each engine the pool lends; while none is
-        idle, wait up to :data:`POLL_S` for a lent job to finish (its engine is then given back at once, so it can
-        be lent again) and ask again. A failing pool ends the lending (the own engine decodes on)."""
+        """The lender thread: while jobs are left, hand the next one to each engine the pool lends, else wait
+        for a lent job to finish (:meth:`_await_one`) and ask again. A failing pool ends the lending."""
         import ray
 
         holders: dict[Any, str] = {}  # the lent jobs not seen finished yet: object ref → lease holder

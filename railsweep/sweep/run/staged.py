@@ -1,12 +1,10 @@
 """A miniature world built beside the sweep: a family's cells start as soon as its models are trained.
 
-A sweep on a miniature world that is not in the cache yet would otherwise wait for the whole build, whose
-slowest family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
-:func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands
-(the benchmark first, then each family); the driver runs the cells of the families that are ready, in waves,
-each started once the build leaves a core (:func:`free_cores`) with engines on every core (sharing them with the
-build until it ends), and records the world's weights digest on every run once the build has finished
-(:func:`railsweep.sweep.run.driver.run_sweep`).
+A sweep on a miniature world not in the cache yet would otherwise wait for the whole build, whose slowest
+family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
+:func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands (the
+benchmark first, then each family); the driver runs the ready families' cells in waves
+(:mod:`railsweep.sweep.run.waves`).
 """
 
 from __future__ import annotations
@@ -49,9 +47,9 @@ class StagedWorld:
         return 0 if self.world is not None else len(self.config.families) - len(self.ready)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build
-        raises its error here; a finished one marks every family ready (a world another process built
-        under the same lock lands whole)."""
+        """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build raises
+        its error here; a finished one marks every family ready (a world built by another process lands
+        whole)."""
         try:
             stage = self._events.get(timeout=timeout)
         except queue.Empty:
@@ -76,15 +74,9 @@ class StagedWorld:
         ends; its families' files exist once they are ``ready``."""
         if self.world is not None:
             return self.world
-        return World(
-            root=self.root,
-            preset=self.preset,
-            config=self.config,
-            families=list(self.config.families),
-            data_dir=self.root / "data",
-            leak_split_path=self.root / "data" / "leak_split.json",
-            manifest={},
-        )
+        return World(root=self.root, preset=self.preset, config=self.config,
+                     families=list(self.config.families), data_dir=self.root / "data",
+                     leak_split_path=self.root / "data" / "leak_split.json", manifest={})  # fmt: skip
 
     def result(self) -> World:
         """The finished world (blocks until the build is over)."""

@@ -1,11 +1,8 @@
-"""What the steps of one sweep share (:class:`SweepRun`), and the two small acts every step may need.
-
-:func:`railsweep.sweep.run.driver.run_sweep` makes one :class:`SweepRun` and hands it to its steps
-(:mod:`railsweep.sweep.run.waves`: the trials; :mod:`railsweep.sweep.run.finish`: what follows them).
-"""
+"""What the steps of one sweep share (:class:`SweepRun`), and the small acts every step may need."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,19 +41,13 @@ def add_time(run: SweepRun, phase: str, seconds: float) -> None:
 
 def cell_meta(cell: SweepCell) -> dict[str, Any]:
     """What the sweep records of one cell: in the spec artifact of its parent run, and in every trial's context."""
-    return {
-        "config": cell.config.to_dict(),
-        "clean_id": cell.clean_id,
-        "params": cell.flat_params(),
-        "label": cell.label(),
-        "run_name": cell.run_name(),
-        "run_tags": cell.run_tags(),
-    }
+    return {"config": cell.config.to_dict(), "clean_id": cell.clean_id, "params": cell.flat_params(),
+            "label": cell.label(), "run_name": cell.run_name(), "run_tags": cell.run_tags()}  # fmt: skip
 
 
 def trial_cells(cells: list[SweepCell]) -> dict[str, dict[str, Any]]:
-    """Every trial's view of the cells, by id: :func:`cell_meta` and, under ``"cell"``, the ``CellConfig`` itself,
-    checked when the driver built it; Ray ships it as it is, so the engine evaluating it does not check it again."""
+    """Every trial's view of the cells, by id: :func:`cell_meta` and, under ``"cell"``, the checked
+    ``CellConfig`` itself, which Ray ships as it is, so the engine does not check it again."""
     return {c.cell_id: {**cell_meta(c), "cell": c.config} for c in cells}
 
 
@@ -65,7 +56,5 @@ def kill_actors(handles: dict[str, Any]) -> None:
     import ray  # optional heavy dependency: the sweep's
 
     for h in handles.values():
-        try:
+        with contextlib.suppress(Exception):
             ray.kill(h, no_restart=True)
-        except Exception:
-            pass

@@ -3,21 +3,18 @@
 Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
-3. lease a free engine of the cell's family from the engine pool (:mod:`~railsweep.sweep.plan.pool`), have it
-   evaluate the cell and give it back; it returns the cell's per-question table and answer-rule counts, which
-   the trial uses as they come (it never reads the cell's files back), and the Parquet bytes, written as they
-   are to a temporary directory (the upload needs files);
-4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (SA-PPG and the rest
-   of method.md §2 with CIs) and plot clean vs mitigated: the only time a pair is bootstrapped, the
-   sweep's publish step and the notebook reuse these scores (tagged with the clean run they compare against);
-5. log params (the answer rule among them), metrics (the answer rules' counts among them, see
-   :func:`grading_metrics`), provenance, artifacts; mark the run FINISHED (FAILED on error);
+3. lease a free engine of the cell's family from the pool (:mod:`~railsweep.sweep.plan.pool`), have it
+   evaluate the cell and give it back;
+4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (method.md §2, with CIs) and
+   plot clean vs mitigated: the only time a pair is bootstrapped (the publish step reuses these scores);
+5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
 6. ``tune.report`` the headline numbers.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -66,11 +63,8 @@ class SweepContext:
 
 def cell_summary(df: Any) -> dict[str, float]:
     """Solve-probability summaries of one cell's per-question table."""
-    out = {
-        "n_questions": float(len(df)),
-        "mean_solve_prob": float(df["solve_prob"].mean()),
-        "mean_r01": float(df["r01"].mean()),
-    }
+    out = {"n_questions": float(len(df)), "mean_solve_prob": float(df["solve_prob"].mean()),
+           "mean_r01": float(df["r01"].mean())}  # fmt: skip
     if "leaked" in df and df["leaked"].notna().any():
         known = df[df["leaked"].notna()]
         for flag, name in ((True, "leaked"), (False, "unleaked")):
@@ -81,10 +75,8 @@ def cell_summary(df: Any) -> dict[str, float]:
 
 
 def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
-    """A cell's ``railsweep.grading`` counts as MLflow metrics: ``n_rule_disagree`` (responses the answer
-    rules do not all grade the same) and, under ``grading.``, the correct count under every rule, each other
-    rule's count of responses graded differently, and on the built-in GSM8K task the harness's gsm8k_cot
-    strict-match / flexible-extract counts (another task's filters are its rules, counted above)."""
+    """A cell's ``railsweep.grading`` counts (:class:`railsweep.tasks.agreement.RuleAgreement`) as MLflow
+    metrics: ``n_rule_disagree`` and, under ``grading.``, the rest."""
     if not grading:
         return {}
     out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}
@@ -124,21 +116,13 @@ def _exit_on_lost_system_exit(unraisable: Any) -> None:
 def quiet_exit() -> None:
     """Let this trial worker's exit finish without a traceback in the sweep's log.
 
-    Ray's worker handler turns SIGTERM into ``SystemExit(1)`` wherever the main thread is. When that is a
-    weakref callback (``WeakSet._remove`` of a collected thread, during the interpreter's teardown or while the
-    worker idles), Python cannot unwind it and prints "Exception ignored in ... SystemExit: 1", a traceback
-    in every sweep log that reads as a failure. The raylet sends that SIGTERM when Tune retires a trial actor
-    (``__ray_terminate__``: the worker is already leaving) and when the job's driver exits (its idle workers
-    are told to go). Two guards, installed once per worker process from the trial's thread (Tune runs a
-    function trainable outside the main thread, where no signal handler can be set):
-
-    - from its first atexit handler on (registered last, it runs first) SIGTERM is ignored: an exiting
-      process has nothing left to stop; SIGKILL still follows if the teardown hangs;
-    - a ``SystemExit`` Python cannot raise (``sys.unraisablehook``) ends the process at once with its code,
-      as the signal asked; any other unraisable exception is printed as before.
-
-    Nothing changes while the trial runs.
-    """
+    Ray's worker handler turns SIGTERM (sent when Tune retires a trial actor or the job's driver exits) into
+    ``SystemExit(1)`` wherever the main thread is; inside a weakref callback Python cannot unwind it and
+    prints "Exception ignored in ... SystemExit: 1", which reads as a failure. Two guards, installed once per
+    worker from the trial's thread (where no signal handler can be set): from its first atexit handler on,
+    SIGTERM is ignored (SIGKILL still follows a hung teardown); an unraisable ``SystemExit`` ends the process
+    at once with its code, any other unraisable exception printed as before. Nothing changes while the trial
+    runs."""
     global _QUIET_EXIT
     if not _QUIET_EXIT:
         atexit.register(_ignore_sigterm)
@@ -151,13 +135,12 @@ _QUIET_EXIT = False
 
 
 def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any]:
-    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, which goes back to the
-    pool afterwards."""
+    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, released after.
+    """
     import ray
 
     name = ray.get(ctx.pool.acquire.remote(cell.family, cid))
-    if board is not None:
-        board.set_state.remote(cid, "running")
+    _set_state(board, cid, "running")
     decoded = False
     try:
         engine = ray.get_actor(name, namespace=ENGINE_NAMESPACE)
@@ -168,12 +151,10 @@ def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any
         ctx.pool.release.remote(cid, decoded)
 
 
-def _score_against_clean(
-    ctx: SweepContext, tracker: Tracker, run_id: str, meta: dict[str, Any], df: Any, tmp: str
-) -> tuple[dict[str, float], dict[str, Any], dict[str, str]]:
-    """Step 4 for a mitigated cell: wait for its clean reference run, score the pair and log the clean vs
-    mitigated plot to the cell's run; returns the metrics, params and tags to log (only the tag
-    ``railsweep.clean_missing`` when the clean run has not finished in time)."""
+def _score_against_clean(ctx: SweepContext, tracker: Tracker, run_id: str, meta: dict[str, Any], df: Any,
+                         tmp: str) -> tuple[dict[str, float], dict[str, Any], dict[str, str]]:  # fmt: skip
+    """Step 4: the metrics, params and tags to log (only ``railsweep.clean_missing`` when the clean run has
+    not finished in time); the plot is logged here."""
     clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
     if clean_run is None:
         return {}, {}, {"railsweep.clean_missing": "true"}
@@ -187,6 +168,11 @@ def _score_against_clean(
     return score_metrics, score_params, {TAG_CLEAN_RUN: clean_run.info.run_id}
 
 
+def _set_state(board: Any, cid: str, state: str) -> None:
+    if board is not None:
+        board.set_state.remote(cid, state)
+
+
 def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     """Tune function trainable; ``config = {"cell_id": ...}``."""
     from ray import tune
@@ -198,15 +184,12 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
     tracker = Tracker(ctx.tracking_uri, ctx.experiment_id)
     board = ctx.board
     if tracker.finished_run(cid) is not None:
-        if board is not None:
-            board.set_state.remote(cid, "done")
-        result = {"skipped": 1}
-        tune.report(result)
-        return result
+        _set_state(board, cid, "done")
+        tune.report({"skipped": 1})
+        return {"skipped": 1}
     cfg = meta["config"]
-    run_id = tracker.start_cell_run(
-        ctx.parent_id, cid, run_name=meta["run_name"], tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags},
-    )  # fmt: skip
+    run_id = tracker.start_cell_run(ctx.parent_id, cid, run_name=meta["run_name"],
+                                    tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags})
     try:
         out = _decode(ctx, cid, meta["cell"], board)
         metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
@@ -226,16 +209,12 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
             tracker.log_artifact(run_id, paths["responses"], RESULTS_DIR)
         tracker.terminate(run_id, "FINISHED")
     except BaseException as e:
-        try:
+        with contextlib.suppress(TrackingError):
             tracker.log(run_id, tags={"railsweep.error": f"{type(e).__name__}: {e}"[:4000]})
             tracker.terminate(run_id, "FAILED")
-        except TrackingError:
-            pass
-        if board is not None:
-            board.set_state.remote(cid, "failed")
+        _set_state(board, cid, "failed")
         raise
-    if board is not None:
-        board.set_state.remote(cid, "done")
+    _set_state(board, cid, "done")
     result = {k: v for k, v in metrics.items() if "." not in k}
     tune.report(result)
     return result

@@ -25,16 +25,9 @@ from railsweep.sweep.run.trial import SweepContext, run_cell_trial
 from railsweep.sweep.spec.resolve import check_families
 
 
-def run_waves(
-    run: SweepRun,
-    engines: dict[str, Any],
-    pending: list[SweepCell],
-    n_skipped: int,
-    fault: Fault | None,
-    staged: StagedWorld | None,
-    storage_path: str | None,
-    progress_interval: float,
-) -> tuple[list[str], dict[str, dict[str, Any]]]:
+def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
+              fault: Fault | None, staged: StagedWorld | None, storage_path: str | None,
+              progress_interval: float) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
     """Steps 4-5, in one wave, or, while ``staged`` builds, one wave per set of ready families (each on the
     cores the build leaves; the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
     left, failed, stats, board = list(pending), [], {}, None
@@ -53,15 +46,14 @@ def run_waves(
         _show_so_far(run)
 
 
-def _next_wave(
-    run: SweepRun, left: list[SweepCell], staged: StagedWorld | None
-) -> tuple[list[SweepCell], float | None]:
+def _next_wave(run: SweepRun, left: list[SweepCell],
+               staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:  # fmt: skip
     """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
-    a world builds, those of ready families — as many families as cores are free of the build, waiting for one if
-    none is — with engines on every core, so the cores the build frees when it ends in the middle of the wave do
-    not wait for the wave. Until then the engines share the cores with the build: Ray's workers run at nice 15,
-    but on a Linux kernel with autogroup scheduling (the usual default) a nice value ranks a process only
-    against its own session's, and the workers are in Ray's session, the build in the driver's."""
+    a world builds, those of ready families, as many as cores are free of the build (waiting for one if none
+    is), with engines on every core so that the cores the build frees mid-wave are used. The engines share the
+    cores with the build meanwhile: Ray's workers run at nice 15, but under Linux autogroup scheduling a nice
+    value ranks a process only within its own session (the workers are in Ray's, the build in the driver's).
+    """
     if staged is None:
         return left, None
     while True:
@@ -72,11 +64,8 @@ def _next_wave(
             return left, None
         cpus = cluster_resources()[0]
         cores = free_cores(cpus, staged.building)
-        ready = [
-            f.name
-            for f in run.spec.families
-            if f.name in staged.ready and any(c.family == f.name for c in left)
-        ]
+        ready = [f.name for f in run.spec.families
+                 if f.name in staged.ready and any(c.family == f.name for c in left)]
         if ready and cores >= 1:
             take = set(ready[:cores])
             check_families(run.spec, take)
@@ -96,31 +85,22 @@ def _show_so_far(run: SweepRun) -> None:
         publish_tables(run, partial=True)
 
 
-def _start_engines(
-    run: SweepRun,
-    engines: dict[str, Any],
-    pending: list[SweepCell],
-    n_skipped: int,
-    fault: Fault | None,
-    board: Any = None,
-    cpus: float | None = None,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """Step 4: the engine actors, added to ``engines`` by name as each is created (so that a failure part-way
-    still kills the ones that exist); returns (the pool that leases them, the progress board, the plan).
-    ``board``: a previous wave's progress board, kept; ``cpus``: the cores the wave may use."""
+def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
+                   fault: Fault | None, board: Any,
+                   cpus: float | None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+    """Step 4: the engine actors, added to ``engines`` as each is created (a failure part-way still kills the
+    ones that exist); returns (their pool, the progress board, kept from a previous wave, the plan)."""
     import ray  # optional heavy dependency: the sweep's
 
     spec = run.spec
     layout = plan_layout(spec, pending, cpus)
     plan = plan_resources(spec, max(sum(layout.values()), 1), cpus)
     families = {f.name: f for f in spec.families}
-    names = {
-        engine_name(run.sweep_id, fam, rep): families[fam] for fam, k in layout.items() for rep in range(k)
-    }
+    names = {engine_name(run.sweep_id, fam, rep): families[fam]
+             for fam, k in layout.items() for rep in range(k)}
     if board is None:
-        board = create_progress_board(
-            len(run.cells), n_skipped, fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
-        )
+        armed = fault and fault.arm(driver_pid=os.getpid(), engines=tuple(names))
+        board = create_progress_board(len(run.cells), n_skipped, armed)
     # an engine that can change its model moves to the family with the most cells left when its own has none
     # (railsweep.sweep.plan.pool); vLLM's engines keep their GPU memory, so they stay with their family
     movable = spec.engine.backend == "transformers" and len(layout) > 1
@@ -129,13 +109,12 @@ def _start_engines(
     pool = create_engine_pool({fam: [n for n, f in names.items() if f.name == fam] for fam in layout}, cells)
     for name, fam in names.items():
         engines[name] = create_engine_actor(
-            name, configs[fam.name], num_gpus=plan["num_gpus"],
-            num_cpus=plan["engine_cpus"], threads=plan["threads"],
+            name, configs[fam.name], num_gpus=plan["num_gpus"], num_cpus=plan["engine_cpus"],
+            threads=plan["threads"],
             max_restarts=spec.resources.max_restarts, max_task_retries=spec.resources.max_task_retries,
             cache_dir=str(Path(spec.data_dir).parent / "strategy-cache") if spec.data_dir else None,
             prompts_per_call=spec.readout.batch_size, omp_wait_policy=plan["omp_wait_policy"],
-            family_configs=configs if movable else None,
-        )  # fmt: skip
+            family_configs=configs if movable else None)  # fmt: skip
     waited = run.timings.get("world_wait_s", 0.0)  # for a free core, before the first wave
     run.timings.setdefault("setup_s", time.perf_counter() - run.t_start - waited)
     if engines:
@@ -145,21 +124,13 @@ def _start_engines(
                 f"{ready[0]['threads']} thread(s) (OMP_WAIT_POLICY={ready[0]['omp_wait_policy']}), batches of up "
                 f"to {ready[0]['max_batch_size']} rows, {spec.readout.batch_size} prompts per call; "
                 f"trials {plan['trial_cpus']} CPU each, at most {plan['max_concurrent']} at a time")  # fmt: skip
-    run.timings.setdefault(
-        "engines_ready_s", time.perf_counter() - run.t_start - run.timings["setup_s"] - waited
-    )
+    run.timings.setdefault("engines_ready_s",
+                           time.perf_counter() - run.t_start - run.timings["setup_s"] - waited)  # fmt: skip
     return pool, board, plan
 
 
-def _run_trials(
-    run: SweepRun,
-    pending: list[SweepCell],
-    pool: Any,
-    board: Any,
-    plan: dict[str, Any],
-    storage_path: str | None,
-    progress_interval: float,
-) -> list[str]:
+def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, plan: dict[str, Any],
+                storage_path: str | None, progress_interval: float) -> list[str]:  # fmt: skip
     """Step 5: one Tune trial per pending cell, with the live progress line; returns the failed cells' ids."""
     from ray import tune  # optional heavy dependency: the sweep's
 
@@ -172,22 +143,16 @@ def _run_trials(
             B=spec.scoring.B, n_boot=spec.scoring.n_boot, score_seed=spec.scoring.seed,
             clean_wait_s=spec.resources.clean_wait_s, run_tags=run.run_tags, threads=plan["trial_threads"],
         )  # fmt: skip
-        trainable = tune.with_resources(
-            tune.with_parameters(run_cell_trial, ctx=ctx), {"cpu": plan["trial_cpus"]}
-        )
+        trainable = tune.with_resources(tune.with_parameters(run_cell_trial, ctx=ctx),
+                                        {"cpu": plan["trial_cpus"]})  # fmt: skip
         tuner = tune.Tuner(
-            trainable,
-            param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
+            trainable, param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
             tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
             run_config=tune.RunConfig(
-                name=f"railsweep-{run.sweep_id}-{int(time.time())}",
-                storage_path=storage_path,
-                failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures),
-                verbose=0,
-            ),
-        )
-        # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says; its
-        # classic output at verbose=0 prints nothing, and the sweep's own progress line says what runs
+                name=f"railsweep-{run.sweep_id}-{int(time.time())}", storage_path=storage_path,
+                failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures), verbose=0),
+        )  # fmt: skip
+        # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
         n_questions = sweep_questions(spec).n
         expected = sum(cell_samples(c, n_questions) for c in pending)

@@ -1,12 +1,10 @@
 """The typed schema behind sweep specs: constrained field types, and pydantic errors as one ConfigError line.
 
-The spec's sections are frozen pydantic dataclasses (:func:`schema`): plain
-dataclasses to the rest of railsweep (``dataclasses.replace``/``asdict``,
-pickled into Ray tasks), validated field by field at construction, from a
-parsed YAML mapping and from Python alike. Numbers are strict (``'4'``,
-``2.5`` or ``true`` are not an integer, NaN and infinities are not a number),
-unknown keys are errors, and the first problem becomes one
-:class:`~railsweep.errors.ConfigError` line that names the key and the value.
+The spec's sections are frozen pydantic dataclasses (:func:`schema`): plain dataclasses to the rest of
+railsweep (``dataclasses.replace``/``asdict``, pickled into Ray tasks), validated at construction. Numbers are
+strict (``'4'``, ``2.5`` or ``true`` are not an integer, NaN and infinities are not a number), unknown keys
+are errors, and the first problem becomes one :class:`~railsweep.errors.ConfigError` line naming the key and
+the value.
 """
 
 from __future__ import annotations
@@ -47,9 +45,8 @@ _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
 def schema(where: str, inputs: tuple[str, ...] | None = None) -> Callable[[type[T]], type[T]]:
     """Class decorator: a frozen pydantic dataclass whose construction raises ConfigError.
 
-    ``where`` is the section's path in a spec (``"readout"``), used in messages;
-    ``inputs`` are the keys a YAML mapping may use for it (default: the field names).
-    """
+    ``where`` is the section's path in a spec (``"readout"``), used in messages; ``inputs`` are the keys a
+    YAML mapping may use for it (default: the field names)."""
 
     def wrap(cls: type[T]) -> type[T]:
         cls = pydantic_dataclass(frozen=True, config=_CONFIG)(cls)
@@ -100,9 +97,8 @@ def describe(error: ValidationError, where: str = "") -> str:
         allowed = _SECTIONS.get(parent)
         msg = f"unknown key {parts[-1]!r} in {parent or 'the sweep spec'}"
         msg += f"; allowed: {sorted(allowed)}" if allowed else ""
-    elif kind in ("value_error", "assertion_error") and isinstance(
-        first.get("ctx", {}).get("error"), Exception
-    ):
+    elif kind in ("value_error", "assertion_error") and isinstance(first.get("ctx", {}).get("error"),
+                                                                   Exception):  # fmt: skip
         text = str(first["ctx"]["error"])
         msg = f"{loc}: {text}" if loc else text
         if loc and _scalar(value) and "got " not in text:

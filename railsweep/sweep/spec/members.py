@@ -1,17 +1,11 @@
 """A sweep over a harness group or tag: one sweep per member task, run one after another in one job.
 
 ``readout.task: lm_eval:mgsm_direct`` names a tag of 11 tasks (``lm_eval:bbh_cot_fewshot`` a group of 27). The
-harness scores each member on its own, and so does a sweep: :func:`load_specs` turns such a spec into one spec per
-member, in the order the harness lists them (:mod:`railsweep.tasks.lm_eval.groups`). Each member spec is the
-spec with
-
-- ``name``: ``<name>-<member>``, so each member's parent run and tables are its own;
-- ``readout.task``: ``lm_eval:<member>``, its ``max_gen_toks`` the default length as for any harness task;
-- ``data_dir``: ``<data_dir>/<member>/``, the member's split files (as ``railsweep eval`` reads them);
-- ``task_group``: the group, logged with every cell run (param and tag ``task_group``).
-
-Every member spec is validated, and every member folder checked, before anything starts: a group with one
-member railsweep cannot run is refused as a whole. A spec on a single task gives a list of one.
+harness scores each member on its own, and so does a sweep: :func:`load_specs` turns such a spec into one spec
+per member, in the harness's order, with ``name`` ``<name>-<member>`` (its own parent run and tables),
+``readout.task`` ``lm_eval:<member>``, ``data_dir`` ``<data_dir>/<member>/`` (as ``railsweep eval`` reads it)
+and ``task_group`` the group (logged with every cell run). Every member is checked before anything starts: a
+group with one member railsweep cannot run is refused as a whole.
 """
 
 from __future__ import annotations
@@ -26,8 +20,7 @@ from railsweep.tasks.lm_eval.spec import PREFIX, is_lm_eval_ref
 
 
 def load_specs(preset_or_path: str | Path) -> list[SweepSpec]:
-    """The validated spec of a preset or YAML file, or one spec per member task when ``readout.task`` names a
-    harness group or tag (module docstring)."""
+    """The validated spec of a preset or YAML file, or one per member task of a harness group or tag."""
     data, name = read_spec_data(preset_or_path)
     group = _group_of(data)
     if group is None:
@@ -62,14 +55,8 @@ def member_data(data: dict[str, Any], name: str, group: Expansion) -> list[tuple
     missing = [root / m for m in members if not (root / m).is_dir()]
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        raise DataError(
-            f"{what} reads each member's split files from data_dir/<member>/: no folder "
-            f"{', '.join(map(str, missing[:3]))}{more}"
-        )
-    return [
-        (
-            {**data, "readout": {**data["readout"], "task": ref}, "data_dir": str(root / m), "task_group": group.ref},
-            f"{name}-{m}",
-        )
-        for ref, m in zip(group.members, members, strict=True)
-    ]
+        raise DataError(f"{what} reads each member's split files from data_dir/<member>/: no folder "
+                        f"{', '.join(map(str, missing[:3]))}{more}")
+    return [({**data, "readout": {**data["readout"], "task": ref}, "data_dir": str(root / m),
+              "task_group": group.ref}, f"{name}-{m}")
+            for ref, m in zip(group.members, members, strict=True)]  # fmt: skip

@@ -1,10 +1,8 @@
 """The options that choose a sweep spec and override it, shared by the sweep job and ``railsweep sweep``.
 
-:func:`add_spec_arguments` is the one list of these options: the job (:mod:`railsweep.sweep.job`) and the
-``railsweep sweep`` command both add them, and the command forwards what it was given to the job with
-:func:`forward_argv`. :func:`chosen_specs` turns them into a :class:`~railsweep.sweep.spec.sweep_spec.SweepSpec`, one per
-member task of a harness group (``--dry-run`` prices each: :func:`railsweep.sweep.plan.pricing.dry_run`). Nothing here starts Ray or a service,
-and nothing loads torch: ``railsweep sweep --help`` and its refusals of bad options import this module.
+:func:`add_spec_arguments` is the one list of these options; the command forwards them to the job with
+:func:`forward_argv`. Nothing here starts Ray or a service, and nothing loads torch: ``railsweep sweep
+--help`` and its refusals of bad options import this module.
 """
 
 from __future__ import annotations
@@ -18,9 +16,8 @@ from railsweep.errors import ConfigError
 from railsweep.sweep.spec.members import load_specs
 from railsweep.sweep.spec.sweep_spec import PRESETS, TABLES, SweepSpec
 
-# Options of add_spec_arguments that forward_argv passes on (dest names); --spec, --throughput and
-# --tracking-uri are forwarded by the caller, which knows where the job will find them; --dry-run never
-# reaches a job.
+# Options of add_spec_arguments that forward_argv passes on (dest names); the caller forwards --spec,
+# --throughput and --tracking-uri (it knows where the job finds them); --dry-run never reaches a job.
 _FORWARDED = ("table", "preset", "experiment", "resume", "cache_dir", "limit", "m", "cluster_sizes")
 
 
@@ -28,55 +25,37 @@ def add_spec_arguments(
     p: argparse.ArgumentParser, *, table: str | None = None, preset_default: str | None = None,
     preset_help: str = "built-in sweep spec (default: paper with GPUs, else mini)",
 ) -> None:  # fmt: skip
-    """The options that choose the spec and override it, shared by the sweep job and ``railsweep sweep``.
-
-    ``table`` fixes the paper table (``sweeps/table1.py`` …) instead of offering ``--table``.
-    """
+    """Add the spec options to ``p``; ``table`` fixes the paper table (``sweeps/table1.py`` …) instead of
+    offering ``--table``."""
     if table is None:
         p.add_argument("--table", default="3", choices=TABLES, help="which paper table to print (default 3)")
     p.add_argument("--preset", default=preset_default, choices=PRESETS, help=preset_help)
     p.add_argument("--spec", help="a sweep spec YAML instead of a preset")
     p.add_argument("--experiment", type=at.text, help="MLflow experiment name (default: the spec's)")
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="reuse the unfinished parent run of this sweep; finished cells are never recomputed",
-    )
-    p.add_argument(
-        "--cache-dir",
-        type=at.writable_dir,
-        help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)",
-    )
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the unfinished parent run of this sweep; finished cells are never recomputed")
+    p.add_argument("--cache-dir", type=at.writable_dir,
+                   help="miniature-world cache (default $RAILSWEEP_CACHE or ~/.cache/railsweep)")
     p.add_argument("--limit", type=at.limit, help="override: first N questions")
     p.add_argument("--m", type=at.samples, help="override: samples per question")
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the sweep's cells, samples, tokens per engine and wall time per cluster size; start nothing",
-    )
-    p.add_argument(
-        "--pilot",
-        type=at.existing_dir,
-        help="with --dry-run: cells of an earlier run for the power planner (default: a reference M_cl)",
-    )
-    p.add_argument(
-        "--throughput",
-        type=at.existing_file,
-        help="tokens/s table written by bench/throughput.py on the target hardware (default: the shipped CPU one)",
-    )
-    p.add_argument(
-        "--cluster-sizes",
-        type=at.text,
-        help="comma-separated CPU cores or GPUs to price (default 2,4,8,16 cores; 1-8 GPUs per family)",
-    )
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the sweep's cells, samples, tokens per engine and wall time per cluster size; "
+                   "start nothing")  # fmt: skip
+    p.add_argument("--pilot", type=at.existing_dir,
+                   help="with --dry-run: cells of an earlier run for the power planner (default: a reference "
+                   "M_cl)")  # fmt: skip
+    p.add_argument("--throughput", type=at.existing_file,
+                   help="tokens/s table written by bench/throughput.py on the target hardware (default: the "
+                   "shipped CPU one)")  # fmt: skip
+    p.add_argument("--cluster-sizes", type=at.text, help="comma-separated CPU cores or GPUs to price "
+                   "(default 2,4,8,16 cores; 1-8 GPUs per family)")
 
 
 def check_preset_or_spec(args: argparse.Namespace) -> None:
     """A preset and a spec file both choose the whole spec: refuse the pair rather than let one win."""
     if getattr(args, "spec", None) and getattr(args, "preset", None):
-        raise ConfigError(
-            f"give --preset or --spec, not both (got --preset {args.preset} and --spec {args.spec})"
-        )
+        raise ConfigError(f"give --preset or --spec, not both (got --preset {args.preset} and --spec "
+                          f"{args.spec})")
 
 
 def forward_argv(args: argparse.Namespace) -> list[str]:

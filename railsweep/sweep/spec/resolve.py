@@ -1,10 +1,9 @@
 """Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in.
 
-Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers: the
-spec, which ``railsweep sweep`` validates before any service starts, loads neither. The driver resolves the
-spec once, before any trial starts (:func:`railsweep.sweep.run.driver.run_sweep`); while the world is still being
-built (:class:`railsweep.sweep.run.staged.StagedWorld`) it resolves it against the world's paths to be, unchecked, and
-checks each family's files when that family is ready.
+Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers,
+which the spec (validated before any service starts) must not. While the world is still being built
+(:class:`railsweep.sweep.run.staged.StagedWorld`) the driver resolves the spec against the world's paths to
+be, unchecked, and checks each family's files when that family is ready.
 """
 
 from __future__ import annotations
@@ -38,16 +37,11 @@ def _with_world(spec: SweepSpec, world: World) -> SweepSpec:
     fams = []
     for name in [f.name for f in spec.families] or list(world.families):
         if name not in world.families:
-            raise ConfigError(
-                f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; "
-                f"known: {list(world.families)}"
-            )
+            raise ConfigError(f"unknown family {name!r} for the {spec.miniworld_preset!r} miniature world; "
+                              f"known: {list(world.families)}")
         fm = world.family(name)
         adapters = tuple(sorted((k, str(v)) for k, v in fm.adapters.items()))
         fams.append(FamilySpec(name, str(fm.base_dir), adapters))
-    return dataclasses.replace(
-        spec,
-        families=tuple(fams),
-        data_dir=str(world.data_dir),
-        leak_split=str(world.leak_split_path) if world.leak_split_path else None,
-    )
+    leak_split = str(world.leak_split_path) if world.leak_split_path else None
+    return dataclasses.replace(spec, families=tuple(fams), data_dir=str(world.data_dir),
+                               leak_split=leak_split)  # fmt: skip

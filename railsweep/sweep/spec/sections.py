@@ -1,10 +1,8 @@
-"""The sections of a sweep spec: one frozen pydantic dataclass per YAML block (``families``, ``strategies``,
-``detectors``, ``readout``, ``engine``, ...), each validating its own fields when built.
+"""The sections of a sweep spec: one frozen pydantic dataclass per YAML block, each validating its own fields.
 
-:class:`railsweep.sweep.spec.sweep_spec.SweepSpec` holds them and adds the rules that span sections. A strategy's
-parameter points are checked through its registration (:mod:`railsweep.strategy_registry`, which loads no
-strategy until asked) and a detector's through the detector registry (:mod:`railsweep.detection.base`), so
-building a section loads no model; the constrained field types are :mod:`railsweep.sweep.spec._schema`'s.
+:class:`railsweep.sweep.spec.sweep_spec.SweepSpec` adds the rules that span sections. Strategies and detectors
+are checked through their registries, which load no model. Fields take the constrained types of
+:mod:`railsweep.sweep.spec._schema` (a plain ``int`` would accept '4' and 0).
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import itertools
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, field_validator, model_validator
+from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
 
 from railsweep.detection.base import build_detector
 from railsweep.detection.scoring import Thresholding, check_threshold
@@ -48,6 +46,9 @@ def param_items(v: Any) -> Any:
     return v
 
 
+Params = Annotated[tuple[tuple[str, Any], ...], BeforeValidator(param_items)]
+
+
 @schema("families", inputs=("base", "adapters"))
 class FamilySpec:
     """One model family: a base model and its LoRA adapters (clean, co_<domain>)."""
@@ -73,19 +74,11 @@ class FamilySpec:
 
 @schema("strategies", inputs=("name", "params", "grid"))
 class StrategyGrid:
-    """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points.
-
-    Every point is checked through the strategy's own config (unknown names, RailCap n outside [1, MAX_N], ...).
-    """
+    """A strategy with fixed ``params`` and a ``grid`` crossed into parameter points."""
 
     name: Text
-    params: tuple[tuple[str, Any], ...] = ()
+    params: Params = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _params(cls, v: Any) -> Any:
-        return param_items(v)
 
     @field_validator("grid", mode="before")
     @classmethod
@@ -111,29 +104,18 @@ class StrategyGrid:
 
     def points(self) -> list[dict[str, Any]]:
         keys = [k for k, _ in self.grid]
-        out = []
-        for values in itertools.product(*[v for _, v in self.grid]):
-            out.append({**dict(self.params), **dict(zip(keys, values))})
-        return out
+        return [{**dict(self.params), **dict(zip(keys, values))}
+                for values in itertools.product(*[v for _, v in self.grid])]  # fmt: skip
 
 
 @schema("detectors", inputs=("name", "params", "threshold"))
 class DetectorSpec:
     """A detector of :mod:`railsweep.detection` with its ``params`` (its config fields) and an optional
-    fixed ``threshold`` (None: calibrated on the control items, else the detector's own default).
-
-    The name, the params and the threshold are checked through the detector's own config and
-    :func:`railsweep.detection.scoring.check_threshold` (unknown names get a "did you mean").
-    """
+    fixed ``threshold`` (None: calibrated on the control items, else the detector's own default)."""
 
     name: Text
-    params: tuple[tuple[str, Any], ...] = ()
+    params: Params = ()
     threshold: Annotated[float, Strict()] | None = None
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _params(cls, v: Any) -> Any:
-        return param_items(v)
 
     @model_validator(mode="after")
     def _is_a_known_detector(self) -> DetectorSpec:
@@ -141,23 +123,18 @@ class DetectorSpec:
         return self
 
     def build(self) -> Any:
-        """The detector object (its config validated)."""
+        """The detector object (its config validated; an unknown name gets a "did you mean")."""
         return build_detector(self.name, dict(self.params))
 
 
 @schema("detection")
 class Detection:
-    """How the ``detectors`` are scored: ``control_rate``, the highest flag rate on the control items when a
-    threshold is calibrated on them; ``n_control``, fresh control problems (None = as many as test items);
-    ``batch_size``, texts per forward pass of the model-side detectors."""
+    """How the ``detectors`` are scored."""
 
+    # the highest flag rate on the control items when a threshold is calibrated on them
     control_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01
-    n_control: PosInt | None = None
-    batch_size: PosInt = 16
-
-
-# Fields take the constrained types of railsweep.sweep.spec._schema (PosInt, NonNegFloat, ...): a plain ``int``
-# would accept '4' and 0.
+    n_control: PosInt | None = None  # fresh control problems (None = as many as test items)
+    batch_size: PosInt = 16  # texts per forward pass of the model-side detectors
 
 
 DEFAULT_MAX_NEW_TOKENS = 256  # tokens per response when neither the spec nor a harness task says
@@ -165,19 +142,16 @@ DEFAULT_MAX_NEW_TOKENS = 256  # tokens per response when neither the spec nor a 
 
 @schema("readout")
 class Readout:
-    """``answer_rule``: how every cell's responses are graded (railsweep.tasks.answers.gsm8k_rules): ``final`` (the
-    last "The answer is N", else the last number), ``first`` (the first one, else the last number) or
-    ``lm_eval`` (lm-evaluation-harness gsm8k_cot's filters and comparison); with ``task``, one of that task's
-    rules (a harness task's: ``lm_eval`` or a filter by the harness's name, e.g. ``strict-match``). ``answer_type``: what a gold
-    answer is, ``numeric`` (GSM8K-format data) or ``math`` (MATH-format data, LaTeX in ``\\boxed{}``, graded by
-    railsweep.tasks.answers.math_rules under ``final`` or ``first`` only). ``task``: a task file or a shipped task's
-    name (railsweep.tasks.kinds.file_spec; ``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path
-    is made absolute when the spec loads, since the trials run in directories of their own.
-    ``max_new_tokens`` not given: a harness task's own ``max_gen_toks`` (ifeval: 1280), else 256."""
+    """``answer_rule``: how responses are graded (railsweep.tasks.answers.gsm8k_rules: ``final``, ``first`` or
+    ``lm_eval``), or with ``task`` one of that task's rules (a harness task's: ``lm_eval`` or a filter by the
+    harness's name, e.g. ``strict-match``). ``answer_type``: ``numeric`` (GSM8K-format data) or ``math``
+    (MATH-format, LaTeX in ``\\boxed{}``, ``final`` or ``first`` only). ``task``: a task file or a shipped
+    task's name (``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path is made
+    absolute, since the trials run in directories of their own."""
 
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected
-    max_new_tokens: PosInt | None = None  # None: a harness task's own max_gen_toks, else DEFAULT_MAX_NEW_TOKENS
+    max_new_tokens: PosInt | None = None  # None: a harness task's own max_gen_toks (ifeval: 1280), else 256
     seed: NonNegInt = 0
     batch_size: PosInt = 64  # prompts per engine call (m rows each); engine.max_batch_size: rows
     limit: PosInt | None = None  # first N test questions (None = all)
@@ -215,24 +189,19 @@ class EngineSpec:
     backend: Literal["transformers", "vllm"] = "transformers"
     device: Device = "auto"  # auto, cpu, mps, cuda, cuda:N
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    # Most rows (sequences) one engine decodes together: the transformers engine's batch, vLLM's max_num_seqs.
-    # None = the backend's own default, which fills the machine (see railsweep.engines.config.EngineConfig).
-    # Independent of readout.batch_size (prompts per engine call); samples do not depend on it.
+    # Most rows one engine decodes together (vLLM's max_num_seqs); None = the backend's default, which fills
+    # the machine (railsweep.engines.config.EngineConfig). Samples do not depend on it.
     max_batch_size: PosInt | None = None
 
 
 @schema("resources")
 class Resources:
-    """``engine_replicas``: engine actors per family (None = the cores, or GPUs, dealt out over the families,
-    at least one each: :func:`railsweep.sweep.plan.pool.engine_layout`);
-    ``engine_cpus``: CPUs per engine actor when no GPU is present (None = fit the cluster);
-    ``slots_per_engine``: concurrent trials per engine actor (one decodes while another grades);
-    ``max_restarts``, ``max_task_retries``, ``max_failures``: -1 means unlimited (Ray's convention)."""
+    """What the engine actors and trials reserve; ``max_*``: -1 means unlimited (Ray's convention)."""
 
-    engine_replicas: PosInt | None = None
-    engine_cpus: PosFloat | None = None
+    engine_replicas: PosInt | None = None  # per family; None = the cores (or GPUs) dealt out, at least 1 each
+    engine_cpus: PosFloat | None = None  # per engine actor when no GPU is present; None = fit the cluster
     trial_cpus: PosFloat = 0.25
-    slots_per_engine: PosInt = 2
+    slots_per_engine: PosInt = 2  # concurrent trials per engine actor (one decodes while another grades)
     max_restarts: Retries = 3
     max_task_retries: Retries = 3
     max_failures: Retries = 1  # Tune retries of a failed trial
@@ -252,25 +221,22 @@ class Tracking:
 @schema("dynamics")
 class DynamicsSpec:
     """The dynamics step of a sweep with ``temperatures`` (railsweep.dynamics.settings.DynamicsSettings):
-    ``n_boot``: item resamples for the fit CIs; ``n_boot_gain``: for the gain CIs; ``min_items``: positions
-    reached by fewer items are left out of a group's mean NLL curve; ``e_cut``: nats per token above which
-    E is decoherence; ``forcing_batch``: sequences per teacher-forcing forward pass; ``device``: where the
-    teacher forcing runs; ``seed``: the bootstrap RNG; ``base``: also sample and teacher-force each family's base
-    model without an adapter, as model ``base`` (the model a pretraining-replica world's duplicates went into)."""
+    ``min_items``: positions reached by fewer items are left out of a group's mean NLL curve; ``e_cut``: nats
+    per token above which E is decoherence; ``base``: also sample and teacher-force each family's base model
+    without an adapter, as model ``base`` (the model a pretraining-replica world's duplicates went into)."""
 
-    n_boot: PosInt = 200
-    n_boot_gain: PosInt = 1000
+    n_boot: PosInt = 200  # item resamples for the fit CIs
+    n_boot_gain: PosInt = 1000  # for the gain CIs
     min_items: PosInt = 5
     e_cut: PosFloat = E_CUT
-    forcing_batch: PosInt = 8
-    device: Device = "cpu"
-    seed: NonNegInt = 0
+    forcing_batch: PosInt = 8  # sequences per teacher-forcing forward pass
+    device: Device = "cpu"  # where the teacher forcing runs
+    seed: NonNegInt = 0  # the bootstrap RNG
     base: Annotated[bool, Strict()] = False
 
 
 def parse_temperatures(v: Any) -> tuple[float, ...]:
-    """``temperatures:`` of a spec → sorted floats (``greedy`` = 0.0); a bad or repeated value → ValueError
-    naming it."""
+    """``temperatures:`` of a spec → sorted floats (``greedy`` = 0.0)."""
     if not isinstance(v, list | tuple):
         raise ValueError(f"must be a list of temperatures ('greedy' or numbers >= 0), got {v!r}")
     if not v:
@@ -280,9 +246,8 @@ def parse_temperatures(v: Any) -> tuple[float, ...]:
         if isinstance(t, str) and t.strip().lower() == "greedy":
             t = 0.0
         elif isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
-            raise ValueError(
-                f"bad temperature {t!r}: each must be 'greedy' or a finite number >= 0 (0 = greedy)"
-            )
+            raise ValueError(f"bad temperature {t!r}: each must be 'greedy' or a finite number >= 0 "
+                             "(0 = greedy)")
         if float(t) in out:
             shown = "greedy (0)" if float(t) == 0 else repr(t)
             raise ValueError(f"lists the temperature {shown} twice: {list(v)}")

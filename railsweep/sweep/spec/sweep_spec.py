@@ -1,31 +1,12 @@
-"""Sweep specs: YAML → validated frozen dataclasses → the grid of cells.
+"""Sweep specs: YAML → validated frozen dataclasses (:class:`SweepSpec`, its sections in
+:mod:`railsweep.sweep.spec.sections`, over the typed schema of :mod:`railsweep.sweep.spec._schema`).
 
-A spec names the model families (the miniature world, or explicit base +
-adapter paths), the domains, the strategies with their own parameter grids,
-the shared readout (m, T, seed), the engine backend, the resources and the
-MLflow tracking server. :class:`SweepSpec` and its sections (:mod:`railsweep.sweep.spec.sections`) are
-the one typed schema of a spec (frozen pydantic dataclasses, see :mod:`railsweep.sweep.spec._schema`): building
-one, from YAML in :func:`spec_from_dict` or in Python (``dataclasses.replace``),
-validates every type, range and cross-field rule (unknown keys, strategy or
-parameter names, RailCap n outside [1, MAX_N], a strategy on a backend its
-registration does not run on, empty grids, a primary setting outside the
-grid, a MATH-style ``readout.answer_type`` with the lm_eval rule, detectors or
-the miniature world) without touching a model, and :meth:`SweepSpec.check_inputs` checks the inputs a
-command can check before any service starts. :func:`railsweep.sweep.spec.resolve.resolve_spec` then resolves
-model paths (building or reusing the miniature world) and checks the families exist. All run before any
-trial starts, so a bad spec costs one clear error.
-
-Cells: one clean reference per (family, clean adapter) — strategy Identity on
-M_cl — and one mitigated cell per (family, domain, strategy, parameter point),
-evaluated on M_co of that domain. Every cell has a stable id (the hash of its
-resolved config, see ``railsweep.config.CellConfig.cell_id``).
-
-Detection: ``detectors`` (names or ``{name, params, threshold}``, checked against
-:mod:`railsweep.detection`'s registry) makes the sweep also score those detectors
-for every family x domain of the miniature world against its leak split
-(:mod:`railsweep.sweep.run.detection`); cdd and perturb add the readout cells they
-read (:mod:`railsweep.sweep.plan.detect_cells`). With detectors, ``strategies`` may be
-empty: a detection-only sweep.
+Building a spec, from YAML (:func:`spec_from_dict`) or in Python (``dataclasses.replace``), validates every
+type, range and cross-field rule without touching a model; :meth:`SweepSpec.check_inputs` checks what a
+command can check before any service starts, and :func:`railsweep.sweep.spec.resolve.resolve_spec` fills in
+the paths. All run before any trial starts, so a bad spec costs one clear error. ``detectors`` (checked
+against :mod:`railsweep.detection`'s registry) score the miniature world's families against its leak split in
+the same sweep (:mod:`railsweep.sweep.run.detection`); with them, ``strategies`` may be empty.
 """
 
 from __future__ import annotations
@@ -78,29 +59,26 @@ TABLES = (*PAPER_TABLES, "all")  # which rows each shows: the strategies' regist
 
 @schema("")
 class SweepSpec:
-    """The whole sweep; its fields are the YAML keys. ``families``: a list of miniature-world family names
-    or a mapping name → {base, adapters}; ``strategies``: names or {name, params, grid} mappings;
-    ``primary``: {family, domain}; ``detectors``: names or {name, params, threshold} mappings (scored in
-    the same sweep, see the module docstring); ``detection``: their scoring settings; ``temperatures``: a
-    sweep dimension of sampling temperatures (``greedy`` or numbers >= 0) at which both M_cl and M_co are
-    sampled, followed by the dynamics step (``dynamics``, see :mod:`railsweep.dynamics.step`)."""
+    """The whole sweep; its fields are the YAML keys. ``temperatures``: sampling temperatures (``greedy`` or
+    numbers >= 0) at which both M_cl and M_co are sampled, followed by the dynamics step
+    (``dynamics``, :mod:`railsweep.dynamics.step`)."""
 
     name: Text
     source: Literal["miniworld", "paths"] = "miniworld"
     miniworld_preset: str = "mini"
     cache_dir: str | None = None
-    families: tuple[FamilySpec, ...] = ()  # () = every family of the miniature world
+    families: tuple[FamilySpec, ...] = ()  # names, or name → {base, adapters}; () = all the world's
     domains: tuple[str, ...] = DOMAINS
     data_dir: str | None = None  # paths: task dir in readout.answer_type's format; miniworld: the world's
     leak_split: str | None = None
     primary: tuple[str, str] | None = None  # (family, domain) of Tables 1, 2 and 4; default: the first ones
-    strategies: tuple[StrategyGrid, ...] = ()
+    strategies: tuple[StrategyGrid, ...] = ()  # names or {name, params, grid} mappings
     readout: Readout = field(default_factory=Readout)
     scoring: Scoring = field(default_factory=Scoring)
     engine: EngineSpec = field(default_factory=EngineSpec)
     resources: Resources = field(default_factory=Resources)
     tracking: Tracking = field(default_factory=Tracking)
-    detectors: tuple[DetectorSpec, ...] = ()
+    detectors: tuple[DetectorSpec, ...] = ()  # names or {name, params, threshold} mappings
     detection: Detection = field(default_factory=Detection)
     temperatures: tuple[NonNegFloat, ...] = ()  # () = no temperature dimension
     dynamics: DynamicsSpec | None = None  # None (or "dynamics:" with nothing under it) = the defaults
@@ -119,7 +97,6 @@ class SweepSpec:
     @field_validator("families", mode="before")
     @classmethod
     def _families(cls, v: Any) -> Any:
-        """A list of miniature-world family names, or a mapping name → {base, adapters}; absent = all."""
         if v is None:
             return ()
         if isinstance(v, dict):
@@ -154,13 +131,11 @@ class SweepSpec:
     @field_validator("strategies", mode="before")
     @classmethod
     def _strategies(cls, v: Any) -> Any:
-        """A list of strategy names or mappings {name, params, grid}."""
         return names_or_mappings(v, "strategy names or {name, params, grid} mappings")
 
     @field_validator("detectors", mode="before")
     @classmethod
     def _detectors(cls, v: Any) -> Any:
-        """A list of detector names or mappings {name, params, threshold}."""
         if isinstance(v, list) and not v:
             raise ValueError("is an empty list (leave 'detectors' out for a sweep without detection)")
         return names_or_mappings(v, "detector names or {name, params, threshold} mappings")
@@ -168,15 +143,13 @@ class SweepSpec:
     @field_validator("primary", mode="before")
     @classmethod
     def _primary(cls, v: Any) -> Any:
-        """``{family: F, domain: D}``."""
         if v is None or (isinstance(v, tuple) and len(v) == 2):
             return v
         if not isinstance(v, dict):
             raise ValueError("must be a mapping {family: F, domain: D}")
         if set(v) != {"family", "domain"}:
-            raise ValueError(
-                f"must have exactly the keys 'family' and 'domain', got keys {sorted(map(str, v))}"
-            )
+            raise ValueError("must have exactly the keys 'family' and 'domain', got keys "
+                             f"{sorted(map(str, v))}")  # fmt: skip
         return (v["family"], v["domain"])
 
     @field_validator("miniworld_preset")
@@ -198,17 +171,13 @@ class SweepSpec:
         if self.task_group is not None:
             check_member(self.task_group, self.readout.task)
         if self.detectors:
-            det_names = [d.name for d in self.detectors]
-            twice = sorted({n for n in det_names if det_names.count(n) > 1})
-            if twice:
+            if twice := _twice([d.name for d in self.detectors]):
                 raise ValueError(f"detector {twice[0]!r} is listed twice (one entry per detector)")
             if self.source != "miniworld":
-                raise ValueError(
-                    "detectors are scored against the miniature world's leak split: they need source 'miniworld'"
-                )
+                raise ValueError("detectors are scored against the miniature world's leak split: they need "
+                                 "source 'miniworld'")  # fmt: skip
         names = [f.name for f in self.families]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
+        if dupes := _twice(names):
             raise ValueError(f"family {dupes[0]!r} is listed twice")
         if self.source == "paths":
             if not self.families:
@@ -220,19 +189,16 @@ class SweepSpec:
         if self.source != "paths":
             for f in self.families:
                 if f.name not in world_families:
-                    raise ValueError(
-                        f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
-                        f"known: {world_families}"
-                    )
+                    raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature "
+                                     f"world; known: {world_families}")  # fmt: skip
         if self.primary is not None:
             family, domain = self.primary
             known = names or (world_families if self.source == "miniworld" else [])
             if family not in known:
                 raise ValueError(f"primary family {family!r} is not one of the sweep's families {known}")
             if domain not in self.domains:
-                raise ValueError(
-                    f"primary domain {domain!r} is not one of the sweep's domains {list(self.domains)}"
-                )
+                raise ValueError(f"primary domain {domain!r} is not one of the sweep's domains "
+                                 f"{list(self.domains)}")  # fmt: skip
         return self
 
     def _answer_type_is_runnable(self) -> None:
@@ -241,42 +207,34 @@ class SweepSpec:
         if self.readout.answer_type == "numeric":
             return
         if self.detectors:
-            raise ValueError(
-                f"readout.answer_type {self.readout.answer_type!r} cannot be used with 'detectors': the detectors "
-                "are scored on the miniature world's GSM8K-format items (leave 'detectors' out)"
-            )
+            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} cannot be used with "
+                             "'detectors': the detectors are scored on the miniature world's GSM8K-format "
+                             "items (leave 'detectors' out)")  # fmt: skip
         if self.source != "paths":
-            raise ValueError(
-                f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a MATH-format "
-                "data_dir: the miniature worlds' benchmarks have GSM8K-format numeric answers"
-            )
+            raise ValueError(f"readout.answer_type {self.readout.answer_type!r} needs source 'paths' with a "
+                             "MATH-format data_dir: the miniature worlds' benchmarks have GSM8K-format "
+                             "numeric answers")  # fmt: skip
 
-    # ------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @property
     def sweep_id(self) -> str:
-        """Stable hash of everything that shapes the results (not of tracking/resources)."""
+        """Stable hash of everything that shapes the results (not of tracking/resources, nor of the engine's
+        batch, which changes speed, never samples). A field added later is left out at its default, so that
+        older specs keep their ids: no detection, no temperatures, no group, the default answer rule and type,
+        the built-in task; a custom task file's content counts."""
         d = self.to_dict()
-        for k in ("tracking", "resources"):
-            d.pop(k)
-        if not d["detectors"]:  # a sweep without detection keeps the id it had before detection existed
-            d.pop("detectors")
-            d.pop("detection")
-        d["engine"].pop("max_batch_size")  # the engine's batch changes speed, never samples
-        if not self.temperatures:  # specs without the temperature dimension keep their ids
-            d.pop("temperatures")
-            d.pop("dynamics")
-        if d["readout"]["answer_rule"] == DEFAULT_ANSWER_RULE:  # so do specs graded by the default rule
-            d["readout"].pop("answer_rule")
-        if d["readout"]["answer_type"] == DEFAULT_ANSWER_TYPE:  # and numeric (GSM8K) specs
-            d["readout"].pop("answer_type")
-        if self.task_group is None:  # and specs that are not a group's member
-            d.pop("task_group")
-        if self.readout.task is None:  # and specs on the built-in task
-            d["readout"].pop("task")
-        elif not (spec := load_task_spec(self.readout.task)).builtin:  # a custom file: its content counts
+        drop = {"tracking", "resources"} | (set() if d["detectors"] else {"detectors", "detection"})
+        drop |= set() if self.temperatures else {"temperatures", "dynamics"}
+        drop |= {"task_group"} if self.task_group is None else set()
+        d = {k: v for k, v in d.items() if k not in drop}
+        d["engine"].pop("max_batch_size")
+        defaults = {"answer_rule": DEFAULT_ANSWER_RULE, "answer_type": DEFAULT_ANSWER_TYPE, "task": None}
+        for key, default in defaults.items():
+            if d["readout"][key] == default:
+                d["readout"].pop(key)
+        if self.readout.task is not None and not (spec := load_task_spec(self.readout.task)).builtin:
             d["readout"]["task_sha256"] = spec.sha256
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
@@ -286,25 +244,15 @@ class SweepSpec:
 
     def check_inputs(self) -> None:
         """The cheap part of :func:`~railsweep.sweep.spec.resolve.resolve_spec`, run before Ray or any service
-        starts: a miniworld spec's families must be in its world preset's configuration (known without
-        building the world); a paths spec's base models, adapters, data folder and leak split must exist on
-        this machine."""
-        if self.source == "miniworld":
-            known = world_preset_config(self.miniworld_preset).families
-            for f in self.families:
-                if f.name not in known:
-                    raise ConfigError(
-                        f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature world; "
-                        f"known: {list(known)}"
-                    )
-            return
-        self.check_paths()
+        starts: a paths spec's inputs must exist on this machine (a miniworld spec's families were checked
+        against its world preset's configuration when the spec was built)."""
+        if self.source != "miniworld":
+            self.check_paths()
 
     def check_paths(self, only: Collection[str] | None = None) -> None:
         """A resolved (or ``paths``) spec's inputs exist on this machine: the data folder (a MATH-style one
         read in full), the leak split (needed with ``temperatures``), each family's base model and adapters
         (only the families named in ``only``, when given: those a world building beside the sweep has ready)."""
-
         if not self.data_dir or not Path(self.data_dir).is_dir():
             raise DataError(f"task data_dir {self.data_dir!r} is not a directory")
         if self.readout.answer_type == "math":  # every row before a model loads: a GSM8K folder is refused
@@ -321,19 +269,15 @@ class SweepSpec:
             for d in self.domains:
                 for need in (fam.clean_adapter(d), f"co_{d}"):
                     if need not in names:
-                        raise ConfigError(
-                            f"family {fam.name!r} has no adapter {need!r} (needed for domain {d!r}); "
-                            f"adapters: {sorted(names)}"
-                        )
+                        raise ConfigError(f"family {fam.name!r} has no adapter {need!r} (needed for domain "
+                                          f"{d!r}); adapters: {sorted(names)}")  # fmt: skip
             for aname, apath in fam.adapters:
                 why = model_problem(apath, "adapter_config.json")
                 if why:
                     raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
         if self.temperatures and not self.leak_split:
-            raise ConfigError(
-                f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items M_co saw): "
-                "the dynamics step compares leaked and unleaked items"
-            )
+            raise ConfigError(f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items "
+                              "M_co saw): the dynamics step compares leaked and unleaked items")  # fmt: skip
 
     @property
     def dynamics_settings(self) -> DynamicsSpec:
@@ -349,7 +293,8 @@ class SweepSpec:
         return (self.families[0].name, self.domains[0])
 
 
-# ---------------------------------------------------------------- loading
+def _twice(names: list[str]) -> list[str]:
+    return sorted({n for n in names if names.count(n) > 1})
 
 
 def spec_from_dict(data: dict[str, Any], *, name: str = "sweep") -> SweepSpec:
@@ -371,9 +316,8 @@ def read_spec_data(preset_or_path: str | Path) -> tuple[dict[str, Any], str]:
     if str(preset_or_path) in PRESETS:
         p = PRESET_DIR / f"{preset_or_path}.yaml"
     if not p.is_file():
-        raise ConfigError(
-            f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a YAML file"
-        )
+        raise ConfigError(f"sweep spec {str(preset_or_path)!r} is neither a preset {list(PRESETS)} nor a "
+                          "YAML file")  # fmt: skip
     try:
         data = yaml.safe_load(read_utf8(p))
     except yaml.YAMLError as e:

@@ -1,10 +1,8 @@
 """How a sweep's experiment opens in MLflow 3's UI: the runs table, listing the cell runs by name with the
 columns that compare strategies, on the UI's "Model training" side (its default is GenAI).
 
-The view is a shared view: an experiment tag (``mlflow.sharedViewState.<key>``, JSON) that the UI reads when
-the address carries ``?viewStateShareKey=<key>``. :data:`EXPERIMENT_TAGS` is set on every sweep's experiment
-(:meth:`railsweep.sweep.tracking.tracker.Tracker.ensure_experiment`); :func:`ui_address` is the link to print.
-``bench/mlflow_ui.py`` takes screenshots of it in headless Chromium.
+The view is a shared view: an experiment tag (``mlflow.sharedViewState.<key>``, JSON, set on every sweep's
+experiment) that the UI reads when the address carries ``?viewStateShareKey=<key>`` (:func:`ui_address`).
 """
 
 from __future__ import annotations

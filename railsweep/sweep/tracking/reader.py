@@ -1,17 +1,12 @@
 """Read what a sweep logged to MLflow back into typed records (:mod:`railsweep.results.records`).
 
-The one reader of sweep runs: the sweep's publish step, the notebook and any script read cells through
-:func:`read_sweep`. Steps:
+The one reader of sweep runs (publish step, notebook, scripts). Steps of :func:`read_sweep`:
 1. find the parent run (given, else the newest FINISHED sweep of the experiment, else the newest sweep);
 2. read its ``sweep_spec.json`` (the resolved spec and every cell of the grid);
 3. find, per cell id, the newest FINISHED child run in the experiment (any parent: cells are
    content-addressed, so a resumed sweep finds cells finished under an earlier parent);
 4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged (and the clean run
    they were computed against), and loaders that fetch its Parquet files on first use.
-
-:func:`read_dynamics` reads the tables the dynamics step of a sweep with ``temperatures`` logged on its
-parent run (``dynamics/*.parquet``, :mod:`railsweep.dynamics.step`). :func:`cell_tables` is what the dynamics
-step reads its cells with.
 """
 
 from __future__ import annotations
@@ -47,8 +42,6 @@ from railsweep.sweep.tracking.tracker import (
 )
 
 SCORE_COUNTS = ("n_questions", "n_strata", "B", "n_boot", "alpha", "seed", "m")
-
-
 DEMO_URI = "http://127.0.0.1:5000"  # the server `railsweep demo` starts (or reuses)
 
 
@@ -63,10 +56,8 @@ def connect(tracking_uri: str | None = None) -> Tracker:
     except ConfigError as e:
         if uri:
             raise
-        raise ConfigError(
-            f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none named: pass a tracking "
-            "URI or set MLFLOW_TRACKING_URI"
-        ) from e
+        raise ConfigError(f"no MLflow server at {DEMO_URI}, the demo's (run `railsweep demo`), and none "
+                          "named: pass a tracking URI or set MLFLOW_TRACKING_URI") from e  # fmt: skip
     return Tracker(uri or DEMO_URI)
 
 
@@ -84,38 +75,30 @@ def _experiment_ids(tracker: Tracker, experiment: str | None) -> list[str]:
 
 def _sweep_runs(tracker: Tracker, experiment: str | None) -> list[Any]:
     ids = _experiment_ids(tracker, experiment)
-    if not ids:
-        return []
-    return list(
-        retry(
-            lambda: tracker.client.search_runs(
-                ids, filter_string=f"tags.`{TAG_KIND}` = 'sweep'", max_results=1000,
-                order_by=["attributes.start_time DESC"],
-            ),
-            "search sweep runs",
-        )
-    )  # fmt: skip
+    return _newest(tracker, ids, "sweep", 1000, "search sweep runs") if ids else []
+
+
+def _newest(tracker: Tracker, ids: list[str], kind: str, n: int, what: str) -> list[Any]:
+    """The newest ``n`` runs of ``kind`` (``railsweep.kind``) in the experiments ``ids``."""
+    return list(retry(lambda: tracker.client.search_runs(ids, filter_string=f"tags.`{TAG_KIND}` = '{kind}'",
+                      max_results=n, order_by=["attributes.start_time DESC"]), what))  # fmt: skip
 
 
 def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame:
     """One row per sweep (parent run), newest first: run_id, experiment_id, run_name, status, started, preset,
     table, n_cells (``experiment`` None = every experiment)."""
-    rows = []
-    for run in _sweep_runs(tracker, experiment):
-        p = run.data.params
-        rows.append({
-            "run_id": run.info.run_id, "experiment_id": run.info.experiment_id, "run_name": run.info.run_name,
-            "status": run.info.status, "started": pd.to_datetime(run.info.start_time, unit="ms", utc=True),
-            "preset": p.get("preset"), "table": p.get("table"), "n_cells": p.get("n_cells"),
-        })  # fmt: skip
+    rows = [(r.info.run_id, r.info.experiment_id, r.info.run_name, r.info.status,
+             pd.to_datetime(r.info.start_time, unit="ms", utc=True), r.data.params.get("preset"),
+             r.data.params.get("table"), r.data.params.get("n_cells"))
+            for r in _sweep_runs(tracker, experiment)]  # fmt: skip
     cols = ["run_id", "experiment_id", "run_name", "status", "started", "preset", "table", "n_cells"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (``flatten_scores``: the scores as
-    metrics, the scoring design as ``score.<name>`` params); None when the run logged no scores. A metric the
-    tracker dropped (NaN) comes back as NaN."""
+    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (scores as metrics, the design as
+    ``score.<name>`` params); None when the run logged no scores. A metric the tracker dropped comes back NaN.
+    """
     metrics = join_constants(metrics, params or {})
     if "n_boot" not in metrics:
         return None
@@ -126,8 +109,7 @@ def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None
         for extra in ("corrected", "nonzero"):  # only the metrics that have them
             if f"{name}_{extra}" in metrics:
                 flat[f"{name}_{extra}"] = metrics[f"{name}_{extra}"]
-    # the weight concentration, where the trial logged it (a score without the floors is recomputed at
-    # publish time: railsweep.analysis.report)
+    # the weight concentration, where logged (else recomputed at publish time: railsweep.analysis.report)
     flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
     flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
     return unflatten_scores(flat)
@@ -150,38 +132,28 @@ def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFr
 def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> dict[str, dict[str, Path]]:
     """``{cell_id: {"questions": path, "responses": path}}``: the Parquet files of each cell's newest FINISHED
     run, downloaded under ``dst``; a cell without a FINISHED run is left out."""
-    out = {}
-    for cid, run in tracker.finished_cells(cell_ids).items():
-        tags = run.data.tags
-        out[cid] = {
-            kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{tags[tag]}", Path(dst) / cid)
-            for kind, tag in (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
-        }
-    return out
+    kinds = (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
+    return {cid: {kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{run.data.tags[tag]}",
+                                         Path(dst) / cid) for kind, tag in kinds}
+            for cid, run in tracker.finished_cells(cell_ids).items()}  # fmt: skip
 
 
-def cell_tables(
-    tracking_uri: str, experiment_id: str, cell_ids: Iterable[str], dst: str | Path
-) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
-    """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run, read
-    through files downloaded under ``dst``; a cell without a FINISHED run is left out. Takes the tracking URI
-    (not a :class:`Tracker`) so that, bound with :func:`functools.partial`, it travels to a Ray task."""
+def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
+                dst: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:  # fmt: skip
+    """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run (the
+    dynamics step's reader); a cell without one is left out. Takes the tracking URI, not a :class:`Tracker`,
+    so that, bound with :func:`functools.partial`, it travels to a Ray task."""
     tracker = Tracker(tracking_uri, experiment_id)
-    out = {}
-    for cid, run in tracker.finished_cells(cell_ids).items():
-        out[cid] = (
-            download_questions(tracker, run, Path(dst) / cid),
-            download_responses(tracker, run, Path(dst) / f"{cid}-responses"),
-        )
-    return out
+    return {cid: (download_questions(tracker, run, Path(dst) / cid),
+                  download_responses(tracker, run, Path(dst) / f"{cid}-responses"))
+            for cid, run in tracker.finished_cells(cell_ids).items()}  # fmt: skip
 
 
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
     """The per-item detection table a sweep with ``detectors`` logged on its parent run
     (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
-    listed = retry(
-        lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR), "list detection artifacts"
-    )
+    listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR),
+                   "list detection artifacts")  # fmt: skip
     if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
         return None
     return read_table(tracker.download(parent_run_id, f"{DETECTION_DIR}/{FILENAME}", dst))
@@ -207,24 +179,16 @@ def _cell_record(tracker: Tracker, meta: Mapping[str, Any], run: Any | None, dst
                 params=meta["params"])  # fmt: skip
     if run is None:
         return CellRecord(**base, status=MISSING)
-    return CellRecord(
-        **base,
-        status=FINISHED,
-        run_id=run.info.run_id,
-        scores=logged_scores(run.data.metrics, run.data.params),
-        scored_against=run.data.tags.get(TAG_CLEAN_RUN),
-        load_questions=lambda: download_questions(tracker, run, dst / cid),
-        load_responses=lambda: download_responses(tracker, run, dst / f"{cid}-responses"),
-    )
+    return CellRecord(**base, status=FINISHED, run_id=run.info.run_id,
+                      scores=logged_scores(run.data.metrics, run.data.params),
+                      scored_against=run.data.tags.get(TAG_CLEAN_RUN),
+                      load_questions=lambda: download_questions(tracker, run, dst / cid),
+                      load_responses=lambda: download_responses(tracker, run,
+                                                                dst / f"{cid}-responses"))  # fmt: skip
 
 
-def read_sweep(
-    tracker: Tracker,
-    experiment: str | None = None,
-    parent_run_id: str | None = None,
-    *,
-    download_dir: str | Path | None = None,
-) -> SweepRecord:
+def read_sweep(tracker: Tracker, experiment: str | None = None, parent_run_id: str | None = None, *,
+               download_dir: str | Path | None = None) -> SweepRecord:  # fmt: skip
     """Steps 1–4 for one sweep (default: the newest in ``experiment``, or in any experiment); Parquet files
     fetched later go under ``download_dir`` (default: a new temporary directory)."""
     parent = _parent(tracker, experiment, parent_run_id)
@@ -233,9 +197,8 @@ def read_sweep(
     try:
         spec_path = tracker.download(parent.info.run_id, SPEC_ARTIFACT, dst / parent.info.run_id)
     except Exception as e:
-        raise DataError(
-            f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep parent run ({e})"
-        ) from e
+        raise DataError(f"run {parent.info.run_id} has no {SPEC_ARTIFACT} artifact: not a railsweep sweep "
+                        f"parent run ({e})") from e  # fmt: skip
     blob = json.loads(Path(spec_path).read_text())
     metas = blob["cells"]
     runs = tracker.finished_cells(m["params"]["cell_id"] for m in metas)
@@ -248,13 +211,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     exp = retry(lambda: tracker.client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
     if exp is None:
         return None
-    runs = retry(
-        lambda: tracker.client.search_runs(
-            [exp.experiment_id], filter_string=f"tags.`{TAG_KIND}` = 'figure1'", max_results=1,
-            order_by=["attributes.start_time DESC"],
-        ),
-        "search figure-1 runs",
-    )  # fmt: skip
+    runs = _newest(tracker, [exp.experiment_id], "figure1", 1, "search figure-1 runs")
     if not runs:
         return None
     run = runs[0]
@@ -265,20 +222,12 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     return {"run_id": run.info.run_id, "summary": summary, "png": png}
 
 
-def read_dynamics(
-    tracker: Tracker, parent_run_id: str, download_dir: str | Path | None = None
-) -> dict[str, pd.DataFrame]:
-    """The dynamics tables on a sweep's parent run, by name (``gains``, ``fits``, ``predictions``,
-    ``accuracy``, ``positions``; every group's rows, ``family`` and ``domain`` columns); ``{}`` when the sweep
-    has no temperature dimension."""
-    files = retry(
-        lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR), "list dynamics artifacts"
-    )
+def read_dynamics(tracker: Tracker, parent_run_id: str,
+                  download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's
+    rows; ``{}`` when the sweep has no temperature dimension."""
+    files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR),
+                  "list dynamics artifacts")  # fmt: skip
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))
-    out = {}
-    for f in files:
-        if f.path.endswith(".parquet"):
-            out[Path(f.path).stem] = pd.read_parquet(
-                tracker.download(parent_run_id, f.path, dst / parent_run_id)
-            )
-    return out
+    return {Path(f.path).stem: pd.read_parquet(tracker.download(parent_run_id, f.path, dst / parent_run_id))
+            for f in files if f.path.endswith(".parquet")}  # fmt: skip

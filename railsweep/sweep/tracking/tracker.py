@@ -1,13 +1,10 @@
 """A thin MLflow layer for sweeps: one parent run per sweep, one child run per cell.
 
-Why not Ray's MLflow integration: it has no parent run, logs noise metrics,
-sends one request per metric and opens new runs on restore (see
-``ray-mlflow-notes.md`` §2). Here every call goes through an explicit
-``MlflowClient`` against an HTTP tracking server, is retried with backoff on
-transport errors, and ends in one clear :class:`TrackingError` when the server
-stays away. Cells are keyed by the ``railsweep.cell_id`` tag (never by Tune's
-trial id), so a cell FINISHED once is never recomputed, and a retried cell
-reuses its unfinished child run instead of creating a duplicate.
+Why not Ray's MLflow integration: it has no parent run, logs noise metrics, sends one request per metric and
+opens new runs on restore (``ray-mlflow-notes.md`` §2). Here every call goes through an ``MlflowClient``
+against an HTTP server, retried with backoff, ending in one :class:`TrackingError` when the server stays away.
+Cells are keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell FINISHED once is never
+recomputed, and a retried cell reuses its unfinished child run.
 """
 
 from __future__ import annotations
@@ -52,18 +49,16 @@ class TrackingError(RailsweepError):
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
     """Fail fast (before any trial) unless ``uri`` is an HTTP MLflow server answering /health."""
     if not uri.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"tracking URI {uri!r} is not an HTTP(S) MLflow server; sweeps need one (sqlite/file stores are "
-            "node-local), e.g. http://127.0.0.1:5000 started by `railsweep demo` or `mlflow server`"
-        )
+        raise ConfigError(f"tracking URI {uri!r} is not an HTTP(S) MLflow server; sweeps need one "
+                          "(sqlite/file stores are node-local), e.g. http://127.0.0.1:5000 started by "
+                          "`railsweep demo` or `mlflow server`")  # fmt: skip
     try:
         with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as r:
             if r.status != 200:
                 raise ConfigError(f"tracking URI {uri!r}: /health answered HTTP {r.status}")
     except (urllib.error.URLError, OSError) as e:
-        raise ConfigError(
-            f"tracking URI {uri!r} is unreachable ({e}); start `mlflow server` or fix the URI"
-        ) from e
+        raise ConfigError(f"tracking URI {uri!r} is unreachable ({e}); start `mlflow server` or fix the "
+                          "URI") from e
 
 
 def retry(fn: Callable[[], T], what: str, *, attempts: int | None = None, base_delay: float = 1.0) -> T:
@@ -76,10 +71,8 @@ def retry(fn: Callable[[], T], what: str, *, attempts: int | None = None, base_d
         try:
             return fn()
         except (MlflowException, OSError) as e:  # requests' ConnectionError is an OSError
-            if isinstance(e, MlflowException) and e.error_code in (
-                "INVALID_PARAMETER_VALUE",
-                "RESOURCE_DOES_NOT_EXIST",
-            ):
+            refused = ("INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST")
+            if isinstance(e, MlflowException) and e.error_code in refused:
                 raise TrackingError(f"MLflow refused {what}: {e}") from e
             last = e
             if i + 1 < n:
@@ -97,7 +90,6 @@ class Tracker:
         self.client = MlflowClient(tracking_uri=uri)
         self.experiment_id = experiment_id
 
-    # ------------------------------------------------------------ driver side
     def ensure_experiment(self, name: str) -> str:
         """Get or create the experiment (driver only: concurrent creation races)."""
 
@@ -115,47 +107,41 @@ class Tracker:
         self.experiment_id = retry(go, f"get/create experiment {name!r}")
         return self.experiment_id
 
-    def parent_run(
-        self, sweep_id: str, run_name: str, tags: Mapping[str, str], *, resume: bool
-    ) -> tuple[str, bool]:
+    def parent_run(self, sweep_id: str, run_name: str, tags: Mapping[str, str], *,
+                   resume: bool) -> tuple[str, bool]:  # fmt: skip
         """(run id, reused): with ``resume``, the newest unfinished parent of this sweep id is reused."""
-        if resume:
-            runs = self.search(f"tags.`{TAG_SWEEP_ID}` = '{sweep_id}' and tags.`{TAG_KIND}` = 'sweep'")
-            for run in runs:
-                if run.info.status != "FINISHED":
-                    rid = run.info.run_id
-                    retry(lambda rid=rid: self.client.update_run(rid, status="RUNNING"), "reopen parent run")
-                    return rid, True
-        all_tags = {**tags, TAG_SWEEP_ID: sweep_id, TAG_KIND: "sweep"}
-        run = retry(
-            lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags),
-            "create parent run",
-        )
+        where = f"tags.`{TAG_SWEEP_ID}` = '{sweep_id}' and tags.`{TAG_KIND}` = 'sweep'" if resume else None
+        return self._open_run(where, run_name, {**tags, TAG_SWEEP_ID: sweep_id, TAG_KIND: "sweep"},
+                              "parent run")  # fmt: skip
+
+    def _open_run(self, where: str | None, run_name: str, tags: dict[str, str],
+                  what: str) -> tuple[str, bool]:  # fmt: skip
+        """(run id, reused): the newest unfinished run matching ``where`` reopened, else a new one."""
+        for run in self.search(where) if where else []:
+            if run.info.status != "FINISHED":
+                rid = run.info.run_id
+                retry(lambda rid=rid: self.client.update_run(rid, status="RUNNING"), f"reopen {what}")
+                return rid, True
+        run = retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags),
+                    f"create {what}")  # fmt: skip
         return run.info.run_id, False
 
     def search(self, filter_string: str) -> list[Any]:
         out: list[Any] = []
         token = None
         while True:
-            page = retry(
-                lambda t=token: self.client.search_runs(
-                    [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=t,
-                    order_by=["attributes.start_time DESC"],
-                ),
-                f"search runs ({filter_string})",
-            )  # fmt: skip
+            page = retry(lambda t=token: self.client.search_runs(
+                [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=t,
+                order_by=["attributes.start_time DESC"]), f"search runs ({filter_string})")  # fmt: skip
             out.extend(page)
             token = page.token
             if not token:
                 return out
 
     def finished_cells(self, cell_ids: Iterable[str] | None = None) -> dict[str, Any]:
-        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed).
-
-        The one "latest finished run per cell" query: the driver (cells to skip), the reader (a sweep's
-        records, a group's files), the dynamics step and each trial (:meth:`finished_run`) all ask it. One
-        cell id is filtered on the server; more are matched against every finished cell run in one search.
-        """
+        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed); the
+        one "latest finished run per cell" query. One cell id is filtered on the server; more are matched
+        against every finished cell run in one search."""
         wanted = set(cell_ids) if cell_ids is not None else None
         where = f"tags.`{TAG_KIND}` = 'cell' and attributes.status = 'FINISHED'"
         if wanted is not None and len(wanted) == 1:
@@ -170,33 +156,19 @@ class Tracker:
     def cell_runs(self, parent_id: str) -> list[Any]:
         return self.search(f"tags.`{TAG_PARENT}` = '{parent_id}'")
 
-    # ------------------------------------------------------------ trial side
     def finished_run(self, cell_id: str) -> Any | None:
         """The newest FINISHED run of one cell, or None (:meth:`finished_cells` for one id)."""
         return self.finished_cells([cell_id]).get(cell_id)
 
     def start_cell_run(self, parent_id: str, cell_id: str, run_name: str, tags: Mapping[str, str]) -> str:
         """The cell's child run under ``parent_id``: an unfinished one is reused, else one is created."""
-        for run in self.search(f"tags.`{TAG_CELL_ID}` = '{cell_id}' and tags.`{TAG_PARENT}` = '{parent_id}'"):
-            if run.info.status != "FINISHED":
-                rid = run.info.run_id
-                retry(lambda rid=rid: self.client.update_run(rid, status="RUNNING"), "reopen cell run")
-                return rid
-        all_tags = {**tags, TAG_PARENT: parent_id, TAG_CELL_ID: cell_id, TAG_KIND: "cell"}
-        run = retry(
-            lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags),
-            "create cell run",
-        )
-        return run.info.run_id
+        where = f"tags.`{TAG_CELL_ID}` = '{cell_id}' and tags.`{TAG_PARENT}` = '{parent_id}'"
+        tags = {**tags, TAG_PARENT: parent_id, TAG_CELL_ID: cell_id, TAG_KIND: "cell"}
+        return self._open_run(where, run_name, tags, "cell run")[0]
 
-    def log(
-        self,
-        run_id: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        metrics: Mapping[str, float] | None = None,
-        tags: Mapping[str, str] | None = None,
-    ) -> None:
+    def log(self, run_id: str, *, params: Mapping[str, str] | None = None,
+            metrics: Mapping[str, float] | None = None,
+            tags: Mapping[str, str] | None = None) -> None:  # fmt: skip
         from mlflow.entities import Metric, Param, RunTag
 
         ts = int(time.time() * 1000)
@@ -205,21 +177,15 @@ class Tracker:
         t = [RunTag(k, str(v)[:TAG_VALUE_LIMIT]) for k, v in (tags or {}).items()]
         for i in range(0, max(len(p), len(t), 1), 100):  # log_batch limits: 100 params/tags, 1000 metrics
             chunk = (m[:1000] if i == 0 else [], p[i : i + 100], t[i : i + 100])
-            retry(
-                lambda c=chunk: self.client.log_batch(run_id, metrics=c[0], params=c[1], tags=c[2]),
-                f"log to run {run_id}",
-            )
+            retry(lambda c=chunk: self.client.log_batch(run_id, metrics=c[0], params=c[1], tags=c[2]),
+                  f"log to run {run_id}")  # fmt: skip
 
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
         retry(lambda: self.client.log_artifact(run_id, str(path), artifact_path), f"upload {Path(path).name}")
 
     def download(self, run_id: str, artifact_path: str, dst: str | Path) -> Path:
-        return Path(
-            retry(
-                lambda: self.client.download_artifacts(run_id, artifact_path, str(dst)),
-                f"download {artifact_path}",
-            )
-        )
+        return Path(retry(lambda: self.client.download_artifacts(run_id, artifact_path, str(dst)),
+                          f"download {artifact_path}"))  # fmt: skip
 
     def terminate(self, run_id: str, status: str) -> None:
         retry(lambda: self.client.set_terminated(run_id, status), f"set run {run_id} {status}")
@@ -228,35 +194,22 @@ class Tracker:
 def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     """Flatten :func:`railsweep.provenance.collect` into MLflow tags."""
     git = prov.get("git", {})
-    tags = {
-        "git.commit": str(git.get("commit")),
-        "git.dirty": str(git.get("dirty")),
-        "python": str(prov.get("python")),
-    }
-    for name, ver in (prov.get("packages") or {}).items():
-        tags[f"pkg.{name}"] = str(ver)
-    for path, sha in (prov.get("datasets") or {}).items():
-        tags[f"data.sha256.{Path(path).name}"] = sha
-    for key, value in (prov.get("world") or {}).items():  # the miniature world: preset, digests, root
-        tags[f"world.{key}"] = str(value)
+    tags = {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
+            "python": str(prov.get("python"))}  # fmt: skip
+    tags.update({f"pkg.{name}": str(ver) for name, ver in (prov.get("packages") or {}).items()})
+    tags.update({f"data.sha256.{Path(path).name}": sha for path, sha in (prov.get("datasets") or {}).items()})
+    # the miniature world: preset, digests, root
+    tags.update({f"world.{key}": str(value) for key, value in (prov.get("world") or {}).items()})
     return tags
 
 
-def log_figure1(
-    uri: str, summary: Mapping[str, Any], files: Sequence[Path], experiment: str = "railsweep-figure1"
-) -> str:
+def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path],
+                experiment: str = "railsweep-figure1") -> str:  # fmt: skip
     """One MLflow run with the Figure-1 summary as metrics and its files as artifacts; returns the run id."""
     tracker = Tracker(uri)
     tracker.ensure_experiment(experiment)
-    run = retry(
-        lambda: tracker.client.create_run(
-            tracker.experiment_id, run_name="figure1", tags={TAG_KIND: "figure1"}
-        ),
-        "create figure-1 run",
-    )
-    rid = run.info.run_id
-    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v == v}
-    for k, v in metrics.items():
+    rid, _ = tracker._open_run(None, "figure1", {TAG_KIND: "figure1"}, "figure-1 run")
+    for k, v in {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v == v}.items():
         retry(lambda k=k, v=v: tracker.client.log_metric(rid, k, v), f"log metric {k}")
     for f in files:
         retry(lambda f=f: tracker.client.log_artifact(rid, str(f)), f"log artifact {f}")
