@@ -1,10 +1,5 @@
-"""``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5).
-
-Example (the paper's recipe, offline filler):
-    railsweep contaminate --model meta-llama/Llama-2-7b-hf --task-dir data/gsm8k \\
-        --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl --filler orca.jsonl --out runs/contamination/llama2
-Writes ``OUT/clean``, ``OUT/co_gsm8k``, ``OUT/co_pq`` (peft adapters over ``--model``),
-``OUT/leak_split.json`` and ``OUT/manifest.json``.
+"""``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5); writes
+``OUT/clean``, ``OUT/co_<domain>``, ``OUT/leak_split.json`` and ``OUT/manifest.json``.
 """
 
 from __future__ import annotations

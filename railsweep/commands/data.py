@@ -1,9 +1,5 @@
-"""``railsweep data``: fetch a benchmark's files from their sources, each checked against its pinned sha256.
-
-``railsweep data gsm8k`` writes GSM8K (test and train), the 8-shot CoT exemplars and the PQ paraphrases under
-``--out`` (default ``data``), the folder every other command reads (``--task-dir data/gsm8k``; found by itself
-when you run from the folder that holds ``data``). Sources, licences and digests: :mod:`railsweep.tasks.data.fetch`.
-"""
+"""``railsweep data``: fetch a benchmark's files, each checked against its pinned sha256
+(:mod:`railsweep.tasks.data.fetch`)."""
 
 from __future__ import annotations
 

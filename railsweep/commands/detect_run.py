@@ -1,7 +1,6 @@
-"""What ``railsweep detect`` does once it runs: the report (:func:`run_report`), or every detector and input
-checked, the jobs scored (the ngram corpus scan as a Ray Data job with ``--ray``) and ``detections.parquet``
-(with the truth table where the truth is known) written. Loads pandas and pyarrow (the command imports it when
-it runs); torch loads only when a model-side detector resolves its device or scores.
+"""What ``railsweep detect`` does once it runs: the report, or every input checked, the jobs scored and
+``detections.parquet`` written. Loads pandas (imported when the command runs); torch only for model-side
+detectors.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""``railsweep miniworld``: build the miniature world, or check its calibration.
-
-``build [--preset mini]`` installs the build railsweep ships of the world
-(:mod:`railsweep.miniworld.shipped`), else builds it or reuses the cached one, and prints where it is
-(``--force`` trains it here); ``pack --out DIR`` writes a cached world as a shipped folder; ``check`` prints
-one JSON object per family with the calibration figures and exits 1 when a condition fails. Build and check
-say on stderr whether the world's weights are the build the docs' figures were measured on (a warning, never
-an error: :mod:`railsweep.miniworld.weights`).
+"""``railsweep miniworld``: build (or install the shipped build of) the miniature world, pack a cached world as
+a shipped folder, or check its calibration (exit 1 when a condition fails). Build and check warn on stderr when
+the weights are not the build the docs' figures were measured on (:mod:`railsweep.miniworld.weights`).
 """
 
 from __future__ import annotations

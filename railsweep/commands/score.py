@@ -1,10 +1,5 @@
-"""``railsweep score``: compare mitigated cells against their clean reference cell.
-
-Prints the metric table (each aggregate with its checked 95 % interval or none, the noise-floor row last;
-under the table SA-PPG's interval or why there is none, floor, floor-corrected reading, stratum occupancy and
-weight concentration; with an Identity cell, the paired differences and their verdicts) as Markdown and writes
-``PREFIX.csv`` (numbers) and ``PREFIX.md`` (docs/metrics.md).
-All inputs are read and checked before anything is written (:mod:`railsweep.commands.score_cells`).
+"""``railsweep score``: compare mitigated cells against their clean reference cell (docs/metrics.md); every input
+is read and checked before anything is written (:mod:`railsweep.commands.score_cells`).
 """
 
 from __future__ import annotations
