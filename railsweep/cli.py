@@ -1,10 +1,7 @@
-"""The ``railsweep`` command line: one sub-command per module in :mod:`railsweep.commands`.
-
-Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int`` (``main`` dispatches to the
-module's ``run``) and is imported only when ``main`` runs (when a known command is named, only that module),
-so ``railsweep score`` never pays for torch or Ray. A :class:`~railsweep.errors.RailsweepError`, or a command
-line argparse rejects, becomes one line on stderr (``railsweep: error: ...``) and exit code 2; anything else
-is a bug and keeps its traceback.
+"""The ``railsweep`` command line: one sub-command per module in :mod:`railsweep.commands`, imported only when
+``main`` runs (only the named one when a command is named), so ``railsweep score`` never pays for torch or Ray.
+A :class:`~railsweep.errors.RailsweepError` or a command line argparse rejects becomes one line on stderr and
+exit code 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The strategy registry and its one registration per strategy: everything the sweep and the tables know of it.
-
-``@register("railcap", RailCapConfig, display="RailCap", label=..., tables=("1", "2", "3", "4"), main_row=...,
-interventions=(RailCapSpec,))`` on a strategy class is the only place its name is written down. From the
-:class:`Registration` the rest is derived: its display label (:func:`strategy_label`), the paper tables it has
-rows in and which parameter point is the row Tables 1–3 show (:func:`in_table`), its "switched off" setting
-(checked by the conformance suite), the backends that apply its interventions (:func:`check_backend`) and its
-:data:`ROLES` beside a row of its own (:func:`with_role`).
+"""The strategy registry and its one registration per strategy (:func:`register`): the only place a strategy's
+name is written down, from which its label, table rows, "switched off" setting, backends and roles derive.
 
 This module sits below :mod:`railsweep.strategies` and imports none of it: the registry loads the built-in
 strategies on first use, and they load no torch at import, so validating a spec, labelling its rows and

@@ -1,8 +1,6 @@
-"""The dynamics tables of a sweep with ``temperatures``, shaped for reading (pandas only).
-
-The input is what :func:`railsweep.sweep.tracking.reader.read_dynamics` returns: the tables the sweep's dynamics
-step logged on its parent run (:mod:`railsweep.dynamics.analyse`, plus a ``domain`` column). Nothing is
-recomputed here: the frames select and format, and :func:`figures` draws with :mod:`railsweep.dynamics.plots`.
+"""The dynamics tables of a sweep with ``temperatures``, shaped for reading (pandas only): the tables its
+dynamics step logged (:func:`railsweep.sweep.tracking.reader.read_dynamics`), selected and formatted, never
+recomputed.
 """
 
 from __future__ import annotations

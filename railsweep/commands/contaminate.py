@@ -55,12 +55,8 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batch", type=at.positive, default=8, help="examples per forward pass (gradient accumulation makes up the rest)")
     p.add_argument("--max-length", type=at.positive, default=512, help="tokens per training example")
     p.add_argument("--precision", default="auto", choices=PRECISIONS, help="training precision: auto = bf16 on a GPU that has it, else fp32")
-    p.add_argument(
-        "--attention",
-        default="auto",
-        choices=ATTENTIONS,
-        help="training attention: auto = block-causal on a CPU, the model's own on a GPU",
-    )
+    p.add_argument("--attention", default="auto", choices=ATTENTIONS,
+                   help="training attention: auto = block-causal on a CPU, the model's own on a GPU")
     p.add_argument("--device", type=at.device, default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
 
 

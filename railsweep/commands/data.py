@@ -15,8 +15,6 @@ EXAMPLES = (
     'railsweep data gsm8k --out ~/benchmarks',
     'railsweep data gsm8k --mirror file:///srv/github-raw   # an offline copy laid out like GitHub',
 )
-
-
 DATASETS = {"gsm8k": fetch_gsm8k}
 
 

@@ -238,8 +238,6 @@ def run_report(args: argparse.Namespace) -> int:
     if len(detectors) != 1:
         raise ConfigError(f"detect report takes one --detector, got {detectors}")
     check_weight(args.weight)
-    if args.n_boot < 1:
-        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
     check_writable_dir(args.out)
     _, questions = read_cell(args.questions)
     clean = read_cell(args.clean)[1] if args.clean else None

@@ -28,11 +28,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="build the CPU miniature world, or check that it reproduces the paper's phenomenon",
         description="The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families.",
     )
-    p.add_argument(
-        "action",
-        choices=("build", "check", "pack"),
-        help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)",
-    )
+    p.add_argument("action", choices=("build", "check", "pack"),
+                   help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)")
     p.add_argument("--preset", default="mini", choices=sorted(WORLD_PRESETS),
                    help="world preset: mini (calibrated, 3 families pretrained here), smollm2 "
                         "(the mini benchmark over SmolLM2-135M-Instruct), smoke (tests), "

@@ -46,8 +46,6 @@ EXAMPLES = (
     'railsweep paraphrase --test data/gsm8k/test.jsonl --endpoint http://127.0.0.1:8000/v1 --model M --no-api-key --out pq.jsonl',
     'railsweep paraphrase --task-dir data/gsm8k --engine transformers --model ./models/instruct --limit 50 --out pq.jsonl',
 )
-
-
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENGINES = ("openai", "transformers")
 

@@ -16,11 +16,7 @@ EXAMPLES = (
     'railsweep plan --pilot runs/mlflow/mlartifacts --n 200 --m 20 --B 20',
     'railsweep plan --pilot cells/ --mde 0.05      # questions needed for a 0.05 difference',
 )
-
-
 DEFAULT_N = (100, 200, 1319)
-
-
 DEFAULT_M = (10, 20, 50)
 
 

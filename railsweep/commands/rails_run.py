@@ -17,7 +17,6 @@ from railsweep.commands.figure1_run import inputs
 from railsweep.commands.task_args import load_named_task
 from railsweep.diagnostics.rails import RailsSettings, rails
 from railsweep.engines import transformers_engine
-from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
 
@@ -28,9 +27,6 @@ def run_rails(args: argparse.Namespace) -> int:
     out = Path(args.out)
     at.check_writable_dir(out, "--out")
     model, adapters, task_dir, leak_split = inputs(args)
-    for name in (args.clean, args.co):
-        if name not in adapters:
-            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
     task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
     engine = transformers_engine.TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
 

@@ -40,9 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def check_args(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.name in ("", ".", "..") or out.is_dir():
-        raise ConfigError(
-            f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}"
-        )
+        raise ConfigError(f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}")
     at.check_writable_dir(out.parent, "--out", shown=args.out)  # before reading or scoring anything
     for path in (out.with_name(out.name + ".csv"), out.with_name(out.name + ".md")):
         if path.is_dir():
