@@ -101,13 +101,11 @@ def register(
 ) -> Callable[[type], type]:
     """Class decorator: one strategy's whole registration.
 
-    ``display``: its label (``label``, config → text, when the label shows parameters); ``tables``: the paper
-    tables it has rows in; ``main_row``: config → whether that point is the row Tables 1–3 show (default:
-    every point); ``interventions``: the spec types it sends to the engine; ``backends``: the engines that
-    apply them; ``fallback``: on another backend, the sweep runs its cells on a transformers engine over the
-    same weights (else a spec naming that backend is refused); ``roles``: some of :data:`ROLES`. The config
-    class must declare ``switched_off``: the parameters with which the strategy reproduces Identity sample for
-    sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why no setting does.
+    ``label``: config → text, when the label shows parameters; ``main_row``: config → whether that point is the
+    row Tables 1–3 show; ``interventions``: the spec types it sends to the engine, which ``backends`` apply;
+    ``fallback``: elsewhere its cells run on a transformers engine over the same weights (else refused). The
+    config class must declare ``switched_off``: the parameters with which the strategy reproduces Identity sample
+    for sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why no setting does.
     """
     tables, backends, roles = frozenset(tables), frozenset(backends), frozenset(roles)
     _check(name, config_cls, display, tables, backends, roles)

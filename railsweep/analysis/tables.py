@@ -98,9 +98,7 @@ def _floor(score: Mapping[str, Any], metric: str) -> tuple[float, float, float]:
     return (float(floor), np.nan, np.nan)
 
 
-def _with_floor_row(
-    values: dict, rows: list[str], floors: dict[str, tuple[float, float, float]]
-) -> list[str]:
+def _with_floor_row(values: dict, rows: list[str], floors: dict[str, tuple[float, float, float]]) -> list[str]:
     """Add each column's floor as the last row (where any is known)."""
     if not any(np.isfinite(f[0]) for f in floors.values()):
         return rows
@@ -125,10 +123,9 @@ def _assemble(
 ) -> Table:
     numeric = pd.DataFrame(
         [[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
-        index=pd.Index(rows, name="strategy"),
-        columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
+        index=pd.Index(rows, name="strategy"), columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
         dtype=float,
-    )
+    )  # fmt: skip
     formatted = pd.DataFrame(
         [[format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols]
          for r in rows],
