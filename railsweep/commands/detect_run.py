@@ -36,9 +36,8 @@ from railsweep.tasks.task_ref import build_task, with_data_file
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    """``railsweep detect`` past :func:`railsweep.commands.detect.run`'s check of its action and ``--detector``:
-    the report, or every detector and input checked before any work, then the jobs scored and written
-    (:func:`_run`)."""
+    """``railsweep detect`` past its action check: the report, or every detector and input checked before any
+    work, then the jobs scored and written (:func:`_run`)."""
     if args.action == "report":
         return run_report(args)
     # 1. check every input before any work

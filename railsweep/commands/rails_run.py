@@ -1,6 +1,4 @@
-"""What ``railsweep rails`` does once it runs: the settings and inputs checked (the model pair as for
-``railsweep figure1``), the diagnostics run with each table written as soon as its step is done, then
-``rails.json``. Loads torch and transformers (the command imports it when it runs)."""
+"""What ``railsweep rails`` does once it runs. Loads torch and transformers (the command imports it when it runs)."""
 
 from __future__ import annotations
 
@@ -21,6 +19,7 @@ from railsweep.limits import check_decode_memory
 
 
 def run_rails(args: argparse.Namespace) -> int:
+    """Settings and inputs checked, the diagnostics run writing each table when its step is done, then rails.json."""
     settings = RailsSettings(m=args.m, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
                              seed=args.seed, n=args.n, ks=args.ks, runs=args.runs)  # fmt: skip
     check_decode_memory(args.m, args.max_new_tokens)
