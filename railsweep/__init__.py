@@ -1,10 +1,7 @@
 """railsweep: did this decoding trick really restore my contaminated model's ability, question by question?
 
-The public API is a handful of names, imported lazily so that ``import railsweep.metrics`` stays numpy-only:
-
-- ``GSM8KTask`` (tasks), ``score_pair`` (metrics with bootstrap CIs for a clean vs mitigated cell),
-- ``build_strategy`` / ``known_strategies`` (the strategy registry), ``TransformersEngine`` (the CPU/GPU engine),
-- ``CellConfig`` / ``evaluate_cell`` (one cell → per-question Parquet), ``build_world`` (the miniature world).
+The public API is a handful of names (``_LAZY``), imported lazily so that ``import railsweep.metrics`` stays
+numpy-only.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The argument types every command line shares, so one flag means one thing everywhere.
-
-The commands and the ``sweeps/*.py`` jobs declare ``--seed``, ``--temperature``, ``--m``, ``--limit``,
-``--device``, ``--threads``, ``--cache-dir`` and ``--out`` with these types: a bad value is refused while the
-command line is parsed, before anything loads, in the same words everywhere (``argument --seed: must be an
-integer in [0, 4294967295], got '-1'``). :class:`Parser` raises argparse's usage errors as a
+"""The argument types every command line shares, so one flag means one thing everywhere: a bad value is refused
+while the command line is parsed, before anything loads, in the same words everywhere (``argument --seed: must
+be an integer in [0, 4294967295], got '-1'``). :class:`Parser` raises argparse's usage errors as a
 :class:`~railsweep.errors.ConfigError`, which every entry point prints as one line.
 """
 

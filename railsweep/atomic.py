@@ -1,10 +1,8 @@
 """Atomic file writes: a reader sees the old file or the whole new one, never a half-written one.
 
-Every file railsweep writes for another process to read (result tables, detections, worlds' JSON, reports,
-figures) goes through here, and so does every directory written as a whole (adapters, prepared bases,
-localisations, test models: :func:`write_dir_atomic`). A temporary sibling (``.<name>.<random>.tmp``, same directory so the rename
-stays on one filesystem) is written and then renamed over the target with :func:`os.replace`; on any error
-the temporary is removed and the target is left as it was.
+Every file or whole directory railsweep writes for another process goes through here: a temporary sibling (same
+directory, so the rename stays on one filesystem) is written, then renamed over the target with
+:func:`os.replace`; on any error the temporary is removed and the target is left as it was.
 """
 
 from __future__ import annotations
@@ -76,8 +74,7 @@ def write_all_atomic(writers: Mapping[Path, Writer]) -> list[Path]:
 
 
 def synced_text(text: str) -> Writer:
-    """A writer of ``text`` (UTF-8) that reaches the disk before the rename (``fsync``), for files that
-    must survive a crash together with the ones written beside them."""
+    """A writer of ``text`` (UTF-8) synced to disk before the rename (files that must survive a crash together)."""
 
     def write(path: Path) -> None:
         with open(path, "w", encoding="utf-8") as f:
@@ -89,10 +86,8 @@ def synced_text(text: str) -> Writer:
 
 
 def write_dir_atomic(path: str | Path, write: Writer, *, replace: bool = False, mode: int = 0o755) -> Path:
-    """Call ``write(tmp)`` on a fresh hidden sibling directory, then rename it into ``path``; remove it on any error.
-
-    An existing ``path`` is removed first when ``replace``; otherwise it stays when it holds files (a concurrent
-    writer of the same content finished first: the new directory is dropped) and is taken over when empty.
+    """:func:`write_atomic` for a directory. An existing ``path`` is removed first when ``replace``; otherwise it
+    stays when it holds files (a concurrent writer of the same content finished first) or is taken over when empty.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

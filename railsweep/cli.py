@@ -1,10 +1,7 @@
-"""The ``railsweep`` command line: one sub-command per module in :mod:`railsweep.commands`.
-
-Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int`` (``main`` dispatches to the
-module's ``run``) and is imported only when ``main`` runs (when a known command is named, only that module),
-so ``railsweep score`` never pays for torch or Ray. A :class:`~railsweep.errors.RailsweepError`, or a command
-line argparse rejects, becomes one line on stderr (``railsweep: error: ...``) and exit code 2; anything else
-is a bug and keeps its traceback.
+"""The ``railsweep`` command line: one sub-command per module in :mod:`railsweep.commands`, imported only when
+``main`` runs (only the named one when a command is named), so ``railsweep score`` never pays for torch or Ray.
+A :class:`~railsweep.errors.RailsweepError` or a command line argparse rejects becomes one line on stderr and
+exit code 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -26,15 +23,8 @@ GROUPS = ("run a sweep", "evaluate one cell", "build a laboratory", "look inside
 EXIT_USER_ERROR = 2
 
 
-def _load(name: str) -> ModuleType | None:
-    """Import ``railsweep.commands.<name>``; None only when that very module does not exist yet."""
-    modname = f"railsweep.commands.{name}"
-    try:
-        return importlib.import_module(modname)
-    except ModuleNotFoundError as e:
-        if e.name == modname:
-            return None
-        raise
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(f"railsweep.commands.{name}")
 
 
 def make_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
@@ -53,8 +43,6 @@ def make_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     listing: dict[str, list[tuple[str, str]]] = {group: [] for group in GROUPS}
     for name in names:
         mod = _load(name)
-        if mod is None:
-            continue
         before = set(sub.choices)
         command = mod.add_parser(sub)
         for added in set(sub.choices) - before:  # the command's name and any aliases
@@ -91,7 +79,7 @@ def _grouped(listing: dict[str, list[tuple[str, str]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Import only the named command when the first word names one; otherwise all (for --help).
-    names = (argv[0],) if argv and argv[0] in COMMANDS and _load(argv[0]) is not None else COMMANDS
+    names = (argv[0],) if argv and argv[0] in COMMANDS else COMMANDS
     if len(names) == 1:  # a command's old option names, accepted for a release with a warning
         argv = [argv[0], *renamed_options(argv[1:], getattr(_load(argv[0]), "RENAMED", {}))]
     parser = make_parser(names)
@@ -99,8 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(args._run(args) or 0)
     except RailsweepError as e:
-        message = one_line(e)
-        print(f"railsweep: error: {message}", file=sys.stderr)
+        print(f"railsweep: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("railsweep: interrupted", file=sys.stderr)

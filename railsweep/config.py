@@ -1,12 +1,10 @@
-"""The frozen, validated record of one evaluated cell (:class:`CellConfig`); its engine is
-:class:`railsweep.engines.config.EngineConfig`.
+"""The frozen, validated record of one evaluated cell (:class:`CellConfig`; its engine:
+:class:`railsweep.engines.config.EngineConfig`).
 
-A *cell* is one (model, adapter, strategy, readout) combination on one task. Its :attr:`CellConfig.cell_id`
-hashes the resolved config (strategy defaults filled in), so reruns are idempotent. Defaults are left out of
-the dict so old cells keep their ids: the ``final`` answer rule, the ``numeric`` answer type, and ``task`` for
-the built-in task (no task file, or the shipped ``gsm8k`` file that declares it). Another task file records
-its path and content hash (``task_sha256``): editing the file makes new cells. An invalid field raises
-:class:`~railsweep.errors.ConfigError` naming it.
+Its :attr:`CellConfig.cell_id` hashes the resolved config (strategy defaults filled in), so reruns are
+idempotent. Defaults are left out of the dict so old cells keep their ids (the ``final`` rule, the ``numeric``
+type, no task file or the shipped ``gsm8k``); another task file records its path and content hash
+(``task_sha256``): editing the file makes new cells.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The few error types railsweep raises on purpose.
-
-Every entry point turns a :class:`RailsweepError` into one line on stderr and a
-non-zero exit; anything else is a bug and keeps its traceback.
-"""
+"""The few error types railsweep raises on purpose: every entry point turns a :class:`RailsweepError` into one
+line on stderr and a non-zero exit; anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Upper bounds on sizes a user can ask for, derived from this machine's memory or a dtype.
-
-A value that would exhaust memory (``--m 100000000000``) or overflow an integer type is refused
-with the value, the estimate and the limit in the message, before anything is allocated; the
-estimate is a lower bound on what the run would hold at once, so a refused value could never
-have run. Standard library only: the CLI's argument types use it before torch is imported.
+"""Upper bounds on sizes a user can ask for, derived from this machine's memory or a dtype: a value that would
+exhaust memory (``--m 100000000000``) or overflow is refused, before anything is allocated, with the estimate (a
+lower bound, so a refused value could never have run) and the limit. Standard library only: the CLI's argument
+types use it before torch is imported.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Provenance: what produced a result (code version, library versions, input data).
-
-Every results file and every tracked run records the git commit of the railsweep checkout and whether it had
-uncommitted changes, the versions of the packages that shape the numbers, and the sha256 of every data file
-read, so a number in a table can be traced back to exactly what made it. A cell's files also record the sha256
-of the weight files it decoded with (:func:`weights`: the base model's ``*.safetensors`` and its adapters'
-``adapter_model.safetensors``): two builds of one world configuration can hold other models.
+"""Provenance: what produced a result, so a number in a table can be traced back to exactly what made it: the
+git commit of the checkout and its dirty flag, the versions of the packages that shape the numbers, the sha256
+of every data file read and, for a cell, of the weight files it decoded with (:func:`weights`: two builds of
+one world configuration can hold other models).
 """
 
 from __future__ import annotations
@@ -38,14 +35,8 @@ def git_info(path: str | Path | None = None) -> dict[str, Any]:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=20, check=True
         ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
+                                capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit or None, "dirty": bool(status.strip())}

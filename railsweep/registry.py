@@ -1,10 +1,8 @@
 """A name → (class, config dataclass) registry with validated configs: the shape strategies and detectors share.
 
-``Registry("strategy", "railsweep.strategies")`` is filled by ``@registry.register(name, ConfigCls)`` on each
-built-in class (importing ``builtins`` registers them all); unknown names and parameters are one
-:class:`~railsweep.errors.ConfigError` that names them (with a "did you mean"). An entry may carry an
-``info`` record besides its classes: what the rest of the package needs to know about it (a strategy's
-label, tables and backends, :class:`railsweep.strategy_registry.Registration`), read with :meth:`Registry.info`.
+``@registry.register(name, ConfigCls)`` fills it (importing ``builtins`` registers them all); an unknown name or
+parameter is one :class:`~railsweep.errors.ConfigError` naming it (with a "did you mean"). An entry may carry an
+``info`` record (a strategy's :class:`railsweep.strategy_registry.Registration`), read with :meth:`Registry.info`.
 """
 
 from __future__ import annotations

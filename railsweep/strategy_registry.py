@@ -1,11 +1,5 @@
-"""The strategy registry and its one registration per strategy: everything the sweep and the tables know of it.
-
-``@register("railcap", RailCapConfig, display="RailCap", label=..., tables=("1", "2", "3", "4"), main_row=...,
-interventions=(RailCapSpec,))`` on a strategy class is the only place its name is written down. From the
-:class:`Registration` the rest is derived: its display label (:func:`strategy_label`), the paper tables it has
-rows in and which parameter point is the row Tables 1–3 show (:func:`in_table`), its "switched off" setting
-(checked by the conformance suite), the backends that apply its interventions (:func:`check_backend`) and its
-:data:`ROLES` beside a row of its own (:func:`with_role`).
+"""The strategy registry and its one registration per strategy (:func:`register`): the only place a strategy's
+name is written down, from which its label, table rows, "switched off" setting, backends and roles derive.
 
 This module sits below :mod:`railsweep.strategies` and imports none of it: the registry loads the built-in
 strategies on first use, and they load no torch at import, so validating a spec, labelling its rows and
@@ -107,13 +101,11 @@ def register(
 ) -> Callable[[type], type]:
     """Class decorator: one strategy's whole registration.
 
-    ``display``: its label (``label``, config → text, when the label shows parameters); ``tables``: the paper
-    tables it has rows in; ``main_row``: config → whether that point is the row Tables 1–3 show (default:
-    every point); ``interventions``: the spec types it sends to the engine; ``backends``: the engines that
-    apply them; ``fallback``: on another backend, the sweep runs its cells on a transformers engine over the
-    same weights (else a spec naming that backend is refused); ``roles``: some of :data:`ROLES`. The config
-    class must declare ``switched_off``: the parameters with which the strategy reproduces Identity sample for
-    sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why no setting does.
+    ``label``: config → text, when the label shows parameters; ``main_row``: config → whether that point is the
+    row Tables 1–3 show; ``interventions``: the spec types it sends to the engine, which ``backends`` apply;
+    ``fallback``: elsewhere its cells run on a transformers engine over the same weights (else refused). The
+    config class must declare ``switched_off``: the parameters with which the strategy reproduces Identity sample
+    for sample (the conformance suite checks it), or a :class:`NoOffSwitch` saying why no setting does.
     """
     tables, backends, roles = frozenset(tables), frozenset(backends), frozenset(roles)
     _check(name, config_cls, display, tables, backends, roles)

@@ -1,11 +1,7 @@
-"""Tiny real models for tests (a test helper: no module of the library imports it).
-
-:func:`make_tiny_model` writes a directory that ``AutoTokenizer`` and ``AutoModelForCausalLM`` load like any
-Hub checkpoint: a word-level tokenizer (exact round trip for GSM-style text: words, numbers 0-1000,
-punctuation, spaces and newlines) and a randomly initialised 2-layer model of the requested family, saved as
-safetensors. Same arguments → byte-identical weights. The config comes from the library's one tiny-model
-factory, :func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1 (the family the cascade
-decode path does not take).
+"""Tiny real models for tests (no module of the library imports it): a word-level tokenizer (exact round trip
+for GSM-style text) and a random 2-layer model that ``AutoModelForCausalLM`` loads like any Hub checkpoint. The
+config comes from :func:`railsweep.miniworld.models.family_config`; ``gemma`` here is Gemma 1 (the family the
+cascade decode path does not take).
 """
 
 from __future__ import annotations
@@ -84,19 +80,11 @@ def _build_tokenizer(vocab_words: Iterable[str] | None):
 
 
 def _config(family: str, vocab_size: int, ids: dict[str, int]):
-    common = dict(
-        vocab_size=vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        max_position_embeddings=1024,
-        bos_token_id=ids["bos"],
-        eos_token_id=ids["eos"],
-        pad_token_id=ids["pad"],
-        initializer_range=0.2,  # peaked, non-degenerate next-token distributions
-        tie_word_embeddings=False,
-    )
+    # initializer_range 0.2: peaked, non-degenerate next-token distributions
+    common = dict(vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=2, max_position_embeddings=1024, bos_token_id=ids["bos"],
+                  eos_token_id=ids["eos"], pad_token_id=ids["pad"], initializer_range=0.2,
+                  tie_word_embeddings=False)  # fmt: skip
     if family in ("llama", "gemma"):
         common.update(num_key_value_heads=1, head_dim=32)
     return family_config(_CONFIG_FAMILY[family], **common)
@@ -106,12 +94,9 @@ def make_tiny_model(
     path: str | os.PathLike, family: str = "llama", seed: int = 0, vocab_words: Iterable[str] | None = None,
     logit_scale: float = 1.0,
 ) -> Path:
-    """Write a tiny random ``family`` model + word-level tokenizer to ``path``; returns the path.
-
-    ``vocab_words`` adds words to the tokenizer vocabulary (each also with a leading space). ``logit_scale``
-    multiplies the output embedding: at 1.0 the random model's next-token entropy is ~6.5 nats (near uniform),
-    at 3.0 ~2 nats, so T=0.7 samples often follow the greedy path. The directory is written under a temporary
-    name and then renamed, so a crash never leaves a half-written model behind.
+    """Write a tiny random ``family`` model + tokenizer to ``path`` atomically (same arguments → byte-identical
+    weights). ``vocab_words`` extends the vocabulary; ``logit_scale`` multiplies the output embedding: at 1.0 the
+    next-token entropy is ~6.5 nats (near uniform), at 3.0 ~2 nats, so T=0.7 samples often follow the greedy path.
     """
     import torch
     from transformers import AutoModelForCausalLM

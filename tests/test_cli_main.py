@@ -26,13 +26,6 @@ def test_help_lists_every_command_module_that_exists(capsys):
         assert name in out
 
 
-def test_a_command_module_not_written_yet_is_skipped(monkeypatch):
-    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "not_written_yet"))
-    parser = cli.make_parser(cli.COMMANDS)
-    assert "score" in parser.format_help()
-    assert cli._load("not_written_yet") is None
-
-
 def test_a_command_module_with_a_broken_import_is_not_silently_skipped(monkeypatch):
     real = importlib.import_module
 

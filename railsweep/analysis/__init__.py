@@ -1,9 +1,5 @@
-"""Scoring a mitigated cell against its clean reference, and the paper's tables.
-
-(Plots live in ``railsweep.analysis.plots``; import it explicitly, it needs matplotlib. A sweep's scores, tables
-and figures from its records live in ``railsweep.analysis.report``; the dynamics tables of a sweep with
-``temperatures`` are shaped in ``railsweep.analysis.dynamics``. No module here imports ``railsweep.sweep``,
-ray or mlflow.)
+"""Scoring a mitigated cell against its clean reference, and the paper's tables. The plots (matplotlib), a
+sweep's report and its dynamics tables are submodules to import explicitly; none imports ray or mlflow.
 """
 
 from railsweep.analysis.scoring import flatten_scores, paired_difference, score_pair, unflatten_scores

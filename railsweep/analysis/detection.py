@@ -1,14 +1,7 @@
 """A detection table read back: the truth-scored summary, ROC curves and their figure (pandas + matplotlib).
 
-The sweep's detection step (:mod:`railsweep.sweep.run.detection`) and ``notebooks/analysis.ipynb`` both call
-these functions on the per-item table (:data:`railsweep.detection.run.COLUMNS`), so the logged table and the
-notebook's cannot drift apart:
-
-- :func:`truth_summary`: one row per detector setting x family x domain, scored against the truth
-  (:func:`railsweep.detection.truth.truth_table`: AUC with a bootstrap CI, TPR at the threshold,
-  FPR on unleaked test items, the control flag rate);
-- :func:`roc_frame`: the ROC curve of each group, long format (test items, leaked against unleaked);
-- :func:`roc_figure`: those curves as one PNG, one panel per domain.
+The sweep's detection step and ``notebooks/analysis.ipynb`` both call these functions on the per-item table
+(:data:`railsweep.detection.run.COLUMNS`), so the logged table and the notebook's cannot drift apart.
 """
 
 from __future__ import annotations

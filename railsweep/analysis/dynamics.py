@@ -1,8 +1,6 @@
-"""The dynamics tables of a sweep with ``temperatures``, shaped for reading (pandas only).
-
-The input is what :func:`railsweep.sweep.tracking.reader.read_dynamics` returns: the tables the sweep's dynamics
-step logged on its parent run (:mod:`railsweep.dynamics.analyse`, plus a ``domain`` column). Nothing is
-recomputed here: the frames select and format, and :func:`figures` draws with :mod:`railsweep.dynamics.plots`.
+"""The dynamics tables of a sweep with ``temperatures``, shaped for reading (pandas only): the tables its
+dynamics step logged (:func:`railsweep.sweep.tracking.reader.read_dynamics`), selected and formatted, never
+recomputed.
 """
 
 from __future__ import annotations
@@ -41,17 +39,10 @@ def gain_frame(gains: pd.DataFrame) -> pd.DataFrame:
     """Contamination gain versus tau per group: the model gain (M_co − M_cl on leaked items) and the split
     gain (M_co: leaked − unleaked) with 95 % CIs, and each one's collapse factor gain(greedy)/gain(tau)."""
     g = gains.sort_values(["family", "domain", "tau"]).reset_index(drop=True)
-    return pd.DataFrame(
-        {
-            "family": g["family"],
-            "domain": g["domain"],
-            "tau": g["tau"],
-            "model gain": _ci(g, "model_gain"),
-            "model collapse": _ci(g, "model_gain_collapse"),
-            "split gain": _ci(g, "split_gain"),
-            "split collapse": _ci(g, "split_gain_collapse"),
-        }
-    )
+    out = {c: g[c] for c in ("family", "domain", "tau")}
+    out |= {"model gain": _ci(g, "model_gain"), "model collapse": _ci(g, "model_gain_collapse"),
+            "split gain": _ci(g, "split_gain"), "split collapse": _ci(g, "split_gain_collapse")}
+    return pd.DataFrame(out)
 
 
 def fits_frame(fits: pd.DataFrame) -> pd.DataFrame:
@@ -62,19 +53,10 @@ def fits_frame(fits: pd.DataFrame) -> pd.DataFrame:
         .sort_values(["family", "domain", "model", "group"])
         .reset_index(drop=True)
     )
-    return pd.DataFrame(
-        {
-            "family": f["family"],
-            "domain": f["domain"],
-            "model": f["model"],
-            "group": f["group"],
-            "items": f["n_items"],
-            "E": _ci(f, "E", 3),
-            "A": _ci(f, "A"),
-            "alpha": _ci(f, "alpha"),
-            "regime": f["regime"],
-        }
-    )
+    out = {c: f[c] for c in ("family", "domain", "model", "group")}
+    out |= {"items": f["n_items"], "E": _ci(f, "E", 3), "A": _ci(f, "A"), "alpha": _ci(f, "alpha"),
+            "regime": f["regime"]}
+    return pd.DataFrame(out)
 
 
 def prediction_frame(

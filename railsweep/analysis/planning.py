@@ -1,14 +1,11 @@
 """The planner's pilot from a folder of cells, and its printout (``railsweep plan``, ``railsweep sweep --dry-run``).
 
 Steps of :func:`load_pilot`:
-  1. read every per-question file under the folder (``<cell_id>.parquet``, responses files skipped);
+  1. read every per-question file under the folder (responses files skipped);
   2. take the first (family, domain) of a mitigated cell, in sorted order, whose family has a clean cell;
-  3. with an Identity cell and another strategy's cell of that setting (RailCap first when there is one):
-     the three-cell pilot of :func:`railsweep.metrics.power.pilot_from_cells`; else the clean-only pilot
-     of :func:`railsweep.metrics.power.pilot_from_clean`.
-
-Without a folder the pilot is :func:`reference_pilot`: an M_cl whose solve probabilities follow a
-Beta(2.5, 0.9) (mean 0.73, like the smollm2 world's M_cl), named as such in the printout.
+  3. with an Identity cell and another strategy's cell of that setting (RailCap first): the three-cell pilot,
+     else the clean-only pilot (:mod:`railsweep.metrics.power`).
+Without a folder the pilot is :func:`reference_pilot` (mean 0.73, like the smollm2 world's M_cl).
 """
 
 from __future__ import annotations

@@ -28,9 +28,7 @@ def _plt():
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     # the temporary's name ends in .tmp: the format comes from the target's suffix
-    write_atomic(
-        path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:] or "png", dpi=110, bbox_inches="tight")
-    )
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:] or "png", dpi=110, bbox_inches="tight"))
     _plt().close(fig)
     return path
 
@@ -113,9 +111,8 @@ def stratum_deltas(
 
 
 def stability_curve(responses: pd.DataFrame, ms: Sequence[int] | None = None) -> pd.DataFrame:
-    """Readout stability from one cell's sampled responses: split each question's samples into two
-    independent batches (first half, second half) and compare the solve probability read from the
-    first k samples of each, for k in ``ms``. Returns columns ``m, gap``."""
+    """Readout stability (columns ``m, gap``) from one cell's responses: each question's samples split into two
+    independent halves, the solve probability of the first k samples of each compared, for k in ``ms``."""
     r = responses[responses["sample_index"] >= 0]
     corr = r.pivot_table(index="question_index", columns="sample_index", values="correct", aggfunc="first")
     a = corr.to_numpy(dtype=float)
@@ -125,10 +122,8 @@ def stability_curve(responses: pd.DataFrame, ms: Sequence[int] | None = None) ->
     if half < 1:
         raise ValueError(f"readout stability needs at least 2 samples per question, got {a.shape[1]}")
     ks = sorted({k for k in (ms or (1, 2, 5, 10, 25, 50)) if 1 <= k <= half} | {1, half})
-    rows = [
-        {"m": k, "gap": float(readout_stability(a[:, :k].mean(1), a[:, half : half + k].mean(1)))} for k in ks
-    ]
-    return pd.DataFrame(rows)
+    gaps = [float(readout_stability(a[:, :k].mean(1), a[:, half : half + k].mean(1))) for k in ks]
+    return pd.DataFrame({"m": ks, "gap": gaps})
 
 
 def readout_stability_plot(curves: Mapping[str, pd.DataFrame], path: str | Path) -> Path:
@@ -171,9 +166,7 @@ def figure1_plot(rows: pd.DataFrame | Sequence[Mapping], summary: Mapping, path:
     hist = summary.get("first_rank_hist_leaked", {})
     ax[1].bar(list(hist), list(hist.values()), color="tab:purple")
     ax[1].set_xlabel("rank of M_cl's token under M_co (6 = 6+)")
-    ax[1].set_title(
-        f"(b) first divergence: runner-up {summary.get('runner_up_share_first_leaked', np.nan):.2f}"
-    )
+    ax[1].set_title(f"(b) first divergence: runner-up {summary.get('runner_up_share_first_leaked', np.nan):.2f}")
     clean = df[df["model"] == "clean"]
     ax[2].hist(clean["distinct_correct"].dropna(), bins=20, color="tab:green")
     ax[2].set_xlabel("distinct correct responses of M_cl")

@@ -1,15 +1,6 @@
-"""A sweep's scores, tables and figures from its records: what the sweep publishes and the notebook shows.
-
-Pure pandas over a :class:`railsweep.results.records.SweepRecord`; the sweep's publish step and
-``notebooks/analysis.ipynb`` both call these functions, so the logged tables and the notebook's cannot drift
-apart. Steps:
-1. :func:`score_sweep`: every mitigated cell against its clean reference, reusing the scores its trial
-   logged (each pair is bootstrapped once);
-2. :func:`paper_tables`: Tables 1–4 (rows chosen by :func:`railsweep.analysis.tables.table_cells`);
-3. :func:`figures`: per-question scatter, S-Δ± per stratum, SA-PPG bars, readout stability (paper Fig. 2);
-4. :func:`paired_against_identity`: every strategy's SA-PPG, A-PPG and G-AP minus Identity's on the same
-   questions, with the interval of the difference and its verdict ("lower", "higher" or "not
-   distinguishable at this size"); :func:`question_changes`, the questions behind one such difference.
+"""A sweep's scores, tables and figures from its records (pure pandas over a
+:class:`railsweep.results.records.SweepRecord`): the sweep's publish step and ``notebooks/analysis.ipynb`` both
+call these functions, so the logged tables and the notebook's cannot drift apart.
 """
 
 from __future__ import annotations
@@ -68,10 +59,9 @@ def _reusable(cell: CellRecord, clean: CellRecord, B: int, n_boot: int, seed: in
 def score_sweep(
     sweep: SweepRecord, *, B: int | None = None, n_boot: int | None = None, seed: int | None = None
 ) -> list[dict[str, Any]]:
-    """Every finished mitigated cell whose clean reference finished, scored against it (the sweep's own
-    scoring settings unless overridden). Scores the trial logged against that same clean run with the same
-    settings are reused; any other pair is scored here (:func:`railsweep.analysis.scoring.score_pair`).
-    Returns the cell dicts :mod:`railsweep.analysis.tables` takes."""
+    """Every finished mitigated cell against its finished clean reference (the sweep's scoring settings unless
+    overridden), as the cell dicts :mod:`railsweep.analysis.tables` takes. The scores its trial logged are reused
+    when they hold (each pair is bootstrapped once)."""
     s = sweep.scoring
     B, n_boot, seed = B or s["B"], n_boot or s["n_boot"], s["seed"] if seed is None else seed
     by_id = {c.cell_id: c for c in sweep.cells}
@@ -103,8 +93,8 @@ def sappg_frame(scored: Sequence[Mapping[str, Any]], metric: str = "sa_ppg") -> 
 
 
 def scores_frame(scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per scored cell: cell_id, setting, strategy, every metric with ``_ci_low``/``_ci_high``
-    (each metric's interval, floor, check and corrected reading as ``<metric>_<key>``) and SA-PPG's weight concentration ``sappg_*``."""
+    """One row per scored cell: every metric with its entries as ``<metric>_<key>`` (interval, floor, check,
+    corrected reading) and SA-PPG's weight concentration ``sappg_*``."""
     return pd.DataFrame([
         {"cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
          **{f"{k}{'' if kk == 'value' else '_' + kk}": vv
@@ -136,9 +126,9 @@ PAIRED_COLUMNS = ["cell_id", "setting", "strategy", "metric", "value", "Identity
 
 
 def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """metric(strategy) − metric(Identity) per setting on the same questions, for SA-PPG, A-PPG and G-AP,
-    with the interval of the difference and its verdict (:func:`railsweep.analysis.scoring.paired_difference`,
-    the sweep's scoring settings). Settings without an Identity cell are left out."""
+    """metric(strategy) − metric(Identity) per setting on the same questions, with the interval of the difference
+    and its verdict ("lower", "higher" or "not distinguishable at this size"). Settings without an Identity cell
+    are left out."""
     by_id, sc = {c.cell_id: c for c in sweep.cells}, sweep.scoring
     ident = {(s["family"], s["domain"]): s for s in scored if s["strategy"] == "Identity"}
     rows = []
@@ -164,11 +154,9 @@ CHANGE_COLUMNS = ["question_index", "leaked", "r_cl", "r_identity", "r_strategy"
 def question_changes(
     sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], strategy: str, setting: tuple[str, str | None] | None = None
 ) -> pd.DataFrame:
-    """The per-question drill-down behind a paired difference: for each question of one setting (default the
-    primary), M_cl's solve rate, Identity's and the strategy's, and ``gain`` = |Δ_Identity| − |Δ_strategy|
-    (Δ = r − r_cl): > 0 where the strategy reads closer to M_cl than Identity does (a question gained), < 0
-    where it reads further (lost). Sorted from the most gained to the most lost; A-PPG(strategy) −
-    A-PPG(Identity) is minus the column's mean."""
+    """The questions behind a paired difference (one setting, default the primary): M_cl's, Identity's and the
+    strategy's solve rates and ``gain`` = |Δ_Identity| − |Δ_strategy| (Δ = r − r_cl; > 0: a question gained),
+    most gained first; A-PPG(strategy) − A-PPG(Identity) is minus the column's mean."""
     family, domain = setting or sweep.primary
     here = [s for s in scored if s["family"] == family and s["domain"] == domain]
     cell = next((s for s in here if s["strategy"] == strategy), None)
@@ -214,10 +202,8 @@ def paired_markdown(frame: pd.DataFrame) -> str:
 
 
 def figures(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, Path]:
-    """The sweep's figures as PNG files, keyed by name (a figure without data is left out):
-    ``scatter_identity`` / ``scatter_railcap`` (per question, clean vs mitigated, primary setting),
-    ``stratum_deltas`` (S-Δ+/S-Δ− per stratum, Table 2's rows), ``sappg_bars`` (Table 3 as bars) and
-    ``readout_stability`` (paper Fig. 2, from the clean cells' samples). Only the tables' rows are drawn."""
+    """The sweep's PNG figures by name, only the tables' rows drawn, a figure without data left out: per-question
+    scatters, S-Δ± per stratum, SA-PPG bars and readout stability (paper Fig. 2)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_id = {c.cell_id: c for c in sweep.cells}

@@ -1,9 +1,5 @@
-"""Score a mitigated cell against its clean reference, from the per-question result tables.
-
-The tables follow the results schema (``railsweep/results/schema.py``): one row
-per question with at least ``question_index, c, m, solve_prob, r01``; they are
-checked and joined on ``question_index`` by :mod:`railsweep.results.readouts`.
-"""
+"""Score a mitigated cell against its clean reference from their per-question tables (the results schema,
+joined on ``question_index`` by :mod:`railsweep.results.readouts`), and flatten scores for a tracker."""
 
 from __future__ import annotations
 
@@ -22,14 +18,8 @@ def score_pair(
     clean: pd.DataFrame, mitigated: pd.DataFrame, B: int = 50, n_boot: int = 1000, seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """Every aggregate of ``mitigated`` against ``clean`` with its checked interval, noise floor and corrected reading.
-
-    Returns ``{metric: {"value", "ci_low", "ci_high", "interval", "floor", ...} for metric in METRICS}``
-    (g_ap, g_app, a_ppg, delta_plus, delta_minus, sa_ppg, s_delta_plus, s_delta_minus; see
-    :func:`railsweep.metrics.score_counts`) plus ``n_questions``, ``n_strata`` (non-empty), ``B``,
-    ``n_boot``, ``alpha``, ``m``, ``seed``, ``stratum_n`` (questions per stratum) and the weight
-    concentration ``sappg_*`` (:mod:`railsweep.metrics.concentration`). Same inputs and seed -> same numbers.
-    """
+    """Every aggregate of ``mitigated`` against ``clean`` with its checked interval, noise floor and corrected
+    reading: :func:`railsweep.metrics.score_counts`'s dict plus ``seed``. Same inputs and seed -> same numbers."""
     r = aligned_readouts(clean=clean, mitigated=mitigated)
     out = score_counts(r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha,
                        rng=np.random.default_rng(seed))  # fmt: skip
@@ -41,11 +31,8 @@ def paired_difference(
     clean: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, metric: str, B: int = 50, n_boot: int = 1000,
     seed: int = 0, alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """``metric(a) − metric(b)`` against the same clean model, CI from shared resampled questions.
-
-    Returns ``{"metric", "value_a", "value_b", "difference", "ci_low", "ci_high", "interval", "check",
-    "why", "verdict"}``; verdict "lower" means a is closer to M_cl than b on this metric.
-    """
+    """``metric(a) − metric(b)`` against the same clean model, CI from shared resampled questions; verdict
+    "lower" means a is closer to M_cl than b on this metric."""
     r = aligned_readouts(clean=clean, a=a, b=b)
     out = paired_difference_counts(r["clean"], r["a"], r["b"], metric, B=B, n_boot=n_boot, alpha=alpha,
                                    rng=np.random.default_rng(seed))  # fmt: skip
@@ -56,10 +43,8 @@ ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check", "nonzero") 
 
 
 def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
-    """``{"sa_ppg": v, "sa_ppg_ci_low": lo, "sa_ppg_ci_high": hi, "sa_ppg_floor": f, ...}`` (for MLflow).
-
-    Numbers only: an entry's ``interval`` and ``why`` follow from its numbers (:func:`unflatten_scores`);
-    lists (``stratum_n``) are left out: a reader recomputes them from the clean cell's counts."""
+    """``{"sa_ppg": v, "sa_ppg_ci_low": lo, ...}`` for MLflow: numbers only (``interval`` and ``why`` follow
+    from them; ``stratum_n`` is recomputed from the clean cell's counts)."""
     flat: dict[str, float] = {}
     for key, val in score.items():
         if isinstance(val, Mapping):
@@ -74,10 +59,7 @@ def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
 _INT_KEYS = frozenset(
     {"n_questions", "n_strata", "B", "n_boot", "seed", "m", "sappg_sparse_questions", "sappg_sparse_strata"}
 )
-
-
-# The scoring design (bootstrap resamples, strata, interval level, seed): one value for every cell of a sweep, so a
-# tracker logs them as params (``score.<name>``), not as metrics to chart
+# The scoring design: one value for every cell of a sweep, so a tracker logs them as params, not metrics
 SCORE_CONSTANTS = ("B", "n_boot", "alpha", "seed")
 
 

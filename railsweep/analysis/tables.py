@@ -1,12 +1,9 @@
 """The paper's Tables 1–4 (method.md §6) from scored cells (writers: :mod:`railsweep.analysis.table_writers`).
 
-A cell is a dict ``{"family", "domain", "strategy", "score"}``: the setting, the strategy's display label
-("RailCap n=4 cap") and a :func:`railsweep.analysis.scoring.score_pair` dict. A :class:`Table` holds the
-formatted strings ("0.1914 [0.17, 0.21]"; the value alone when the interval is withheld), the numbers, and
-the best (lowest) cell per column where that is meaningful; reference rows (All-Zero) are never marked best.
-Every table ends with :data:`FLOOR_ROW`, each column's binomial noise floor: what a perfect restoration of
-M_cl reads at the cell's m (:mod:`railsweep.metrics.floor`); a figure at or below it cannot be told from one.
-A table showing SA-PPG adds a note per cell (:mod:`railsweep.analysis.uncertainty`) under Markdown and HTML.
+A cell is a dict ``{"family", "domain", "strategy", "score"}`` (the strategy's display label and a
+:func:`railsweep.analysis.scoring.score_pair` dict). Every table ends with :data:`FLOOR_ROW`, each column's
+binomial noise floor: what a perfect restoration of M_cl reads at the cell's m (:mod:`railsweep.metrics.floor`);
+a figure at or below it cannot be told from one. Reference rows (All-Zero) are never marked best.
 """
 
 from __future__ import annotations
@@ -101,9 +98,7 @@ def _floor(score: Mapping[str, Any], metric: str) -> tuple[float, float, float]:
     return (float(floor), np.nan, np.nan)
 
 
-def _with_floor_row(
-    values: dict, rows: list[str], floors: dict[str, tuple[float, float, float]]
-) -> list[str]:
+def _with_floor_row(values: dict, rows: list[str], floors: dict[str, tuple[float, float, float]]) -> list[str]:
     """Add each column's floor as the last row (where any is known)."""
     if not any(np.isfinite(f[0]) for f in floors.values()):
         return rows
@@ -128,10 +123,9 @@ def _assemble(
 ) -> Table:
     numeric = pd.DataFrame(
         [[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
-        index=pd.Index(rows, name="strategy"),
-        columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
+        index=pd.Index(rows, name="strategy"), columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
         dtype=float,
-    )
+    )  # fmt: skip
     formatted = pd.DataFrame(
         [[format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols]
          for r in rows],
@@ -232,12 +226,9 @@ def table3(
 def table_cells(
     scored: Sequence[Mapping[str, Any]], primary: Sequence[str]
 ) -> dict[str, list[Mapping[str, Any]]]:
-    """The scored cells each of Tables 1–4 shows: the one place that decides which rows go where.
-
-    Tables 1, 2 and 4 use the primary (family, domain) setting, Table 3 every setting; which strategy and
-    parameter point a table shows is its registration's answer (:func:`railsweep.strategy_registry.in_table`).
-    The figures draw from the same lists.
-    """
+    """The scored cells each of Tables 1–4 (and the figures) shows: the one place that decides which rows go
+    where. Tables 1, 2 and 4 use the primary setting, Table 3 every setting; the registration picks the rows
+    (:func:`railsweep.strategy_registry.in_table`)."""
     fam, dom = primary
     prim = [s for s in scored if s["family"] == fam and s["domain"] == dom]
 

@@ -1,9 +1,7 @@
 """The lines printed beside the stratified metrics: interval (or why there is none), noise floor, occupancy.
 
-SA-PPG (eq 13) weighs every filled stratum equally, and every |Δ| metric carries the binomial
-noise of two m-sample readouts. Every table and report that prints SA-PPG adds one of these lines
-per cell (:func:`sappg_note`); the figures come from the score dict of
-:func:`railsweep.analysis.scoring.score_pair` (:func:`railsweep.metrics.score_counts`).
+SA-PPG (eq 13) weighs every filled stratum equally, and every |Δ| metric carries the binomial noise of two
+m-sample readouts: every table and report that prints SA-PPG adds one of these lines per cell.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Sub-commands of the ``railsweep`` CLI, one module each (listed in ``railsweep.cli.COMMANDS``).
-
-A command module exposes ``add_parser(subparsers)``, which adds its parser
-(``subparsers.add_parser("<name>", ...)``), and ``run(args) -> int``, which the
-CLI calls with the parsed arguments; raise a RailsweepError for bad input. Keep heavy imports (torch, ray, mlflow) inside ``run``.
+"""Sub-commands of the ``railsweep`` CLI, one module each (listed in ``railsweep.cli.COMMANDS``): each exposes
+``add_parser(subparsers)`` and ``run(args) -> int``, raises a RailsweepError for bad input and keeps heavy
+imports (torch, ray, mlflow) inside ``run``.
 """

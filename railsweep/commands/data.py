@@ -1,9 +1,5 @@
-"""``railsweep data``: fetch a benchmark's files from their sources, each checked against its pinned sha256.
-
-``railsweep data gsm8k`` writes GSM8K (test and train), the 8-shot CoT exemplars and the PQ paraphrases under
-``--out`` (default ``data``), the folder every other command reads (``--task-dir data/gsm8k``; found by itself
-when you run from the folder that holds ``data``). Sources, licences and digests: :mod:`railsweep.tasks.data.fetch`.
-"""
+"""``railsweep data``: fetch a benchmark's files, each checked against its pinned sha256
+(:mod:`railsweep.tasks.data.fetch`)."""
 
 from __future__ import annotations
 
@@ -19,8 +15,6 @@ EXAMPLES = (
     'railsweep data gsm8k --out ~/benchmarks',
     'railsweep data gsm8k --mirror file:///srv/github-raw   # an offline copy laid out like GitHub',
 )
-
-
 DATASETS = {"gsm8k": fetch_gsm8k}
 
 

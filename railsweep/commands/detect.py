@@ -1,17 +1,10 @@
 """``railsweep detect``: score contamination detectors per item, and against the truth where it is known.
 
-Items come from files (``--test`` GSM8K-format JSONL, ``--leak-split`` adds the truth; ``--control`` items
-known to be absent calibrate the thresholds; each detector's inputs: ``--corpus`` for ngram, ``--model``,
-``--adapter``, ``--reference-adapter`` for loss, mink and cdd, ``--responses`` for cdd), or from a built world
-(``--world PRESET|DIR``: its splits, fresh controls and per ``--domain`` the training corpus and each
-``--family``'s ``co_<domain>`` adapter against ``clean``). ``--detector perturb --original CELL --paraphrased
-CELL`` reads two per-question tables of one model on the original wording and its paraphrase. ``--ray`` scans
-the ngram corpus as a Ray Data job (same scores; :mod:`railsweep.commands.detect_ray`).
-
-Writes ``OUT/detections.parquet`` (one row per item per detector setting, :mod:`railsweep.detection.output`)
-and, where the truth is known, ``OUT/truth.csv``/``truth.md`` (printed). ``railsweep detect report`` instead
-sets full-set and clean-subset scores side by side (:mod:`railsweep.detection.report`). Every input is checked
-before any scoring; every file is written atomically.
+Items come from files (``--test``, ``--leak-split`` for the truth, ``--control`` to calibrate the thresholds) or
+from a built ``--world``; ``perturb`` reads two per-question tables of one model (original wording and its
+paraphrase). Writes ``OUT/detections.parquet`` and, where the truth is known, ``OUT/truth.csv``/``truth.md``;
+``railsweep detect report`` sets full-set and clean-subset scores side by side. Every input is checked before
+any scoring; every file is written atomically.
 """
 
 from __future__ import annotations

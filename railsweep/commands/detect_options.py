@@ -30,20 +30,14 @@ def _add_item_options(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--n-control", type=at.positive, default=None,
                      help="--world: fresh control problems (default: as many as test items)")  # fmt: skip
     src.add_argument("--test", type=at.existing_file, metavar="FILE", help="test items, GSM8K-format JSONL")
-    add_task_arguments(
-        src,
-        default="--test",
-        task_dir_help="with --task: what the task file's {task_dir} stands for (its test split are the items)",
-        task_dir_type=at.existing_dir,
-    )
+    add_task_arguments(src, default="--test", task_dir_type=at.existing_dir,
+                       task_dir_help="with --task: what the task file's {task_dir} stands for (its test split are "
+                                     "the items)")  # fmt: skip
     src.add_argument("--leak-split", type=at.existing_file, metavar="FILE",
                      help='JSON {"leaked": [...]} marking leaked test items')  # fmt: skip
-    src.add_argument(
-        "--control",
-        type=at.existing_file,
-        metavar="FILE",
-        help="control items known to be absent: GSM8K-format JSONL, or with --task rows in the task's fields",
-    )
+    src.add_argument("--control", type=at.existing_file, metavar="FILE",
+                     help="control items known to be absent: GSM8K-format JSONL, or with --task rows in the "
+                          "task's fields")  # fmt: skip
 
 
 def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
@@ -69,11 +63,8 @@ def _add_ngram_options(parser: argparse.ArgumentParser) -> None:
                     help="use this tokenizer's ids instead of normalised words")  # fmt: skip
     ng.add_argument("--bits", type=at.hash_bits, default=64,
                     help="hash width (64; smaller only to test collisions)")  # fmt: skip
-    ng.add_argument(
-        "--ray",
-        action="store_true",
-        help="scan the corpus as a Ray Data job (same scores); a private local Ray unless --ray-address",
-    )
+    ng.add_argument("--ray", action="store_true",
+                    help="scan the corpus as a Ray Data job (same scores); a private local Ray unless --ray-address")
     ng.add_argument("--ray-address", type=at.text, metavar="ADDR",
                     help="--ray: join this Ray cluster (token auth)")  # fmt: skip
 
@@ -120,12 +111,8 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     rp.add_argument("--setting", type=at.text, help="the detector setting, when the run has several")
     rp.add_argument("--weight", type=at.fraction, default=None,
                     help="also report flagged items down-weighted to w")  # fmt: skip
-    rp.add_argument(
-        "--readout",
-        default="solve_prob",
-        choices=("solve_prob", "r01"),
-        help="per-item readout a clean subset is scored on: sampled solve rate or greedy 0/1",
-    )
+    rp.add_argument("--readout", default="solve_prob", choices=("solve_prob", "r01"),
+                    help="per-item readout a clean subset is scored on: sampled solve rate or greedy 0/1")
     rp.add_argument("--clean", type=at.existing_file, metavar="FILE",
                     help="clean cell's per-question Parquet: adds SA-PPG side by side")  # fmt: skip
     rp.add_argument("--seed", type=at.seed, default=0, help="bootstrap seed")

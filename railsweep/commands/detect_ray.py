@@ -1,11 +1,5 @@
-"""``railsweep detect --ray``: the ngram detector's corpus scan as a Ray Data job.
-
-Part of the ``railsweep detect`` entry point, so it may start Ray (the library never does).
-
-:func:`ray_session` joins the cluster at ``--ray-address`` (token authentication on), or starts a
-private local Ray instance (``address="local"``, token authentication, every port on 127.0.0.1:
-:func:`railsweep.services.ray_init.ray_init_kwargs`) and shuts it down afterwards. :func:`use_ray`
-switches the ngram detectors to :func:`railsweep.detection.ngram_ray.ray_scan`.
+"""``railsweep detect --ray``: the ngram detector's corpus scan as a Ray Data job. Part of an entry point, so it
+may start Ray (the library never does): it joins ``--ray-address`` or starts a private local instance.
 """
 
 from __future__ import annotations

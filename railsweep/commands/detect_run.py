@@ -1,7 +1,6 @@
-"""What ``railsweep detect`` does once it runs: the report (:func:`run_report`), or every detector and input
-checked, the jobs scored (the ngram corpus scan as a Ray Data job with ``--ray``) and ``detections.parquet``
-(with the truth table where the truth is known) written. Loads pandas and pyarrow (the command imports it when
-it runs); torch loads only when a model-side detector resolves its device or scores.
+"""What ``railsweep detect`` does once it runs: the report, or every input checked, the jobs scored and
+``detections.parquet`` written. Loads pandas (imported when the command runs); torch only for model-side
+detectors.
 """
 
 from __future__ import annotations
@@ -37,9 +36,8 @@ from railsweep.tasks.task_ref import build_task, with_data_file
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    """``railsweep detect`` past :func:`railsweep.commands.detect.run`'s check of its action and ``--detector``:
-    the report, or every detector and input checked before any work, then the jobs scored and written
-    (:func:`_run`)."""
+    """``railsweep detect`` past its action check: the report, or every detector and input checked before any
+    work, then the jobs scored and written (:func:`_run`)."""
     if args.action == "report":
         return run_report(args)
     # 1. check every input before any work
@@ -239,8 +237,6 @@ def run_report(args: argparse.Namespace) -> int:
     if len(detectors) != 1:
         raise ConfigError(f"detect report takes one --detector, got {detectors}")
     check_weight(args.weight)
-    if args.n_boot < 1:
-        raise ConfigError(f"--n-boot must be >= 1, got {args.n_boot}")
     check_writable_dir(args.out)
     _, questions = read_cell(args.questions)
     clean = read_cell(args.clean)[1] if args.clean else None

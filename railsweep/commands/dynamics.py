@@ -1,10 +1,6 @@
-"""``railsweep dynamics``: per-token loss fits and survival predictions against observed solve rates.
-
-On a miniature world already built (never builds one): per ``--family``, M_cl and M_co (``co_<domain>``) are
-sampled ``--m`` times per item at each ``--temperatures`` value and teacher-forced on the gold chains of
-thought; the survival theory's fits, regimes and predictions are set against what was observed (see
-:mod:`railsweep.dynamics.analyse`). Writes Parquet tables, PNG figures and ``summary.json`` under ``--out``
-(:mod:`railsweep.dynamics.output`). Every input is checked before a model is loaded.
+"""``railsweep dynamics``: per-token loss fits and survival predictions against observed solve rates, on a
+miniature world already built (never builds one; :mod:`railsweep.dynamics.analyse`). Every input is checked
+before a model is loaded.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""What ``railsweep dynamics`` does once its options, world and families are checked: per family, sample and
-teacher-force M_cl and M_co, analyse; then write the tables, figures and summary. Loads torch (the engine, the
-teacher forcer), pandas and pyarrow (the command imports it when it runs)."""
+"""What ``railsweep dynamics`` does once its options, world and families are checked. Loads torch, pandas and
+pyarrow (the command imports it when it runs)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""``railsweep eval``: evaluate one cell and write its per-question Parquet files.
-
-Every input is checked before the model loads; nothing is written unless the whole evaluation succeeds.
-``--task lm_eval:GROUP`` (a harness group such as ``bbh_cot_fewshot`` or a tag such as ``mgsm_direct``) runs
-one cell per member task, as the harness scores each member on its own (:func:`harness_collection`,
-:func:`member_args`): each reads its split files from ``<task-dir>/<member>/``, all are checked before the
+"""``railsweep eval``: evaluate one cell and write its per-question Parquet files; nothing is written unless the
+whole evaluation succeeds. ``--task lm_eval:GROUP`` (a harness group or tag) runs one cell per member task, as
+the harness scores each member on its own: each reads ``<task-dir>/<member>/``, all are checked before the
 model loads, they share one engine and each records the group in its provenance (``task_group``).
 """
 

@@ -1,5 +1,5 @@
-"""What ``railsweep eval`` does once every input is checked: the engine loaded once, then each cell's task,
-decoding and files. Loads torch and pandas (the command imports it when it runs)."""
+"""What ``railsweep eval`` does once every input is checked. Loads torch and pandas (the command imports it when
+it runs)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``railsweep figure1``: the paper's Figure 1 for a clean/contaminated model pair.
-
-Writes ``OUT/figure1.parquet`` (one row per question and model), ``OUT/figure1.json`` (the summary: collapse
-onto the greedy response, the runner-up share where the models part ways, M_cl's path diversity and off-rail
-robustness) and ``OUT/figure1.png``; with ``--tracking-uri`` the three are also logged to one MLflow run.
-Either a base model with its adapters (``--model``, ``--adapter``, ``--task-dir``, ``--leak-split``) or a
-family of the miniature world (``--world mini --family neox``). ``--task FILE|NAME`` evaluates a task file
-instead of GSM8K (its ``{task_dir}``: ``--task-dir`` or the world's data).
+"""``railsweep figure1``: the paper's Figure 1 for a clean/contaminated model pair, as Parquet, JSON and PNG
+(and one MLflow run with ``--tracking-uri``); the pair is a base model with adapters or a miniature-world family.
 """
 
 from __future__ import annotations

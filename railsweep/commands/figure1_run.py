@@ -1,7 +1,5 @@
-"""What ``railsweep figure1`` does once it runs: the settings and every input checked, the model pair resolved
-(a ``--world`` built only after the checks pass), the figure drawn and its three files written (and logged with
-``--tracking-uri``). :func:`inputs` serves ``railsweep rails`` too. Loads torch and transformers (the command
-imports it when it runs)."""
+"""What ``railsweep figure1`` does once it runs (:func:`inputs` serves ``railsweep rails`` too: a ``--world`` is
+built only after every check passes). Loads torch and transformers (the command imports it when it runs)."""
 
 from __future__ import annotations
 
@@ -41,6 +39,7 @@ def _inputs(
 
 
 def run_figure1(args: argparse.Namespace) -> int:
+    """Settings and inputs checked, the pair resolved, the figure drawn and its files written (and logged)."""
     settings = Figure1Settings(m=args.m, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
                                seed=args.seed, departures=args.departures)  # fmt: skip
     check_decode_memory(args.m, args.max_new_tokens)

@@ -1,11 +1,6 @@
-"""``railsweep miniworld``: build the miniature world, or check its calibration.
-
-``build [--preset mini]`` installs the build railsweep ships of the world
-(:mod:`railsweep.miniworld.shipped`), else builds it or reuses the cached one, and prints where it is
-(``--force`` trains it here); ``pack --out DIR`` writes a cached world as a shipped folder; ``check`` prints
-one JSON object per family with the calibration figures and exits 1 when a condition fails. Build and check
-say on stderr whether the world's weights are the build the docs' figures were measured on (a warning, never
-an error: :mod:`railsweep.miniworld.weights`).
+"""``railsweep miniworld``: build (or install the shipped build of) the miniature world, pack a cached world as
+a shipped folder, or check its calibration (exit 1 when a condition fails). Build and check warn on stderr when
+the weights are not the build the docs' figures were measured on (:mod:`railsweep.miniworld.weights`).
 """
 
 from __future__ import annotations
@@ -33,11 +28,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="build the CPU miniature world, or check that it reproduces the paper's phenomenon",
         description="The miniature world: a synthetic GSM-style benchmark and three tiny contaminated model families.",
     )
-    p.add_argument(
-        "action",
-        choices=("build", "check", "pack"),
-        help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)",
-    )
+    p.add_argument("action", choices=("build", "check", "pack"),
+                   help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)")
     p.add_argument("--preset", default="mini", choices=sorted(WORLD_PRESETS),
                    help="world preset: mini (calibrated, 3 families pretrained here), smollm2 "
                         "(the mini benchmark over SmolLM2-135M-Instruct), smoke (tests), "

@@ -1,6 +1,5 @@
-"""What ``railsweep miniworld`` does once its options are checked: build (or reuse) the world, say whether its
-weights are the documented build, then print where it is (``build``) or each family's calibration (``check``).
-Loads torch and transformers (the command imports it when it runs)."""
+"""What ``railsweep miniworld`` does once its options are checked (:func:`build_or_check`). Loads torch and
+transformers (the command imports it when it runs)."""
 
 from __future__ import annotations
 
@@ -28,30 +27,19 @@ def build_or_check(args: argparse.Namespace) -> int:
     documented, line = weights_verdict(world.preset, world.manifest["digest"], weights_digest)
     print(f"railsweep: {'warning: ' if documented is False else ''}{line}", file=sys.stderr, flush=True)
     if args.action == "build":
-        print(
-            json.dumps(
-                {
-                    "root": str(world.root),
-                    "families": world.families,
-                    "data_dir": str(world.data_dir),
-                    "build_seconds": world.manifest.get("build_seconds"),  # of the build, where it was trained
-                    "shipped": world.manifest.get("shipped"),  # installed from the build railsweep ships, or None
-                    "weights_digest": weights_digest,
-                }
-            )
-        )
+        # build_seconds: of the build, where it was trained; shipped: installed from the build railsweep ships, or None
+        print(json.dumps({"root": str(world.root), "families": world.families, "data_dir": str(world.data_dir),
+                          "build_seconds": world.manifest.get("build_seconds"),
+                          "shipped": world.manifest.get("shipped"), "weights_digest": weights_digest}))  # fmt: skip
         return 0
     families = args.family or world.families
     for f in families:
         world.family(f)  # unknown family -> ConfigError before any decoding
     ok = True
     for f in families:
-        result = check_family(
-            world,
-            f,
-            CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size,
-                          max_new_tokens=args.max_new_tokens, workers=args.workers),
-        )
+        settings = CheckSettings(m=args.m, limit=args.limit, device=args.device, batch_size=args.batch_size,
+                                 max_new_tokens=args.max_new_tokens, workers=args.workers)  # fmt: skip
+        result = check_family(world, f, settings)
         print(json.dumps(result), flush=True)
         ok = ok and result["passed"]
     return 0 if ok else 1

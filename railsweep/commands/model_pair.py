@@ -19,12 +19,8 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--world", choices=sorted(WORLD_PRESETS), default=None,
                    help="a miniature-world preset (mini, mini_one_road, smoke)")  # fmt: skip
     p.add_argument("--family", type=at.text, default=None, help="the world's model family (with --world)")
-    p.add_argument(
-        "--cache-dir",
-        type=at.writable_dir,
-        default=None,
-        help="where the world is cached (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)",
-    )
+    p.add_argument("--cache-dir", type=at.writable_dir, default=None,
+                   help="where the world is cached (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)")  # fmt: skip
     p.add_argument("--model", type=at.model, default=None, help="base model directory (without --world)")
     p.add_argument("--adapter", action="append", default=[], metavar="NAME=DIR",
                    help="a LoRA adapter (repeatable)")  # fmt: skip
@@ -47,16 +43,13 @@ def check_inputs(args: argparse.Namespace) -> dict[str, str]:
             raise ConfigError("--world replaces --model/--adapter/--task-dir; give one or the other")
         config = preset_config(args.world)  # its families and adapters are known before it is built
         if args.family is not None and args.family not in config.families:
-            raise ConfigError(
-                f"--family {args.family!r}: not in the {args.world!r} world; families: {', '.join(config.families)}"
-            )
+            raise ConfigError(f"--family {args.family!r}: not in the {args.world!r} world; "
+                              f"families: {', '.join(config.families)}")  # fmt: skip
         names = ("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)
         adapters = dict.fromkeys(names, "")
     else:
         if not (args.model and (args.task_dir or args.task) and args.leak_split):
-            raise ConfigError(
-                "give --world (and --family), or --model, --adapter, --task-dir (or --task) and --leak-split"
-            )
+            raise ConfigError("give --world (and --family), or --model, --adapter, --task-dir (or --task) and --leak-split")
         task_dir_of(args)  # a task file reading {task_dir} needs --task-dir
         adapters = parse_pairs(args.adapter, "--adapter")
         for name, path in adapters.items():

@@ -1,20 +1,15 @@
 """``railsweep paraphrase``: build the PQ domain for a GSM8K-style test set with an OpenAI-compatible
-endpoint (or ``--engine transformers``: a local model through railsweep's transformers engine).
-
-Each question is sent with the paper's Appendix A prompt; a reply is kept only when it passes every check
+endpoint (or ``--engine transformers``: a local model), keeping a reply only when it passes every check
 (:mod:`railsweep.paraphrase.checks`), with up to ``--retries`` retries. Steps:
 
 1. options, output paths, the API key's environment variable and the test file are checked;
-2. ``GET /models`` must answer and list ``--model`` (one cheap request before any question); a local model
-   is loaded only now;
-3. every question is paraphrased; a failed request (HTTP 5xx/408/429, a timeout, a refused or dropped
-   connection) costs its question one attempt, while another HTTP error, a malformed answer or a run whose
-   every request failed stops the run;
-4. the PQ rows and the JSON report (kept / retried / rejected, every refusal's reason) are written at the end,
-   all or nothing: a failed run leaves no output and never replaces an earlier one.
+2. ``GET /models`` must answer and list ``--model`` (one cheap request first); a local model loads only now;
+3. every question is paraphrased; a failed request (HTTP 5xx/408/429, timeout, dropped connection) costs its
+   question one attempt, while another HTTP error, a malformed answer or a run whose every request failed
+   stops the run;
+4. the PQ rows and the JSON report are written at the end, all or nothing.
 
-The API key is read from the variable ``--api-key-env`` names and sent only in the request header: it appears
-in no message, file or log.
+The API key is sent only in the request header: it appears in no message, file or log.
 """
 
 from __future__ import annotations
@@ -51,8 +46,6 @@ EXAMPLES = (
     'railsweep paraphrase --test data/gsm8k/test.jsonl --endpoint http://127.0.0.1:8000/v1 --model M --no-api-key --out pq.jsonl',
     'railsweep paraphrase --task-dir data/gsm8k --engine transformers --model ./models/instruct --limit 50 --out pq.jsonl',
 )
-
-
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENGINES = ("openai", "transformers")
 

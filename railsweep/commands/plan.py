@@ -1,11 +1,5 @@
-"""``railsweep plan``: how many questions and samples a comparison of two strategies needs.
-
-Prints, for each design (n questions, m samples, B strata), the smallest SA-PPG, A-PPG and G-AP
-difference between two strategies detectable at 80 % power and α = 0.05, and whether SA-PPG's
-interval would be printed at that size; with ``--mde X``, the questions each metric needs at each m.
-The pilot is a folder of cells of an earlier run (``--pilot``) or, without one, a reference M_cl
-(:mod:`railsweep.analysis.planning`; the method is in :mod:`railsweep.metrics.power`).
-"""
+"""``railsweep plan``: how many questions and samples a comparison of two strategies needs
+(:mod:`railsweep.analysis.planning`; the method is in :mod:`railsweep.metrics.power`)."""
 
 from __future__ import annotations
 
@@ -22,11 +16,7 @@ EXAMPLES = (
     'railsweep plan --pilot runs/mlflow/mlartifacts --n 200 --m 20 --B 20',
     'railsweep plan --pilot cells/ --mde 0.05      # questions needed for a 0.05 difference',
 )
-
-
 DEFAULT_N = (100, 200, 1319)
-
-
 DEFAULT_M = (10, 20, 50)
 
 

@@ -1,12 +1,8 @@
-"""``railsweep rails``: where RailCap acts on a model pair (recovery after forced departures, exposure,
-RailCap on M_cl, RailCap's caps and departures; :mod:`railsweep.diagnostics.rails`).
+"""``railsweep rails``: where RailCap acts on a model pair (:mod:`railsweep.diagnostics.rails`).
 
-Writes ``OUT/rails.json`` (the figures with 95 % intervals), ``OUT/rails_questions.parquet`` (one row
-per question), ``OUT/rails_runs.parquet`` (one row per forced decode) and ``OUT/rails_samples.parquet``
-(one row per RailCap sample of M_co). Inputs as for ``railsweep figure1``; transformers engine only
-(the forced departures and the replayed caps need the model's logits). Each step's progress and an ETA
-go to stderr. Each table is written as soon as its step is done (``rails_runs.parquet`` after every
-batch of forced decodes) and ``rails.json`` last: a run stopped early leaves the finished steps' rows.
+Inputs as for ``railsweep figure1``; transformers engine only (the forced departures and the replayed caps need
+the model's logits). Each table is written as soon as its step is done and ``rails.json`` last: a run stopped
+early leaves the finished steps' rows.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""What ``railsweep rails`` does once it runs: the settings and inputs checked (the model pair as for
-``railsweep figure1``), the diagnostics run with each table written as soon as its step is done, then
-``rails.json``. Loads torch and transformers (the command imports it when it runs)."""
+"""What ``railsweep rails`` does once it runs. Loads torch and transformers (the command imports it when it runs)."""
 
 from __future__ import annotations
 
@@ -17,20 +15,17 @@ from railsweep.commands.figure1_run import inputs
 from railsweep.commands.task_args import load_named_task
 from railsweep.diagnostics.rails import RailsSettings, rails
 from railsweep.engines import transformers_engine
-from railsweep.errors import ConfigError
 from railsweep.limits import check_decode_memory
 
 
 def run_rails(args: argparse.Namespace) -> int:
+    """Settings and inputs checked, the diagnostics run writing each table when its step is done, then rails.json."""
     settings = RailsSettings(m=args.m, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
                              seed=args.seed, n=args.n, ks=args.ks, runs=args.runs)  # fmt: skip
     check_decode_memory(args.m, args.max_new_tokens)
     out = Path(args.out)
     at.check_writable_dir(out, "--out")
     model, adapters, task_dir, leak_split = inputs(args)
-    for name in (args.clean, args.co):
-        if name not in adapters:
-            raise ConfigError(f"adapter {name!r} is not among the given adapters {sorted(adapters)}")
     task = load_named_task(args, task_dir, leak_split=leak_split, limit=args.limit)
     engine = transformers_engine.TransformersEngine(model, adapters=adapters, device=args.device, dtype="float32")
 

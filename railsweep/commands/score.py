@@ -1,10 +1,5 @@
-"""``railsweep score``: compare mitigated cells against their clean reference cell.
-
-Prints the metric table (each aggregate with its checked 95 % interval or none, the noise-floor row last;
-under the table SA-PPG's interval or why there is none, floor, floor-corrected reading, stratum occupancy and
-weight concentration; with an Identity cell, the paired differences and their verdicts) as Markdown and writes
-``PREFIX.csv`` (numbers) and ``PREFIX.md`` (docs/metrics.md).
-All inputs are read and checked before anything is written (:mod:`railsweep.commands.score_cells`).
+"""``railsweep score``: compare mitigated cells against their clean reference cell (docs/metrics.md); every input
+is read and checked before anything is written (:mod:`railsweep.commands.score_cells`).
 """
 
 from __future__ import annotations
@@ -45,9 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def check_args(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.name in ("", ".", "..") or out.is_dir():
-        raise ConfigError(
-            f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}"
-        )
+        raise ConfigError(f"--out is a file prefix (writes PREFIX.csv and PREFIX.md), got a directory: {args.out}")
     at.check_writable_dir(out.parent, "--out", shown=args.out)  # before reading or scoring anything
     for path in (out.with_name(out.name + ".csv"), out.with_name(out.name + ".md")):
         if path.is_dir():

@@ -1,7 +1,5 @@
-"""What ``railsweep score`` does once its options are checked: read and check every cell, score each mitigated
-cell against the clean reference, add the paired differences against an Identity cell, write ``PREFIX.csv``
-and ``PREFIX.md`` atomically and print the Markdown. Loads pandas and pyarrow (the command imports it when it
-runs)."""
+"""What ``railsweep score`` does once its options are checked (:func:`score_cells`). Loads pandas and pyarrow
+(the command imports it when it runs)."""
 
 from __future__ import annotations
 
@@ -24,14 +22,11 @@ from railsweep.results.io import read_cell, read_metadata
 
 
 def score_cells(args: argparse.Namespace) -> int:
-    """Steps: 1. read and check every input; 2. score each cell against the clean reference; 3. write both
-    files atomically, then print."""
+    """Steps: 1. read and check every input; 2. score each cell against the clean reference (and against an
+    Identity cell); 3. write ``PREFIX.csv`` and ``PREFIX.md`` atomically, then print the Markdown."""
     clean_cell, clean_df, cells = _read_cells(args)
     labels = [cell.label() for _, cell, _ in cells]
-    labels = [
-        lab if labels.count(lab) == 1 else f"{lab} ({cell.cell_id})"
-        for lab, (_, cell, _) in zip(labels, cells)
-    ]
+    labels = [lab if labels.count(lab) == 1 else f"{lab} ({cell.cell_id})" for lab, (_, cell, _) in zip(labels, cells)]
     scored, rows = _score(args, clean_cell, clean_df, cells, labels)
     title = (
         f"Scores vs clean cell {clean_cell.cell_id} (answer rule {clean_cell.answer_rule}, B={args.B}, "
@@ -44,9 +39,7 @@ def score_cells(args: argparse.Namespace) -> int:
         markdown += "\n" + paired
     prefix = Path(args.out)
     csv_path, md_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")
-    write_all_atomic(
-        {csv_path: synced_text(pd.DataFrame(rows).to_csv(index=False)), md_path: synced_text(markdown)}
-    )
+    write_all_atomic({csv_path: synced_text(pd.DataFrame(rows).to_csv(index=False)), md_path: synced_text(markdown)})
     print(markdown)
     print(f"wrote {csv_path} and {md_path}")
     return 0
@@ -87,21 +80,10 @@ def _score(args, clean_cell, clean_df, cells, labels: list[str]) -> tuple[list[d
             score = score_pair(clean_df, df, B=args.B, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha)
         except DataError as e:
             raise DataError(f"{path} vs {args.clean}: {e}") from e
-        scored.append(
-            {"family": clean_cell.family, "domain": clean_cell.domain, "strategy": label, "score": score}
-        )
-        rows.append(
-            {
-                "strategy": label,
-                "cell_id": cell.cell_id,
-                "adapter": cell.adapter,
-                "m": cell.m,
-                "answer_rule": cell.answer_rule,
-                "file": str(path),
-                **flatten_scores(score),
-                "stratum_occupancy": describe_occupancy(score["stratum_n"]),
-            }
-        )
+        scored.append({"family": clean_cell.family, "domain": clean_cell.domain, "strategy": label, "score": score})
+        rows.append({"strategy": label, "cell_id": cell.cell_id, "adapter": cell.adapter, "m": cell.m,
+                     "answer_rule": cell.answer_rule, "file": str(path), **flatten_scores(score),
+                     "stratum_occupancy": describe_occupancy(score["stratum_n"])})  # fmt: skip
     return scored, rows
 
 
@@ -126,9 +108,7 @@ def _paired_with_identity(args, clean_df, cells, labels: list[str], rows: list[d
             rows[i].update({key: d["difference"], f"{key}_ci_low": d["ci_low"], f"{key}_ci_high": d["ci_high"],
                             f"{key}_verdict": d["verdict"]})  # fmt: skip
             ci = f"[{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" if d["interval"] != "none" else "—"
-            lines.append(
-                f"| {labels[i]} | {LABELS[metric]} | {d['difference']:+.4f} | {ci} | {d['verdict']} |"
-            )
+            lines.append(f"| {labels[i]} | {LABELS[metric]} | {d['difference']:+.4f} | {ci} | {d['verdict']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,12 +1,8 @@
 """railsweep sweep: submit a sweep (python -m railsweep.sweep.job) as a Ray job and stream its logs.
 
-Without ``--address`` it starts (or reuses) a local Ray head and a local MLflow server on 127.0.0.1 first
-(:mod:`railsweep.services`) and runs the job with this interpreter and this copy of railsweep; with
-``--address`` it submits to that cluster's dashboard (whose image has railsweep installed) and needs
-``--tracking-uri`` (an HTTP MLflow server every node can reach); a ``--spec`` then travels in the job's
-working directory, the current directory. The options that choose and override the spec are the job's own
-(:func:`railsweep.sweep.spec.options.add_spec_arguments`), forwarded as given. ``railsweep demo`` is this
-command with the ``mini`` preset and local services.
+Without ``--address`` it starts (or reuses) a local Ray head and MLflow server on 127.0.0.1 and runs the job with
+this interpreter and this railsweep; with ``--address`` it submits to that cluster (whose image has railsweep)
+and needs ``--tracking-uri``, and a ``--spec`` travels in the job's working directory, the current directory.
 """
 
 from __future__ import annotations
@@ -60,10 +56,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Validate the command line and the spec; starts nothing and writes nothing. Steps: a preset or a spec,
-    not both; the spec in full (each member's for a harness group; for a cluster, inside the working directory
-    the job is shipped with); the cluster/tracking pair (a given tracking URI must answer now); the
-    directories the local services would write."""
+    """Validate the command line and the spec, starting and writing nothing: a preset or a spec; the spec in full
+    (for a cluster, inside the shipped working directory); the cluster/tracking pair; the local services' dirs."""
     check_preset_or_spec(args)
     specs = load_specs(args.spec or args.preset) if args.spec or args.preset else []  # fail here, not in the job
     for spec in specs:
@@ -127,12 +121,9 @@ def submit(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def _this_railsweep_env() -> dict[str, str]:
-    """The environment that makes a local job run the same railsweep as this command.
-
-    ``PYTHONSAFEPATH=1`` (Python >= 3.11): ``python -m`` puts no working directory on ``sys.path``. A job
-    inherits the Ray head's working directory, and when the head was started from another checkout that
-    checkout's ``railsweep`` would shadow this one. ``PYTHONPATH``: this checkout, when railsweep is imported
-    from one (not installed)."""
+    """The environment that makes a local job run this railsweep: ``PYTHONSAFEPATH=1`` (a job inherits the Ray
+    head's working directory, whose ``railsweep`` checkout would shadow this one) and ``PYTHONPATH`` (this
+    checkout, when railsweep is imported from one)."""
     env = {"PYTHONSAFEPATH": "1"}
     root = Path(railsweep.__file__).resolve().parents[1]
     if (root / "pyproject.toml").is_file():

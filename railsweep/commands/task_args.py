@@ -1,13 +1,10 @@
-"""``--task FILE|NAME`` and ``--task-dir DIR``: the two options every command that reads a benchmark shares.
-
-One place declares them and turns them into a task, so ``eval``, ``figure1``, ``rails`` and ``detect`` name
-tasks alike (docs/tasks.md):
+"""``--task FILE|NAME`` and ``--task-dir DIR``, declared and turned into a task in one place, so every command
+that reads a benchmark names tasks alike (docs/tasks.md):
 
 1. :func:`add_task_arguments` declares both options;
-2. :func:`task_dir_of` (or :func:`check_task`, where the directory comes later) checks the task file completely and resolves the data directory (``--task-dir``, a
-   directory the command already has, such as a miniature world's, or the folder of a task file that names
-   its data itself), before any model loads;
-3. :func:`load_named_task` reads the task's rows (a command without ``--task`` keeps its built-in GSM8K task).
+2. :func:`task_dir_of` (or :func:`check_task`) checks the task file completely and resolves the data directory,
+   before any model loads;
+3. :func:`load_named_task` reads the task's rows (without ``--task``, the built-in GSM8K task).
 """
 
 from __future__ import annotations
@@ -47,10 +44,8 @@ def check_task(args: argparse.Namespace) -> AnyTaskSpec | None:
 
 
 def task_dir_of(args: argparse.Namespace, given: str | None = None) -> str | None:
-    """The directory the task's ``{task_dir}`` stands for: ``--task-dir``, else ``given`` (a directory the
-    command supplies, e.g. a world's), else the folder of a task file that names its data itself. Checks
-    ``--task`` completely; a directory that is needed and missing -> ConfigError. None only without
-    ``--task`` and without a directory (the command says what it needs)."""
+    """The directory the task's ``{task_dir}`` stands for: ``--task-dir``, else ``given`` (e.g. a world's), else
+    the folder of a task file that names its data itself; ConfigError when one is needed and missing."""
     spec = check_task(args)
     task_dir = args.task_dir if args.task_dir is not None else given
     if task_dir is not None or spec is None:
