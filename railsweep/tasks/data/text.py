@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from railsweep.errors import DataError
+
+_T = TypeVar("_T")
 
 
 def read_utf8(path: str | Path) -> str:
@@ -47,8 +49,23 @@ def parse_json(text: str, path: str | Path) -> Any:
         raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
 
 
-def exemplar_list(path: str | Path, fields: str) -> list[Any]:
-    """A few-shot file: a non-empty JSON list (of ``{fields}`` objects, which the caller checks); a missing
+def string_fields(row: Any, where: str, a: str, b: str) -> dict[str, str]:
+    """``{a, b}`` of ``row`` if it is an object with both as strings, else DataError at ``where``."""
+    if not (isinstance(row, dict) and isinstance(row.get(a), str) and isinstance(row.get(b), str)):
+        raise DataError(f"{where}: expected an object with string '{a}' and '{b}'")
+    return {a: row[a], b: row[b]}
+
+
+def checked_jsonl(path: str | Path, what: str, check: Callable[[Any, str], _T]) -> list[_T]:
+    """``check(row, "file:line")`` of every row of a JSONL file; a missing file is a DataError naming ``what``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} file not found: {path}")
+    return [check(row, f"{path}:{lineno}") for lineno, row in json_lines(path)]
+
+
+def exemplar_list(path: str | Path, fields: str, check: Callable[[Any, str], _T]) -> list[_T]:
+    """A few-shot file: a non-empty JSON list of ``{fields}`` objects, each passed through ``check``; a missing
     file, malformed JSON or anything else raises :class:`DataError` naming the file."""
     path = Path(path)
     if not path.is_file():
@@ -56,7 +73,7 @@ def exemplar_list(path: str | Path, fields: str) -> list[Any]:
     data = parse_json(read_utf8(path), path)
     if not isinstance(data, list) or not data:
         raise DataError(f"{path}: expected a non-empty JSON list of {{{fields}}} objects")
-    return data
+    return [check(ex, f"{path}: exemplar {i}") for i, ex in enumerate(data)]
 
 
 def check_utf8(path: str | Path, block: int = 1 << 20) -> None:
