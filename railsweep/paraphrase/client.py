@@ -1,9 +1,8 @@
 """A minimal client for any OpenAI-compatible ``chat/completions`` endpoint (a vLLM server, a hosted API).
 
-Standard library only (``urllib``): two calls are needed, ``GET {endpoint}/models`` as the cheap check
-that the endpoint answers and serves the model, and ``POST {endpoint}/chat/completions``. The API key
-travels only in the ``Authorization`` header; every message this module raises has the key replaced by
-``***`` (a server may echo a request back in its error body).
+Standard library only (``urllib``): ``GET {endpoint}/models`` checks cheaply that the endpoint serves the
+model, ``POST {endpoint}/chat/completions`` asks. The API key travels only in the ``Authorization`` header,
+and is replaced by ``***`` in every message raised here (a server may echo a request in its error body).
 """
 
 from __future__ import annotations
@@ -30,17 +29,14 @@ class RequestFailed(ServiceError):
 
 
 class Chat(Protocol):
-    """What the paraphrase loop asks: one reply to chat messages (an endpoint's :class:`ChatClient`, or a local
-    engine's :class:`~railsweep.paraphrase.local.LocalChat`)."""
+    """One reply to chat messages (:class:`ChatClient`, or :class:`~railsweep.paraphrase.local.LocalChat`)."""
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str: ...
 
 
 def normalise_endpoint(url: str) -> str:
     """The endpoint's base URL (``http[s]://host[:port]/v1``): a trailing ``/`` or ``/chat/completions`` dropped.
-
-    A URL with a user or password is refused: the key belongs in the environment, not in a URL that
-    shells, logs and reports repeat."""
+    A user or password is refused: the key belongs in the environment, not a URL that logs repeat."""
     parts = urllib.parse.urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"--endpoint must be an http:// or https:// URL with a host, got {url!r}")

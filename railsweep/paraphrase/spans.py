@@ -1,10 +1,8 @@
 """What a question states beyond numbers, so a paraphrase of a task with string or LaTeX answers can be checked.
 
 :func:`formulas`: its LaTeX spans (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``; ``\\$`` is a dollar
-sign), compared by :func:`latex_key`; :func:`names`: its capitalised words other than at the start of a
-sentence (people, places, titles); :func:`states_answer`: whether a text states a string or LaTeX gold. A
-formula (``math`` answers) or a name (``string`` answers) the paraphrase lacks is refused: the original
-reasoning chain, which the contaminated model is trained on with the paraphrase, refers to them.
+sign); :func:`names`: its capitalised words not starting a sentence (people, places, titles). A paraphrase
+lacking one is refused: the original reasoning chain, trained on with the paraphrase, refers to them.
 """
 
 from __future__ import annotations

@@ -61,14 +61,8 @@ def with_data_file(spec: AnyTaskSpec, path: str | Path) -> TaskSpec:
 
 
 def build_task(
-    spec: AnyTaskSpec,
-    task_dir: str | Path | None,
-    *,
-    split: str = "test",
-    fewshot: str | Path | None = None,
-    limit: int | None = None,
-    leak_split: str | Path | None = None,
-    answer_rule: str | None = None,
+    spec: AnyTaskSpec, task_dir: str | Path | None, *, split: str = "test", fewshot: str | Path | None = None,
+    limit: int | None = None, leak_split: str | Path | None = None, answer_rule: str | None = None,
 ) -> FileTask | LmEvalTask:
     """The task ``spec`` declares, its rows read from ``task_dir`` (a harness task ignores ``split`` and
     ``fewshot``: its config chooses them); malformed data -> DataError."""

@@ -11,9 +11,8 @@ then reads it through two independent filter chains and scores each with ``exact
    everything up to a last ``"#### "`` and one trailing ``.``, in that order, lower-case, compare as strings
    ("18.00" is not "18").
 
-railsweep's ``lm_eval`` answer rule takes strict-match, else flexible-extract (the same two-step structure as
-railsweep's own rules); the harness's two scores are counted per cell as well.
-``tests/fixtures/lm_eval_gsm8k_cot.jsonl`` holds the harness's own outputs, which these functions reproduce.
+railsweep's ``lm_eval`` rule takes strict-match, else flexible-extract; the harness's two scores are counted
+per cell too. These functions reproduce the harness's outputs in ``tests/fixtures/lm_eval_gsm8k_cot.jsonl``.
 """
 
 from __future__ import annotations

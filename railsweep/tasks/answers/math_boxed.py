@@ -1,13 +1,9 @@
 """MATH-style answers: the ``\\boxed{}`` answer of a solution and its string normalisation.
 
 A MATH solution (Hendrycks et al. 2021) ends with the answer in ``\\boxed{...}`` (rarely ``\\fbox{...}`` or
-``\\boxed 5``); the gold answer is the LAST box, and a model prompted with such exemplars answers alike.
-A box whose braces never close is not an answer. A response without a box falls back to the last "The answer
-is X" (Minerva's "The final answer is $X$. I hope it is correct." included).
-
-:func:`strip_math` is the MATH reference grader's ``strip_string`` with lm-evaluation-harness
-``minerva_math``'s additions; two answers equal as strings after it are equal, and
-:mod:`railsweep.tasks.answers.math_equiv` compares the rest with sympy.
+``\\boxed 5``); the gold answer is the LAST box (one whose braces never close is none). A response without a
+box falls back to the last "The answer is X" (Minerva's "The final answer is $X$." included).
+:func:`strip_math` is MATH's ``strip_string`` with lm-evaluation-harness ``minerva_math``'s additions.
 """
 
 from __future__ import annotations
@@ -55,8 +51,8 @@ def boxed_answers(text: str) -> list[str]:
 
 
 def answer_is(text: str, which: str = "final") -> str | None:
-    """The X of the last (``final``) or first (``first``) "The answer is X": to the end of its line, a
-    ``$...$`` span read as its content, cut at the end of the sentence (a period before a space)."""
+    """The X of the last (``final``) or first "The answer is X": to the end of its line or sentence, or the
+    content of a ``$...$`` span."""
     hits = list(_ANSWER_IS.finditer(text))
     if not hits:
         return None

@@ -36,10 +36,7 @@ class CodedTask:
     to_chain: Callable[[str], str]  # a solution in the exemplars' answer format
 
     def __init__(
-        self,
-        questions: Sequence[Question],
-        exemplars: Sequence[dict[str, str]],
-        split: str = "test",
+        self, questions: Sequence[Question], exemplars: Sequence[dict[str, str]], split: str = "test",
         answer_rule: str = DEFAULT_ANSWER_RULE,
     ):
         self.answer_rule = self.check_rule(answer_rule)
@@ -57,13 +54,8 @@ class CodedTask:
 
     @classmethod
     def from_dir(
-        cls: type[_T],
-        data_dir: str | Path,
-        split: str = "test",
-        fewshot_path: str | Path | None = None,
-        limit: int | None = None,
-        leak_split: str | Path | None = None,
-        answer_rule: str = DEFAULT_ANSWER_RULE,
+        cls: type[_T], data_dir: str | Path, split: str = "test", fewshot_path: str | Path | None = None,
+        limit: int | None = None, leak_split: str | Path | None = None, answer_rule: str = DEFAULT_ANSWER_RULE,
     ) -> _T:
         """Read ``<data_dir>/<split>.jsonl`` and the exemplars (default :meth:`default_fewshot`)."""
         cls.check_rule(answer_rule)

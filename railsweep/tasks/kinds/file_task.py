@@ -39,13 +39,8 @@ class FileTask:
     """The task a task file declares, on one split, graded under one of its answer rules."""
 
     def __init__(
-        self,
-        spec: TaskSpec,
-        task_dir: str | Path | None = None,
-        split: str = "test",
-        fewshot_path: str | Path | None = None,
-        limit: int | None = None,
-        leak_split: str | Path | None = None,
+        self, spec: TaskSpec, task_dir: str | Path | None = None, split: str = "test",
+        fewshot_path: str | Path | None = None, limit: int | None = None, leak_split: str | Path | None = None,
         answer_rule: str | None = None,
     ):
         self.spec = spec
