@@ -1,10 +1,9 @@
 """Evaluation tasks: the questions a cell decodes, their prompts, and how an answer is read and graded.
 
-``base.py``: what a task is (:class:`Task`, :class:`Question`, :class:`Grade`); ``task_ref.py``: a ``--task``
-value turned into its spec and task; ``agreement.py``: how differently a task's answer rules grade a cell;
-``kinds/``: the tasks railsweep runs itself (coded GSM8K and MATH, and task files); ``lm_eval/``: tasks that
-lm-evaluation-harness's own code runs; ``answers/``: reading and grading answers; ``data/``: reading and
-fetching data; ``builtin/``: the shipped task files and MATH's four exemplars (``math_fewshot.json``).
+``base.py``: what a task is; ``task_ref.py``: a ``--task`` value turned into its spec and task;
+``agreement.py``: how differently a task's answer rules grade a cell; ``kinds/``: coded GSM8K and MATH, and task
+files; ``lm_eval/``: tasks lm-evaluation-harness's own code runs; ``answers/``: reading and grading answers;
+``data/``: reading and fetching data; ``builtin/``: the shipped task files and MATH's four exemplars.
 """
 
 from railsweep.tasks.answers.gsm8k_rules import grade

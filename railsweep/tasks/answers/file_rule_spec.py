@@ -18,7 +18,8 @@ STEP_KINDS = ("regex", "boxed", "answer_is")
 
 @dataclass(frozen=True)
 class Step:
-    """One extraction step: ``kind`` (:data:`STEP_KINDS`), which match (``select``), the compiled regex."""
+    """One extraction step: ``kind`` (:data:`STEP_KINDS`), which match (``select``), the compiled regex. A regex
+    step takes the selected match's only group, or the first non-empty of several, or the whole match, stripped."""
 
     kind: str
     select: str

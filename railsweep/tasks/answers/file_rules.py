@@ -3,11 +3,9 @@
 Steps of :func:`grade_with` (the structure of railsweep's coded rules and lm-evaluation-harness's filters):
 
 1. **cut** the response at its first stop string (the task's ``stop``, then the rule's own ``cut``);
-2. **extract**: the first step that finds something gives the answer. A ``regex`` step takes the first or last
-   match (``select``) and, as lm-eval's ``regex`` filter does, its only group, or the first non-empty group of
-   several, or the whole match, stripped; ``boxed`` and ``answer_is`` read as
-   :mod:`railsweep.tasks.answers.math_boxed` does. The first step counts as ``strict``, a later one as
-   ``flexible``; nothing found is ``none``;
+2. **extract**: the first step that finds something gives the answer (``Step.find``, as lm-eval's ``regex``
+   filter or :mod:`~railsweep.tasks.answers.math_boxed` reads it); the first step counts as ``strict``, a later
+   one as ``flexible``; nothing found is ``none``;
 3. **grade**: ``numeric`` (thousands separators, ``$`` and whitespace removed, compared as decimals within
    ``tolerance``), ``string`` (lm-eval's ``exact_match``: ``regexes_to_ignore`` deleted in order from both
    sides, optionally lower-cased) or ``math`` (:func:`railsweep.tasks.answers.math_equiv.is_equiv`).

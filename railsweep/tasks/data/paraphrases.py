@@ -1,14 +1,12 @@
 """Paraphrased GSM8K test questions (the "PQ" contamination domain).
 
-PQ only builds M_co's training data for the PQ domain (the leaked questions are seen reworded, with the
-original reasoning chain and gold); evaluation always uses the original questions. File format
-(``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one ``{"idx": int, "question": str, "answer": str,
-"empty": bool}`` per line, ``idx`` the 0-based line number in GSM8K ``test.jsonl``.
+PQ only builds M_co's training data (leaked questions seen reworded, with the original chain and gold);
+evaluation uses the original questions. Format (``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one
+``{"idx", "question", "answer", "empty"}`` per line, ``idx`` the 0-based line in GSM8K ``test.jsonl``.
 
 Empty paraphrases **[decision]**: the public file has 4 (idx 309, 669, 727, 948); a row is empty when
-``"empty"`` is true or its question is blank. Given ``originals``, an empty row falls back to the ORIGINAL
-question (every leaked question is still trained on, just not reworded); without, it is left out. Either way
-a warning lists the indices.
+``"empty"`` is true or its question is blank. Given ``originals`` it falls back to the ORIGINAL question
+(every leaked question is still trained on), else it is left out; a warning lists them.
 """
 
 from __future__ import annotations
@@ -50,13 +48,9 @@ def _parse_row(raw: str, path: Path, lineno: int) -> tuple[int, str, str, bool]:
 def load_paraphrases(
     path: str | Path, originals: Sequence[Question] | Mapping[int, str] | None = None
 ) -> dict[int, str]:
-    """Paraphrase text by GSM8K test index; see the module docstring for empty rows.
-
-    ``originals``: the original test questions (``GSM8KTask.questions()``) or a
-    mapping index -> question text. When Questions are given, each row's answer
-    must equal that question's gold (commas ignored): a mismatch means the file
-    is not aligned with the test split and raises :class:`DataError`.
-    """
+    """Paraphrase text by GSM8K test index (module docstring). ``originals``: the test questions, or index ->
+    question text; given Questions, each row's answer must equal its gold (commas ignored), else the file is
+    not aligned with the test split: DataError."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"paraphrase file not found: {path}")

@@ -1,9 +1,7 @@
-"""What the two coded task kinds, GSM8K (:mod:`~railsweep.tasks.kinds.gsm8k`) and MATH
-(:mod:`~railsweep.tasks.kinds.math`), share.
+"""What the coded task kinds (:mod:`~railsweep.tasks.kinds.gsm8k`, :mod:`~railsweep.tasks.kinds.math`) share.
 
-Both read ``<data_dir>/<split>.jsonl`` and a few-shot exemplar file; a question's index is its 0-based line number
-and ``leaked`` comes from a leak-split JSON (:mod:`railsweep.tasks.data.leak_split`). A kind declares its
-hooks (row reader, exemplar reader, gold reader, prompt labels, answer-rule check) as class attributes.
+Both read ``<data_dir>/<split>.jsonl`` (a question's index: its 0-based line) and a few-shot exemplar file;
+``leaked`` comes from a leak split. A kind declares its readers, prompt labels and rule check as class attributes.
 """
 
 from __future__ import annotations

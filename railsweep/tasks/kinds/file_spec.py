@@ -1,10 +1,8 @@
 """Task files: a task declared as data (YAML), not coded, and checked completely before anything runs.
 
-A task file (format 1; ``docs/tasks.md``, "Task files", documents every field with a worked example) names
-the task's data, its prompt (Jinja, lm-eval's variables), how an answer is read from a response and how that
-answer is graded. :func:`load_task_file` reads a file (or a task shipped in the package, by name) into a
-frozen :class:`TaskSpec`; every problem raises one :class:`~railsweep.errors.ConfigError` that names the
-file and the field. Reading the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
+A task file (format 1, documented in ``docs/tasks.md``, "Task files") names the task's data, its prompt (Jinja,
+lm-eval's variables), how an answer is read and how it is graded. :func:`load_task_file` reads one (or a shipped
+task, by name) into a frozen :class:`TaskSpec`; every problem is one ConfigError naming the file and the field.
 """
 
 from __future__ import annotations
@@ -306,11 +304,9 @@ def _fields(r: _Reader, raw: Any) -> tuple[str | None, str, str | None]:
 
 
 def load_task_file(ref: str | Path) -> TaskSpec:
-    """Read and check a task file (a path, or a shipped task's name); no data is read yet.
-
-    Steps: 1. resolve the reference; 2. parse the YAML; 3. check every field (unknown fields, types,
-    templates compile, regular expressions compile, graders and rules are complete); 4. freeze it.
-    """
+    """Read and check a task file (a path, or a shipped task's name); no data is read yet. Steps: 1. resolve the
+    reference; 2. parse the YAML; 3. check every field (unknown fields, types, templates and regular expressions
+    compile, graders and rules complete); 4. freeze it."""
     path = resolve_task_ref(str(ref))
     r = _Reader(path)
     try:

@@ -1,13 +1,10 @@
 """A MATH-style task: problems whose answers are LaTeX in ``\\boxed{}``, with a few-shot CoT prompt.
 
-Data: ``<task_dir>/<split>.jsonl``, one ``{"problem": str, "solution": str}`` per line (the MATH dataset's
-format); the gold answer is the LAST ``\\boxed{}`` of the solution, and a solution without one is refused with
-its line number (:mod:`railsweep.tasks.data.math_rows`).
-
-Prompt: each exemplar as ``"Problem: {problem}\\nSolution: {solution}\\n\\n"``, then
-``"Problem: {problem}\\nSolution:"``. The exemplars default to the four shipped in the package
-(:data:`~railsweep.tasks.base.MATH_FEWSHOT`), so a model answers in the format the grader reads
-(:func:`~railsweep.tasks.answers.math_rules.grade_math`, ``final``: last box, or ``first``: first box).
+Data: ``<task_dir>/<split>.jsonl`` of ``{"problem", "solution"}`` (the MATH dataset's format); the gold is the
+solution's LAST ``\\boxed{}`` (:mod:`railsweep.tasks.data.math_rows`). Prompt: ``"Problem: {problem}\\nSolution:
+{solution}\\n\\n"`` per exemplar, then ``"Problem: {problem}\\nSolution:"``; the exemplars default to the four
+shipped (:data:`~railsweep.tasks.base.MATH_FEWSHOT`), so a model answers in the format
+:func:`~railsweep.tasks.answers.math_rules.grade_math` reads.
 """
 
 from __future__ import annotations
