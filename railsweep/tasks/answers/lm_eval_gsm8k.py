@@ -29,15 +29,16 @@ FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
 _IGNORE = tuple(re.compile(p) for p in (",", r"\$", r"(?s).*#### ", r"\.$"))
 
 
-def _regex_filter(pattern: re.Pattern[str], response: str, group_select: int) -> str:
-    """The harness's ``regex`` filter on one response: the selected match, its first non-empty group."""
+def regex_filter(pattern: re.Pattern[str], response: str, group_select: int) -> str | None:
+    """The harness's ``regex`` filter on one response: the selected match's only group, or its first non-empty
+    group of several, or the whole match, stripped; None when nothing matched."""
     found = pattern.findall(response)
     if not found:
-        return FALLBACK
+        return None
     hit = found[group_select]
     if isinstance(hit, tuple):  # several groups: the first that matched
-        hit = next((g for g in hit if g), FALLBACK)
-    return hit.strip()
+        hit = next((g for g in hit if g), None)
+    return hit.strip() if hit is not None else None
 
 
 def cut_until(response: str) -> str:
@@ -49,12 +50,12 @@ def cut_until(response: str) -> str:
 
 def strict_match(response: str) -> str:
     """The strict-match filter's output: the first "The answer is N?" number, or ``"[invalid]"``."""
-    return _regex_filter(STRICT, response, 0)
+    return regex_filter(STRICT, response, 0) or FALLBACK
 
 
 def flexible_extract(response: str) -> str:
     """The flexible-extract filter's output: the last number-like run, or ``"[invalid]"``."""
-    return _regex_filter(FLEXIBLE, response, -1)
+    return regex_filter(FLEXIBLE, response, -1) or FALLBACK
 
 
 def _canonical(text: str) -> str:

@@ -230,9 +230,7 @@ def _fewshot(r: _Reader, raw: Any, doc_to_text: str, doc_to_target: str) -> Fews
     if "path" in d and format_of(d["path"]) is None:
         raise r.fail("fewshot.path", f"{d['path']!r}: expected a .json, .jsonl, .csv or .parquet file")
     return FewshotSpec(
-        path=r.optional_text(d, "path", "fewshot.path"),
-        split=r.optional_text(d, "split", "fewshot.split"),
-        n=n,
+        path=r.optional_text(d, "path", "fewshot.path"), split=r.optional_text(d, "split", "fewshot.split"), n=n,
         doc_to_text=r.template(d.get("doc_to_text", doc_to_text), "fewshot.doc_to_text"),
         doc_to_target=r.template(d.get("doc_to_target", doc_to_target), "fewshot.doc_to_target"),
     )
@@ -321,22 +319,14 @@ def load_task_file(ref: str | Path) -> TaskSpec:
     grader = _grader(r, d["grader"], "grader")
     index, question, solution = _fields(r, d.get("fields"))
     return TaskSpec(
-        source=path,
-        sha256=file_sha256(path),
-        builtin=path.parent == BUILTIN_DIR,
+        source=path, sha256=file_sha256(path), builtin=path.parent == BUILTIN_DIR,
         name=r.text(d["name"], "name"),
         description=r.text(d.get("description", ""), "description", empty=True),
-        data=_data(r, d["data"]),
-        index_field=index,
-        question_field=question,
-        solution_field=solution,
-        doc_to_text=doc_to_text,
-        doc_to_target=doc_to_target,
+        data=_data(r, d["data"]), index_field=index, question_field=question, solution_field=solution,
+        doc_to_text=doc_to_text, doc_to_target=doc_to_target,
         gold_chain=r.template(d["gold_chain"], "gold_chain") if d.get("gold_chain") is not None else None,
         fewshot=_fewshot(r, d.get("fewshot"), doc_to_text, doc_to_target),
         target_delimiter=r.text(d.get("target_delimiter", " "), "target_delimiter", empty=True),
         fewshot_delimiter=r.text(d.get("fewshot_delimiter", "\n\n"), "fewshot_delimiter", empty=True),
-        stop=r.strings(d.get("stop", []), "stop"),
-        grader=grader,
-        answer_rules=_rules(r, d["answer_rules"], grader),
+        stop=r.strings(d.get("stop", []), "stop"), grader=grader, answer_rules=_rules(r, d["answer_rules"], grader),
     )
