@@ -1,13 +1,11 @@
 """Paraphrasing with a local model through a railsweep engine instead of an HTTP endpoint.
 
-:class:`LocalChat` answers :class:`~railsweep.paraphrase.client.ChatClient`'s ``complete(messages, seed)``,
-so the ask-check-retry loop runs unchanged:
+:class:`LocalChat` answers ``complete(messages, seed)`` as :class:`~railsweep.paraphrase.client.ChatClient`
+does, so the ask-check-retry loop runs unchanged; the caller builds the engine (this module loads nothing):
 
 1. the chat messages become one prompt through the model's chat template (``render``);
 2. the engine samples one reply (temperature, token limit and the attempt's seed as a request would send them);
 3. requests from the loop's threads take turns: an engine decodes one call at a time.
-
-The engine is built by the caller (``railsweep paraphrase --engine transformers``); this module loads nothing.
 """
 
 from __future__ import annotations

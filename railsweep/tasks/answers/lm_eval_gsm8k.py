@@ -3,13 +3,12 @@
 The harness (``gsm8k-cot.yaml``, task version 3.0) cuts a response at each of its ``until`` strings in turn,
 then reads it through two independent filter chains and scores each with ``exact_match``:
 
-1. **strict-match**: regex ``The answer is (\\-?[0-9\\.\\,]+).`` (case-sensitive; the final ``.`` is any
-   character, so "The answer is 18" at the very end reads "1"), the FIRST match's group, stripped;
-2. **flexible-extract**: regex ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, the LAST match, its first non-empty group;
+1. **strict-match**: :data:`STRICT`'s FIRST match (case-sensitive; its final ``.`` is any character, so "The
+   answer is 18" at the very end reads "1");
+2. **flexible-extract**: :data:`FLEXIBLE`'s LAST match, its first non-empty group;
 3. either chain gives the fallback ``"[invalid]"`` when its regex finds nothing;
-4. **exact_match** against ``answer.split('####')[-1].strip()``: on both strings delete ``,``, ``$``,
-   everything up to a last ``"#### "`` and one trailing ``.``, in that order, lower-case, compare as strings
-   ("18.00" is not "18").
+4. **exact_match** against ``answer.split('####')[-1].strip()``: delete :data:`_IGNORE` in order from both,
+   lower-case, compare as strings ("18.00" is not "18").
 
 railsweep's ``lm_eval`` rule takes strict-match, else flexible-extract; the harness's two scores are counted
 per cell too. These functions reproduce the harness's outputs in ``tests/fixtures/lm_eval_gsm8k_cot.jsonl``.

@@ -2,10 +2,8 @@
 
 Building a :class:`FileTask` (steps):
 
-1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths (relative to the task file's folder)
-   and read the rows (:mod:`railsweep.tasks.data.rows`);
-2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number) and
-   refuse a repeated index;
+1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths and read the rows;
+2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number), once each;
 3. render the few-shot block once (after the ``description``, per exemplar ``doc_to_text + target_delimiter
    + doc_to_target + fewshot_delimiter``, lm-eval's construction), then every prompt and gold answer, so a
    template that fails on any row fails before a model loads, naming the row.
@@ -67,9 +65,8 @@ class FileTask:
 
     def _render_prefix(self, task_dir: Any, override: str | Path | None) -> str:
         f = self.spec.fewshot
-        head = self.spec.description
         if f is None:
-            return head
+            return self.spec.description
         if override is not None or f.path is not None:
             path = Path(override) if override is not None else fill_path(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
             if not path.is_file():
@@ -89,7 +86,7 @@ class FileTask:
                 _render(text, ex, where, "fewshot.doc_to_text") + self.spec.target_delimiter
                 + _render(target, ex, where, "fewshot.doc_to_target") + self.spec.fewshot_delimiter
             )
-        return head + "".join(parts)
+        return self.spec.description + "".join(parts)
 
     def _number(self, rows: list[dict[str, Any]], source: Path | None) -> list[tuple[int, dict[str, Any]]]:
         keep = compile_condition(self.spec.data.keep_if) if self.spec.data.keep_if else None
