@@ -130,10 +130,6 @@ def fetch_gsm8k(out: str | Path, mirror: str = GITHUB_RAW, log: Callable[[str], 
         data[pq] = pq_jsonl(data[f"{PQ_DIR}/rephrase_gsm8k.jsonl"], data["gsm8k/test.jsonl"])
     for name, want in DERIVED.items():
         _checked(name, data[name], want)
-    todo = {out / name: _writer(blob) for name, blob in data.items() if name not in present}
-    write_all_atomic(todo)
+    write_all_atomic({out / name: lambda path, blob=blob: path.write_bytes(blob)
+                      for name, blob in data.items() if name not in present})  # fmt: skip
     return {name: "kept" if name in present else "written" for name in data}
-
-
-def _writer(blob: bytes) -> Callable[[Path], None]:
-    return lambda path: path.write_bytes(blob)

@@ -22,6 +22,7 @@ from railsweep.tasks.answers.file_rules import grade_with
 from railsweep.tasks.base import Grade, Question
 from railsweep.tasks.data.leak_split import read_leak_split
 from railsweep.tasks.data.rows import format_of, read_hub, read_rows
+from railsweep.tasks.data.text import existing_file
 from railsweep.tasks.kinds.file_spec import TaskSpec, fill_path
 from railsweep.tasks.kinds.file_templates import compile_condition, compile_template
 
@@ -68,9 +69,8 @@ class FileTask:
         if f is None:
             return self.spec.description
         if override is not None or f.path is not None:
-            path = Path(override) if override is not None else fill_path(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
-            if not path.is_file():
-                raise DataError(f"few-shot exemplar file not found: {path}")
+            given = override if override is not None else fill_path(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
+            path = existing_file(given, "few-shot exemplar")
             exemplars = read_rows(path, format_of(path) or "json")
             self.files += (path,)
         else:
