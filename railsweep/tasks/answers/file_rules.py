@@ -17,6 +17,7 @@ from decimal import Decimal, InvalidOperation
 
 from railsweep.tasks.answers.file_rule_spec import Extractor, Grader
 from railsweep.tasks.answers.gsm8k_rules import canonical_number, cut_at_stop
+from railsweep.tasks.answers.lm_eval_gsm8k import exact_match
 from railsweep.tasks.answers.math_boxed import strip_math
 from railsweep.tasks.answers.math_equiv import is_equiv
 from railsweep.tasks.base import Grade
@@ -35,18 +36,12 @@ def normalize_numeric(text: str, thousands_separator: str = ",") -> Decimal | No
     return d if d.is_finite() else None
 
 
-def _canonical_string(grader: Grader, text: str) -> str:
-    for pattern in grader.regexes_to_ignore:
-        text = pattern.sub("", text)
-    return text.lower() if grader.ignore_case else text
-
-
 def judge(grader: Grader, pred: str, gold: str) -> tuple[str | None, bool]:
     """(the prediction as the cell records it, whether it is correct) under ``grader`` (step 3)."""
     if grader.type == "math":
         return strip_math(pred), is_equiv(pred, gold)
     if grader.type == "string":
-        return pred, _canonical_string(grader, pred) == _canonical_string(grader, gold)
+        return pred, exact_match(pred, gold, grader.regexes_to_ignore, grader.ignore_case)
     got = normalize_numeric(pred, grader.thousands_separator)
     if got is None:
         return None, False

@@ -57,15 +57,17 @@ def flexible_extract(response: str) -> str:
     return regex_filter(FLEXIBLE, response, -1) or FALLBACK
 
 
-def _canonical(text: str) -> str:
-    for pattern in _IGNORE:
+def _canonical(text: str, regexes_to_ignore: tuple[re.Pattern[str], ...], ignore_case: bool) -> str:
+    for pattern in regexes_to_ignore:
         text = pattern.sub("", text)
-    return text.lower()
+    return text.lower() if ignore_case else text
 
 
-def exact_match(prediction: str, target: str) -> bool:
-    """gsm8k_cot's ``exact_match`` (ignore_case, regexes_to_ignore; punctuation and digits kept)."""
-    return _canonical(prediction) == _canonical(target)
+def exact_match(
+    prediction: str, target: str, regexes_to_ignore: tuple[re.Pattern[str], ...] = _IGNORE, ignore_case: bool = True
+) -> bool:
+    """lm-eval's ``exact_match``, by default with gsm8k_cot's settings (punctuation and digits kept)."""
+    return _canonical(prediction, regexes_to_ignore, ignore_case) == _canonical(target, regexes_to_ignore, ignore_case)
 
 
 def strict_match_correct(response: str, target: str) -> bool:

@@ -17,6 +17,7 @@ _TEXT = re.compile(r"\\(?:text|textbf|textrm|mbox|mathrm)\s*{([^{}]*)}")
 _TRAILING_UNIT = re.compile(r"^(.+?)\\(?:text|textbf|textrm|mbox|mathrm)\s*{\s*[a-zA-Z][^{}]*}$")
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _INT_SLASH = re.compile(r"^(-?\d+)/(\d+)$")
+_FRAC_SHORTHAND = re.compile(r"\\frac(?![a-zA-Z])\s*(\{[^{}]*\}|[^{\s\\])\s*(\{[^{}]*\}|[^{\s\\])")  # \frac12, \frac1{2}
 _SPACING = ("\\!", "\\,", "\\;", "\\:", "\\ ", "~", "\\displaystyle")
 
 
@@ -78,28 +79,6 @@ def last_boxed(solution: str) -> str:
     return gold_answer(solution) or ""
 
 
-def _fix_frac_shorthand(s: str) -> str:
-    """``\\frac12`` → ``\\frac{1}{2}``, ``\\frac1{2}`` → ``\\frac{1}{2}`` (one-character arguments braced)."""
-    return re.sub(
-        r"\\frac(?![a-zA-Z])\s*(\{[^{}]*\}|[^{\s\\])\s*(\{[^{}]*\}|[^{\s\\])",
-        lambda m: "\\frac" + "".join(a if a.startswith("{") else "{" + a + "}" for a in m.groups()),
-        s,
-    )
-
-
-def _fix_sqrt_shorthand(s: str) -> str:
-    """``\\sqrt2`` → ``\\sqrt{2}``."""
-    return re.sub(r"\\sqrt(?![a-zA-Z])\s*([^{\[\s\\])", r"\\sqrt{\1}", s)
-
-
-def _drop_units(s: str) -> str:
-    """``5\\text{ cm}`` → ``5``; a ``\\text{}`` standing alone keeps its content (``\\text{(A)}`` → ``(A)``)."""
-    m = _TRAILING_UNIT.match(s)
-    if m and re.search(r"[\d}]\s*$", m.group(1)):
-        s = m.group(1)
-    return _TEXT.sub(r"\1", s)
-
-
 def strip_math(answer: str) -> str:
     """Normalise one answer string (MATH's ``strip_string`` steps, then minerva's additions).
 
@@ -122,15 +101,19 @@ def strip_math(answer: str) -> str:
     for unit in ("^{\\circ}", "^\\circ", "\\circ", "°"):
         s = s.replace(unit, "")
     s = s.replace("\\$", "").replace("$", "")
-    s = _drop_units(s.strip())
+    s = s.strip()
+    m = _TRAILING_UNIT.match(s)  # 5\text{ cm} -> 5; a \text{} standing alone keeps its content
+    if m and re.search(r"[\d}]\s*$", m.group(1)):
+        s = m.group(1)
+    s = _TEXT.sub(r"\1", s)
     s = s.replace("\\%", "").replace("%", "")
     s = s.strip()
     s = re.sub(r"(^|[\s{(\[,])\.(\d)", r"\g<1>0.\2", s)
     if s.count("=") == 1 and len(s.split("=")[0].strip()) <= 2:
         s = s.split("=")[1]
-    s = _fix_sqrt_shorthand(s)
+    s = re.sub(r"\\sqrt(?![a-zA-Z])\s*([^{\[\s\\])", r"\\sqrt{\1}", s)
     s = s.replace(" ", "")
-    s = _fix_frac_shorthand(s)
+    s = _FRAC_SHORTHAND.sub(lambda m: "\\frac" + "".join(a if a[0] == "{" else "{" + a + "}" for a in m.groups()), s)
     s = s.rstrip(".")
     s = s.replace("{,}", ",")
     if _THOUSANDS.match(s):
