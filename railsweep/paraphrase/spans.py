@@ -14,7 +14,6 @@ _FORMULA = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\(
 _SPACING = re.compile(r"\\[!,;:> ]|\\left|\\right|\\displaystyle|~|\s+")
 _NAME = re.compile(r"(?<![\w$\\])([A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)[\"'(]?$")
-_WORD_CHAR = re.compile(r"\w")
 
 
 def latex_key(formula: str) -> str:
@@ -38,7 +37,7 @@ def names(text: str) -> set[str]:
 def states_answer(text: str, gold: str, answer_type: str) -> bool:
     """Whether ``text`` states ``gold``: a LaTeX gold (``math``) as a formula key anywhere in the text, a string
     gold as whole words, case and spacing ignored. A gold with no letter or digit is never found."""
-    if not _WORD_CHAR.search(gold):
+    if not re.search(r"\w", gold):
         return False
     if answer_type == "math":
         key = latex_key(gold)

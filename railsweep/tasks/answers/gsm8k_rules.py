@@ -100,8 +100,7 @@ def extract(
 
 
 def grade(response: str, gold: str, stop: tuple[str, ...] = STOP, rule: str = DEFAULT_ANSWER_RULE) -> Grade:
-    """Grade one response under ``rule``: ``final``/``first`` compare the extracted number with ``gold``
-    numerically; ``lm_eval`` compares the harness's filter output with ``gold`` as the harness does."""
+    """Grade one response under ``rule``: as numbers (``final``/``first``) or as the harness does (``lm_eval``)."""
     check_answer_rule(rule)
     if rule == "lm_eval":
         return grade_lm_eval(cut_at_stop(response, stop), gold)

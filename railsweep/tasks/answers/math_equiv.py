@@ -78,8 +78,7 @@ def split_top_level(s: str, sep: str = ",") -> list[str]:
 
 
 def _bracketed(s: str) -> tuple[str, list[str], str] | None:
-    """(opening, parts, closing) of ``(a,b)``/``[a,b)``/``\\{a,b\\}``; None unless the brackets enclose the
-    whole string around a top-level comma."""
+    """(opening, parts, closing) of a list ``(a,b)``/``[a,b)``/``\\{a,b\\}`` spanning the whole string, else None."""
     if s.startswith("\\{") and s.endswith("\\}"):
         return "{", split_top_level(s[2:-2]), "}"
     if len(s) < 2 or s[0] not in _OPEN or s[-1] not in ")]":

@@ -22,10 +22,16 @@ RULES = RULES_BY_TYPE["math"]
 STOP: tuple[str, ...] = ("\n\nProblem:", "\nProblem:", "Problem:")
 
 
-def extract_math(response: str, stop: tuple[str, ...] = STOP, rule: str = "final") -> tuple[str | None, str]:
-    """(answer as written or None, step) under ``rule`` (module docstring, steps 1-3)."""
+def check_math_rule(rule: str) -> str:
+    """``rule`` if a MATH-style answer is read under it, else ConfigError naming it."""
     if rule not in RULES:
         raise ConfigError(f"a MATH-style answer is read under {', '.join(RULES)}, got answer_rule={rule!r}")
+    return rule
+
+
+def extract_math(response: str, stop: tuple[str, ...] = STOP, rule: str = "final") -> tuple[str | None, str]:
+    """(answer as written or None, step) under ``rule`` (module docstring, steps 1-3)."""
+    check_math_rule(rule)
     response = cut_at_stop(response, stop)
     boxes = boxed_answers(response)
     if boxes:

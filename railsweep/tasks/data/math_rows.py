@@ -1,6 +1,5 @@
-"""Reading MATH-format data: ``{"problem", "solution"}`` JSONL rows and few-shot exemplar files, each solution
-with a closed ``\\boxed{}`` (the gold answer). Kept apart from :mod:`railsweep.tasks.kinds.math` (which
-grades, and so imports sympy) so that a sweep spec can check a MATH-style data folder without the grader."""
+"""Reading MATH-format ``{"problem", "solution"}`` rows and exemplars, each with a closed ``\\boxed{}`` (the gold);
+apart from :mod:`railsweep.tasks.kinds.math` so that a sweep spec checks a data folder without loading sympy."""
 
 from __future__ import annotations
 

@@ -1,3 +1,2 @@
-"""The task kinds railsweep runs with its own code: GSM8K (``gsm8k.py``) and MATH (``math.py``), which share
-``coded.py``, and the task a task file declares (``file_spec.py`` reads and checks the file, ``file_task.py``
-reads its rows and renders its prompts with ``file_templates.py``)."""
+"""The task kinds railsweep runs itself: GSM8K and MATH (sharing ``coded.py``), and the task a task file declares
+(``file_spec.py`` checks it, ``file_task.py`` reads its rows and renders prompts with ``file_templates.py``)."""

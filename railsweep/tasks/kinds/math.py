@@ -9,18 +9,11 @@ shipped (:data:`~railsweep.tasks.base.MATH_FEWSHOT`), so a model answers in the 
 
 from __future__ import annotations
 
-from railsweep.errors import ConfigError
 from railsweep.tasks.answers.math_boxed import last_boxed
-from railsweep.tasks.answers.math_rules import RULES, STOP, grade_math
+from railsweep.tasks.answers.math_rules import STOP, check_math_rule, grade_math
 from railsweep.tasks.base import MATH_FEWSHOT
 from railsweep.tasks.data.math_rows import load_math_exemplars, read_math_jsonl
 from railsweep.tasks.kinds.coded import CodedTask
-
-
-def _check_rule(answer_rule: str) -> str:
-    if answer_rule not in RULES:
-        raise ConfigError(f"a MATH-style task reads answers under {', '.join(RULES)}, got {answer_rule=}")
-    return answer_rule
 
 
 class MathTask(CodedTask):
@@ -31,7 +24,7 @@ class MathTask(CodedTask):
     answer_type = "math"
     fields = ("problem", "solution")
     labels = ("Problem", "Solution")
-    check_rule = staticmethod(_check_rule)
+    check_rule = staticmethod(check_math_rule)
     read_rows = staticmethod(read_math_jsonl)
     load_exemplars = staticmethod(load_math_exemplars)
     gold = staticmethod(last_boxed)

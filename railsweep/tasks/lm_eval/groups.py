@@ -82,8 +82,7 @@ def _tag_members(root: Path, name: str) -> list[str] | None:
 
 @functools.lru_cache(maxsize=64)
 def expand_lm_eval_ref(ref: str) -> Expansion:
-    """The tasks ``lm_eval:NAME`` runs (module docstring); an unknown name gets the task loader's error. Cached:
-    every cell of a sweep asks again."""
+    """The tasks ``lm_eval:NAME`` runs (module docstring); cached: every cell of a sweep asks again."""
     name = ref[len(PREFIX):]
     if not re.fullmatch(r"[\w.\-]+", name):
         load_lm_eval_spec(ref)  # raises: a malformed name is refused before the harness is imported

@@ -56,8 +56,7 @@ def import_lm_eval() -> Any:
 
 @dataclass(frozen=True)
 class LmEvalSpec:
-    """A harness task's resolved config, checked; answers what a task file's spec answers (name, hash, rules,
-    answer type), so cells and sweep specs treat both alike."""
+    """A harness task's resolved config, checked; it answers what a task file's spec answers (:mod:`railsweep.tasks.task_ref`)."""
 
     ref: str
     name: str
