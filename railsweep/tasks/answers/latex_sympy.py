@@ -120,12 +120,7 @@ class _Reader:
 
     def group(self) -> sympy.Expr:
         """A macro argument: a ``{...}`` group, or one token, of a digit run only the first digit (LaTeX
-        reads ``x^23`` as ``x^{2}3`` and ``\\frac12`` as ``\\frac{1}{2}``)."""
-        if self.peek() == "{":
-            self.take("{")
-            value = self.expr()
-            self.take("}")
-            return value
+        reads ``x^23`` as ``x^{2}3`` and ``\\frac12`` as ``\\frac{1}{2}``); :meth:`atom` reads a group."""
         tok = self.peek()
         if tok is not None and tok.isdigit() and len(tok) > 1:
             self.tokens[self.i] = tok[1:]
