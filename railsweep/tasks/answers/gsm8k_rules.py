@@ -63,10 +63,10 @@ def cut_at_stop(response: str, stop: tuple[str, ...] = STOP) -> str:
     return response[: min(hits)] if hits else response
 
 
-def check_answer_rule(rule: object, what: str = "answer_rule") -> str:
+def check_answer_rule(rule: object) -> str:
     """``rule`` if it names an answer rule, else ConfigError naming the value and the choices."""
     if rule not in ANSWER_RULES:
-        raise ConfigError(f"{what} must be one of {', '.join(ANSWER_RULES)}, got {what}={rule!r}")
+        raise ConfigError(f"answer_rule must be one of {', '.join(ANSWER_RULES)}, got answer_rule={rule!r}")
     return rule  # type: ignore[return-value]
 
 
