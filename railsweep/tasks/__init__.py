@@ -10,9 +10,6 @@ from railsweep.tasks.answers.gsm8k_rules import grade
 from railsweep.tasks.answers.gsm8k_solution import parse_gold, to_cot
 from railsweep.tasks.base import Grade, Question, Task
 from railsweep.tasks.data.paraphrases import load_paraphrases
-from railsweep.tasks.kinds.gsm8k import GSM8KTask, render_fewshot_prefix
+from railsweep.tasks.kinds.gsm8k import GSM8KTask
 
-__all__ = [
-    "GSM8KTask", "Grade", "Question", "Task", "grade", "load_paraphrases", "parse_gold",
-    "render_fewshot_prefix", "to_cot"
-]
+__all__ = ["GSM8KTask", "Grade", "Question", "Task", "grade", "load_paraphrases", "parse_gold", "to_cot"]

@@ -10,8 +10,6 @@ at the first matching stop string drops the blank line too. Graded by :mod:`rail
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from railsweep.tasks.answers.gsm8k_rules import STOP, check_answer_rule, grade
 from railsweep.tasks.answers.gsm8k_solution import parse_gold, to_cot
 from railsweep.tasks.data.gsm8k_rows import load_exemplars, read_jsonl
@@ -33,8 +31,3 @@ class GSM8KTask(CodedTask):
     default_fewshot = staticmethod(lambda data_dir: data_dir / "cot_8shot.json")
     grader = staticmethod(grade)
     to_chain = staticmethod(to_cot)
-
-
-def render_fewshot_prefix(exemplars: Iterable[dict[str, str]]) -> str:
-    """The few-shot prefix: ``"Q: {question}\\nA: {answer}\\n\\n"`` per exemplar."""
-    return GSM8KTask.render_prefix(list(exemplars))
