@@ -2,13 +2,11 @@
 
 Steps of :func:`paraphrase_all`:
 1. each question is sent with the paper's prompt, up to ``1 + retries`` times, in ``workers`` threads;
-2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first that
-   passes is kept, each refusal recorded with its reason; a failed request
-   (:class:`~railsweep.paraphrase.client.RequestFailed`) is a ``request_failed`` refusal, and the next
-   attempt waits ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
+2. each reply is checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`): the first that passes is
+   kept, each refusal recorded with its reason; a failed request is a ``request_failed`` refusal, and the
+   next attempt waits ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
 3. a question with no passing reply within its budget is rejected and never written;
-4. a run in which every request failed stops with a :class:`~railsweep.errors.ServiceError`: the endpoint
-   is down, not the questions hard.
+4. a run in which every request failed stops with a ServiceError: the endpoint is down, not the questions hard.
 
 :func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (gold carried over) and the report.
 """

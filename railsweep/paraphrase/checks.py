@@ -5,13 +5,11 @@ paraphrase is usable only when that chain still solves it: the same numbers, not
 reworded. In order:
 
 1. ``empty``: no words;
-2. ``answer_leak``: a solution marker (``####``, ``answer is``, ``answer:``, ``solution:``) the original
-   lacks, or the gold stated where the original never states it (as a value when it is one, else as a
-   formula for ``math`` answers or as words);
+2. ``answer_leak``: a solution marker (``####``, ``answer is``, ``answer:``, ``solution:``) or the gold (as a
+   value, a formula or words) where the original has none;
 3. ``numbers_missing`` / ``numbers_added``: every number of the original (:mod:`railsweep.paraphrase.numbers`)
    stated at least as often, and no value the original lacks (``each of the 16 eggs`` restates a number);
-4. ``formulas_missing`` (``math`` answers): every LaTeX span of the original kept (GSM8K's plain ``$`` is
-   currency, so numeric tasks skip this);
+4. ``formulas_missing`` (``math`` answers; GSM8K's ``$`` is currency): every LaTeX span of the original kept;
 5. ``names_missing`` (string answers): every capitalised word not starting a sentence kept;
 6. ``near_copy``: ROUGE-L to the original at or above ``max_rouge``.
 """

@@ -1,8 +1,7 @@
 """A minimal client for any OpenAI-compatible ``chat/completions`` endpoint (a vLLM server, a hosted API).
 
-Standard library only (``urllib``): ``GET {endpoint}/models`` checks cheaply that the endpoint serves the
-model, ``POST {endpoint}/chat/completions`` asks. The API key travels only in the ``Authorization`` header,
-and is replaced by ``***`` in every message raised here (a server may echo a request in its error body).
+Standard library only: ``GET /models`` checks that the endpoint serves the model, ``POST /chat/completions``
+asks. The API key travels only in the ``Authorization`` header, ``***`` in messages (a server may echo it).
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from typing import Any, Protocol
 from railsweep.errors import ConfigError, ServiceError
 
 _BODY_SHOWN = 200  # characters of an error body quoted in a message
-# Statuses a later attempt may not get: a timeout, rate limiting and any server error. Other 4xx (a bad key,
-# a wrong path or model) would fail every request the same way, so they stop the run.
+# A later attempt may not get these (nor a 5xx); other 4xx (a bad key, a wrong model) stop the run.
 _TRANSIENT_STATUS = (408, 429)
 
 

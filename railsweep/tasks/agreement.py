@@ -1,10 +1,9 @@
 """How differently the answer rules grade one cell's responses.
 
 A cell is graded under one answer rule, but a reader comparing with lm-evaluation-harness numbers, or judging
-whether the rule matters, needs to know how many responses another rule grades the other way. So every graded
-response is re-graded under every rule of its answer type, task file or harness task; the counts go into the
-cell's results (``railsweep.grading``). The harness's gsm8k_cot counts are kept for GSM8K's questions only
-(the built-in task and the shipped ``gsm8k`` and ``pq`` files); on any other task they are absent, not 0.
+whether the rule matters, needs to know how many responses another rule grades the other way; so every graded
+response is re-graded under every rule of its task (counts in the cell's ``railsweep.grading``). The harness's
+gsm8k_cot counts are kept for GSM8K's questions only; on any other task they are absent, not 0.
 """
 
 from __future__ import annotations

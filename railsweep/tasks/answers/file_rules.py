@@ -7,8 +7,7 @@ Steps of :func:`grade_with` (the structure of railsweep's coded rules and lm-eva
    filter or :mod:`~railsweep.tasks.answers.math_boxed` reads it); the first step counts as ``strict``, a later
    one as ``flexible``; nothing found is ``none``;
 3. **grade**: ``numeric`` (thousands separators, ``$`` and whitespace removed, compared as decimals within
-   ``tolerance``), ``string`` (lm-eval's ``exact_match``: ``regexes_to_ignore`` deleted in order from both
-   sides, optionally lower-cased) or ``math`` (:func:`railsweep.tasks.answers.math_equiv.is_equiv`).
+   ``tolerance``), ``string`` (lm-eval's ``exact_match``) or ``math`` (``math_equiv.is_equiv``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Grade a GSM8K chain-of-thought response against the gold answer, under a chosen answer rule.
 
-Steps of the ``final`` (default) and ``first`` rules, after lm-evaluation-harness ``gsm8k_cot``'s
-"strict-match" and "flexible-extract" filters:
+Steps of the ``final`` (default) and ``first`` rules, after lm-evaluation-harness ``gsm8k_cot``'s filters:
 
 1. **cut** at the first stop string (:data:`STOP`): a run-on into an invented next question is never graded;
-2. **strict**: ``final`` takes the LAST "The answer is N", so a corrected answer ("I first thought the answer
-   is 3, but 3 * 6 = 18. The answer is 18.") counts; ``first`` takes the FIRST, as the harness does.
-   Case-insensitive, an optional colon, ``$`` and spaces allowed before N;
+2. **strict**: ``final`` takes the LAST "The answer is N" (case-insensitive, ``:``, ``$`` and spaces allowed),
+   so a corrected answer ("I first thought the answer is 3, but 3 * 6 = 18. The answer is 18.") counts;
+   ``first`` takes the FIRST, as the harness does;
 3. **flexible**, only without a strict match: the LAST number anywhere in what is left.
 
 Numbers compare as decimals after dropping thousands commas, ``$`` and a trailing period ("$18." and "18.00"

@@ -1,8 +1,8 @@
 """A small LaTeX → sympy reader for the answers MATH-style problems have.
 
-sympy's own ``sympy.parsing.latex`` needs ``antlr4`` (or ``lark``), which railsweep does not depend on; MATH
-answers use a narrow corner of LaTeX, so a recursive-descent reader is shorter than another dependency and
-never executes text (``parse_expr`` would ``eval`` it). It reads numbers (a decimal exactly, as a Rational),
+sympy's ``sympy.parsing.latex`` needs ``antlr4`` (or ``lark``); MATH answers use a narrow corner of LaTeX, so a
+recursive-descent reader is shorter than another dependency and never executes text (``parse_expr`` would
+``eval`` it). It reads numbers (a decimal exactly, as a Rational),
 single-letter variables, ``\\pi``, ``\\infty``, ``\\frac``, ``\\sqrt``/``\\sqrt[n]``, ``^``, ``!``,
 ``+ - * / \\cdot \\times \\div``, implicit products (``2x``, ``2(x+1)``), brackets, ``|x|`` and
 ``\\sin \\cos \\tan \\ln \\log \\exp``. Anything else raises :class:`LatexError`; so does a number too

@@ -6,8 +6,7 @@ Steps of :func:`is_equiv` (after the MATH reference grader and lm-evaluation-har
 2. a bracketed list splits at its top-level commas: a tuple or interval (``(1,2]``) is equal when its brackets
    and its parts are, in order; a set ``\\{1,2\\}`` and a bare list ``1, 2`` (MATH's "enter all solutions")
    when their parts pair up in any order; an interval union splits at ``\\cup``;
-3. a single answer is read into sympy (:mod:`railsweep.tasks.answers.latex_sympy`); an unreadable one is
-   equal only by step 1;
+3. a single answer is read into sympy (:mod:`~railsweep.tasks.answers.latex_sympy`), else equal by step 1 only;
 4. **numbers**: when either side was written with a decimal point, equal within a relative :data:`REL_TOL`
    (``0.333333`` is ``\\frac13``, ``0.33`` is not); otherwise their difference is 0 to :data:`EXACT_DIGITS`
    significant digits and ``sympy.simplify`` confirms it (one past :data:`TIMEOUT_S` leaves that verdict);

@@ -3,8 +3,8 @@
 Steps, under the ``final`` rule (the default) or the ``first`` rule:
 
 1. **cut** the response at its first stop string (the task's, e.g. ``"Problem:"``);
-2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left (``first``: the first one);
-3. **flexible**, only when there is no box: the last (``first``: the first) "The answer is X";
+2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left (``first``: the first);
+3. **flexible**, only without a box: the last (``first``: the first) "The answer is X";
 4. compare with :func:`~railsweep.tasks.answers.math_equiv.is_equiv`; ``Grade.pred`` is the answer after
    :func:`~railsweep.tasks.answers.math_boxed.strip_math`.
 """

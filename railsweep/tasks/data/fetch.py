@@ -1,12 +1,10 @@
 """GSM8K, its 8-shot CoT exemplars and the PQ paraphrases, fetched from their sources and checked byte for byte.
 
-``railsweep data gsm8k`` writes the layout every command reads (:mod:`railsweep.tasks.data.shared_data`), each
-source at a pinned commit: ``gsm8k/{test,train}.jsonl`` and ``LICENSE`` (openai/grade-school-math, MIT),
-``gsm8k/cot_8shot.json`` (lm-evaluation-harness' gsm8k-cot exemplars, MIT), ``gsm8k_paraphrase/lmsys_rephrase/``
-with ``rephrase_gsm8k.jsonl`` and ``LICENSE`` (lm-sys/llm-decontaminator, Apache-2.0) and the derived
-``pq_test.jsonl``. Every sha256 is pinned (:data:`FILES`, :data:`DERIVED`): nothing is written until every
-file checks out; files present with the pinned digest are kept. ``mirror`` replaces
-``https://raw.githubusercontent.com`` (a proxy, or ``file://`` for an offline copy).
+``railsweep data gsm8k`` writes the layout every command reads, each source at a pinned commit (:data:`FILES`:
+openai/grade-school-math, MIT; lm-evaluation-harness' gsm8k-cot exemplars, MIT; lm-sys/llm-decontaminator's
+rephrasings, Apache-2.0) and the derived ``pq_test.jsonl``. Every sha256 is pinned (:data:`FILES`,
+:data:`DERIVED`): nothing is written until every file checks out; files present with the pinned digest are
+kept. ``mirror`` replaces ``https://raw.githubusercontent.com`` (a proxy, or ``file://`` for an offline copy).
 """
 
 from __future__ import annotations

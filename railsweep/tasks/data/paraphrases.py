@@ -1,8 +1,7 @@
 """Paraphrased GSM8K test questions (the "PQ" contamination domain).
 
-PQ only builds M_co's training data (leaked questions seen reworded, with the original chain and gold);
-evaluation uses the original questions. Format (``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one
-``{"idx", "question", "answer", "empty"}`` per line, ``idx`` the 0-based line in GSM8K ``test.jsonl``.
+PQ only builds M_co's training data (leaked questions reworded, with the original chain and gold); evaluation
+uses the originals. One ``{"idx", "question", "answer", "empty"}`` per line, ``idx`` the line in ``test.jsonl``.
 
 Empty paraphrases **[decision]**: the public file has 4 (idx 309, 669, 727, 948); a row is empty when
 ``"empty"`` is true or its question is blank. Given ``originals`` it falls back to the ORIGINAL question

@@ -4,9 +4,9 @@ Building a :class:`FileTask` (steps):
 
 1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths and read the rows;
 2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number), once each;
-3. render the few-shot block once (after the ``description``, per exemplar ``doc_to_text + target_delimiter
-   + doc_to_target + fewshot_delimiter``, lm-eval's construction), then every prompt and gold answer, so a
-   template that fails on any row fails before a model loads, naming the row.
+3. render the few-shot block once (``description``, then per exemplar ``doc_to_text + target_delimiter +
+   doc_to_target + fewshot_delimiter``, as lm-eval does), then every prompt and gold, so a template failing on
+   any row fails before a model loads, naming the row.
 """
 
 from __future__ import annotations

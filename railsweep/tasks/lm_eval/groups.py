@@ -1,10 +1,9 @@
 """``lm_eval:NAME`` where NAME is a harness group or tag: the member tasks it runs, as the harness expands it.
 
-A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``: 27 tasks), member groups
-expanded in turn; a tag labels each member's own config (``mgsm_direct``). :func:`expand_lm_eval_ref` returns
-the members in the harness's order, each checked by :func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec`, so
-a group with one member railsweep cannot run is refused as a whole before anything is decoded. A member defined
-inline (with overrides) is refused: railsweep runs tasks by name, and an override changes a task, not its name.
+A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``: 27 tasks); a tag labels each
+member's config (``mgsm_direct``). :func:`expand_lm_eval_ref` returns the members in the harness's order, each
+checked, so a group with one member railsweep cannot run is refused whole before anything is decoded; so is a
+member defined inline (with overrides): railsweep runs tasks by name, and an override changes a task, not its name.
 """
 
 from __future__ import annotations

@@ -4,15 +4,12 @@ Steps of :func:`load_lm_eval_spec`, before any data or model is read:
 
 1. import ``lm_eval`` (missing -> :class:`~railsweep.errors.MissingDependencyError` naming the extra);
 2. find the YAML that declares ``task: NAME``, read as text (the harness's own index parses every YAML: a minute);
-3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
-   ``TaskManager`` over that one folder; refuse a Python task class, a group or a tag
-   (:mod:`railsweep.tasks.lm_eval.groups`); a task whose code needs a package the harness made optional gets
-   :func:`missing_task_dependency`;
-4. refuse a task not scored by sampling (``output_type`` other than ``generate_until``) and one whose first
-   metric is not a 0/1 verdict per sample (:data:`VERDICT_METRICS`; truthfulqa_gen's ``bleu_max``): railsweep
-   counts correct sampled answers;
-5. hash the resolved config (less the YAML's local path) with the harness's version (:attr:`LmEvalSpec.sha256`,
-   part of the cell id).
+3. load it as the harness does (``TaskFactory._load_full_config``) through a ``TaskManager`` over that folder;
+   refuse a Python task class, a group or a tag (:mod:`railsweep.tasks.lm_eval.groups`); a task whose code
+   needs a package the harness made optional gets :func:`missing_task_dependency`;
+4. railsweep counts correct sampled answers, so refuse a task not scored by sampling (``output_type`` other
+   than ``generate_until``) or whose first metric is not a 0/1 verdict (:data:`VERDICT_METRICS`);
+5. hash the resolved config (less its local path) with the harness's version (:attr:`LmEvalSpec.sha256`).
 """
 
 from __future__ import annotations

@@ -2,19 +2,16 @@
 
 Building an :class:`LmEvalTask` (steps):
 
-1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`) and point its dataset at local files: the
-   ``datasets`` builder of their format, ``data_files`` mapping each split to ``<task_dir>/<split>.<format>``;
-2. build the harness's ``ConfigurableTask`` from it, its few-shot sampler seeded as ``simple_evaluate`` does;
+1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`), its dataset pointed at local files (the
+   ``datasets`` builder of their format, each split read from ``<task_dir>/<split>.<format>``);
+2. build the harness's ``ConfigurableTask``, its few-shot sampler seeded as ``simple_evaluate`` does;
 3. render every prompt with ``fewshot_context`` in the harness's document order (the sampler draws from one
    random stream), chat template off, no system instruction: byte for byte lm-eval's ``arguments[0]``.
 
-Grading (:meth:`LmEvalTask.grade_under`): cut the response at the task's ``until`` strings, run one filter
-ensemble on it as ``FilterEnsemble.apply`` does, and score the output with ``process_results`` (its first
-metric, 0/1 per document). The rule ``lm_eval`` takes the first ensemble whose output is not its fallback
-(``"[invalid]"``): ``strict`` for the first, ``flexible`` after.
-
-The harness compiles a Jinja template on every render (about 10 ms, several per prompt and one per score);
-:func:`_compile_once` caches each compiled source in the harness's own environment.
+Grading (:meth:`LmEvalTask.grade_under`): cut at the task's ``until``, run one filter ensemble as
+``FilterEnsemble.apply`` does, score with ``process_results`` (first metric, 0/1 per document). The rule
+``lm_eval`` takes the first ensemble whose output is not its fallback: ``strict`` for the first, ``flexible``
+after. :func:`_compile_once` caches the Jinja templates the harness compiles on every render (10 ms each).
 """
 
 from __future__ import annotations
