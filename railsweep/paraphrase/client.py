@@ -22,8 +22,8 @@ _TRANSIENT_STATUS = (408, 429)
 
 
 class RequestFailed(ServiceError):
-    """One request failed in a way the next attempt may not (HTTP 5xx, 408 or 429, a timeout, a refused or
-    dropped connection): the paraphrase loop counts it against the item's retry budget."""
+    """A request failed in a way the next may not (HTTP 5xx, 408, 429, a timeout, a dropped connection): the
+    paraphrase loop counts it against the item's retry budget."""
 
 
 class Chat(Protocol):
@@ -64,8 +64,7 @@ class ChatClient:
         return text.replace(self.api_key, "***") if self.api_key else text
 
     def _call(self, path: str, payload: dict[str, Any] | None = None) -> Any:
-        """One request; the decoded JSON answer, or :class:`ServiceError` naming the URL and what went wrong
-        (:class:`RequestFailed` when another attempt may succeed)."""
+        """One request's decoded JSON answer; else a ServiceError naming the URL (RequestFailed: retry may help)."""
         url = f"{self.endpoint}/{path}"
         headers = {"Accept": "application/json"}
         data = None
@@ -102,8 +101,7 @@ class ChatClient:
         names = [m.get("id") for m in listed if isinstance(m, dict)]
         if self.model not in names:
             shown = ", ".join(str(n) for n in names[:10]) or "none"
-            served = f"{self.endpoint} (it serves: {shown})"
-            raise ServiceError(f"--model {self.model!r} is not served by {served}")
+            raise ServiceError(f"--model {self.model!r} is not served by {self.endpoint} (it serves: {shown})")
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
         """The first choice's message content for ``messages``; a malformed answer is a :class:`ServiceError`."""

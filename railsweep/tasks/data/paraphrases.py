@@ -41,9 +41,8 @@ def _parse_row(row: Any, where: str) -> tuple[int, str, str, bool]:
 def load_paraphrases(
     path: str | Path, originals: Sequence[Question] | Mapping[int, str] | None = None
 ) -> dict[int, str]:
-    """Paraphrase text by GSM8K test index (module docstring). ``originals``: the test questions, or index ->
-    question text; given Questions, each row's answer must equal its gold (commas ignored), else the file is
-    not aligned with the test split: DataError."""
+    """Paraphrase text by GSM8K test index. ``originals``: the test questions or index -> text; given Questions,
+    each row's answer must equal its gold (commas ignored), else the file is misaligned: DataError."""
     path = existing_file(path, "paraphrase")
     questions = [] if originals is None or isinstance(originals, Mapping) else list(originals)
     by_index = originals if isinstance(originals, Mapping) else {q.index: q.question for q in questions}

@@ -73,8 +73,7 @@ def checked_jsonl(path: str | Path, what: str, check: Callable[[Any, str], _T]) 
 
 
 def exemplar_list(path: str | Path, fields: str, check: Callable[[Any, str], _T]) -> list[_T]:
-    """A few-shot file: a non-empty JSON list of ``{fields}`` objects, each passed through ``check``; a missing
-    file, malformed JSON or anything else raises :class:`DataError` naming the file."""
+    """A few-shot file's non-empty JSON list of ``{fields}`` objects, each through ``check``; else DataError."""
     path = existing_file(path, "few-shot exemplar")
     data = parse_json(read_utf8(path), path)
     if not isinstance(data, list) or not data:

@@ -302,9 +302,8 @@ def _fields(r: _Reader, raw: Any) -> tuple[str | None, str, str | None]:
 
 
 def load_task_file(ref: str | Path) -> TaskSpec:
-    """Read and check a task file (a path, or a shipped task's name); no data is read yet. Steps: 1. resolve the
-    reference; 2. parse the YAML; 3. check every field (unknown fields, types, templates and regular expressions
-    compile, graders and rules complete); 4. freeze it."""
+    """Read and check a task file (a path, or a shipped task's name); no data is read yet. Steps: 1. resolve it;
+    2. parse the YAML; 3. check every field (names, types, templates, regexes, graders, rules); 4. freeze it."""
     path = resolve_task_ref(str(ref))
     r = _Reader(path)
     try:
