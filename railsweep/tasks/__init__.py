@@ -1,10 +1,5 @@
-"""Evaluation tasks: the questions a cell decodes, their prompts, and how an answer is read and graded.
-
-``base.py``: what a task is; ``task_ref.py``: a ``--task`` value turned into its spec and task;
-``agreement.py``: how differently a task's answer rules grade a cell; ``kinds/``: coded GSM8K and MATH, and task
-files; ``lm_eval/``: tasks lm-evaluation-harness's own code runs; ``answers/``: reading and grading answers;
-``data/``: reading and fetching data; ``builtin/``: the shipped task files and MATH's four exemplars.
-"""
+"""Evaluation tasks: the questions a cell decodes, their prompts, and how an answer is read and graded (the
+package's layout: ``docs/architecture.md``, "Inside tasks/")."""
 
 from railsweep.tasks.answers.gsm8k_rules import grade
 from railsweep.tasks.answers.gsm8k_solution import parse_gold, to_cot
