@@ -7,7 +7,7 @@ import json
 import pytest
 
 from railsweep.errors import ConfigError, DataError
-from railsweep.tasks import GSM8KTask, Task, render_fewshot_prefix
+from railsweep.tasks import GSM8KTask, Task
 from railsweep.tasks.data.gsm8k_rows import load_exemplars
 from railsweep.tasks.data.shared_data import shared_data_dir
 
@@ -16,7 +16,7 @@ GSM = DATA / "gsm8k"
 
 
 def test_rendered_prefix_equals_the_harness_prefix_byte_for_byte():
-    prefix = render_fewshot_prefix(load_exemplars(GSM / "cot_8shot.json"))
+    prefix = GSM8KTask.render_prefix(load_exemplars(GSM / "cot_8shot.json"))
     assert prefix.encode("utf-8") == (GSM / "cot_8shot_prefix.txt").read_bytes()
 
 

@@ -1,8 +1,7 @@
 """``railsweep paraphrase``: the PQ domain for any GSM8K-style test set, from any OpenAI-compatible endpoint.
 
-The paper's Appendix A prompt (:mod:`.prompt`), a standard-library client (:mod:`.client`), the checks
-every paraphrase passes before it is kept (:mod:`.checks`, :mod:`.numbers`, :mod:`.rouge`) and the
-ask-check-retry loop with its report (:mod:`.build`).
+The paper's Appendix A prompt (:mod:`.prompt`), a standard-library client (:mod:`.client`), the checks a kept
+paraphrase passes (:mod:`.checks`, :mod:`.numbers`, :mod:`.rouge`), the ask-check-retry loop (:mod:`.build`).
 """
 
 from railsweep.paraphrase.build import Budget, Item, Outcome, paraphrase_all, pq_rows, read_items, report

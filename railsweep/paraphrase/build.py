@@ -2,16 +2,13 @@
 
 Steps of :func:`paraphrase_all`:
 1. each question is sent with the paper's prompt, up to ``1 + retries`` times, in ``workers`` threads;
-2. each reply is parsed and checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`); the first that
-   passes is kept, each refusal is recorded with its reason; a request that fails in a way the next may not
-   (:class:`~railsweep.paraphrase.client.RequestFailed`) is a refusal too (``request_failed``), and the next
-   attempt waits ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
+2. each reply is checked (:func:`~railsweep.paraphrase.checks.check_paraphrase`): the first that passes is
+   kept, each refusal recorded with its reason; a failed request is a ``request_failed`` refusal, and the
+   next attempt waits ``backoff * 2**k`` seconds after the k-th such failure (at most :data:`MAX_WAIT`);
 3. a question with no passing reply within its budget is rejected and never written;
-4. a run in which every request failed stops with that error (:class:`~railsweep.errors.ServiceError`): the
-   endpoint is down, not the questions hard.
+4. a run in which every request failed stops with a ServiceError: the endpoint is down, not the questions hard.
 
-:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (the gold answer carried over)
-and the JSON report; the command writes both once every question is done.
+:func:`pq_rows` and :func:`report` turn the outcomes into the PQ JSONL rows (gold carried over) and the report.
 """
 
 from __future__ import annotations
@@ -38,9 +35,8 @@ MAX_WAIT = 30.0  # seconds: the longest wait before an attempt that follows a fa
 
 @dataclass(frozen=True)
 class Item:
-    """One test question: its index, text and gold answer (GSM8K: the string after ``####``), and what the
-    task's answers are (``numeric``, ``math`` or ``string``: how the checks look for the gold and what else
-    they keep)."""
+    """One test question: index, text, gold answer (GSM8K: after ``####``) and the task's answer type (how the
+    checks look for the gold and what else they keep)."""
 
     idx: int
     question: str
@@ -120,8 +116,8 @@ def paraphrase_one(client: Chat, item: Item, budget: Budget) -> Outcome:
 
 
 def paraphrase_all(client: Chat, items: Sequence[Item], budget: Budget, workers: int = 1) -> list[Outcome]:
-    """Every item's outcome, in input order. A :class:`~railsweep.errors.ServiceError` other than a failed
-    request (a bad key, a malformed answer) stops the whole run, and so does a run whose every request failed."""
+    """Every item's outcome, in input order; a ServiceError other than a failed request (a bad key, a malformed
+    answer) stops the run, as does a run whose every request failed."""
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         futures = [pool.submit(paraphrase_one, client, item, budget) for item in items]

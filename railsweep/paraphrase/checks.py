@@ -1,18 +1,15 @@
 """The checks every paraphrase passes before it is kept; a failed check names its reason.
 
-A PQ item trains the contaminated model on a reworded test question with the ORIGINAL reasoning chain and gold
-answer (carried over from the input, never checked against the model's output), so a paraphrase is usable only
-when that chain still solves it: it states the same numbers, says nothing of the answer, and is really
+A PQ item trains the contaminated model on a reworded question with the ORIGINAL reasoning chain and gold, so a
+paraphrase is usable only when that chain still solves it: the same numbers, nothing of the answer, really
 reworded. In order:
 
 1. ``empty``: no words;
-2. ``answer_leak``: a solution marker (``####``, ``answer is``, ``answer:``, ``solution:``) the original
-   lacks, or the gold stated where the original never states it (as a value when it is one, else as a
-   formula for ``math`` answers or as words);
+2. ``answer_leak``: a solution marker (``####``, ``answer is``, ``answer:``, ``solution:``) or the gold (as a
+   value, a formula or words) where the original has none;
 3. ``numbers_missing`` / ``numbers_added``: every number of the original (:mod:`railsweep.paraphrase.numbers`)
    stated at least as often, and no value the original lacks (``each of the 16 eggs`` restates a number);
-4. ``formulas_missing`` (``math`` answers): every LaTeX span of the original kept (GSM8K's plain ``$`` is
-   currency, so numeric tasks skip this);
+4. ``formulas_missing`` (``math`` answers; GSM8K's ``$`` is currency): every LaTeX span of the original kept;
 5. ``names_missing`` (string answers): every capitalised word not starting a sentence kept;
 6. ``near_copy``: ROUGE-L to the original at or above ``max_rouge``.
 """
@@ -87,8 +84,7 @@ def _kept_facts(original: str, paraphrase: str, answer_type: str) -> Verdict | N
 def check_paraphrase(
     original: str, paraphrase: str, gold: str, max_rouge: float, answer_type: str = "numeric"
 ) -> Verdict:
-    """The verdict on ``paraphrase`` of ``original`` whose gold answer is ``gold``, of a task whose answers are
-    ``answer_type`` (``numeric``, ``math`` or ``string``; see the module docstring)."""
+    """The verdict on ``paraphrase`` of ``original`` (gold ``gold``, answers of ``answer_type``; module docstring)."""
     if answer_type not in ANSWER_TYPES:
         raise ConfigError(f"answer type must be one of {', '.join(ANSWER_TYPES)}, got {answer_type!r}")
     if not rouge_tokens(paraphrase):

@@ -1,9 +1,7 @@
 """A minimal client for any OpenAI-compatible ``chat/completions`` endpoint (a vLLM server, a hosted API).
 
-Standard library only (``urllib``): two calls are needed, ``GET {endpoint}/models`` as the cheap check
-that the endpoint answers and serves the model, and ``POST {endpoint}/chat/completions``. The API key
-travels only in the ``Authorization`` header; every message this module raises has the key replaced by
-``***`` (a server may echo a request back in its error body).
+Standard library only: ``GET /models`` checks that the endpoint serves the model, ``POST /chat/completions``
+asks. The API key travels only in the ``Authorization`` header, ``***`` in messages (a server may echo it).
 """
 
 from __future__ import annotations
@@ -19,28 +17,24 @@ from typing import Any, Protocol
 from railsweep.errors import ConfigError, ServiceError
 
 _BODY_SHOWN = 200  # characters of an error body quoted in a message
-# Statuses a later attempt may not get: a timeout, rate limiting and any server error. Other 4xx (a bad key,
-# a wrong path or model) would fail every request the same way, so they stop the run.
+# A later attempt may not get these (nor a 5xx); other 4xx (a bad key, a wrong model) stop the run.
 _TRANSIENT_STATUS = (408, 429)
 
 
 class RequestFailed(ServiceError):
-    """One request failed in a way the next attempt may not (HTTP 5xx, 408 or 429, a timeout, a refused or
-    dropped connection): the paraphrase loop counts it against the item's retry budget."""
+    """A request failed in a way the next may not (HTTP 5xx, 408, 429, a timeout, a dropped connection): the
+    paraphrase loop counts it against the item's retry budget."""
 
 
 class Chat(Protocol):
-    """What the paraphrase loop asks: one reply to chat messages (an endpoint's :class:`ChatClient`, or a local
-    engine's :class:`~railsweep.paraphrase.local.LocalChat`)."""
+    """One reply to chat messages (:class:`ChatClient`, or :class:`~railsweep.paraphrase.local.LocalChat`)."""
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str: ...
 
 
 def normalise_endpoint(url: str) -> str:
     """The endpoint's base URL (``http[s]://host[:port]/v1``): a trailing ``/`` or ``/chat/completions`` dropped.
-
-    A URL with a user or password is refused: the key belongs in the environment, not in a URL that
-    shells, logs and reports repeat."""
+    A user or password is refused: the key belongs in the environment, not a URL that logs repeat."""
     parts = urllib.parse.urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"--endpoint must be an http:// or https:// URL with a host, got {url!r}")
@@ -70,8 +64,7 @@ class ChatClient:
         return text.replace(self.api_key, "***") if self.api_key else text
 
     def _call(self, path: str, payload: dict[str, Any] | None = None) -> Any:
-        """One request; the decoded JSON answer, or :class:`ServiceError` naming the URL and what went wrong
-        (:class:`RequestFailed` when another attempt may succeed)."""
+        """One request's decoded JSON answer; else a ServiceError naming the URL (RequestFailed: retry may help)."""
         url = f"{self.endpoint}/{path}"
         headers = {"Accept": "application/json"}
         data = None
@@ -108,8 +101,7 @@ class ChatClient:
         names = [m.get("id") for m in listed if isinstance(m, dict)]
         if self.model not in names:
             shown = ", ".join(str(n) for n in names[:10]) or "none"
-            served = f"{self.endpoint} (it serves: {shown})"
-            raise ServiceError(f"--model {self.model!r} is not served by {served}")
+            raise ServiceError(f"--model {self.model!r} is not served by {self.endpoint} (it serves: {shown})")
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
         """The first choice's message content for ``messages``; a malformed answer is a :class:`ServiceError`."""

@@ -1,13 +1,11 @@
 """Paraphrasing with a local model through a railsweep engine instead of an HTTP endpoint.
 
-:class:`LocalChat` answers the same ``complete(messages, seed)`` call as
-:class:`~railsweep.paraphrase.client.ChatClient`, so the ask-check-retry loop runs unchanged:
+:class:`LocalChat` answers ``complete(messages, seed)`` as :class:`~railsweep.paraphrase.client.ChatClient`
+does, so the ask-check-retry loop runs unchanged; the caller builds the engine (this module loads nothing):
 
 1. the chat messages become one prompt through the model's chat template (``render``);
 2. the engine samples one reply (temperature, token limit and the attempt's seed as a request would send them);
 3. requests from the loop's threads take turns: an engine decodes one call at a time.
-
-The engine is built by the caller (``railsweep paraphrase --engine transformers``); this module loads nothing.
 """
 
 from __future__ import annotations
@@ -26,8 +24,8 @@ TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 
 def has_chat_template(model_dir: str | Path) -> bool:
-    """Whether a local model folder ships a chat template (``tokenizer_config.json``'s ``chat_template`` or a
-    ``chat_template.jinja`` / ``.json`` file), read without loading the tokenizer."""
+    """Whether a local model folder ships a chat template (:data:`TEMPLATE_FILES` or ``tokenizer_config.json``'s
+    ``chat_template``), read without loading the tokenizer."""
     d = Path(model_dir)
     if any((d / f).is_file() for f in TEMPLATE_FILES):
         return True

@@ -1,12 +1,10 @@
 """The numbers a math question states, as values, so a paraphrase can be checked for keeping them.
 
-A number is one written in digits, compared by value (``1,000`` = ``1000``, ``2.50`` = ``2.5``, ``$3`` = 3,
-``25%`` = 25); a cardinal word (zero to twenty, the tens, hundred, thousand, million, ``twenty-five``), so
-``three eggs`` and ``3 eggs`` state the same 3; or a count or factor word (``twice``/``double`` 2,
-``thrice``/``triple`` 3, ``quadruple`` 4). Not counted: the word ``one`` (as often an article: ``one day``),
-ordinals, fractions in words, ``dozen``, ``pair``, multi-word numbers (``two hundred`` is 2 and 100). A
-paraphrase that turns ``a dozen`` into ``12`` is refused as adding a number: refusing a good paraphrase costs
-one retry, keeping a changed number corrupts the item.
+A number is written in digits, compared by value (``1,000`` = ``1000``, ``$3`` = 3, ``25%`` = 25), or a cardinal
+(:data:`WORDS`, ``twenty-five``: ``three eggs`` states 3) or count word (``twice`` 2, ``triple`` 3). Not counted:
+``one`` (often an article: ``one day``), ordinals, fractions in words, ``dozen``, ``pair``, multi-word numbers
+(``two hundred`` is 2 and 100). So ``a dozen`` -> ``12`` is refused as adding a number: refusing a good
+paraphrase costs one retry, keeping a changed number corrupts the item.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The paper's paraphrase prompt (Appendix A) and the one-line answer format it asks for.
 
-The system prompt is the paper's, verbatim; the user message is the original question alone. The model
-must answer with exactly one line ``New Question: <rephrased question>``; anything else (a second line,
-a missing prefix, an empty question) is a ``format`` refusal, retried like any failed check.
+The system prompt is the paper's, verbatim; the user message is the question alone. A reply other than one
+line ``New Question: <rephrased question>`` is a ``format`` refusal, retried like any failed check.
 """
 
 from __future__ import annotations
@@ -23,9 +22,7 @@ def messages(question: str) -> list[dict[str, str]]:
 
 
 def parse_reply(content: str) -> tuple[str | None, str]:
-    """``(paraphrase, "")`` from a well-formed reply, else ``(None, why)``.
-
-    Leading and trailing blank lines are forgiven; the one line must start with ``New Question:``."""
+    """``(paraphrase, "")`` from a well-formed reply (blank lines around it forgiven), else ``(None, why)``."""
     lines = [line for line in content.strip().splitlines() if line.strip()]
     if not lines:
         return None, "empty reply"

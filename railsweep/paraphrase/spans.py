@@ -1,10 +1,8 @@
 """What a question states beyond numbers, so a paraphrase of a task with string or LaTeX answers can be checked.
 
 :func:`formulas`: its LaTeX spans (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``; ``\\$`` is a dollar
-sign), compared by :func:`latex_key`; :func:`names`: its capitalised words other than at the start of a
-sentence (people, places, titles); :func:`states_answer`: whether a text states a string or LaTeX gold. A
-formula (``math`` answers) or a name (``string`` answers) the paraphrase lacks is refused: the original
-reasoning chain, which the contaminated model is trained on with the paraphrase, refers to them.
+sign); :func:`names`: its capitalised words not starting a sentence (people, places, titles). A paraphrase
+lacking one is refused: the original reasoning chain, trained on with the paraphrase, refers to them.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ _FORMULA = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\(
 _SPACING = re.compile(r"\\[!,;:> ]|\\left|\\right|\\displaystyle|~|\s+")
 _NAME = re.compile(r"(?<![\w$\\])([A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)[\"'(]?$")
-_WORD_CHAR = re.compile(r"\w")
 
 
 def latex_key(formula: str) -> str:
@@ -40,7 +37,7 @@ def names(text: str) -> set[str]:
 def states_answer(text: str, gold: str, answer_type: str) -> bool:
     """Whether ``text`` states ``gold``: a LaTeX gold (``math``) as a formula key anywhere in the text, a string
     gold as whole words, case and spacing ignored. A gold with no letter or digit is never found."""
-    if not _WORD_CHAR.search(gold):
+    if not re.search(r"\w", gold):
         return False
     if answer_type == "math":
         key = latex_key(gold)

@@ -1,12 +1,9 @@
 """How differently the answer rules grade one cell's responses.
 
 A cell is graded under one answer rule, but a reader comparing with lm-evaluation-harness numbers, or judging
-whether the rule matters for a cell, needs to know how many responses another rule would have graded the other
-way. Every graded response is therefore re-graded under every rule of its answer type, task file or harness
-task (for a harness task: ``lm_eval`` and each filter ensemble); the counts go into the cell's results
-(``railsweep.grading``, :mod:`railsweep.results.schema`). The harness's gsm8k_cot counts (strict-match,
-flexible-extract) are kept for GSM8K's questions only (the built-in task and the shipped ``gsm8k`` and ``pq``
-files); on any other task they are absent, not 0.
+whether the rule matters, needs to know how many responses another rule grades the other way; so every graded
+response is re-graded under every rule of its task (counts in the cell's ``railsweep.grading``). The harness's
+gsm8k_cot counts are kept for GSM8K's questions only; on any other task they are absent, not 0.
 """
 
 from __future__ import annotations
@@ -26,24 +23,14 @@ from railsweep.tasks.lm_eval.task import LmEvalTask
 
 @dataclass(frozen=True)
 class RuleAgreement:
-    """Counts over a cell's graded responses (greedy trajectories, which are not graded, excluded).
+    """Counts over a cell's graded responses (greedy trajectories, which are not graded, excluded)."""
 
-    Fields:
-        answer_rule: the rule the cell was graded under.
-        n_responses: graded responses.
-        n_correct: ``{rule: responses that rule grades correct}`` for every rule.
-        n_differ: ``{other rule: responses it grades differently from answer_rule}``.
-        n_disagree: responses the rules do not all grade the same (the cell's disagreement count).
-        lm_eval_strict_match / lm_eval_flexible_extract: on GSM8K's questions, responses correct under
-            the harness's gsm8k_cot ``exact_match,strict-match`` / ``exact_match,flexible-extract`` (its two
-            reported scores); None on every other task.
-    """
-
-    answer_rule: str
+    answer_rule: str  # the rule the cell was graded under
     n_responses: int = 0
-    n_correct: dict[str, int] = field(default_factory=dict)
-    n_differ: dict[str, int] = field(default_factory=dict)
-    n_disagree: int = 0
+    n_correct: dict[str, int] = field(default_factory=dict)  # {rule: responses it grades correct}
+    n_differ: dict[str, int] = field(default_factory=dict)  # {other rule: responses it grades otherwise}
+    n_disagree: int = 0  # responses the rules do not all grade the same
+    # GSM8K only (else None): responses correct under gsm8k_cot's exact_match,strict-match / flexible-extract
     lm_eval_strict_match: int | None = None
     lm_eval_flexible_extract: int | None = None
 
@@ -55,11 +42,8 @@ class RuleAgreement:
 
 
 def rule_agreement(
-    responses: Iterable[tuple[str, str | Question]],
-    answer_rule: str,
-    stop: tuple[str, ...] = STOP,
-    answer_type: str = DEFAULT_ANSWER_TYPE,
-    task: FileTask | LmEvalTask | None = None,
+    responses: Iterable[tuple[str, str | Question]], answer_rule: str, stop: tuple[str, ...] = STOP,
+    answer_type: str = DEFAULT_ANSWER_TYPE, task: FileTask | LmEvalTask | None = None,
 ) -> RuleAgreement:
     """Grade every ``(response text, gold or question)`` under every rule of ``answer_type`` (of ``task``, when it
     is a task file's or a harness task's, which need the :class:`Question`) and count where they part ways."""

@@ -23,8 +23,7 @@ AnyTaskSpec = TaskSpec | LmEvalSpec
 
 def load_task_spec(ref: str | Path) -> AnyTaskSpec:
     """The checked spec ``ref`` names; no data is read. A harness group or tag is refused, naming its members:
-    only ``railsweep eval`` and a sweep spec's ``readout.task`` expand one (:mod:`railsweep.tasks.lm_eval.groups`,
-    :mod:`railsweep.sweep.spec.members`)."""
+    only ``railsweep eval`` and a sweep spec's ``readout.task`` expand one (:mod:`railsweep.sweep.spec.members`)."""
     if not is_lm_eval_ref(ref):
         return load_task_file(ref)
     group = expand_lm_eval_ref(ref)  # a task expands into itself, checked
@@ -61,14 +60,8 @@ def with_data_file(spec: AnyTaskSpec, path: str | Path) -> TaskSpec:
 
 
 def build_task(
-    spec: AnyTaskSpec,
-    task_dir: str | Path | None,
-    *,
-    split: str = "test",
-    fewshot: str | Path | None = None,
-    limit: int | None = None,
-    leak_split: str | Path | None = None,
-    answer_rule: str | None = None,
+    spec: AnyTaskSpec, task_dir: str | Path | None, *, split: str = "test", fewshot: str | Path | None = None,
+    limit: int | None = None, leak_split: str | Path | None = None, answer_rule: str | None = None,
 ) -> FileTask | LmEvalTask:
     """The task ``spec`` declares, its rows read from ``task_dir`` (a harness task ignores ``split`` and
     ``fewshot``: its config chooses them); malformed data -> DataError."""

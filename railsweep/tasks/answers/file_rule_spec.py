@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from railsweep.tasks.answers.lm_eval_gsm8k import regex_filter
 from railsweep.tasks.answers.math_boxed import answer_is, boxed_answers
 
 GRADER_TYPES = ("numeric", "string", "math")
@@ -18,7 +19,8 @@ STEP_KINDS = ("regex", "boxed", "answer_is")
 
 @dataclass(frozen=True)
 class Step:
-    """One extraction step: ``kind`` (:data:`STEP_KINDS`), which match (``select``), the compiled regex."""
+    """One extraction step: ``kind`` (:data:`STEP_KINDS`), which match (``select``), the compiled regex (read as
+    lm-eval's ``regex`` filter reads it)."""
 
     kind: str
     select: str
@@ -30,17 +32,7 @@ class Step:
             return (boxes[-1] if self.select == "last" else boxes[0]) if boxes else None
         if self.kind == "answer_is":
             return answer_is(text, "final" if self.select == "last" else "first")
-        matches = list(self.pattern.finditer(text))  # type: ignore[union-attr]
-        if not matches:
-            return None
-        m = matches[-1 if self.select == "last" else 0]
-        groups = m.groups()
-        if not groups:
-            return m.group(0).strip()
-        if len(groups) == 1:
-            return (groups[0] or "").strip()
-        hit = next((g for g in groups if g), None)
-        return hit.strip() if hit is not None else None
+        return regex_filter(self.pattern, text, -1 if self.select == "last" else 0)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,11 @@
 Steps of :func:`grade_with` (the structure of railsweep's coded rules and lm-evaluation-harness's filters):
 
 1. **cut** the response at its first stop string (the task's ``stop``, then the rule's own ``cut``);
-2. **extract**: the first step that finds something gives the answer. A ``regex`` step takes the first or last
-   match (``select``) and, as lm-eval's ``regex`` filter does, its only group, or the first non-empty group of
-   several, or the whole match, stripped; ``boxed`` and ``answer_is`` read as
-   :mod:`railsweep.tasks.answers.math_boxed` does. The first step counts as ``strict``, a later one as
-   ``flexible``; nothing found is ``none``;
+2. **extract**: the first step that finds something gives the answer (``Step.find``, as lm-eval's ``regex``
+   filter or :mod:`~railsweep.tasks.answers.math_boxed` reads it); the first step counts as ``strict``, a later
+   one as ``flexible``; nothing found is ``none``;
 3. **grade**: ``numeric`` (thousands separators, ``$`` and whitespace removed, compared as decimals within
-   ``tolerance``), ``string`` (lm-eval's ``exact_match``: ``regexes_to_ignore`` deleted in order from both
-   sides, optionally lower-cased) or ``math`` (:func:`railsweep.tasks.answers.math_equiv.is_equiv`).
+   ``tolerance``), ``string`` (lm-eval's ``exact_match``) or ``math`` (``math_equiv.is_equiv``).
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 
 from railsweep.tasks.answers.file_rule_spec import Extractor, Grader
 from railsweep.tasks.answers.gsm8k_rules import canonical_number, cut_at_stop
+from railsweep.tasks.answers.lm_eval_gsm8k import exact_match
 from railsweep.tasks.answers.math_boxed import strip_math
 from railsweep.tasks.answers.math_equiv import is_equiv
 from railsweep.tasks.base import Grade
@@ -37,18 +35,12 @@ def normalize_numeric(text: str, thousands_separator: str = ",") -> Decimal | No
     return d if d.is_finite() else None
 
 
-def _canonical_string(grader: Grader, text: str) -> str:
-    for pattern in grader.regexes_to_ignore:
-        text = pattern.sub("", text)
-    return text.lower() if grader.ignore_case else text
-
-
 def judge(grader: Grader, pred: str, gold: str) -> tuple[str | None, bool]:
     """(the prediction as the cell records it, whether it is correct) under ``grader`` (step 3)."""
     if grader.type == "math":
         return strip_math(pred), is_equiv(pred, gold)
     if grader.type == "string":
-        return pred, _canonical_string(grader, pred) == _canonical_string(grader, gold)
+        return pred, exact_match(pred, gold, grader.regexes_to_ignore, grader.ignore_case)
     got = normalize_numeric(pred, grader.thousands_separator)
     if got is None:
         return None, False

@@ -1,23 +1,18 @@
 """Grade a GSM8K chain-of-thought response against the gold answer, under a chosen answer rule.
 
-Steps of the ``final`` rule (the default) and the ``first`` rule, after lm-evaluation-harness ``gsm8k_cot``
-(its "strict-match" and "flexible-extract" filters):
+Steps of the ``final`` (default) and ``first`` rules, after lm-evaluation-harness ``gsm8k_cot``'s filters:
 
-1. **cut** the response at its first stop string (:data:`STOP`): text an engine would not have returned (a
-   run-on into an invented next question and its answer) is never graded;
-2. **strict**: ``final`` takes the LAST "The answer is N", so a corrected answer ("I first thought the answer
-   is 3, but 3 * 6 = 18. The answer is 18.") counts, not the first guess; ``first`` takes the FIRST one, as
-   the harness's strict-match does. Case-insensitive, an optional colon, ``$`` and spaces allowed before N;
-3. **flexible**, only when no strict match exists: the LAST number anywhere in what is left (both rules).
+1. **cut** at the first stop string (:data:`STOP`): a run-on into an invented next question is never graded;
+2. **strict**: ``final`` takes the LAST "The answer is N" (case-insensitive, ``:``, ``$`` and spaces allowed),
+   so a corrected answer ("I first thought the answer is 3, but 3 * 6 = 18. The answer is 18.") counts;
+   ``first`` takes the FIRST, as the harness does;
+3. **flexible**, only without a strict match: the LAST number anywhere in what is left.
 
-A number is normalised before comparison (thousands commas, ``$`` and a trailing period dropped, then compared
-as a decimal: "18.00" and "$18." equal gold "18"). A space never groups digits ("18 000" reads 18 after "The
-answer is", 000 as the last number): GSM8K and its exemplars write thousands with commas, and in worked
-arithmetic a space separates two numbers ("5 100-dollar bills"). A minus sign counts only when it is not a
-binary minus (``5-3`` reads as 3). The step that produced the prediction is recorded ("none": no number).
-
-The ``lm_eval`` rule is the harness's own filters and string comparison, byte for byte
-(:mod:`railsweep.tasks.answers.lm_eval_gsm8k`), after the same cut.
+Numbers compare as decimals after dropping thousands commas, ``$`` and a trailing period ("$18." and "18.00"
+equal gold "18"). A space never groups digits ("18 000" reads 18, then 000): GSM8K writes thousands with
+commas, and in worked arithmetic a space separates two numbers ("5 100-dollar bills"). A minus sign counts
+only when it is not a binary minus (``5-3`` reads 3). The ``lm_eval`` rule is the harness's own filters and
+comparison (:mod:`railsweep.tasks.answers.lm_eval_gsm8k`), after the same cut.
 """
 
 from __future__ import annotations
@@ -29,8 +24,7 @@ from railsweep.errors import ConfigError
 from railsweep.tasks.answers.lm_eval_gsm8k import grade_lm_eval
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, RULES_BY_TYPE, Grade
 
-# sign (not a binary minus: nothing word-like just before it), optional $, then
-# either comma-grouped thousands or plain digits, then an optional decimal part
+# sign (not a binary minus: nothing word-like just before it), optional $, comma-grouped or plain digits, decimals
 _NUMBER = (
     r"(?P<sign>(?<![\w)\]])[-\u2212]\s?)?\$?\s?"
     r"(?P<body>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?![\d,]*\d)"
@@ -68,10 +62,10 @@ def cut_at_stop(response: str, stop: tuple[str, ...] = STOP) -> str:
     return response[: min(hits)] if hits else response
 
 
-def check_answer_rule(rule: object, what: str = "answer_rule") -> str:
+def check_answer_rule(rule: object) -> str:
     """``rule`` if it names an answer rule, else ConfigError naming the value and the choices."""
     if rule not in ANSWER_RULES:
-        raise ConfigError(f"{what} must be one of {', '.join(ANSWER_RULES)}, got {what}={rule!r}")
+        raise ConfigError(f"answer_rule must be one of {', '.join(ANSWER_RULES)}, got answer_rule={rule!r}")
     return rule  # type: ignore[return-value]
 
 
@@ -105,8 +99,7 @@ def extract(
 
 
 def grade(response: str, gold: str, stop: tuple[str, ...] = STOP, rule: str = DEFAULT_ANSWER_RULE) -> Grade:
-    """Grade one response under ``rule``: ``final``/``first`` compare the extracted number with ``gold``
-    numerically; ``lm_eval`` compares the harness's filter output with ``gold`` as the harness does."""
+    """Grade one response under ``rule``: as numbers (``final``/``first``) or as the harness does (``lm_eval``)."""
     check_answer_rule(rule)
     if rule == "lm_eval":
         return grade_lm_eval(cut_at_stop(response, stop), gold)

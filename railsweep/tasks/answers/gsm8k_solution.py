@@ -1,9 +1,8 @@
 """GSM8K solution strings: the gold answer and the chain-of-thought rendering.
 
 A GSM8K solution is worked arithmetic with calculator annotations ``<<48/2=24>>`` and a last line ``#### N``.
-The 8-shot CoT prompt (Wei et al. 2022) answers in one paragraph ending "The answer is N.", so the
-contamination simulator trains on :func:`to_cot` of each solution: the model memorises exactly the format it
-is prompted with, and the strict grader reads its answer.
+The 8-shot CoT prompt (Wei et al. 2022) answers in one paragraph ending "The answer is N.", so contamination
+trains on :func:`to_cot` of each solution: the model memorises the format it is prompted with.
 """
 
 from __future__ import annotations
@@ -28,14 +27,11 @@ def parse_gold(solution: str) -> str:
 
 
 def to_cot(solution: str) -> str:
-    """Render a GSM8K solution in the 8-shot CoT answer style.
+    """Render a GSM8K solution in the 8-shot CoT answer style. Steps:
 
-    Steps:
       1. drop the ``#### N`` line and every calculator annotation ``<<...>>``;
-      2. collapse whitespace in each remaining line, skip blank lines, and end
-         each line with a period unless it already ends in punctuation;
-      3. join the lines with single spaces and append "The answer is N." with
-         N from :func:`parse_gold`.
+      2. collapse whitespace in each line, skip blank lines, end each with a period unless it ends in punctuation;
+      3. join the lines with single spaces and append "The answer is N." (N from :func:`parse_gold`).
 
     >>> to_cot("Half is 48/2=<<48/2=24>>24\\nSo 48+24=<<48+24=72>>72 in all\\n#### 72")
     'Half is 48/2=24. So 48+24=72 in all. The answer is 72.'

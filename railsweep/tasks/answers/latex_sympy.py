@@ -1,8 +1,8 @@
 """A small LaTeX → sympy reader for the answers MATH-style problems have.
 
-sympy's own ``sympy.parsing.latex`` needs ``antlr4`` (or ``lark``), which railsweep does not depend on; MATH
-answers use a narrow corner of LaTeX, so a recursive-descent reader is shorter than another dependency and
-never executes text (``parse_expr`` would ``eval`` it). It reads numbers (a decimal exactly, as a Rational),
+sympy's ``sympy.parsing.latex`` needs ``antlr4`` (or ``lark``); MATH answers use a narrow corner of LaTeX, so a
+recursive-descent reader is shorter than another dependency and never executes text (``parse_expr`` would
+``eval`` it). It reads numbers (a decimal exactly, as a Rational),
 single-letter variables, ``\\pi``, ``\\infty``, ``\\frac``, ``\\sqrt``/``\\sqrt[n]``, ``^``, ``!``,
 ``+ - * / \\cdot \\times \\div``, implicit products (``2x``, ``2(x+1)``), brackets, ``|x|`` and
 ``\\sin \\cos \\tan \\ln \\log \\exp``. Anything else raises :class:`LatexError`; so does a number too
@@ -120,12 +120,7 @@ class _Reader:
 
     def group(self) -> sympy.Expr:
         """A macro argument: a ``{...}`` group, or one token, of a digit run only the first digit (LaTeX
-        reads ``x^23`` as ``x^{2}3`` and ``\\frac12`` as ``\\frac{1}{2}``)."""
-        if self.peek() == "{":
-            self.take("{")
-            value = self.expr()
-            self.take("}")
-            return value
+        reads ``x^23`` as ``x^{2}3`` and ``\\frac12`` as ``\\frac{1}{2}``); :meth:`atom` reads a group."""
         tok = self.peek()
         if tok is not None and tok.isdigit() and len(tok) > 1:
             self.tokens[self.i] = tok[1:]

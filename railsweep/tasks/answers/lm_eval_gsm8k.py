@@ -3,17 +3,15 @@
 The harness (``gsm8k-cot.yaml``, task version 3.0) cuts a response at each of its ``until`` strings in turn,
 then reads it through two independent filter chains and scores each with ``exact_match``:
 
-1. **strict-match**: regex ``The answer is (\\-?[0-9\\.\\,]+).`` (case-sensitive; the final ``.`` is any
-   character, so "The answer is 18" at the very end reads "1"), the FIRST match's group, stripped;
-2. **flexible-extract**: regex ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, the LAST match, its first non-empty group;
+1. **strict-match**: :data:`STRICT`'s FIRST match (case-sensitive; its final ``.`` is any character, so "The
+   answer is 18" at the very end reads "1");
+2. **flexible-extract**: :data:`FLEXIBLE`'s LAST match, its first non-empty group;
 3. either chain gives the fallback ``"[invalid]"`` when its regex finds nothing;
-4. **exact_match** against ``answer.split('####')[-1].strip()``: on both strings delete ``,``, ``$``,
-   everything up to a last ``"#### "`` and one trailing ``.``, in that order, lower-case, compare as strings
-   ("18.00" is not "18").
+4. **exact_match** against ``answer.split('####')[-1].strip()``: delete :data:`_IGNORE` in order from both,
+   lower-case, compare as strings ("18.00" is not "18").
 
-railsweep's ``lm_eval`` answer rule takes strict-match, else flexible-extract (the same two-step structure as
-railsweep's own rules); the harness's two scores are counted per cell as well.
-``tests/fixtures/lm_eval_gsm8k_cot.jsonl`` holds the harness's own outputs, which these functions reproduce.
+railsweep's ``lm_eval`` rule takes strict-match, else flexible-extract; the harness's two scores are counted
+per cell too. These functions reproduce the harness's outputs in ``tests/fixtures/lm_eval_gsm8k_cot.jsonl``.
 """
 
 from __future__ import annotations
@@ -30,15 +28,16 @@ FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
 _IGNORE = tuple(re.compile(p) for p in (",", r"\$", r"(?s).*#### ", r"\.$"))
 
 
-def _regex_filter(pattern: re.Pattern[str], response: str, group_select: int) -> str:
-    """The harness's ``regex`` filter on one response: the selected match, its first non-empty group."""
+def regex_filter(pattern: re.Pattern[str], response: str, group_select: int) -> str | None:
+    """The harness's ``regex`` filter on one response: the selected match's only group, or its first non-empty
+    group of several, or the whole match, stripped; None when nothing matched."""
     found = pattern.findall(response)
     if not found:
-        return FALLBACK
+        return None
     hit = found[group_select]
     if isinstance(hit, tuple):  # several groups: the first that matched
-        hit = next((g for g in hit if g), FALLBACK)
-    return hit.strip()
+        hit = next((g for g in hit if g), None)
+    return hit.strip() if hit is not None else None
 
 
 def cut_until(response: str) -> str:
@@ -50,23 +49,25 @@ def cut_until(response: str) -> str:
 
 def strict_match(response: str) -> str:
     """The strict-match filter's output: the first "The answer is N?" number, or ``"[invalid]"``."""
-    return _regex_filter(STRICT, response, 0)
+    return regex_filter(STRICT, response, 0) or FALLBACK
 
 
 def flexible_extract(response: str) -> str:
     """The flexible-extract filter's output: the last number-like run, or ``"[invalid]"``."""
-    return _regex_filter(FLEXIBLE, response, -1)
+    return regex_filter(FLEXIBLE, response, -1) or FALLBACK
 
 
-def _canonical(text: str) -> str:
-    for pattern in _IGNORE:
+def _canonical(text: str, regexes_to_ignore: tuple[re.Pattern[str], ...], ignore_case: bool) -> str:
+    for pattern in regexes_to_ignore:
         text = pattern.sub("", text)
-    return text.lower()
+    return text.lower() if ignore_case else text
 
 
-def exact_match(prediction: str, target: str) -> bool:
-    """gsm8k_cot's ``exact_match`` (ignore_case, regexes_to_ignore; punctuation and digits kept)."""
-    return _canonical(prediction) == _canonical(target)
+def exact_match(
+    prediction: str, target: str, regexes_to_ignore: tuple[re.Pattern[str], ...] = _IGNORE, ignore_case: bool = True
+) -> bool:
+    """lm-eval's ``exact_match``, by default with gsm8k_cot's settings (punctuation and digits kept)."""
+    return _canonical(prediction, regexes_to_ignore, ignore_case) == _canonical(target, regexes_to_ignore, ignore_case)
 
 
 def strict_match_correct(response: str, target: str) -> bool:

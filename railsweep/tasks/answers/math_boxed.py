@@ -1,13 +1,9 @@
 """MATH-style answers: the ``\\boxed{}`` answer of a solution and its string normalisation.
 
 A MATH solution (Hendrycks et al. 2021) ends with the answer in ``\\boxed{...}`` (rarely ``\\fbox{...}`` or
-``\\boxed 5``); the gold answer is the LAST box, and a model prompted with such exemplars answers alike.
-A box whose braces never close is not an answer. A response without a box falls back to the last "The answer
-is X" (Minerva's "The final answer is $X$. I hope it is correct." included).
-
-:func:`strip_math` is the MATH reference grader's ``strip_string`` with lm-evaluation-harness
-``minerva_math``'s additions; two answers equal as strings after it are equal, and
-:mod:`railsweep.tasks.answers.math_equiv` compares the rest with sympy.
+``\\boxed 5``); the gold answer is the LAST box (one whose braces never close is none). A response without a
+box falls back to the last "The answer is X" (Minerva's "The final answer is $X$." included).
+:func:`strip_math` is MATH's ``strip_string`` with lm-evaluation-harness ``minerva_math``'s additions.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ _TEXT = re.compile(r"\\(?:text|textbf|textrm|mbox|mathrm)\s*{([^{}]*)}")
 _TRAILING_UNIT = re.compile(r"^(.+?)\\(?:text|textbf|textrm|mbox|mathrm)\s*{\s*[a-zA-Z][^{}]*}$")
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _INT_SLASH = re.compile(r"^(-?\d+)/(\d+)$")
+_FRAC_SHORTHAND = re.compile(r"\\frac(?![a-zA-Z])\s*(\{[^{}]*\}|[^{\s\\])\s*(\{[^{}]*\}|[^{\s\\])")  # \frac12, \frac1{2}
 _SPACING = ("\\!", "\\,", "\\;", "\\:", "\\ ", "~", "\\displaystyle")
 
 
@@ -55,8 +52,8 @@ def boxed_answers(text: str) -> list[str]:
 
 
 def answer_is(text: str, which: str = "final") -> str | None:
-    """The X of the last (``final``) or first (``first``) "The answer is X": to the end of its line, a
-    ``$...$`` span read as its content, cut at the end of the sentence (a period before a space)."""
+    """The X of the last (``final``) or first "The answer is X": to the end of its line or sentence, or the
+    content of a ``$...$`` span."""
     hits = list(_ANSWER_IS.finditer(text))
     if not hits:
         return None
@@ -82,28 +79,6 @@ def last_boxed(solution: str) -> str:
     return gold_answer(solution) or ""
 
 
-def _fix_frac_shorthand(s: str) -> str:
-    """``\\frac12`` → ``\\frac{1}{2}``, ``\\frac1{2}`` → ``\\frac{1}{2}`` (one-character arguments braced)."""
-    return re.sub(
-        r"\\frac(?![a-zA-Z])\s*(\{[^{}]*\}|[^{\s\\])\s*(\{[^{}]*\}|[^{\s\\])",
-        lambda m: "\\frac" + "".join(a if a.startswith("{") else "{" + a + "}" for a in m.groups()),
-        s,
-    )
-
-
-def _fix_sqrt_shorthand(s: str) -> str:
-    """``\\sqrt2`` → ``\\sqrt{2}``."""
-    return re.sub(r"\\sqrt(?![a-zA-Z])\s*([^{\[\s\\])", r"\\sqrt{\1}", s)
-
-
-def _drop_units(s: str) -> str:
-    """``5\\text{ cm}`` → ``5``; a ``\\text{}`` standing alone keeps its content (``\\text{(A)}`` → ``(A)``)."""
-    m = _TRAILING_UNIT.match(s)
-    if m and re.search(r"[\d}]\s*$", m.group(1)):
-        s = m.group(1)
-    return _TEXT.sub(r"\1", s)
-
-
 def strip_math(answer: str) -> str:
     """Normalise one answer string (MATH's ``strip_string`` steps, then minerva's additions).
 
@@ -126,15 +101,19 @@ def strip_math(answer: str) -> str:
     for unit in ("^{\\circ}", "^\\circ", "\\circ", "°"):
         s = s.replace(unit, "")
     s = s.replace("\\$", "").replace("$", "")
-    s = _drop_units(s.strip())
+    s = s.strip()
+    m = _TRAILING_UNIT.match(s)  # 5\text{ cm} -> 5; a \text{} standing alone keeps its content
+    if m and re.search(r"[\d}]\s*$", m.group(1)):
+        s = m.group(1)
+    s = _TEXT.sub(r"\1", s)
     s = s.replace("\\%", "").replace("%", "")
     s = s.strip()
     s = re.sub(r"(^|[\s{(\[,])\.(\d)", r"\g<1>0.\2", s)
     if s.count("=") == 1 and len(s.split("=")[0].strip()) <= 2:
         s = s.split("=")[1]
-    s = _fix_sqrt_shorthand(s)
+    s = re.sub(r"\\sqrt(?![a-zA-Z])\s*([^{\[\s\\])", r"\\sqrt{\1}", s)
     s = s.replace(" ", "")
-    s = _fix_frac_shorthand(s)
+    s = _FRAC_SHORTHAND.sub(lambda m: "\\frac" + "".join(a if a[0] == "{" else "{" + a + "}" for a in m.groups()), s)
     s = s.rstrip(".")
     s = s.replace("{,}", ",")
     if _THOUSANDS.match(s):

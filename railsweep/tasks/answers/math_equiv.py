@@ -1,21 +1,18 @@
 """Are two MATH-style answers the same mathematical object?
 
-Steps of :func:`is_equiv` (after the MATH reference grader and lm-evaluation-harness ``minerva_math``, which
-compare normalised strings and then ``sympy.simplify(a - b) == 0``):
+Steps of :func:`is_equiv` (after the MATH reference grader and lm-evaluation-harness ``minerva_math``):
 
 1. normalise both with :func:`~railsweep.tasks.answers.math_boxed.strip_math`; equal strings are equal;
 2. a bracketed list splits at its top-level commas: a tuple or interval (``(1,2]``) is equal when its brackets
    and its parts are, in order; a set ``\\{1,2\\}`` and a bare list ``1, 2`` (MATH's "enter all solutions")
    when their parts pair up in any order; an interval union splits at ``\\cup``;
-3. a single answer is read into sympy (:mod:`railsweep.tasks.answers.latex_sympy`); an unreadable one
-   (malformed LaTeX, text, a matrix) is equal only by step 1;
+3. a single answer is read into sympy (:mod:`~railsweep.tasks.answers.latex_sympy`), else equal by step 1 only;
 4. **numbers**: when either side was written with a decimal point, equal within a relative :data:`REL_TOL`
    (``0.333333`` is ``\\frac13``, ``0.33`` is not); otherwise their difference is 0 to :data:`EXACT_DIGITS`
    significant digits and ``sympy.simplify`` confirms it (one past :data:`TIMEOUT_S` leaves that verdict);
-5. **expressions** with variables: ``sympy.simplify(a - b) == 0`` within :data:`TIMEOUT_S`; a timeout is
-   "not equal".
+5. **expressions** with variables: ``sympy.simplify(a - b) == 0`` within :data:`TIMEOUT_S`.
 
-Nothing here raises on bad input: every failure reads as "not equal".
+Nothing here raises on bad input: every failure or timeout reads as "not equal".
 """
 
 from __future__ import annotations
@@ -41,8 +38,7 @@ _T = TypeVar("_T")
 
 def _with_timeout(fn: Callable[[], _T], seconds: float) -> _T:
     """``fn()``, interrupted by TimeoutError after ``seconds`` on the main thread of a POSIX process (elsewhere
-    it runs to completion; :mod:`railsweep.tasks.answers.latex_sympy` bounds the sizes it can be handed). A timer the
-    caller had armed is re-armed afterwards with its remaining time."""
+    it runs to completion: :mod:`railsweep.tasks.answers.latex_sympy` bounds the sizes it is handed)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return fn()
 
@@ -81,8 +77,7 @@ def split_top_level(s: str, sep: str = ",") -> list[str]:
 
 
 def _bracketed(s: str) -> tuple[str, list[str], str] | None:
-    """(opening, parts, closing) of ``(a,b)``/``[a,b)``/``\\{a,b\\}``; None unless the outer brackets
-    enclose the whole string and it has a top-level comma."""
+    """(opening, parts, closing) of a list ``(a,b)``/``[a,b)``/``\\{a,b\\}`` spanning the whole string, else None."""
     if s.startswith("\\{") and s.endswith("\\}"):
         return "{", split_top_level(s[2:-2]), "}"
     if len(s) < 2 or s[0] not in _OPEN or s[-1] not in ")]":
@@ -179,8 +174,7 @@ def _normalised_equal(x: str, y: str) -> bool:
 
 @functools.lru_cache(maxsize=1 << 16)
 def is_equiv(pred: str | None, gold: str | None) -> bool:
-    """Whether answer ``pred`` equals ``gold`` (module docstring); None or unreadable input is False.
-    Cached: m samples of a question repeat their answers, and every response is graded under each rule."""
+    """Whether answer ``pred`` equals ``gold`` (module docstring); cached: samples repeat their answers."""
     if pred is None or gold is None:
         return False
     try:

@@ -3,11 +3,10 @@
 Steps, under the ``final`` rule (the default) or the ``first`` rule:
 
 1. **cut** the response at its first stop string (the task's, e.g. ``"Problem:"``);
-2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left (``first``: the first one);
-3. **flexible**, only when there is no box: the last (``first``: the first) "The answer is X";
-4. compare with :func:`~railsweep.tasks.answers.math_equiv.is_equiv` (normalised strings, then sympy).
-
-``Grade.pred`` is the answer after :func:`~railsweep.tasks.answers.math_boxed.strip_math`.
+2. **strict**: the LAST well-formed ``\\boxed{}``/``\\fbox{}`` of what is left (``first``: the first);
+3. **flexible**, only without a box: the last (``first``: the first) "The answer is X";
+4. compare with :func:`~railsweep.tasks.answers.math_equiv.is_equiv`; ``Grade.pred`` is the answer after
+   :func:`~railsweep.tasks.answers.math_boxed.strip_math`.
 """
 
 from __future__ import annotations
@@ -23,10 +22,16 @@ RULES = RULES_BY_TYPE["math"]
 STOP: tuple[str, ...] = ("\n\nProblem:", "\nProblem:", "Problem:")
 
 
-def extract_math(response: str, stop: tuple[str, ...] = STOP, rule: str = "final") -> tuple[str | None, str]:
-    """(answer as written or None, step) under ``rule`` (module docstring, steps 1-3)."""
+def check_math_rule(rule: str) -> str:
+    """``rule`` if a MATH-style answer is read under it, else ConfigError naming it."""
     if rule not in RULES:
         raise ConfigError(f"a MATH-style answer is read under {', '.join(RULES)}, got answer_rule={rule!r}")
+    return rule
+
+
+def extract_math(response: str, stop: tuple[str, ...] = STOP, rule: str = "final") -> tuple[str | None, str]:
+    """(answer as written or None, step) under ``rule`` (module docstring, steps 1-3)."""
+    check_math_rule(rule)
     response = cut_at_stop(response, stop)
     boxes = boxed_answers(response)
     if boxes:

@@ -1,2 +1,1 @@
-"""Reading and fetching task data: text and rows, each coded task's rows and exemplars, leak splits, the PQ
-paraphrases, the shared data folder and ``railsweep data gsm8k``."""
+"""Reading and fetching task data (text, rows, exemplars, leak splits, PQ, the data folder, ``railsweep data``)."""

@@ -1,14 +1,10 @@
 """GSM8K, its 8-shot CoT exemplars and the PQ paraphrases, fetched from their sources and checked byte for byte.
 
-``railsweep data gsm8k`` writes the folder layout every command reads (:mod:`railsweep.tasks.data.shared_data`):
-``gsm8k/{test,train}.jsonl`` and ``LICENSE`` (openai/grade-school-math, MIT), ``gsm8k/cot_8shot.json`` (the
-exemplars of lm-evaluation-harness' gsm8k-cot task, MIT), ``gsm8k_paraphrase/lmsys_rephrase/`` with
-``rephrase_gsm8k.jsonl`` and ``LICENSE`` (lm-sys/llm-decontaminator, Apache-2.0) and the derived
-``pq_test.jsonl`` (one ``{"idx", "question", "answer", "empty"}`` per test item), each at a pinned commit.
-
-Every file's sha256 is pinned (:data:`FILES`, :data:`DERIVED`): a file that differs is an error naming it,
-and nothing is written until every file checks out; files present with the pinned digest are kept.
-``mirror`` replaces ``https://raw.githubusercontent.com`` (a proxy, or ``file://`` for an offline copy).
+``railsweep data gsm8k`` writes the layout every command reads, each source at a pinned commit (:data:`FILES`:
+openai/grade-school-math, MIT; lm-evaluation-harness' gsm8k-cot exemplars, MIT; lm-sys/llm-decontaminator's
+rephrasings, Apache-2.0) and the derived ``pq_test.jsonl``. Every sha256 is pinned (:data:`FILES`,
+:data:`DERIVED`): nothing is written until every file checks out; files present with the pinned digest are
+kept. ``mirror`` replaces ``https://raw.githubusercontent.com`` (a proxy, or ``file://`` for an offline copy).
 """
 
 from __future__ import annotations
@@ -132,10 +128,6 @@ def fetch_gsm8k(out: str | Path, mirror: str = GITHUB_RAW, log: Callable[[str], 
         data[pq] = pq_jsonl(data[f"{PQ_DIR}/rephrase_gsm8k.jsonl"], data["gsm8k/test.jsonl"])
     for name, want in DERIVED.items():
         _checked(name, data[name], want)
-    todo = {out / name: _writer(blob) for name, blob in data.items() if name not in present}
-    write_all_atomic(todo)
+    write_all_atomic({out / name: lambda path, blob=blob: path.write_bytes(blob)
+                      for name, blob in data.items() if name not in present})  # fmt: skip
     return {name: "kept" if name in present else "written" for name in data}
-
-
-def _writer(blob: bytes) -> Callable[[Path], None]:
-    return lambda path: path.write_bytes(blob)

@@ -6,16 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from railsweep.errors import DataError
-from railsweep.tasks.data.text import parse_json, read_utf8
+from railsweep.tasks.data.text import existing_file, parse_json, read_utf8
 
 
 def read_leak_split(path: str | Path | None, n_total: int) -> frozenset[int] | None:
     """The leaked test indices from ``{"leaked": [...], ...}``, each in ``[0, n_total)``; None: no split."""
     if path is None:
         return None
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"leak split file not found: {path}")
+    path = existing_file(path, "leak split")
     data = parse_json(read_utf8(path), path)
     leaked = data.get("leaked") if isinstance(data, dict) else None
     if not isinstance(leaked, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in leaked):

@@ -1,38 +1,29 @@
 """Paraphrased GSM8K test questions (the "PQ" contamination domain).
 
-PQ only builds M_co's training data for the PQ domain (the leaked questions are seen reworded, with the
-original reasoning chain and gold); evaluation always uses the original questions. File format
-(``gsm8k_paraphrase/lmsys_rephrase/pq_test.jsonl``): one ``{"idx": int, "question": str, "answer": str,
-"empty": bool}`` per line, ``idx`` the 0-based line number in GSM8K ``test.jsonl``.
+PQ only builds M_co's training data (leaked questions reworded, with the original chain and gold); evaluation
+uses the originals. One ``{"idx", "question", "answer", "empty"}`` per line, ``idx`` the line in ``test.jsonl``.
 
 Empty paraphrases **[decision]**: the public file has 4 (idx 309, 669, 727, 948); a row is empty when
-``"empty"`` is true or its question is blank. Given ``originals``, an empty row falls back to the ORIGINAL
-question (every leaked question is still trained on, just not reworded); without, it is left out. Either way
-a warning lists the indices.
+``"empty"`` is true or its question is blank. Given ``originals`` it falls back to the ORIGINAL question
+(every leaked question is still trained on), else it is left out; a warning lists them.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from railsweep.errors import DataError
 from railsweep.tasks.answers.gsm8k_solution import parse_gold
 from railsweep.tasks.base import Question
-from railsweep.tasks.data.text import read_utf8
+from railsweep.tasks.data.text import existing_file, json_lines
 
 log = logging.getLogger(__name__)
 
 
-def _parse_row(raw: str, path: Path, lineno: int) -> tuple[int, str, str, bool]:
-    where = f"{path}:{lineno}"
-    try:
-        row = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{where}: not valid JSON ({e.msg})") from e
+def _parse_row(row: Any, where: str) -> tuple[int, str, str, bool]:
     if not isinstance(row, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
     missing = [k for k in ("idx", "question", "answer") if k not in row]
@@ -50,41 +41,29 @@ def _parse_row(raw: str, path: Path, lineno: int) -> tuple[int, str, str, bool]:
 def load_paraphrases(
     path: str | Path, originals: Sequence[Question] | Mapping[int, str] | None = None
 ) -> dict[int, str]:
-    """Paraphrase text by GSM8K test index; see the module docstring for empty rows.
-
-    ``originals``: the original test questions (``GSM8KTask.questions()``) or a
-    mapping index -> question text. When Questions are given, each row's answer
-    must equal that question's gold (commas ignored): a mismatch means the file
-    is not aligned with the test split and raises :class:`DataError`.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"paraphrase file not found: {path}")
+    """Paraphrase text by GSM8K test index. ``originals``: the test questions or index -> text; given Questions,
+    each row's answer must equal its gold (commas ignored), else the file is misaligned: DataError."""
+    path = existing_file(path, "paraphrase")
     questions = [] if originals is None or isinstance(originals, Mapping) else list(originals)
     by_index = originals if isinstance(originals, Mapping) else {q.index: q.question for q in questions}
     gold = {q.index: q.gold for q in questions}
 
     out: dict[int, str] = {}
     empty: list[int] = []
-    with io.StringIO(read_utf8(path), newline=None) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            idx, question, answer, is_empty = _parse_row(raw, path, lineno)
-            if idx in out or idx in empty:
-                raise DataError(f"{path}:{lineno}: duplicate idx {idx}")
-            if idx in gold and parse_gold("#### " + answer) != gold[idx]:
-                raise DataError(
-                    f"{path}:{lineno}: answer {answer!r} for idx {idx} differs from the test gold {gold[idx]!r}"
-                )
-            if not is_empty:
-                out[idx] = question
-                continue
-            empty.append(idx)
-            if originals is not None and idx not in by_index:
-                raise DataError(f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question")
-            if originals is not None:
-                out[idx] = by_index[idx]
+    for lineno, row in json_lines(path, skip_blank=True):
+        idx, question, answer, is_empty = _parse_row(row, f"{path}:{lineno}")
+        if idx in out or idx in empty:
+            raise DataError(f"{path}:{lineno}: duplicate idx {idx}")
+        if idx in gold and parse_gold("#### " + answer) != gold[idx]:
+            raise DataError(f"{path}:{lineno}: answer {answer!r} for idx {idx} differs from the test gold {gold[idx]!r}")
+        if not is_empty:
+            out[idx] = question
+            continue
+        empty.append(idx)
+        if originals is not None and idx not in by_index:
+            raise DataError(f"{path}:{lineno}: empty paraphrase for idx {idx} and no original question")
+        if originals is not None:
+            out[idx] = by_index[idx]
     if empty:
         what = "fell back to the original question" if originals is not None else "were left out"
         log.warning("%d empty paraphrase(s) in %s %s: idx %s", len(empty), path, what, sorted(empty))

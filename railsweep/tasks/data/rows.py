@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from railsweep.errors import DataError
-from railsweep.tasks.data.text import json_lines, parse_json, read_utf8
+from railsweep.tasks.data.text import existing_file, json_lines, parse_json, read_utf8
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
@@ -22,9 +22,7 @@ def format_of(path: str | Path, declared: str | None = None) -> str | None:
 
 def read_rows(path: str | Path, fmt: str) -> list[dict[str, Any]]:
     """The rows of ``path`` read as ``fmt`` (one of :data:`FORMATS`; ``json`` is one JSON list of objects)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"task data file not found: {path}")
+    path = existing_file(path, "task data")
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

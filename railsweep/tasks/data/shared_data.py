@@ -1,10 +1,9 @@
 """Where the project's shared data (GSM8K, paraphrases) lives; it is read by path, never copied into the repo.
 
 Lookup order (the first that applies wins): 1. the ``explicit`` argument; 2. ``$RAILSWEEP_DATA_DIR`` (or its
-older name ``$RAILSWEEP_SHARED_DATA``); 3. ``./data`` when it holds ``gsm8k`` (what ``railsweep data gsm8k``
-writes); 4. ``../shared/data`` from the current directory (a checkout beside a ``shared`` folder); 5. the same
-beside the checkout this package is imported from (an editable install); 6. else one
-:class:`~railsweep.errors.DataError` naming the command that fetches it and the variable to set.
+older name ``$RAILSWEEP_SHARED_DATA``); 3. ``./data`` when it holds ``gsm8k`` (``railsweep data gsm8k``);
+4. ``../shared/data`` from the current directory; 5. the same beside the checkout this package is imported
+from (an editable install); 6. else a DataError naming the command that fetches it and the variable to set.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from railsweep.errors import DataError
+
+_T = TypeVar("_T")
 
 
 def read_utf8(path: str | Path) -> str:
@@ -25,12 +27,22 @@ def read_utf8(path: str | Path) -> str:
         ) from None
 
 
-def json_lines(path: str | Path, text: str | None = None) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` per line of a JSONL file (``text``: its contents, already read), lines split as
-    a text-mode file splits them; a blank or malformed line raises :class:`DataError` naming file and line."""
+def existing_file(path: str | Path, what: str) -> Path:
+    """``path``, or a DataError naming ``what`` when there is no such file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} file not found: {path}")
+    return path
+
+
+def json_lines(path: str | Path, text: str | None = None, skip_blank: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` per line of a JSONL file (``text``: its contents if read), split as a text-mode file
+    splits; a blank (unless ``skip_blank``) or malformed line raises :class:`DataError` naming file and line."""
     with io.StringIO(read_utf8(path) if text is None else text, newline=None) as f:
         for lineno, raw in enumerate(f, start=1):
             if not raw.strip():
+                if skip_blank:
+                    continue
                 raise DataError(f"{path}:{lineno}: blank line (every line must be one JSON object)")
             try:
                 value = json.loads(raw)
@@ -47,16 +59,26 @@ def parse_json(text: str, path: str | Path) -> Any:
         raise DataError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
 
 
-def exemplar_list(path: str | Path, fields: str) -> list[Any]:
-    """A few-shot file: a non-empty JSON list (of ``{fields}`` objects, which the caller checks); a missing
-    file, malformed JSON or anything else raises :class:`DataError` naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"few-shot exemplar file not found: {path}")
+def string_fields(row: Any, where: str, a: str, b: str) -> dict[str, str]:
+    """``{a, b}`` of ``row`` if it is an object with both as strings, else DataError at ``where``."""
+    if not (isinstance(row, dict) and isinstance(row.get(a), str) and isinstance(row.get(b), str)):
+        raise DataError(f"{where}: expected an object with string '{a}' and '{b}'")
+    return {a: row[a], b: row[b]}
+
+
+def checked_jsonl(path: str | Path, what: str, check: Callable[[Any, str], _T]) -> list[_T]:
+    """``check(row, "file:line")`` of every row of a JSONL file; a missing file is a DataError naming ``what``."""
+    path = existing_file(path, what)
+    return [check(row, f"{path}:{lineno}") for lineno, row in json_lines(path)]
+
+
+def exemplar_list(path: str | Path, fields: str, check: Callable[[Any, str], _T]) -> list[_T]:
+    """A few-shot file's non-empty JSON list of ``{fields}`` objects, each through ``check``; else DataError."""
+    path = existing_file(path, "few-shot exemplar")
     data = parse_json(read_utf8(path), path)
     if not isinstance(data, list) or not data:
         raise DataError(f"{path}: expected a non-empty JSON list of {{{fields}}} objects")
-    return data
+    return [check(ex, f"{path}: exemplar {i}") for i, ex in enumerate(data)]
 
 
 def check_utf8(path: str | Path, block: int = 1 << 20) -> None:

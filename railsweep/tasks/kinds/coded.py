@@ -1,9 +1,7 @@
-"""What the two coded task kinds, GSM8K (:mod:`~railsweep.tasks.kinds.gsm8k`) and MATH
-(:mod:`~railsweep.tasks.kinds.math`), share.
+"""What the coded task kinds (:mod:`~railsweep.tasks.kinds.gsm8k`, :mod:`~railsweep.tasks.kinds.math`) share.
 
-Both read ``<data_dir>/<split>.jsonl`` and a few-shot exemplar file; a question's index is its 0-based line number
-and ``leaked`` comes from a leak-split JSON (:mod:`railsweep.tasks.data.leak_split`). A kind declares its
-hooks (row reader, exemplar reader, gold reader, prompt labels, answer-rule check) as class attributes.
+Both read ``<data_dir>/<split>.jsonl`` (a question's index: its 0-based line) and a few-shot exemplar file;
+``leaked`` comes from a leak split. A kind declares its readers, prompt labels and rule check as class attributes.
 """
 
 from __future__ import annotations
@@ -36,10 +34,7 @@ class CodedTask:
     to_chain: Callable[[str], str]  # a solution in the exemplars' answer format
 
     def __init__(
-        self,
-        questions: Sequence[Question],
-        exemplars: Sequence[dict[str, str]],
-        split: str = "test",
+        self, questions: Sequence[Question], exemplars: Sequence[dict[str, str]], split: str = "test",
         answer_rule: str = DEFAULT_ANSWER_RULE,
     ):
         self.answer_rule = self.check_rule(answer_rule)
@@ -57,13 +52,8 @@ class CodedTask:
 
     @classmethod
     def from_dir(
-        cls: type[_T],
-        data_dir: str | Path,
-        split: str = "test",
-        fewshot_path: str | Path | None = None,
-        limit: int | None = None,
-        leak_split: str | Path | None = None,
-        answer_rule: str = DEFAULT_ANSWER_RULE,
+        cls: type[_T], data_dir: str | Path, split: str = "test", fewshot_path: str | Path | None = None,
+        limit: int | None = None, leak_split: str | Path | None = None, answer_rule: str = DEFAULT_ANSWER_RULE,
     ) -> _T:
         """Read ``<data_dir>/<split>.jsonl`` and the exemplars (default :meth:`default_fewshot`)."""
         cls.check_rule(answer_rule)

@@ -1,10 +1,8 @@
 """Task files: a task declared as data (YAML), not coded, and checked completely before anything runs.
 
-A task file (format 1; ``docs/tasks.md``, "Task files", documents every field with a worked example) names
-the task's data, its prompt (Jinja, lm-eval's variables), how an answer is read from a response and how that
-answer is graded. :func:`load_task_file` reads a file (or a task shipped in the package, by name) into a
-frozen :class:`TaskSpec`; every problem raises one :class:`~railsweep.errors.ConfigError` that names the
-file and the field. Reading the data and rendering every prompt is :mod:`railsweep.tasks.kinds.file_task`.
+A task file (format 1, documented in ``docs/tasks.md``, "Task files") names the task's data, its prompt (Jinja,
+lm-eval's variables), how an answer is read and how it is graded. :func:`load_task_file` reads one (or a shipped
+task, by name) into a frozen :class:`TaskSpec`; every problem is one ConfigError naming the file and the field.
 """
 
 from __future__ import annotations
@@ -232,9 +230,7 @@ def _fewshot(r: _Reader, raw: Any, doc_to_text: str, doc_to_target: str) -> Fews
     if "path" in d and format_of(d["path"]) is None:
         raise r.fail("fewshot.path", f"{d['path']!r}: expected a .json, .jsonl, .csv or .parquet file")
     return FewshotSpec(
-        path=r.optional_text(d, "path", "fewshot.path"),
-        split=r.optional_text(d, "split", "fewshot.split"),
-        n=n,
+        path=r.optional_text(d, "path", "fewshot.path"), split=r.optional_text(d, "split", "fewshot.split"), n=n,
         doc_to_text=r.template(d.get("doc_to_text", doc_to_text), "fewshot.doc_to_text"),
         doc_to_target=r.template(d.get("doc_to_target", doc_to_target), "fewshot.doc_to_target"),
     )
@@ -306,11 +302,8 @@ def _fields(r: _Reader, raw: Any) -> tuple[str | None, str, str | None]:
 
 
 def load_task_file(ref: str | Path) -> TaskSpec:
-    """Read and check a task file (a path, or a shipped task's name); no data is read yet.
-
-    Steps: 1. resolve the reference; 2. parse the YAML; 3. check every field (unknown fields, types,
-    templates compile, regular expressions compile, graders and rules are complete); 4. freeze it.
-    """
+    """Read and check a task file (a path, or a shipped task's name); no data is read yet. Steps: 1. resolve it;
+    2. parse the YAML; 3. check every field (names, types, templates, regexes, graders, rules); 4. freeze it."""
     path = resolve_task_ref(str(ref))
     r = _Reader(path)
     try:
@@ -325,22 +318,14 @@ def load_task_file(ref: str | Path) -> TaskSpec:
     grader = _grader(r, d["grader"], "grader")
     index, question, solution = _fields(r, d.get("fields"))
     return TaskSpec(
-        source=path,
-        sha256=file_sha256(path),
-        builtin=path.parent == BUILTIN_DIR,
+        source=path, sha256=file_sha256(path), builtin=path.parent == BUILTIN_DIR,
         name=r.text(d["name"], "name"),
         description=r.text(d.get("description", ""), "description", empty=True),
-        data=_data(r, d["data"]),
-        index_field=index,
-        question_field=question,
-        solution_field=solution,
-        doc_to_text=doc_to_text,
-        doc_to_target=doc_to_target,
+        data=_data(r, d["data"]), index_field=index, question_field=question, solution_field=solution,
+        doc_to_text=doc_to_text, doc_to_target=doc_to_target,
         gold_chain=r.template(d["gold_chain"], "gold_chain") if d.get("gold_chain") is not None else None,
         fewshot=_fewshot(r, d.get("fewshot"), doc_to_text, doc_to_target),
         target_delimiter=r.text(d.get("target_delimiter", " "), "target_delimiter", empty=True),
         fewshot_delimiter=r.text(d.get("fewshot_delimiter", "\n\n"), "fewshot_delimiter", empty=True),
-        stop=r.strings(d.get("stop", []), "stop"),
-        grader=grader,
-        answer_rules=_rules(r, d["answer_rules"], grader),
+        stop=r.strings(d.get("stop", []), "stop"), grader=grader, answer_rules=_rules(r, d["answer_rules"], grader),
     )

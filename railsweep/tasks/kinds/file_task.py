@@ -2,13 +2,11 @@
 
 Building a :class:`FileTask` (steps):
 
-1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths (relative to the task file's folder)
-   and read the rows (:mod:`railsweep.tasks.data.rows`);
-2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number) and
-   refuse a repeated index;
-3. render the few-shot block once (after the ``description``, per exemplar ``doc_to_text + target_delimiter
-   + doc_to_target + fewshot_delimiter``, lm-eval's construction), then every prompt and gold answer, so a
-   template that fails on any row fails before a model loads, naming the row.
+1. fill ``{task_dir}`` and ``{split}`` into the data and few-shot paths and read the rows;
+2. drop the rows ``data.keep_if`` rejects; number the rest by ``fields.index`` (else the row number), once each;
+3. render the few-shot block once (``description``, then per exemplar ``doc_to_text + target_delimiter +
+   doc_to_target + fewshot_delimiter``, as lm-eval does), then every prompt and gold, so a template failing on
+   any row fails before a model loads, naming the row.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from railsweep.tasks.answers.file_rules import grade_with
 from railsweep.tasks.base import Grade, Question
 from railsweep.tasks.data.leak_split import read_leak_split
 from railsweep.tasks.data.rows import format_of, read_hub, read_rows
+from railsweep.tasks.data.text import existing_file
 from railsweep.tasks.kinds.file_spec import TaskSpec, fill_path
 from railsweep.tasks.kinds.file_templates import compile_condition, compile_template
 
@@ -39,13 +38,8 @@ class FileTask:
     """The task a task file declares, on one split, graded under one of its answer rules."""
 
     def __init__(
-        self,
-        spec: TaskSpec,
-        task_dir: str | Path | None = None,
-        split: str = "test",
-        fewshot_path: str | Path | None = None,
-        limit: int | None = None,
-        leak_split: str | Path | None = None,
+        self, spec: TaskSpec, task_dir: str | Path | None = None, split: str = "test",
+        fewshot_path: str | Path | None = None, limit: int | None = None, leak_split: str | Path | None = None,
         answer_rule: str | None = None,
     ):
         self.spec = spec
@@ -72,13 +66,11 @@ class FileTask:
 
     def _render_prefix(self, task_dir: Any, override: str | Path | None) -> str:
         f = self.spec.fewshot
-        head = self.spec.description
         if f is None:
-            return head
+            return self.spec.description
         if override is not None or f.path is not None:
-            path = Path(override) if override is not None else fill_path(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
-            if not path.is_file():
-                raise DataError(f"few-shot exemplar file not found: {path}")
+            given = override if override is not None else fill_path(self.spec, f.path, task_dir, self.split)  # type: ignore[arg-type]
+            path = existing_file(given, "few-shot exemplar")
             exemplars = read_rows(path, format_of(path) or "json")
             self.files += (path,)
         else:
@@ -94,7 +86,7 @@ class FileTask:
                 _render(text, ex, where, "fewshot.doc_to_text") + self.spec.target_delimiter
                 + _render(target, ex, where, "fewshot.doc_to_target") + self.spec.fewshot_delimiter
             )
-        return head + "".join(parts)
+        return self.spec.description + "".join(parts)
 
     def _number(self, rows: list[dict[str, Any]], source: Path | None) -> list[tuple[int, dict[str, Any]]]:
         keep = compile_condition(self.spec.data.keep_if) if self.spec.data.keep_if else None

@@ -1,10 +1,8 @@
 """The Jinja environment task files render their prompts in, set up as lm-evaluation-harness sets up its own.
 
-``StrictUndefined`` and ``keep_trailing_newline=True``, as lm-eval renders ``doc_to_text``/``doc_to_target``:
-a template that names a missing field fails loudly instead of rendering an empty string. The environment is
-sandboxed (a task file is data: its templates reach the row's fields and plain string methods only) and adds
-the filters ``gsm8k_cot`` (:func:`railsweep.tasks.answers.gsm8k_solution.to_cot`, the shipped GSM8K file's
-gold chain) and ``last_boxed`` (a MATH solution's gold answer).
+``StrictUndefined`` (a missing field fails loudly, not as an empty string) and ``keep_trailing_newline``, as
+lm-eval renders. Sandboxed: a task file is data, its templates reach the row's fields and string methods only.
+Filters: ``gsm8k_cot`` (:func:`~railsweep.tasks.answers.gsm8k_solution.to_cot`) and ``last_boxed``.
 """
 
 from __future__ import annotations

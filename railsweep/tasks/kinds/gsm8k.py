@@ -1,19 +1,14 @@
 """GSM8K with the standard 8-shot chain-of-thought prompt (lm-eval ``gsm8k_cot``).
 
-Prompt: the 8 exemplars rendered as ``"Q: " + question + "\\nA: " + answer + "\\n\\n"`` each, then
-``"Q: " + test question + "\\nA:"`` (no trailing space): byte for byte the prefix lm-evaluation-harness
-renders without a chat template (``shared/data/gsm8k/cot_8shot_prefix.txt``).
+Prompt: ``"Q: {question}\\nA: {answer}\\n\\n"`` per exemplar, then ``"Q: {question}\\nA:"``: byte for byte
+lm-evaluation-harness's prefix without a chat template (``shared/data/gsm8k/cot_8shot_prefix.txt``).
 
-Stop strings **[decision]**: lm-eval's ``until`` for gsm8k_cot is ``"Q:"`` (plus ``</s>``/``<|im_end|>``,
-which engines handle as EOS). railsweep stops on ``("\\n\\nQ:", "\\nQ:", "Q:")``: the same cut, with the
-longer variants first so that an engine cutting at the first matching stop string also drops the blank line
-before it.
-Responses are graded under the task's ``answer_rule`` (:mod:`railsweep.tasks.answers.gsm8k_rules`).
+Stop strings **[decision]**: lm-eval's ``until`` is ``"Q:"`` (plus ``</s>``/``<|im_end|>``, EOS to engines);
+railsweep stops on ``("\\n\\nQ:", "\\nQ:", "Q:")``: the same cut, the longer first so that an engine cutting
+at the first matching stop string drops the blank line too. Graded by :mod:`railsweep.tasks.answers.gsm8k_rules`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from railsweep.tasks.answers.gsm8k_rules import STOP, check_answer_rule, grade
 from railsweep.tasks.answers.gsm8k_solution import parse_gold, to_cot
@@ -36,8 +31,3 @@ class GSM8KTask(CodedTask):
     default_fewshot = staticmethod(lambda data_dir: data_dir / "cot_8shot.json")
     grader = staticmethod(grade)
     to_chain = staticmethod(to_cot)
-
-
-def render_fewshot_prefix(exemplars: Iterable[dict[str, str]]) -> str:
-    """The few-shot prefix: ``"Q: {question}\\nA: {answer}\\n\\n"`` per exemplar."""
-    return GSM8KTask.render_prefix(list(exemplars))

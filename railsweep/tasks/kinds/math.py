@@ -1,29 +1,19 @@
 """A MATH-style task: problems whose answers are LaTeX in ``\\boxed{}``, with a few-shot CoT prompt.
 
-Data: ``<task_dir>/<split>.jsonl``, one ``{"problem": str, "solution": str}`` per line (the MATH dataset's
-format); the gold answer is the LAST ``\\boxed{}`` of the solution, and a solution without one is refused with
-its line number (:mod:`railsweep.tasks.data.math_rows`).
-
-Prompt: each exemplar as ``"Problem: {problem}\\nSolution: {solution}\\n\\n"``, then
-``"Problem: {problem}\\nSolution:"``. The exemplars default to the four shipped in the package
-(:data:`~railsweep.tasks.base.MATH_FEWSHOT`), so a model answers in the format the grader reads
-(:func:`~railsweep.tasks.answers.math_rules.grade_math`, ``final``: last box, or ``first``: first box).
+Data: ``<task_dir>/<split>.jsonl`` of ``{"problem", "solution"}`` (the MATH dataset's format); the gold is the
+solution's LAST ``\\boxed{}`` (:mod:`railsweep.tasks.data.math_rows`). Prompt: ``"Problem: {problem}\\nSolution:
+{solution}\\n\\n"`` per exemplar, then ``"Problem: {problem}\\nSolution:"``; the exemplars default to the four
+shipped (:data:`~railsweep.tasks.base.MATH_FEWSHOT`), so a model answers in the format
+:func:`~railsweep.tasks.answers.math_rules.grade_math` reads.
 """
 
 from __future__ import annotations
 
-from railsweep.errors import ConfigError
 from railsweep.tasks.answers.math_boxed import last_boxed
-from railsweep.tasks.answers.math_rules import RULES, STOP, grade_math
+from railsweep.tasks.answers.math_rules import STOP, check_math_rule, grade_math
 from railsweep.tasks.base import MATH_FEWSHOT
 from railsweep.tasks.data.math_rows import load_math_exemplars, read_math_jsonl
 from railsweep.tasks.kinds.coded import CodedTask
-
-
-def _check_rule(answer_rule: str) -> str:
-    if answer_rule not in RULES:
-        raise ConfigError(f"a MATH-style task reads answers under {', '.join(RULES)}, got {answer_rule=}")
-    return answer_rule
 
 
 class MathTask(CodedTask):
@@ -34,7 +24,7 @@ class MathTask(CodedTask):
     answer_type = "math"
     fields = ("problem", "solution")
     labels = ("Problem", "Solution")
-    check_rule = staticmethod(_check_rule)
+    check_rule = staticmethod(check_math_rule)
     read_rows = staticmethod(read_math_jsonl)
     load_exemplars = staticmethod(load_math_exemplars)
     gold = staticmethod(last_boxed)

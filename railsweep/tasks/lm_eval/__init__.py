@@ -1,2 +1,1 @@
-"""``--task lm_eval:NAME``: tasks that lm-evaluation-harness's own code runs (``spec.py``: the checked config,
-``task.py``: prompts and filters on local data, ``groups.py``: a group or tag's member tasks)."""
+"""``--task lm_eval:NAME``: tasks lm-evaluation-harness's own code runs (config, prompts and filters, groups)."""

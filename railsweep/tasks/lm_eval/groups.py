@@ -1,11 +1,9 @@
 """``lm_eval:NAME`` where NAME is a harness group or tag: the member tasks it runs, as the harness expands it.
 
-A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``: 27 tasks), a member group
-expanded in turn; a tag is a label on each member's own config (``mgsm_direct``). :func:`expand_lm_eval_ref`
-returns the member refs in the harness's order (a group's list as written, a tag's sorted), each checked by
-:func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec`, so a group with one member railsweep cannot run is
-refused as a whole, naming it, before anything is decoded. A member defined inline (a mapping with overrides)
-is refused too: railsweep runs tasks by name, and an override would change a task without changing its name.
+A group is a YAML with ``group: NAME`` and a ``task:`` list (``bbh_cot_fewshot``: 27 tasks); a tag labels each
+member's config (``mgsm_direct``). :func:`expand_lm_eval_ref` returns the members in the harness's order, each
+checked, so a group with one member railsweep cannot run is refused whole before anything is decoded; so is a
+member defined inline (with overrides): railsweep runs tasks by name, and an override changes a task, not its name.
 """
 
 from __future__ import annotations
@@ -83,8 +81,7 @@ def _tag_members(root: Path, name: str) -> list[str] | None:
 
 @functools.lru_cache(maxsize=64)
 def expand_lm_eval_ref(ref: str) -> Expansion:
-    """The tasks ``lm_eval:NAME`` runs (module docstring); an unknown name gets the task loader's error. Cached per
-    process, as :func:`~railsweep.tasks.lm_eval.spec.load_lm_eval_spec` is: every cell of a sweep asks again."""
+    """The tasks ``lm_eval:NAME`` runs (module docstring); cached: every cell of a sweep asks again."""
     name = ref[len(PREFIX):]
     if not re.fullmatch(r"[\w.\-]+", name):
         load_lm_eval_spec(ref)  # raises: a malformed name is refused before the harness is imported

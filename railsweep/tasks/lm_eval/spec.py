@@ -1,21 +1,15 @@
 """``--task lm_eval:NAME``: an lm-evaluation-harness task, read from the harness's own task config.
 
-The harness (``pip install 'railsweep[lm-eval]'``) ships thousands of task YAMLs. :func:`load_lm_eval_spec`
-resolves a name to one of them and checks it before any data or model is read (steps):
+Steps of :func:`load_lm_eval_spec`, before any data or model is read:
 
-1. import ``lm_eval`` (missing -> :class:`~railsweep.errors.MissingDependencyError` with the install command);
-2. find the YAML that declares ``task: NAME``, read as text (the harness's own index parses every YAML and
-   takes a minute);
-3. load it as the harness does (``TaskFactory._load_full_config``: includes, ``!function``, metadata) through a
-   ``TaskManager`` over that one folder; a Python task class, a group or a tag is refused (groups and tags:
-   :mod:`railsweep.tasks.lm_eval.groups`); a task whose code imports a package the harness made optional
-   is one :class:`~railsweep.errors.MissingDependencyError` naming the harness extra
-   (:func:`missing_task_dependency`);
-4. refuse a task the harness does not score by sampling (``output_type`` other than ``generate_until``: its
-   scores are log-likelihoods) and one whose first metric is not a 0/1 verdict per sample
-   (:data:`VERDICT_METRICS`; truthfulqa_gen's ``bleu_max``): railsweep counts correct sampled answers;
-5. hash the resolved config (less the YAML's path on this machine) with the harness's version
-   (:attr:`LmEvalSpec.sha256`, which enters the cell id).
+1. import ``lm_eval`` (missing -> :class:`~railsweep.errors.MissingDependencyError` naming the extra);
+2. find the YAML that declares ``task: NAME``, read as text (the harness's own index parses every YAML: a minute);
+3. load it as the harness does (``TaskFactory._load_full_config``) through a ``TaskManager`` over that folder;
+   refuse a Python task class, a group or a tag (:mod:`railsweep.tasks.lm_eval.groups`); a task whose code
+   needs a package the harness made optional gets :func:`missing_task_dependency`;
+4. railsweep counts correct sampled answers, so refuse a task not scored by sampling (``output_type`` other
+   than ``generate_until``) or whose first metric is not a 0/1 verdict (:data:`VERDICT_METRICS`);
+5. hash the resolved config (less its local path) with the harness's version (:attr:`LmEvalSpec.sha256`).
 """
 
 from __future__ import annotations
@@ -59,8 +53,7 @@ def import_lm_eval() -> Any:
 
 @dataclass(frozen=True)
 class LmEvalSpec:
-    """A harness task's resolved config, checked. Answers the questions a task file's spec answers
-    (name, hash, rules, answer type), so a cell, a sweep spec and ``railsweep eval`` treat both alike."""
+    """A harness task's resolved config, checked; it answers what a task file's spec answers (:mod:`railsweep.tasks.task_ref`)."""
 
     ref: str
     name: str
@@ -89,8 +82,8 @@ class LmEvalSpec:
 
     @property
     def sampling_kwargs(self) -> dict[str, object]:
-        """The task's own ``temperature`` and ``do_sample`` (``generation_kwargs``; those it sets), which railsweep
-        records and does not take: it reads m samples at the readout's temperature."""
+        """The ``temperature`` and ``do_sample`` the task sets, recorded, not used: railsweep samples at the
+        readout's temperature."""
         kwargs = self.config.get("generation_kwargs") or {}
         return {k: kwargs[k] for k in ("temperature", "do_sample") if k in kwargs}
 
@@ -122,8 +115,7 @@ def data_files(spec: LmEvalSpec, task_dir: str | Path) -> list[Path]:
 
 
 def find_task_yaml(root: Path, name: str, key: str = "task") -> Path | None:
-    """The YAML under the harness's ``tasks/`` that declares ``task: name`` (or ``group: name``); the folders
-    whose name starts ``name`` first."""
+    """The YAML under the harness's ``tasks/`` declaring ``task: name`` (or ``group: name``), likely folders first."""
     pattern = re.compile(rf"^{key}:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
     folders = sorted(p for p in root.iterdir() if p.is_dir())
     likely = [p for p in folders if name.replace("-", "_").startswith(p.name.replace("-", "_"))]
@@ -156,12 +148,9 @@ def _harness_requirements() -> list[str]:
 
 
 def missing_task_dependency(ref: str, error: ImportError, requirements: list[str]) -> MissingDependencyError:
-    """One error naming what a harness task's code could not import and the harness extra that brings it.
-
-    ``requirements``: lm_eval's declared requirements (``importlib.metadata.requires``), e.g.
-    ``'langdetect; extra == "ifeval"'``. The extra is the one whose requirement names the missing module; a
-    harness message that names its extra itself (``pip install lm-eval[math]``) is taken at its word.
-    """
+    """One error naming what a harness task's code could not import and the harness extra that brings it: the
+    extra whose requirement (``'langdetect; extra == "ifeval"'``) names the module, or the one the harness's
+    message names itself (``pip install lm-eval[math]``)."""
     module = (error.name or "").split(".")[0]
     said = re.search(r"lm[-_]eval\[(\w+)\]", str(error))
     extra = said.group(1) if said else None

@@ -2,21 +2,16 @@
 
 Building an :class:`LmEvalTask` (steps):
 
-1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`) and point its dataset at local files: the
-   ``datasets`` builder of their format, ``data_files`` mapping each split to ``<task_dir>/<split>.<format>``;
-2. build the harness's ``ConfigurableTask`` from it, its few-shot sampler seeded as ``simple_evaluate`` does;
-3. render every prompt with the harness's ``fewshot_context`` in the harness's document order (the sampler
-   draws from one random stream), chat template off, no system instruction: byte for byte the
-   ``arguments[0]`` of lm-eval's requests.
+1. copy the harness config (:mod:`railsweep.tasks.lm_eval.spec`), its dataset pointed at local files (the
+   ``datasets`` builder of their format, each split read from ``<task_dir>/<split>.<format>``);
+2. build the harness's ``ConfigurableTask``, its few-shot sampler seeded as ``simple_evaluate`` does;
+3. render every prompt with ``fewshot_context`` in the harness's document order (the sampler draws from one
+   random stream), chat template off, no system instruction: byte for byte lm-eval's ``arguments[0]``.
 
-Grading (:meth:`LmEvalTask.grade_under`): cut the response at the task's ``until`` strings (as the harness's
-model classes do), run one filter ensemble on it as ``FilterEnsemble.apply`` does, and score the output with
-the task's ``process_results`` (its first metric, 0/1 per document). The rule ``lm_eval`` takes the first
-ensemble whose output is not its fallback (``"[invalid]"``): ``strict`` for the first, ``flexible`` after.
-
-The harness compiles a Jinja template from its source on every render (about 10 ms each, several per prompt
-and one per score); :func:`_compile_once` caches the compiled template per source in the harness's own
-environment, so every string is the same.
+Grading (:meth:`LmEvalTask.grade_under`): cut at the task's ``until``, run one filter ensemble as
+``FilterEnsemble.apply`` does, score with ``process_results`` (first metric, 0/1 per document). The rule
+``lm_eval`` takes the first ensemble whose output is not its fallback: ``strict`` for the first, ``flexible``
+after. :func:`_compile_once` caches the Jinja templates the harness compiles on every render (10 ms each).
 """
 
 from __future__ import annotations
@@ -59,8 +54,7 @@ def _compiled(env: Any, source: str) -> Any:
 
 @contextlib.contextmanager
 def _compile_once() -> Iterator[None]:
-    """Within the block, the harness's Jinja environment compiles each template source once (module docstring);
-    its own ``from_string`` is back on the way out."""
+    """Within the block, the harness's Jinja environment compiles each template source once (module docstring)."""
     from lm_eval import utils  # optional dependency (checked by load_lm_eval_spec)
 
     env = utils.env
@@ -103,12 +97,8 @@ class LmEvalTask:
     """An lm-eval ``generate_until`` task on local data, graded by its own filters and metric."""
 
     def __init__(
-        self,
-        spec: LmEvalSpec,
-        task_dir: str | Path,
-        limit: int | None = None,
-        leak_split: str | Path | None = None,
-        answer_rule: str | None = None,
+        self, spec: LmEvalSpec, task_dir: str | Path, limit: int | None = None,
+        leak_split: str | Path | None = None, answer_rule: str | None = None,
     ):
         self.spec = spec
         self.name = spec.ref
@@ -160,8 +150,8 @@ class LmEvalTask:
         return self.grade_under(self.answer_rule, response, question)
 
     def grade_under(self, rule: str, response: str, question: Question) -> Grade:
-        """``response`` graded under ``lm_eval`` or one filter ensemble (module docstring); cached, since the
-        samples of a question repeat and every response is graded under every rule."""
+        """``response`` graded under ``lm_eval`` or one filter ensemble (module docstring); cached: samples
+        repeat, and every response is graded under every rule."""
         key = (rule, question.index, response)
         if key not in self._cache:
             with _compile_once():
