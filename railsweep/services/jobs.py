@@ -32,8 +32,7 @@ def submit_job(address: str, entrypoint: list[str], *, working_dir: str | Path |
     env = auth_env()
     for k in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):  # these would override --address
         env.pop(k, None)
-    # A head that has just started may not have its job agent yet ("No available agent to submit job"): the
-    # submission was refused, nothing runs, so it is safe to try again for a while.
+    # a head just started may have no job agent yet: the submission was refused, so trying again is safe
     deadline = time.monotonic() + agent_wait_s
     while True:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)

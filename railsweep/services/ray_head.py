@@ -1,11 +1,5 @@
 """Start or reuse a local Ray head: token authentication, every port on 127.0.0.1, the dashboard (job API) too.
-
-A head already answering on the dashboard port is reused only after two checks: it refuses anonymous
-requests and accepts this machine's token (:func:`check_head_accepts_token`), and it runs this Python
-environment (:func:`check_head_environment`).
-
-A `ray start` that exits non-zero is tried once more (:data:`START_ATTEMPTS`), after everything the failed
-start left running is ended (:func:`end_failed_start`).
+A running head is reused only if it passes :func:`check_head_accepts_token` and :func:`check_head_environment`.
 """
 
 from __future__ import annotations
@@ -45,8 +39,7 @@ class RayHead:
 
 
 def check_head_accepts_token(url: str) -> None:
-    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token;
-    else one :class:`ConfigError` naming the head and how to stop it."""
+    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token."""
     anonymous = http_status(url + "/api/jobs/")
     if anonymous == 200:
         raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers "
@@ -79,9 +72,8 @@ def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[s
 
 
 def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> None:
-    """A running local head may be reused only if it runs in this Python environment: its workers run its
-    interpreter, so a head started from another virtual environment (another checkout) would run that
-    environment's railsweep in every actor and trial. Raises one :class:`ConfigError` naming both."""
+    """A running local head may be reused only if it runs this Python environment: its workers run its
+    interpreter, so a head from another virtual environment would run that environment's railsweep."""
     heads = head_interpreters(dashboard_port, proc)
     mine = Path(sys.prefix).resolve()
     if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
@@ -125,10 +117,9 @@ def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | No
 def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, num_gpus: int | None = None,
                     block: bool = False, isolated: bool = False,
                     timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
-    """A local Ray head (module docstring), reused when a dashboard already answers on ``dashboard_port``.
-    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly
-    this cluster (``ray stop`` would end every Ray on the host). ``isolated=True`` picks free ports and a
-    private temp dir (tests next to other clusters) and never reuses a running head."""
+    """A local Ray head, reused when a dashboard already answers on ``dashboard_port``. ``block=True`` keeps
+    ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this cluster (``ray
+    stop`` would end every Ray on the host). ``isolated=True``: free ports, a private temp dir, no reuse."""
     url = f"http://127.0.0.1:{dashboard_port}"
     ensure_ray_token()
     if not isolated and http_status(url + "/api/version") is not None:
@@ -158,11 +149,10 @@ class _StartFailed(Exception):
 
 
 def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> subprocess.Popen:
-    """Run ``ray start`` and wait until it has started and the dashboard answers. A start that fails (exits
-    non-zero; a blocking one exits at all) ends what it left running (:func:`end_failed_start`) and raises
-    :class:`_StartFailed` with the log's tail. A blocking start is ready only once ``ray start`` says so ("Ray
-    runtime started."): the dashboard answers before the raylet has registered, and the raylet still gives up
-    when its agents are slow to start (a fixed 15 s wait inside Ray)."""
+    """Run ``ray start`` and wait for the dashboard; a failed start (a blocking one exiting at all) ends what it
+    left running and raises :class:`_StartFailed`. A blocking start is ready only once it prints "Ray runtime
+    started.": the dashboard answers before the raylet registers, and the raylet still gives up when its
+    agents are slow to start (a fixed 15 s wait inside Ray)."""
     offset = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(),
@@ -181,8 +171,7 @@ _STARTED = b"Ray runtime started."
 
 
 def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeout: float) -> bool:
-    """Wait for a blocking start's "Ray runtime started." (written to ``log`` after ``offset``): False once it
-    is there, True when the start exits first; a start that does neither in ``timeout`` is stopped."""
+    """False once "Ray runtime started." is in ``log`` after ``offset``, True when the start exits first."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -197,9 +186,8 @@ def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeo
 
 
 def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
-    """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group (the start ran in
-    its own session) and any process of its Ray session (``session_<date>_<time>_<pid>`` in the command line)
-    that left the group. Returns the ids signalled besides the group."""
+    """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group and any process
+    of its Ray session (``session_<date>_<time>_<pid>``) that left the group; returns the latter's ids."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     mark = re.compile(rf"session_[0-9_-]+_{pid}\b".encode())

@@ -1,14 +1,8 @@
 """Sweep specs: YAML → validated frozen dataclasses (:class:`SweepSpec`, its sections in
-:mod:`railsweep.sweep.spec.sections`, over the typed schema of :mod:`railsweep.sweep.spec._schema`).
-
-Building a spec, from YAML (:func:`spec_from_dict`) or in Python (``dataclasses.replace``), validates every
-type, range and cross-field rule without touching a model; :meth:`SweepSpec.check_inputs` checks what a
-command can check before any service starts, and :func:`railsweep.sweep.spec.resolve.resolve_spec` fills in
-the paths. All run before any trial starts, so a bad spec costs one clear error. ``detectors`` (checked
-against :mod:`railsweep.detection`'s registry) score the miniature world's families against its leak split in
-the same sweep (:mod:`railsweep.sweep.run.detection`); with them, ``strategies`` may be empty.
+:mod:`railsweep.sweep.spec.sections`). Building a spec validates every type, range and cross-field rule
+without touching a model; :meth:`SweepSpec.check_inputs` checks what can be checked before any service
+starts, so a bad spec costs one clear error.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -239,13 +233,9 @@ class SweepSpec:
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
-    def with_overrides(self, **kw: Any) -> SweepSpec:
-        return dataclasses.replace(self, **kw)
-
     def check_inputs(self) -> None:
-        """The cheap part of :func:`~railsweep.sweep.spec.resolve.resolve_spec`, run before Ray or any service
-        starts: a paths spec's inputs must exist on this machine (a miniworld spec's families were checked
-        against its world preset's configuration when the spec was built)."""
+        """Before Ray or any service starts: a paths spec's inputs exist (a miniworld spec's families were
+        checked against its world preset when the spec was built)."""
         if self.source != "miniworld":
             self.check_paths()
 
