@@ -1,9 +1,5 @@
-"""The sweep's small actors and the names the trials share with the engine actors.
-
-The engine actors themselves are :mod:`railsweep.sweep.run.engine_server`, which loads torch; trials import
-only this module: the actors' namespace, their names, and :func:`write_files` for the result bytes an engine
-returns.
-"""
+"""The sweep's small actors and the names the trials share with the engine actors: trials import this module,
+not :mod:`railsweep.sweep.run.engine_server`, which loads torch."""
 
 from __future__ import annotations
 
@@ -20,8 +16,7 @@ def engine_name(sweep_id: str, family: str, replica: int = 0) -> str:
 
 class ProgressBoard:
     """Live cell states and sample counts, written by trials and engines, read by the driver. ``fault``: the
-    test hook of :mod:`railsweep.sweep.run.faults`, fired when the ``after_cells``-th cell is reported done.
-    """
+    test hook of :mod:`railsweep.sweep.run.faults`."""
 
     def __init__(self, total: int, skipped: int = 0, fault: Any = None):
         self.total = total

@@ -1,6 +1,5 @@
 """Steps 4-5 of a sweep (:func:`railsweep.sweep.run.driver.run_sweep`): the engine actors and one Ray Tune trial per
-cell, in one wave, or, while a miniature world is still being built (:mod:`railsweep.sweep.run.staged`), one wave
-per set of families trained so far."""
+cell, in one wave, or one wave per set of families trained so far while a world builds."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ from railsweep.sweep.spec.resolve import check_families
 def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
               fault: Fault | None, staged: StagedWorld | None, storage_path: str | None,
               progress_interval: float) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
-    """Steps 4-5, in one wave, or, while ``staged`` builds, one wave per set of ready families (each on the
-    cores the build leaves; the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
+    """Steps 4-5 in waves (the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
     left, failed, stats, board = list(pending), [], {}, None
     while True:
         wave, cpus = _next_wave(run, left, staged)
@@ -49,11 +47,10 @@ def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], 
 def _next_wave(run: SweepRun, left: list[SweepCell],
                staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:  # fmt: skip
     """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
-    a world builds, those of ready families, as many as cores are free of the build (waiting for one if none
-    is), with engines on every core so that the cores the build frees mid-wave are used. The engines share the
-    cores with the build meanwhile: Ray's workers run at nice 15, but under Linux autogroup scheduling a nice
-    value ranks a process only within its own session (the workers are in Ray's, the build in the driver's).
-    """
+    a world builds, those of ready families, one per core free of the build (waiting for one), with engines on
+    every core so that the cores the build frees mid-wave are used. Ray's workers run at nice 15, but under
+    Linux autogroup scheduling a nice value ranks a process only within its own session, so they share the
+    cores with the build meanwhile."""
     if staged is None:
         return left, None
     while True:
@@ -89,7 +86,7 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
                    fault: Fault | None, board: Any,
                    cpus: float | None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """Step 4: the engine actors, added to ``engines`` as each is created (a failure part-way still kills the
-    ones that exist); returns (their pool, the progress board, kept from a previous wave, the plan)."""
+    ones that exist); returns (their pool, the progress board, the plan)."""
     import ray  # optional heavy dependency: the sweep's
 
     spec = run.spec
