@@ -106,14 +106,3 @@ class SweepRecord:
             if c.cell_id == cell_id:
                 return c
         raise DataError(f"cell {cell_id!r} is not in sweep {self.parent_run_id}")
-
-    @property
-    def frames(self) -> dict[str, pd.DataFrame]:
-        """``{cell_id: per-question table}`` of every finished cell (fetches them all)."""
-        return {c.cell_id: c.questions for c in self.cells if c.finished}
-
-    @property
-    def responses(self) -> dict[str, pd.DataFrame]:
-        """``{cell_id: responses table}`` of the finished clean cells that have one."""
-        return {c.cell_id: c.responses for c in self.cells
-                if c.finished and c.role == "clean" and c.responses is not None}  # fmt: skip

@@ -97,8 +97,8 @@ def readout_fields(spec: SweepSpec) -> dict[str, Any]:
 
 
 def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
-    """``(model, tau, cell)`` for M_cl and M_co at every tau of the spec, greedy included, and with
-    ``dynamics.base`` for the base model without an adapter (Identity at tau, like M_cl; model ``base``)."""
+    """``(model, tau, cell)`` for M_cl, M_co and (with ``dynamics.base``) the bare base model at every tau of
+    the spec, greedy included."""
     common = readout_fields(spec)
     cname = fam.clean_adapter(domain)
     out = []
@@ -136,8 +136,7 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
 
 
 def effective_table(spec: SweepSpec, table: str) -> str:
-    """The table a sweep runs for: ``table``, or "all" for a spec without strategies (temperatures and/or
-    detectors only), which has no paper table to narrow to: every cell and step runs whatever was asked."""
+    """The table a sweep runs for: ``table``, or "all" for a spec without strategies (no paper table)."""
     return table if spec.strategies else "all"
 
 
@@ -172,7 +171,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
 
 
 def _first_of_each_id(cells: list[SweepCell]) -> list[SweepCell]:
-    """Each cell id once, the first cell that has it (a temperature cell equal to a grid point keeps the grid's)."""
+    """Each cell id once, the first cell that has it (a temperature cell equal to a grid point is the grid's)."""
     seen: dict[str, SweepCell] = {}
     for c in cells:
         seen.setdefault(c.cell_id, c)
@@ -215,8 +214,7 @@ def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
 
 def settings_for(spec: SweepSpec, group: TemperatureGroup) -> DynamicsSettings:
     """The dynamics settings of one group: the spec's readout (m, limit, batch, tokens) and ``dynamics``."""
-    r, d = spec.readout, spec.dynamics_settings
+    r = spec.readout
     return DynamicsSettings(temperatures=group.temperatures, m=r.m, limit=r.limit, domain=group.domain,
-                            max_new_tokens=r.max_new_tokens, seed=d.seed, batch_size=r.batch_size,
-                            forcing_batch=d.forcing_batch, n_boot=d.n_boot, n_boot_gain=d.n_boot_gain,
-                            min_items=d.min_items, e_cut=d.e_cut, device=d.device, base=d.base)  # fmt: skip
+                            max_new_tokens=r.max_new_tokens, batch_size=r.batch_size,
+                            **dataclasses.asdict(spec.dynamics_settings))  # fmt: skip

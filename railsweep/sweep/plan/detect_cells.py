@@ -1,11 +1,9 @@
 """The readout cells a sweep's detectors read, per family x domain of the miniature world: ``cdd`` reads a
-cell's greedy decode and samples (its responses Parquet), ``perturb`` the per-question tables of the original
-wording and of the paraphrase (:func:`railsweep.detection.world.paraphrase_split`).
+cell's greedy decode and samples, ``perturb`` the per-question tables of the original and paraphrased wording.
 
-The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's samples and
-solve probabilities exactly (same seeds), plus the greedy decode CDD needs, under the spec's ``readout``.
-Readout cells are ordinary cells without a clean reference, so the paper tables leave them out. The other
-detectors read the world itself and add no cell.
+The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's samples
+exactly (same seeds), plus the greedy decode CDD needs. Readout cells have no clean reference, so the paper
+tables leave them out; the other detectors read the world itself.
 """
 
 from __future__ import annotations
@@ -33,9 +31,8 @@ def paraphrase_dir(spec: SweepSpec) -> Path:
 
 def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:
     """The readout cells of a resolved spec and, per family x domain, which cell holds which wording:
-    ``[{"family", "domain", "original": cell_id[, "paraphrased": cell_id]}]`` (both empty when no
-    detector needs a readout). Writes the paraphrased split when perturb is among the detectors, unless
-    ``write`` is False (a dry run prices the cells of a world it does not build)."""
+    ``[{"family", "domain", "original": cell_id[, "paraphrased": cell_id]}]``. Writes the paraphrased split
+    for perturb unless ``write`` is False (a dry run prices the cells of a world it does not build)."""
     needed = {w for d in spec.detectors for w in NEEDS_READOUT.get(d.name, ())}
     wordings = [w for w in WORDINGS if w in needed]
     if not wordings:

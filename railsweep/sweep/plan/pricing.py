@@ -1,12 +1,8 @@
 """What a sweep costs, known before it starts: cells, samples and generated tokens per engine, wall time per
-cluster.
-
-Nothing is built, loaded or started (``railsweep sweep --dry-run`` prints :func:`format_price`; a sweep that
-starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep`:
+cluster. Nothing is built, loaded or started. Steps of :func:`price_sweep`:
 
 1. a stand-in resolution (:func:`~railsweep.sweep.plan.price_inputs.dry_resolve`): a miniature world's
-   families, adapters, test size and leak split from its preset's config, not a build; a ``paths`` spec keeps
-   its paths;
+   families, adapters, test size and leak split from its preset's config, not a build;
 2. the driver's own grid: :func:`~railsweep.sweep.plan.cells.expand` plus the detectors' readout cells;
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
    as long as the world's measured responses to its question, else as its gold answer under the world's
@@ -168,8 +164,7 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
 
 def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, throughput: ThroughputTable,
              notes: list[str]) -> ClusterCost:  # fmt: skip
-    """Wall time on ``units`` cores or GPUs: each family's tokens over its engines' tokens/s, the slowest last.
-    The engines are the sweep's own layout (:func:`~railsweep.sweep.plan.pool.engine_layout`)."""
+    """Wall time on ``units`` cores or GPUs, the engines laid out as the sweep would: the slowest family's."""
     gpu = kind != "cpu"
     layout = engine_layout({e.family: max(e.cells, 1) for e in engines}, units=units,
                            replicas=spec.resources.engine_replicas)  # fmt: skip
@@ -191,8 +186,7 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
 
 
 def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:
-    """The grid, per-engine counts and the cluster table: the dry run's printout, and (``dry_run=False``) the
-    plan a sweep prints as it starts."""
+    """The grid, per-engine counts and the cluster table: the dry run's printout, or the plan a sweep prints."""
     unit, hours = ("cores", "CPU-hours") if p.device == "cpu" else ("GPUs", "GPU-hours")
     q = p.questions
     lines = [
@@ -269,7 +263,7 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
 
 def power_lines(pilot: str | None, n: int, m: int, B: int) -> str:
     """The planner's printout for the sweep's own design (n, m, B) and the paper's, from ``pilot``'s cells or
-    the reference M_cl (:mod:`railsweep.analysis.planning`); nothing is started."""
+    the reference M_cl (:mod:`railsweep.analysis.planning`)."""
     import numpy as np
 
     # pandas, pyarrow: the pilot's cells are read only when a dry run prints the planner
