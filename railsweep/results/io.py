@@ -68,8 +68,8 @@ def write_cell(out_dir: str | Path, cell: CellConfig, outcomes: Sequence[Questio
                questions: Sequence[Question], *, provenance: Mapping[str, Any] | None = None,
                grading: Mapping[str, Any] | None = None) -> CellPaths:  # fmt: skip
     """Write the cell's per-question and responses Parquet files; returns their paths. ``provenance`` defaults
-    to :func:`railsweep.provenance.collect` over the cell's data files; ``grading`` (the answer rules' counts,
-    :meth:`railsweep.tasks.agreement.RuleAgreement.to_dict`) goes into both files' metadata when given."""
+    to :func:`railsweep.provenance.collect` over the cell's data files; ``grading`` (the answer rules' counts)
+    goes into both files' metadata when given."""
     return write_tables(out_dir, cell.cell_id, cell_tables(cell, outcomes, questions, provenance, grading))
 
 
@@ -133,16 +133,15 @@ def _read_table(path: str | Path, read: Any = pq.read_table) -> Any:
 
 
 def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
-    """``{"cell": CellConfig, "cell_id": str, "provenance": dict, "grading": dict | None}`` of a results file,
-    schema-checked."""
+    """``{"cell": CellConfig, "cell_id", "provenance", "grading"}`` of a results file, schema-checked."""
     info = schema.check_metadata(_read_table(path, pq.read_schema).metadata, kind, str(Path(path)))
     info["cell"] = CellConfig.from_dict(info["cell"])
     return info
 
 
 def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
-    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns (``leaked`` as
-    pandas' nullable ``boolean``); anything off raises DataError naming the file."""
+    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns; anything off raises
+    DataError naming the file."""
     p = Path(path)
     if p.name.endswith(RESPONSES_SUFFIX):
         raise DataError(f"{p}: this is a responses file; pass the per-question file "

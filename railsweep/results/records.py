@@ -1,8 +1,6 @@
-"""Typed records of a sweep read back from its tracking store: what the tables, figures and notebook consume.
-
-Plain data: :mod:`railsweep.sweep.tracking.reader` fills them from MLflow, and the analysis code
-(:mod:`railsweep.analysis.report`) reads them with pandas only. A cell's tables are fetched on first use, so a
-reader that needs only the logged scores downloads no Parquet.
+"""Typed records of a sweep read back from MLflow (:mod:`railsweep.sweep.tracking.reader`): what the tables,
+figures and notebook consume. A cell's tables are fetched on first use, so a reader that needs only the
+logged scores downloads no Parquet.
 """
 
 from __future__ import annotations
@@ -22,10 +20,9 @@ MISSING = "missing"  # no FINISHED run: failed or not run yet; left out of the t
 
 @dataclass(frozen=True)
 class CellRecord:
-    """One cell of a sweep: ``config``, its resolved :class:`railsweep.config.CellConfig` as a dict;
-    ``params``, the flat params logged on its run; ``scores``, the
-    :func:`railsweep.analysis.scoring.score_pair` dict the trial logged for a mitigated cell against the clean
-    run ``scored_against`` (None when it logged none)."""
+    """One cell of a sweep: ``config``, its resolved ``CellConfig`` as a dict; ``params``, the flat params
+    logged on its run; ``scores``, the ``score_pair`` dict its trial logged against the clean run
+    ``scored_against`` (None when it logged none)."""
 
     cell_id: str
     config: Mapping[str, Any]

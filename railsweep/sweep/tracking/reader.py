@@ -46,8 +46,8 @@ DEMO_URI = "http://127.0.0.1:5000"  # the server `railsweep demo` starts (or reu
 
 
 def connect(tracking_uri: str | None = None) -> Tracker:
-    """A :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's server
-    (:data:`DEMO_URI`); its /health is checked, and a default that does not answer says how to name another."""
+    """A :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's server; its
+    /health is checked."""
     # one progress bar per downloaded Parquet would bury a notebook's outputs
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -85,8 +85,7 @@ def _newest(tracker: Tracker, ids: list[str], kind: str, n: int, what: str) -> l
 
 
 def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame:
-    """One row per sweep (parent run), newest first: run_id, experiment_id, run_name, status, started, preset,
-    table, n_cells (``experiment`` None = every experiment)."""
+    """One row per sweep (parent run), newest first (``experiment`` None = every experiment)."""
     rows = [(r.info.run_id, r.info.experiment_id, r.info.run_name, r.info.status,
              pd.to_datetime(r.info.start_time, unit="ms", utc=True), r.data.params.get("preset"),
              r.data.params.get("table"), r.data.params.get("n_cells"))
@@ -96,9 +95,8 @@ def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame
 
 
 def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (scores as metrics, the design as
-    ``score.<name>`` params); None when the run logged no scores. A metric the tracker dropped comes back NaN.
-    """
+    """The ``score_pair`` dict a trial logged (scores as metrics, the design as ``score.<name>`` params); None
+    when it logged none. A metric the tracker dropped comes back NaN."""
     metrics = join_constants(metrics, params or {})
     if "n_boot" not in metrics:
         return None
@@ -141,8 +139,7 @@ def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> di
 def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
                 dst: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:  # fmt: skip
     """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run (the
-    dynamics step's reader); a cell without one is left out. Takes the tracking URI, not a :class:`Tracker`,
-    so that, bound with :func:`functools.partial`, it travels to a Ray task."""
+    dynamics step's reader). Takes the URI, not a :class:`Tracker`, so that it travels to a Ray task."""
     tracker = Tracker(tracking_uri, experiment_id)
     return {cid: (download_questions(tracker, run, Path(dst) / cid),
                   download_responses(tracker, run, Path(dst) / f"{cid}-responses"))
@@ -150,8 +147,7 @@ def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
 
 
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
-    """The per-item detection table a sweep with ``detectors`` logged on its parent run
-    (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
+    """The per-item detection table on a sweep's parent run (schema-checked); None when it has none."""
     listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR),
                    "list detection artifacts")  # fmt: skip
     if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
@@ -189,8 +185,8 @@ def _cell_record(tracker: Tracker, meta: Mapping[str, Any], run: Any | None, dst
 
 def read_sweep(tracker: Tracker, experiment: str | None = None, parent_run_id: str | None = None, *,
                download_dir: str | Path | None = None) -> SweepRecord:  # fmt: skip
-    """Steps 1–4 for one sweep (default: the newest in ``experiment``, or in any experiment); Parquet files
-    fetched later go under ``download_dir`` (default: a new temporary directory)."""
+    """Steps 1–4 for one sweep (default: the newest in ``experiment``, or in any); Parquet files fetched later
+    go under ``download_dir`` (default: a new temporary directory)."""
     parent = _parent(tracker, experiment, parent_run_id)
     tracker.experiment_id = parent.info.experiment_id
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-records-"))
@@ -224,8 +220,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
 
 def read_dynamics(tracker: Tracker, parent_run_id: str,
                   download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
-    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's
-    rows; ``{}`` when the sweep has no temperature dimension."""
+    """The dynamics tables on a sweep's parent run by name, every group's rows (``{}`` without temperatures)."""
     files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR),
                   "list dynamics artifacts")  # fmt: skip
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))

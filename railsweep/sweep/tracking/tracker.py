@@ -1,10 +1,9 @@
 """A thin MLflow layer for sweeps: one parent run per sweep, one child run per cell.
 
-Why not Ray's MLflow integration: it has no parent run, logs noise metrics, sends one request per metric and
-opens new runs on restore (``ray-mlflow-notes.md`` §2). Here every call goes through an ``MlflowClient``
-against an HTTP server, retried with backoff, ending in one :class:`TrackingError` when the server stays away.
-Cells are keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell FINISHED once is never
-recomputed, and a retried cell reuses its unfinished child run.
+Not Ray's MLflow integration: it has no parent run, logs noise metrics, sends one request per metric and opens
+new runs on restore (``ray-mlflow-notes.md`` §2). Every call here is retried with backoff, ending in one
+:class:`TrackingError`. Cells are keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell
+FINISHED once is never recomputed, and a retried cell reuses its unfinished child run.
 """
 
 from __future__ import annotations
@@ -139,9 +138,8 @@ class Tracker:
                 return out
 
     def finished_cells(self, cell_ids: Iterable[str] | None = None) -> dict[str, Any]:
-        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed); the
-        one "latest finished run per cell" query. One cell id is filtered on the server; more are matched
-        against every finished cell run in one search."""
+        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed). One
+        cell id is filtered on the server; more are matched against every finished cell run in one search."""
         wanted = set(cell_ids) if cell_ids is not None else None
         where = f"tags.`{TAG_KIND}` = 'cell' and attributes.status = 'FINISHED'"
         if wanted is not None and len(wanted) == 1:
@@ -209,9 +207,8 @@ def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path],
     tracker = Tracker(uri)
     tracker.ensure_experiment(experiment)
     rid, _ = tracker._open_run(None, "figure1", {TAG_KIND: "figure1"}, "figure-1 run")
-    for k, v in {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v == v}.items():
-        retry(lambda k=k, v=v: tracker.client.log_metric(rid, k, v), f"log metric {k}")
+    tracker.log(rid, metrics={k: v for k, v in summary.items() if isinstance(v, (int, float))})
     for f in files:
-        retry(lambda f=f: tracker.client.log_artifact(rid, str(f)), f"log artifact {f}")
-    retry(lambda: tracker.client.set_terminated(rid, "FINISHED"), "finish figure-1 run")
+        tracker.log_artifact(rid, f)
+    tracker.terminate(rid, "FINISHED")
     return rid
