@@ -218,7 +218,8 @@ def test_read_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
     assert sorted(frames) == sorted(finished)
     assert all(len(df) == N_QUESTIONS and (df["m"] == M).all() for df in frames.values())
     clean_ids = {c.cell_id for c in sweep_run["cells"] if c.role == "clean"}
-    responses = {c.cell_id for c in sweep.cells if c.finished and c.role == "clean" and c.responses is not None}
+    responses = {c.cell_id for c in sweep.cells
+                 if c.finished and c.role == "clean" and c.responses is not None}
     assert responses == clean_ids
     overview = report.cells_frame(sweep)
     assert (overview.set_index("cell_id").loc[sweep_run["failed"], "status"] == "missing").all()

@@ -1,5 +1,5 @@
 """Start or reuse a local Ray head: token authentication, every port on 127.0.0.1, the dashboard (job API) too.
-A running head is reused only if it passes :func:`check_head_accepts_token` and :func:`check_head_environment`.
+A running head is reused only after :func:`check_head_accepts_token` and :func:`check_head_environment`.
 """
 
 from __future__ import annotations
@@ -149,10 +149,10 @@ class _StartFailed(Exception):
 
 
 def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> subprocess.Popen:
-    """Run ``ray start`` and wait for the dashboard; a failed start (a blocking one exiting at all) ends what it
-    left running and raises :class:`_StartFailed`. A blocking start is ready only once it prints "Ray runtime
-    started.": the dashboard answers before the raylet registers, and the raylet still gives up when its
-    agents are slow to start (a fixed 15 s wait inside Ray)."""
+    """Run ``ray start`` and wait for the dashboard; a failed start (a blocking one exiting at all) ends what
+    it left running and raises :class:`_StartFailed`. A blocking start is ready only once it prints "Ray
+    runtime started.": the dashboard answers before the raylet registers, and the raylet still gives up when
+    its agents are slow to start (a fixed 15 s wait inside Ray)."""
     offset = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(),

@@ -21,9 +21,9 @@ def ray_token_path() -> Path:
 
 
 def ensure_ray_token() -> None:
-    """Make sure Ray's token exists, readable by this user only (unless ``$RAY_AUTH_TOKEN`` is set). The default
-    file is made by ``ray get-auth-token --generate`` under umask 077; one named by ``$RAY_AUTH_TOKEN_PATH``,
-    which Ray's generator does not write, gets a token of the same form (256 random bits, hex)."""
+    """Make sure Ray's token exists, readable by this user only (unless ``$RAY_AUTH_TOKEN`` is set). The
+    default file is made by ``ray get-auth-token --generate`` under umask 077; one named by
+    ``$RAY_AUTH_TOKEN_PATH``, which Ray does not write, gets one of the same form (256 random bits, hex)."""
     if os.environ.get("RAY_AUTH_TOKEN"):
         return
     path = ray_token_path()

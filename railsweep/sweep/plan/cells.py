@@ -171,7 +171,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
 
 
 def _first_of_each_id(cells: list[SweepCell]) -> list[SweepCell]:
-    """Each cell id once, the first cell that has it (a temperature cell equal to a grid point is the grid's)."""
+    """Each cell id once, the first cell that has it (a grid point's, not an equal temperature cell)."""
     seen: dict[str, SweepCell] = {}
     for c in cells:
         seen.setdefault(c.cell_id, c)

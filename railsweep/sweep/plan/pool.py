@@ -145,8 +145,8 @@ class EnginePool:
 
 
 def create_engine_pool(engines: Mapping[str, Sequence[str]], cells: Mapping[str, int] | None = None) -> Any:
-    """The pool actor (from the driver, never a trial), holding no CPU. Restarted if it dies, every engine free
-    again in its first family: at worst two cells then share an engine, which serves them in turn."""
+    """The pool actor (from the driver, never a trial), holding no CPU. Restarted if it dies, every engine
+    free again in its first family: at worst two cells then share an engine, which serves them in turn."""
     import ray  # optional heavy dependency: only sweeps import it
 
     actor = ray.remote(EnginePool).options(num_cpus=0, max_restarts=-1, max_task_retries=-1)

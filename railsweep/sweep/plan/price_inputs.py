@@ -35,7 +35,7 @@ class Questions:
 
 def dry_resolve(spec: SweepSpec) -> SweepSpec:
     """``spec`` with the miniature world's families filled in from its config (stand-in paths, nothing built);
-    a ``paths`` spec unchanged. Missing adapters fail as in :func:`~railsweep.sweep.spec.resolve.resolve_spec`."""
+    a ``paths`` spec unchanged. Missing adapters fail as they would when resolved."""
     if spec.source != "miniworld":
         return spec
     cfg = preset_config(spec.miniworld_preset)

@@ -186,7 +186,7 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
 
 
 def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:
-    """The grid, per-engine counts and the cluster table: the dry run's printout, or the plan a sweep prints."""
+    """The grid, per-engine counts and the cluster table: the dry run's printout, or a sweep's plan."""
     unit, hours = ("cores", "CPU-hours") if p.device == "cpu" else ("GPUs", "GPU-hours")
     q = p.questions
     lines = [

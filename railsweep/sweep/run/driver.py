@@ -72,9 +72,9 @@ def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None
     return resolved, cells, readouts
 
 
-def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, storage_path: str | None = None,
-              progress_interval: float = 10.0, publish: bool = True, out=sys.stdout,
-              params: dict[str, str] | None = None, fault: Fault | None = None) -> SweepOutcome:  # fmt: skip
+def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, progress_interval: float = 10.0,
+              out=sys.stdout, params: dict[str, str] | None = None,
+              fault: Fault | None = None) -> SweepOutcome:  # fmt: skip
     """Run ``spec`` on the Ray instance this process joined (steps in the module docstring). ``params``: more
     parameters of a new parent run (the job's price); ``fault``: the fault-injection tests' hook."""
     import ray  # optional heavy dependency: the sweep runs on the Ray its entry point started
@@ -94,9 +94,8 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
     pending, skipped = _pending_cells(run)
     engines: dict[str, Any] = {}
     try:
-        failed, stats = run_waves(run, engines, pending, len(skipped), fault, staged, storage_path,
-                                  progress_interval)  # fmt: skip
-        wall, dynamics = _after_trials(run, engines, failed, skipped, staged, publish)
+        failed, stats = run_waves(run, engines, pending, len(skipped), fault, staged, progress_interval)
+        wall, dynamics = _after_trials(run, engines, failed, skipped, staged)
     except BaseException:
         try:
             run.tracker.terminate(run.parent_id, "KILLED")
@@ -111,8 +110,7 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
 
 
 def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], skipped: list[str],
-                  staged: StagedWorld | None,
-                  publish: bool) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
+                  staged: StagedWorld | None) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
     """Steps 6-9 but the engines' last kill, after the world's build (its digest recorded); returns (the wall
     time, the dynamics step's result or None)."""
     if staged is not None:
@@ -120,8 +118,8 @@ def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], ski
         world = staged.result()  # the build's last adapters may still be training
         add_time(run, "world_wait_s", time.perf_counter() - t0)
         _record_world(run, world)
-    dynamics = dynamics_step(run, engines) if run.table == "all" and publish else None
-    if publish and (run.spec.strategies or run.spec.temperatures):
+    dynamics = dynamics_step(run, engines) if run.table == "all" else None
+    if run.spec.strategies or run.spec.temperatures:
         publish_tables(run)
     if run.spec.detectors:
         kill_actors(engines)

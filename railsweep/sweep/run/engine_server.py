@@ -137,8 +137,8 @@ class EngineServer:
 
     def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None,
                family: str | None = None) -> list[Any]:  # fmt: skip
-        """Decode a share of another cell's work (:mod:`railsweep.sweep.run.sharing`), then give this engine back
-        to the pool under ``holder``."""
+        """Decode a share of another cell's work (:mod:`railsweep.sweep.run.sharing`), then give this engine
+        back to the pool under ``holder``."""
         t0 = time.perf_counter()
         try:
             self.use(family)
@@ -161,7 +161,7 @@ def create_engine_actor(name: str, engine_config: dict[str, Any], *, num_gpus: f
                         cache_dir: str | None = None, prompts_per_call: int = 64,
                         omp_wait_policy: str | None = "PASSIVE",
                         family_configs: dict[str, dict[str, Any]] | None = None) -> Any:  # fmt: skip
-    """Start a named engine actor (from the driver, never a trial); its process starts with :func:`thread_env`."""
+    """Start a named engine actor (from the driver, never a trial), its process with :func:`thread_env`."""
     import ray  # optional heavy dependency: the sweep's
 
     env = {"env_vars": thread_env(threads, omp_wait_policy)} if threads else None

@@ -1,10 +1,11 @@
 """A cell's independent decoding jobs shared with its family's idle engines.
 
 Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off
-step inside one cell: 2·(L−1)·n_blocks independent patched greedy passes. :meth:`SharingEngine.generate_shares`
-has the cell's own engine take such jobs from a shared queue while a lender thread borrows every idle engine
-of its family from the pool and hands it the next job. Results come back in job order, the same wherever a
-job ran (greedy decoding); a job whose borrowed engine failed is decoded again by the cell's own.
+step inside one cell: 2·(L−1)·n_blocks independent patched greedy passes. In
+:meth:`SharingEngine.generate_shares` the cell's own engine takes such jobs from a shared queue while a lender
+thread borrows every idle engine of its family from the pool and hands it the next job. Results come back in
+job order, the same wherever a job ran (greedy decoding); a job whose borrowed engine failed is decoded again
+by the cell's own.
 """
 
 from __future__ import annotations

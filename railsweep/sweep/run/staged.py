@@ -63,7 +63,7 @@ class StagedWorld:
             self.wait()
 
     def provisional(self) -> World:
-        """The world as it will be (its paths follow from its root), to resolve a spec before the build ends."""
+        """The world as it will be (its paths follow from its root), to resolve a spec before it is built."""
         if self.world is not None:
             return self.world
         return World(root=self.root, preset=self.preset, config=self.config,

@@ -75,7 +75,7 @@ def cell_summary(df: Any) -> dict[str, float]:
 
 
 def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
-    """A cell's ``RuleAgreement`` counts as MLflow metrics: ``n_rule_disagree`` and, under ``grading.``, the rest."""
+    """A cell's ``RuleAgreement`` counts as metrics: ``n_rule_disagree`` and, under ``grading.``, the rest."""
     if not grading:
         return {}
     out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}
@@ -115,10 +115,10 @@ def _exit_on_lost_system_exit(unraisable: Any) -> None:
 def quiet_exit() -> None:
     """Let this trial worker's exit finish without a traceback in the sweep's log.
 
-    Ray turns SIGTERM (Tune retiring a trial actor, the driver exiting) into ``SystemExit(1)`` wherever the main
-    thread is; inside a weakref callback Python prints "Exception ignored in ... SystemExit: 1", which reads
-    as a failure. So, once per worker: from its first atexit handler on SIGTERM is ignored (SIGKILL still
-    follows a hung teardown), and an unraisable ``SystemExit`` ends the process at once with its code."""
+    Ray turns SIGTERM (Tune retiring a trial actor, the driver exiting) into ``SystemExit(1)`` wherever the
+    main thread is; inside a weakref callback Python prints "Exception ignored in ... SystemExit: 1", which
+    reads as a failure. So, once per worker: from its first atexit handler on SIGTERM is ignored (SIGKILL
+    still follows a hung teardown), and an unraisable ``SystemExit`` ends the process with its code."""
     global _QUIET_EXIT
     if not _QUIET_EXIT:
         atexit.register(_ignore_sigterm)
@@ -131,7 +131,8 @@ _QUIET_EXIT = False
 
 
 def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any]:
-    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, released after."""
+    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, released after.
+    """
     import ray
 
     name = ray.get(ctx.pool.acquire.remote(cell.family, cid))
@@ -148,7 +149,7 @@ def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any
 
 def _score_against_clean(ctx: SweepContext, tracker: Tracker, run_id: str, meta: dict[str, Any], df: Any,
                          tmp: str) -> tuple[dict[str, float], dict[str, Any], dict[str, str]]:  # fmt: skip
-    """Step 4: the metrics, params and tags to log (only ``railsweep.clean_missing`` when the clean run is late)."""
+    """Step 4: the metrics, params and tags to log (only ``railsweep.clean_missing`` if the clean is late)."""
     clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
     if clean_run is None:
         return {}, {}, {"railsweep.clean_missing": "true"}

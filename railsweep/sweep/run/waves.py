@@ -25,9 +25,9 @@ from railsweep.sweep.spec.resolve import check_families
 
 
 def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
-              fault: Fault | None, staged: StagedWorld | None, storage_path: str | None,
+              fault: Fault | None, staged: StagedWorld | None,
               progress_interval: float) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
-    """Steps 4-5 in waves (the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
+    """Steps 4-5 in waves (the previous wave's engines killed first); returns (failed cells, engine stats)."""
     left, failed, stats, board = list(pending), [], {}, None
     while True:
         wave, cpus = _next_wave(run, left, staged)
@@ -36,7 +36,7 @@ def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], 
             kill_actors(engines)
             engines.clear()
         pool, board, plan = _start_engines(run, engines, wave, n_skipped, fault, board, cpus)
-        failed += _run_trials(run, wave, pool, board, plan, storage_path, progress_interval)
+        failed += _run_trials(run, wave, pool, board, plan, progress_interval)
         left = [c for c in left if c not in wave]
         if not left:
             stats.update(engine_stats(engines))
@@ -127,7 +127,7 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
 
 
 def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, plan: dict[str, Any],
-                storage_path: str | None, progress_interval: float) -> list[str]:  # fmt: skip
+                progress_interval: float) -> list[str]:
     """Step 5: one Tune trial per pending cell, with the live progress line; returns the failed cells' ids."""
     from ray import tune  # optional heavy dependency: the sweep's
 
@@ -146,7 +146,7 @@ def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, 
             trainable, param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
             tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
             run_config=tune.RunConfig(
-                name=f"railsweep-{run.sweep_id}-{int(time.time())}", storage_path=storage_path,
+                name=f"railsweep-{run.sweep_id}-{int(time.time())}",
                 failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures), verbose=0),
         )  # fmt: skip
         # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says

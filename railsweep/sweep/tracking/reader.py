@@ -220,7 +220,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
 
 def read_dynamics(tracker: Tracker, parent_run_id: str,
                   download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
-    """The dynamics tables on a sweep's parent run by name, every group's rows (``{}`` without temperatures)."""
+    """The dynamics tables on a sweep's parent run by name, all groups' rows (``{}`` without temperatures)."""
     files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR),
                   "list dynamics artifacts")  # fmt: skip
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))
