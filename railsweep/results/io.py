@@ -140,8 +140,7 @@ def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
 
 
 def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
-    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns; anything off raises
-    DataError naming the file."""
+    """A per-question file's CellConfig and table; anything off raises a DataError naming the file."""
     p = Path(path)
     if p.name.endswith(RESPONSES_SUFFIX):
         raise DataError(f"{p}: this is a responses file; pass the per-question file "

@@ -160,8 +160,7 @@ def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
 
 
 def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -> dict[str, Any]:
-    """Decode and check a file's key-value metadata; returns ``{"cell", "provenance", "cell_id", "grading"}``
-    (``grading`` None for a file written without it)."""
+    """A file's checked metadata: ``{"cell", "provenance", "cell_id", "grading"}`` (grading may be None)."""
     meta = meta or {}
     raw = meta.get(KEY_VERSION.encode())
     if raw is None:

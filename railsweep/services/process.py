@@ -68,8 +68,7 @@ def exe(name: str) -> str:
 
 def wait_until(pred, timeout: float, what: str, proc: subprocess.Popen | None = None,
                log: Path | None = None) -> None:  # fmt: skip
-    """Poll ``pred`` until it holds; a ``proc`` that exits first, or the timeout, is one :class:`ConfigError`
-    (with the log's tail), and a timed-out ``proc`` is stopped."""
+    """Poll ``pred`` until it holds; a ``proc`` exiting first, or the timeout (``proc`` stopped), raises."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if pred():

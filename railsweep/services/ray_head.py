@@ -56,8 +56,7 @@ def check_head_accepts_token(url: str) -> None:
 
 
 def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
-    """The Python interpreters of the local Ray dashboards started with ``--port=<dashboard_port>`` (from
-    their command lines under ``proc``); [] where that cannot be read (no procfs)."""
+    """The Python interpreters of the local Ray dashboards on ``dashboard_port`` ([] without procfs)."""
     found = []
     for cmdline in proc.glob("[0-9]*/cmdline"):
         try:

@@ -97,8 +97,7 @@ def readout_fields(spec: SweepSpec) -> dict[str, Any]:
 
 
 def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
-    """``(model, tau, cell)`` for M_cl, M_co and (with ``dynamics.base``) the bare base model at every tau of
-    the spec, greedy included."""
+    """``(model, tau, cell)`` for M_cl, M_co and (``dynamics.base``) the bare base at each tau, greedy too."""
     common = readout_fields(spec)
     cname = fam.clean_adapter(domain)
     out = []

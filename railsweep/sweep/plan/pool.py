@@ -95,8 +95,7 @@ class EnginePool:
         self._move_idle()
 
     def _hand_over(self, name: str) -> None:
-        """``name`` to the longest-waiting cell of its family, else to a family left with no engine that has a
-        waiting cell, else to its family's free list."""
+        """``name`` to the longest-waiting cell of its family, of a family left with no engine, else freed."""
         family = self._family[name]
         if not self._waiting[family]:
             family = next((f for f, q in self._waiting.items() if q and self._engines(f) == 0), family)

@@ -262,8 +262,7 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
 
 
 def power_lines(pilot: str | None, n: int, m: int, B: int) -> str:
-    """The planner's printout for the sweep's own design (n, m, B) and the paper's, from ``pilot``'s cells or
-    the reference M_cl (:mod:`railsweep.analysis.planning`)."""
+    """The planner's printout for the sweep's design (n, m, B) and the paper's, from ``pilot`` or M_cl's."""
     import numpy as np
 
     # pandas, pyarrow: the pilot's cells are read only when a dry run prints the planner

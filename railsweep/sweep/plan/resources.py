@@ -20,8 +20,7 @@ def cluster_resources() -> tuple[float, float]:
 
 
 def plan_layout(spec: SweepSpec, pending: list[SweepCell], cpus: float | None = None) -> dict[str, int]:
-    """Engines per family with cells left: one per core (CPU) or GPU, dealt out over the families;
-    ``cpus`` (default: the cluster's) are the cores the engines may use (fewer while a world builds)."""
+    """Engines per family with cells left, on ``cpus`` cores (default: the cluster's) or the GPUs."""
     cluster_cpus, gpus = cluster_resources()
     cpus = cluster_cpus if cpus is None else cpus
     gpu = spec.engine.device != "cpu" and gpus >= 1

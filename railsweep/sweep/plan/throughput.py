@@ -93,6 +93,5 @@ def _rate(path: Path, i: int, e: Any) -> Rate:
 
 
 def device_kind(device: str) -> str:
-    """The table's device for a spec's ``engine.device``: ``auto`` prices a GPU (the sweep takes one when the
-    cluster has it), ``cuda:N`` is ``cuda``."""
+    """The table's device for ``engine.device``: ``auto`` prices a GPU (taken when there is one)."""
     return "cuda" if device == "auto" or device.startswith("cuda") else device

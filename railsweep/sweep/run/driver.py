@@ -111,8 +111,7 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, prog
 
 def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], skipped: list[str],
                   staged: StagedWorld | None) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
-    """Steps 6-9 but the engines' last kill, after the world's build (its digest recorded); returns (the wall
-    time, the dynamics step's result or None)."""
+    """Steps 6-9 but the engines' last kill; returns (the wall time, the dynamics step's result or None)."""
     if staged is not None:
         t0 = time.perf_counter()
         world = staged.result()  # the build's last adapters may still be training

@@ -137,8 +137,7 @@ class EngineServer:
 
     def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None,
                family: str | None = None) -> list[Any]:  # fmt: skip
-        """Decode a share of another cell's work (:mod:`railsweep.sweep.run.sharing`), then give this engine
-        back to the pool under ``holder``."""
+        """Decode a share of another cell's work, then give this engine back to the pool under ``holder``."""
         t0 = time.perf_counter()
         try:
             self.use(family)

@@ -28,8 +28,7 @@ def duration(seconds: float) -> str:
 
 
 def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: int) -> float | None:
-    """Seconds left to decode ``expected_samples`` counted from the snapshot ``start``, at the rate since then
-    (None before a rate)."""
+    """Seconds left to decode ``expected_samples`` from the snapshot ``start`` on, at the rate since then."""
     done = now["samples"] - start["samples"]
     spent = now["elapsed_s"] - start["elapsed_s"]
     if done <= 0 or spent <= 0:

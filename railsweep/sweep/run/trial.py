@@ -131,8 +131,7 @@ _QUIET_EXIT = False
 
 
 def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any]:
-    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, released after.
-    """
+    """The result of ``cell`` from the first free engine of its family, released after."""
     import ray
 
     name = ray.get(ctx.pool.acquire.remote(cell.family, cid))

@@ -85,8 +85,7 @@ def _show_so_far(run: SweepRun) -> None:
 def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
                    fault: Fault | None, board: Any,
                    cpus: float | None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
-    """Step 4: the engine actors, added to ``engines`` as each is created (a failure part-way still kills the
-    ones that exist); returns (their pool, the progress board, the plan)."""
+    """Step 4: the engine actors, added to ``engines`` one by one (a failure part-way still kills them)."""
     import ray  # optional heavy dependency: the sweep's
 
     spec = run.spec

@@ -25,8 +25,7 @@ def add_spec_arguments(
     p: argparse.ArgumentParser, *, table: str | None = None, preset_default: str | None = None,
     preset_help: str = "built-in sweep spec (default: paper with GPUs, else mini)",
 ) -> None:  # fmt: skip
-    """Add the spec options to ``p``; ``table`` fixes the paper table (``sweeps/table1.py`` …) instead of
-    offering ``--table``."""
+    """Add the spec options to ``p``; ``table`` fixes the paper table instead of offering ``--table``."""
     if table is None:
         p.add_argument("--table", default="3", choices=TABLES, help="which paper table to print (default 3)")
     p.add_argument("--preset", default=preset_default, choices=PRESETS, help=preset_help)

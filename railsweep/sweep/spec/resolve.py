@@ -18,8 +18,7 @@ from railsweep.sweep.spec.sweep_spec import SweepSpec
 
 
 def resolve_spec(spec: SweepSpec, world: World | None = None, check: bool = True) -> SweepSpec:
-    """``spec`` with model paths filled in from ``world`` (default: the miniature world built or reused from
-    the cache), each checked to exist unless ``check`` is False."""
+    """``spec`` with paths from ``world`` (default: built or cached), checked unless ``check`` is False."""
     if spec.source == "miniworld":
         spec = _with_world(spec, world or build_world(spec.miniworld_preset, cache_dir=spec.cache_dir))
     if check:

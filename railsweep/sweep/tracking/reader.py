@@ -46,8 +46,7 @@ DEMO_URI = "http://127.0.0.1:5000"  # the server `railsweep demo` starts (or reu
 
 
 def connect(tracking_uri: str | None = None) -> Tracker:
-    """A :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's server; its
-    /health is checked."""
+    """A checked :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's."""
     # one progress bar per downloaded Parquet would bury a notebook's outputs
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -128,8 +127,7 @@ def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFr
 
 
 def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> dict[str, dict[str, Path]]:
-    """``{cell_id: {"questions": path, "responses": path}}``: the Parquet files of each cell's newest FINISHED
-    run, downloaded under ``dst``; a cell without a FINISHED run is left out."""
+    """``{cell_id: {"questions": path, "responses": path}}`` of each cell's newest FINISHED run, if any."""
     kinds = (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
     return {cid: {kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{run.data.tags[tag]}",
                                          Path(dst) / cid) for kind, tag in kinds}
