@@ -1,7 +1,5 @@
-"""The processes behind the local services: free ports, HTTP probes, waiting for readiness, stopping.
-
-A service this process started runs in its own process group (``start_new_session=True``), so
-:meth:`Service.stop` ends exactly that service and its children, never another Ray or MLflow on the host.
+"""The processes behind the local services: free ports, HTTP probes, waiting for readiness, stopping (a
+started service has its own process group, so :meth:`Service.stop` ends it and its children only).
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@
     python sweeps/tables.py --table 3 --preset smoke         # the same job from a checkout
     ray job submit --working-dir . -- python sweeps/table3.py --preset paper
 
-Installed with the package so that ``railsweep sweep`` works from a wheel (``sweeps/*.py`` call its
-:func:`main`). :func:`main` validates everything, then starts or joins Ray (the library never calls
-``ray.init``) and runs the sweep. The preset defaults to ``paper`` when the cluster has GPUs and ``mini`` (the
-CPU miniature world) otherwise. Exit codes: 0 all cells finished, 1 some cell failed, 2 bad input.
+Installed with the package so that ``railsweep sweep`` works from a wheel. :func:`main` validates everything,
+then starts or joins Ray and runs the sweep; the preset defaults to ``paper`` when the cluster has GPUs, else
+``mini``. Exit codes: 0 all cells finished, 1 some cell failed, 2 bad input.
 """
 
 from __future__ import annotations

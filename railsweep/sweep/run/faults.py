@@ -6,8 +6,6 @@ for ``ray job submit`` (a malformed value: exit 2). Kinds:
 
 - ``kill-driver:K``: SIGKILL to the sweep's driver (no cleanup: ``--resume`` must finish the sweep);
 - ``kill-engine:K``: ``ray.kill`` every engine actor, letting Ray restart it and retry its cells.
-
-No preset or command-line option sets it; unset, nothing changes.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The options that choose a sweep spec and override it, shared by the sweep job and ``railsweep sweep``.
-
-:func:`add_spec_arguments` is the one list of these options; the command forwards them to the job with
-:func:`forward_argv`. Nothing here starts Ray or a service, and nothing loads torch: ``railsweep sweep
---help`` and its refusals of bad options import this module.
+"""The options that choose a sweep spec and override it, shared by the sweep job and ``railsweep sweep``
+(which forwards them with :func:`forward_argv`). Nothing here loads torch: ``railsweep sweep --help`` imports it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in.
-
-Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers,
-which the spec (validated before any service starts) must not. While the world is still being built
-(:class:`railsweep.sweep.run.staged.StagedWorld`) the driver resolves the spec against the world's paths to
-be, unchecked, and checks each family's files when that family is ready.
+"""Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in. Apart
+from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch, which the spec must not.
 """
 
 from __future__ import annotations

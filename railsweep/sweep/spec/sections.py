@@ -1,8 +1,5 @@
-"""The sections of a sweep spec: one frozen pydantic dataclass per YAML block, each validating its own fields.
-
-:class:`railsweep.sweep.spec.sweep_spec.SweepSpec` adds the rules that span sections. Strategies and detectors
-are checked through their registries, which load no model. Fields take the constrained types of
-:mod:`railsweep.sweep.spec._schema` (a plain ``int`` would accept '4' and 0).
+"""The sections of a sweep spec: one frozen pydantic dataclass per YAML block, each validating its own fields
+with the constrained types of :mod:`railsweep.sweep.spec._schema` (a plain ``int`` would accept '4' and 0).
 """
 
 from __future__ import annotations
