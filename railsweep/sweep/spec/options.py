@@ -1,5 +1,5 @@
 """The options that choose a sweep spec and override it, shared by the sweep job and ``railsweep sweep``
-(which forwards them with :func:`forward_argv`). Nothing here loads torch: ``railsweep sweep --help`` imports it.
+(which forwards them with :func:`forward_argv`). No torch here: ``railsweep sweep --help`` imports it.
 """
 
 from __future__ import annotations
