@@ -14,7 +14,7 @@ from railsweep.config import CellConfig
 from railsweep.detection.world import paraphrase_split
 from railsweep.miniworld.cache import load_world
 from railsweep.strategy_registry import detection_readout, registration
-from railsweep.sweep.plan.cells import SweepCell, readout_fields
+from railsweep.sweep.plan.cells import SweepCell, expand, readout_fields
 from railsweep.sweep.spec.sweep_spec import SweepSpec
 
 NEEDS_READOUT = {"cdd": ("original",), "perturb": ("original", "paraphrased")}
@@ -27,6 +27,15 @@ WORDINGS = {
 def paraphrase_dir(spec: SweepSpec) -> Path:
     """Where the paraphrased split of the spec's (resolved) miniature world lives."""
     return Path(spec.data_dir).parent / "detection" / "paraphrased"
+
+
+def grid_cells(spec: SweepSpec, table: str, *,
+               write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:  # fmt: skip
+    """The driver's grid: :func:`expand`'s cells, then the readout cells not among them, and the readouts."""
+    cells = expand(spec, table)
+    extra, readouts = readout_cells(spec, write=write)
+    have = {c.cell_id for c in cells}
+    return cells + [c for c in extra if c.cell_id not in have], readouts
 
 
 def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:

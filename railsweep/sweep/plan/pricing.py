@@ -25,8 +25,8 @@ from typing import Any
 
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy
-from railsweep.sweep.plan.cells import SweepCell, effective_table, expand
-from railsweep.sweep.plan.detect_cells import readout_cells
+from railsweep.sweep.plan.cells import SweepCell, effective_table
+from railsweep.sweep.plan.detect_cells import grid_cells
 from railsweep.sweep.plan.pool import engine_layout
 from railsweep.sweep.plan.price_inputs import Questions, dry_resolve, mlp_widths_of, sweep_questions
 from railsweep.sweep.plan.throughput import ThroughputTable, device_kind, load_throughput
@@ -96,32 +96,23 @@ def price_sweep(spec: SweepSpec, table: str, throughput: ThroughputTable,
     """The cost of running ``spec`` (unresolved) for ``table``; see the module docstring."""
     spec = dry_resolve(spec)
     table = effective_table(spec, table)
-    cells = expand(spec, table)
-    if spec.detectors:
-        extra, _ = readout_cells(spec, write=False)
-        have = {c.cell_id for c in cells}
-        cells += [c for c in extra if c.cell_id not in have]
+    cells, _ = grid_cells(spec, table, write=False)
     qs = sweep_questions(spec)
     notes: list[str] = []
     engines = [_engine_cost(spec, fam, [c for c in cells if c.family == fam.name], qs, notes)
                for fam in spec.families if any(c.family == fam.name for c in cells)]  # fmt: skip
     kind = device_kind(spec.engine.device)
-    sizes = list(cluster_sizes or _default_sizes(kind, len(engines)))
+    default = [2, 4, 8, 16] if kind == "cpu" else [max(len(engines), 1) * k for k in (1, 2, 4, 8)]
+    sizes = list(cluster_sizes or default)
     clusters = tuple(_cluster(spec, kind, engines, n, throughput, notes) for n in sizes)
     return SweepPrice(spec.name, table, len(cells), sum(c.role == "clean" for c in cells), spec.readout.m,
                       spec.readout.max_new_tokens, qs, kind, spec.engine.backend, tuple(engines), clusters,
                       f"{throughput.path} ({throughput.hardware})", tuple(dict.fromkeys(notes)))  # fmt: skip
 
 
-def _default_sizes(kind: str, families: int) -> list[int]:
-    return [2, 4, 8, 16] if kind == "cpu" else [max(families, 1) * k for k in (1, 2, 4, 8)]
-
-
 def _tokens(qs: Questions, indices: Sequence[int], cap: int) -> int:
     """Expected generated tokens of one response to each of ``indices``."""
-    if qs.lengths is None:
-        return cap * len(indices)
-    return sum(min(qs.lengths[i], cap) for i in indices)
+    return cap * len(indices) if qs.lengths is None else sum(min(qs.lengths[i], cap) for i in indices)
 
 
 def cell_samples(cell: SweepCell, n_questions: int) -> int:

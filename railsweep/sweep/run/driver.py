@@ -29,8 +29,8 @@ from typing import Any
 from railsweep import provenance as prov
 from railsweep.errors import ConfigError
 from railsweep.miniworld.weights import weights_verdict, world_provenance
-from railsweep.sweep.plan.cells import SweepCell, effective_table, expand
-from railsweep.sweep.plan.detect_cells import readout_cells
+from railsweep.sweep.plan.cells import SweepCell, effective_table
+from railsweep.sweep.plan.detect_cells import grid_cells
 from railsweep.sweep.run.faults import Fault
 from railsweep.sweep.run.finish import close_parent, detection_step, dynamics_step, publish_tables
 from railsweep.sweep.run.staged import StagedWorld, start_world
@@ -63,12 +63,7 @@ def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None
     else:  # the world's paths to be: each family's files are checked when it is ready
         staged.wait_for_data()
         resolved = resolve_spec(spec, staged.provisional(), check=False)
-    cells = expand(resolved, table)
-    readouts: list[dict[str, str]] = []
-    if resolved.detectors:
-        extra, readouts = readout_cells(resolved)
-        have = {c.cell_id for c in cells}
-        cells += [c for c in extra if c.cell_id not in have]
+    cells, readouts = grid_cells(resolved, table)
     return resolved, cells, readouts
 
 
