@@ -94,16 +94,12 @@ _EXTRA_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 def metadata(kind: str, cell_id: str, cell: Mapping[str, Any], provenance: Mapping[str, Any],
              grading: Mapping[str, Any] | None = None) -> dict[bytes, bytes]:  # fmt: skip
     """The key-value metadata of a results file; ``grading`` is left out when None (a readers-may-ignore key)."""
-    meta = {
-        KEY_VERSION.encode(): str(SCHEMA_VERSION).encode(),
-        KEY_KIND.encode(): kind.encode(),
-        KEY_CELL_ID.encode(): cell_id.encode(),
-        KEY_CELL.encode(): json.dumps(dict(cell), sort_keys=True).encode(),
-        KEY_PROVENANCE.encode(): json.dumps(dict(provenance), sort_keys=True, default=str).encode(),
-    }
+    meta = {KEY_VERSION: str(SCHEMA_VERSION), KEY_KIND: kind, KEY_CELL_ID: cell_id,
+            KEY_CELL: json.dumps(dict(cell), sort_keys=True),
+            KEY_PROVENANCE: json.dumps(dict(provenance), sort_keys=True, default=str)}  # fmt: skip
     if grading is not None:
-        meta[KEY_GRADING.encode()] = json.dumps(dict(grading), sort_keys=True).encode()
-    return meta
+        meta[KEY_GRADING] = json.dumps(dict(grading), sort_keys=True)
+    return {k.encode(): v.encode() for k, v in meta.items()}
 
 
 def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Question]) -> pa.Table:
@@ -128,9 +124,8 @@ def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Que
         "m": [o.m for o in rows],
         "solve_prob": [o.solve_prob for o in rows],
         "r01": [int(o.r01) for o in rows],
-        "n_strict": [sum(g.rule == "strict" for g in o.grades) for o in rows],
-        "n_flexible": [sum(g.rule == "flexible" for g in o.grades) for o in rows],
-        "n_none": [sum(g.rule == "none" for g in o.grades) for o in rows],
+        **{f"n_{rule}": [sum(g.rule == rule for g in o.grades) for o in rows]
+           for rule in ("strict", "flexible", "none")},
     }
     fields = list(QUESTION_FIELDS)
     for name in sorted({k for o in rows for k in o.extras}):

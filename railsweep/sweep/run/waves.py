@@ -21,7 +21,6 @@ from railsweep.sweep.run.progress import ProgressPrinter
 from railsweep.sweep.run.staged import StagedWorld, free_cores
 from railsweep.sweep.run.sweep_run import SweepRun, add_time, kill_actors, trial_cells
 from railsweep.sweep.run.trial import SweepContext, run_cell_trial
-from railsweep.sweep.spec.resolve import check_families
 
 
 def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
@@ -57,7 +56,7 @@ def _next_wave(run: SweepRun, left: list[SweepCell],
         while staged.wait(timeout=0):  # every stage landed meanwhile
             pass
         if staged.world is not None:
-            check_families(run.spec, {c.family for c in left})
+            run.spec.check_paths(only={c.family for c in left})
             return left, None
         cpus = cluster_resources()[0]
         cores = free_cores(cpus, staged.building)
@@ -65,7 +64,7 @@ def _next_wave(run: SweepRun, left: list[SweepCell],
                  if f.name in staged.ready and any(c.family == f.name for c in left)]
         if ready and cores >= 1:
             take = set(ready[:cores])
-            check_families(run.spec, take)
+            run.spec.check_paths(only=take)
             run.say(f"[sweep] world: {', '.join(sorted(staged.ready))} ready, {staged.building} famil"
                     f"{'y' if staged.building == 1 else 'ies'} still training: cells of {', '.join(sorted(take))} "
                     f"on {cores} free core(s), engines on all {cpus:g}")  # fmt: skip

@@ -22,11 +22,6 @@ def resolve_spec(spec: SweepSpec, world: World | None = None, check: bool = True
     return spec
 
 
-def check_families(spec: SweepSpec, names: set[str]) -> None:
-    """:meth:`SweepSpec.check_paths` for the families in ``names`` alone (the ones a staged world has ready)."""
-    spec.check_paths(only=names)
-
-
 def _with_world(spec: SweepSpec, world: World) -> SweepSpec:
     """A miniworld spec with its world's families (all, or the ones it names), data folder and leak split."""
     fams = []
