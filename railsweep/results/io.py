@@ -110,15 +110,12 @@ def _write_synced(table: pa.Table, path: Path) -> None:
 
 
 def _fsync_dir(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # directories cannot be opened on some platforms
         fd = os.open(path, os.O_RDONLY)
-    except OSError:  # directories cannot be opened on some platforms
-        return
-    try:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
 
 
 def _read_table(path: str | Path, read: Any = pq.read_table) -> Any:

@@ -192,13 +192,11 @@ class Tracker:
 def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     """Flatten :func:`railsweep.provenance.collect` into MLflow tags."""
     git = prov.get("git", {})
-    tags = {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
-            "python": str(prov.get("python"))}  # fmt: skip
-    tags.update({f"pkg.{name}": str(ver) for name, ver in (prov.get("packages") or {}).items()})
-    tags.update({f"data.sha256.{Path(path).name}": sha for path, sha in (prov.get("datasets") or {}).items()})
-    # the miniature world: preset, digests, root
-    tags.update({f"world.{key}": str(value) for key, value in (prov.get("world") or {}).items()})
-    return tags
+    return {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
+            "python": str(prov.get("python")),
+            **{f"pkg.{name}": str(ver) for name, ver in (prov.get("packages") or {}).items()},
+            **{f"data.sha256.{Path(path).name}": sha for path, sha in (prov.get("datasets") or {}).items()},
+            **{f"world.{key}": str(value) for key, value in (prov.get("world") or {}).items()}}  # fmt: skip
 
 
 def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path],
