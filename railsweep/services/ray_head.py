@@ -16,16 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.services.process import (
-    START_TIMEOUT_S,
-    Service,
-    exe,
-    free_port,
-    http_ok,
-    http_status,
-    port_or_free,
-    wait_until,
-)
+from railsweep.services import process
 from railsweep.services.tokens import auth_env, bearer, ensure_ray_token, ray_token_path
 
 _STOP = "stop it with `ray stop` (this ends every Ray process of this user on the machine) and run again"
@@ -35,19 +26,19 @@ _STOP = "stop it with `ray stop` (this ends every Ray process of this user on th
 class RayHead:
     dashboard: str  # http://127.0.0.1:PORT — the job-submission address
     gcs: str | None
-    service: Service
+    service: process.Service
 
 
 def check_head_accepts_token(url: str) -> None:
     """A running head may be reused only if it refuses anonymous requests and accepts this machine's token."""
-    anonymous = http_status(url + "/api/jobs/")
+    anonymous = process.http_status(url + "/api/jobs/")
     if anonymous == 200:
         raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers "
                           f"without a token, so anyone who can reach it can run code); {_STOP}")  # fmt: skip
     if anonymous not in (401, 403):
         raise ConfigError(f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
                           "choose another port with --dashboard-port")
-    mine = http_status(url + "/api/jobs/", bearer())
+    mine = process.http_status(url + "/api/jobs/", bearer())
     if mine != 200:
         where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
         raise ConfigError(f"the Ray head at {url} does not accept this machine's Ray token ({where}; it "
@@ -85,15 +76,16 @@ def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> N
 def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool,
                    isolated: bool) -> tuple[list[str], int, int, Path]:  # fmt: skip
     """``ray start --head ...`` with every port named; returns (command, GCS port, dashboard port, log)."""
-    cmd = [exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
-           "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
+    cmd = [process.exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host",
+           "127.0.0.1", "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
     # every agent port named: with port 0 the raylet waits for the agents to write theirs to a file and
     # gives up ("Timed out waiting for file .../metrics_agent_port") when a loaded machine starts them slowly
-    cmd += ["--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
-            "--metrics-export-port", str(free_port())]  # fmt: skip
+    free = process.free_port
+    cmd += ["--dashboard-agent-grpc-port", str(free()), "--runtime-env-agent-port", str(free()),
+            "--metrics-export-port", str(free())]  # fmt: skip
     if isolated:
-        gcs_port, dashboard_port = free_port(), free_port()
-        client_port, agent_port = free_port(), free_port()
+        gcs_port, dashboard_port = free(), free()
+        client_port, agent_port = free(), free()
         tmp = Path(f"/tmp/rsw{os.getpid()}-{gcs_port}")
         cmd += ["--temp-dir", str(tmp)]
         log = Path(f"{tmp}.log")
@@ -101,7 +93,7 @@ def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | No
         log = Path(tempfile.gettempdir()) / f"railsweep-ray-start-{os.getpid()}.log"
         # Ray's default ports, unless something on this machine holds them (a second head beside a running one,
         # on another dashboard port, must not collide on the GCS, client or agent port)
-        gcs_port, client_port, agent_port = port_or_free(6379), port_or_free(10001), port_or_free(52365)
+        gcs_port, client_port, agent_port = (process.port_or_free(p) for p in (6379, 10001, 52365))
     cmd += ["--ray-client-server-port", str(client_port), "--dashboard-agent-listen-port", str(agent_port)]
     cmd += ["--port", str(gcs_port), "--dashboard-port", str(dashboard_port)]
     if num_cpus is not None:
@@ -115,16 +107,16 @@ def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | No
 
 def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, num_gpus: int | None = None,
                     block: bool = False, isolated: bool = False,
-                    timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
+                    timeout: float = process.START_TIMEOUT_S) -> RayHead:  # fmt: skip
     """A local Ray head, reused when a dashboard already answers on ``dashboard_port``. ``block=True`` keeps
     ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this cluster (``ray
     stop`` would end every Ray on the host). ``isolated=True``: free ports, a private temp dir, no reuse."""
     url = f"http://127.0.0.1:{dashboard_port}"
     ensure_ray_token()
-    if not isolated and http_status(url + "/api/version") is not None:
+    if not isolated and process.http_status(url + "/api/version") is not None:
         check_head_accepts_token(url)
         check_head_environment(dashboard_port)
-        return RayHead(url, None, Service(url, None))
+        return RayHead(url, None, process.Service(url, None))
     for attempt in range(1, START_ATTEMPTS + 1):
         cmd, gcs_port, port, log = _start_command(dashboard_port, num_cpus, num_gpus, block, isolated)
         try:
@@ -135,7 +127,7 @@ def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, 
                 raise ConfigError(str(e)) from None
             print(f"[railsweep] {e}\n[railsweep] ray start: trying once more", file=sys.stderr, flush=True)
     url = f"http://127.0.0.1:{port}"
-    return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))
+    return RayHead(url, f"127.0.0.1:{gcs_port}", process.Service(url, proc if block else None, log))
 
 
 # `ray start` fails now and then on a loaded machine inside Ray itself (its dashboard's API server gives up
@@ -161,8 +153,8 @@ def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> 
         end_failed_start(proc.pid)
         tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
         raise _StartFailed(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
-    wait_until(lambda: http_ok(url + "/api/version", headers=bearer()), timeout, "Ray head dashboard",
-               proc if block else None, log)  # fmt: skip
+    process.wait_until(lambda: process.http_ok(url + "/api/version", headers=bearer()), timeout,
+                       "Ray head dashboard", proc if block else None, log)  # fmt: skip
     return proc
 
 
@@ -180,7 +172,7 @@ def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeo
             if _STARTED in f.read():
                 return False
         time.sleep(0.5)
-    Service("", proc).stop()
+    process.Service("", proc).stop()
     raise ConfigError(f"`ray start` had not started after {timeout:.0f}s (log: {log})")
 
 
