@@ -3,10 +3,8 @@
 Writing follows these steps, so a reader never sees half a cell:
 1. build both Arrow tables in memory (all validation happens here);
 2. write each to a temporary name in the destination directory and fsync it;
-3. rename the responses file into place, then the per-question file (the commit marker: when it exists, both
-   do);
-4. fsync the directory. On any error every file written in this call is removed (and the directory too, when
-   this call created it and it is empty).
+3. rename the responses file into place, then the per-question file (the commit marker);
+4. fsync the directory. On any error every file written in this call is removed (and a directory it made).
 """
 
 from __future__ import annotations

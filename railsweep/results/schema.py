@@ -27,13 +27,11 @@ ungraded greedy row), ``finish_reason`` string, ``triggers`` int64.
 Both files carry Parquet key-value metadata (UTF-8 JSON values): ``railsweep.schema_version`` (``"1"``),
 ``railsweep.kind`` (``"questions"`` or ``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the
 resolved ``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the default ``final``),
-``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files; see
-:mod:`railsweep.provenance`) and, for every cell :func:`railsweep.evaluate.evaluate_cell` writes,
-``railsweep.grading`` (:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was graded
-under, and over its graded responses the correct count under every rule, how many each other rule grades
-differently, how many the rules do not all grade the same, and lm-evaluation-harness's strict-match and
-flexible-extract correct counts). Readers refuse any other schema version. Adding a column or key is version 1
-compatible only if readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
+``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files) and, for every
+cell :func:`railsweep.evaluate.evaluate_cell` writes, ``railsweep.grading`` (:class:`RuleAgreement`: the rule
+the cell was graded under and, over its graded responses, the correct count under every rule and how the rules
+differ). Readers refuse any other schema version. Adding a column or key is version 1 compatible only if
+readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations

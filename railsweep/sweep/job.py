@@ -48,9 +48,8 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace, table: str) -> list[SweepOutcome]:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
-    a cluster); then start or join Ray and run the sweep, or one per member task of a harness group, one after
-    another. ``run_sweep`` and ``check_tracking_uri`` are called through their modules, so a test that
-    replaces them there replaces them here too."""
+    a cluster); then start or join Ray and run the sweep (one per member task of a harness group). Calls go
+    through the modules, so a test that replaces ``run_sweep`` or ``check_tracking_uri`` there does here."""
     from railsweep.sweep.run import driver  # torch, transformers, Ray Tune: loaded after the arguments
 
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them

@@ -1,13 +1,12 @@
 """Expand a resolved :class:`~railsweep.sweep.spec.sweep_spec.SweepSpec` into the cells of the grid.
 
 Steps:
-1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when the family has
-   a single ``clean`` adapter, since every domain is evaluated on the same original test questions);
+1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when it has a single
+   ``clean`` adapter: every domain is evaluated on the same original test questions);
 2. one mitigated cell per (family, domain, strategy, parameter point) on ``co_<domain>``, pointing at its
    clean reference by id;
-3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy included):
-   M_cl sampled at tau (a clean Identity cell) and M_co sampled at tau (the ``temperature`` strategy, scored
-   against that M_cl cell), read by the dynamics step (:func:`temperature_groups`);
+3. with ``temperatures`` (and ``--table all``), per (family, domain) and tau (greedy included): M_cl and M_co
+   sampled at tau, read by the dynamics step (:func:`temperature_groups`);
 4. optional filter to what one paper table needs (``--table 1..4``; ``Registration.shows``);
 5. clean cells first, so they are scheduled before the cells that need them.
 """

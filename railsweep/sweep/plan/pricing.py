@@ -5,15 +5,14 @@ cluster. Nothing is built, loaded or started. Steps of :func:`price_sweep`:
    families, adapters, test size and leak split from its preset's config, not a build;
 2. the driver's own grid: :func:`~railsweep.sweep.plan.cells.expand` plus the detectors' readout cells;
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
-   as long as the world's measured responses to its question, else as its gold answer under the world's
-   tokenizer, capped at ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), else ``max_new_tokens``
-   itself (an upper bound); one-off steps (Shortcut's localisation) once per family and domain;
-4. per cluster size: the engines the driver would create (:func:`~railsweep.sweep.plan.pool.engine_layout`),
-   each family's tokens over its engines' measured tokens/s (:mod:`railsweep.sweep.plan.throughput`); the
-   slowest family sets the wall time, and device-hours are the cluster's units x that time.
+   as long as the world's measured responses to its question, else its gold answer under the world's
+   tokenizer, capped at ``max_new_tokens``, else ``max_new_tokens`` itself (an upper bound); one-off steps
+   (Shortcut's localisation) once per family and domain;
+4. per cluster size: the engines the driver would create, each family's tokens over its engines' measured
+   tokens/s; the slowest family sets the wall time, and device-hours are the cluster's units x that time.
 
-Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics step's teacher
-forcing and the detection step's forward passes (they decode nothing).
+Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics and detection steps
+(they decode nothing).
 """
 
 from __future__ import annotations

@@ -3,10 +3,9 @@
 Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
-3. lease a free engine of the cell's family from the pool (:mod:`~railsweep.sweep.plan.pool`), have it
-   evaluate the cell and give it back;
+3. lease a free engine of the cell's family from the pool, have it evaluate the cell and give it back;
 4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (method.md §2, with CIs) and
-   plot clean vs mitigated: the only time a pair is bootstrapped (the publish step reuses these scores);
+   plot clean vs mitigated: the only time a pair is bootstrapped (publishing reuses these scores);
 5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
 6. ``tune.report`` the headline numbers.
 """

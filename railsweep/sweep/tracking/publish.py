@@ -2,8 +2,7 @@
 
 A Ray task of the driver's that reads only from MLflow, so it can be rerun later against any sweep. Steps:
 1. read the sweep back (:func:`railsweep.sweep.tracking.reader.read_sweep`);
-2. score every mitigated cell against its clean reference (:func:`railsweep.analysis.report.score_sweep`: the
-   scores its trial logged);
+2. score every mitigated cell against its clean reference (the scores its trial logged);
 3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired differences against Identity with
    their verdicts (``paired_identity.csv`` / ``.md``) and the figures;
 4. log them under ``tables/`` and ``figures/`` of the parent run, and each cell's paired differences and

@@ -1,12 +1,12 @@
 """Read what a sweep logged to MLflow back into typed records (:mod:`railsweep.results.records`).
 
-The one reader of sweep runs (publish step, notebook, scripts). Steps of :func:`read_sweep`:
+Steps of :func:`read_sweep`, the one reader of sweep runs (publish step, notebook, scripts):
 1. find the parent run (given, else the newest FINISHED sweep of the experiment, else the newest sweep);
 2. read its ``sweep_spec.json`` (the resolved spec and every cell of the grid);
-3. find, per cell id, the newest FINISHED child run in the experiment (any parent: cells are
-   content-addressed, so a resumed sweep finds cells finished under an earlier parent);
-4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged (and the clean run
-   they were computed against), and loaders that fetch its Parquet files on first use.
+3. find, per cell id, the newest FINISHED child run in the experiment (any parent: a resumed sweep finds cells
+   finished under an earlier parent);
+4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged, and loaders that fetch
+   its Parquet files on first use.
 """
 
 from __future__ import annotations
