@@ -31,8 +31,8 @@ def plan_layout(spec: SweepSpec, pending: list[SweepCell], cpus: float | None = 
 def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -> dict[str, Any]:
     """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound, on ``cpus``
     (default: the cluster's). Without a GPU the engines share the CPUs the trials leave, rounded down to
-    1/1000 CPU so that engines and trials always fit together. Threads follow the cores, not that reservation (trials
-    mostly wait on the engines): the CPUs over the engines, rounded down, at least 1."""
+    1/1000 CPU so that engines and trials always fit together. Threads follow the cores, not that reservation
+    (trials mostly wait on the engines): the CPUs over the engines, rounded down, at least 1."""
     cluster_cpus, gpus = cluster_resources()
     cpus = cluster_cpus if cpus is None else cpus
     r = spec.resources
