@@ -75,7 +75,6 @@ class SweepPrice:
     max_new_tokens: int
     questions: Questions
     device: str  # cpu | cuda | mps
-    backend: str
     engines: tuple[EngineCost, ...]
     clusters: tuple[ClusterCost, ...]
     throughput: str  # the table's path and hardware
@@ -105,7 +104,7 @@ def price_sweep(spec: SweepSpec, table: str, throughput: ThroughputTable,
     sizes = list(cluster_sizes or default)
     clusters = tuple(_cluster(spec, kind, engines, n, throughput, notes) for n in sizes)
     return SweepPrice(spec.name, table, len(cells), sum(c.role == "clean" for c in cells), spec.readout.m,
-                      spec.readout.max_new_tokens, qs, kind, spec.engine.backend, tuple(engines), clusters,
+                      spec.readout.max_new_tokens, qs, kind, tuple(engines), clusters,
                       f"{throughput.path} ({throughput.hardware})", tuple(dict.fromkeys(notes)))  # fmt: skip
 
 
