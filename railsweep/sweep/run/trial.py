@@ -80,10 +80,8 @@ def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
     out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}
     out.update({f"grading.correct_{rule}": float(n) for rule, n in grading["n_correct"].items()})
     out.update({f"grading.differ_{rule}": float(n) for rule, n in grading["n_differ"].items()})
-    for key in ("lm_eval_strict_match", "lm_eval_flexible_extract"):
-        if grading.get(key) is not None:
-            out[f"grading.{key}"] = float(grading[key])
-    return out
+    harness = ("lm_eval_strict_match", "lm_eval_flexible_extract")
+    return {**out, **{f"grading.{k}": float(grading[k]) for k in harness if grading.get(k) is not None}}
 
 
 def _wait_for_clean(tracker: Tracker, clean_id: str, timeout: float) -> Any | None:
