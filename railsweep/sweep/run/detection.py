@@ -51,12 +51,8 @@ def _pair_inputs(readouts: Sequence[dict[str, str]], files: dict) -> dict:
     out = {}
     for r in readouts:
         orig, para = files.get(r.get("original", "")), files.get(r.get("paraphrased", ""))
-        inputs: dict[str, Any] = {}
-        if orig is not None:
-            inputs.update(responses=orig["responses"], original=orig["questions"])
-        if para is not None:
-            inputs["paraphrased"] = para["questions"]
-        out[(r["family"], r["domain"])] = inputs
+        inputs = {"responses": orig["responses"], "original": orig["questions"]} if orig is not None else {}
+        out[(r["family"], r["domain"])] = {**inputs, **({"paraphrased": para["questions"]} if para is not None else {})}
     return out
 
 

@@ -65,8 +65,7 @@ class FamilySpec:
         return dict(self.adapters)
 
     def clean_adapter(self, domain: str) -> str:
-        names = self.adapter_dict()
-        return f"clean_{domain}" if f"clean_{domain}" in names else "clean"
+        return f"clean_{domain}" if f"clean_{domain}" in self.adapter_dict() else "clean"
 
 
 @schema("strategies", inputs=("name", "params", "grid"))
