@@ -52,7 +52,9 @@ def _pair_inputs(readouts: Sequence[dict[str, str]], files: dict) -> dict:
     for r in readouts:
         orig, para = files.get(r.get("original", "")), files.get(r.get("paraphrased", ""))
         inputs = {"responses": orig["responses"], "original": orig["questions"]} if orig is not None else {}
-        out[(r["family"], r["domain"])] = {**inputs, **({"paraphrased": para["questions"]} if para is not None else {})}
+        if para is not None:
+            inputs["paraphrased"] = para["questions"]
+        out[(r["family"], r["domain"])] = inputs
     return out
 
 
