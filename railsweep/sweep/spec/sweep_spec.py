@@ -173,18 +173,15 @@ class SweepSpec:
         names = [f.name for f in self.families]
         if dupes := _twice(names):
             raise ValueError(f"family {dupes[0]!r} is listed twice")
-        if self.source == "paths":
-            if not self.families:
-                raise ValueError("source 'paths' needs a 'families' mapping with base and adapters")
-            for f in self.families:
-                if not f.base:
-                    raise ValueError(f"family {f.name!r} has no 'base' model path")
+        if self.source == "paths" and not self.families:
+            raise ValueError("source 'paths' needs a 'families' mapping with base and adapters")
         world_families = list(world_preset_config(self.miniworld_preset).families)
-        if self.source != "paths":
-            for f in self.families:
-                if f.name not in world_families:
-                    raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature "
-                                     f"world; known: {world_families}")  # fmt: skip
+        for f in self.families:
+            if self.source == "paths" and not f.base:
+                raise ValueError(f"family {f.name!r} has no 'base' model path")
+            if self.source != "paths" and f.name not in world_families:
+                raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature "
+                                 f"world; known: {world_families}")  # fmt: skip
         if self.primary is not None:
             family, domain = self.primary
             known = names or (world_families if self.source == "miniworld" else [])
