@@ -82,8 +82,7 @@ class SweepRecord:
     @property
     def primary(self) -> tuple[str, str]:
         """(family, domain) of Tables 1, 2 and 4: the spec's ``primary``, else its first family and domain."""
-        prim = self.spec.get("primary")
-        if prim:
+        if prim := self.spec.get("primary"):
             pair = (prim["family"], prim["domain"]) if isinstance(prim, Mapping) else (prim[0], prim[1])
             return (str(pair[0]), str(pair[1]))
         return (str(self.spec["families"][0]["name"]), str(self.spec["domains"][0]))

@@ -155,8 +155,7 @@ def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
 def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -> dict[str, Any]:
     """A file's checked metadata: ``{"cell", "provenance", "cell_id", "grading"}`` (grading may be None)."""
     meta = meta or {}
-    raw = meta.get(KEY_VERSION.encode())
-    if raw is None:
+    if (raw := meta.get(KEY_VERSION.encode())) is None:
         raise DataError(f"{source}: not a railsweep results file (no {KEY_VERSION!r} metadata)")
     version = raw.decode(errors="replace")
     if version != str(SCHEMA_VERSION):

@@ -53,8 +53,7 @@ def auth_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 def bearer() -> dict[str, str]:
     """The Authorization header Ray's dashboard expects (built in memory, never printed)."""
-    token = os.environ.get("RAY_AUTH_TOKEN")
-    if not token:
+    if not (token := os.environ.get("RAY_AUTH_TOKEN")):
         path = ray_token_path()
         token = path.read_text().strip() if path.exists() else ""
     return {"Authorization": f"Bearer {token}"} if token else {}

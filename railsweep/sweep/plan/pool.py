@@ -86,8 +86,7 @@ class EnginePool:
     async def release(self, cell_id: str, finished: bool = False) -> None:
         """Give ``cell_id``'s engine back: to the longest-waiting cell of its family, else to the free list.
         ``finished``: the cell is decoded (a trial's last release; a share's holder never says so)."""
-        name = self._held.pop(cell_id, None)
-        if name is not None:
+        if (name := self._held.pop(cell_id, None)) is not None:
             if finished and self._left is not None and cell_id not in self._finished:
                 self._finished.add(cell_id)
                 self._left[self._family[name]] = max(0, self._left[self._family[name]] - 1)
@@ -100,8 +99,7 @@ class EnginePool:
         if not self._waiting[family]:
             family = next((f for f, q in self._waiting.items() if q and self._engines(f) == 0), family)
             self._family[name] = family
-        queue = self._waiting[family]
-        if queue:
+        if queue := self._waiting[family]:
             waiter, futures = queue.popitem(last=False)
             self._lease(waiter, name)
             for fut in futures:

@@ -58,13 +58,11 @@ def sweep_questions(spec: SweepSpec) -> Questions:
         split = make_leak_split(cfg.n_test, cfg.contamination.n_leak, cfg.contamination.seed)
         w, leaked = spec.miniworld_preset, frozenset(split.leaked)
         source = f"the {w!r} miniature world's test split"
-        measured = shipped_response_lengths(w)
-        if measured is not None:
+        if (measured := shipped_response_lengths(w)) is not None:
             return Questions(cfg.n_test, leaked, tuple(measured), source,
                              f"responses measured on the {w!r} world (bench/gold_lengths.py --responses), "
                              "capped at max_new_tokens")  # fmt: skip
-        lengths = shipped_lengths(w)
-        if lengths is None:
+        if (lengths := shipped_lengths(w)) is None:
             return Questions(cfg.n_test, leaked, None, source,
                              f"max_new_tokens (upper bound: no gold lengths shipped for the {w!r} world)")
         return Questions(cfg.n_test, leaked, tuple(lengths), source,

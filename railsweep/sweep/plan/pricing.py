@@ -132,11 +132,9 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
         questions += len(indices)
         samples += per_q * len(indices)
         tokens += per_q * _tokens(qs, indices, cfg.max_new_tokens)
-        one_off = getattr(strategy, "one_off", None)
-        if one_off is None:
+        if (one_off := getattr(strategy, "one_off", None)) is None:
             continue
-        widths = mlp_widths_of(spec, fam)
-        if widths is None:
+        if (widths := mlp_widths_of(spec, fam)) is None:
             notes.append(f"{cfg.strategy}'s one-off step for {fam.name} is not priced: {fam.base}'s config.json "
                          "(its layer widths) is not on this machine")  # fmt: skip
             continue
@@ -164,8 +162,7 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
     per_engine = 1.0 if gpu else units / n_engines
     wall = 0.0
     for e in engines:
-        rate = throughput.rate(spec.engine.backend, kind, e.model)
-        if rate is None:
+        if (rate := throughput.rate(spec.engine.backend, kind, e.model)) is None:
             where = f"in {throughput.path}" if throughput.rates else "(no throughput table)"
             notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} {where}: measure it "
                          "with bench/throughput.py on the target hardware and pass --throughput")  # fmt: skip
@@ -235,8 +232,7 @@ def sweep_price(spec: SweepSpec, table: str, args: argparse.Namespace) -> SweepP
 
 def dry_run(args: argparse.Namespace, table: str) -> int:
     """``--dry-run``: print what the sweep would cost; nothing is started, built, loaded or written."""
-    specs = chosen_specs(args)
-    if not specs:
+    if not (specs := chosen_specs(args)):
         raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
                           "of the cluster it joins)")  # fmt: skip
     prices = [sweep_price(spec, table, args) for spec in specs]  # every member's, before anything is printed

@@ -50,8 +50,7 @@ class Fault:
 
 def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
     """The fault ``$RAILSWEEP_FAULT`` asks for, or None when it is unset or empty."""
-    raw = environ.get(ENV_VAR, "").strip()
-    if not raw:
+    if not (raw := environ.get(ENV_VAR, "").strip()):
         return None
     kind, _, k = raw.partition(":")
     if kind not in KINDS or not k.isdigit() or int(k) < 1:

@@ -33,8 +33,7 @@ def engine_stats(engines: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def dynamics_step(run: SweepRun, engines: dict[str, Any]) -> dict[str, Any] | None:
     """Step 6: every temperature group analysed as a Ray task and logged on the parent run; None without."""
-    groups = temperature_groups(run.spec)
-    if not groups:
+    if not (groups := temperature_groups(run.spec)):
         return None
     kill_actors(engines)  # idle now: their CPUs go to the teacher forcing
     t0 = time.perf_counter()

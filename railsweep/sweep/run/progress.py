@@ -72,8 +72,7 @@ class ProgressPrinter:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            s = self._poll()
-            if s is not None:
+            if (s := self._poll()) is not None:
                 self._show(s)
 
     def __enter__(self) -> ProgressPrinter:
@@ -91,8 +90,7 @@ class ProgressPrinter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        s = self._poll()
-        if s is not None:
+        if (s := self._poll()) is not None:
             self._show(s)
         if self._bar is not None:
             self._bar.close()

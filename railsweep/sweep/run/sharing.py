@@ -69,8 +69,7 @@ class SharingEngine:
         try:
             while not done.is_set() and queue.left():
                 holder = f"{self._cell}/share-{len(lent)}"
-                name = ray.get(self._pool.lend.remote(self._me, holder))
-                if name is None:
+                if (name := ray.get(self._pool.lend.remote(self._me, holder))) is None:
                     self._await_one(holders, done)
                     continue
                 if (i := queue.take()) is None:

@@ -146,8 +146,7 @@ def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any
 def _score_against_clean(ctx: SweepContext, tracker: Tracker, run_id: str, meta: dict[str, Any], df: Any,
                          tmp: str) -> tuple[dict[str, float], dict[str, Any], dict[str, str]]:  # fmt: skip
     """Step 4: the metrics, params and tags to log (only ``railsweep.clean_missing`` if the clean is late)."""
-    clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
-    if clean_run is None:
+    if (clean_run := _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)) is None:
         return {}, {}, {"railsweep.clean_missing": "true"}
     clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
     scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)

@@ -20,8 +20,7 @@ from railsweep.tasks.lm_eval.spec import PREFIX, is_lm_eval_ref
 def load_specs(preset_or_path: str | Path) -> list[SweepSpec]:
     """The validated spec of a preset or YAML file, or one per member task of a harness group or tag."""
     data, name = read_spec_data(preset_or_path)
-    group = _group_of(data)
-    if group is None:
+    if (group := _group_of(data)) is None:
         return [spec_from_dict(data, name=name)]
     return [spec_from_dict(d, name=n) for d, n in member_data(data, name, group)]
 

@@ -249,8 +249,7 @@ class SweepSpec:
         for fam in self.families:
             if only is not None and fam.name not in only:
                 continue
-            why = model_problem(fam.base)
-            if why:
+            if why := model_problem(fam.base):
                 raise DataError(f"family {fam.name!r}: base model {why}")
             names = fam.adapter_dict()
             for d in self.domains:
@@ -259,8 +258,7 @@ class SweepSpec:
                         raise ConfigError(f"family {fam.name!r} has no adapter {need!r} (needed for domain "
                                           f"{d!r}); adapters: {sorted(names)}")  # fmt: skip
             for aname, apath in fam.adapters:
-                why = model_problem(apath, "adapter_config.json")
-                if why:
+                if why := model_problem(apath, "adapter_config.json"):
                     raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
         if self.temperatures and not self.leak_split:
             raise ConfigError(f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items "

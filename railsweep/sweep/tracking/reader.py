@@ -119,8 +119,7 @@ def download_questions(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFr
 
 def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFrame | None:
     """The responses table of a cell run; None when the run names none."""
-    name = run.data.tags.get(TAG_RESPONSES_FILE)
-    if not name:
+    if not (name := run.data.tags.get(TAG_RESPONSES_FILE)):
         return None
     return read_responses(tracker.download(run.info.run_id, f"{RESULTS_DIR}/{name}", dst))
 
@@ -158,8 +157,7 @@ def _parent(tracker: Tracker, experiment: str | None, parent_run_id: str | None)
             return retry(lambda: tracker.client.get_run(parent_run_id), f"get run {parent_run_id}")
         except Exception as e:
             raise DataError(f"parent run {parent_run_id!r} not found at {tracker.uri}: {e}") from e
-    runs = _sweep_runs(tracker, experiment)
-    if not runs:
+    if not (runs := _sweep_runs(tracker, experiment)):
         where = f"experiment {experiment!r}" if experiment else "any experiment"
         raise DataError(f"no railsweep sweep (parent run) in {where} at {tracker.uri}")
     finished = [r for r in runs if r.info.status == FINISHED]
@@ -204,8 +202,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     exp = retry(lambda: tracker.client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
     if exp is None:
         return None
-    runs = _newest(tracker, [exp.experiment_id], "figure1", 1, "search figure-1 runs")
-    if not runs:
+    if not (runs := _newest(tracker, [exp.experiment_id], "figure1", 1, "search figure-1 runs")):
         return None
     run = runs[0]
     out = Path(out_dir) / f"figure1-{run.info.run_id}"

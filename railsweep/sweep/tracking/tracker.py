@@ -93,8 +93,7 @@ class Tracker:
         """Get or create the experiment (driver only: concurrent creation races)."""
 
         def go() -> str:
-            exp = self.client.get_experiment_by_name(name)
-            if exp is None:
+            if (exp := self.client.get_experiment_by_name(name)) is None:
                 return self.client.create_experiment(name, tags=EXPERIMENT_TAGS)
             if exp.lifecycle_stage == "deleted":
                 self.client.restore_experiment(exp.experiment_id)
@@ -133,8 +132,7 @@ class Tracker:
                 [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=t,
                 order_by=["attributes.start_time DESC"]), f"search runs ({filter_string})")  # fmt: skip
             out.extend(page)
-            token = page.token
-            if not token:
+            if not (token := page.token):
                 return out
 
     def finished_cells(self, cell_ids: Iterable[str] | None = None) -> dict[str, Any]:
