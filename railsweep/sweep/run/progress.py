@@ -31,9 +31,7 @@ def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: in
     """Seconds left to decode ``expected_samples`` from the snapshot ``start`` on, at the rate since then."""
     done = now["samples"] - start["samples"]
     spent = now["elapsed_s"] - start["elapsed_s"]
-    if done <= 0 or spent <= 0:
-        return None
-    return max(expected_samples - done, 0) / (done / spent)
+    return None if done <= 0 or spent <= 0 else max(expected_samples - done, 0) / (done / spent)
 
 
 class ProgressPrinter:
