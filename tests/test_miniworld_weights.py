@@ -3,6 +3,7 @@ build, and carried into a sweep's provenance."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -132,7 +133,7 @@ def test_the_documented_table_holds_the_current_mini_and_smoke_worlds():
 
 
 def test_a_sweep_on_a_miniature_world_records_its_config_and_weights_digests(tiny):
-    spec = load_spec("smoke").with_overrides(data_dir=str(tiny.data_dir))  # as resolve() leaves it
+    spec = dataclasses.replace(load_spec("smoke"), data_dir=str(tiny.data_dir))  # as resolve() leaves it
     p = sweep_provenance(spec, [])
     assert p["world"] == {
         "root": str(tiny.root),
@@ -155,7 +156,8 @@ def test_a_sweep_over_model_paths_records_no_world(tiny):
     fam = tiny.family("neox")
     adapters = tuple((name, str(path)) for name, path in sorted(fam.adapters.items()))
     family = FamilySpec("neox", str(fam.base_dir), adapters)
-    spec = load_spec("smoke").with_overrides(source="paths", families=(family,), data_dir=str(tiny.data_dir))
+    spec = dataclasses.replace(load_spec("smoke"), source="paths", families=(family,),
+                               data_dir=str(tiny.data_dir))
     assert "world" not in sweep_provenance(spec, [])
 
 

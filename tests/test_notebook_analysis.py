@@ -214,10 +214,13 @@ def test_read_sweep_reads_every_finished_cell_of_the_newest_sweep(sweep_run):
     assert sweep.primary == ("llama", "gsm8k")
     assert sweep.missing == sweep_run["failed"]
     finished = [c.cell_id for c in sweep_run["cells"] if c.cell_id not in sweep_run["failed"]]
-    assert sorted(sweep.frames) == sorted(finished)
-    assert all(len(df) == N_QUESTIONS and (df["m"] == M).all() for df in sweep.frames.values())
+    frames = {c.cell_id: c.questions for c in sweep.cells if c.finished}
+    assert sorted(frames) == sorted(finished)
+    assert all(len(df) == N_QUESTIONS and (df["m"] == M).all() for df in frames.values())
     clean_ids = {c.cell_id for c in sweep_run["cells"] if c.role == "clean"}
-    assert set(sweep.responses) == clean_ids
+    responses = {c.cell_id for c in sweep.cells
+                 if c.finished and c.role == "clean" and c.responses is not None}
+    assert responses == clean_ids
     overview = report.cells_frame(sweep)
     assert (overview.set_index("cell_id").loc[sweep_run["failed"], "status"] == "missing").all()
 

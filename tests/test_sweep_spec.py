@@ -15,7 +15,7 @@ import pytest
 
 from railsweep.errors import ConfigError, DataError
 from railsweep.sweep.plan.cells import expand, trial_order
-from railsweep.sweep.spec.resolve import check_families, resolve_spec
+from railsweep.sweep.spec.resolve import resolve_spec
 from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -290,6 +290,6 @@ def test_checking_the_ready_families_alone_ignores_the_others_and_keeps_the_prim
     """A world building beside the sweep: only the families it has ready are checked, whichever is primary."""
     spec = spec_from_dict(paths_spec)
     (tmp_path / "fa" / "config.json").unlink()  # fa (the primary family) not trained yet
-    check_families(spec, {"fb"})
+    spec.check_paths(only={"fb"})
     with pytest.raises(DataError, match="family 'fa'"):
-        check_families(spec, {"fa", "fb"})
+        spec.check_paths(only={"fa", "fb"})

@@ -91,7 +91,9 @@ class _ScriptedWorld:
 def _run(families):
     fams = tuple(SimpleNamespace(name=f) for f in families)
     said: list[str] = []
-    return SimpleNamespace(spec=SimpleNamespace(families=fams), say=said.append, timings={}, said=said)
+    checked: list[set[str]] = []  # the families whose files the wave checked
+    spec = SimpleNamespace(families=fams, check_paths=lambda only: checked.append(set(only)))
+    return SimpleNamespace(spec=spec, say=said.append, timings={}, said=said, checked=checked)
 
 
 def _cells(families):
@@ -100,10 +102,7 @@ def _cells(families):
 
 @pytest.fixture
 def two_cores(monkeypatch):
-    checked: list[set[str]] = []
     monkeypatch.setattr(waves, "cluster_resources", lambda: (2.0, 0.0))
-    monkeypatch.setattr(waves, "check_families", lambda spec, names: checked.append(set(names)))
-    return checked
 
 
 def test_a_wave_waits_until_the_build_leaves_a_core_then_takes_the_first_ready_family(two_cores):
@@ -113,7 +112,7 @@ def test_a_wave_waits_until_the_build_leaves_a_core_then_takes_the_first_ready_f
     # gemma alone ready: neox and llama train on both cores; llama ready too: one core free, one family
     # its engines take both cores: the core the build frees mid-wave does not wait for the wave
     assert world.waits == 2 and cpus == 2.0
-    assert {c.family for c in wave} == {"llama"} and two_cores == [{"llama"}]
+    assert {c.family for c in wave} == {"llama"} and run.checked == [{"llama"}]
     assert "llama, gemma" not in run.said[0] and "cells of llama on 1 free core(s), engines on all 2" in run.said[0]
     assert run.timings["world_wait_s"] >= 0
 
@@ -123,7 +122,7 @@ def test_once_the_world_is_finished_every_cell_left_runs_on_the_whole_cluster(tw
     run, world = _run(fams), _ScriptedWorld(fams, [None])
     left = [c for c in _cells(fams) if c.family != "llama"]
     wave, cpus = waves._next_wave(run, left, world)
-    assert wave == left and cpus is None and two_cores == [{"gemma", "neox"}]
+    assert wave == left and cpus is None and run.checked == [{"gemma", "neox"}]
 
 
 def test_a_cached_world_runs_in_one_wave(two_cores):

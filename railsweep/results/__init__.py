@@ -1,8 +1,7 @@
 """Per-cell result files: a versioned per-question Parquet table plus the raw responses.
 
-The format is documented in :mod:`railsweep.results.schema` and ``docs/results-schema.md``. Names resolve
-lazily, so a module that needs only :mod:`railsweep.atomic` loads neither pandas nor pyarrow (the GPU check's
-run, which writes a world's files, must not import them).
+The format: :mod:`railsweep.results.schema`. Names resolve lazily, so that the GPU check's run, which writes
+a world's files, loads neither pandas nor pyarrow.
 """
 
 from __future__ import annotations

@@ -3,10 +3,8 @@
 Writing follows these steps, so a reader never sees half a cell:
 1. build both Arrow tables in memory (all validation happens here);
 2. write each to a temporary name in the destination directory and fsync it;
-3. rename the responses file into place, then the per-question file (the commit marker: when it exists, both
-   do);
-4. fsync the directory. On any error every file written in this call is removed (and the directory too, when
-   this call created it and it is empty).
+3. rename the responses file into place, then the per-question file (the commit marker);
+4. fsync the directory. On any error every file written in this call is removed (and a directory it made).
 """
 
 from __future__ import annotations
@@ -68,8 +66,8 @@ def write_cell(out_dir: str | Path, cell: CellConfig, outcomes: Sequence[Questio
                questions: Sequence[Question], *, provenance: Mapping[str, Any] | None = None,
                grading: Mapping[str, Any] | None = None) -> CellPaths:  # fmt: skip
     """Write the cell's per-question and responses Parquet files; returns their paths. ``provenance`` defaults
-    to :func:`railsweep.provenance.collect` over the cell's data files; ``grading`` (the answer rules' counts,
-    :meth:`railsweep.tasks.agreement.RuleAgreement.to_dict`) goes into both files' metadata when given."""
+    to :func:`railsweep.provenance.collect` over the cell's data files; ``grading`` (the answer rules' counts)
+    goes into both files' metadata when given."""
     return write_tables(out_dir, cell.cell_id, cell_tables(cell, outcomes, questions, provenance, grading))
 
 
@@ -110,15 +108,12 @@ def _write_synced(table: pa.Table, path: Path) -> None:
 
 
 def _fsync_dir(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # directories cannot be opened on some platforms
         fd = os.open(path, os.O_RDONLY)
-    except OSError:  # directories cannot be opened on some platforms
-        return
-    try:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
 
 
 def _read_table(path: str | Path, read: Any = pq.read_table) -> Any:
@@ -133,16 +128,14 @@ def _read_table(path: str | Path, read: Any = pq.read_table) -> Any:
 
 
 def read_metadata(path: str | Path, kind: str = "questions") -> dict[str, Any]:
-    """``{"cell": CellConfig, "cell_id": str, "provenance": dict, "grading": dict | None}`` of a results file,
-    schema-checked."""
+    """``{"cell": CellConfig, "cell_id", "provenance", "grading"}`` of a results file, schema-checked."""
     info = schema.check_metadata(_read_table(path, pq.read_schema).metadata, kind, str(Path(path)))
     info["cell"] = CellConfig.from_dict(info["cell"])
     return info
 
 
 def read_cell(path: str | Path) -> tuple[CellConfig, pd.DataFrame]:
-    """Load a per-question file: its CellConfig and a DataFrame with the schema's columns (``leaked`` as
-    pandas' nullable ``boolean``); anything off raises DataError naming the file."""
+    """A per-question file's CellConfig and table; anything off raises a DataError naming the file."""
     p = Path(path)
     if p.name.endswith(RESPONSES_SUFFIX):
         raise DataError(f"{p}: this is a responses file; pass the per-question file "

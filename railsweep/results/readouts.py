@@ -1,8 +1,5 @@
-"""A per-question results table (the results schema) checked and turned into the metrics' :class:`Readouts`.
-
-The one place that reads a cell's table for scoring (:mod:`railsweep.analysis.scoring`,
-:mod:`railsweep.detection.report`): rows joined on ``question_index``, every table covering the same
-questions, ``solve_prob`` agreeing with ``c / m``.
+"""Per-question results tables checked and turned into the metrics' :class:`Readouts`: the one place that
+reads a cell's table for scoring (rows joined on ``question_index``, ``solve_prob`` agreeing with ``c / m``).
 """
 
 from __future__ import annotations

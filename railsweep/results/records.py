@@ -1,8 +1,6 @@
-"""Typed records of a sweep read back from its tracking store: what the tables, figures and notebook consume.
-
-Plain data: :mod:`railsweep.sweep.tracking.reader` fills them from MLflow, and the analysis code
-(:mod:`railsweep.analysis.report`) reads them with pandas only. A cell's tables are fetched on first use, so a
-reader that needs only the logged scores downloads no Parquet.
+"""Typed records of a sweep read back from MLflow (:mod:`railsweep.sweep.tracking.reader`): what the tables,
+figures and notebook consume. A cell's tables are fetched on first use, so a reader that needs only the
+logged scores downloads no Parquet.
 """
 
 from __future__ import annotations
@@ -22,10 +20,9 @@ MISSING = "missing"  # no FINISHED run: failed or not run yet; left out of the t
 
 @dataclass(frozen=True)
 class CellRecord:
-    """One cell of a sweep: ``config``, its resolved :class:`railsweep.config.CellConfig` as a dict;
-    ``params``, the flat params logged on its run; ``scores``, the
-    :func:`railsweep.analysis.scoring.score_pair` dict the trial logged for a mitigated cell against the clean
-    run ``scored_against`` (None when it logged none)."""
+    """One cell of a sweep: ``config``, its resolved ``CellConfig`` as a dict; ``params``, the flat params
+    logged on its run; ``scores``, the ``score_pair`` dict its trial logged against the clean run
+    ``scored_against`` (None when it logged none)."""
 
     cell_id: str
     config: Mapping[str, Any]
@@ -85,8 +82,7 @@ class SweepRecord:
     @property
     def primary(self) -> tuple[str, str]:
         """(family, domain) of Tables 1, 2 and 4: the spec's ``primary``, else its first family and domain."""
-        prim = self.spec.get("primary")
-        if prim:
+        if prim := self.spec.get("primary"):
             pair = (prim["family"], prim["domain"]) if isinstance(prim, Mapping) else (prim[0], prim[1])
             return (str(pair[0]), str(pair[1]))
         return (str(self.spec["families"][0]["name"]), str(self.spec["domains"][0]))
@@ -106,14 +102,3 @@ class SweepRecord:
             if c.cell_id == cell_id:
                 return c
         raise DataError(f"cell {cell_id!r} is not in sweep {self.parent_run_id}")
-
-    @property
-    def frames(self) -> dict[str, pd.DataFrame]:
-        """``{cell_id: per-question table}`` of every finished cell (fetches them all)."""
-        return {c.cell_id: c.questions for c in self.cells if c.finished}
-
-    @property
-    def responses(self) -> dict[str, pd.DataFrame]:
-        """``{cell_id: responses table}`` of the finished clean cells that have one."""
-        return {c.cell_id: c.responses for c in self.cells
-                if c.finished and c.role == "clean" and c.responses is not None}  # fmt: skip

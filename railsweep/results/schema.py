@@ -27,13 +27,11 @@ ungraded greedy row), ``finish_reason`` string, ``triggers`` int64.
 Both files carry Parquet key-value metadata (UTF-8 JSON values): ``railsweep.schema_version`` (``"1"``),
 ``railsweep.kind`` (``"questions"`` or ``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the
 resolved ``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the default ``final``),
-``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files; see
-:mod:`railsweep.provenance`) and, for every cell :func:`railsweep.evaluate.evaluate_cell` writes,
-``railsweep.grading`` (:class:`railsweep.tasks.agreement.RuleAgreement`: the answer rule the cell was graded
-under, and over its graded responses the correct count under every rule, how many each other rule grades
-differently, how many the rules do not all grade the same, and lm-evaluation-harness's strict-match and
-flexible-extract correct counts). Readers refuse any other schema version. Adding a column or key is version 1
-compatible only if readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
+``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files) and, for every
+cell :func:`railsweep.evaluate.evaluate_cell` writes, ``railsweep.grading`` (:class:`RuleAgreement`: the rule
+the cell was graded under and, over its graded responses, the correct count under every rule and how the rules
+differ). Readers refuse any other schema version. Adding a column or key is version 1 compatible only if
+readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
@@ -94,16 +92,12 @@ _EXTRA_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 def metadata(kind: str, cell_id: str, cell: Mapping[str, Any], provenance: Mapping[str, Any],
              grading: Mapping[str, Any] | None = None) -> dict[bytes, bytes]:  # fmt: skip
     """The key-value metadata of a results file; ``grading`` is left out when None (a readers-may-ignore key)."""
-    meta = {
-        KEY_VERSION.encode(): str(SCHEMA_VERSION).encode(),
-        KEY_KIND.encode(): kind.encode(),
-        KEY_CELL_ID.encode(): cell_id.encode(),
-        KEY_CELL.encode(): json.dumps(dict(cell), sort_keys=True).encode(),
-        KEY_PROVENANCE.encode(): json.dumps(dict(provenance), sort_keys=True, default=str).encode(),
-    }
+    meta = {KEY_VERSION: str(SCHEMA_VERSION), KEY_KIND: kind, KEY_CELL_ID: cell_id,
+            KEY_CELL: json.dumps(dict(cell), sort_keys=True),
+            KEY_PROVENANCE: json.dumps(dict(provenance), sort_keys=True, default=str)}  # fmt: skip
     if grading is not None:
-        meta[KEY_GRADING.encode()] = json.dumps(dict(grading), sort_keys=True).encode()
-    return meta
+        meta[KEY_GRADING] = json.dumps(dict(grading), sort_keys=True)
+    return {k.encode(): v.encode() for k, v in meta.items()}
 
 
 def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Question]) -> pa.Table:
@@ -128,9 +122,8 @@ def questions_table(outcomes: Sequence[QuestionOutcome], questions: Sequence[Que
         "m": [o.m for o in rows],
         "solve_prob": [o.solve_prob for o in rows],
         "r01": [int(o.r01) for o in rows],
-        "n_strict": [sum(g.rule == "strict" for g in o.grades) for o in rows],
-        "n_flexible": [sum(g.rule == "flexible" for g in o.grades) for o in rows],
-        "n_none": [sum(g.rule == "none" for g in o.grades) for o in rows],
+        **{f"n_{rule}": [sum(g.rule == rule for g in o.grades) for o in rows]
+           for rule in ("strict", "flexible", "none")},
     }
     fields = list(QUESTION_FIELDS)
     for name in sorted({k for o in rows for k in o.extras}):
@@ -160,11 +153,9 @@ def responses_table(outcomes: Sequence[QuestionOutcome]) -> pa.Table:
 
 
 def check_metadata(meta: Mapping[bytes, bytes] | None, kind: str, source: str) -> dict[str, Any]:
-    """Decode and check a file's key-value metadata; returns ``{"cell", "provenance", "cell_id", "grading"}``
-    (``grading`` None for a file written without it)."""
+    """A file's checked metadata: ``{"cell", "provenance", "cell_id", "grading"}`` (grading may be None)."""
     meta = meta or {}
-    raw = meta.get(KEY_VERSION.encode())
-    if raw is None:
+    if (raw := meta.get(KEY_VERSION.encode())) is None:
         raise DataError(f"{source}: not a railsweep results file (no {KEY_VERSION!r} metadata)")
     version = raw.decode(errors="replace")
     if version != str(SCHEMA_VERSION):

@@ -37,9 +37,8 @@ def ensure_mlflow_server(run_dir: str | Path, *, port: int = 5000,
 
 
 def started_server(run_dir: str | Path) -> Path | None:
-    """The pid file of the MLflow server started over ``run_dir``, if that server still runs: the process it
-    names is an ``mlflow server`` whose command line names ``run_dir`` (read from /proc; None elsewhere), so a
-    stale file, whose pid another process may hold by now, is never named."""
+    """The pid file of the MLflow server started over ``run_dir`` while the process it names is an ``mlflow
+    server`` over ``run_dir`` (read from /proc; None elsewhere): a stale file's pid may be another's now."""
     pid_file = Path(run_dir).resolve() / PID_FILE
     try:
         cmdline = Path(f"/proc/{int(pid_file.read_text())}/cmdline").read_bytes().split(b"\0")

@@ -1,7 +1,5 @@
-"""The processes behind the local services: free ports, HTTP probes, waiting for readiness, stopping.
-
-A service this process started runs in its own process group (``start_new_session=True``), so
-:meth:`Service.stop` ends exactly that service and its children, never another Ray or MLflow on the host.
+"""The processes behind the local services: free ports, HTTP probes, waiting for readiness, stopping (a
+started service has its own process group, so :meth:`Service.stop` ends it and its children only).
 """
 
 from __future__ import annotations
@@ -68,8 +66,7 @@ def exe(name: str) -> str:
 
 def wait_until(pred, timeout: float, what: str, proc: subprocess.Popen | None = None,
                log: Path | None = None) -> None:  # fmt: skip
-    """Poll ``pred`` until it holds; a ``proc`` that exits first, or the timeout, is one :class:`ConfigError`
-    (with the log's tail), and a timed-out ``proc`` is stopped."""
+    """Poll ``pred`` until it holds; a ``proc`` exiting first, or the timeout (``proc`` stopped), raises."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if pred():

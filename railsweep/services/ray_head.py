@@ -1,11 +1,5 @@
 """Start or reuse a local Ray head: token authentication, every port on 127.0.0.1, the dashboard (job API) too.
-
-A head already answering on the dashboard port is reused only after two checks: it refuses anonymous
-requests and accepts this machine's token (:func:`check_head_accepts_token`), and it runs this Python
-environment (:func:`check_head_environment`).
-
-A `ray start` that exits non-zero is tried once more (:data:`START_ATTEMPTS`), after everything the failed
-start left running is ended (:func:`end_failed_start`).
+A running head is reused only after :func:`check_head_accepts_token` and :func:`check_head_environment`.
 """
 
 from __future__ import annotations
@@ -22,16 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.errors import ConfigError
-from railsweep.services.process import (
-    START_TIMEOUT_S,
-    Service,
-    exe,
-    free_port,
-    http_ok,
-    http_status,
-    port_or_free,
-    wait_until,
-)
+from railsweep.services import process
 from railsweep.services.tokens import auth_env, bearer, ensure_ray_token, ray_token_path
 
 _STOP = "stop it with `ray stop` (this ends every Ray process of this user on the machine) and run again"
@@ -41,20 +26,19 @@ _STOP = "stop it with `ray stop` (this ends every Ray process of this user on th
 class RayHead:
     dashboard: str  # http://127.0.0.1:PORT — the job-submission address
     gcs: str | None
-    service: Service
+    service: process.Service
 
 
 def check_head_accepts_token(url: str) -> None:
-    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token;
-    else one :class:`ConfigError` naming the head and how to stop it."""
-    anonymous = http_status(url + "/api/jobs/")
+    """A running head may be reused only if it refuses anonymous requests and accepts this machine's token."""
+    anonymous = process.http_status(url + "/api/jobs/")
     if anonymous == 200:
         raise ConfigError(f"the Ray head at {url} runs without token authentication (its Jobs API answers "
                           f"without a token, so anyone who can reach it can run code); {_STOP}")  # fmt: skip
     if anonymous not in (401, 403):
         raise ConfigError(f"{url} answers but is not a Ray dashboard (GET /api/jobs/ gave {anonymous}); "
                           "choose another port with --dashboard-port")
-    mine = http_status(url + "/api/jobs/", bearer())
+    mine = process.http_status(url + "/api/jobs/", bearer())
     if mine != 200:
         where = "$RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else str(ray_token_path())
         raise ConfigError(f"the Ray head at {url} does not accept this machine's Ray token ({where}; it "
@@ -63,8 +47,7 @@ def check_head_accepts_token(url: str) -> None:
 
 
 def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[str]:
-    """The Python interpreters of the local Ray dashboards started with ``--port=<dashboard_port>`` (from
-    their command lines under ``proc``); [] where that cannot be read (no procfs)."""
+    """The Python interpreters of the local Ray dashboards on ``dashboard_port`` ([] without procfs)."""
     found = []
     for cmdline in proc.glob("[0-9]*/cmdline"):
         try:
@@ -79,9 +62,8 @@ def head_interpreters(dashboard_port: int, proc: Path = Path("/proc")) -> list[s
 
 
 def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> None:
-    """A running local head may be reused only if it runs in this Python environment: its workers run its
-    interpreter, so a head started from another virtual environment (another checkout) would run that
-    environment's railsweep in every actor and trial. Raises one :class:`ConfigError` naming both."""
+    """A running local head may be reused only if it runs this Python environment: its workers run its
+    interpreter, so a head from another virtual environment would run that environment's railsweep."""
     heads = head_interpreters(dashboard_port, proc)
     mine = Path(sys.prefix).resolve()
     if heads and not any(Path(h).parent.parent.resolve() == mine for h in heads):
@@ -94,15 +76,16 @@ def check_head_environment(dashboard_port: int, proc: Path = Path("/proc")) -> N
 def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | None, block: bool,
                    isolated: bool) -> tuple[list[str], int, int, Path]:  # fmt: skip
     """``ray start --head ...`` with every port named; returns (command, GCS port, dashboard port, log)."""
-    cmd = [exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
-           "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
+    cmd = [process.exe("ray"), "start", "--head", "--node-ip-address", "127.0.0.1", "--dashboard-host",
+           "127.0.0.1", "--disable-usage-stats", "--include-dashboard", "true"]  # fmt: skip
     # every agent port named: with port 0 the raylet waits for the agents to write theirs to a file and
     # gives up ("Timed out waiting for file .../metrics_agent_port") when a loaded machine starts them slowly
-    cmd += ["--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port", str(free_port()),
-            "--metrics-export-port", str(free_port())]  # fmt: skip
+    free = process.free_port
+    cmd += ["--dashboard-agent-grpc-port", str(free()), "--runtime-env-agent-port", str(free()),
+            "--metrics-export-port", str(free())]  # fmt: skip
     if isolated:
-        gcs_port, dashboard_port = free_port(), free_port()
-        client_port, agent_port = free_port(), free_port()
+        gcs_port, dashboard_port = free(), free()
+        client_port, agent_port = free(), free()
         tmp = Path(f"/tmp/rsw{os.getpid()}-{gcs_port}")
         cmd += ["--temp-dir", str(tmp)]
         log = Path(f"{tmp}.log")
@@ -110,7 +93,7 @@ def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | No
         log = Path(tempfile.gettempdir()) / f"railsweep-ray-start-{os.getpid()}.log"
         # Ray's default ports, unless something on this machine holds them (a second head beside a running one,
         # on another dashboard port, must not collide on the GCS, client or agent port)
-        gcs_port, client_port, agent_port = port_or_free(6379), port_or_free(10001), port_or_free(52365)
+        gcs_port, client_port, agent_port = (process.port_or_free(p) for p in (6379, 10001, 52365))
     cmd += ["--ray-client-server-port", str(client_port), "--dashboard-agent-listen-port", str(agent_port)]
     cmd += ["--port", str(gcs_port), "--dashboard-port", str(dashboard_port)]
     if num_cpus is not None:
@@ -124,17 +107,16 @@ def _start_command(dashboard_port: int, num_cpus: int | None, num_gpus: int | No
 
 def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, num_gpus: int | None = None,
                     block: bool = False, isolated: bool = False,
-                    timeout: float = START_TIMEOUT_S) -> RayHead:  # fmt: skip
-    """A local Ray head (module docstring), reused when a dashboard already answers on ``dashboard_port``.
-    ``block=True`` keeps ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly
-    this cluster (``ray stop`` would end every Ray on the host). ``isolated=True`` picks free ports and a
-    private temp dir (tests next to other clusters) and never reuses a running head."""
+                    timeout: float = process.START_TIMEOUT_S) -> RayHead:  # fmt: skip
+    """A local Ray head, reused when a dashboard already answers on ``dashboard_port``. ``block=True`` keeps
+    ``ray start`` in the foreground as our child, so :meth:`Service.stop` ends exactly this cluster (``ray
+    stop`` would end every Ray on the host). ``isolated=True``: free ports, a private temp dir, no reuse."""
     url = f"http://127.0.0.1:{dashboard_port}"
     ensure_ray_token()
-    if not isolated and http_status(url + "/api/version") is not None:
+    if not isolated and process.http_status(url + "/api/version") is not None:
         check_head_accepts_token(url)
         check_head_environment(dashboard_port)
-        return RayHead(url, None, Service(url, None))
+        return RayHead(url, None, process.Service(url, None))
     for attempt in range(1, START_ATTEMPTS + 1):
         cmd, gcs_port, port, log = _start_command(dashboard_port, num_cpus, num_gpus, block, isolated)
         try:
@@ -145,7 +127,7 @@ def ensure_ray_head(*, dashboard_port: int = 8265, num_cpus: int | None = None, 
                 raise ConfigError(str(e)) from None
             print(f"[railsweep] {e}\n[railsweep] ray start: trying once more", file=sys.stderr, flush=True)
     url = f"http://127.0.0.1:{port}"
-    return RayHead(url, f"127.0.0.1:{gcs_port}", Service(url, proc if block else None, log))
+    return RayHead(url, f"127.0.0.1:{gcs_port}", process.Service(url, proc if block else None, log))
 
 
 # `ray start` fails now and then on a loaded machine inside Ray itself (its dashboard's API server gives up
@@ -158,11 +140,10 @@ class _StartFailed(Exception):
 
 
 def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> subprocess.Popen:
-    """Run ``ray start`` and wait until it has started and the dashboard answers. A start that fails (exits
-    non-zero; a blocking one exits at all) ends what it left running (:func:`end_failed_start`) and raises
-    :class:`_StartFailed` with the log's tail. A blocking start is ready only once ``ray start`` says so ("Ray
-    runtime started."): the dashboard answers before the raylet has registered, and the raylet still gives up
-    when its agents are slow to start (a fixed 15 s wait inside Ray)."""
+    """Run ``ray start`` and wait for the dashboard; a failed start (a blocking one exiting at all) ends what
+    it left running and raises :class:`_StartFailed`. A blocking start is ready only once it prints "Ray
+    runtime started.": the dashboard answers before the raylet registers, and the raylet still gives up when
+    its agents are slow to start (a fixed 15 s wait inside Ray)."""
     offset = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=auth_env(),
@@ -172,8 +153,8 @@ def _start(cmd: list[str], log: Path, url: str, block: bool, timeout: float) -> 
         end_failed_start(proc.pid)
         tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
         raise _StartFailed(f"`{' '.join(cmd)}` failed with code {proc.returncode} (log: {log}):\n{tail}")
-    wait_until(lambda: http_ok(url + "/api/version", headers=bearer()), timeout, "Ray head dashboard",
-               proc if block else None, log)  # fmt: skip
+    process.wait_until(lambda: process.http_ok(url + "/api/version", headers=bearer()), timeout,
+                       "Ray head dashboard", proc if block else None, log)  # fmt: skip
     return proc
 
 
@@ -181,8 +162,7 @@ _STARTED = b"Ray runtime started."
 
 
 def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeout: float) -> bool:
-    """Wait for a blocking start's "Ray runtime started." (written to ``log`` after ``offset``): False once it
-    is there, True when the start exits first; a start that does neither in ``timeout`` is stopped."""
+    """False once "Ray runtime started." is in ``log`` after ``offset``, True when the start exits first."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -192,14 +172,13 @@ def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeo
             if _STARTED in f.read():
                 return False
         time.sleep(0.5)
-    Service("", proc).stop()
+    process.Service("", proc).stop()
     raise ConfigError(f"`ray start` had not started after {timeout:.0f}s (log: {log})")
 
 
 def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
-    """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group (the start ran in
-    its own session) and any process of its Ray session (``session_<date>_<time>_<pid>`` in the command line)
-    that left the group. Returns the ids signalled besides the group."""
+    """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group and any process
+    of its Ray session (``session_<date>_<time>_<pid>``) that left the group; returns the latter's ids."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     mark = re.compile(rf"session_[0-9_-]+_{pid}\b".encode())

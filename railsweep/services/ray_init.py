@@ -1,9 +1,5 @@
-"""The arguments an entry point passes to ``ray.init``: join a cluster, or start a private local instance.
-
-Entry points (``python -m railsweep.sweep.job``, ``sweeps/*.py``, ``railsweep detect --ray``) call
-:func:`ray_init_kwargs` before ``import ray`` (it sets the token-authentication environment Ray reads at
-import), then ``ray.init(**kwargs)`` themselves: the library never starts Ray.
-"""
+"""The arguments an entry point passes to ``ray.init`` itself (the library never starts Ray): join a cluster,
+or start a private local instance."""
 
 from __future__ import annotations
 
@@ -15,13 +11,12 @@ from railsweep.services.tokens import LOOPBACK_ONLY, auth_env, ensure_ray_token
 
 def ray_init_kwargs(address: str | None, *, num_cpus: int | None = None,
                     num_gpus: int | None = None) -> dict[str, object]:  # fmt: skip
-    """Keyword arguments for ``ray.init`` in an entry point; call it before ``import ray``.
+    """Keyword arguments for ``ray.init``; call it before ``import ray`` (it sets the environment Ray reads).
 
-    1. A cluster to join (``address``, else ``$RAY_ADDRESS``, which Ray sets inside a job): join it with token
-       authentication (in Ray's single-machine mode on 127.0.0.1); ``num_cpus``/``num_gpus``, which Ray
-       refuses when joining, are dropped with a note on stderr.
+    1. A cluster to join (``address``, else ``$RAY_ADDRESS``, set inside a job): joined with token
+       authentication; ``num_cpus``/``num_gpus``, which Ray refuses when joining, are dropped with a note.
     2. Otherwise a fresh private instance (``address="local"``: never a head another process left running),
-       token authentication on, every port on 127.0.0.1, sized by ``num_cpus``/``num_gpus``.
+       token authentication on, every port on 127.0.0.1.
     """
     address = address or os.environ.get("RAY_ADDRESS")
     if address:

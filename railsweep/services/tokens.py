@@ -1,9 +1,5 @@
-"""Ray's authentication token and the environment every local Ray process runs with.
-
-The token lives in Ray's own token file (``$RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``, mode 0600);
-railsweep never prints, logs or passes it on a command line. :func:`bearer` builds the dashboard's
-Authorization header in memory, for the head checks of :mod:`railsweep.services.ray_head`.
-"""
+"""Ray's authentication token (its own token file, mode 0600; never printed, logged or on a command line) and
+the environment every local Ray process runs with."""
 
 from __future__ import annotations
 
@@ -25,12 +21,9 @@ def ray_token_path() -> Path:
 
 
 def ensure_ray_token() -> None:
-    """Make sure Ray's token exists, readable by this user only; never reads it out loud.
-
-    ``$RAY_AUTH_TOKEN`` set: nothing to do. The default file is created by ``ray get-auth-token --generate``
-    (its output discarded) under umask 077; a file named by ``$RAY_AUTH_TOKEN_PATH`` (which Ray's generator
-    does not write) gets a token of the same form (256 random bits, hex). A file others can read is narrowed
-    to 0600."""
+    """Make sure Ray's token exists, readable by this user only (unless ``$RAY_AUTH_TOKEN`` is set). The
+    default file is made by ``ray get-auth-token --generate`` under umask 077; one named by
+    ``$RAY_AUTH_TOKEN_PATH``, which Ray does not write, gets one of the same form (256 random bits, hex)."""
     if os.environ.get("RAY_AUTH_TOKEN"):
         return
     path = ray_token_path()
@@ -60,8 +53,7 @@ def auth_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 def bearer() -> dict[str, str]:
     """The Authorization header Ray's dashboard expects (built in memory, never printed)."""
-    token = os.environ.get("RAY_AUTH_TOKEN")
-    if not token:
+    if not (token := os.environ.get("RAY_AUTH_TOKEN")):
         path = ray_token_path()
         token = path.read_text().strip() if path.exists() else ""
     return {"Authorization": f"Bearer {token}"} if token else {}

@@ -4,10 +4,9 @@
     python sweeps/tables.py --table 3 --preset smoke         # the same job from a checkout
     ray job submit --working-dir . -- python sweeps/table3.py --preset paper
 
-Installed with the package so that ``railsweep sweep`` works from a wheel (``sweeps/*.py`` call its
-:func:`main`). :func:`main` validates everything, then starts or joins Ray (the library never calls
-``ray.init``) and runs the sweep. The preset defaults to ``paper`` when the cluster has GPUs and ``mini`` (the
-CPU miniature world) otherwise. Exit codes: 0 all cells finished, 1 some cell failed, 2 bad input.
+Installed with the package so that ``railsweep sweep`` works from a wheel. :func:`main` validates everything,
+then starts or joins Ray and runs the sweep; the preset defaults to ``paper`` when the cluster has GPUs, else
+``mini``. Exit codes: 0 all cells finished, 1 some cell failed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -49,9 +48,8 @@ def make_parser(table: str | None = None) -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace, table: str) -> list[SweepOutcome]:
     """Validate the spec, its inputs and the pricing options before Ray starts (a bad spec costs one line, not
-    a cluster); then start or join Ray and run the sweep, or one per member task of a harness group, one after
-    another. ``run_sweep`` and ``check_tracking_uri`` are called through their modules, so a test that
-    replaces them there replaces them here too."""
+    a cluster); then start or join Ray and run the sweep (one per member task of a harness group). Calls go
+    through the modules, so a test that replaces ``run_sweep`` or ``check_tracking_uri`` there does here."""
     from railsweep.sweep.run import driver  # torch, transformers, Ray Tune: loaded after the arguments
 
     fault = fault_from_env()  # the fault-injection tests' hook; None outside them

@@ -1,13 +1,12 @@
 """Expand a resolved :class:`~railsweep.sweep.spec.sweep_spec.SweepSpec` into the cells of the grid.
 
 Steps:
-1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when the family has
-   a single ``clean`` adapter, since every domain is evaluated on the same original test questions);
+1. one clean reference cell per (family, clean adapter): Identity on M_cl (one per family when it has a single
+   ``clean`` adapter: every domain is evaluated on the same original test questions);
 2. one mitigated cell per (family, domain, strategy, parameter point) on ``co_<domain>``, pointing at its
    clean reference by id;
-3. with ``temperatures`` (and ``--table all``), per (family, domain) and temperature tau (greedy included):
-   M_cl sampled at tau (a clean Identity cell) and M_co sampled at tau (the ``temperature`` strategy, scored
-   against that M_cl cell), read by the dynamics step (:func:`temperature_groups`);
+3. with ``temperatures`` (and ``--table all``), per (family, domain) and tau (greedy included): M_cl and M_co
+   sampled at tau, read by the dynamics step (:func:`temperature_groups`);
 4. optional filter to what one paper table needs (``--table 1..4``; ``Registration.shows``);
 5. clean cells first, so they are scheduled before the cells that need them.
 """
@@ -97,8 +96,7 @@ def readout_fields(spec: SweepSpec) -> dict[str, Any]:
 
 
 def _temperature_cells(spec: SweepSpec, fam: Any, domain: str) -> list[tuple[str, float, SweepCell]]:
-    """``(model, tau, cell)`` for M_cl and M_co at every tau of the spec, greedy included, and with
-    ``dynamics.base`` for the base model without an adapter (Identity at tau, like M_cl; model ``base``)."""
+    """``(model, tau, cell)`` for M_cl, M_co and (``dynamics.base``) the bare base at each tau, greedy too."""
     common = readout_fields(spec)
     cname = fam.clean_adapter(domain)
     out = []
@@ -136,8 +134,7 @@ def temperature_groups(spec: SweepSpec) -> list[TemperatureGroup]:
 
 
 def effective_table(spec: SweepSpec, table: str) -> str:
-    """The table a sweep runs for: ``table``, or "all" for a spec without strategies (temperatures and/or
-    detectors only), which has no paper table to narrow to: every cell and step runs whatever was asked."""
+    """The table a sweep runs for: ``table``, or "all" for a spec without strategies (no paper table)."""
     return table if spec.strategies else "all"
 
 
@@ -172,7 +169,7 @@ def expand(spec: SweepSpec, table: str = "all") -> list[SweepCell]:
 
 
 def _first_of_each_id(cells: list[SweepCell]) -> list[SweepCell]:
-    """Each cell id once, the first cell that has it (a temperature cell equal to a grid point keeps the grid's)."""
+    """Each cell id once, the first cell that has it (a grid point's, not an equal temperature cell)."""
     seen: dict[str, SweepCell] = {}
     for c in cells:
         seen.setdefault(c.cell_id, c)
@@ -215,8 +212,7 @@ def trial_order(cells: list[SweepCell]) -> list[SweepCell]:
 
 def settings_for(spec: SweepSpec, group: TemperatureGroup) -> DynamicsSettings:
     """The dynamics settings of one group: the spec's readout (m, limit, batch, tokens) and ``dynamics``."""
-    r, d = spec.readout, spec.dynamics_settings
+    r = spec.readout
     return DynamicsSettings(temperatures=group.temperatures, m=r.m, limit=r.limit, domain=group.domain,
-                            max_new_tokens=r.max_new_tokens, seed=d.seed, batch_size=r.batch_size,
-                            forcing_batch=d.forcing_batch, n_boot=d.n_boot, n_boot_gain=d.n_boot_gain,
-                            min_items=d.min_items, e_cut=d.e_cut, device=d.device, base=d.base)  # fmt: skip
+                            max_new_tokens=r.max_new_tokens, batch_size=r.batch_size,
+                            **dataclasses.asdict(spec.dynamics_settings))  # fmt: skip

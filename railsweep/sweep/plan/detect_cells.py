@@ -1,11 +1,9 @@
 """The readout cells a sweep's detectors read, per family x domain of the miniature world: ``cdd`` reads a
-cell's greedy decode and samples (its responses Parquet), ``perturb`` the per-question tables of the original
-wording and of the paraphrase (:func:`railsweep.detection.world.paraphrase_split`).
+cell's greedy decode and samples, ``perturb`` the per-question tables of the original and paraphrased wording.
 
-The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's samples and
-solve probabilities exactly (same seeds), plus the greedy decode CDD needs, under the spec's ``readout``.
-Readout cells are ordinary cells without a clean reference, so the paper tables leave them out. The other
-detectors read the world itself and add no cell.
+The readout is M_co (``co_<domain>``) under TED switched off (``tau=-1, dedup=false``): Identity's samples
+exactly (same seeds), plus the greedy decode CDD needs. Readout cells have no clean reference, so the paper
+tables leave them out; the other detectors read the world itself.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from railsweep.config import CellConfig
 from railsweep.detection.world import paraphrase_split
 from railsweep.miniworld.cache import load_world
 from railsweep.strategy_registry import detection_readout, registration
-from railsweep.sweep.plan.cells import SweepCell, readout_fields
+from railsweep.sweep.plan.cells import SweepCell, expand, readout_fields
 from railsweep.sweep.spec.sweep_spec import SweepSpec
 
 NEEDS_READOUT = {"cdd": ("original",), "perturb": ("original", "paraphrased")}
@@ -31,11 +29,19 @@ def paraphrase_dir(spec: SweepSpec) -> Path:
     return Path(spec.data_dir).parent / "detection" / "paraphrased"
 
 
+def grid_cells(spec: SweepSpec, table: str, *,
+               write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:  # fmt: skip
+    """The driver's grid: :func:`expand`'s cells, then the readout cells not among them, and the readouts."""
+    cells = expand(spec, table)
+    extra, readouts = readout_cells(spec, write=write)
+    have = {c.cell_id for c in cells}
+    return cells + [c for c in extra if c.cell_id not in have], readouts
+
+
 def readout_cells(spec: SweepSpec, *, write: bool = True) -> tuple[list[SweepCell], list[dict[str, str]]]:
     """The readout cells of a resolved spec and, per family x domain, which cell holds which wording:
-    ``[{"family", "domain", "original": cell_id[, "paraphrased": cell_id]}]`` (both empty when no
-    detector needs a readout). Writes the paraphrased split when perturb is among the detectors, unless
-    ``write`` is False (a dry run prices the cells of a world it does not build)."""
+    ``[{"family", "domain", "original": cell_id[, "paraphrased": cell_id]}]``. Writes the paraphrased split
+    for perturb unless ``write`` is False (a dry run prices the cells of a world it does not build)."""
     needed = {w for d in spec.detectors for w in NEEDS_READOUT.get(d.name, ())}
     wordings = [w for w in WORDINGS if w in needed]
     if not wordings:

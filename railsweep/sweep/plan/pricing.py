@@ -1,23 +1,18 @@
 """What a sweep costs, known before it starts: cells, samples and generated tokens per engine, wall time per
-cluster.
-
-Nothing is built, loaded or started (``railsweep sweep --dry-run`` prints :func:`format_price`; a sweep that
-starts logs :func:`price_params` on its parent run). Steps of :func:`price_sweep`:
+cluster. Nothing is built, loaded or started. Steps of :func:`price_sweep`:
 
 1. a stand-in resolution (:func:`~railsweep.sweep.plan.price_inputs.dry_resolve`): a miniature world's
-   families, adapters, test size and leak split from its preset's config, not a build; a ``paths`` spec keeps
-   its paths;
+   families, adapters, test size and leak split from its preset's config, not a build;
 2. the driver's own grid: :func:`~railsweep.sweep.plan.cells.expand` plus the detectors' readout cells;
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
-   as long as the world's measured responses to its question, else as its gold answer under the world's
-   tokenizer, capped at ``max_new_tokens`` (:mod:`railsweep.miniworld.lengths`), else ``max_new_tokens``
-   itself (an upper bound); one-off steps (Shortcut's localisation) once per family and domain;
-4. per cluster size: the engines the driver would create (:func:`~railsweep.sweep.plan.pool.engine_layout`),
-   each family's tokens over its engines' measured tokens/s (:mod:`railsweep.sweep.plan.throughput`); the
-   slowest family sets the wall time, and device-hours are the cluster's units x that time.
+   as long as the world's measured responses to its question, else its gold answer under the world's
+   tokenizer, capped at ``max_new_tokens``, else ``max_new_tokens`` itself (an upper bound); one-off steps
+   (Shortcut's localisation) once per family and domain;
+4. per cluster size: the engines the driver would create, each family's tokens over its engines' measured
+   tokens/s; the slowest family sets the wall time, and device-hours are the cluster's units x that time.
 
-Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics step's teacher
-forcing and the detection step's forward passes (they decode nothing).
+Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics and detection steps
+(they decode nothing).
 """
 
 from __future__ import annotations
@@ -29,8 +24,8 @@ from typing import Any
 
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy
-from railsweep.sweep.plan.cells import SweepCell, effective_table, expand
-from railsweep.sweep.plan.detect_cells import readout_cells
+from railsweep.sweep.plan.cells import SweepCell, effective_table
+from railsweep.sweep.plan.detect_cells import grid_cells
 from railsweep.sweep.plan.pool import engine_layout
 from railsweep.sweep.plan.price_inputs import Questions, dry_resolve, mlp_widths_of, sweep_questions
 from railsweep.sweep.plan.throughput import ThroughputTable, device_kind, load_throughput
@@ -80,7 +75,6 @@ class SweepPrice:
     max_new_tokens: int
     questions: Questions
     device: str  # cpu | cuda | mps
-    backend: str
     engines: tuple[EngineCost, ...]
     clusters: tuple[ClusterCost, ...]
     throughput: str  # the table's path and hardware
@@ -100,32 +94,23 @@ def price_sweep(spec: SweepSpec, table: str, throughput: ThroughputTable,
     """The cost of running ``spec`` (unresolved) for ``table``; see the module docstring."""
     spec = dry_resolve(spec)
     table = effective_table(spec, table)
-    cells = expand(spec, table)
-    if spec.detectors:
-        extra, _ = readout_cells(spec, write=False)
-        have = {c.cell_id for c in cells}
-        cells += [c for c in extra if c.cell_id not in have]
+    cells, _ = grid_cells(spec, table, write=False)
     qs = sweep_questions(spec)
     notes: list[str] = []
     engines = [_engine_cost(spec, fam, [c for c in cells if c.family == fam.name], qs, notes)
                for fam in spec.families if any(c.family == fam.name for c in cells)]  # fmt: skip
     kind = device_kind(spec.engine.device)
-    sizes = list(cluster_sizes or _default_sizes(kind, len(engines)))
+    default = [2, 4, 8, 16] if kind == "cpu" else [max(len(engines), 1) * k for k in (1, 2, 4, 8)]
+    sizes = list(cluster_sizes or default)
     clusters = tuple(_cluster(spec, kind, engines, n, throughput, notes) for n in sizes)
     return SweepPrice(spec.name, table, len(cells), sum(c.role == "clean" for c in cells), spec.readout.m,
-                      spec.readout.max_new_tokens, qs, kind, spec.engine.backend, tuple(engines), clusters,
+                      spec.readout.max_new_tokens, qs, kind, tuple(engines), clusters,
                       f"{throughput.path} ({throughput.hardware})", tuple(dict.fromkeys(notes)))  # fmt: skip
-
-
-def _default_sizes(kind: str, families: int) -> list[int]:
-    return [2, 4, 8, 16] if kind == "cpu" else [max(families, 1) * k for k in (1, 2, 4, 8)]
 
 
 def _tokens(qs: Questions, indices: Sequence[int], cap: int) -> int:
     """Expected generated tokens of one response to each of ``indices``."""
-    if qs.lengths is None:
-        return cap * len(indices)
-    return sum(min(qs.lengths[i], cap) for i in indices)
+    return cap * len(indices) if qs.lengths is None else sum(min(qs.lengths[i], cap) for i in indices)
 
 
 def cell_samples(cell: SweepCell, n_questions: int) -> int:
@@ -147,11 +132,9 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
         questions += len(indices)
         samples += per_q * len(indices)
         tokens += per_q * _tokens(qs, indices, cfg.max_new_tokens)
-        one_off = getattr(strategy, "one_off", None)
-        if one_off is None:
+        if (one_off := getattr(strategy, "one_off", None)) is None:
             continue
-        widths = mlp_widths_of(spec, fam)
-        if widths is None:
+        if (widths := mlp_widths_of(spec, fam)) is None:
             notes.append(f"{cfg.strategy}'s one-off step for {fam.name} is not priced: {fam.base}'s config.json "
                          "(its layer widths) is not on this machine")  # fmt: skip
             continue
@@ -168,8 +151,7 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
 
 def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, throughput: ThroughputTable,
              notes: list[str]) -> ClusterCost:  # fmt: skip
-    """Wall time on ``units`` cores or GPUs: each family's tokens over its engines' tokens/s, the slowest last.
-    The engines are the sweep's own layout (:func:`~railsweep.sweep.plan.pool.engine_layout`)."""
+    """Wall time on ``units`` cores or GPUs, the engines laid out as the sweep would: the slowest family's."""
     gpu = kind != "cpu"
     layout = engine_layout({e.family: max(e.cells, 1) for e in engines}, units=units,
                            replicas=spec.resources.engine_replicas)  # fmt: skip
@@ -180,8 +162,7 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
     per_engine = 1.0 if gpu else units / n_engines
     wall = 0.0
     for e in engines:
-        rate = throughput.rate(spec.engine.backend, kind, e.model)
-        if rate is None:
+        if (rate := throughput.rate(spec.engine.backend, kind, e.model)) is None:
             where = f"in {throughput.path}" if throughput.rates else "(no throughput table)"
             notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} {where}: measure it "
                          "with bench/throughput.py on the target hardware and pass --throughput")  # fmt: skip
@@ -191,8 +172,7 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
 
 
 def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:
-    """The grid, per-engine counts and the cluster table: the dry run's printout, and (``dry_run=False``) the
-    plan a sweep prints as it starts."""
+    """The grid, per-engine counts and the cluster table: the dry run's printout, or a sweep's plan."""
     unit, hours = ("cores", "CPU-hours") if p.device == "cpu" else ("GPUs", "GPU-hours")
     q = p.questions
     lines = [
@@ -252,8 +232,7 @@ def sweep_price(spec: SweepSpec, table: str, args: argparse.Namespace) -> SweepP
 
 def dry_run(args: argparse.Namespace, table: str) -> int:
     """``--dry-run``: print what the sweep would cost; nothing is started, built, loaded or written."""
-    specs = chosen_specs(args)
-    if not specs:
+    if not (specs := chosen_specs(args)):
         raise ConfigError("--dry-run needs --preset or --spec (without them the sweep picks its preset by the GPUs "
                           "of the cluster it joins)")  # fmt: skip
     prices = [sweep_price(spec, table, args) for spec in specs]  # every member's, before anything is printed
@@ -268,8 +247,7 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
 
 
 def power_lines(pilot: str | None, n: int, m: int, B: int) -> str:
-    """The planner's printout for the sweep's own design (n, m, B) and the paper's, from ``pilot``'s cells or
-    the reference M_cl (:mod:`railsweep.analysis.planning`); nothing is started."""
+    """The planner's printout for the sweep's design (n, m, B) and the paper's, from ``pilot`` or M_cl's."""
     import numpy as np
 
     # pandas, pyarrow: the pilot's cells are read only when a dry run prints the planner

@@ -20,8 +20,7 @@ def cluster_resources() -> tuple[float, float]:
 
 
 def plan_layout(spec: SweepSpec, pending: list[SweepCell], cpus: float | None = None) -> dict[str, int]:
-    """Engines per family with cells left: one per core (CPU) or GPU, dealt out over the families;
-    ``cpus`` (default: the cluster's) are the cores the engines may use (fewer while a world builds)."""
+    """Engines per family with cells left, on ``cpus`` cores (default: the cluster's) or the GPUs."""
     cluster_cpus, gpus = cluster_resources()
     cpus = cluster_cpus if cpus is None else cpus
     gpu = spec.engine.device != "cpu" and gpus >= 1
@@ -31,12 +30,9 @@ def plan_layout(spec: SweepSpec, pending: list[SweepCell], cpus: float | None = 
 
 def plan_resources(spec: SweepSpec, n_engines: int, cpus: float | None = None) -> dict[str, Any]:
     """Per-engine GPU/CPU reservation, torch threads, trial CPUs and the concurrency bound, on ``cpus``
-    (default: the cluster's; fewer while a world builds beside the sweep).
-
-    Without a GPU the engines' reservation shares the CPUs the trials leave (``resources.engine_cpus``
-    overrides), rounded down to 1/1000 CPU so that engines and trials always fit together. Threads follow the
-    cores, not that reservation (trials mostly wait on the engines): the CPUs over the engines, rounded down,
-    at least 1 (``resources.engine_threads``, or ``engine_cpus`` rounded down, overrides)."""
+    (default: the cluster's). Without a GPU the engines share the CPUs the trials leave, rounded down to
+    1/1000 CPU so that engines and trials always fit together. Threads follow the cores, not that reservation
+    (trials mostly wait on the engines): the CPUs over the engines, rounded down, at least 1."""
     cluster_cpus, gpus = cluster_resources()
     cpus = cluster_cpus if cpus is None else cpus
     r = spec.resources

@@ -7,9 +7,8 @@ A table is JSON written by ``bench/throughput.py``::
                   "units": 1, "tokens_per_s": 2500.0, ...}, ...]}
 
 ``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>``, else the
-path or hub id; ``"*"`` matches any model of that backend and device); ``units`` are the CPU cores (its
-threads) or GPUs the engine used. Without ``--throughput``, :mod:`railsweep.sweep.plan.pricing` reads
-``throughput_cpu.json`` beside this module when the package ships one, else prices no wall time and says so.
+path or hub id; ``"*"`` matches any model); ``units`` are the CPU cores or GPUs the engine used. Without
+``--throughput``, ``throughput_cpu.json`` beside this module is read when shipped, else no wall time priced.
 """
 
 from __future__ import annotations
@@ -94,6 +93,5 @@ def _rate(path: Path, i: int, e: Any) -> Rate:
 
 
 def device_kind(device: str) -> str:
-    """The table's device for a spec's ``engine.device``: ``auto`` prices a GPU (the sweep takes one when the
-    cluster has it), ``cuda:N`` is ``cuda``."""
+    """The table's device for ``engine.device``: ``auto`` prices a GPU (taken when there is one)."""
     return "cuda" if device == "auto" or device.startswith("cuda") else device

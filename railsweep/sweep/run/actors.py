@@ -1,9 +1,5 @@
-"""The sweep's small actors and the names the trials share with the engine actors.
-
-The engine actors themselves are :mod:`railsweep.sweep.run.engine_server`, which loads torch; trials import
-only this module: the actors' namespace, their names, and :func:`write_files` for the result bytes an engine
-returns.
-"""
+"""The sweep's small actors and the names the trials share with the engine actors: trials import this module,
+not :mod:`railsweep.sweep.run.engine_server`, which loads torch."""
 
 from __future__ import annotations
 
@@ -19,9 +15,7 @@ def engine_name(sweep_id: str, family: str, replica: int = 0) -> str:
 
 
 class ProgressBoard:
-    """Live cell states and sample counts, written by trials and engines, read by the driver. ``fault``: the
-    test hook of :mod:`railsweep.sweep.run.faults`, fired when the ``after_cells``-th cell is reported done.
-    """
+    """Live cell states and sample counts, written by trials and engines, read by the driver."""
 
     def __init__(self, total: int, skipped: int = 0, fault: Any = None):
         self.total = total
@@ -53,8 +47,7 @@ class ProgressBoard:
 
 
 def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:
-    """The board actor (from the driver). A ``kill-driver`` fault runs it on the driver's node, where the
-    driver's pid means the driver."""
+    """The board actor; with a ``kill-driver`` fault on the driver's node, where the driver's pid is valid."""
     import ray  # optional heavy dependency: the sweep's
 
     options: dict[str, Any] = {"num_cpus": 0}

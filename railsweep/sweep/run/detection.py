@@ -1,7 +1,6 @@
 """A sweep's detection step: the spec's detectors on every family x domain, scored against the truth, on MLflow.
 
-Runs after the trials as one Ray task (:func:`run_detection`), once the engine actors are gone so the
-model-side detectors get the CPUs. Steps of :func:`detect_sweep`:
+One Ray task after the trials, once the engines are gone (the model-side detectors get the CPUs). Steps:
 1. fetch the readout cells' Parquet files (:mod:`railsweep.sweep.plan.detect_cells`); a pair whose readout did
    not finish drops cdd/perturb (listed under ``skipped``), never decodes anew;
 2. the jobs of :func:`railsweep.detection.world.world_jobs`, test items plus fresh controls;
@@ -52,9 +51,7 @@ def _pair_inputs(readouts: Sequence[dict[str, str]], files: dict) -> dict:
     out = {}
     for r in readouts:
         orig, para = files.get(r.get("original", "")), files.get(r.get("paraphrased", ""))
-        inputs: dict[str, Any] = {}
-        if orig is not None:
-            inputs.update(responses=orig["responses"], original=orig["questions"])
+        inputs = {"responses": orig["responses"], "original": orig["questions"]} if orig is not None else {}
         if para is not None:
             inputs["paraphrased"] = para["questions"]
         out[(r["family"], r["domain"])] = inputs

@@ -1,24 +1,18 @@
 """The sweep driver: spec → engine actors → Ray Tune trials → MLflow → Tables 1–4.
 
 Steps of :func:`run_sweep` (Ray must already be initialised by the entry script):
-1. check the tracking server, resolve the spec (model paths) and expand the grid, with the readout cells the
-   ``detectors`` read (:mod:`~railsweep.sweep.plan.detect_cells`): any bad input fails here, before a trial or
-   an actor exists; a miniature world not in the cache yet is built beside the sweep
-   (:mod:`~railsweep.sweep.run.staged`), which waits for its benchmark and its first family only;
-2. open the MLflow experiment and the sweep's parent run (reused with ``resume``), tagged with the
-   provenance (:func:`sweep_provenance`);
+1. check the tracking server, resolve the spec (model paths) and expand the grid, with the detectors' readout
+   cells: any bad input fails here, before a trial or an actor exists; a miniature world not in the cache is
+   built beside the sweep (:mod:`~railsweep.sweep.run.staged`), which waits for its first family only;
+2. open the MLflow experiment and the sweep's parent run (reused with ``resume``), tagged with the provenance;
 3. drop cells already FINISHED in MLflow (idempotent cells);
-4. create the engine actors of the families with work left (:mod:`~railsweep.sweep.plan.resources`,
-   :mod:`~railsweep.sweep.plan.pool`) and the pool that leases a free one to each cell;
+4. create the engine actors of the families with work left and the pool that leases a free one to each cell;
 5. run one CPU-only trial per cell, clean references first, at most ``engines × slots_per_engine`` at a time,
    with a live progress line; while a world builds, steps 4-5 run in waves (:mod:`~railsweep.sweep.run.waves`)
    and the world's weights digest is tagged on every run once the build is over;
-6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing) and run the dynamics step
-   (:mod:`railsweep.dynamics.ray_step`, logged under ``dynamics/`` of the parent run);
-7. publish as a Ray task (tables + figures on the parent run, :mod:`~railsweep.sweep.tracking.publish`), print
-   the table (a detection-only spec publishes no paper tables);
-8. with ``detectors``: kill the engines, run the detection step as a Ray task
-   (:mod:`~railsweep.sweep.run.detection`), print its table;
+6. with ``temperatures``: kill the engines (their CPUs go to the teacher forcing), run the dynamics step;
+7. publish the tables and figures on the parent run as a Ray task, print the table;
+8. with ``detectors``: kill the engines, run the detection step as a Ray task, print its table;
 9. close the parent run (FAILED when some cell failed or the dynamics step failed) and kill the engines.
 """
 
@@ -35,8 +29,8 @@ from typing import Any
 from railsweep import provenance as prov
 from railsweep.errors import ConfigError
 from railsweep.miniworld.weights import weights_verdict, world_provenance
-from railsweep.sweep.plan.cells import SweepCell, effective_table, expand
-from railsweep.sweep.plan.detect_cells import readout_cells
+from railsweep.sweep.plan.cells import SweepCell, effective_table
+from railsweep.sweep.plan.detect_cells import grid_cells
 from railsweep.sweep.run.faults import Fault
 from railsweep.sweep.run.finish import close_parent, detection_step, dynamics_step, publish_tables
 from railsweep.sweep.run.staged import StagedWorld, start_world
@@ -69,22 +63,15 @@ def _prepare(spec: SweepSpec, table: str, staged: StagedWorld | None
     else:  # the world's paths to be: each family's files are checked when it is ready
         staged.wait_for_data()
         resolved = resolve_spec(spec, staged.provisional(), check=False)
-    cells = expand(resolved, table)
-    readouts: list[dict[str, str]] = []
-    if resolved.detectors:
-        extra, readouts = readout_cells(resolved)
-        have = {c.cell_id for c in cells}
-        cells += [c for c in extra if c.cell_id not in have]
+    cells, readouts = grid_cells(resolved, table)
     return resolved, cells, readouts
 
 
-def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, storage_path: str | None = None,
-              progress_interval: float = 10.0, publish: bool = True, out=sys.stdout,
-              params: dict[str, str] | None = None, fault: Fault | None = None) -> SweepOutcome:  # fmt: skip
-    """Run ``spec`` on the Ray instance this process joined (steps in the module docstring).
-
-    ``params``: more parameters of a new parent run (the sweep job logs its price). ``fault``: the
-    fault-injection tests' hook (:mod:`railsweep.sweep.run.faults`); None outside them."""
+def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, progress_interval: float = 10.0,
+              out=sys.stdout, params: dict[str, str] | None = None,
+              fault: Fault | None = None) -> SweepOutcome:  # fmt: skip
+    """Run ``spec`` on the Ray instance this process joined (steps in the module docstring). ``params``: more
+    parameters of a new parent run (the job's price); ``fault``: the fault-injection tests' hook."""
     import ray  # optional heavy dependency: the sweep runs on the Ray its entry point started
 
     if not ray.is_initialized():
@@ -102,9 +89,8 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
     pending, skipped = _pending_cells(run)
     engines: dict[str, Any] = {}
     try:
-        failed, stats = run_waves(run, engines, pending, len(skipped), fault, staged, storage_path,
-                                  progress_interval)  # fmt: skip
-        wall, dynamics = _after_trials(run, engines, failed, skipped, staged, publish)
+        failed, stats = run_waves(run, engines, pending, len(skipped), fault, staged, progress_interval)
+        wall, dynamics = _after_trials(run, engines, failed, skipped, staged)
     except BaseException:
         try:
             run.tracker.terminate(run.parent_id, "KILLED")
@@ -119,17 +105,15 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, stor
 
 
 def _after_trials(run: SweepRun, engines: dict[str, Any], failed: list[str], skipped: list[str],
-                  staged: StagedWorld | None,
-                  publish: bool) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
-    """Steps 6-9 but the engines' last kill, the world's build awaited first (its digest recorded); returns
-    (the sweep's wall time, the dynamics step's result or None)."""
+                  staged: StagedWorld | None) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
+    """Steps 6-9 but the engines' last kill; returns (the wall time, the dynamics step's result or None)."""
     if staged is not None:
         t0 = time.perf_counter()
         world = staged.result()  # the build's last adapters may still be training
         add_time(run, "world_wait_s", time.perf_counter() - t0)
         _record_world(run, world)
-    dynamics = dynamics_step(run, engines) if run.table == "all" and publish else None
-    if publish and (run.spec.strategies or run.spec.temperatures):
+    dynamics = dynamics_step(run, engines) if run.table == "all" else None
+    if run.spec.strategies or run.spec.temperatures:
         publish_tables(run)
     if run.spec.detectors:
         kill_actors(engines)
@@ -173,9 +157,8 @@ def _say_weights(run: SweepRun, world: dict[str, Any]) -> None:
 
 def sweep_provenance(spec: SweepSpec, cells: list[SweepCell],
                      staged: StagedWorld | None = None) -> dict[str, Any]:  # fmt: skip
-    """:func:`railsweep.provenance.collect` over the cells' data files; a sweep on a miniature world also
-    records the world (config digest and weights digest: two builds of one config can hold other models;
-    a world still building has no weights digest yet: :func:`_record_world` adds it)."""
+    """:func:`railsweep.provenance.collect` over the cells' data files, and the miniature world's config and
+    weights digests (two builds of one config can hold other models; a world still building has none yet)."""
     p = prov.collect(cells[0].config.task_files() if cells else [Path(spec.data_dir) / "test.jsonl"])
     if staged is not None and staged.world is None:
         p["world"] = {"root": str(staged.root), "preset": staged.preset, "digest": staged.config.digest()}

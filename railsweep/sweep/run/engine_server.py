@@ -1,17 +1,14 @@
 """Long-lived engine actors, one per core or GPU, dealt out over the families (``railsweep.sweep.plan.pool``).
 
 The driver creates every actor before ``Tuner.fit()``: one created inside a trial would be captured by the
-trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An actor holds one family's base model and
-its LoRA adapters and evaluates whole cells, returning the result files as bytes (no shared filesystem
-needed). A dead actor is restarted and the in-flight cell retried; cells write to a fresh temporary directory,
-so a retry is idempotent.
+trial's CPU-only placement group (``ray-mlflow-notes.md`` §1.4). An actor evaluates whole cells of its
+family, returning the result files as bytes (no shared filesystem); a dead actor is restarted and its cell
+retried, idempotently (each cell writes to a fresh temporary directory).
 
-Thread budget: ``threads`` torch/OpenMP threads per actor (one with the default one engine per core), set in
-its environment before torch loads. Idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a 2-core
-machine shared with other jobs, 2-thread runs with the default spin-wait swung 10-30x (one matmul: median 10.4
-ms against a best of 0.36 ms) and PASSIVE removed that, at ~28 % on a quiet machine; one thread per engine was
-1.08x faster than two under PASSIVE. This module loads torch; the trials import only
-:mod:`railsweep.sweep.run.actors`.
+Thread budget: ``threads`` torch/OpenMP threads per actor, set in its environment before torch loads; idle
+OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE``): on a shared 2-core machine 2-thread runs with the default
+spin-wait swung 10-30x (one matmul: median 10.4 ms against a best of 0.36 ms), PASSIVE removed that at ~28 %
+on a quiet machine, and one thread per engine was 1.08x faster than two.
 """
 
 from __future__ import annotations
@@ -109,9 +106,7 @@ class EngineServer:
     def run_cell(self, cell: CellConfig | dict[str, Any], board: Any = None, pool: Any = None,
                  name: str | None = None) -> dict[str, Any]:  # fmt: skip
         """Evaluate one cell: its Parquet files as bytes, the per-question table, the answer rules' counts and
-        timings. With ``pool`` and ``name`` (this actor's), the cell may share its one-off decoding jobs with
-        idle engines (:mod:`railsweep.sweep.run.sharing`). A ``CellConfig`` is taken as the driver checked it.
-        """
+        timings. With ``pool`` and ``name`` (this actor's), its one-off jobs may go to idle engines too."""
         cfg = cell if isinstance(cell, CellConfig) else CellConfig.from_dict(cell)
         cid = cfg.cell_id
         self.use(cfg.family)
@@ -142,8 +137,7 @@ class EngineServer:
 
     def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None,
                family: str | None = None) -> list[Any]:  # fmt: skip
-        """Decode a share of another cell's work (:mod:`railsweep.sweep.run.sharing`) with ``strategy``'s backend on
-        ``family``'s model, then give this engine back to the pool under ``holder``."""
+        """Decode a share of another cell's work, then give this engine back to the pool under ``holder``."""
         t0 = time.perf_counter()
         try:
             self.use(family)
@@ -154,10 +148,7 @@ class EngineServer:
                 pool.release.remote(holder)
 
     def stats(self) -> dict[str, Any]:
-        return {
-            "busy_s": self.busy_s, "cells": self.cells, "samples": self.samples, "load_s": self.load_s,
-            "switches": self.switches, "family": self.family,
-        }  # fmt: skip
+        return {k: getattr(self, k) for k in ("busy_s", "cells", "samples", "load_s", "switches", "family")}
 
 
 def _engine_config(config: dict[str, Any]) -> EngineConfig:
@@ -169,8 +160,7 @@ def create_engine_actor(name: str, engine_config: dict[str, Any], *, num_gpus: f
                         cache_dir: str | None = None, prompts_per_call: int = 64,
                         omp_wait_policy: str | None = "PASSIVE",
                         family_configs: dict[str, dict[str, Any]] | None = None) -> Any:  # fmt: skip
-    """Start a named engine actor (call from the driver, never from a trial). With ``threads``, the actor's
-    process starts with :func:`thread_env`, so OpenMP reads it when torch loads."""
+    """Start a named engine actor (from the driver, never a trial), its process with :func:`thread_env`."""
     import ray  # optional heavy dependency: the sweep's
 
     env = {"env_vars": thread_env(threads, omp_wait_policy)} if threads else None

@@ -1,15 +1,11 @@
 """Test hook: inject one fault into a running sweep at an exact event, the k-th finished cell.
 
-Tests that poll MLflow and strike "soon" race the sweep; here the progress board
-(:class:`~railsweep.sweep.run.actors.ProgressBoard`) fires the fault on its ``k``-th finished-cell report. A
-:class:`Fault` is passed to :func:`~railsweep.sweep.run.driver.run_sweep`, or, through ``ray job submit``,
-``RAILSWEEP_FAULT=KIND:K`` is read by :func:`fault_from_env` before Ray starts (a malformed value: exit 2).
-Kinds:
+Tests that poll MLflow and strike "soon" race the sweep; here the progress board fires the fault on its
+``k``-th finished-cell report. A :class:`Fault` is passed to ``run_sweep``, or ``RAILSWEEP_FAULT=KIND:K`` set
+for ``ray job submit`` (a malformed value: exit 2). Kinds:
 
 - ``kill-driver:K``: SIGKILL to the sweep's driver (no cleanup: ``--resume`` must finish the sweep);
 - ``kill-engine:K``: ``ray.kill`` every engine actor, letting Ray restart it and retry its cells.
-
-No preset or command-line option sets it; unset, nothing changes.
 """
 
 from __future__ import annotations
@@ -54,8 +50,7 @@ class Fault:
 
 def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
     """The fault ``$RAILSWEEP_FAULT`` asks for, or None when it is unset or empty."""
-    raw = environ.get(ENV_VAR, "").strip()
-    if not raw:
+    if not (raw := environ.get(ENV_VAR, "").strip()):
         return None
     kind, _, k = raw.partition(":")
     if kind not in KINDS or not k.isdigit() or int(k) < 1:

@@ -32,10 +32,8 @@ def engine_stats(engines: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def dynamics_step(run: SweepRun, engines: dict[str, Any]) -> dict[str, Any] | None:
-    """Step 6: with ``temperatures``, the engines killed, every group analysed as a Ray task
-    (:mod:`railsweep.dynamics.ray_step`) and logged under ``dynamics/`` of the parent run; None without."""
-    groups = temperature_groups(run.spec)
-    if not groups:
+    """Step 6: every temperature group analysed as a Ray task and logged on the parent run; None without."""
+    if not (groups := temperature_groups(run.spec)):
         return None
     kill_actors(engines)  # idle now: their CPUs go to the teacher forcing
     t0 = time.perf_counter()
@@ -93,8 +91,7 @@ def detection_step(run: SweepRun) -> None:
 
 
 def close_parent(run: SweepRun, failed: list[str], skipped: list[str], dynamics: dict[str, Any] | None) -> float:
-    """Step 9: the sweep's wall time and phase timings on the parent run, which ends FAILED when a cell or the
-    dynamics step failed, else FINISHED; returns the wall time."""
+    """Step 9: wall time (returned) and phase timings on the parent run, FAILED if a cell or dynamics did."""
     t = run.timings
     wall = time.perf_counter() - run.t_start
     t["other_s"] = wall - sum(v for k, v in t.items() if k != "other_s")  # engine stats, kills, tagging the world

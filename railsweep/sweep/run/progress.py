@@ -1,9 +1,7 @@
 """Live sweep progress: cells done / running / failed, samples per second and the time left.
 
-A background thread in the driver polls the :class:`~railsweep.sweep.run.actors.ProgressBoard` actor. On a
-terminal it draws a tqdm bar; elsewhere (``ray job`` logs, files) it prints one line every ``interval``
-seconds. The ETA is the samples the running block still has to decode
-(:func:`railsweep.sweep.plan.pricing.cell_samples`) at the rate of this block so far.
+A thread in the driver polls the progress board: a tqdm bar on a terminal, elsewhere one line every
+``interval`` seconds. The ETA is the samples the running block has left to decode at its rate so far.
 """
 
 from __future__ import annotations
@@ -30,13 +28,10 @@ def duration(seconds: float) -> str:
 
 
 def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: int) -> float | None:
-    """Seconds left to decode ``expected_samples`` counted from the snapshot ``start``, at the rate since then;
-    None before the first sample of this stretch (no rate yet)."""
+    """Seconds left to decode ``expected_samples`` from the snapshot ``start`` on, at the rate since then."""
     done = now["samples"] - start["samples"]
     spent = now["elapsed_s"] - start["elapsed_s"]
-    if done <= 0 or spent <= 0:
-        return None
-    return max(expected_samples - done, 0) / (done / spent)
+    return None if done <= 0 or spent <= 0 else max(expected_samples - done, 0) / (done / spent)
 
 
 class ProgressPrinter:
@@ -75,8 +70,7 @@ class ProgressPrinter:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            s = self._poll()
-            if s is not None:
+            if (s := self._poll()) is not None:
                 self._show(s)
 
     def __enter__(self) -> ProgressPrinter:
@@ -94,8 +88,7 @@ class ProgressPrinter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        s = self._poll()
-        if s is not None:
+        if (s := self._poll()) is not None:
             self._show(s)
         if self._bar is not None:
             self._bar.close()

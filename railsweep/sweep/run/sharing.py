@@ -1,12 +1,11 @@
 """A cell's independent decoding jobs shared with its family's idle engines.
 
 Shortcut's localisation (:func:`railsweep.strategies.shortcut.localisation.causal_scores`) is one long one-off
-step inside one cell: 2·(L−1)·n_blocks patched greedy passes, independent of each other.
-:meth:`SharingEngine.generate_shares` decodes such jobs: the cell's own engine takes them one after another
-from a shared queue while a lender thread borrows every idle engine of its family from the pool
-(:meth:`railsweep.sweep.plan.pool.EnginePool.lend`: never one a cell waits for) and hands it the next job. The
-results come back in job order and are the same wherever a job ran (greedy decoding, one engine configuration
-per family); a job whose borrowed engine failed is decoded again by the cell's own.
+step inside one cell: 2·(L−1)·n_blocks independent patched greedy passes. In
+:meth:`SharingEngine.generate_shares` the cell's own engine takes such jobs from a shared queue while a lender
+thread borrows every idle engine of its family from the pool and hands it the next job. Results come back in
+job order, the same wherever a job ran (greedy decoding); a job whose borrowed engine failed is decoded again
+by the cell's own.
 """
 
 from __future__ import annotations
@@ -63,15 +62,14 @@ class SharingEngine:
 
     def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:
         """The lender thread: while jobs are left, hand the next one to each engine the pool lends, else wait
-        for a lent job to finish (:meth:`_await_one`) and ask again. A failing pool ends the lending."""
+        for a lent job to finish and ask again. A failing pool ends the lending."""
         import ray
 
         holders: dict[Any, str] = {}  # the lent jobs not seen finished yet: object ref → lease holder
         try:
             while not done.is_set() and queue.left():
                 holder = f"{self._cell}/share-{len(lent)}"
-                name = ray.get(self._pool.lend.remote(self._me, holder))
-                if name is None:
+                if (name := ray.get(self._pool.lend.remote(self._me, holder))) is None:
                     self._await_one(holders, done)
                     continue
                 if (i := queue.take()) is None:
@@ -84,8 +82,8 @@ class SharingEngine:
             return
 
     def _await_one(self, holders: dict[Any, str], done: threading.Event) -> None:
-        """Wait up to :data:`POLL_S` for one lent job to finish and give its engine back (the engine does too, after
-        its job: whichever release comes second finds the lease gone), else for the own engine to finish."""
+        """Wait up to :data:`POLL_S` for one lent job to finish and give its engine back (the engine does too:
+        the second release finds the lease gone)."""
         import ray
 
         if not holders:

@@ -1,11 +1,5 @@
-"""A miniature world built beside the sweep: a family's cells start as soon as its models are trained.
-
-A sweep on a miniature world not in the cache yet would otherwise wait for the whole build, whose slowest
-family sets the pace (neox, in ``mini``). :class:`StagedWorld` runs
-:func:`~railsweep.miniworld.world.build_world` in a thread of the driver and hears each stage as it lands (the
-benchmark first, then each family); the driver runs the ready families' cells in waves
-(:mod:`railsweep.sweep.run.waves`).
-"""
+"""A miniature world built beside the sweep, in a thread of the driver: a family's cells start as soon as its
+models are trained, instead of waiting for the slowest family (neox, in ``mini``)."""
 
 from __future__ import annotations
 
@@ -48,8 +42,7 @@ class StagedWorld:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the next stage lands (or ``timeout`` seconds); True when one did. A failed build raises
-        its error here; a finished one marks every family ready (a world built by another process lands
-        whole)."""
+        here; a finished one marks every family ready (a world built by another process lands whole)."""
         try:
             stage = self._events.get(timeout=timeout)
         except queue.Empty:
@@ -70,8 +63,7 @@ class StagedWorld:
             self.wait()
 
     def provisional(self) -> World:
-        """The world as it will be (paths are a function of its root), for resolving a spec before the build
-        ends; its families' files exist once they are ``ready``."""
+        """The world as it will be (its paths follow from its root), to resolve a spec before it is built."""
         if self.world is not None:
             return self.world
         return World(root=self.root, preset=self.preset, config=self.config,
@@ -96,6 +88,5 @@ def start_world(preset: str, cache_dir: str | Path | None = None) -> World | Sta
 
 
 def free_cores(cpus: float, building: int) -> int:
-    """Cores free of the build while ``building`` families train, one core each, on ``cpus``: a wave of ready
-    families starts when one is free, one family per free core."""
+    """Cores of ``cpus`` free of the build while ``building`` families train, one core each."""
     return max(0, int(cpus) - building)

@@ -13,8 +13,7 @@ from railsweep.sweep.tracking.tracker import Tracker
 
 @dataclass
 class SweepRun:
-    """What the steps of one :func:`~railsweep.sweep.run.driver.run_sweep` share: the resolved spec, its cells and
-    its parent run."""
+    """The resolved spec, its cells and its parent run."""
 
     spec: SweepSpec
     table: str
@@ -47,7 +46,7 @@ def cell_meta(cell: SweepCell) -> dict[str, Any]:
 
 def trial_cells(cells: list[SweepCell]) -> dict[str, dict[str, Any]]:
     """Every trial's view of the cells, by id: :func:`cell_meta` and, under ``"cell"``, the checked
-    ``CellConfig`` itself, which Ray ships as it is, so the engine does not check it again."""
+    ``CellConfig`` itself (shipped as it is, so the engine does not check it again)."""
     return {c.cell_id: {**cell_meta(c), "cell": c.config} for c in cells}
 
 

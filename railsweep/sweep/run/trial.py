@@ -3,10 +3,9 @@
 Steps of a trial:
 1. skip when a FINISHED child run with this cell id exists (idempotent cells);
 2. open (or reuse) the cell's child run under the sweep's parent run;
-3. lease a free engine of the cell's family from the pool (:mod:`~railsweep.sweep.plan.pool`), have it
-   evaluate the cell and give it back;
+3. lease a free engine of the cell's family from the pool, have it evaluate the cell and give it back;
 4. for a mitigated cell, wait for its clean reference in MLflow, score the pair (method.md §2, with CIs) and
-   plot clean vs mitigated: the only time a pair is bootstrapped (the publish step reuses these scores);
+   plot clean vs mitigated: the only time a pair is bootstrapped (publishing reuses these scores);
 5. log params, metrics, provenance, artifacts; mark the run FINISHED (FAILED on error);
 6. ``tune.report`` the headline numbers.
 """
@@ -75,17 +74,14 @@ def cell_summary(df: Any) -> dict[str, float]:
 
 
 def grading_metrics(grading: dict[str, Any] | None) -> dict[str, float]:
-    """A cell's ``railsweep.grading`` counts (:class:`railsweep.tasks.agreement.RuleAgreement`) as MLflow
-    metrics: ``n_rule_disagree`` and, under ``grading.``, the rest."""
+    """A cell's ``RuleAgreement`` counts as metrics: ``n_rule_disagree`` and, under ``grading.``, the rest."""
     if not grading:
         return {}
     out = {"n_rule_disagree": float(grading["n_disagree"]), "grading.n_responses": float(grading["n_responses"])}
     out.update({f"grading.correct_{rule}": float(n) for rule, n in grading["n_correct"].items()})
     out.update({f"grading.differ_{rule}": float(n) for rule, n in grading["n_differ"].items()})
-    for key in ("lm_eval_strict_match", "lm_eval_flexible_extract"):
-        if grading.get(key) is not None:
-            out[f"grading.{key}"] = float(grading[key])
-    return out
+    harness = ("lm_eval_strict_match", "lm_eval_flexible_extract")
+    return {**out, **{f"grading.{k}": float(grading[k]) for k in harness if grading.get(k) is not None}}
 
 
 def _wait_for_clean(tracker: Tracker, clean_id: str, timeout: float) -> Any | None:
@@ -116,13 +112,10 @@ def _exit_on_lost_system_exit(unraisable: Any) -> None:
 def quiet_exit() -> None:
     """Let this trial worker's exit finish without a traceback in the sweep's log.
 
-    Ray's worker handler turns SIGTERM (sent when Tune retires a trial actor or the job's driver exits) into
-    ``SystemExit(1)`` wherever the main thread is; inside a weakref callback Python cannot unwind it and
-    prints "Exception ignored in ... SystemExit: 1", which reads as a failure. Two guards, installed once per
-    worker from the trial's thread (where no signal handler can be set): from its first atexit handler on,
-    SIGTERM is ignored (SIGKILL still follows a hung teardown); an unraisable ``SystemExit`` ends the process
-    at once with its code, any other unraisable exception printed as before. Nothing changes while the trial
-    runs."""
+    Ray turns SIGTERM (Tune retiring a trial actor, the driver exiting) into ``SystemExit(1)`` wherever the
+    main thread is; inside a weakref callback Python prints "Exception ignored in ... SystemExit: 1", which
+    reads as a failure. So, once per worker: from its first atexit handler on SIGTERM is ignored (SIGKILL
+    still follows a hung teardown), and an unraisable ``SystemExit`` ends the process with its code."""
     global _QUIET_EXIT
     if not _QUIET_EXIT:
         atexit.register(_ignore_sigterm)
@@ -135,8 +128,7 @@ _QUIET_EXIT = False
 
 
 def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any]:
-    """The result of ``cell`` (its ``CellConfig``) from the first free engine of its family, released after.
-    """
+    """The result of ``cell`` from the first free engine of its family, released after."""
     import ray
 
     name = ray.get(ctx.pool.acquire.remote(cell.family, cid))
@@ -153,10 +145,8 @@ def _decode(ctx: SweepContext, cid: str, cell: Any, board: Any) -> dict[str, Any
 
 def _score_against_clean(ctx: SweepContext, tracker: Tracker, run_id: str, meta: dict[str, Any], df: Any,
                          tmp: str) -> tuple[dict[str, float], dict[str, Any], dict[str, str]]:  # fmt: skip
-    """Step 4: the metrics, params and tags to log (only ``railsweep.clean_missing`` when the clean run has
-    not finished in time); the plot is logged here."""
-    clean_run = _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)
-    if clean_run is None:
+    """Step 4: the metrics, params and tags to log (only ``railsweep.clean_missing`` if the clean is late)."""
+    if (clean_run := _wait_for_clean(tracker, meta["clean_id"], ctx.clean_wait_s)) is None:
         return {}, {}, {"railsweep.clean_missing": "true"}
     clean_df = download_questions(tracker, clean_run, Path(tmp) / "clean")
     scores = score_pair(clean_df, df, B=ctx.B, n_boot=ctx.n_boot, seed=ctx.score_seed)

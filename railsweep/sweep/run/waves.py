@@ -1,6 +1,5 @@
 """Steps 4-5 of a sweep (:func:`railsweep.sweep.run.driver.run_sweep`): the engine actors and one Ray Tune trial per
-cell, in one wave, or, while a miniature world is still being built (:mod:`railsweep.sweep.run.staged`), one wave
-per set of families trained so far."""
+cell, in one wave, or one wave per set of families trained so far while a world builds."""
 
 from __future__ import annotations
 
@@ -22,14 +21,12 @@ from railsweep.sweep.run.progress import ProgressPrinter
 from railsweep.sweep.run.staged import StagedWorld, free_cores
 from railsweep.sweep.run.sweep_run import SweepRun, add_time, kill_actors, trial_cells
 from railsweep.sweep.run.trial import SweepContext, run_cell_trial
-from railsweep.sweep.spec.resolve import check_families
 
 
 def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
-              fault: Fault | None, staged: StagedWorld | None, storage_path: str | None,
+              fault: Fault | None, staged: StagedWorld | None,
               progress_interval: float) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
-    """Steps 4-5, in one wave, or, while ``staged`` builds, one wave per set of ready families (each on the
-    cores the build leaves; the previous wave's engines killed first); returns (failed cell ids, engine stats)."""
+    """Steps 4-5 in waves (the previous wave's engines killed first); returns (failed cells, engine stats)."""
     left, failed, stats, board = list(pending), [], {}, None
     while True:
         wave, cpus = _next_wave(run, left, staged)
@@ -38,7 +35,7 @@ def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], 
             kill_actors(engines)
             engines.clear()
         pool, board, plan = _start_engines(run, engines, wave, n_skipped, fault, board, cpus)
-        failed += _run_trials(run, wave, pool, board, plan, storage_path, progress_interval)
+        failed += _run_trials(run, wave, pool, board, plan, progress_interval)
         left = [c for c in left if c not in wave]
         if not left:
             stats.update(engine_stats(engines))
@@ -49,18 +46,17 @@ def run_waves(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], 
 def _next_wave(run: SweepRun, left: list[SweepCell],
                staged: StagedWorld | None) -> tuple[list[SweepCell], float | None]:  # fmt: skip
     """The cells to run next and the cores their engines may use (None: the cluster's): all of them, or, while
-    a world builds, those of ready families, as many as cores are free of the build (waiting for one if none
-    is), with engines on every core so that the cores the build frees mid-wave are used. The engines share the
-    cores with the build meanwhile: Ray's workers run at nice 15, but under Linux autogroup scheduling a nice
-    value ranks a process only within its own session (the workers are in Ray's, the build in the driver's).
-    """
+    a world builds, those of ready families, one per core free of the build (waiting for one), with engines on
+    every core so that the cores the build frees mid-wave are used. Ray's workers run at nice 15, but under
+    Linux autogroup scheduling a nice value ranks a process only within its own session, so they share the
+    cores with the build meanwhile."""
     if staged is None:
         return left, None
     while True:
         while staged.wait(timeout=0):  # every stage landed meanwhile
             pass
         if staged.world is not None:
-            check_families(run.spec, {c.family for c in left})
+            run.spec.check_paths(only={c.family for c in left})
             return left, None
         cpus = cluster_resources()[0]
         cores = free_cores(cpus, staged.building)
@@ -68,7 +64,7 @@ def _next_wave(run: SweepRun, left: list[SweepCell],
                  if f.name in staged.ready and any(c.family == f.name for c in left)]
         if ready and cores >= 1:
             take = set(ready[:cores])
-            check_families(run.spec, take)
+            run.spec.check_paths(only=take)
             run.say(f"[sweep] world: {', '.join(sorted(staged.ready))} ready, {staged.building} famil"
                     f"{'y' if staged.building == 1 else 'ies'} still training: cells of {', '.join(sorted(take))} "
                     f"on {cores} free core(s), engines on all {cpus:g}")  # fmt: skip
@@ -88,8 +84,7 @@ def _show_so_far(run: SweepRun) -> None:
 def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCell], n_skipped: int,
                    fault: Fault | None, board: Any,
                    cpus: float | None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
-    """Step 4: the engine actors, added to ``engines`` as each is created (a failure part-way still kills the
-    ones that exist); returns (their pool, the progress board, kept from a previous wave, the plan)."""
+    """Step 4: the engine actors, added to ``engines`` one by one (a failure part-way still kills them)."""
     import ray  # optional heavy dependency: the sweep's
 
     spec = run.spec
@@ -130,7 +125,7 @@ def _start_engines(run: SweepRun, engines: dict[str, Any], pending: list[SweepCe
 
 
 def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, plan: dict[str, Any],
-                storage_path: str | None, progress_interval: float) -> list[str]:  # fmt: skip
+                progress_interval: float) -> list[str]:
     """Step 5: one Tune trial per pending cell, with the live progress line; returns the failed cells' ids."""
     from ray import tune  # optional heavy dependency: the sweep's
 
@@ -149,7 +144,7 @@ def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, 
             trainable, param_space={"cell_id": tune.grid_search([c.cell_id for c in trial_order(pending)])},
             tune_config=tune.TuneConfig(max_concurrent_trials=plan["max_concurrent"], reuse_actors=True),
             run_config=tune.RunConfig(
-                name=f"railsweep-{run.sweep_id}-{int(time.time())}", storage_path=storage_path,
+                name=f"railsweep-{run.sweep_id}-{int(time.time())}",
                 failure_config=tune.FailureConfig(max_failures=spec.resources.max_failures), verbose=0),
         )  # fmt: skip
         # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says

@@ -1,10 +1,8 @@
 """The typed schema behind sweep specs: constrained field types, and pydantic errors as one ConfigError line.
 
-The spec's sections are frozen pydantic dataclasses (:func:`schema`): plain dataclasses to the rest of
-railsweep (``dataclasses.replace``/``asdict``, pickled into Ray tasks), validated at construction. Numbers are
-strict (``'4'``, ``2.5`` or ``true`` are not an integer, NaN and infinities are not a number), unknown keys
-are errors, and the first problem becomes one :class:`~railsweep.errors.ConfigError` line naming the key and
-the value.
+The sections are frozen pydantic dataclasses (:func:`schema`), plain dataclasses to the rest of railsweep,
+validated at construction: numbers are strict (``'4'``, ``2.5`` or ``true`` are not an integer, NaN is not a
+number), unknown keys are errors, and the first problem is one ConfigError naming the key and the value.
 """
 
 from __future__ import annotations
@@ -43,10 +41,8 @@ _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def schema(where: str, inputs: tuple[str, ...] | None = None) -> Callable[[type[T]], type[T]]:
-    """Class decorator: a frozen pydantic dataclass whose construction raises ConfigError.
-
-    ``where`` is the section's path in a spec (``"readout"``), used in messages; ``inputs`` are the keys a
-    YAML mapping may use for it (default: the field names)."""
+    """Class decorator: a frozen pydantic dataclass whose construction raises a ConfigError naming ``where``,
+    the section's path in a spec; ``inputs``: the keys its YAML mapping may use (default: the field names)."""
 
     def wrap(cls: type[T]) -> type[T]:
         cls = pydantic_dataclass(frozen=True, config=_CONFIG)(cls)

@@ -1,11 +1,9 @@
 """A sweep over a harness group or tag: one sweep per member task, run one after another in one job.
 
-``readout.task: lm_eval:mgsm_direct`` names a tag of 11 tasks (``lm_eval:bbh_cot_fewshot`` a group of 27). The
-harness scores each member on its own, and so does a sweep: :func:`load_specs` turns such a spec into one spec
-per member, in the harness's order, with ``name`` ``<name>-<member>`` (its own parent run and tables),
-``readout.task`` ``lm_eval:<member>``, ``data_dir`` ``<data_dir>/<member>/`` (as ``railsweep eval`` reads it)
-and ``task_group`` the group (logged with every cell run). Every member is checked before anything starts: a
-group with one member railsweep cannot run is refused as a whole.
+``readout.task: lm_eval:mgsm_direct`` names a tag of 11 tasks. The harness scores each member on its own, and
+so does a sweep: :func:`load_specs` makes one spec per member, in the harness's order, with ``name``
+``<name>-<member>``, ``readout.task`` ``lm_eval:<member>``, ``data_dir`` ``<data_dir>/<member>/`` and
+``task_group`` the group. Every member is checked before anything starts.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ from railsweep.tasks.lm_eval.spec import PREFIX, is_lm_eval_ref
 def load_specs(preset_or_path: str | Path) -> list[SweepSpec]:
     """The validated spec of a preset or YAML file, or one per member task of a harness group or tag."""
     data, name = read_spec_data(preset_or_path)
-    group = _group_of(data)
-    if group is None:
+    if (group := _group_of(data)) is None:
         return [spec_from_dict(data, name=name)]
     return [spec_from_dict(d, name=n) for d, n in member_data(data, name, group)]
 

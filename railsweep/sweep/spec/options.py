@@ -1,8 +1,5 @@
-"""The options that choose a sweep spec and override it, shared by the sweep job and ``railsweep sweep``.
-
-:func:`add_spec_arguments` is the one list of these options; the command forwards them to the job with
-:func:`forward_argv`. Nothing here starts Ray or a service, and nothing loads torch: ``railsweep sweep
---help`` and its refusals of bad options import this module.
+"""The options that choose a sweep spec and override it, shared by the sweep job and ``railsweep sweep``
+(which forwards them with :func:`forward_argv`). No torch here: ``railsweep sweep --help`` imports it.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ def add_spec_arguments(
     p: argparse.ArgumentParser, *, table: str | None = None, preset_default: str | None = None,
     preset_help: str = "built-in sweep spec (default: paper with GPUs, else mini)",
 ) -> None:  # fmt: skip
-    """Add the spec options to ``p``; ``table`` fixes the paper table (``sweeps/table1.py`` …) instead of
-    offering ``--table``."""
+    """Add the spec options to ``p``; ``table`` fixes the paper table instead of offering ``--table``."""
     if table is None:
         p.add_argument("--table", default="3", choices=TABLES, help="which paper table to print (default 3)")
     p.add_argument("--preset", default=preset_default, choices=PRESETS, help=preset_help)

@@ -1,9 +1,5 @@
-"""Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in.
-
-Kept apart from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch and transformers,
-which the spec (validated before any service starts) must not. While the world is still being built
-(:class:`railsweep.sweep.run.staged.StagedWorld`) the driver resolves the spec against the world's paths to
-be, unchecked, and checks each family's files when that family is ready.
+"""Resolving a sweep spec: the miniature world built (or reused from the cache) and its paths filled in. Apart
+from :mod:`railsweep.sweep.spec.sweep_spec` because building a world loads torch, which the spec must not.
 """
 
 from __future__ import annotations
@@ -18,18 +14,12 @@ from railsweep.sweep.spec.sweep_spec import SweepSpec
 
 
 def resolve_spec(spec: SweepSpec, world: World | None = None, check: bool = True) -> SweepSpec:
-    """``spec`` with model paths filled in from ``world`` (default: the miniature world built or reused from
-    the cache), each checked to exist unless ``check`` is False."""
+    """``spec`` with paths from ``world`` (default: built or cached), checked unless ``check`` is False."""
     if spec.source == "miniworld":
         spec = _with_world(spec, world or build_world(spec.miniworld_preset, cache_dir=spec.cache_dir))
     if check:
         spec.check_paths()
     return spec
-
-
-def check_families(spec: SweepSpec, names: set[str]) -> None:
-    """:meth:`SweepSpec.check_paths` for the families in ``names`` alone (the ones a staged world has ready)."""
-    spec.check_paths(only=names)
 
 
 def _with_world(spec: SweepSpec, world: World) -> SweepSpec:

@@ -1,8 +1,5 @@
-"""The sections of a sweep spec: one frozen pydantic dataclass per YAML block, each validating its own fields.
-
-:class:`railsweep.sweep.spec.sweep_spec.SweepSpec` adds the rules that span sections. Strategies and detectors
-are checked through their registries, which load no model. Fields take the constrained types of
-:mod:`railsweep.sweep.spec._schema` (a plain ``int`` would accept '4' and 0).
+"""The sections of a sweep spec: one frozen pydantic dataclass per YAML block, each validating its own fields
+with the constrained types of :mod:`railsweep.sweep.spec._schema` (a plain ``int`` would accept '4' and 0).
 """
 
 from __future__ import annotations
@@ -68,8 +65,7 @@ class FamilySpec:
         return dict(self.adapters)
 
     def clean_adapter(self, domain: str) -> str:
-        names = self.adapter_dict()
-        return f"clean_{domain}" if f"clean_{domain}" in names else "clean"
+        return f"clean_{domain}" if f"clean_{domain}" in self.adapter_dict() else "clean"
 
 
 @schema("strategies", inputs=("name", "params", "grid"))
@@ -142,12 +138,11 @@ DEFAULT_MAX_NEW_TOKENS = 256  # tokens per response when neither the spec nor a 
 
 @schema("readout")
 class Readout:
-    """``answer_rule``: how responses are graded (railsweep.tasks.answers.gsm8k_rules: ``final``, ``first`` or
-    ``lm_eval``), or with ``task`` one of that task's rules (a harness task's: ``lm_eval`` or a filter by the
-    harness's name, e.g. ``strict-match``). ``answer_type``: ``numeric`` (GSM8K-format data) or ``math``
-    (MATH-format, LaTeX in ``\\boxed{}``, ``final`` or ``first`` only). ``task``: a task file or a shipped
-    task's name (``data_dir`` is its ``{task_dir}``), None = the built-in task; a file's path is made
-    absolute, since the trials run in directories of their own."""
+    """``answer_rule``: how responses are graded (``final``, ``first`` or ``lm_eval``), or with ``task`` one
+    of that task's rules (a harness task's: ``lm_eval`` or a harness filter, e.g. ``strict-match``).
+    ``answer_type``: ``numeric`` (GSM8K-format data) or ``math`` (MATH-format, ``final`` or ``first`` only).
+    ``task``: a task file or a shipped task's name (``data_dir`` is its ``{task_dir}``), None = the built-in
+    task; a file's path is made absolute, since the trials run in directories of their own."""
 
     m: PosInt = 50
     temperature: NonNegFloat = 0.7  # finite: NaN and infinities are rejected

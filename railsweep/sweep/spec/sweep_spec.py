@@ -1,14 +1,8 @@
 """Sweep specs: YAML → validated frozen dataclasses (:class:`SweepSpec`, its sections in
-:mod:`railsweep.sweep.spec.sections`, over the typed schema of :mod:`railsweep.sweep.spec._schema`).
-
-Building a spec, from YAML (:func:`spec_from_dict`) or in Python (``dataclasses.replace``), validates every
-type, range and cross-field rule without touching a model; :meth:`SweepSpec.check_inputs` checks what a
-command can check before any service starts, and :func:`railsweep.sweep.spec.resolve.resolve_spec` fills in
-the paths. All run before any trial starts, so a bad spec costs one clear error. ``detectors`` (checked
-against :mod:`railsweep.detection`'s registry) score the miniature world's families against its leak split in
-the same sweep (:mod:`railsweep.sweep.run.detection`); with them, ``strategies`` may be empty.
+:mod:`railsweep.sweep.spec.sections`). Building a spec validates every type, range and cross-field rule
+without touching a model; :meth:`SweepSpec.check_inputs` checks what can be checked before any service
+starts, so a bad spec costs one clear error.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -179,18 +173,15 @@ class SweepSpec:
         names = [f.name for f in self.families]
         if dupes := _twice(names):
             raise ValueError(f"family {dupes[0]!r} is listed twice")
-        if self.source == "paths":
-            if not self.families:
-                raise ValueError("source 'paths' needs a 'families' mapping with base and adapters")
-            for f in self.families:
-                if not f.base:
-                    raise ValueError(f"family {f.name!r} has no 'base' model path")
+        if self.source == "paths" and not self.families:
+            raise ValueError("source 'paths' needs a 'families' mapping with base and adapters")
         world_families = list(world_preset_config(self.miniworld_preset).families)
-        if self.source != "paths":
-            for f in self.families:
-                if f.name not in world_families:
-                    raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature "
-                                     f"world; known: {world_families}")  # fmt: skip
+        for f in self.families:
+            if self.source == "paths" and not f.base:
+                raise ValueError(f"family {f.name!r} has no 'base' model path")
+            if self.source != "paths" and f.name not in world_families:
+                raise ValueError(f"unknown family {f.name!r} for the {self.miniworld_preset!r} miniature "
+                                 f"world; known: {world_families}")  # fmt: skip
         if self.primary is not None:
             family, domain = self.primary
             known = names or (world_families if self.source == "miniworld" else [])
@@ -239,13 +230,9 @@ class SweepSpec:
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
-    def with_overrides(self, **kw: Any) -> SweepSpec:
-        return dataclasses.replace(self, **kw)
-
     def check_inputs(self) -> None:
-        """The cheap part of :func:`~railsweep.sweep.spec.resolve.resolve_spec`, run before Ray or any service
-        starts: a paths spec's inputs must exist on this machine (a miniworld spec's families were checked
-        against its world preset's configuration when the spec was built)."""
+        """Before Ray or any service starts: a paths spec's inputs exist (a miniworld spec's families were
+        checked against its world preset when the spec was built)."""
         if self.source != "miniworld":
             self.check_paths()
 
@@ -262,8 +249,7 @@ class SweepSpec:
         for fam in self.families:
             if only is not None and fam.name not in only:
                 continue
-            why = model_problem(fam.base)
-            if why:
+            if why := model_problem(fam.base):
                 raise DataError(f"family {fam.name!r}: base model {why}")
             names = fam.adapter_dict()
             for d in self.domains:
@@ -272,8 +258,7 @@ class SweepSpec:
                         raise ConfigError(f"family {fam.name!r} has no adapter {need!r} (needed for domain "
                                           f"{d!r}); adapters: {sorted(names)}")  # fmt: skip
             for aname, apath in fam.adapters:
-                why = model_problem(apath, "adapter_config.json")
-                if why:
+                if why := model_problem(apath, "adapter_config.json"):
                     raise DataError(f"family {fam.name!r}: adapter {aname!r}: {why}")
         if self.temperatures and not self.leak_split:
             raise ConfigError(f"sweep {self.name!r}: 'temperatures' needs a leak split (which test items "

@@ -1,8 +1,6 @@
-"""How a sweep's experiment opens in MLflow 3's UI: the runs table, listing the cell runs by name with the
-columns that compare strategies, on the UI's "Model training" side (its default is GenAI).
-
-The view is a shared view: an experiment tag (``mlflow.sharedViewState.<key>``, JSON, set on every sweep's
-experiment) that the UI reads when the address carries ``?viewStateShareKey=<key>`` (:func:`ui_address`).
+"""How a sweep's experiment opens in MLflow 3's UI: the runs table, the cell runs by name with the columns
+that compare strategies, on the "Model training" side. The view is a shared view: an experiment tag
+(``mlflow.sharedViewState.<key>``) that the UI reads when the address carries ``?viewStateShareKey=<key>``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Publish a sweep: its finished cells in MLflow → Tables 1–4 and figures on the sweep's parent run.
 
-Runs as a Ray task launched by the driver (:func:`publish_sweep`), reading only from MLflow, so it can also be
-rerun later against any sweep. Steps:
+A Ray task of the driver's that reads only from MLflow, so it can be rerun later against any sweep. Steps:
 1. read the sweep back (:func:`railsweep.sweep.tracking.reader.read_sweep`);
-2. score every mitigated cell against its clean reference (:func:`railsweep.analysis.report.score_sweep`: the
-   scores its trial logged);
+2. score every mitigated cell against its clean reference (the scores its trial logged);
 3. build Tables 1–4 (Markdown, CSV, HTML), ``all_cells.csv``, the paired differences against Identity with
    their verdicts (``paired_identity.csv`` / ``.md``) and the figures;
 4. log them under ``tables/`` and ``figures/`` of the parent run, and each cell's paired differences and
@@ -67,9 +65,8 @@ def _key(*parts: str) -> str:
 
 def parent_summary(scored: Sequence[Mapping[str, Any]], paired: pd.DataFrame,
                    markdown: Mapping[str, str]) -> tuple[dict[str, float], dict[str, str]]:  # fmt: skip
-    """The parent run's metrics, SA-PPG of every scored cell (``sa_ppg/<family>/<domain>/<strategy>``) and,
-    where the setting has an Identity cell, SA-PPG − Identity; its description (``mlflow.note.content``) is
-    Table 3 and the paired differences in Markdown."""
+    """The parent run's metrics, SA-PPG of every scored cell and, against an Identity cell, SA-PPG − Identity;
+    its description (``mlflow.note.content``): Table 3 and the paired differences in Markdown."""
     metrics = {_key("sa_ppg", s["family"], s["domain"] or "all", s["strategy"]): float(s["score"]["sa_ppg"]["value"])
                for s in scored}  # fmt: skip
     by_id = {s["cell_id"]: s for s in scored}

@@ -1,12 +1,12 @@
 """Read what a sweep logged to MLflow back into typed records (:mod:`railsweep.results.records`).
 
-The one reader of sweep runs (publish step, notebook, scripts). Steps of :func:`read_sweep`:
+Steps of :func:`read_sweep`, the one reader of sweep runs (publish step, notebook, scripts):
 1. find the parent run (given, else the newest FINISHED sweep of the experiment, else the newest sweep);
 2. read its ``sweep_spec.json`` (the resolved spec and every cell of the grid);
-3. find, per cell id, the newest FINISHED child run in the experiment (any parent: cells are
-   content-addressed, so a resumed sweep finds cells finished under an earlier parent);
-4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged (and the clean run
-   they were computed against), and loaders that fetch its Parquet files on first use.
+3. find, per cell id, the newest FINISHED child run in the experiment (any parent: a resumed sweep finds cells
+   finished under an earlier parent);
+4. build one :class:`CellRecord` per cell: status, run id, the scores its trial logged, and loaders that fetch
+   its Parquet files on first use.
 """
 
 from __future__ import annotations
@@ -46,8 +46,7 @@ DEMO_URI = "http://127.0.0.1:5000"  # the server `railsweep demo` starts (or reu
 
 
 def connect(tracking_uri: str | None = None) -> Tracker:
-    """A :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's server
-    (:data:`DEMO_URI`); its /health is checked, and a default that does not answer says how to name another."""
+    """A checked :class:`Tracker` for ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the demo's."""
     # one progress bar per downloaded Parquet would bury a notebook's outputs
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -85,8 +84,7 @@ def _newest(tracker: Tracker, ids: list[str], kind: str, n: int, what: str) -> l
 
 
 def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame:
-    """One row per sweep (parent run), newest first: run_id, experiment_id, run_name, status, started, preset,
-    table, n_cells (``experiment`` None = every experiment)."""
+    """One row per sweep (parent run), newest first (``experiment`` None = every experiment)."""
     rows = [(r.info.run_id, r.info.experiment_id, r.info.run_name, r.info.status,
              pd.to_datetime(r.info.start_time, unit="ms", utc=True), r.data.params.get("preset"),
              r.data.params.get("table"), r.data.params.get("n_cells"))
@@ -96,9 +94,8 @@ def list_sweeps(tracker: Tracker, experiment: str | None = None) -> pd.DataFrame
 
 
 def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """The :func:`railsweep.analysis.scoring.score_pair` dict a trial logged (scores as metrics, the design as
-    ``score.<name>`` params); None when the run logged no scores. A metric the tracker dropped comes back NaN.
-    """
+    """The ``score_pair`` dict a trial logged (scores as metrics, the design as ``score.<name>`` params); None
+    when it logged none. A metric the tracker dropped comes back NaN."""
     metrics = join_constants(metrics, params or {})
     if "n_boot" not in metrics:
         return None
@@ -106,9 +103,8 @@ def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None
     for name in METRICS:
         for key in (name, f"{name}_ci_low", f"{name}_ci_high", f"{name}_floor", f"{name}_check"):
             flat[key] = metrics.get(key, math.nan)
-        for extra in ("corrected", "nonzero"):  # only the metrics that have them
-            if f"{name}_{extra}" in metrics:
-                flat[f"{name}_{extra}"] = metrics[f"{name}_{extra}"]
+        # only the metrics that have them
+        flat.update({k: metrics[k] for k in (f"{name}_corrected", f"{name}_nonzero") if k in metrics})
     # the weight concentration, where logged (else recomputed at publish time: railsweep.analysis.report)
     flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
     flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
@@ -123,15 +119,13 @@ def download_questions(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFr
 
 def download_responses(tracker: Tracker, run: Any, dst: str | Path) -> pd.DataFrame | None:
     """The responses table of a cell run; None when the run names none."""
-    name = run.data.tags.get(TAG_RESPONSES_FILE)
-    if not name:
+    if not (name := run.data.tags.get(TAG_RESPONSES_FILE)):
         return None
     return read_responses(tracker.download(run.info.run_id, f"{RESULTS_DIR}/{name}", dst))
 
 
 def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> dict[str, dict[str, Path]]:
-    """``{cell_id: {"questions": path, "responses": path}}``: the Parquet files of each cell's newest FINISHED
-    run, downloaded under ``dst``; a cell without a FINISHED run is left out."""
+    """``{cell_id: {"questions": path, "responses": path}}`` of each cell's newest FINISHED run, if any."""
     kinds = (("questions", TAG_QUESTIONS_FILE), ("responses", TAG_RESPONSES_FILE))
     return {cid: {kind: tracker.download(run.info.run_id, f"{RESULTS_DIR}/{run.data.tags[tag]}",
                                          Path(dst) / cid) for kind, tag in kinds}
@@ -141,8 +135,7 @@ def cell_files(tracker: Tracker, cell_ids: Iterable[str], dst: str | Path) -> di
 def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
                 dst: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:  # fmt: skip
     """``{cell_id: (per-question table, responses table or None)}`` of each cell's newest FINISHED run (the
-    dynamics step's reader); a cell without one is left out. Takes the tracking URI, not a :class:`Tracker`,
-    so that, bound with :func:`functools.partial`, it travels to a Ray task."""
+    dynamics step's reader). Takes the URI, not a :class:`Tracker`, so that it travels to a Ray task."""
     tracker = Tracker(tracking_uri, experiment_id)
     return {cid: (download_questions(tracker, run, Path(dst) / cid),
                   download_responses(tracker, run, Path(dst) / f"{cid}-responses"))
@@ -150,8 +143,7 @@ def cell_tables(tracking_uri: str, experiment_id: str, cell_ids: Iterable[str],
 
 
 def read_detections(tracker: Tracker, parent_run_id: str, dst: str | Path) -> pd.DataFrame | None:
-    """The per-item detection table a sweep with ``detectors`` logged on its parent run
-    (``detection/detections.parquet``, schema-checked); None when the sweep logged none."""
+    """The per-item detection table on a sweep's parent run (schema-checked); None when it has none."""
     listed = retry(lambda: tracker.client.list_artifacts(parent_run_id, DETECTION_DIR),
                    "list detection artifacts")  # fmt: skip
     if f"{DETECTION_DIR}/{FILENAME}" not in {a.path for a in listed}:
@@ -165,8 +157,7 @@ def _parent(tracker: Tracker, experiment: str | None, parent_run_id: str | None)
             return retry(lambda: tracker.client.get_run(parent_run_id), f"get run {parent_run_id}")
         except Exception as e:
             raise DataError(f"parent run {parent_run_id!r} not found at {tracker.uri}: {e}") from e
-    runs = _sweep_runs(tracker, experiment)
-    if not runs:
+    if not (runs := _sweep_runs(tracker, experiment)):
         where = f"experiment {experiment!r}" if experiment else "any experiment"
         raise DataError(f"no railsweep sweep (parent run) in {where} at {tracker.uri}")
     finished = [r for r in runs if r.info.status == FINISHED]
@@ -189,8 +180,8 @@ def _cell_record(tracker: Tracker, meta: Mapping[str, Any], run: Any | None, dst
 
 def read_sweep(tracker: Tracker, experiment: str | None = None, parent_run_id: str | None = None, *,
                download_dir: str | Path | None = None) -> SweepRecord:  # fmt: skip
-    """Steps 1–4 for one sweep (default: the newest in ``experiment``, or in any experiment); Parquet files
-    fetched later go under ``download_dir`` (default: a new temporary directory)."""
+    """Steps 1–4 for one sweep (default: the newest in ``experiment``, or in any); Parquet files fetched later
+    go under ``download_dir`` (default: a new temporary directory)."""
     parent = _parent(tracker, experiment, parent_run_id)
     tracker.experiment_id = parent.info.experiment_id
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-records-"))
@@ -211,8 +202,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
     exp = retry(lambda: tracker.client.get_experiment_by_name(experiment), f"get experiment {experiment!r}")
     if exp is None:
         return None
-    runs = _newest(tracker, [exp.experiment_id], "figure1", 1, "search figure-1 runs")
-    if not runs:
+    if not (runs := _newest(tracker, [exp.experiment_id], "figure1", 1, "search figure-1 runs")):
         return None
     run = runs[0]
     out = Path(out_dir) / f"figure1-{run.info.run_id}"
@@ -224,8 +214,7 @@ def load_figure1(tracker: Tracker, out_dir: str | Path, experiment: str = "rails
 
 def read_dynamics(tracker: Tracker, parent_run_id: str,
                   download_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:  # fmt: skip
-    """The dynamics tables on a sweep's parent run (:mod:`railsweep.dynamics.step`) by name, every group's
-    rows; ``{}`` when the sweep has no temperature dimension."""
+    """The dynamics tables on a sweep's parent run by name, all groups' rows (``{}`` without temperatures)."""
     files = retry(lambda: tracker.client.list_artifacts(parent_run_id, DYNAMICS_DIR),
                   "list dynamics artifacts")  # fmt: skip
     dst = Path(download_dir) if download_dir else Path(tempfile.mkdtemp(prefix="railsweep-dynamics-"))

@@ -1,10 +1,9 @@
 """A thin MLflow layer for sweeps: one parent run per sweep, one child run per cell.
 
-Why not Ray's MLflow integration: it has no parent run, logs noise metrics, sends one request per metric and
-opens new runs on restore (``ray-mlflow-notes.md`` §2). Here every call goes through an ``MlflowClient``
-against an HTTP server, retried with backoff, ending in one :class:`TrackingError` when the server stays away.
-Cells are keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell FINISHED once is never
-recomputed, and a retried cell reuses its unfinished child run.
+Not Ray's MLflow integration: it has no parent run, logs noise metrics, sends one request per metric and opens
+new runs on restore (``ray-mlflow-notes.md`` §2). Every call here is retried with backoff, ending in one
+:class:`TrackingError`. Cells are keyed by the ``railsweep.cell_id`` tag (never Tune's trial id), so a cell
+FINISHED once is never recomputed, and a retried cell reuses its unfinished child run.
 """
 
 from __future__ import annotations
@@ -94,8 +93,7 @@ class Tracker:
         """Get or create the experiment (driver only: concurrent creation races)."""
 
         def go() -> str:
-            exp = self.client.get_experiment_by_name(name)
-            if exp is None:
+            if (exp := self.client.get_experiment_by_name(name)) is None:
                 return self.client.create_experiment(name, tags=EXPERIMENT_TAGS)
             if exp.lifecycle_stage == "deleted":
                 self.client.restore_experiment(exp.experiment_id)
@@ -134,14 +132,12 @@ class Tracker:
                 [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=t,
                 order_by=["attributes.start_time DESC"]), f"search runs ({filter_string})")  # fmt: skip
             out.extend(page)
-            token = page.token
-            if not token:
+            if not (token := page.token):
                 return out
 
     def finished_cells(self, cell_ids: Iterable[str] | None = None) -> dict[str, Any]:
-        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed); the
-        one "latest finished run per cell" query. One cell id is filtered on the server; more are matched
-        against every finished cell run in one search."""
+        """``{cell_id: newest FINISHED run}`` in the experiment (any parent: cells are content-addressed). One
+        cell id is filtered on the server; more are matched against every finished cell run in one search."""
         wanted = set(cell_ids) if cell_ids is not None else None
         where = f"tags.`{TAG_KIND}` = 'cell' and attributes.status = 'FINISHED'"
         if wanted is not None and len(wanted) == 1:
@@ -194,13 +190,11 @@ class Tracker:
 def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     """Flatten :func:`railsweep.provenance.collect` into MLflow tags."""
     git = prov.get("git", {})
-    tags = {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
-            "python": str(prov.get("python"))}  # fmt: skip
-    tags.update({f"pkg.{name}": str(ver) for name, ver in (prov.get("packages") or {}).items()})
-    tags.update({f"data.sha256.{Path(path).name}": sha for path, sha in (prov.get("datasets") or {}).items()})
-    # the miniature world: preset, digests, root
-    tags.update({f"world.{key}": str(value) for key, value in (prov.get("world") or {}).items()})
-    return tags
+    return {"git.commit": str(git.get("commit")), "git.dirty": str(git.get("dirty")),
+            "python": str(prov.get("python")),
+            **{f"pkg.{name}": str(ver) for name, ver in (prov.get("packages") or {}).items()},
+            **{f"data.sha256.{Path(path).name}": sha for path, sha in (prov.get("datasets") or {}).items()},
+            **{f"world.{key}": str(value) for key, value in (prov.get("world") or {}).items()}}  # fmt: skip
 
 
 def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path],
@@ -209,9 +203,8 @@ def log_figure1(uri: str, summary: Mapping[str, Any], files: Sequence[Path],
     tracker = Tracker(uri)
     tracker.ensure_experiment(experiment)
     rid, _ = tracker._open_run(None, "figure1", {TAG_KIND: "figure1"}, "figure-1 run")
-    for k, v in {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v == v}.items():
-        retry(lambda k=k, v=v: tracker.client.log_metric(rid, k, v), f"log metric {k}")
+    tracker.log(rid, metrics={k: v for k, v in summary.items() if isinstance(v, (int, float))})
     for f in files:
-        retry(lambda f=f: tracker.client.log_artifact(rid, str(f)), f"log artifact {f}")
-    retry(lambda: tracker.client.set_terminated(rid, "FINISHED"), "finish figure-1 run")
+        tracker.log_artifact(rid, f)
+    tracker.terminate(rid, "FINISHED")
     return rid
