@@ -34,6 +34,21 @@ def test_tracker_against_a_dead_server_raises_tracking_error(monkeypatch):
         Tracker("http://127.0.0.1:9").ensure_experiment("x")
 
 
+def test_every_metric_param_and_tag_reaches_mlflow_beyond_one_batchs_limits():
+    batches = []
+
+    class Client:
+        def log_batch(self, run_id, metrics, params, tags):
+            assert len(metrics) <= 1000 and len(params) <= 100 and len(tags) <= 100  # MLflow's limits
+            batches.append((len(metrics), len(params), len(tags)))
+
+    tracker = Tracker.__new__(Tracker)
+    tracker.client = Client()
+    tracker.log("r", metrics={f"m{i}": i for i in range(2500)}, params={f"p{i}": i for i in range(150)},
+                tags={"t": "x"})  # fmt: skip
+    assert batches == [(1000, 100, 1), (1000, 50, 0), (500, 0, 0)]
+
+
 def test_provenance_becomes_flat_tags():
     tags = provenance_tags({"git": {"commit": "abc", "dirty": True}, "packages": {"torch": "2.13"},
                             "python": "3.11", "datasets": {"/d/test.jsonl": "f00"}})  # fmt: skip

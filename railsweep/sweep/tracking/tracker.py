@@ -171,8 +171,9 @@ class Tracker:
         p = [Param(k, str(v)[:6000]) for k, v in (params or {}).items()]
         m = [Metric(k, float(v), ts, 0) for k, v in (metrics or {}).items() if v is not None and v == v]
         t = [RunTag(k, str(v)[:TAG_VALUE_LIMIT]) for k, v in (tags or {}).items()]
-        for i in range(0, max(len(p), len(t), 1), 100):  # log_batch limits: 100 params/tags, 1000 metrics
-            chunk = (m[:1000] if i == 0 else [], p[i : i + 100], t[i : i + 100])
+        batches = max(-(-len(m) // 1000), -(-len(p) // 100), -(-len(t) // 100), 1)  # log_batch's limits
+        for k in range(batches):
+            chunk = (m[k * 1000 : (k + 1) * 1000], p[k * 100 : (k + 1) * 100], t[k * 100 : (k + 1) * 100])
             retry(lambda c=chunk: self.client.log_batch(run_id, metrics=c[0], params=c[1], tags=c[2]),
                   f"log to run {run_id}")  # fmt: skip
 
