@@ -34,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
+from railsweep import provenance
 from railsweep.bases import prepare_base
 from railsweep.contamination.simulator import adapter_mixes, write_json
 from railsweep.miniworld import build_progress, shipped
@@ -49,16 +50,11 @@ from railsweep.miniworld.cache import (
 )
 from railsweep.miniworld.corpus import REPLICAS_FILE, pretraining_corpus
 from railsweep.miniworld.family import build_family
-from railsweep.miniworld.lending import (
-    adapter_lenders,
-    borrow_adapters,
-    config_from_dict,
-    family_digests,
-)
-from railsweep.miniworld.manifest import world_manifest
+from railsweep.miniworld.lending import adapter_lenders, borrow_adapters, config_from_dict, family_digests
 from railsweep.miniworld.presets import WorldConfig, preset_config
 from railsweep.miniworld.scheduling import cores, die_with_parent, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
+from railsweep.miniworld.weights import weights_record
 
 
 def build_world(
@@ -283,5 +279,38 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
                "real_base": real_base}  # fmt: skip
     run = {"training": training, "timings": timings, "t0": t0, "workers": workers, "threads": threads,
            "arithmetic": arithmetic}  # fmt: skip
-    manifest = world_manifest(root, preset, config, sources, run)
-    write_json(root / "manifest.json", manifest)
+    write_json(root / "manifest.json", _manifest(root, preset, config, sources, run))
+
+
+def _manifest(root: Path, preset: str, config: WorldConfig, sources: dict, run: dict) -> dict:
+    """Step d.'s manifest: digests, where borrowed parts came from (``sources``), the training record and
+    timings (``run``)."""
+    donor = sources["donor"]
+    return {
+        "preset": preset,
+        "digest": config.digest(),
+        "base_digest": config.base_digest(),
+        "data_digest": config.data_digest(),
+        "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
+        "tokenizer_from": str(donor) if donor is not None else None,
+        "bases_from": {f: str(lender) for f, lender in sources["lenders"].items()},
+        "family_adapter_digests": {f: config.family_adapter_digest(f) for f in config.families},
+        "adapters_from": {f: str(lender) for f, lender in sources["adapters_from"].items()},
+        "family_clean_digests": {f: config.family_clean_digest(f) for f in config.families},
+        "clean_adapters_from": {f: str(lender) for f, lender in sources["clean_from"].items()},
+        "replicas": {
+            str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
+        },
+        "real_base": sources["real_base"],
+        "config": config.to_dict(),
+        "families": list(config.families),
+        "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
+        "training": run["training"],
+        "timings_s": {k: round(v, 2) for k, v in run["timings"].items()},
+        "build_seconds": round(time.time() - run["t0"], 2),
+        "workers": run["workers"],
+        "threads_per_worker": run["threads"],
+        "arithmetic": run["arithmetic"],  # the pinned environment the training processes saw
+        "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
+        **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
+    }
