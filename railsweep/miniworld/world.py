@@ -58,15 +58,10 @@ from railsweep.miniworld.weights import weights_record
 
 
 def build_world(
-    preset: str = "mini",
-    cache_dir: str | Path | None = None,
-    force: bool = False,
-    config: WorldConfig | None = None,
-    log=None,
-    workers: int | None = None,
-    threads: int | None = None,
+    preset: str = "mini", cache_dir: str | Path | None = None, force: bool = False,
+    config: WorldConfig | None = None, log=None, workers: int | None = None, threads: int | None = None,
     on_ready: Callable[[str], None] | None = None,
-) -> World:
+) -> World:  # fmt: skip
     """The cached world of ``preset`` (installed from the build railsweep ships of it, else built, on first use);
     ``config`` overrides the preset's. ``force``: train the world here, even where a cached or shipped build exists.
 
