@@ -32,14 +32,6 @@ from railsweep.training.attention import (
 PROGRESS_EVERY_S = 60.0  # a long adapter (a real base's M_cl) logs its step, loss and ETA this often
 
 
-def _device(device: str | None) -> str:
-    import torch
-
-    if device in (None, "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def train_lora(
     base_dir: str | Path, texts: Sequence[str], recipe: LoraRecipe, out_dir: str | Path,
     init_adapter: str | Path | None = None, device: str | None = None, log=None, on_step=None, progress=None,
@@ -55,7 +47,7 @@ def train_lora(
 
     base_dir = Path(base_dir)
     _check_inputs(base_dir, texts, init_adapter)
-    dev = _device(device)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
     precision = _precision(recipe, dev, log)
     autocast = precision != "fp32"
     torch.manual_seed(recipe.seed)  # before the adapter's weights are initialised
@@ -70,13 +62,13 @@ def train_lora(
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
     t0 = time.time()
-    hook = None if on_step is None else _with_attention(on_step, current_attention(model))
+    own = current_attention(model)  # on_step runs under it (it may decode with a KV cache)
     with training_attention(model, recipe.attention, dev, longest) as attention:
         step, losses, per_epoch = _train(
-            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, hook, progress
+            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, on_step, own, progress
         )
     model.eval()
-    _save_adapter(model, Path(out_dir))
+    write_dir_atomic(Path(out_dir), model.save_pretrained, replace=True)  # saved whole or not at all
     return {
         "examples": len(texts),
         "sequences_per_epoch": len(epochs[0]),
@@ -176,19 +168,10 @@ def epoch_tokens(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[in
     return [sum(len(s) for s in seqs) for seqs in epochs]
 
 
-def _with_attention(on_step, implementation: str):
-    """``on_step`` run under the model's own attention ``implementation``."""
-
-    def hook(step: int, model) -> None:
-        with model_attention(model, implementation):
-            on_step(step, model)
-
-    return hook
-
-
 def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log,
-           on_step=None, progress=None):  # fmt: skip
-    """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
+           on_step, own: str, progress):  # fmt: skip
+    """The epochs' optimizer steps (right-padded micro batches), ``on_step`` under the model's own attention
+    ``own``; returns (steps, step losses, steps per epoch)."""
     import torch
 
     step, losses, t0, shown = 0, [], time.time(), time.time()
@@ -212,7 +195,8 @@ def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev:
                 eta = (shown - t0) / step * (total - step)
                 log(f"lora step {step}/{total} loss {step_loss:.3f} (eta {eta:.0f}s)")
             if on_step is not None:
-                on_step(step, model)
+                with model_attention(model, own):
+                    on_step(step, model)
                 model.train()
         if log is not None:
             eta = (time.time() - t0) / (epoch + 1) * (recipe.epochs - epoch - 1)
@@ -292,7 +276,3 @@ def _pad(seqs: list[list[int]], pad: int):
         labels[row, : len(s)] = torch.tensor(s)
         mask[row, : len(s)] = 1
     return ids, labels, mask
-
-
-def _save_adapter(model, out_dir: Path) -> None:
-    write_dir_atomic(out_dir, model.save_pretrained, replace=True)
