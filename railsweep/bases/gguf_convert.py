@@ -22,6 +22,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
 from railsweep.errors import DataError, MissingDependencyError
+from railsweep.provenance import package_versions
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 CONVERSION_PACKAGES = ("transformers", "gguf", "torch", "safetensors", "tokenizers")
@@ -59,7 +60,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float
         "dtype": dtype,
         "seconds": round(time.time() - t0, 2),
         "cpu_seconds": round(time.process_time() - c0, 2),
-        "packages": {p: _version(p) for p in CONVERSION_PACKAGES},
+        "packages": package_versions(CONVERSION_PACKAGES),
     }
 
 
@@ -70,10 +71,3 @@ def _drop_quantizer(model) -> None:
     for attr in ("quantization_config", "_pre_quantization_dtype"):
         if hasattr(model.config, attr):
             delattr(model.config, attr)
-
-
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None

@@ -50,8 +50,7 @@ class World:
 
     @property
     def weights(self) -> dict:
-        """``{"weights": {path: sha256}, "weights_digest": sha256}``: the manifest's, or computed from the
-        files of a world cached before the build recorded it (:mod:`railsweep.miniworld.weights`)."""
+        """``{"weights": {path: sha256}, "weights_digest": sha256}`` (:func:`~.weights.world_weights`)."""
         return world_weights(self.root, self.manifest)
 
 

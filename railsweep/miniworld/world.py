@@ -62,14 +62,12 @@ def build_world(
     config: WorldConfig | None = None, log=None, workers: int | None = None, threads: int | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> World:  # fmt: skip
-    """The cached world of ``preset`` (installed from the build railsweep ships of it, else built, on first use);
-    ``config`` overrides the preset's. ``force``: train the world here, even where a cached or shipped build exists.
-
-    ``workers``: processes that build families in parallel (default: one per family; only the build time
-    changes). ``threads``: torch threads of the whole build, shared out among the workers; by default one per
-    family whatever the core count, because GPT-NeoX's LayerNorm sums its gradients in an order that follows
-    the thread count (docs/miniworld.md, "Threads and SIMD width"). Each family trains in a spawned process
-    pinned to AVX2 (:mod:`railsweep.miniworld.arithmetic`), so the weights do not depend on the SIMD width.
+    """The cached world of ``preset`` (``config`` overrides the preset's; steps in the module docstring);
+    ``force``: train it here even where a cached or shipped build exists. ``workers``: processes building
+    families in parallel (default one per family; only the build time changes). ``threads``: torch threads of
+    the whole build, shared out among the workers; by default one per family whatever the core count, because
+    GPT-NeoX's LayerNorm sums its gradients in an order that follows the thread count (docs/miniworld.md,
+    "Threads and SIMD width"); the AVX2 pin (:mod:`~railsweep.miniworld.arithmetic`) does the same for SIMD.
     """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
