@@ -1,8 +1,7 @@
 """Training one LoRA adapter with peft (the recipe of :class:`LoraRecipe`).
 
 Steps:
-1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps fp32 base weights and
-   runs the matmuls under bf16 autocast);
+1. load the frozen base model in the recipe's precision (:class:`LoraRecipe`);
 2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing adapter (M_co from M_cl), load
    that adapter's weights as the trainable starting point; the base weights never change, so every result
    stays a LoRA adapter over the same base;
@@ -85,8 +84,7 @@ def train_lora(
 
 
 def _precision(recipe: LoraRecipe, dev: str, log) -> str:
-    """The recipe's precision on ``dev`` ("auto": bf16 on CUDA, else fp32), with a warning to ``log`` where
-    bf16 is slow on that device."""
+    """The recipe's precision on ``dev`` ("auto": bf16 on CUDA, else fp32); warns where bf16 is slow there."""
     precision = recipe.precision
     if precision == "auto":
         precision = "bf16" if dev.startswith("cuda") else "fp32"
@@ -96,8 +94,7 @@ def _precision(recipe: LoraRecipe, dev: str, log) -> str:
 
 
 def _optimiser(model, recipe: LoraRecipe, warmup: int, total: int):
-    """``(params, opt, sched)``: the trainable (adapter) parameters, AdamW over them without weight decay, and
-    the learning-rate schedule of :func:`_lr_factor`."""
+    """The adapter parameters, AdamW over them (no weight decay) and the :func:`_lr_factor` schedule."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -218,7 +215,6 @@ def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev:
         ids, labels, mask = _pad(seqs[m0 : m0 + recipe.micro_batch], pad)
         with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
             logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
-        # the token-weighted mean over the whole global batch
         loss = torch.nn.functional.cross_entropy(
             logits[:, :-1].float().reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1).to(dev),
             ignore_index=-100, reduction="sum",

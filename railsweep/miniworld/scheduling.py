@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 YIELD_NICE = 10  # CFS weight 110 against nice 0's 1024: the yielding families take what the first leaves
 MAX_NICE = 19
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def cores() -> int:
@@ -47,9 +48,6 @@ def yield_priority(nice: int) -> int:
     if nice > now:
         now = os.nice(nice - now)
     return now
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def die_with_parent() -> bool:
