@@ -114,12 +114,8 @@ def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str
             if not same_data and digests:  # an older manifest: recompute its data digest from its config
                 same_data = config_from_dict(manifest["config"]).data_digest() == config.data_digest()
             bases = digests if same_data else {}
-        held = [
-            f
-            for f in config.families
-            if bases.get(f) == config.family_base_digest(f)
-            and (other / "families" / f / "base" / "config.json").is_file()
-        ]
+        held = [f for f in config.families if bases.get(f) == config.family_base_digest(f)
+                and (other / "families" / f / "base" / "config.json").is_file()]  # fmt: skip
         if same_data and (other / "tokenizer").is_dir():
             siblings.append((other, held))
     if not siblings:
