@@ -228,15 +228,11 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     return {
-        "architecture": type(model).__name__,
-        "model_type": model.config.model_type,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "vocab_size": len(tokenizer),
-        "dtype": dtype,
-        "seconds": round(time.time() - t0, 2),
-        "cpu_seconds": round(time.process_time() - c0, 2),
+        "architecture": type(model).__name__, "model_type": model.config.model_type,
+        "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer), "dtype": dtype,
+        "seconds": round(time.time() - t0, 2), "cpu_seconds": round(time.process_time() - c0, 2),
         "packages": package_versions(CONVERSION_PACKAGES),
-    }
+    }  # fmt: skip
 
 
 def _drop_quantizer(model) -> None:

@@ -69,18 +69,11 @@ def train_lora(
     model.eval()
     write_dir_atomic(Path(out_dir), model.save_pretrained, replace=True)  # saved whole or not at all
     return {
-        "examples": len(texts),
-        "sequences_per_epoch": len(epochs[0]),
-        "steps": step,
-        "warmup_steps": warmup,
-        "first_loss": losses[0],
-        "final_loss": sum(losses[-per_epoch:]) / per_epoch,
-        "seconds": round(time.time() - t0, 2),
-        "device": dev,
-        "precision": precision,
-        "attention": attention,
+        "examples": len(texts), "sequences_per_epoch": len(epochs[0]), "steps": step, "warmup_steps": warmup,
+        "first_loss": losses[0], "final_loss": sum(losses[-per_epoch:]) / per_epoch,
+        "seconds": round(time.time() - t0, 2), "device": dev, "precision": precision, "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
-    }
+    }  # fmt: skip
 
 
 def _precision(recipe: LoraRecipe, dev: str, log) -> str:

@@ -154,15 +154,12 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
     cl = runs["clean"]
     r_cl = solve_prob(cl["c"], cl["m"])
     out: dict = {
-        "family": family,
-        "questions": len(questions),
-        "leaked": int(leaked.sum()),
-        "m": s.m,
+        "family": family, "questions": len(questions), "leaked": int(leaked.sum()), "m": s.m,
         "clean_mean": float(r_cl.mean()),
         "clean_strata": int(len(np.unique(stratify(cl["c"], cl["m"], B=s.B)))),
         "clean_similarity_leaked": float(cl["sim"][leaked].mean()),
         "clean_similarity_unleaked": float(cl["sim"][~leaked].mean()),
-    }
+    }  # fmt: skip
     out["clean_similarity_gap"] = out["clean_similarity_leaked"] - out["clean_similarity_unleaked"]
     for name, run in runs.items():
         if name == "clean":

@@ -57,12 +57,8 @@ def world_provenance(root: str | Path) -> dict[str, Any]:
     """What a sweep on the world at ``root`` records of it: where it is, its preset, config digest and
     weights digest (two worlds under one config digest with other weights differ in the last)."""
     manifest = json.loads((Path(root) / "manifest.json").read_text())
-    return {
-        "root": str(root),
-        "preset": manifest["preset"],
-        "digest": manifest["digest"],
-        "weights_digest": world_weights(root, manifest)["weights_digest"],
-    }
+    return {"root": str(root), "preset": manifest["preset"], "digest": manifest["digest"],
+            "weights_digest": world_weights(root, manifest)["weights_digest"]}  # fmt: skip
 
 
 def documented_weights(digest: str, table: str | Path | None = None) -> dict[str, Any] | None:
