@@ -211,10 +211,7 @@ def _hash(d: dict) -> str:
 
 def _smoke() -> WorldConfig:
     return WorldConfig(
-        families=("llama",),
-        n_train=400,
-        n_test=24,
-        n_filler=40,
+        families=("llama",), n_train=400, n_test=24, n_filler=40,
         size=ModelSize(hidden=64, layers=2, intermediate=128, max_positions=1024),
         pretrain=PretrainConfig(steps=120, batch_size=8, block_size=256, lr=3e-3, warmup=10),
         contamination=ContaminationConfig(

@@ -276,9 +276,7 @@ def _manifest(root: Path, preset: str, config: WorldConfig, sources: dict, run: 
     timings (``run``)."""
     donor = sources["donor"]
     return {
-        "preset": preset,
-        "digest": config.digest(),
-        "base_digest": config.base_digest(),
+        "preset": preset, "digest": config.digest(), "base_digest": config.base_digest(),
         "data_digest": config.data_digest(),
         "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
         "tokenizer_from": str(donor) if donor is not None else None,
@@ -287,19 +285,13 @@ def _manifest(root: Path, preset: str, config: WorldConfig, sources: dict, run: 
         "adapters_from": {f: str(lender) for f, lender in sources["adapters_from"].items()},
         "family_clean_digests": {f: config.family_clean_digest(f) for f in config.families},
         "clean_adapters_from": {f: str(lender) for f, lender in sources["clean_from"].items()},
-        "replicas": {
-            str(c): sum(1 for v in config.replica_counts().values() if v == c) for c in config.replicas
-        },
-        "real_base": sources["real_base"],
-        "config": config.to_dict(),
-        "families": list(config.families),
+        "replicas": {str(c): list(config.replica_counts().values()).count(c) for c in config.replicas},
+        "real_base": sources["real_base"], "config": config.to_dict(), "families": list(config.families),
         "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
-        "training": run["training"],
-        "timings_s": {k: round(v, 2) for k, v in run["timings"].items()},
-        "build_seconds": round(time.time() - run["t0"], 2),
-        "workers": run["workers"],
+        "training": run["training"], "timings_s": {k: round(v, 2) for k, v in run["timings"].items()},
+        "build_seconds": round(time.time() - run["t0"], 2), "workers": run["workers"],
         "threads_per_worker": run["threads"],
         "arithmetic": run["arithmetic"],  # the pinned environment the training processes saw
         "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
         **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
-    }
+    }  # fmt: skip
