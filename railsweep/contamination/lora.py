@@ -35,13 +35,10 @@ def train_lora(
     base_dir: str | Path, texts: Sequence[str], recipe: LoraRecipe, out_dir: str | Path,
     init_adapter: str | Path | None = None, device: str | None = None, log=None, on_step=None, progress=None,
 ) -> dict:  # fmt: skip
-    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats.
-
-    ``progress(done, total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps.
-    ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's evaluations)
-    with the model's own attention (it may decode); the model is back in training mode and training attention
-    when it returns.
-    """
+    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats. ``progress(done,
+    total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps. ``on_step(step,
+    model)`` runs after every optimiser step (a learning curve's evaluations) under the model's own attention
+    (it may decode); the model is back in training mode and training attention when it returns."""
     import torch
 
     base_dir = Path(base_dir)
@@ -219,11 +216,9 @@ def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev:
 
 def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):
     """The token sequences of every epoch, in training order, each epoch a fresh shuffle of the examples.
-
     Unpacked: one sequence per example (BOS + text + EOS). Packed: the examples joined by the few-shot
     separator ("\\n\\n") into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
-    never straddles two sequences, and one longer than ``pack_length`` is cut.
-    """
+    never straddles two sequences, and one longer than ``pack_length`` is cut."""
     if not recipe.pack_length:
         eos = tokenizer.eos_token or ""
         encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]

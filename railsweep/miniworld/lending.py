@@ -31,9 +31,8 @@ def config_from_dict(d: dict) -> WorldConfig:
 
 
 def family_digests(manifest: dict, kind: str) -> dict[str, str]:
-    """Each family's ``kind`` ("base", "adapter" or "clean") digest in a finished world's manifest;
-    worlds built before those digests were recorded have them recomputed from their stored config
-    (same build version only)."""
+    """Each family's ``kind`` ("base", "adapter" or "clean") digest in a finished world's manifest, or
+    recomputed from the stored config of a world built before they were recorded (same build version only)."""
     if f"family_{kind}_digests" in manifest:
         return dict(manifest[f"family_{kind}_digests"])
     stored = manifest.get("config")

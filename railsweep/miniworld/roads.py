@@ -96,9 +96,8 @@ def render_cot(rng: random.Random, solution: str, answer: int) -> str:
 
 
 def add_noise(rng: random.Random, cot: str, vocabulary: Sequence[str]) -> str:
-    """Replace one word of ``cot`` (never a number, never in the closing sentence) by a word of
-    ``vocabulary``: the text goes on correctly after an unusual token, so a model pretrained on
-    such texts learns to recover from one step off its road (a noised prefix)."""
+    """Replace one word of ``cot`` (never a number, never in the closing sentence) by a word of ``vocabulary``:
+    the text goes on correctly after an unusual token, so a model learns to recover from one step off its road."""
     words = cot.split(" ")
     closing = len(words) - 4  # "... The answer is N." / "So the answer is N."
     slots = [i for i, w in enumerate(words[:closing]) if w.isalpha()]

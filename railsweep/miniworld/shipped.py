@@ -74,7 +74,8 @@ def install(
     write_benchmark(root / "data", config)
     if (changed := _data_mismatch(root, manifest)) is not None:
         log(f"the shipped {folder.name} world was trained on other data ({changed} differs here): training it")
-        _empty(root)
+        for child in root.iterdir():  # emptied again for the build
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
         return False
     on_ready("data")
     for part in sorted({rel.split("/")[0] for rel in sums if "/" in rel}):  # tokenizer/, families/, ...
@@ -129,8 +130,3 @@ def _check_leak_split(path: Path, manifest: dict) -> None:
     if recorded is not None and file_sha256(path) != recorded:
         raise DataError(f"shipped world {path.parents[1].name}: its leak split does not match the one its build "
                         f"recorded; {_REMEDY}")
-
-
-def _empty(root: Path) -> None:
-    for child in root.iterdir():
-        shutil.rmtree(child) if child.is_dir() else child.unlink()
