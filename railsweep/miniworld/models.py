@@ -1,10 +1,8 @@
 """Tiny base models of the paper's three architecture families: railsweep's one tiny-model factory.
 
-:func:`family_config` is the one place that maps a family name to its transformers config class (LlamaConfig,
-GPTNeoXConfig for Pythia, Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
-tests); the tests' tiny random models are built with it too. :func:`model_config` sizes the miniature world's
-models, about a million parameters each: attention heads keep head_dim 64 so the same checkpoints stay
-servable by vLLM's CPU build; everything else is sized by :class:`ModelSize`.
+:func:`family_config` is the one place that maps a family name to its transformers config class (the tests'
+tiny random models are built with it too); :func:`model_config` sizes the miniature world's models, about a
+million parameters each, with head_dim 64 so the same checkpoints stay servable by vLLM's CPU build.
 """
 
 from __future__ import annotations
