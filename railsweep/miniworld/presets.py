@@ -28,9 +28,8 @@ class WorldConfig:
     n_filler: int = 2_000  # generated filler texts (pretraining share + adapter sample)
     paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
     pretrain_filler: bool = True  # pretraining also sees the filler texts not reserved for the adapters
-    # several roads per problem (railsweep.miniworld.roads): gold solutions drawn from equivalent
-    # wordings, pretraining on ``renderings`` fresh roads per train problem, a ``noise`` share of
-    # them with one word replaced (recovery after an unusual token)
+    # several roads per problem (railsweep.miniworld.roads): gold solutions drawn from equivalent wordings,
+    # pretraining on ``renderings`` fresh roads per train problem, a ``noise`` share with one word replaced
     roads: bool = False
     renderings: int = 1
     noise: float = 0.0
@@ -42,9 +41,8 @@ class WorldConfig:
     family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
     family_lr: tuple[tuple[str, float], ...] = ()  # per-family override of pretrain.lr
     family_co_epochs: tuple[tuple[str, int], ...] = ()  # per-family override of M_co's epochs
-    # pretraining-replica world: the test items fall into len(replicas) disjoint groups (a seeded
-    # permutation dealt round-robin); each item of a group with count c is inserted c times, in its
-    # leaked wording (question + gold chain of thought), into the pretraining corpus (replica_counts)
+    # pretraining-replica world: the test items dealt into len(replicas) groups (replica_counts); each item of
+    # a group with count c is inserted c times in its leaked wording into the pretraining corpus
     replicas: tuple[int, ...] = ()
     contamination: ContaminationConfig = field(
         default_factory=lambda: ContaminationConfig(n_filler=240, n_train=100, n_leak=100, filler="miniworld")
@@ -258,7 +256,9 @@ def _mini_one_road() -> WorldConfig:
     return WorldConfig(
         max_value=40, max_operand=10, paraphrase_share=0.0, pretrain_filler=False,
         size=ModelSize(hidden=128, layers=4, intermediate=512, max_positions=1024),
-        pretrain=PretrainConfig(steps=800, batch_size=8, block_size=block, lr=3e-3, warmup=30, precision="bf16"),
+        pretrain=PretrainConfig(
+            steps=800, batch_size=8, block_size=block, lr=3e-3, warmup=30, precision="bf16"
+        ),
         family_steps=(("llama", 900), ("neox", 950)),
         contamination=ContaminationConfig(
             n_filler=240, n_train=100, n_leak=100, filler="miniworld",

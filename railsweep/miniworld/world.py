@@ -177,10 +177,8 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
             log(f"reusing {f}'s base model from {lender.name} (same base recipe)")
             shutil.copytree(lender / "families" / f / "base", root / "families" / f / "base")
     else:
-        texts_for_vocab = (
-            corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
-        )
-        train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+        texts = corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
+        train_tokenizer(texts, root / "tokenizer", max_number=config.max_number)
     return donor, lenders
 
 
