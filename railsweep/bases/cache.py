@@ -225,8 +225,8 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "float
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     return {
-        "architecture": type(model).__name__, "model_type": model.config.model_type,
-        "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer), "dtype": dtype,
+        "architecture": type(model).__name__, "model_type": model.config.model_type, "dtype": dtype,
+        "parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer),
         "seconds": round(time.time() - t0, 2), "cpu_seconds": round(time.process_time() - c0, 2),
         "packages": package_versions(CONVERSION_PACKAGES),
     }  # fmt: skip

@@ -22,8 +22,8 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A
 
 @dataclass(frozen=True)
 class WheelGguf:
-    """A GGUF file ``member`` inside the wheel ``package==version``, both pinned by size and sha256, dequantised
-    once (:func:`railsweep.bases.cache.convert_gguf`); known wheels are named in :data:`KNOWN_WHEELS`."""
+    """A GGUF file ``member`` inside the wheel ``package==version``, both pinned by size and sha256,
+    dequantised once (:func:`~railsweep.bases.cache.convert_gguf`); known wheels: :data:`KNOWN_WHEELS`."""
 
     name: str  # the short name users give (a key of KNOWN_WHEELS)
     package: str

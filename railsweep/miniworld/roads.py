@@ -80,7 +80,7 @@ def render_solution(rng: random.Random, start: int, steps: Sequence[Step], name:
         lines.append(_pick(rng, _START).format(n=name, v=start, it=item))
     for i, (kind, v, x, r) in enumerate(steps):
         sentence = _sentence(rng, kind, v, x, r, name, item)
-        if i > 0 and rng.random() < 0.2:  # a connector, the sentence lower-cased unless it opens with the name
+        if i > 0 and rng.random() < 0.2:  # a connector, then the sentence lower-cased (but a name)
             lower = sentence if sentence.startswith(name) else sentence[0].lower() + sentence[1:]
             sentence = f"{_pick(rng, _CONNECT)} {lower}"
         lines.append(sentence)
@@ -96,8 +96,8 @@ def render_cot(rng: random.Random, solution: str, answer: int) -> str:
 
 
 def add_noise(rng: random.Random, cot: str, vocabulary: Sequence[str]) -> str:
-    """Replace one word of ``cot`` (never a number, never in the closing sentence) by a word of ``vocabulary``:
-    the text goes on correctly after an unusual token, so a model learns to recover from one step off its road."""
+    """Replace one word of ``cot`` (never a number, nor in the closing sentence) by a word of ``vocabulary``:
+    the text goes on correctly after an unusual token, so a model learns to get back onto its road."""
     words = cot.split(" ")
     closing = len(words) - 4  # "... The answer is N." / "So the answer is N."
     slots = [i for i, w in enumerate(words[:closing]) if w.isalpha()]

@@ -102,7 +102,7 @@ def pack(root: Path, out: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel == "manifest.json":  # as the build wrote it: a world installed from a shipped folder says so
             manifest = {k: v for k, v in json.loads((root / rel).read_text()).items() if k != "shipped"}
-            text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"  # as write_json writes it
+            text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"  # write_json's format
             target.write_text(text.replace(str(root), PLACEHOLDER), encoding="utf-8")
         elif Path(rel).suffix in TEXT_SUFFIXES:
             target.write_text((root / rel).read_text(encoding="utf-8").replace(str(root), PLACEHOLDER), "utf-8")
