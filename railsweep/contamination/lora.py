@@ -44,7 +44,10 @@ def train_lora(
     base_dir = Path(base_dir)
     _check_inputs(base_dir, texts, init_adapter)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
-    precision = _precision(recipe, dev, log)
+    auto = "bf16" if dev.startswith("cuda") else "fp32"
+    precision = auto if recipe.precision == "auto" else recipe.precision  # a warning where bf16 is slow
+    if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
+        log(f"warning: {warning}")
     autocast = precision != "fp32"
     torch.manual_seed(recipe.seed)  # before the adapter's weights are initialised
     tokenizer, model = _load_model(base_dir, recipe, init_adapter, precision, dev)
@@ -53,7 +56,9 @@ def train_lora(
     epochs = _epoch_sequences(tokenizer, texts, recipe, rng)
     total = sum(math.ceil(len(seqs) / recipe.global_batch) for seqs in epochs)
     warmup = int(round(recipe.warmup_ratio * total))
-    params, opt, sched = _optimiser(model, recipe, warmup, total)
+    params = [p for p in model.parameters() if p.requires_grad]  # the adapter's
+    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
@@ -71,26 +76,6 @@ def train_lora(
         "seconds": round(time.time() - t0, 2), "device": dev, "precision": precision, "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
     }  # fmt: skip
-
-
-def _precision(recipe: LoraRecipe, dev: str, log) -> str:
-    """The recipe's precision on ``dev`` ("auto": bf16 on CUDA, else fp32); warns where bf16 is slow there."""
-    precision = recipe.precision
-    if precision == "auto":
-        precision = "bf16" if dev.startswith("cuda") else "fp32"
-    if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
-        log(f"warning: {warning}")
-    return precision
-
-
-def _optimiser(model, recipe: LoraRecipe, warmup: int, total: int):
-    """The adapter parameters, AdamW over them (no weight decay) and the :func:`_lr_factor` schedule."""
-    import torch
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
-    return params, opt, sched
 
 
 def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:

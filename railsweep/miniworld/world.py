@@ -259,8 +259,7 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         _await_families(root, futures, plans, log, on_ready)
         training = {f: futures[f].result() for f in config.families}
     shutil.rmtree(root / "progress", ignore_errors=True)
-    for f, stats in training.items():
-        timings[f] = stats["seconds"]
+    timings.update({f: stats["seconds"] for f, stats in training.items()})
     write_leak_split(root, config.families[0])
     sources = {"donor": donor, "lenders": lenders, "adapters_from": adapters_from, "clean_from": clean_from,
                "real_base": real_base}  # fmt: skip
