@@ -45,7 +45,7 @@ def train_lora(
     _check_inputs(base_dir, texts, init_adapter)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
     auto = "bf16" if dev.startswith("cuda") else "fp32"
-    precision = auto if recipe.precision == "auto" else recipe.precision  # a warning where bf16 is slow
+    precision = auto if recipe.precision == "auto" else recipe.precision  # "auto": bf16 on CUDA, else fp32
     if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
         log(f"warning: {warning}")
     autocast = precision != "fp32"
