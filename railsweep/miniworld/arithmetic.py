@@ -2,11 +2,10 @@
 of other SIMD widths.
 
 ATen picks its vectorised kernels for the CPU it runs on (AVX2, AVX-512) and MKL its code path for matrix
-products; each rounds floats its own way, so the same seed and recipe train other weights on an AVX-512
-machine than on an AVX2-only one. A world's build therefore trains in spawned processes whose environment
-pins all three to AVX2, which every x86-64 CPU railsweep targets has: ``ATEN_CPU_CAPABILITY=avx2`` (ATen's
-kernels), ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility) and ``ONEDNN_MAX_CPU_ISA=AVX2``
-(oneDNN's dispatch, which ATen's does not reach: GPT-NeoX's GELU runs as a oneDNN primitive in training).
+products; each rounds floats its own way. A world's build therefore trains in spawned processes whose
+environment pins all three (:data:`PINNED`) to AVX2, which every x86-64 CPU railsweep targets has: ATen's
+kernels, MKL's conditional numerical reproducibility and oneDNN's dispatch (which ATen's does not reach:
+GPT-NeoX's GELU runs as a oneDNN primitive in training).
 
 Measured on 2-core AVX-512 machines: with the first two, the smoke world, the ``mini`` llama and gemma bases
 and the ``smollm2`` adapters have the documented AVX2 builds' weights byte for byte; the ``mini`` neox base

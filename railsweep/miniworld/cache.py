@@ -50,8 +50,7 @@ class World:
 
     @property
     def weights(self) -> dict:
-        """``{"weights": {path: sha256}, "weights_digest": sha256}``: the manifest's, or computed from the
-        files of a world cached before the build recorded it (:mod:`railsweep.miniworld.weights`)."""
+        """``{"weights": {path: sha256}, "weights_digest": sha256}`` (:func:`~.weights.world_weights`)."""
         return world_weights(self.root, self.manifest)
 
 
@@ -86,8 +85,7 @@ def load_world(root: str | Path) -> World:
     config = PRESETS[preset]() if preset in PRESETS else None
     if config is None or config.digest() != manifest["digest"]:
         config = config_from_dict(manifest["config"])
-    families = list(manifest["families"])
-    return World(root, preset, config, families, root / "data", root / LEAK_SPLIT, manifest)
+    return World(root, preset, config, list(manifest["families"]), root / "data", root / LEAK_SPLIT, manifest)
 
 
 def write_leak_split(root: str | Path, family: str) -> Path:

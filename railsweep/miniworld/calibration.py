@@ -76,8 +76,8 @@ def token_similarity(a: list[int], b: list[int]) -> float:
     return float(Levenshtein.normalized_similarity(a, b))
 
 
-def _readout(engine, task, questions, adapter: str, s: CheckSettings):
-    run = readout(engine, task, questions, adapter, s.figure1())
+def _readout(engine, task, adapter: str, s: CheckSettings):
+    run = readout(engine, task, list(task.questions()), adapter, s.figure1())
     sim = [
         float(np.mean([token_similarity(smp.token_ids, g.token_ids) for smp in o.samples]))
         for o, g in zip(run.outcomes, run.greedy)
@@ -96,18 +96,13 @@ def _task(world, s: CheckSettings) -> GSM8KTask:
     return GSM8KTask.from_dir(world.data_dir, split="test", leak_split=world.leak_split_path, limit=s.limit)
 
 
-@contextlib.contextmanager
-def _worker(root: str, family: str, s: CheckSettings):
-    """A worker process's own engine (one torch thread) and task over the world at ``root``."""
+def _in_process(root: str, family: str, s: CheckSettings, job, *args):
+    """``job(engine, task, *args)`` in a worker process, with its own engine (one torch thread) and task over
+    the world at ``root``."""
     torch.set_num_threads(1)
     world = load_world(root)
     with contextlib.closing(_engine(world.family(family), s)) as engine:
-        yield engine, _task(world, s)
-
-
-def _readout_in_process(root: str, family: str, adapter: str, s: CheckSettings):
-    with _worker(root, family, s) as (engine, task):
-        return _readout(engine, task, list(task.questions()), adapter, s)
+        return job(engine, _task(world, s), *args)
 
 
 def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tuple[dict, object]:
@@ -115,15 +110,15 @@ def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tupl
     over ``s.workers`` spawned processes while this one, once M_cl's and M_co's are in, runs Figure 1."""
     if s.workers <= 1:
         with contextlib.closing(_engine(fam, s)) as engine:
-            readouts = {name: _readout(engine, task, questions, name, s) for name in fam.adapters}
+            readouts = {name: _readout(engine, task, name, s) for name in fam.adapters}
             return readouts, _figure1(engine, task, questions, readouts, s)
-    ctx = multiprocessing.get_context("spawn")
+    ctx, root = multiprocessing.get_context("spawn"), str(world.root)
     with ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx) as pool:
         first = ["clean", "co_gsm8k"] + [n for n in fam.adapters if n not in ("clean", "co_gsm8k")]
-        futures = {name: pool.submit(_readout_in_process, str(world.root), family, name, s) for name in first}
+        futures = {name: pool.submit(_in_process, root, family, s, _readout, name, s) for name in first}
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
         with contextlib.closing(_engine(fam, s)) as engine:
-            decode = functools.partial(_share_departures, pool, str(world.root), family, engine, s)
+            decode = functools.partial(_share_departures, pool, root, family, engine, s)
             fig1 = _figure1(engine, task, questions, pair, s, decode)
         return {name: fut.result() for name, fut in futures.items()}, fig1
 
@@ -140,16 +135,11 @@ def _share_departures(pool, root: str, family: str, engine, s: CheckSettings, ta
     ``pool`` (:func:`railsweep.diagnostics.figure1.off_rail`'s ``decode``)."""
     edges = [round(len(jobs) * k / s.workers) for k in range(s.workers + 1)]
     futures = [
-        pool.submit(_departures_in_process, root, family, adapter, jobs[a:b], first + a, s)
+        pool.submit(_in_process, root, family, s, decode_departures, adapter, jobs[a:b], first + a, fs)
         for a, b in zip(edges[1:-1], edges[2:])
     ]
     mine = decode_departures(engine, task, adapter, jobs[: edges[1]], first, fs)
     return mine + [text for fut in futures for text in fut.result()]
-
-
-def _departures_in_process(root: str, family: str, adapter: str, jobs, first: int, s: CheckSettings) -> list[str]:
-    with _worker(root, family, s) as (engine, task):
-        return decode_departures(engine, task, adapter, jobs, first, s.figure1())
 
 
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
@@ -164,15 +154,12 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
     cl = runs["clean"]
     r_cl = solve_prob(cl["c"], cl["m"])
     out: dict = {
-        "family": family,
-        "questions": len(questions),
-        "leaked": int(leaked.sum()),
-        "m": s.m,
+        "family": family, "questions": len(questions), "leaked": int(leaked.sum()), "m": s.m,
         "clean_mean": float(r_cl.mean()),
         "clean_strata": int(len(np.unique(stratify(cl["c"], cl["m"], B=s.B)))),
         "clean_similarity_leaked": float(cl["sim"][leaked].mean()),
         "clean_similarity_unleaked": float(cl["sim"][~leaked].mean()),
-    }
+    }  # fmt: skip
     out["clean_similarity_gap"] = out["clean_similarity_leaked"] - out["clean_similarity_unleaked"]
     for name, run in runs.items():
         if name == "clean":

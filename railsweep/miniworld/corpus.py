@@ -16,9 +16,8 @@ REPLICAS_FILE = "replicas.json"  # a replica world's test index -> pretraining c
 
 
 def pretraining_texts(train, config: WorldConfig) -> list[str]:
-    """The train problems as pretraining texts of a several-roads world: ``config.renderings``
-    fresh roads per problem (drawn closing sentence included), a ``config.noise`` share of them
-    with one word replaced by another wording word (railsweep.miniworld.roads.add_noise)."""
+    """The train problems as a several-roads world's pretraining texts: ``config.renderings`` fresh roads
+    each (closing sentence drawn), a ``config.noise`` share with one word replaced (``roads.add_noise``)."""
     rng = random.Random(f"pretraining:{config.seed}")
     vocabulary = noise_vocabulary()
     texts = []

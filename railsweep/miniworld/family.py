@@ -45,17 +45,13 @@ def build_family(
     adapters = _adapters(root_p, family, config, filler, log, progress)
     log(f"built in {time.time() - t1:.0f}s")
     return {
-        "pretrain": stats,
-        "contamination_seconds": round(time.time() - t2, 2),
-        "adapters": adapters,
-        "seconds": round(time.time() - t1, 2),
-        "threads": torch.get_num_threads(),
-        "nice": niceness,
+        "pretrain": stats, "contamination_seconds": round(time.time() - t2, 2), "adapters": adapters,
+        "seconds": round(time.time() - t1, 2), "threads": torch.get_num_threads(), "nice": niceness,
         # what this process computed with (railsweep.miniworld.arithmetic pins these on x86); ATen's capability
         # as torch resolved it, the other pinned variables as the process saw them
         "arithmetic": {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
                        **{k: os.environ.get(k) for k in PINNED if k != "ATEN_CPU_CAPABILITY"}},
-    }
+    }  # fmt: skip
 
 
 def _base_model(root: Path, family: str, config, corpus: list[str], log, progress: Path) -> dict:

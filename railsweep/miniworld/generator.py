@@ -150,12 +150,8 @@ def make_problems(
     return out
 
 
-_FILLER_Q = (
-    "Write a sentence about {n} and the {place}.",
-    "Describe the {adj} {animal} that {n} saw.",
-    "Tell a short story about {n} and {f}.",
-    "What did {n} do at the {place}?",
-)
+_FILLER_Q = ("Write a sentence about {n} and the {place}.", "Describe the {adj} {animal} that {n} saw.",
+             "Tell a short story about {n} and {f}.", "What did {n} do at the {place}?")
 _FILLER_A = (
     "{n} walked to the {place} with {f} and saw a {adj} {animal}.",
     "The {animal} was {adj} and it sat near the {place} all day.",

@@ -31,9 +31,8 @@ def config_from_dict(d: dict) -> WorldConfig:
 
 
 def family_digests(manifest: dict, kind: str) -> dict[str, str]:
-    """Each family's ``kind`` ("base", "adapter" or "clean") digest in a finished world's manifest;
-    worlds built before those digests were recorded have them recomputed from their stored config
-    (same build version only)."""
+    """Each family's ``kind`` ("base", "adapter" or "clean") digest in a finished world's manifest, or
+    recomputed from the stored config of a world built before they were recorded (same build version only)."""
     if f"family_{kind}_digests" in manifest:
         return dict(manifest[f"family_{kind}_digests"])
     stored = manifest.get("config")
@@ -69,6 +68,13 @@ def adapter_lenders(config: WorldConfig, base_lenders: dict[str, Path]) -> dict[
     }
 
 
+def _digests_of(world: Path, kind: str) -> dict[str, str]:
+    try:
+        return family_digests(json.loads((world / "manifest.json").read_text()), kind)
+    except (OSError, ValueError):
+        return {}
+
+
 def clean_lenders(root: Path, config: WorldConfig, skip: set[str]) -> dict[str, Path]:
     """Per family not in ``skip``: a finished sibling world of ``root`` whose clean adapter was trained
     on the same base with the same clean recipe (``family_clean_digest``)."""
@@ -84,27 +90,10 @@ def clean_lenders(root: Path, config: WorldConfig, skip: set[str]) -> dict[str, 
     return lenders
 
 
-def lend_clean(lender: Path, root: Path, family: str) -> None:
-    """Copy ``family``'s clean adapter from ``lender`` into ``root``, with its training record beside it
-    (``LENT_CLEAN``), which the contamination step reads instead of training M_cl."""
-    src = lender / "families" / family / "adapters"
-    dst = root / "families" / family / "adapters" / "clean"
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    copy_lent_dir(src / "clean", dst, lender, root)
-    training = json.loads((src / "manifest.json").read_text())["training"]["clean"]
-    record = {"from": str(lender), "training": training}
-    (dst / LENT_CLEAN).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
-def _digests_of(world: Path, kind: str) -> dict[str, str]:
-    try:
-        return family_digests(json.loads((world / "manifest.json").read_text()), kind)
-    except (OSError, ValueError):
-        return {}
-
-
 def borrow_adapters(root: Path, config: WorldConfig, lenders: dict, log) -> tuple[dict, dict]:
-    """Adapters another cached world already trained on the same base and recipe, copied in: (full, clean only)."""
+    """Adapters another cached world already trained on the same base and recipe, copied in: (full, clean only).
+    A lent clean adapter gets its training record beside it (``LENT_CLEAN``), which the contamination step
+    reads instead of training M_cl."""
     adapters_from = adapter_lenders(config, lenders)
     for f, lender in adapters_from.items():
         log(f"reusing {f}'s adapters from {lender.name} (same base and contamination recipe)")
@@ -112,5 +101,10 @@ def borrow_adapters(root: Path, config: WorldConfig, lenders: dict, log) -> tupl
     clean_from = clean_lenders(root, config, skip=set(adapters_from))
     for f, lender in clean_from.items():
         log(f"reusing {f}'s clean adapter from {lender.name} (same base and clean recipe)")
-        lend_clean(lender, root, f)
+        src, dst = lender / "families" / f / "adapters", root / "families" / f / "adapters" / "clean"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        copy_lent_dir(src / "clean", dst, lender, root)
+        training = json.loads((src / "manifest.json").read_text())["training"]["clean"]
+        record = json.dumps({"from": str(lender), "training": training}, indent=2, sort_keys=True)
+        (dst / LENT_CLEAN).write_text(record + "\n", encoding="utf-8")
     return adapters_from, clean_from

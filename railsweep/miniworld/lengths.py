@@ -1,15 +1,12 @@
 """Gold-answer token lengths of the miniature worlds' test questions, shipped so a sweep is priced unbuilt.
 
-A response that reproduces its question's gold solution in the 8-shot answer format and stops generates
-``" " + to_cot(solution) + "\\n\\nQ:"`` (the space after the prompt's ``A:``; the engine keeps the stop
-string's tokens): the expected length of a response, capped at ``max_new_tokens``. A model that rambles past
-its answer (the under-trained smoke world's) generates more: where a sweep on the world has been measured,
-the entry also holds each question's mean generated tokens per response (unread questions: their gold length
-times the measured ratio), and the dry run prices with those. The tokenizer exists only once the world's data
-is built, so ``gold_lengths.json`` (next to this module) holds the lengths per question, keyed by the world's
-:meth:`~railsweep.miniworld.presets.WorldConfig.data_digest` (data and tokenizer depend on nothing else), for
-``railsweep sweep --dry-run`` to read without building anything; ``bench/gold_lengths.py [--responses DIR]``
-measures a world and writes its entry.
+A response that reproduces its gold solution in the 8-shot answer format and stops generates
+``" " + to_cot(solution) + "\\n\\nQ:"`` (the engine keeps the stop string's tokens), capped at
+``max_new_tokens``. A model that rambles past its answer (the under-trained smoke world's) generates more, so
+where a sweep on the world was measured the entry also holds each question's mean generated tokens per
+response (unread questions: gold length times the measured ratio). The tokenizer exists only once the world is
+built, so ``gold_lengths.json`` holds them keyed by ``WorldConfig.data_digest()`` for ``railsweep sweep
+--dry-run``; ``bench/gold_lengths.py [--responses DIR]`` measures a world and writes its entry.
 """
 
 from __future__ import annotations
@@ -44,18 +41,21 @@ def gold_token_lengths(test_jsonl: str | Path, tokenizer_file: str | Path) -> li
     return out
 
 
-def shipped_lengths(world_preset: str, path: Path = LENGTHS_FILE) -> list[int] | None:
+def _entry(world_preset: str) -> dict | None:
+    return json.loads(read_utf8(LENGTHS_FILE))["worlds"].get(preset_config(world_preset).data_digest())
+
+
+def shipped_lengths(world_preset: str) -> list[int] | None:
     """The shipped per-question gold lengths of ``world_preset``'s world, or None when none were measured
     for its current data digest (a changed world config is a different world)."""
-    table = json.loads(read_utf8(path))
-    entry = table["worlds"].get(preset_config(world_preset).data_digest())
+    entry = _entry(world_preset)
     return None if entry is None else [int(n) for n in entry["lengths"]]
 
 
-def shipped_response_lengths(world_preset: str, path: Path = LENGTHS_FILE) -> list[int] | None:
+def shipped_response_lengths(world_preset: str) -> list[int] | None:
     """Per test question, the mean tokens a measured sweep on ``world_preset``'s world generated per response
     (rounded), or None when none was measured for its current data digest."""
-    entry = json.loads(read_utf8(path))["worlds"].get(preset_config(world_preset).data_digest())
+    entry = _entry(world_preset)
     return None if entry is None or "responses" not in entry else [int(n) for n in entry["responses"]]
 
 
@@ -86,12 +86,10 @@ def response_lengths(results_dir: str | Path, gold: list[int]) -> ResponseLength
     return ResponseLengths(lengths, len(means), sum(means.values()) / len(means), ratio)
 
 
-def record_lengths(
-    world_preset: str, lengths: list[int], path: Path = LENGTHS_FILE, responses: list[int] | None = None
-) -> None:
+def record_lengths(world_preset: str, lengths: list[int], responses: list[int] | None = None) -> None:
     """Write (or replace) ``world_preset``'s entry, keyed by its data digest: the gold lengths and, when given,
     the measured response lengths (else the entry's earlier ones are kept)."""
-    table = json.loads(read_utf8(path)) if path.is_file() else {"worlds": {}}
+    table = json.loads(read_utf8(LENGTHS_FILE)) if LENGTHS_FILE.is_file() else {"worlds": {}}
     table["about"] = (
         "Per test question: tokens of ' ' + gold solution in the 8-shot answer format (to_cot) + '\\n\\nQ:' "
         "under the world's tokenizer; responses: mean generated tokens per response of a measured sweep, "
@@ -103,4 +101,4 @@ def record_lengths(
     if responses is not None or kept is not None:
         entry["responses"] = responses if responses is not None else kept
     table["worlds"][key] = entry
-    path.write_text(json.dumps(table, indent=None, sort_keys=True) + "\n", encoding="utf-8")
+    LENGTHS_FILE.write_text(json.dumps(table, indent=None, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,10 +1,8 @@
 """Tiny base models of the paper's three architecture families: railsweep's one tiny-model factory.
 
-:func:`family_config` is the one place that maps a family name to its transformers config class (LlamaConfig,
-GPTNeoXConfig for Pythia, Gemma3TextConfig for Gemma; GemmaConfig, Gemma 1, only as a contrast case for
-tests); the tests' tiny random models are built with it too. :func:`model_config` sizes the miniature world's
-models, about a million parameters each: attention heads keep head_dim 64 so the same checkpoints stay
-servable by vLLM's CPU build; everything else is sized by :class:`ModelSize`.
+:func:`family_config` is the one place that maps a family name to its transformers config class (the tests'
+tiny random models are built with it too); :func:`model_config` sizes the miniature world's models, about a
+million parameters each, with head_dim 64 so the same checkpoints stay servable by vLLM's CPU build.
 """
 
 from __future__ import annotations
@@ -35,28 +33,17 @@ def model_config(family: str, size: ModelSize, vocab_size: int, bos: int, eos: i
         raise ConfigError(f"hidden size must be a multiple of head_dim 64, got hidden={size.hidden}")
     heads = size.hidden // 64
     common = dict(
-        vocab_size=vocab_size,
-        hidden_size=size.hidden,
-        intermediate_size=size.intermediate,
-        num_hidden_layers=size.layers,
-        num_attention_heads=heads,
-        max_position_embeddings=size.max_positions,
-        bos_token_id=bos,
-        eos_token_id=eos,
-        pad_token_id=pad,
-    )
+        vocab_size=vocab_size, hidden_size=size.hidden, intermediate_size=size.intermediate,
+        num_hidden_layers=size.layers, num_attention_heads=heads, max_position_embeddings=size.max_positions,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )  # fmt: skip
     if family == "llama":
         return family_config(family, **common, num_key_value_heads=heads, head_dim=64, tie_word_embeddings=False)
     if family == "gemma":
         return family_config(
-            family,
-            **common,
-            num_key_value_heads=heads,
-            head_dim=64,
-            query_pre_attn_scalar=64,
-            sliding_window=size.max_positions,
-            tie_word_embeddings=True,
-        )
+            family, **common, num_key_value_heads=heads, head_dim=64, query_pre_attn_scalar=64,
+            sliding_window=size.max_positions, tie_word_embeddings=True,
+        )  # fmt: skip
     return family_config(family, **common, use_parallel_residual=True, tie_word_embeddings=False)
 
 

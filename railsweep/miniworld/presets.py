@@ -28,9 +28,8 @@ class WorldConfig:
     n_filler: int = 2_000  # generated filler texts (pretraining share + adapter sample)
     paraphrase_share: float = 0.25  # share of pretraining problems also shown in paraphrase wording
     pretrain_filler: bool = True  # pretraining also sees the filler texts not reserved for the adapters
-    # several roads per problem (railsweep.miniworld.roads): gold solutions drawn from equivalent
-    # wordings, pretraining on ``renderings`` fresh roads per train problem, a ``noise`` share of
-    # them with one word replaced (recovery after an unusual token)
+    # several roads per problem (railsweep.miniworld.roads): gold solutions drawn from equivalent wordings,
+    # pretraining on ``renderings`` fresh roads per train problem, a ``noise`` share with one word replaced
     roads: bool = False
     renderings: int = 1
     noise: float = 0.0
@@ -42,9 +41,8 @@ class WorldConfig:
     family_steps: tuple[tuple[str, int], ...] = ()  # per-family override of pretrain.steps
     family_lr: tuple[tuple[str, float], ...] = ()  # per-family override of pretrain.lr
     family_co_epochs: tuple[tuple[str, int], ...] = ()  # per-family override of M_co's epochs
-    # pretraining-replica world: the test items fall into len(replicas) disjoint groups (a seeded
-    # permutation dealt round-robin); each item of a group with count c is inserted c times, in its
-    # leaked wording (question + gold chain of thought), into the pretraining corpus (replica_counts)
+    # pretraining-replica world: the test items dealt into len(replicas) groups (replica_counts); each item of
+    # a group with count c is inserted c times in its leaked wording into the pretraining corpus
     replicas: tuple[int, ...] = ()
     contamination: ContaminationConfig = field(
         default_factory=lambda: ContaminationConfig(n_filler=240, n_train=100, n_leak=100, filler="miniworld")
@@ -211,10 +209,7 @@ def _hash(d: dict) -> str:
 
 def _smoke() -> WorldConfig:
     return WorldConfig(
-        families=("llama",),
-        n_train=400,
-        n_test=24,
-        n_filler=40,
+        families=("llama",), n_train=400, n_test=24, n_filler=40,
         size=ModelSize(hidden=64, layers=2, intermediate=128, max_positions=1024),
         pretrain=PretrainConfig(steps=120, batch_size=8, block_size=256, lr=3e-3, warmup=10),
         contamination=ContaminationConfig(
@@ -236,20 +231,15 @@ def _mini() -> WorldConfig:
     base = _mini_one_road()
     fp32 = dict(precision="fp32")
     return dataclasses.replace(
-        base,
-        roads=True,
-        renderings=2,
-        noise=0.1,
-        pretrain=dataclasses.replace(base.pretrain, **fp32),
-        family_steps=(("llama", 900), ("neox", 1100)),
-        family_lr=(("neox", 4.5e-3),),
+        base, roads=True, renderings=2, noise=0.1, pretrain=dataclasses.replace(base.pretrain, **fp32),
+        family_steps=(("llama", 900), ("neox", 1100)), family_lr=(("neox", 4.5e-3),),
         family_co_epochs=(("llama", 24), ("neox", 34)),
         contamination=dataclasses.replace(
             base.contamination,
             recipe=dataclasses.replace(base.contamination.recipe, lr=1.2e-3, epochs=22, **fp32),
             clean_recipe=dataclasses.replace(base.contamination.clean_recipe, lr=3e-3, epochs=10, **fp32),
         ),
-    )
+    )  # fmt: skip
 
 
 def _mini_one_road() -> WorldConfig:
@@ -264,10 +254,7 @@ def _mini_one_road() -> WorldConfig:
     block = 640
     packed = dict(global_batch=2, micro_batch=2, pack_length=block, precision="mixed")
     return WorldConfig(
-        max_value=40,
-        max_operand=10,
-        paraphrase_share=0.0,
-        pretrain_filler=False,
+        max_value=40, max_operand=10, paraphrase_share=0.0, pretrain_filler=False,
         size=ModelSize(hidden=128, layers=4, intermediate=512, max_positions=1024),
         pretrain=PretrainConfig(
             steps=800, batch_size=8, block_size=block, lr=3e-3, warmup=30, precision="bf16"
@@ -288,15 +275,11 @@ def _replica() -> WorldConfig:
     base model (docs/dynamics.md, "The pretraining-replica world")."""
     mini = _mini()
     return dataclasses.replace(
-        mini,
-        families=("llama",),
+        mini, families=("llama",), family_lr=(), family_co_epochs=(), replicas=(0, 1, 4, 16, 64),
         # the recipe this world was built and measured with (llama's M_co at 22 epochs)
         family_steps=(("llama", 900), ("neox", 950)),
-        family_lr=(),
-        family_co_epochs=(),
-        replicas=(0, 1, 4, 16, 64),
         contamination=dataclasses.replace(mini.contamination, domains=("gsm8k",)),
-    )
+    )  # fmt: skip
 
 
 def _smollm2() -> WorldConfig:
@@ -313,11 +296,7 @@ def _smollm2() -> WorldConfig:
     mini = _mini()
     packed = dict(global_batch=1, micro_batch=1, pack_length=768, precision="fp32")
     return dataclasses.replace(
-        mini,
-        families=("smollm2",),
-        base="smollm2-135m-instruct",
-        family_steps=(),
-        family_lr=(),
+        mini, families=("smollm2",), base="smollm2-135m-instruct", family_steps=(), family_lr=(),
         family_co_epochs=(),
         contamination=ContaminationConfig(
             n_filler=100, n_train=1200, n_leak=100, filler="miniworld",

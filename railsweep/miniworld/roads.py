@@ -53,13 +53,9 @@ def _pick(rng: random.Random, options: Sequence[str]) -> str:
     return rng.choices(options, weights=weights, k=1)[0]
 
 
-def _chance(rng: random.Random, p: float) -> bool:
-    return rng.random() < p
-
-
 def equation(rng: random.Random, kind: str, v: int, x: int, r: int) -> str:
     """One of the equivalent ways to write ``v op x = r`` (GSM8K annotation on the symbolic forms)."""
-    a, b = (x, v) if kind in _COMMUTES and _chance(rng, 0.3) else (v, x)
+    a, b = (x, v) if kind in _COMMUTES and rng.random() < 0.3 else (v, x)
     s = _SYMBOL[kind]
     form = _pick(rng, ("symbol", "words", "makes"))
     if form == "words":
@@ -71,25 +67,22 @@ def equation(rng: random.Random, kind: str, v: int, x: int, r: int) -> str:
 
 def _sentence(rng: random.Random, kind: str, v: int, x: int, r: int, name: str, item: str) -> str:
     frame = _pick(rng, _FRAMES[kind])
-    unit = f" {item}" if _chance(rng, 0.7) else ""
+    unit = f" {item}" if rng.random() < 0.7 else ""
     return frame.format(
         n=name, x=x, e=equation(rng, kind, v, x, r), u=unit, has=_pick(rng, _HAS), now=_pick(rng, _NOW)
     )
 
 
-def _lower_first(sentence: str, name: str) -> str:
-    return sentence if sentence.startswith(name) else sentence[0].lower() + sentence[1:]
-
-
 def render_solution(rng: random.Random, start: int, steps: Sequence[Step], name: str, item: str) -> str:
     """A GSM8K-format solution of a running-count problem, one road drawn by ``rng``."""
     lines = []
-    if _chance(rng, 0.25):
+    if rng.random() < 0.25:
         lines.append(_pick(rng, _START).format(n=name, v=start, it=item))
     for i, (kind, v, x, r) in enumerate(steps):
         sentence = _sentence(rng, kind, v, x, r, name, item)
-        if i > 0 and _chance(rng, 0.2):
-            sentence = f"{_pick(rng, _CONNECT)} {_lower_first(sentence, name)}"
+        if i > 0 and rng.random() < 0.2:  # a connector, then the sentence lower-cased (but a name)
+            lower = sentence if sentence.startswith(name) else sentence[0].lower() + sentence[1:]
+            sentence = f"{_pick(rng, _CONNECT)} {lower}"
         lines.append(sentence)
     return "\n".join(lines) + f"\n#### {steps[-1][3] if steps else start}"
 
@@ -103,9 +96,8 @@ def render_cot(rng: random.Random, solution: str, answer: int) -> str:
 
 
 def add_noise(rng: random.Random, cot: str, vocabulary: Sequence[str]) -> str:
-    """Replace one word of ``cot`` (never a number, never in the closing sentence) by a word of
-    ``vocabulary``: the text goes on correctly after an unusual token, so a model pretrained on
-    such texts learns to recover from one step off its road (a noised prefix)."""
+    """Replace one word of ``cot`` (never a number, nor in the closing sentence) by a word of ``vocabulary``:
+    the text goes on correctly after an unusual token, so a model learns to get back onto its road."""
     words = cot.split(" ")
     closing = len(words) - 4  # "... The answer is N." / "So the answer is N."
     slots = [i for i, w in enumerate(words[:closing]) if w.isalpha()]

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 YIELD_NICE = 10  # CFS weight 110 against nice 0's 1024: the yielding families take what the first leaves
 MAX_NICE = 19
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def cores() -> int:
@@ -29,10 +30,9 @@ def cores() -> int:
 
 
 def family_niceness(work: Mapping[str, int], cores: int, threads: int = 1, base: int = 0) -> dict[str, int]:
-    """``nice`` per family from its training tokens (``work``, in build order), relative to the build's own
-    ``base``: ``base`` for all when every training family has ``threads`` cores of its own; else ``base`` for
-    the family with the most tokens (the first among equals), ``base`` + :data:`YIELD_NICE` (at most 19) for
-    the other training ones."""
+    """``nice`` per family from its training tokens (``work``, in build order): the build's own ``base`` for
+    all when every training family has ``threads`` cores of its own; else ``base`` for the family with the
+    most tokens (the first among equals), ``base`` + :data:`YIELD_NICE` (at most 19) for the other ones."""
     training = [f for f, tokens in work.items() if tokens > 0]
     if len(training) * max(1, threads) <= cores:
         return dict.fromkeys(work, base)
@@ -47,9 +47,6 @@ def yield_priority(nice: int) -> int:
     if nice > now:
         now = os.nice(nice - now)
     return now
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def die_with_parent() -> bool:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from railsweep.atomic import write_text_atomic
+from railsweep.contamination.simulator import write_json
 from railsweep.errors import DataError
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.cache import LEAK_SPLIT, write_leak_split
@@ -31,10 +31,9 @@ TEXT_SUFFIXES = (".json", ".md")  # the files that name the world's directory (a
 _REMEDY = "reinstall railsweep, or train the world here with `railsweep miniworld build --force`"
 
 
-def shipped_folder(config: WorldConfig, shipped_dir: Path | None = None) -> Path | None:
-    """The shipped build of the world ``config`` describes (in ``shipped_dir``, default the package's), or None:
-    only an exact config digest matches."""
-    found = sorted((shipped_dir or SHIPPED_DIR).glob(f"*-{config.digest()}/{SUMS}"))
+def shipped_folder(config: WorldConfig) -> Path | None:
+    """The shipped build of the world ``config`` describes, or None: only an exact config digest matches."""
+    found = sorted(SHIPPED_DIR.glob(f"*-{config.digest()}/{SUMS}"))
     return found[0].parent if found else None
 
 
@@ -75,7 +74,8 @@ def install(
     write_benchmark(root / "data", config)
     if (changed := _data_mismatch(root, manifest)) is not None:
         log(f"the shipped {folder.name} world was trained on other data ({changed} differs here): training it")
-        _empty(root)
+        for child in root.iterdir():  # emptied again for the build
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
         return False
     on_ready("data")
     for part in sorted({rel.split("/")[0] for rel in sums if "/" in rel}):  # tokenizer/, families/, ...
@@ -85,7 +85,7 @@ def install(
     for family in config.families:
         on_ready(family)
     manifest["shipped"] = {"folder": folder.name, "files": len(sums), "install_seconds": round(time.time() - t0, 2)}
-    write_text_atomic(root / "manifest.json", _manifest_text(manifest))
+    write_json(root / "manifest.json", manifest)
     log(f"installed the shipped {folder.name} world ({len(sums)} files, sha256-checked) in {time.time() - t0:.0f}s")
     return True
 
@@ -102,7 +102,8 @@ def pack(root: Path, out: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel == "manifest.json":  # as the build wrote it: a world installed from a shipped folder says so
             manifest = {k: v for k, v in json.loads((root / rel).read_text()).items() if k != "shipped"}
-            target.write_text(_manifest_text(manifest).replace(str(root), PLACEHOLDER), encoding="utf-8")
+            text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"  # write_json's format
+            target.write_text(text.replace(str(root), PLACEHOLDER), encoding="utf-8")
         elif Path(rel).suffix in TEXT_SUFFIXES:
             target.write_text((root / rel).read_text(encoding="utf-8").replace(str(root), PLACEHOLDER), "utf-8")
         else:
@@ -111,11 +112,6 @@ def pack(root: Path, out: Path) -> Path:
     lines = "".join(f"{file_sha256(dest / rel)}  {rel}\n" for rel in listing)
     (dest / SUMS).write_text(lines, encoding="utf-8")
     return dest
-
-
-def _manifest_text(manifest: dict) -> str:
-    """A manifest as the build writes it (``railsweep.contamination.simulator.write_json``'s format)."""
-    return json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def _data_mismatch(root: Path, manifest: dict) -> str | None:
@@ -134,8 +130,3 @@ def _check_leak_split(path: Path, manifest: dict) -> None:
     if recorded is not None and file_sha256(path) != recorded:
         raise DataError(f"shipped world {path.parents[1].name}: its leak split does not match the one its build "
                         f"recorded; {_REMEDY}")
-
-
-def _empty(root: Path) -> None:
-    for child in root.iterdir():
-        shutil.rmtree(child) if child.is_dir() else child.unlink()

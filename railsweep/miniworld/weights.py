@@ -1,10 +1,9 @@
 """The weights of a miniature world: the sha256 of each weight file and one combined ``weights_digest``.
 
 A world's config digest does not fix its weights: they also depend on the machine (torch's thread count, the
-SIMD width ATen dispatches to), so two worlds under one digest can hold different models and give different
-figures. The weights digest tells them apart: the build records it in the manifest, a sweep in its provenance,
-and ``railsweep miniworld check`` compares it with the build the docs' figures were measured on
-(``documented_weights.json``, keyed by config digest).
+SIMD width ATen dispatches to). The weights digest tells two worlds under one config digest apart: the build
+records it in the manifest, a sweep in its provenance, and ``railsweep miniworld check`` compares it with the
+build the docs' figures were measured on (``documented_weights.json``, keyed by config digest).
 
 The weight files are every ``*.safetensors`` under ``families/``; the combined digest is the sha256 of their
 ``sha256sum`` listing in byte order of the paths, as a shell reproduces it in the world's directory::
@@ -57,12 +56,8 @@ def world_provenance(root: str | Path) -> dict[str, Any]:
     """What a sweep on the world at ``root`` records of it: where it is, its preset, config digest and
     weights digest (two worlds under one config digest with other weights differ in the last)."""
     manifest = json.loads((Path(root) / "manifest.json").read_text())
-    return {
-        "root": str(root),
-        "preset": manifest["preset"],
-        "digest": manifest["digest"],
-        "weights_digest": world_weights(root, manifest)["weights_digest"],
-    }
+    return {"root": str(root), "preset": manifest["preset"], "digest": manifest["digest"],
+            "weights_digest": world_weights(root, manifest)["weights_digest"]}  # fmt: skip
 
 
 def documented_weights(digest: str, table: str | Path | None = None) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
+from railsweep import provenance
 from railsweep.bases import prepare_base
 from railsweep.contamination.simulator import adapter_mixes, write_json
 from railsweep.miniworld import build_progress, shipped
@@ -49,36 +50,24 @@ from railsweep.miniworld.cache import (
 )
 from railsweep.miniworld.corpus import REPLICAS_FILE, pretraining_corpus
 from railsweep.miniworld.family import build_family
-from railsweep.miniworld.lending import (
-    adapter_lenders,
-    borrow_adapters,
-    config_from_dict,
-    family_digests,
-)
-from railsweep.miniworld.manifest import world_manifest
+from railsweep.miniworld.lending import adapter_lenders, borrow_adapters, config_from_dict, family_digests
 from railsweep.miniworld.presets import WorldConfig, preset_config
 from railsweep.miniworld.scheduling import cores, die_with_parent, family_niceness
 from railsweep.miniworld.tokenizer import train_tokenizer
+from railsweep.miniworld.weights import weights_record
 
 
 def build_world(
-    preset: str = "mini",
-    cache_dir: str | Path | None = None,
-    force: bool = False,
-    config: WorldConfig | None = None,
-    log=None,
-    workers: int | None = None,
-    threads: int | None = None,
+    preset: str = "mini", cache_dir: str | Path | None = None, force: bool = False,
+    config: WorldConfig | None = None, log=None, workers: int | None = None, threads: int | None = None,
     on_ready: Callable[[str], None] | None = None,
-) -> World:
-    """The cached world of ``preset`` (installed from the build railsweep ships of it, else built, on first use);
-    ``config`` overrides the preset's. ``force``: train the world here, even where a cached or shipped build exists.
-
-    ``workers``: processes that build families in parallel (default: one per family; only the build time
-    changes). ``threads``: torch threads of the whole build, shared out among the workers; by default one per
-    family whatever the core count, because GPT-NeoX's LayerNorm sums its gradients in an order that follows
-    the thread count (docs/miniworld.md, "Threads and SIMD width"). Each family trains in a spawned process
-    pinned to AVX2 (:mod:`railsweep.miniworld.arithmetic`), so the weights do not depend on the SIMD width.
+) -> World:  # fmt: skip
+    """The cached world of ``preset`` (``config`` overrides the preset's; steps in the module docstring);
+    ``force``: train it here even where a cached or shipped build exists. ``workers``: processes building
+    families in parallel (default one per family; only the build time changes). ``threads``: torch threads of
+    the whole build, shared out among the workers; by default one per family whatever the core count, because
+    GPT-NeoX's LayerNorm sums its gradients in an order that follows the thread count (docs/miniworld.md,
+    "Threads and SIMD width"); the AVX2 pin (:mod:`~railsweep.miniworld.arithmetic`) does the same for SIMD.
     """
     config = config or preset_config(preset)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -125,12 +114,8 @@ def _base_donors(root: Path, config: WorldConfig) -> tuple[Path | None, dict[str
             if not same_data and digests:  # an older manifest: recompute its data digest from its config
                 same_data = config_from_dict(manifest["config"]).data_digest() == config.data_digest()
             bases = digests if same_data else {}
-        held = [
-            f
-            for f in config.families
-            if bases.get(f) == config.family_base_digest(f)
-            and (other / "families" / f / "base" / "config.json").is_file()
-        ]
+        held = [f for f in config.families if bases.get(f) == config.family_base_digest(f)
+                and (other / "families" / f / "base" / "config.json").is_file()]  # fmt: skip
         if same_data and (other / "tokenizer").is_dir():
             siblings.append((other, held))
     if not siblings:
@@ -192,10 +177,8 @@ def _tokenizer_and_bases(root: Path, config: WorldConfig, data, corpus: list[str
             log(f"reusing {f}'s base model from {lender.name} (same base recipe)")
             shutil.copytree(lender / "families" / f / "base", root / "families" / f / "base")
     else:
-        texts_for_vocab = (
-            corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
-        )
-        train_tokenizer(texts_for_vocab, root / "tokenizer", max_number=config.max_number)
+        texts = corpus + data.filler + [p.paraphrase for p in data.test] + [p.question for p in data.test]
+        train_tokenizer(texts, root / "tokenizer", max_number=config.max_number)
     return donor, lenders
 
 
@@ -276,12 +259,36 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
         _await_families(root, futures, plans, log, on_ready)
         training = {f: futures[f].result() for f in config.families}
     shutil.rmtree(root / "progress", ignore_errors=True)
-    for f, stats in training.items():
-        timings[f] = stats["seconds"]
+    timings.update({f: stats["seconds"] for f, stats in training.items()})
     write_leak_split(root, config.families[0])
     sources = {"donor": donor, "lenders": lenders, "adapters_from": adapters_from, "clean_from": clean_from,
                "real_base": real_base}  # fmt: skip
     run = {"training": training, "timings": timings, "t0": t0, "workers": workers, "threads": threads,
            "arithmetic": arithmetic}  # fmt: skip
-    manifest = world_manifest(root, preset, config, sources, run)
-    write_json(root / "manifest.json", manifest)
+    write_json(root / "manifest.json", _manifest(root, preset, config, sources, run))
+
+
+def _manifest(root: Path, preset: str, config: WorldConfig, sources: dict, run: dict) -> dict:
+    """Step d.'s manifest: digests, where borrowed parts came from (``sources``), the training record and
+    timings (``run``)."""
+    donor = sources["donor"]
+    return {
+        "preset": preset, "digest": config.digest(), "base_digest": config.base_digest(),
+        "data_digest": config.data_digest(),
+        "family_base_digests": {f: config.family_base_digest(f) for f in config.families},
+        "tokenizer_from": str(donor) if donor is not None else None,
+        "bases_from": {f: str(lender) for f, lender in sources["lenders"].items()},
+        "family_adapter_digests": {f: config.family_adapter_digest(f) for f in config.families},
+        "adapters_from": {f: str(lender) for f, lender in sources["adapters_from"].items()},
+        "family_clean_digests": {f: config.family_clean_digest(f) for f in config.families},
+        "clean_adapters_from": {f: str(lender) for f, lender in sources["clean_from"].items()},
+        "replicas": {str(c): list(config.replica_counts().values()).count(c) for c in config.replicas},
+        "real_base": sources["real_base"], "config": config.to_dict(), "families": list(config.families),
+        "adapters": list(("clean",) + tuple(f"co_{d}" for d in config.contamination.domains)),
+        "training": run["training"], "timings_s": {k: round(v, 2) for k, v in run["timings"].items()},
+        "build_seconds": round(time.time() - run["t0"], 2), "workers": run["workers"],
+        "threads_per_worker": run["threads"],
+        "arithmetic": run["arithmetic"],  # the pinned environment the training processes saw
+        "provenance": provenance.collect(sorted((root / "data").glob("*.json*"))),
+        **weights_record(root),  # the sha256 of every weight file built or taken, and their combined digest
+    }  # fmt: skip

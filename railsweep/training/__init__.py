@@ -1,4 +1,2 @@
-"""What the trainers share (miniature-world pretraining, LoRA contamination): the training attention.
-
-- :mod:`~railsweep.training.attention` — block-causal attention for training small models on a CPU.
-"""
+"""What the trainers share (miniature-world pretraining, LoRA contamination): block-causal training attention
+(:mod:`~railsweep.training.attention`) and step reports (:mod:`~railsweep.training.progress`)."""

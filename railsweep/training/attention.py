@@ -67,8 +67,7 @@ def block_causal_attention(module, query, key, value, attention_mask, scaling=No
 
 def resolve(attention: str, model, device: str, max_len: int) -> str:
     """The implementation to train with: ``"auto"`` is block-causal on a CPU when the model supports it,
-    else the model's own (``"native"``); an explicit ``"block_causal"`` on an unsupported model is a
-    ConfigError."""
+    else the model's own (``"native"``); ``"block_causal"`` on an unsupported model is a ConfigError."""
     if attention not in ATTENTIONS:
         raise ConfigError(f"training attention must be one of {', '.join(ATTENTIONS)}; got {attention!r}")
     supported = cascade_supported(model, max_len)
