@@ -1,22 +1,20 @@
 """Where RailCap acts on a model pair (``railsweep rails``).
 
-RailCap (method.md §3) caps the rail's next token wherever a sample's last n tokens repeat an n-gram of
-M_co's greedy answer. Whether that restores or removes ability depends on four things measured here: how
-well M_cl recovers when pushed to its runner-up at k steps, by the kind of token pushed (wording, number,
-final answer); how often M_cl's *correct* answers run along M_co's greedy answer (exposure: where RailCap
-would act on genuine reasoning); what RailCap does to M_cl when its own greedy answer is the rail; and how
-many caps fire per M_co sample and how many of them actually leave the rail.
+RailCap (method.md §3) caps the rail's next token wherever a sample's last n tokens repeat an n-gram of M_co's
+greedy answer. Whether that restores or removes ability depends on four things measured here: how well M_cl
+recovers when pushed to its runner-up at k steps, by the kind of token pushed (wording, number, final answer);
+how often M_cl's *correct* answers run along M_co's greedy answer (exposure); what RailCap does to M_cl when its
+own greedy answer is the rail; and how many caps fire per M_co sample and how many actually leave the rail.
 
 Steps of :func:`rails`:
 1. M_cl's Identity readout (greedy + m samples) and RailCap on M_cl with its own greedy rail;
 2. RailCap on M_co (its greedy answer is the rail, as in the sweeps);
 3. exposure of each correct M_cl sample to M_co's rail;
-4. per M_co RailCap sample: caps from the engine's trigger count, and caps and departures
-   replayed on M_co's teacher-forced logits;
-5. on questions M_cl solves at least once: ``runs`` decodes per k with the runner-up forced at
-   k steps drawn uniformly from the length of M_cl's greedy answer, graded and classified;
-6. the summary, every figure with a 95 % interval (Wilson for a rate, a bootstrap over
-   questions for every mean and ratio).
+4. per M_co RailCap sample: caps from the engine's trigger count, caps and departures replayed on M_co's
+   teacher-forced logits;
+5. on questions M_cl solves at least once: ``runs`` decodes per k with the runner-up forced at k steps drawn
+   uniformly from the length of M_cl's greedy answer, graded and classified;
+6. the summary, every figure with a 95 % interval (Wilson for a rate, a bootstrap over questions otherwise).
 """
 
 from __future__ import annotations

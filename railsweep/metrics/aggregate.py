@@ -43,16 +43,8 @@ from railsweep.metrics.readout import solve_prob
 from railsweep.metrics.selfcheck import CHECK_MIN, Check, fitted_population, jackknife_interval, self_check
 from railsweep.metrics.stratified import stratify
 
-METRICS: tuple[str, ...] = (
-    "g_ap",
-    "g_app",
-    "a_ppg",
-    "delta_plus",
-    "delta_minus",
-    "sa_ppg",
-    "s_delta_plus",
-    "s_delta_minus",
-)
+METRICS: tuple[str, ...] = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus", "sa_ppg", "s_delta_plus",
+                            "s_delta_minus")  # fmt: skip
 ABS_OF_MEAN = frozenset({"g_ap", "g_app"})  # |mean difference|: bootstrapped signed, then |.|
 MEAN_METRICS = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus")
 STRATIFIED_METRICS = ("sa_ppg", "s_delta_plus", "s_delta_minus")
@@ -182,15 +174,8 @@ def _check_pair(cl: Readouts, *others: Readouts) -> int:
     return n
 
 
-def _stratified_entries(
-    cl: Readouts,
-    a: Readouts,
-    b: Readouts | None,
-    strata: np.ndarray,
-    B: int,
-    alpha: float,
-    rng: np.random.Generator,
-) -> dict[str, dict[str, object]]:
+def _stratified_entries(cl: Readouts, a: Readouts, b: Readouts | None, strata: np.ndarray, B: int, alpha: float,
+                        rng: np.random.Generator) -> dict[str, dict[str, object]]:  # fmt: skip
     """Jackknife point and calibrated interval of each stratified metric (of a, or a − b), with its simulated check."""
     m, n = single_m(cl, a, *(() if b is None else (b,))), cl.c.size
     d = lambda r: solve_prob(r.c, r.m) - solve_prob(cl.c, cl.m)  # noqa: E731
@@ -216,15 +201,8 @@ def _stratified_entries(
     return out
 
 
-def score_counts(
-    clean: Readouts,
-    mitigated: Readouts,
-    *,
-    B: int = 50,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    rng: np.random.Generator,
-) -> dict[str, object]:
+def score_counts(clean: Readouts, mitigated: Readouts, *, B: int = 50, n_boot: int = 1000, alpha: float = 0.05,
+                 rng: np.random.Generator) -> dict[str, object]:  # fmt: skip
     """All aggregates: ``{metric: {"value", "ci_low", "ci_high", "interval", "floor", ...}, "n_questions", ...}``.
 
     ``interval`` is "bootstrap", "jackknife" or "none" (withheld; ``why`` says why, and
@@ -264,17 +242,9 @@ def score_counts(
     return out
 
 
-def paired_difference_counts(
-    clean: Readouts,
-    a: Readouts,
-    b: Readouts,
-    metric: str,
-    *,
-    B: int = 50,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    rng: np.random.Generator,
-) -> dict[str, object]:
+def paired_difference_counts(clean: Readouts, a: Readouts, b: Readouts, metric: str, *, B: int = 50,
+                             n_boot: int = 1000, alpha: float = 0.05,
+                             rng: np.random.Generator) -> dict[str, object]:  # fmt: skip
     """metric(a) − metric(b) on the same questions, with its interval and verdict.
 
     The mean metrics share every bootstrap resample between a and b; the stratified ones take the

@@ -1,15 +1,10 @@
 """Bootstrap over questions, with an explicit ``np.random.Generator``, and its intervals.
 
-- :func:`across_strata_indices`: all N questions drawn with replacement, the resampling of the mean
-  metrics' intervals (:func:`railsweep.metrics.score_counts`); each resample of a stratified metric
-  is re-stratified by its own clean c/m (empty strata dropped), as
-  :func:`railsweep.metrics.stratified.sa_ppg_restratified` does.
-- :func:`stratified_indices`: questions resampled WITHIN the clean model's strata (eq 12), so every
-  resample keeps each stratum's size. It cannot see the variance of a one-question stratum (its only
-  question is redrawn every time); the memorisation-dynamics gains and the detection report use it.
-- :func:`bca_ci`: the expanded BCa interval of a mean over questions, what the mean metrics print
-  (docs/metrics.md shows its coverage); :func:`percentile_ci`, the plain percentile interval, for the
-  ratios and fits of the diagnostics.
+- :func:`across_strata_indices`: all N questions drawn with replacement, the resampling of the mean metrics'
+  intervals; :func:`stratified_indices`: questions resampled WITHIN the clean model's strata (eq 12), used by
+  the memorisation-dynamics gains and the detection report (it cannot see a one-question stratum's variance);
+- :func:`bca_ci`: the expanded BCa interval of a mean over questions, what the mean metrics print;
+  :func:`percentile_ci` for the ratios and fits of the diagnostics.
 """
 
 from __future__ import annotations
@@ -125,14 +120,8 @@ def abs_interval(lo: float, hi: float) -> tuple[float, float]:
     return float(min(a, b)), float(max(a, b))
 
 
-def bootstrap_ci(
-    statistic: Callable[[np.ndarray], np.ndarray],
-    strata,
-    *,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    rng: np.random.Generator,
-) -> tuple[float, float]:
+def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], strata, *, n_boot: int = 1000, alpha: float = 0.05,
+                 rng: np.random.Generator) -> tuple[float, float]:  # fmt: skip
     """Percentile CI of ``statistic`` under the stratified bootstrap.
 
     statistic: maps an index array (..., N) to values (...) (vectorised over

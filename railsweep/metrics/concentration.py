@@ -1,15 +1,9 @@
 """Stratum occupancy and SA-PPG weight concentration (paper eq 12–13), pure numpy.
 
-SA-PPG (eq 13) gives every non-empty stratum the weight 1/|ℬ|, so a question in a
-stratum of n_b questions carries 1/(|ℬ|·n_b) of the metric: a few questions in the
-sparse high-r strata can carry most of it. This module says how many.
-
-Concentration: strata ordered from the sparsest (fewest questions; ties by stratum
-index) take weight until they hold at least half of it, i.e. the ⌈|ℬ|/2⌉ sparsest
-strata. Their k questions (a share x of all N) carry y ≥ 50 % of the weight; an
-even spread has x ≈ y. The warning fires when x ≤ :data:`WARN_QUESTION_SHARE`:
-a tenth of the questions or fewer carry half of SA-PPG, each of them weighing at
-least five times its share of an unstratified mean.
+SA-PPG (eq 13) gives every non-empty stratum the weight 1/|ℬ|, so a question in a stratum of n_b questions
+carries 1/(|ℬ|·n_b) of the metric. Concentration: the ⌈|ℬ|/2⌉ sparsest strata (fewest questions; ties by
+index) hold at least half the weight; their k questions are a share x of all N. The warning fires when
+x ≤ :data:`WARN_QUESTION_SHARE`: a tenth of the questions or fewer carry half of SA-PPG.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """What the counts say about each question's true solve probability: a prior fitted to the cell itself.
 
-A readout gives c ~ Binomial(m, p) per question; p itself is never seen. The
-prior of p is estimated from all questions of the cell at once (Kiefer–Wolfowitz
-nonparametric maximum likelihood over a grid of p, fitted by EM), and each
-question's posterior of p given its count follows. The noise floor
-(:mod:`railsweep.metrics.floor`), the floor-corrected reading and the planner's
-populations (:mod:`railsweep.metrics.power`) are read from these posteriors.
-
-Steps of :func:`fit_prior`:
+A readout gives c ~ Binomial(m, p) per question; p is never seen. The prior of p is estimated from all the
+cell's questions at once (Kiefer–Wolfowitz nonparametric maximum likelihood on a grid, by EM), and each
+question's posterior follows; the noise floor, the floor-corrected reading and the planner's populations read
+them. Steps of :func:`fit_prior`:
   1. likelihood L[q, j] = Binomial(c_q; m_q, p_j) on the grid p_j (G points);
   2. EM on the grid weights w: posterior ∝ L·w, w ← mean posterior, ``iters`` times;
   3. posteriors of every question under the fitted w.
 
-:func:`fit_joint_prior` does the same for pairs (p_cl, p_x) of one question on a
-G×G grid, so a strategy's solve probability keeps its tie to the clean model's.
+:func:`fit_joint_prior` does the same for pairs (p_cl, p_x) on a G×G grid, so a strategy's solve probability
+keeps its tie to the clean model's.
 """
 
 from __future__ import annotations

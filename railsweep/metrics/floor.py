@@ -1,24 +1,21 @@
 """The binomial noise floor of every metric, and a floor-corrected reading of the |Δ| metrics.
 
-**Floor.** A mitigated model that restored M_cl exactly (p_x = p_cl on every question)
-still shows |Δ(q)| = |r_x(q) − r_cl(q)| > 0: two m-sample readouts of the same p differ
-by E|r̂₁ − r̂₂| (0.176 at p = 0.5, m = 10; 0.080 at m = 50). The floor of a metric is
-the value it takes for that perfect restoration, against the clean cell's own readout:
+**Floor.** A mitigated model that restored M_cl exactly (p_x = p_cl on every question) still shows
+|Δ(q)| = |r_x(q) − r_cl(q)| > 0: two m-sample readouts of the same p differ by E|r̂₁ − r̂₂| (0.176 at p = 0.5,
+m = 10; 0.080 at m = 50). The floor of a metric is its value for that perfect restoration against the clean
+cell's own readout; a figure at or below it cannot be told from a perfect restoration:
 
 1. fit the prior of p_cl to the clean counts (:func:`railsweep.metrics.empirical_bayes.fit_prior`);
-2. per question q, average over p ~ posterior(q) and c' ~ Binomial(m, p) the gap
-   (c' − c_cl(q))/m, its absolute value and its two signed parts;
-3. aggregate as the metric does: A-PPG (eq 5) and Δ± (eqs 8–10) as means, SA-PPG (eq 13)
-   and S-Δ± within the clean cell's own strata (eq 12), G-APP (eq 7) as E|mean gap| by
-   drawing; G-AP's greedy readout is deterministic, so its floor is 0.
+2. per question q, average over p ~ posterior(q) and c' ~ Binomial(m, p) the gap (c' − c_cl(q))/m, its
+   absolute value and its two signed parts;
+3. aggregate as the metric does: A-PPG (eq 5) and Δ± (eqs 8–10) as means, SA-PPG (eq 13) and S-Δ± within the
+   clean cell's strata (eq 12), G-APP (eq 7) as E|mean gap| by drawing; G-AP's greedy readout is
+   deterministic, so its floor is 0.
 
-A figure at or below its floor cannot be told from a perfect restoration.
-
-**Corrected reading.** :func:`corrected` estimates the noise-free gap |p_x − p_cl| of
-each question as its posterior mean under the joint prior of (p_cl, p_x)
-(:func:`railsweep.metrics.empirical_bayes.fit_joint_prior`); averaged as the metric
-does, it is much less biased than the paper's estimator at small m (its bias, by
-simulation, is in docs/metrics.md), at the price of leaning on the fitted prior.
+**Corrected reading.** :func:`corrected` estimates each question's noise-free gap |p_x − p_cl| as its posterior
+mean under the joint prior of (p_cl, p_x) (:func:`railsweep.metrics.empirical_bayes.fit_joint_prior`); averaged
+as the metric does, it is much less biased than the paper's estimator at small m (docs/metrics.md), at the
+price of leaning on the fitted prior.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Leave-one-question-out (jackknife) standard errors of the stratified metrics (SA-PPG, S-Δ±; eq 13).
 
-A stratified metric averages per-stratum means with the same weight 1/|ℬ| for every
-filled stratum. Its bootstrap standard error is too small where strata are sparse
-(a stratum of one question is redrawn as itself or vanishes, so its own variance is
-never seen): on simulated cells the bootstrap sd was 0.7–0.8 of the true one
-(docs/metrics.md). The jackknife deletes each question once and re-stratifies:
-deleting the only question of a stratum removes that stratum and changes |ℬ|, so the
-variance of sparse strata enters in full. Closed form, O(N), no random numbers:
+A stratified metric averages per-stratum means with weight 1/|ℬ| per filled stratum. Its bootstrap standard
+error is too small where strata are sparse (a one-question stratum is redrawn as itself or vanishes): on
+simulated cells the bootstrap sd was 0.7–0.8 of the true one (docs/metrics.md). The jackknife deletes each
+question once and re-stratifies, so deleting the only question of a stratum removes it and the variance of
+sparse strata enters in full. Closed form, O(N), no random numbers:
 
 1. per stratum b: sum S_b, count n_b, mean ȳ_b; θ = mean of ȳ_b over the K filled strata;
-2. deleting question q of stratum b: if n_b > 1, ȳ_b becomes (S_b − y_q)/(n_b − 1) and
-   θ_(q) = θ + (ȳ_b' − ȳ_b)/K; if n_b = 1 the stratum leaves and θ_(q) = (K·θ − ȳ_b)/(K − 1);
+2. deleting question q of stratum b: if n_b > 1, ȳ_b becomes (S_b − y_q)/(n_b − 1) and θ_(q) = θ + (ȳ_b' − ȳ_b)/K;
+   if n_b = 1 the stratum leaves and θ_(q) = (K·θ − ȳ_b)/(K − 1);
 3. se² = (N − 1)/N · Σ_q (θ_(q) − mean θ_(·))².
 """
 

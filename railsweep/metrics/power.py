@@ -1,25 +1,19 @@
 """The planner: the smallest difference between two strategies a design can detect, and the design a difference needs.
 
-A paired comparison of strategies a and b (same questions, same clean cell) detects a
-difference δ in a metric with power 1 − β at level α when |δ| ≥ (z_{1−α/2} + z_{1−β})·SE,
-SE the standard error of metric(a) − metric(b) at the design (n questions, m samples,
-B strata). SE comes from the pilot by simulation:
+A paired comparison of strategies a and b detects a difference δ with power 1 − β at level α when
+|δ| ≥ (z_{1−α/2} + z_{1−β})·SE, SE the standard error of metric(a) − metric(b) at the design (n, m, B):
 
-1. the pilot population (:class:`~railsweep.metrics.simulate.Population`): rows clean, a, b;
-   each question's p the posterior mean of its count (:mod:`railsweep.metrics.empirical_bayes`);
-   from cells of an earlier run (:func:`pilot_from_cells`: M_cl, Identity and a strategy), or
-   from an M_cl readout alone (:func:`pilot_from_clean`: a and b are two decoders of M_cl's
-   ability whose greedy verdicts are independent Bernoulli(p) draws, so the figure is the
-   noise-only lower bound a real pair of strategies can only raise);
+1. the pilot population (:class:`~railsweep.metrics.simulate.Population`): rows clean, a, b, each question's p
+   the posterior mean of its count (:mod:`railsweep.metrics.empirical_bayes`); from cells of an earlier run
+   (:func:`pilot_from_cells`), or from an M_cl readout alone (:func:`pilot_from_clean`: a and b two decoders of
+   M_cl's ability with independent greedy draws, so the figure is a noise-only lower bound);
 2. ``reps`` cells simulated at the design; SE = the sd of metric(a) − metric(b) over them;
-3. MDE = (z_{1−α/2} + z_{1−β})·SE; for SA-PPG, whose printed interval is the jackknife with a
-   calibrated critical value (:mod:`railsweep.metrics.selfcheck`), MDE = h + z_{1−β}·SE with h
-   the mean half-width that interval prints at the design (where the sparse strata make the
-   jackknife under-cover, h is wider than z·SE and the design detects less);
+3. MDE = (z_{1−α/2} + z_{1−β})·SE; for SA-PPG, MDE = h + z_{1−β}·SE with h the mean half-width its calibrated
+   jackknife interval prints at the design (wider than z·SE where sparse strata make the jackknife under-cover);
 4. for a target MDE, the questions it needs at each m from MDE ∝ 1/√n at ``n0`` questions.
 
-The stratified metrics also get the interval check of :mod:`railsweep.metrics.selfcheck`:
-a design where the interval would be withheld is flagged "too small".
+A design where a stratified interval would be withheld (:mod:`railsweep.metrics.selfcheck`) is flagged "too
+small".
 """
 
 from __future__ import annotations
@@ -117,16 +111,8 @@ def _mde(pop, n, m, B, rng, alpha, power) -> tuple[dict[str, float], float]:
     return mde, check.coverage
 
 
-def questions_needed(
-    pop: Population,
-    target: float,
-    m: int,
-    B: int,
-    rng: np.random.Generator,
-    n0: int = 200,
-    alpha: float = 0.05,
-    power: float = 0.8,
-) -> dict[str, int]:
+def questions_needed(pop: Population, target: float, m: int, B: int, rng: np.random.Generator, n0: int = 200,
+                     alpha: float = 0.05, power: float = 0.8) -> dict[str, int]:  # fmt: skip
     """Questions needed at m for an MDE of ``target`` per planned metric (MDE ∝ 1/√n from a run at n0)."""
     if not target > 0:
         raise ConfigError(f"--mde must be positive, got {target!r}")

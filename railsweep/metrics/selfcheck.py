@@ -1,28 +1,20 @@
 """Does a stratified interval hold at this cell's size? A simulation from the cell's own fitted population.
 
-The jackknife interval of SA-PPG and S-Δ± (:mod:`railsweep.metrics.jackknife`)
-covers at its stated rate where the clean model's strata are stable; where a sparse
-stratum is filled in some draws of the questions and empty in others, the estimator
-jumps between two values and no symmetric interval around one draw covers its
-average (docs/metrics.md, "When no interval is printed"). Whether that happens
-depends on the population, so each cell is checked on a population that looks like it:
+The jackknife interval of SA-PPG and S-Δ± (:mod:`railsweep.metrics.jackknife`) covers at its stated rate where
+the clean model's strata are stable; where a sparse stratum is filled in some draws of the questions and empty
+in others, the estimator jumps between two values and no symmetric interval around one draw covers its average.
+Each cell is therefore checked on a population that looks like it:
 
-1. the population: the cell's questions, each model's p the posterior mean of its
-   count under that model's fitted prior (:mod:`railsweep.metrics.empirical_bayes`), spread to
-   the prior's variance (constrained Bayes: posterior means alone are narrower than the
-   population, so its sparse strata would fill less often than the real ones), greedy
-   verdicts as observed;
-2. the design value of each stratified metric at the cell's (n, m, B): the mean over
-   ``design_reps`` simulated cells;
-3. ``reps`` simulated cells, each with its studentized error T = (θ̂ − θ)/se (jackknife se);
-   the **check** is the share with |T| within the t quantile (the plain jackknife t-interval's
-   coverage), the **calibrated critical value** the (1 − α) quantile of |T| (a parametric
-   bootstrap-t: Efron & Tibshirani 1993, ch. 12; Hall 1992, §3.10).
+1. the population: the cell's questions, each model's p its constrained-Bayes posterior mean under that model's
+   fitted prior (:mod:`railsweep.metrics.empirical_bayes`: posterior means alone are narrower than the
+   population, so its sparse strata would fill less often than the real ones), greedy verdicts as observed;
+2. the design value of each stratified metric at the cell's (n, m, B): the mean over ``design_reps`` cells;
+3. ``reps`` simulated cells, each with its studentized error T = (θ̂ − θ)/se (jackknife se); the **check** is
+   the share with |T| within the t quantile (the plain t-interval's coverage), the **calibrated critical
+   value** the (1 − α) quantile of |T| (a parametric bootstrap-t: Efron & Tibshirani 1993, ch. 12).
 
-An interval is printed when the check is at least :data:`CHECK_MIN` (below it the sparse strata
-toggle and the design is reported too small), as θ̂ ± calibrated value × se: on the coverage grid
-of docs/metrics.md the t quantile alone covered 0.87–0.99 by design, the calibrated value brings
-the rows into the stated band.
+An interval is printed, as θ̂ ± calibrated value × se, when the check is at least :data:`CHECK_MIN`; what that
+covers, and where it still falls short, is in docs/metrics.md ("Coverage, measured").
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
 """Cells drawn where the truth is known: a population of questions, designs (n, m, B), exact estimands.
 
-A :class:`Population` holds, for K models (row 0 the clean model M_cl, the others
-strategies applied to M_co) and P questions, every question's true solve
-probability ``p`` (K, P) and its greedy 0/1 readout ``greedy`` (K, P) (greedy
-decoding is deterministic, so a question's greedy verdict is part of its truth).
-A *design* draws n questions with replacement from the population and, for each
-model, c ~ Binomial(m, p) per question (:func:`draw_counts`); the paper's
-estimators are then computed on r = c/m exactly as on a real cell.
+A :class:`Population` holds, for K models (row 0 the clean model M_cl, the others strategies applied to M_co)
+and P questions, every question's true solve probability ``p`` (K, P) and its greedy 0/1 readout ``greedy``
+(K, P). A *design* draws n questions with replacement and, per model, c ~ Binomial(m, p) per question
+(:func:`draw_counts`); the paper's estimators are then computed on r = c/m exactly as on a real cell. Three
+values of each metric (docs/metrics.md, "What an interval covers"):
 
-Three values of each metric are defined here (docs/metrics.md, "What an interval
-covers"):
-
-1. **the design value** ``E[θ̂ | n, m, B]``: what the paper's estimator reads on
-   average at the design (Monte Carlo over cells of :func:`draw_counts`:
-   :func:`railsweep.metrics.selfcheck.simulated_coverage`, bench/interval_coverage.py). It
-   carries the binomial noise floor of m samples and, for the stratified metrics,
-   the loss of sparse strata at n questions. Every interval railsweep prints claims
-   to cover this value.
-2. **the large-sample value** at (m, B): the same estimator over infinitely many
-   questions (:func:`limit_values`, exact binomial sums over the population).
-3. **the noise-free value**: the metric on the exact p's, strata of p_cl
-   (:func:`noise_free_values`): what an infinitely large m would read.
+1. **the design value** ``E[θ̂ | n, m, B]``, what every printed interval claims to cover: the estimator's average
+   at the design, with the binomial noise floor of m samples and the loss of sparse strata at n questions
+   (Monte Carlo: :mod:`railsweep.metrics.selfcheck`, bench/interval_coverage.py);
+2. **the large-sample value** at (m, B): the estimator over infinitely many questions (:func:`limit_values`);
+3. **the noise-free value**: the metric on the exact p's, strata of p_cl (:func:`noise_free_values`).
 
 The floor of a metric is the gap between 1 and 3 that comes from the readouts alone.
 """

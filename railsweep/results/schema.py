@@ -1,37 +1,12 @@
 """The on-disk results format, version 1: one per-question table per evaluated cell.
 
-A cell ``<id>`` (``CellConfig.cell_id``) is stored as two Parquet files in one directory:
-
-``<id>.parquet`` — one row per question, sorted by ``question_index``:
-
-=================  ==============  =====================================================
-column             Arrow type      meaning
-=================  ==============  =====================================================
-question_index     int64           0-based index in the evaluation split
-leaked             bool, nullable  whether M_co saw the question; null when unknown
-c                  int64           correct responses counted toward the solve probability
-m                  int64           its denominator (TED: samples kept; may be 0)
-solve_prob         float64         c / m (0 when m = 0), method.md eq. (1)
-r01                int64           0/1 readout of the first sample, eq. (1)
-n_strict           int64           responses whose answer the strict rule extracted
-n_flexible         int64           ... the flexible (last number) fallback extracted
-n_none             int64           ... from which no answer was extracted
-x_<name>           int64/float64   strategy extras (e.g. ``x_triggers``), nullable
-=================  ==============  =====================================================
-
-``<id>.responses.parquet`` — one row per decoded response: ``question_index`` int64, ``sample_index`` int64
-(0..m-1; -1 = the greedy trajectory a strategy decoded first, when it did), ``text`` string, ``token_ids``
-list<int64>, ``pred`` string (nullable), ``rule`` string (nullable), ``correct`` bool (nullable; null for the
-ungraded greedy row), ``finish_reason`` string, ``triggers`` int64.
-
-Both files carry Parquet key-value metadata (UTF-8 JSON values): ``railsweep.schema_version`` (``"1"``),
-``railsweep.kind`` (``"questions"`` or ``"responses"``), ``railsweep.cell_id``, ``railsweep.cell`` (the
-resolved ``CellConfig.to_dict()``, where ``answer_rule`` appears only when it is not the default ``final``),
-``railsweep.provenance`` (git commit + dirty flag, package versions, sha256 of the data files) and, for every
-cell :func:`railsweep.evaluate.evaluate_cell` writes, ``railsweep.grading`` (:class:`RuleAgreement`: the rule
-the cell was graded under and, over its graded responses, the correct count under every rule and how the rules
-differ). Readers refuse any other schema version. Adding a column or key is version 1 compatible only if
-readers may ignore it; anything else bumps :data:`SCHEMA_VERSION`.
+A cell ``<id>`` (``CellConfig.cell_id``) is two Parquet files in one directory: ``<id>.parquet``, one row per
+question sorted by ``question_index`` (:data:`QUESTION_FIELDS`, plus strategy extras ``x_<name>``), and
+``<id>.responses.parquet``, one row per decoded response (:data:`RESPONSE_FIELDS`); both carry ``railsweep.*``
+key-value metadata (schema version, kind, cell id, the resolved cell, provenance and, for cells
+:func:`railsweep.evaluate.evaluate_cell` writes, the grading record :class:`RuleAgreement`).
+docs/results-schema.md describes every column and key. Readers refuse any other schema version; adding a column
+or key is version 1 compatible only if readers may ignore it, anything else bumps :data:`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """The engine pool: how many engine actors a sweep starts per family, and which of them decodes a cell.
 
 Layout (:func:`engine_layout`): on CPU one engine actor per core, one torch thread each (two threads in one
-decoding process ran 8-12x slower than one on a shared 2-core machine, 1.08x slower even on a quiet one); on
-GPU one per GPU; the units dealt out over the families (the most cells left first), at least one each;
+decoding process ran 8-12x slower than one on a shared 2-core machine, 1.08x slower on a quiet one); on GPU one
+per GPU; the units dealt out over the families (the most cells left first), at least one each;
 ``resources.engine_replicas`` fixes the count instead (every engine holds its own copy of the model).
 
 Dispatch (:class:`EnginePool`, one async actor per sweep): a trial gets the first free engine of its cell's
-family, or waits in a first-come queue, and gives it back once the cell is decoded, so a cell never queues on
-a busy engine. An engine holding a cell may also borrow its family's idle engines for a share of the cell's
-one-off work (:meth:`EnginePool.lend`): a borrow never waits and never takes an engine a cell waits for.
-
-An engine whose family has no cell left moves to the family with the most cells left per engine (``cells``,
-counted down as trials release with ``finished``), so the family that finishes first leaves no core idle;
-off (``cells`` None) where an engine cannot change its model (vLLM keeps its GPU memory).
-
-A lease is keyed by cell id: a retried trial gets the engine its cell already held, so a dead trial strands
-no engine. Which engine decodes a cell never changes its samples (``tests/test_engine_placement.py``).
+family, or waits in a first-come queue, and gives it back once the cell is decoded. An engine holding a cell
+may borrow its family's idle engines for a share of the cell's one-off work (:meth:`EnginePool.lend`), never
+waiting and never taking an engine a cell waits for. An engine whose family has no cell left moves to the
+family with the most cells left per engine (off where an engine cannot change its model: vLLM keeps its GPU
+memory). A lease is keyed by cell id, so a retried trial gets the engine its cell already held. Which engine
+decodes a cell never changes its samples (``tests/test_engine_placement.py``).
 """
 
 from __future__ import annotations
