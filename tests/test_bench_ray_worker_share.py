@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,6 @@ def test_the_bench_reports_every_way_from_a_real_ray_head(capsys):
     for way in out["ways"].values():
         # shares and seconds are measurements (a share sampled from /proc over a second overshoots 1 by jitter):
         # the test checks that each is reported as a finite, non-negative number, the bench says what they are
-        assert way["worker_nice"] == 15
+        assert way["worker_nice"] == min(os.nice(0) + 15, 19)  # Ray adds 15 to the niceness it was started at
         for key in ("worker_share_while_shared", "competitor_cpu_s", "competitor_wall_s"):
             assert math.isfinite(way[key]) and way[key] >= 0.0, (key, way)
