@@ -15,14 +15,16 @@ _NO_AGENT = "No available agent to submit job"
 
 
 def submit_job(address: str, entrypoint: list[str], *, working_dir: str | Path | None = None,
-               env_vars: dict[str, str] | None = None, no_wait: bool = False, stream=None,
-               agent_wait_s: float = 120.0) -> int:  # fmt: skip
+               env_vars: dict[str, str] | None = None, submission_id: str | None = None, no_wait: bool = False,
+               stream=None, agent_wait_s: float = 120.0) -> int:  # fmt: skip
     """``ray job submit`` (streams the job's logs unless ``no_wait``); returns the CLI's exit code.
     ``working_dir`` is uploaded for the job to run in; None uploads nothing (the job runs installed code)."""
     cmd = [exe("ray"), "job", "submit", "--address", address,
            "--runtime-env-json", json.dumps({"env_vars": env_vars or {}})]  # fmt: skip
     if working_dir is not None:
         cmd += ["--working-dir", str(working_dir)]
+    if submission_id:
+        cmd += ["--submission-id", submission_id]
     if no_wait:
         cmd.append("--no-wait")
     # Ray's own lines (submitted, succeeded) carry ANSI colours even into a pipe unless told otherwise
