@@ -48,20 +48,17 @@ def gain_frame(gains: pd.DataFrame) -> pd.DataFrame:
 def fits_frame(fits: pd.DataFrame) -> pd.DataFrame:
     """The native per-token NLL fits ``E + A t^-alpha`` per group × model × leaked/unleaked, with CIs and
     the regime."""
-    f = (
-        fits[fits["kind"] == "native"]
-        .sort_values(["family", "domain", "model", "group"])
-        .reset_index(drop=True)
-    )
+    f = (fits[fits["kind"] == "native"]
+         .sort_values(["family", "domain", "model", "group"])
+         .reset_index(drop=True))  # fmt: skip
     out = {c: f[c] for c in ("family", "domain", "model", "group")}
     out |= {"items": f["n_items"], "E": _ci(f, "E", 3), "A": _ci(f, "A"), "alpha": _ci(f, "alpha"),
             "regime": f["regime"]}
     return pd.DataFrame(out)
 
 
-def prediction_frame(
-    accuracy: pd.DataFrame, predictor: str = "p_group", target: str = "solve", subset: str = "all"
-) -> pd.DataFrame:
+def prediction_frame(accuracy: pd.DataFrame, predictor: str = "p_group", target: str = "solve",
+                     subset: str = "all") -> pd.DataFrame:  # fmt: skip
     """Predicted P(T) (``predictor``; ``p_group``: the group fit with alpha_eff = alpha/tau) against the
     observed ``target`` per group, model and tau: means, mean absolute error and Spearman rank correlation."""
     a = accuracy[
@@ -96,10 +93,8 @@ def figures(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> dict[str
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     for fam, dom in groups(tables):
-        gains, pred = (
-            tables[n][(tables[n]["family"] == fam) & (tables[n]["domain"] == dom)]
-            for n in ("gains", "predictions")
-        )
+        gains, pred = (tables[n][(tables[n]["family"] == fam) & (tables[n]["domain"] == dom)]
+                       for n in ("gains", "predictions"))  # fmt: skip
         drawn = [(f"gain_vs_tau_{fam}_{dom}", plots.gain_vs_tau(gains)),
                  (f"calibration_{fam}_{dom}", plots.calibration(pred, "p_group", "solve"))]  # fmt: skip
         if "replicas" in tables:

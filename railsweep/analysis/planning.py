@@ -58,11 +58,9 @@ def load_pilot(folder: str | Path, rng: np.random.Generator) -> tuple[Population
     fam, dom = settings[0] if settings else (sorted(clean)[0], "")
     cpath, cdf = clean[fam]
     m = _single_m(cdf, Path(cpath))
-    same = [
-        (c, df)
-        for _, c, df in cells
-        if c.role == "mitigated" and (c.family or "", c.domain or "") == (fam, dom)
-    ]
+    same = [(c, df)
+            for _, c, df in cells
+            if c.role == "mitigated" and (c.family or "", c.domain or "") == (fam, dom)]  # fmt: skip
     ident = [x for x in same if x[0].strategy == "identity"]
     others = sorted((x for x in same if x[0].strategy != "identity"),
                     key=lambda x: x[0].strategy != "railcap")  # fmt: skip
@@ -84,9 +82,8 @@ def load_pilot(folder: str | Path, rng: np.random.Generator) -> tuple[Population
     return pop, f"{where}: M_cl alone, {len(cdf)} questions at m = {m} (noise-only lower bound)"
 
 
-def plans(
-    pop: Population, designs: list[tuple[int, int, int]], rng: np.random.Generator, alpha: float, power: float
-) -> list[Plan]:
+def plans(pop: Population, designs: list[tuple[int, int, int]], rng: np.random.Generator, alpha: float,
+          power: float) -> list[Plan]:  # fmt: skip
     return [plan(pop, n, m, B, rng, alpha, power) for n, m, B in designs]
 
 

@@ -39,9 +39,8 @@ def _paired(clean: pd.DataFrame, mitigated: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def scatter_clean_vs_mitigated(
-    clean: pd.DataFrame, mitigated: pd.DataFrame, path: str | Path, title: str = ""
-) -> Path:
+def scatter_clean_vs_mitigated(clean: pd.DataFrame, mitigated: pd.DataFrame, path: str | Path,
+                               title: str = "") -> Path:  # fmt: skip
     """One marker per (r_cl, r_co) point, its area the number of questions there (solve probabilities sit on the
     c/m grid, so many questions share a point); leaked questions orange, unleaked blue, side by side."""
     plt = _plt()
@@ -85,9 +84,8 @@ def sappg_bars(scores: pd.DataFrame, path: str | Path, metric: str = "SA-PPG") -
     return _save(fig, path)
 
 
-def stratum_deltas(
-    clean: pd.DataFrame, mitigated: Mapping[str, pd.DataFrame], path: str | Path, B: int = 50, title: str = ""
-) -> Path:
+def stratum_deltas(clean: pd.DataFrame, mitigated: Mapping[str, pd.DataFrame], path: str | Path, B: int = 50,
+                   title: str = "") -> Path:  # fmt: skip
     """S-Δ+ (up) and S-Δ− (down) per stratum of r_cl, one line per strategy (empty strata are gaps)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 3.6))

@@ -36,12 +36,10 @@ def cells_frame(sweep: SweepRecord) -> pd.DataFrame:
     rows = []
     for c in sweep.cells:
         df = c.questions if c.finished else None
-        rows.append({
-            "cell_id": c.cell_id, "role": c.role, "family": c.family, "domain": c.domain,
-            "strategy": c.label, "clean_id": c.clean_id, "status": c.status,
-            "n_questions": None if df is None else len(df),
-            "mean_solve_prob": None if df is None else float(df["solve_prob"].mean()),
-        })  # fmt: skip
+        rows.append({"cell_id": c.cell_id, "role": c.role, "family": c.family, "domain": c.domain,
+                     "strategy": c.label, "clean_id": c.clean_id, "status": c.status,
+                     "n_questions": None if df is None else len(df),
+                     "mean_solve_prob": None if df is None else float(df["solve_prob"].mean())})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -56,9 +54,8 @@ def _reusable(cell: CellRecord, clean: CellRecord, B: int, n_boot: int, seed: in
     )
 
 
-def score_sweep(
-    sweep: SweepRecord, *, B: int | None = None, n_boot: int | None = None, seed: int | None = None
-) -> list[dict[str, Any]]:
+def score_sweep(sweep: SweepRecord, *, B: int | None = None, n_boot: int | None = None,
+                seed: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Every finished mitigated cell against its finished clean reference (the sweep's scoring settings unless
     overridden), as the cell dicts :mod:`railsweep.analysis.tables` takes. The scores its trial logged are reused
     when they hold (each pair is bootstrapped once)."""
@@ -74,11 +71,9 @@ def score_sweep(
             score = with_occupancy(c.scores, clean.questions)  # MLflow holds numbers, not the strata list
         else:
             score = score_pair(clean.questions, c.questions, B=B, n_boot=n_boot, seed=seed)
-        scored.append({
-            "cell_id": c.cell_id, "clean_id": c.clean_id, "family": c.family, "domain": c.domain,
-            "strategy": c.label, "strategy_name": c.strategy, "params": c.config.get("strategy_params"),
-            "score": score,
-        })  # fmt: skip
+        scored.append({"cell_id": c.cell_id, "clean_id": c.clean_id, "family": c.family, "domain": c.domain,
+                       "strategy": c.label, "strategy_name": c.strategy, "params": c.config.get("strategy_params"),
+                       "score": score})  # fmt: skip
     return scored
 
 
@@ -113,10 +108,9 @@ def gap_vs_sappg(scored: Sequence[Mapping[str, Any]], primary: Sequence[str]) ->
             continue
         sc = s["score"]
         a, g = sc["a_ppg"]["value"], sc["g_app"]["value"]
-        rows.append({
-            "strategy": s["strategy"], "G-AP": sc["g_ap"]["value"], "G-APP": g, "A-PPG": a,
-            "SA-PPG": sc["sa_ppg"]["value"], "cancelled share": (1 - g / a) if a > 0 else float("nan"),
-        })  # fmt: skip
+        rows.append({"strategy": s["strategy"], "G-AP": sc["g_ap"]["value"], "G-APP": g, "A-PPG": a,
+                     "SA-PPG": sc["sa_ppg"]["value"],
+                     "cancelled share": (1 - g / a) if a > 0 else float("nan")})  # fmt: skip
     return pd.DataFrame(rows, columns=["strategy", "G-AP", "G-APP", "A-PPG", "SA-PPG", "cancelled share"])
 
 
@@ -140,20 +134,17 @@ def paired_against_identity(sweep: SweepRecord, scored: Sequence[Mapping[str, An
             d = paired_difference(by_id[s["clean_id"]].questions, by_id[s["cell_id"]].questions,
                                   by_id[ref["cell_id"]].questions, metric, B=sc["B"], n_boot=sc["n_boot"],
                                   seed=sc["seed"])  # fmt: skip
-            rows.append({
-                "cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]), "strategy": s["strategy"],
-                "metric": LABELS[metric], "value": d["value_a"], "Identity": d["value_b"],
-                **{k: d[k] for k in PAIRED_COLUMNS[6:]},
-            })  # fmt: skip
+            rows.append({"cell_id": s["cell_id"], "setting": setting_label(s["family"], s["domain"]),
+                         "strategy": s["strategy"], "metric": LABELS[metric], "value": d["value_a"],
+                         "Identity": d["value_b"], **{k: d[k] for k in PAIRED_COLUMNS[6:]}})  # fmt: skip
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
 CHANGE_COLUMNS = ["question_index", "leaked", "r_cl", "r_identity", "r_strategy", "gain"]
 
 
-def question_changes(
-    sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], strategy: str, setting: tuple[str, str | None] | None = None
-) -> pd.DataFrame:
+def question_changes(sweep: SweepRecord, scored: Sequence[Mapping[str, Any]], strategy: str,
+                     setting: tuple[str, str | None] | None = None) -> pd.DataFrame:  # fmt: skip
     """The questions behind a paired difference (one setting, default the primary): M_cl's, Identity's and the
     strategy's solve rates and ``gain`` = |Δ_Identity| − |Δ_strategy| (Δ = r − r_cl; > 0: a question gained),
     most gained first; A-PPG(strategy) − A-PPG(Identity) is minus the column's mean."""

@@ -15,9 +15,8 @@ from railsweep.results.readouts import aligned_readouts
 
 
 def score_pair(
-    clean: pd.DataFrame, mitigated: pd.DataFrame, B: int = 50, n_boot: int = 1000, seed: int = 0,
-    alpha: float = 0.05,
-) -> dict[str, Any]:
+    clean: pd.DataFrame, mitigated: pd.DataFrame, B: int = 50, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
+) -> dict[str, Any]:  # fmt: skip
     """Every aggregate of ``mitigated`` against ``clean`` with its checked interval, noise floor and corrected
     reading: :func:`railsweep.metrics.score_counts`'s dict plus ``seed``. Same inputs and seed -> same numbers."""
     r = aligned_readouts(clean=clean, mitigated=mitigated)
@@ -27,10 +26,8 @@ def score_pair(
     return out
 
 
-def paired_difference(
-    clean: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, metric: str, B: int = 50, n_boot: int = 1000,
-    seed: int = 0, alpha: float = 0.05,
-) -> dict[str, Any]:
+def paired_difference(clean: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, metric: str, B: int = 50,
+                      n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
     """``metric(a) − metric(b)`` against the same clean model, CI from shared resampled questions; verdict
     "lower" means a is closer to M_cl than b on this metric."""
     r = aligned_readouts(clean=clean, a=a, b=b)

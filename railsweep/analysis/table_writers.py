@@ -50,10 +50,8 @@ def to_html_page(table: Table) -> str:
     """:func:`to_html` as a whole page that declares its encoding (UTF-8), so that a browser opening the file (an
     MLflow artifact, say) reads "×" and "Δ" as written."""
     title = html.escape(table.title or "railsweep table")
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n</head>\n'
-        f"<body>\n{to_html(table)}</body>\n</html>\n"
-    )
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n</head>\n'
+            f"<body>\n{to_html(table)}</body>\n</html>\n")  # fmt: skip
 
 
 def to_csv(table: Table | pd.DataFrame) -> str:

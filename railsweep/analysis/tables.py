@@ -69,17 +69,14 @@ def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return cells
 
 
-def _one_setting(
-    cells: list[Mapping[str, Any]], family: str | None, domain: str | None
-) -> list[Mapping[str, Any]]:
+def _one_setting(cells: list[Mapping[str, Any]], family: str | None,
+                 domain: str | None) -> list[Mapping[str, Any]]:  # fmt: skip
     settings = list(dict.fromkeys((str(c["family"]), str(c["domain"])) for c in cells))
     chosen = [s for s in settings if family in (None, s[0]) and domain in (None, s[1])]
     if len(chosen) != 1:
         what = "no" if not chosen else "several"
-        raise ConfigError(
-            f"{what} settings match family={family!r}, domain={domain!r}; available: "
-            + (", ".join(f"{f} × {d}" for f, d in settings) or "none")
-        )
+        raise ConfigError(f"{what} settings match family={family!r}, domain={domain!r}; available: "
+                          + (", ".join(f"{f} × {d}" for f, d in settings) or "none"))  # fmt: skip
     return [c for c in cells if (str(c["family"]), str(c["domain"])) == chosen[0]]
 
 
@@ -106,9 +103,8 @@ def _with_floor_row(values: dict, rows: list[str], floors: dict[str, tuple[float
     return [*rows, FLOOR_ROW]
 
 
-def _row_order(
-    labels: Sequence[str], rows: Sequence[str] | None, exclude: frozenset[str] = frozenset()
-) -> list[str]:
+def _row_order(labels: Sequence[str], rows: Sequence[str] | None,
+               exclude: frozenset[str] = frozenset()) -> list[str]:  # fmt: skip
     if rows is None:
         return [r for r in dict.fromkeys(labels) if r not in exclude]
     unknown = [r for r in rows if r not in labels]
@@ -117,18 +113,14 @@ def _row_order(
     return list(rows)
 
 
-def _assemble(
-    title: str, values: dict[tuple[str, str], tuple[float, float, float]], rows: list[str], cols: list[str],
-    best_cols: Iterable[str], digits: int, ci_digits: int,
-) -> Table:
-    numeric = pd.DataFrame(
-        [[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
-        index=pd.Index(rows, name="strategy"), columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
-        dtype=float,
-    )  # fmt: skip
+def _assemble(title: str, values: dict[tuple[str, str], tuple[float, float, float]], rows: list[str], cols: list[str],
+              best_cols: Iterable[str], digits: int, ci_digits: int) -> Table:  # fmt: skip
+    numeric = pd.DataFrame([[values.get((r, c), (np.nan,) * 3)[k] for c in cols for k in range(3)] for r in rows],
+                           index=pd.Index(rows, name="strategy"),
+                           columns=pd.MultiIndex.from_tuples([(c, s) for c in cols for s in STATS]),
+                           dtype=float)  # fmt: skip
     formatted = pd.DataFrame(
-        [[format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols]
-         for r in rows],
+        [[format_estimate(*values.get((r, c), (np.nan,) * 3), digits, ci_digits) for c in cols] for r in rows],
         index=pd.Index(rows, name="strategy"), columns=cols,
     )  # fmt: skip
     best = pd.DataFrame(False, index=formatted.index, columns=cols)
@@ -141,11 +133,10 @@ def _assemble(
     return Table(title=title, formatted=formatted, numeric=numeric, best=best)
 
 
-def metric_table(
-    cells: Iterable[Mapping[str, Any]], metrics: Sequence[str], *, family: str | None = None,
-    domain: str | None = None, rows: Sequence[str] | None = None, best_metrics: Sequence[str] | None = None,
-    exclude: frozenset[str] = frozenset(), title: str = "", digits: int = 4, ci_digits: int = 2,
-) -> Table:
+def metric_table(cells: Iterable[Mapping[str, Any]], metrics: Sequence[str], *, family: str | None = None,
+                 domain: str | None = None, rows: Sequence[str] | None = None,
+                 best_metrics: Sequence[str] | None = None, exclude: frozenset[str] = frozenset(), title: str = "",
+                 digits: int = 4, ci_digits: int = 2) -> Table:  # fmt: skip
     """Rows = strategies of ONE setting, columns = ``metrics`` (their display labels)."""
     unknown = [m for m in metrics if m not in LABELS]
     if unknown:
@@ -182,8 +173,7 @@ def _setting_table(metrics: list[str], title: str, doc: str, best: list[str] | N
 
 table1 = _setting_table(
     ["g_ap", "sa_ppg"], "Table 1: G-AP and SA-PPG of the same responses",
-    "Table 1: G-AP vs SA-PPG for one setting (paper: Llama-2 × GSM8K); All-Zero left out by default.",
-    refs=False,
+    "Table 1: G-AP vs SA-PPG for one setting (paper: Llama-2 × GSM8K); All-Zero left out by default.", refs=False,
 )  # fmt: skip
 table2 = _setting_table(
     ["delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg"], "Table 2: components of the per-question gap",
@@ -192,15 +182,12 @@ table2 = _setting_table(
 )  # fmt: skip
 table4 = _setting_table(
     ["s_delta_plus", "s_delta_minus", "sa_ppg"], "Table 4: RailCap ablation (stratified components)",
-    "Table 4: RailCap n sweep, ban, All-Zero: S-Δ+, S-Δ−, SA-PPG; best marked on SA-PPG only.",
-    best=["sa_ppg"],
+    "Table 4: RailCap n sweep, ban, All-Zero: S-Δ+, S-Δ−, SA-PPG; best marked on SA-PPG only.", best=["sa_ppg"],
 )  # fmt: skip
 
 
-def table3(
-    cells: Iterable[Mapping[str, Any]], *, metric: str = "sa_ppg", rows: Sequence[str] | None = None,
-    title: str = "Table 3: SA-PPG across settings", digits: int = 4, ci_digits: int = 2,
-) -> Table:
+def table3(cells: Iterable[Mapping[str, Any]], *, metric: str = "sa_ppg", rows: Sequence[str] | None = None,
+           title: str = "Table 3: SA-PPG across settings", digits: int = 4, ci_digits: int = 2) -> Table:  # fmt: skip
     """Table 3: one metric, rows = strategies, columns = settings "{domain} × {family}" (domain-major)."""
     if metric not in LABELS:
         raise ConfigError(f"unknown metric {metric!r}; known: {list(LABELS)}")
@@ -223,9 +210,8 @@ def table3(
     return dataclasses.replace(table, notes=notes)
 
 
-def table_cells(
-    scored: Sequence[Mapping[str, Any]], primary: Sequence[str]
-) -> dict[str, list[Mapping[str, Any]]]:
+def table_cells(scored: Sequence[Mapping[str, Any]],
+                primary: Sequence[str]) -> dict[str, list[Mapping[str, Any]]]:  # fmt: skip
     """The scored cells each of Tables 1–4 (and the figures) shows: the one place that decides which rows go
     where. Tables 1, 2 and 4 use the primary setting, Table 3 every setting; the registration picks the rows
     (:func:`railsweep.strategy_registry.in_table`)."""

@@ -11,17 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_NAMES = {
-    "DetectInputs": "railsweep.detection.base",
-    "Item": "railsweep.detection.base",
-    "Scores": "railsweep.detection.base",
-    "build_detector": "railsweep.detection.base",
-    "known_detectors": "railsweep.detection.base",
-    "make_config": "railsweep.detection.base",
-    "Thresholding": "railsweep.detection.scoring",
-    "calibrate_threshold": "railsweep.detection.scoring",
-    "detect": "railsweep.detection.run",
-}
+_NAMES = {"DetectInputs": "railsweep.detection.base", "Item": "railsweep.detection.base",
+          "Scores": "railsweep.detection.base", "build_detector": "railsweep.detection.base",
+          "known_detectors": "railsweep.detection.base", "make_config": "railsweep.detection.base",
+          "Thresholding": "railsweep.detection.scoring", "calibrate_threshold": "railsweep.detection.scoring",
+          "detect": "railsweep.detection.run"}  # fmt: skip
 __all__ = sorted(_NAMES)
 
 

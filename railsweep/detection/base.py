@@ -104,19 +104,8 @@ DETECTORS = Registry("detector", "railsweep.detection.builtins")
 register = DETECTORS.register  # class decorator: ``@register("ngram", NgramConfig)``
 
 
-def known_detectors() -> list[str]:
-    return DETECTORS.known()
-
-
-def detector_classes(name: str) -> tuple[type, type]:
-    """(detector class, config class) for a registered name; unknown name -> ConfigError."""
-    return DETECTORS.classes(name)
-
-
-def make_config(name: str, params: dict[str, Any] | None = None) -> Any:
-    """Validate ``params`` against the detector's config dataclass and build it."""
-    return DETECTORS.make_config(name, params)
-
-
-def build_detector(name: str, params: dict[str, Any] | None = None) -> Detector:
-    return DETECTORS.build(name, params)
+# the registry's own methods under the names the package exports
+known_detectors = DETECTORS.known
+detector_classes = DETECTORS.classes  # (detector class, config class); unknown name -> ConfigError
+make_config = DETECTORS.make_config  # ``params`` checked against the detector's config dataclass
+build_detector = DETECTORS.build

@@ -83,16 +83,12 @@ def responses_by_question(path) -> dict[int, tuple[list[int], list[list[int]]]]:
     df = read_responses(path)
     plain = [r.name for r in with_role("plain_samples")]  # cells whose samples are the model's own, unaltered
     if cell is not None and cell.strategy not in plain:
-        raise DataError(
-            f"--responses {path}: a {cell.strategy!r} cell's samples are not the model's own samples; "
-            f"CDD needs a cell of {', '.join(plain)}"
-        )
+        raise DataError(f"--responses {path}: a {cell.strategy!r} cell's samples are not the model's own samples; "
+                        f"CDD needs a cell of {', '.join(plain)}")  # fmt: skip
     greedy = df[df.sample_index == -1]
     if greedy.empty:
-        raise DataError(
-            f"--responses {path}: no greedy rows (sample_index -1); a 'ted' cell records them, "
-            "or omit --responses and let CDD decode"
-        )
+        raise DataError(f"--responses {path}: no greedy rows (sample_index -1); a 'ted' cell records them, "
+                        "or omit --responses and let CDD decode")  # fmt: skip
     samples = df[df.sample_index >= 0].sort_values(["question_index", "sample_index"])
     by_q = {q: [list(map(int, ids)) for ids in g.token_ids] for q, g in samples.groupby("question_index")}
     pairs = zip(greedy.question_index, greedy.token_ids)
@@ -135,9 +131,8 @@ def decode_responses(items: Sequence[Item], inputs: DetectInputs, config: CDDCon
     adapters = {"evaluated": inputs.adapter} if inputs.adapter else {}
     engine = TransformersEngine(inputs.model, adapters=adapters, device=inputs.device)
     c = config
-    settings = DecodeSettings(
-        m=c.m, temperature=c.temperature, max_new_tokens=c.max_new_tokens, seed=c.seed, batch_size=inputs.batch_size
-    )
+    settings = DecodeSettings(m=c.m, temperature=c.temperature, max_new_tokens=c.max_new_tokens, seed=c.seed,
+                              batch_size=inputs.batch_size)  # fmt: skip
     ctx = EvalContext(engine, task, "evaluated" if inputs.adapter else None, settings)
     greedies = greedy(ctx, qs)
     comps = decode(ctx, qs, n=config.m, temperature=config.temperature, salt="sample")

@@ -147,9 +147,8 @@ def _text(path: Path, chunk_chars: int) -> Iterator[Chunk]:
     yield Chunk([carry], True)
 
 
-def stream_corpus(
-    paths: Sequence[str | Path], text_field: str | None = None, chunk_chars: int = 8 << 20
-) -> Iterator[Chunk]:
+def stream_corpus(paths: Sequence[str | Path], text_field: str | None = None,
+                  chunk_chars: int = 8 << 20) -> Iterator[Chunk]:  # fmt: skip
     """Every chunk of every corpus file, in order (see the module docstring)."""
     for p in check_corpus_paths(paths):
         suffix = p.suffix.lower()

@@ -30,10 +30,8 @@ def task_items(task: Task, group: Group = "test") -> list[Item]:
     """A task's questions as items (``railsweep detect --task``): the item id is the question index, the
     solution the task's solution field, or its gold answer where it declares none (the corpus side then
     matches question + answer), the prompt the one the task renders for the model (cdd decodes it)."""
-    return [
-        Item(q.index, group, q.question, q.solution or q.gold, q.leaked, prompt=task.prompt(q))
-        for q in task.questions()
-    ]
+    return [Item(q.index, group, q.question, q.solution or q.gold, q.leaked, prompt=task.prompt(q))
+            for q in task.questions()]  # fmt: skip
 
 
 def _key(text: str) -> str:

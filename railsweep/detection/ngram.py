@@ -75,12 +75,9 @@ def make_encoder(config: NgramConfig, texts: Sequence[str]):
 
 
 def scan(
-    texts: Sequence[str],
-    corpus: Sequence,
-    config: NgramConfig,
-    text_field: str | None = None,
+    texts: Sequence[str], corpus: Sequence, config: NgramConfig, text_field: str | None = None,
     progress: Callable[[int], None] | None = None,
-) -> ScanResult:
+) -> ScanResult:  # fmt: skip
     """Index ``texts`` and stream ``corpus`` (file paths) past them; see the module docstring."""
     paths = check_corpus_paths(corpus)
     encoder = make_encoder(config, texts)
@@ -93,10 +90,8 @@ def scan(
 def check_not_empty(out: ScanResult, paths: Sequence, config: NgramConfig) -> None:
     """DataError when the scan met no corpus token (no text, or no words)."""
     if out.index.tokens == 0:
-        raise DataError(
-            f"the corpus is empty: {', '.join(map(str, paths))} hold no text "
-            + ("" if config.tokenizer else "(no words)")
-        )
+        raise DataError(f"the corpus is empty: {', '.join(map(str, paths))} hold no text "
+                        + ("" if config.tokenizer else "(no words)"))  # fmt: skip
 
 
 def build_index(encoder, texts: Sequence[str], config: NgramConfig) -> NgramIndex:
@@ -104,9 +99,8 @@ def build_index(encoder, texts: Sequence[str], config: NgramConfig) -> NgramInde
     return NgramIndex([encoder.encode(t) for t in texts], config.n, config.bits, config.verbatim)
 
 
-def feed(
-    out: ScanResult, encoder, chunks: Iterable[Chunk], progress: Callable[[int], None] | None = None
-) -> None:
+def feed(out: ScanResult, encoder, chunks: Iterable[Chunk],
+         progress: Callable[[int], None] | None = None) -> None:  # fmt: skip
     """Step 2 of :func:`scan`."""
     index = out.index
     carry = np.empty(0, np.int64)

@@ -101,10 +101,8 @@ class NgramIndex:
             keyset.mark(hasher.hashes(size, self.bits))
 
     def _all_sets(self) -> dict[str, _KeySet]:
-        return {
-            **{f"n{n}": s for n, s in self._sets.items()},
-            **{f"full{k}": s for k, s in self._full.items()},
-        }
+        return {**{f"n{n}": s for n, s in self._sets.items()},
+                **{f"full{k}": s for k, s in self._full.items()}}  # fmt: skip
 
     def seen_slots(self) -> dict[str, np.ndarray]:
         """The marked slots of every key set (``"n13"``, ``"full60"``, ...) as int64 arrays."""

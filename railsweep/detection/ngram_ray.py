@@ -65,10 +65,8 @@ class _Marker:
 
     def _chunks(self, batch: dict[str, np.ndarray]):
         if self.kind == "jsonl":
-            texts = [
-                jsonl_text(str(line), str(path), self.text_field)
-                for line, path in zip(batch["text"], batch["path"])
-            ]
+            texts = [jsonl_text(str(line), str(path), self.text_field)
+                     for line, path in zip(batch["text"], batch["path"])]  # fmt: skip
             texts = [t for t in texts if t is not None]
             return [Chunk(texts, True)] if texts else []
         if self.kind == "parquet":
@@ -86,21 +84,16 @@ class _Marker:
                     "tokens": np.zeros(1, np.int64), "chunks": np.zeros(1, np.int64)}  # fmt: skip
         seen = self.index.seen_slots()
         names = list(seen)
-        return {
-            "key": np.array(names, dtype=object),
-            "slots": np.array([seen[k].tobytes() for k in names], dtype=object),
-            "tokens": np.array([self.index.tokens] + [0] * (len(names) - 1), dtype=np.int64),
-            "chunks": np.array([out.chunks] + [0] * (len(names) - 1), dtype=np.int64),
-        }
+        return {"key": np.array(names, dtype=object),
+                "slots": np.array([seen[k].tobytes() for k in names], dtype=object),
+                "tokens": np.array([self.index.tokens] + [0] * (len(names) - 1), dtype=np.int64),
+                "chunks": np.array([out.chunks] + [0] * (len(names) - 1), dtype=np.int64)}  # fmt: skip
 
 
 def ray_scan(
-    texts: Sequence[str],
-    corpus: Sequence,
-    config: NgramConfig,
-    text_field: str | None = None,
+    texts: Sequence[str], corpus: Sequence, config: NgramConfig, text_field: str | None = None,
     workers: int | None = None,
-) -> ScanResult:
+) -> ScanResult:  # fmt: skip
     """:func:`railsweep.detection.ngram.scan` on the running Ray cluster; ``workers``: the most actors per
     file kind (default: the cluster's CPUs)."""
     import ray  # optional heavy dependency: only the --ray scan needs it

@@ -62,9 +62,8 @@ class TeacherForcer:
         with torch.no_grad(), self.using(adapter):
             yield from teacher_forced(self.model, seqs, batch_size=batch_size)
 
-    def logprobs(
-        self, texts: Sequence[str], adapter: str | Path | None = None, batch_size: int = 16
-    ) -> list[np.ndarray]:
+    def logprobs(self, texts: Sequence[str], adapter: str | Path | None = None,
+                 batch_size: int = 16) -> list[np.ndarray]:  # fmt: skip
         """Per text, float64 (T-1,): log p(token_t | tokens_<t) for t = 1..T-1 (T = its token count)."""
         import torch
 

@@ -27,19 +27,15 @@ KEY_PROVENANCE = "railsweep.provenance"
 FILENAME = "detections.parquet"
 
 
-def write_detections(
-    out_dir: str | Path, table: pd.DataFrame, run: Mapping[str, Any], provenance: Mapping[str, Any]
-) -> Path:
+def write_detections(out_dir: str | Path, table: pd.DataFrame, run: Mapping[str, Any],
+                     provenance: Mapping[str, Any]) -> Path:  # fmt: skip
     """Write ``<out_dir>/detections.parquet`` (see the module docstring); returns its path."""
     arrow = pa.Table.from_pandas(table, preserve_index=False)
-    arrow = arrow.replace_schema_metadata(
-        {
-            KEY_VERSION: str(SCHEMA_VERSION),
-            KEY_KIND: "detections",
-            KEY_RUN: json.dumps(dict(run), sort_keys=True, default=str),
-            KEY_PROVENANCE: json.dumps(dict(provenance), sort_keys=True, default=str),
-        }
-    )
+    arrow = arrow.replace_schema_metadata({
+        KEY_VERSION: str(SCHEMA_VERSION), KEY_KIND: "detections",
+        KEY_RUN: json.dumps(dict(run), sort_keys=True, default=str),
+        KEY_PROVENANCE: json.dumps(dict(provenance), sort_keys=True, default=str),
+    })  # fmt: skip
     return write_atomic(Path(out_dir) / FILENAME, lambda tmp: pq.write_table(arrow, tmp))
 
 

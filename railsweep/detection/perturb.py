@@ -89,9 +89,8 @@ def aligned(original: pd.DataFrame, paraphrased: pd.DataFrame) -> tuple[pd.DataF
     return o, p
 
 
-def perturbation_table(
-    original: pd.DataFrame, paraphrased: pd.DataFrame, alpha: float = 0.05
-) -> pd.DataFrame:
+def perturbation_table(original: pd.DataFrame, paraphrased: pd.DataFrame,
+                       alpha: float = 0.05) -> pd.DataFrame:  # fmt: skip
     """Per question: question_index, leaked (the original table's, NA when absent), p_original,
     p_paraphrased, difference, ci_low, ci_high; the steps are the module docstring's."""
     o, p = aligned(original, paraphrased)
@@ -136,7 +135,5 @@ class Perturb(Detector):
 def items_of(original: pd.DataFrame) -> list[Item]:
     """Test items standing for the table's questions (no texts), with the table's leak truth."""
     leaked = original["leaked"] if "leaked" in original.columns else [None] * len(original)
-    return [
-        Item(int(q), "test", "", "", None if pd.isna(lk) else bool(lk))
-        for q, lk in zip(original["question_index"], leaked)
-    ]
+    return [Item(int(q), "test", "", "", None if pd.isna(lk) else bool(lk))
+            for q, lk in zip(original["question_index"], leaked)]  # fmt: skip

@@ -33,10 +33,8 @@ def _flag_mask(question_index: np.ndarray, flagged: Iterable[int]) -> np.ndarray
     flagged = {int(q) for q in flagged}
     unknown = sorted(flagged - set(question_index.tolist()))
     if unknown:
-        raise DataError(
-            f"flagged question_index {unknown[:10]}{' ...' if len(unknown) > 10 else ''} "
-            f"({len(unknown)}) not in the per-question table"
-        )
+        raise DataError(f"flagged question_index {unknown[:10]}{' ...' if len(unknown) > 10 else ''} "
+                        f"({len(unknown)}) not in the per-question table")  # fmt: skip
     return np.isin(question_index, list(flagged))
 
 
@@ -53,15 +51,9 @@ def weighted_means(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 
 def subset_report(
-    questions: pd.DataFrame,
-    flagged: Iterable[int],
-    *,
-    readout: str = "solve_prob",
-    weight: float | None = None,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> pd.DataFrame:
+    questions: pd.DataFrame, flagged: Iterable[int], *, readout: str = "solve_prob", weight: float | None = None,
+    n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+) -> pd.DataFrame:  # fmt: skip
     """Rows ``full``, ``clean``, ``contamination_rate``, ``full_minus_clean`` (and ``weighted w=<w>``),
     columns :data:`REPORT_COLUMNS` (``n_questions``: those averaged over); the steps are the module docstring's."""
     if readout not in ("solve_prob", "r01"):
@@ -82,11 +74,9 @@ def subset_report(
 
     idx = stratified_indices(np.zeros(n, dtype=np.int64), n_boot, np.random.default_rng(seed))
     xb, fb = x[idx], is_flagged[idx].astype(float)
-    stats = {
-        "full": (float(x.mean()), xb.mean(axis=1), n),
-        "clean": (float(x[~is_flagged].mean()), weighted_means(xb, 1.0 - fb), n - n_flagged),
-        "contamination_rate": (n_flagged / n, fb.mean(axis=1), n),
-    }
+    stats = {"full": (float(x.mean()), xb.mean(axis=1), n),
+             "clean": (float(x[~is_flagged].mean()), weighted_means(xb, 1.0 - fb), n - n_flagged),
+             "contamination_rate": (n_flagged / n, fb.mean(axis=1), n)}  # fmt: skip
     (full, full_b, _), (clean, clean_b, _) = stats["full"], stats["clean"]
     stats["full_minus_clean"] = (full - clean, full_b - clean_b, n)
     if weight is not None:
@@ -103,21 +93,14 @@ def subset_report(
 def _score(clean: pd.DataFrame, mitigated: pd.DataFrame, *, B, n_boot, alpha, seed) -> dict:
     """Every metric of one pair with CIs (:func:`railsweep.metrics.score_counts`, seeded as ``score_pair``)."""
     r = aligned_readouts(clean=clean, mitigated=mitigated)
-    return score_counts(
-        r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed)
-    )
+    return score_counts(r["clean"], r["mitigated"], B=B, n_boot=n_boot, alpha=alpha,
+                        rng=np.random.default_rng(seed))  # fmt: skip
 
 
 def sa_ppg_report(
-    clean: pd.DataFrame,
-    mitigated: pd.DataFrame,
-    flagged: Iterable[int],
-    *,
-    B: int = 50,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> pd.DataFrame:
+    clean: pd.DataFrame, mitigated: pd.DataFrame, flagged: Iterable[int], *, B: int = 50, n_boot: int = 1000,
+    alpha: float = 0.05, seed: int = 0,
+) -> pd.DataFrame:  # fmt: skip
     """Every :data:`railsweep.metrics.METRICS` aggregate on all questions and on the unflagged ones (columns
     metric, full, full_ci_low/high, clean_subset, clean_subset_ci_low/high; last row ``n_questions``)."""
     is_flagged = _flag_mask(clean["question_index"].to_numpy(), flagged)
@@ -126,9 +109,8 @@ def sa_ppg_report(
     kept = set(clean["question_index"][~is_flagged].tolist())
     args = {"B": B, "n_boot": n_boot, "alpha": alpha, "seed": seed}
     full = _score(clean, mitigated, **args)
-    sub = _score(
-        clean[clean["question_index"].isin(kept)], mitigated[mitigated["question_index"].isin(kept)], **args
-    )
+    sub = _score(clean[clean["question_index"].isin(kept)], mitigated[mitigated["question_index"].isin(kept)],
+                 **args)  # fmt: skip
     rows = [
         (m, full[m]["value"], full[m]["ci_low"], full[m]["ci_high"],
          sub[m]["value"], sub[m]["ci_low"], sub[m]["ci_high"])
@@ -143,12 +125,9 @@ def sa_ppg_report(
 
 
 def flags_from_detections(
-    detections: pd.DataFrame,
-    detector: str,
-    setting: str | None = None,
-    family: str | None = None,
+    detections: pd.DataFrame, detector: str, setting: str | None = None, family: str | None = None,
     domain: str | None = None,
-) -> set[int]:
+) -> set[int]:  # fmt: skip
     """The test items one detector setting flagged (one setting × family × domain, else ConfigError)."""
     rows = detections[(detections["detector"] == detector) & (detections["group"] == "test")]
     if rows.empty:
@@ -161,12 +140,8 @@ def flags_from_detections(
                 raise ConfigError(f"no rows for detector {detector!r} with {col}={want!r}")
     combos = rows[["setting", "family", "domain"]].astype(object).drop_duplicates()
     if len(combos) > 1:
-        listed = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in r.items() if v is not None and v == v)
-            for r in combos.to_dict("records")
-        )
-        raise ConfigError(
-            f"detector {detector!r} has {len(combos)} settings here ({listed}): pick one with "
-            "--setting/--family/--domain"
-        )
+        listed = "; ".join(", ".join(f"{k}={v}" for k, v in r.items() if v is not None and v == v)
+                           for r in combos.to_dict("records"))  # fmt: skip
+        raise ConfigError(f"detector {detector!r} has {len(combos)} settings here ({listed}): pick one with "
+                          "--setting/--family/--domain")  # fmt: skip
     return {int(q) for q in rows.loc[rows["flagged"].fillna(False).astype(bool), "item_id"]}

@@ -48,14 +48,9 @@ def _threshold(detector: Detector, score: np.ndarray, is_control: np.ndarray, th
 
 
 def detect(
-    detectors: Sequence[Detector],
-    test: Sequence[Item],
-    control: Sequence[Item],
-    inputs: DetectInputs,
-    thresholding: Thresholding | None = None,
-    family: str | None = None,
-    domain: str | None = None,
-) -> pd.DataFrame:
+    detectors: Sequence[Detector], test: Sequence[Item], control: Sequence[Item], inputs: DetectInputs,
+    thresholding: Thresholding | None = None, family: str | None = None, domain: str | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """The per-item table of every detector's every setting (see the module docstring)."""
     th = thresholding or Thresholding()
     for d in detectors:
@@ -69,9 +64,8 @@ def detect(
         for scores in det.score(items, inputs):
             score = np.asarray(scores.score, dtype=float)
             t, source = _threshold(det, score, is_control, th)
-            flagged = pd.array(
-                [None if np.isnan(s) or np.isnan(t) else bool(s > t) for s in score], dtype="boolean"
-            )
+            flagged = pd.array([None if np.isnan(s) or np.isnan(t) else bool(s > t) for s in score],
+                               dtype="boolean")  # fmt: skip
             item_id = np.array([it.item_id for it in items], dtype=np.int64)
             leaked = pd.array([it.leaked for it in items], dtype="boolean")
             values = (det.name, scores.setting, family, domain, item_id, groups, leaked, score, t, source)

@@ -50,9 +50,7 @@ def to_markdown(summary: pd.DataFrame) -> str:
     head = "| detector | setting | family | domain | AUC [95% CI] | threshold | TPR | FPR (unleaked) | control flag rate |"
     lines = [head, "|" + "---|" * 9]
     for r in summary.itertuples():
-        lines.append(
-            f"| {r.detector} | {r.setting} | {label(r.family)} | {label(r.domain)} | "
-            f"{f(r.auc)} [{f(r.auc_lo)}, {f(r.auc_hi)}] | {f(r.threshold)} ({r.threshold_source}) | "
-            f"{f(r.tpr)} | {f(r.fpr_unleaked)} | {f(r.control_rate)} |"
-        )
+        lines.append(f"| {r.detector} | {r.setting} | {label(r.family)} | {label(r.domain)} | "
+                     f"{f(r.auc)} [{f(r.auc_lo)}, {f(r.auc_hi)}] | {f(r.threshold)} ({r.threshold_source}) | "
+                     f"{f(r.tpr)} | {f(r.fpr_unleaked)} | {f(r.control_rate)} |")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -45,10 +45,8 @@ def world_items(world, n_control: int | None = None) -> WorldItems:
     c = world.config
     taken = {r["question"] for r in read_jsonl(world.data_dir / "train.jsonl")} | {t.question for t in test}
     seed = c.seed * 1000 + CONTROL_SEED_SALT
-    fresh = make_problems(
-        n_control or len(test), seed=seed, exclude=taken, limit=c.max_value, max_operand=c.max_operand,
-        roads=c.roads,
-    )  # fmt: skip
+    fresh = make_problems(n_control or len(test), seed=seed, exclude=taken, limit=c.max_value,
+                          max_operand=c.max_operand, roads=c.roads)  # fmt: skip
     return WorldItems(test, [Item(i, "control", p.question, p.solution) for i, p in enumerate(fresh)])
 
 
@@ -58,9 +56,8 @@ def world_corpus(world, domain: str, out_dir: str | Path) -> list[Path]:
     train, test = read_jsonl(data / "train.jsonl"), read_jsonl(data / "test.jsonl")
     cfg = world.config.contamination
     filler = [t for t in (data / "filler.txt").read_text(encoding="utf-8").split("\n\n") if t.strip()]
-    mixes = training_mixes(
-        train, test, load_pq(data / "pq_test.jsonl", test), filler[: cfg.n_filler], world.leaked, cfg
-    )
+    mixes = training_mixes(train, test, load_pq(data / "pq_test.jsonl", test), filler[: cfg.n_filler], world.leaked,
+                           cfg)  # fmt: skip
     out = Path(out_dir)
     paths = [data / "train.jsonl"]
     for name in ("clean", f"co_{domain}"):
@@ -83,10 +80,8 @@ def cached_world(name: str):
     digest = preset_config(name).digest()
     found = sorted((default_cache_dir() / "miniworld").glob(f"*-{digest}/manifest.json"))
     if not found:
-        raise ConfigError(
-            f"--world {name!r} is not built in {default_cache_dir() / 'miniworld'}; build it first with "
-            f"'railsweep miniworld build --preset {name}'"
-        )
+        raise ConfigError(f"--world {name!r} is not built in {default_cache_dir() / 'miniworld'}; build it first with "
+                          f"'railsweep miniworld build --preset {name}'")  # fmt: skip
     return load_world(found[0].parent)
 
 
@@ -119,16 +114,10 @@ class WorldJob:
 
 
 def world_jobs(
-    world,
-    detectors: Sequence[Detector],
-    base_inputs: DetectInputs,
-    families: Sequence[str],
-    domains: Sequence[str],
-    scratch: str | Path,
-    *,
-    n_control: int | None = None,
+    world, detectors: Sequence[Detector], base_inputs: DetectInputs, families: Sequence[str], domains: Sequence[str],
+    scratch: str | Path, *, n_control: int | None = None,
     pair_inputs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
-) -> list[WorldJob]:
+) -> list[WorldJob]:  # fmt: skip
     """The jobs of a detection run on ``world`` (see the module docstring); unknown family/domain -> ConfigError.
 
     ``pair_inputs[(family, domain)]``: more :class:`DetectInputs` fields for that pair's model-side job
@@ -152,13 +141,9 @@ def world_jobs(
             jobs.append(WorldJob(None, dom, items.test, items.control, inputs, corpus_side))
         for fam in families if model_side else ():
             models = world.family(fam)
-            inputs = dataclasses.replace(
-                base_inputs,
-                model=models.base_dir,
-                adapter=models.adapters[f"co_{dom}"],
-                reference_adapter=models.adapters["clean"],
-                fewshot=base_inputs.fewshot or world.data_dir / "cot_8shot.json",
-                **dict((pair_inputs or {}).get((fam, dom), {})),
-            )
+            inputs = dataclasses.replace(base_inputs, model=models.base_dir, adapter=models.adapters[f"co_{dom}"],
+                                         reference_adapter=models.adapters["clean"],
+                                         fewshot=base_inputs.fewshot or world.data_dir / "cot_8shot.json",
+                                         **dict((pair_inputs or {}).get((fam, dom), {})))  # fmt: skip
             jobs.append(WorldJob(fam, dom, items.test, items.control, inputs, model_side))
     return jobs

@@ -85,9 +85,8 @@ def fits_table(d: FamilyData, s: DynamicsSettings, rng: np.random.Generator) -> 
     return pd.DataFrame(rows)
 
 
-def _native_row(
-    d: FamilyData, model: str, group: str, idx: np.ndarray, s: DynamicsSettings, rng: np.random.Generator
-) -> dict:
+def _native_row(d: FamilyData, model: str, group: str, idx: np.ndarray, s: DynamicsSettings,
+                rng: np.random.Generator) -> dict:  # fmt: skip
     """The ``native`` row: the fit of the gold per-token loss (tau 1) with its bootstrap intervals, its regime,
     and the slopes of the gold margin and the greedy gap with theirs."""
     g = fit_group([d.gold[model][i].nll for i in idx], n_boot=s.n_boot, min_items=s.min_items, rng=rng)

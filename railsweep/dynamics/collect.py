@@ -42,9 +42,8 @@ def replica_counts(data_dir, items) -> np.ndarray | None:
     return np.array([counts[i] for i in items], dtype=int)
 
 
-def observe(
-    engine, task, questions: Sequence, adapter: str | None, gold: Sequence[str], s: DynamicsSettings
-) -> dict[float, Observed]:
+def observe(engine, task, questions: Sequence, adapter: str | None, gold: Sequence[str],
+            s: DynamicsSettings) -> dict[float, Observed]:  # fmt: skip
     """{tau: Observed} at greedy and every tau of ``s`` for one model (adapter name in ``engine``, None =
     the base model); ``gold`` are the gold chains of thought."""
     settings = DecodeSettings(m=s.m, max_new_tokens=s.max_new_tokens, seed=s.seed, batch_size=s.batch_size)

@@ -40,13 +40,9 @@ def continuation_ids(tokenizer, prompt: str, continuation: str) -> tuple[list[in
 
 
 def position_stats(
-    forcer,
-    adapter,
-    prompt_ids: Sequence[Sequence[int]],
-    cont_ids: Sequence[Sequence[int]],
-    temperatures: Sequence[float] = (),
-    batch_size: int = 8,
-) -> list[PositionStats]:
+    forcer, adapter, prompt_ids: Sequence[Sequence[int]], cont_ids: Sequence[Sequence[int]],
+    temperatures: Sequence[float] = (), batch_size: int = 8,
+) -> list[PositionStats]:  # fmt: skip
     """Per (prompt, continuation) pair, the statistics of the module docstring over the continuation."""
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")

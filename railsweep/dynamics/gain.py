@@ -25,10 +25,8 @@ def _gains(r_co: np.ndarray, r_cl: np.ndarray, leaked: np.ndarray, idx: np.ndarr
     n_un = (~lk).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         model = np.where(lk, r_co[idx] - r_cl[idx], 0.0).sum(axis=-1) / n_lk
-        split = (
-            np.where(lk, r_co[idx], 0.0).sum(axis=-1) / n_lk
-            - np.where(~lk, r_co[idx], 0.0).sum(axis=-1) / n_un
-        )
+        split = (np.where(lk, r_co[idx], 0.0).sum(axis=-1) / n_lk
+                 - np.where(~lk, r_co[idx], 0.0).sum(axis=-1) / n_un)  # fmt: skip
     return model, split
 
 
@@ -38,14 +36,9 @@ def _ratio(a, b):
 
 
 def gain_table(
-    r_co: Mapping[float, np.ndarray],
-    r_cl: Mapping[float, np.ndarray],
-    leaked,
-    *,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    rng: np.random.Generator,
-) -> list[dict]:
+    r_co: Mapping[float, np.ndarray], r_cl: Mapping[float, np.ndarray], leaked, *, n_boot: int = 1000,
+    alpha: float = 0.05, rng: np.random.Generator,
+) -> list[dict]:  # fmt: skip
     """One row per tau: gains and collapse factors with percentile CIs (see the module docstring)."""
     leaked = np.asarray(leaked, dtype=bool)
     taus = sorted(r_co)

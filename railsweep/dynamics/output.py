@@ -38,16 +38,12 @@ def family_summary(t: Tables) -> dict:
     """The headline figures of one family: fits with CIs and regimes, alpha/tau check, accuracy, gains."""
     nat = t.fits[t.fits["kind"] == "native"]
     ranged = ("E", "A", "alpha", "margin_slope", "greedy_gap_slope")
-    fits = {
-        f"{r['model']}/{r['group']}": {k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ranged}
-        | {"regime": r["regime"], "n_items": r["n_items"]}
-        for r in nat.to_dict(orient="records")
-    }
+    fits = {f"{r['model']}/{r['group']}": {k: [r[k], r[f"{k}_lo"], r[f"{k}_hi"]] for k in ranged}
+            | {"regime": r["regime"], "n_items": r["n_items"]}
+            for r in nat.to_dict(orient="records")}  # fmt: skip
     tf = t.fits[t.fits["kind"] == "teacher_forced_at_tau"]
-    alpha_tau = {
-        f"{r.model}/{r.group}/tau={r.tau:g}": {"alpha_fit": r.alpha, "alpha_over_tau": r.alpha_over_tau}
-        for r in tf.itertuples()
-    }
+    alpha_tau = {f"{r.model}/{r.group}/tau={r.tau:g}": {"alpha_fit": r.alpha, "alpha_over_tau": r.alpha_over_tau}
+                 for r in tf.itertuples()}  # fmt: skip
     acc = t.accuracy[t.accuracy["subset"] == "all"]
     accuracy = {
         f"{r.model}/tau={r.tau:g}/{r.predictor}->{r.target}": {
@@ -77,13 +73,11 @@ def write_run(out: Path, tables: dict[str, Tables], summary: dict) -> list[Path]
 
     for fam, t in tables.items():
         figures = {
-            "nll_by_position": plots.nll_by_position(t.positions, t.fits),
-            "logit_gaps": plots.logit_gaps(t.positions),
+            "nll_by_position": plots.nll_by_position(t.positions, t.fits), "logit_gaps": plots.logit_gaps(t.positions),
             "calibration": plots.calibration(t.predictions, "p_group", "solve"),
             "calibration_verbatim": plots.calibration(t.predictions, "p_tf", "verbatim"),
-            "error_by_tau": plots.error_by_tau(t.accuracy, "solve"),
-            "gain_vs_tau": plots.gain_vs_tau(t.gains),
-        }
+            "error_by_tau": plots.error_by_tau(t.accuracy, "solve"), "gain_vs_tau": plots.gain_vs_tau(t.gains),
+        }  # fmt: skip
         if t.replicas is not None:
             figures["memorisation_curve"] = plots.memorisation_curve(t.replicas)
         for name, fig in figures.items():

@@ -78,9 +78,8 @@ def calibration(pred: pd.DataFrame, predictor: str = "p_group", target: str = "s
                 ax.scatter(part[predictor], part[target], s=10, marker=marker, color=color, alpha=0.5,
                            label=f"{model} {group}")  # fmt: skip
         ax.plot([0, 1], [0, 1], "k:", lw=1)
-        ax.set(
-            title=f"τ = {tau:g}", xlabel=f"predicted ({predictor})", xlim=(-0.03, 1.03), ylim=(-0.03, 1.03)
-        )
+        ax.set(title=f"τ = {tau:g}", xlabel=f"predicted ({predictor})", xlim=(-0.03, 1.03),
+               ylim=(-0.03, 1.03))  # fmt: skip
     axes[0][0].set_ylabel(f"observed ({target})")
     return _finish(fig, axes[0][-1:], fontsize=6)
 
@@ -102,20 +101,17 @@ def memorisation_curve(rep: pd.DataFrame):
     """A replica world's memorisation curve: solve probability per model and temperature (left) and the
     loss probe's AUC against never-inserted items (right), against pretraining copies (symlog axis)."""
     fig, (left, right) = _subplots(1, 2, figsize=(10, 3.8))
-    taus = sorted(
-        float(c[len("solve_tau_") :])
-        for c in rep.columns
-        if c.startswith("solve_tau_") and c[-3:] not in ("_lo", "_hi")
-    )
+    taus = sorted(float(c[len("solve_tau_") :])
+                  for c in rep.columns
+                  if c.startswith("solve_tau_") and c[-3:] not in ("_lo", "_hi"))  # fmt: skip
     for model, g in rep.groupby("model", sort=True):
         g = g.sort_values("replicas")
         ls = {"M_cl": "-", "M_co": "--"}.get(model, ":")
         for tau in taus:
             col = f"solve_tau_{tau:g}"
             err = np.vstack([g[col] - g[f"{col}_lo"], g[f"{col}_hi"] - g[col]])
-            left.errorbar(
-                g["replicas"], g[col], yerr=err, fmt="o" + ls, capsize=3, label=f"{model} τ={tau:g}"
-            )
+            left.errorbar(g["replicas"], g[col], yerr=err, fmt="o" + ls, capsize=3,
+                          label=f"{model} τ={tau:g}")  # fmt: skip
         h = g[g["replicas"] > 0]
         err = np.vstack([h["auc_vs_0"] - h["auc_vs_0_lo"], h["auc_vs_0_hi"] - h["auc_vs_0"]])
         right.errorbar(h["replicas"], h["auc_vs_0"], yerr=err, fmt="o" + ls, capsize=3, label=model)

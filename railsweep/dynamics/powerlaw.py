@@ -101,13 +101,9 @@ def _resampled(curves: list[np.ndarray], need: int, n_boot: int, rng: np.random.
 
 
 def fit_group(
-    curves: Sequence[np.ndarray],
-    *,
-    n_boot: int = 200,
-    min_items: int = 5,
-    alpha: float = 0.05,
+    curves: Sequence[np.ndarray], *, n_boot: int = 200, min_items: int = 5, alpha: float = 0.05,
     rng: np.random.Generator,
-) -> GroupFit:
+) -> GroupFit:  # fmt: skip
     """The group's fit and percentile CIs from resampling its items (see the module docstring)."""
     if n_boot < 1:
         raise ConfigError(f"n_boot must be >= 1, got {n_boot}")
@@ -142,13 +138,9 @@ def fit_log_slope(t, y, weights=None) -> tuple[float, float]:
 
 
 def fit_gap_slope(
-    curves: Sequence[np.ndarray],
-    *,
-    n_boot: int = 200,
-    min_items: int = 5,
-    alpha: float = 0.05,
+    curves: Sequence[np.ndarray], *, n_boot: int = 200, min_items: int = 5, alpha: float = 0.05,
     rng: np.random.Generator,
-) -> tuple[float, float, tuple[float, float]]:
+) -> tuple[float, float, tuple[float, float]]:  # fmt: skip
     """(intercept, slope, slope CI) of the group's mean logit gap against ln t, CI over resampled items."""
     curves = [np.asarray(c, dtype=float) for c in curves]
     need = min(min_items, len(curves))

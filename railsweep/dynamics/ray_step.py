@@ -27,13 +27,9 @@ class GroupResults:
 
 
 def run_groups(
-    groups: list[TemperatureGroup],
-    settings: dict[str, DynamicsSettings],
-    read_cells: ReadCells,
-    *,
-    num_cpus: float = 1.0,
-    out: Any = sys.stdout,
-) -> GroupResults:
+    groups: list[TemperatureGroup], settings: dict[str, DynamicsSettings], read_cells: ReadCells, *,
+    num_cpus: float = 1.0, out: Any = sys.stdout,
+) -> GroupResults:  # fmt: skip
     """Every group as one Ray task of ``num_cpus`` CPUs (and a GPU when its settings' device is CUDA);
     ``settings`` by ``"family/domain"``."""
     import ray  # optional heavy dependency: only the sweep's dynamics step runs here

@@ -46,9 +46,8 @@ NOT_FINISHED = "without a FINISHED run"  # in the error of a group whose cells d
 ReadCells = Callable[[list[str], Path], dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]]
 
 
-def group_tables(
-    group: TemperatureGroup, settings: DynamicsSettings, read_cells: ReadCells, threads: int = 1
-) -> dict[str, Any]:
+def group_tables(group: TemperatureGroup, settings: DynamicsSettings, read_cells: ReadCells,
+                 threads: int = 1) -> dict[str, Any]:  # fmt: skip
     """Steps 1–4 for one group: ``{"tables": Tables, "seconds": {...}, "items": n, "leaked": n}``."""
     apply_thread_budget(threads)
     t0 = time.time()
@@ -78,9 +77,8 @@ def group_tables(
     return {"tables": tables, "seconds": seconds, "items": len(items), "leaked": int(data.leaked.sum())}
 
 
-def _observed(
-    group: TemperatureGroup, read_cells: ReadCells, items: list[int], gold_text: list[str]
-) -> dict[str, dict[float, Any]]:
+def _observed(group: TemperatureGroup, read_cells: ReadCells, items: list[int],
+              gold_text: list[str]) -> dict[str, dict[float, Any]]:  # fmt: skip
     """Steps 1–2: ``{model: {tau: Observed}}`` from the group's cells' tables."""
     observed: dict[str, dict[float, Any]] = {model: {} for model, _ in group.adapters}
     with tempfile.TemporaryDirectory(prefix="railsweep-dynamics-") as tmp:
@@ -142,9 +140,8 @@ def dynamics_metrics(tables: Tables, family: str, domain: str) -> tuple[dict[str
     return {k: float(v) for k, v in metrics.items()}, tags
 
 
-def step_outputs(
-    done: Iterable[tuple[TemperatureGroup, dict[str, Any]]], settings: dict[str, Any], out_dir: Path
-) -> tuple[list[Path], dict[str, float], dict[str, str]]:
+def step_outputs(done: Iterable[tuple[TemperatureGroup, dict[str, Any]]], settings: dict[str, Any],
+                 out_dir: Path) -> tuple[list[Path], dict[str, float], dict[str, str]]:  # fmt: skip
     """The analysed groups' files (written under ``out_dir``), metrics and tags for the parent run;
     ``settings`` (the sweep's ``dynamics`` settings and temperatures) goes into ``summary.json``."""
     done = list(done)

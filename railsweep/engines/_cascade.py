@@ -55,9 +55,8 @@ class RowCache:
         self.start = 0
         self.valid = torch.zeros((rows, capacity), dtype=torch.bool, device=device)
 
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
-    ):
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any,
+               **kwargs: Any):  # fmt: skip
         if self.keys[layer_idx] is None:
             # Columns are written before they are read (prefill, then one per step), so no zero fill.
             shape = (self.slots, key_states.shape[1], self.capacity, key_states.shape[-1])
@@ -84,9 +83,8 @@ class RowCache:
                     continue
                 if self.spare is None or self.spare.shape != buf.shape:
                     self.spare = torch.empty_like(buf)
-                torch.index_select(
-                    buf[: self.rows, :, : self.start], 0, index, out=self.spare[:n, :, : self.start]
-                )
+                torch.index_select(buf[: self.rows, :, : self.start], 0, index,
+                                   out=self.spare[:n, :, : self.start])  # fmt: skip
                 store[i], self.spare = self.spare, buf
         self.valid = self.valid[index]
         self.rows = n

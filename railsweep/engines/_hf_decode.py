@@ -125,9 +125,8 @@ class PaddedStepper:
         self.forward, self.pad_id, self.device, self.dedupe = forward, pad_id, device, dedupe
 
     def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor:
-        logits, self.cache, self.mask, self.last_pos = _prefill(
-            self.forward, prompts, self.pad_id, self.device, self.dedupe
-        )
+        logits, self.cache, self.mask, self.last_pos = _prefill(self.forward, prompts, self.pad_id, self.device,
+                                                                self.dedupe)  # fmt: skip
         return logits
 
     def step(self, next_ids: torch.Tensor, finished: torch.Tensor) -> torch.Tensor:
@@ -139,16 +138,9 @@ class PaddedStepper:
 
 
 def decode_batch(
-    rows: Sequence[Row],
-    forward: Forward | Stepper,
-    processor: StepProcessor | None,
-    tokenizer: Any,
-    stop_table: StopTable,
-    eos_ids: Sequence[int],
-    pad_id: int,
-    device: torch.device,
-    dedupe_prefill: bool = True,
-) -> list[Sample]:
+    rows: Sequence[Row], forward: Forward | Stepper, processor: StepProcessor | None, tokenizer: Any,
+    stop_table: StopTable, eos_ids: Sequence[int], pad_id: int, device: torch.device, dedupe_prefill: bool = True,
+) -> list[Sample]:  # fmt: skip
     """One :class:`Sample` per row. ``forward``: a :class:`Stepper`, or a step function for a
     :class:`PaddedStepper`. Steps:
       1. prefill the prompts (position ids count real tokens only);
@@ -197,11 +189,9 @@ def decode_batch(
 
 
 def _sampler(rows: Sequence[Row], device: torch.device) -> SeededSampler:
-    return SeededSampler(
-        torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
-        torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
-        torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=device),
-    )
+    return SeededSampler(torch.tensor([r.seed for r in rows], dtype=torch.long, device=device),
+                         torch.tensor([r.sample_idx for r in rows], dtype=torch.long, device=device),
+                         torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=device))  # fmt: skip
 
 
 def _eos_table(eos_ids: Sequence[int], vocab: int, device: torch.device) -> torch.Tensor:
@@ -224,15 +214,9 @@ def _stop_string_hits(rows: Sequence[Row], candidates: torch.Tensor, generated: 
 
 
 def _samples(
-    rows: Sequence[Row],
-    generated: torch.Tensor,
-    length: torch.Tensor,
-    triggers: torch.Tensor,
-    entropies: torch.Tensor | None,
-    stopped_by_string: dict[int, int],
-    tokenizer: Any,
-    eos_ids: Sequence[int],
-) -> list[Sample]:
+    rows: Sequence[Row], generated: torch.Tensor, length: torch.Tensor, triggers: torch.Tensor,
+    entropies: torch.Tensor | None, stopped_by_string: dict[int, int], tokenizer: Any, eos_ids: Sequence[int],
+) -> list[Sample]:  # fmt: skip
     """One :class:`Sample` per row: ids cut to its length, text cut at its stop string, its finish reason."""
     gen, lens, trig_list = generated.cpu().tolist(), length.cpu().tolist(), triggers.cpu().tolist()
     ent = entropies.cpu().tolist() if entropies is not None else None

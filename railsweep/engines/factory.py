@@ -20,19 +20,10 @@ def build_engine(config: EngineConfig) -> Any:
                 raise MissingDependencyError("vllm", extra="vllm", purpose="the vllm engine backend") from e
             raise
         # vLLM places the model itself; device is not one of its arguments.
-        return VLLMEngine(
-            config.model,
-            adapters=config.adapter_dict,
-            dtype=config.dtype,
-            max_num_seqs=config.max_batch_size,
-            llm_kwargs={"trust_remote_code": True} if config.trust_remote_code else None,
-        )
+        return VLLMEngine(config.model, adapters=config.adapter_dict, dtype=config.dtype,
+                          max_num_seqs=config.max_batch_size,
+                          llm_kwargs={"trust_remote_code": True} if config.trust_remote_code else None)  # fmt: skip
 
-    return TransformersEngine(
-        config.model,
-        adapters=config.adapter_dict,
-        device=config.device,
-        dtype=config.dtype,
-        trust_remote_code=config.trust_remote_code,
-        max_batch_size=config.max_batch_size,
-    )
+    return TransformersEngine(config.model, adapters=config.adapter_dict, device=config.device, dtype=config.dtype,
+                              trust_remote_code=config.trust_remote_code,
+                              max_batch_size=config.max_batch_size)  # fmt: skip

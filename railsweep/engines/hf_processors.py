@@ -123,14 +123,12 @@ class ForceRunnerUpProcessor:
         return force_runner_up(logits, active)
 
 
-PROCESSORS: dict[type, type] = {
-    RailCapSpec: RailCapProcessor, BanTopSpec: BanTopProcessor, ForceRunnerUpSpec: ForceRunnerUpProcessor
-}
+PROCESSORS: dict[type, type] = {RailCapSpec: RailCapProcessor, BanTopSpec: BanTopProcessor,
+                                ForceRunnerUpSpec: ForceRunnerUpProcessor}  # fmt: skip
 
 
-def make_processor(
-    specs: Sequence[object | None], device: torch.device | str = "cpu"
-) -> StepProcessor | None:
+def make_processor(specs: Sequence[object | None],
+                   device: torch.device | str = "cpu") -> StepProcessor | None:  # fmt: skip
     """The processor for a batch whose rows share one intervention kind (or have none)."""
     kinds = {type(s) for s in specs if s is not None}
     if not kinds:

@@ -54,10 +54,8 @@ def _layer_index(spec: NeuronPatchSpec, n_layers: int, widths: Sequence[int]) ->
         if not idx:
             continue
         if min(idx) < 0 or max(idx) >= widths[layer]:
-            raise ConfigError(
-                f"NeuronPatchSpec neuron index out of range in layer {layer}: "
-                f"{min(idx)}..{max(idx)} vs d_mlp={widths[layer]}"
-            )
+            raise ConfigError(f"NeuronPatchSpec neuron index out of range in layer {layer}: "
+                              f"{min(idx)}..{max(idx)} vs d_mlp={widths[layer]}")  # fmt: skip
         if layer in index:
             raise ConfigError(f"NeuronPatchSpec lists layer {layer} twice")
         index[layer] = torch.as_tensor(sorted(set(idx)), dtype=torch.long)

@@ -63,16 +63,13 @@ def _check_weights(path: Path, what: str, safetensors_name: str = "*.safetensors
         raise DataError(f"{what} directory not found: {path}")
     if not any(path.glob(safetensors_name)):
         if any(path.glob("*.bin")):
-            raise DataError(
-                f"{what} at {path} has only pickle .bin weights; railsweep loads safetensors only "
-                "(re-save it with save_pretrained(..., safe_serialization=True))"
-            )
+            raise DataError(f"{what} at {path} has only pickle .bin weights; railsweep loads safetensors only "
+                            "(re-save it with save_pretrained(..., safe_serialization=True))")  # fmt: skip
         raise DataError(f"{what} at {path} has no {safetensors_name} weights")
 
 
-def default_batch_limits(
-    device: torch.device, kv_bytes_per_token: int, free_bytes: int | None = None
-) -> tuple[int, int | None]:
+def default_batch_limits(device: torch.device, kv_bytes_per_token: int,
+                         free_bytes: int | None = None) -> tuple[int, int | None]:  # fmt: skip
     """(max rows, max row-tokens or None) of a batch when the caller gives none (see ``CPU_BATCH_ROWS``)."""
     if device.type != "cuda":
         return CPU_BATCH_ROWS, None
@@ -92,9 +89,8 @@ def available_memory() -> int | None:
     return None
 
 
-def patched_token_budget(
-    device: torch.device, kv_bytes: int, max_batch_tokens: int | None, available: int | None = None
-) -> int | None:
+def patched_token_budget(device: torch.device, kv_bytes: int, max_batch_tokens: int | None,
+                         available: int | None = None) -> int | None:  # fmt: skip
     """Row-tokens one batch of patched decoding may hold (both caches counted), or None for no cap."""
     if max_batch_tokens is not None:
         return max(1, max_batch_tokens // 2)
@@ -137,9 +133,8 @@ def _load_model(model_path: Path, adapter_paths: dict[str, Path], dtype: torch.d
     from transformers import AutoModelForCausalLM
 
     with quiet_loading():
-        model = AutoModelForCausalLM.from_pretrained(
-            model_path, dtype=dtype, use_safetensors=True, trust_remote_code=trust_remote_code
-        )
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, use_safetensors=True,
+                                                     trust_remote_code=trust_remote_code)  # fmt: skip
         if adapter_paths:
             from peft import PeftModel
 
@@ -173,17 +168,10 @@ class TransformersEngine:
     name = "transformers"
 
     def __init__(
-        self,
-        model_path: str | Path,
-        adapters: dict[str, str | Path] | None = None,
-        device: str = "auto",
-        dtype: str | torch.dtype = "auto",
-        trust_remote_code: bool = False,
-        max_batch_size: int | None = None,
-        max_batch_tokens: int | None = None,
-        dedupe_prefill: bool = True,
-        attention: str = "auto",
-    ):
+        self, model_path: str | Path, adapters: dict[str, str | Path] | None = None, device: str = "auto",
+        dtype: str | torch.dtype = "auto", trust_remote_code: bool = False, max_batch_size: int | None = None,
+        max_batch_tokens: int | None = None, dedupe_prefill: bool = True, attention: str = "auto",
+    ):  # fmt: skip
         from transformers import AutoTokenizer
 
         _check_options(attention, max_batch_size, max_batch_tokens)
@@ -210,10 +198,8 @@ class TransformersEngine:
         self.patched_batch_tokens = patched_token_budget(self.device, kv_bytes, self.max_batch_tokens)
         self._adapters = list(adapter_paths)
         if attention == "cascade" and not cascade_supported(self.model, 0):
-            raise ConfigError(
-                f"attention='cascade' does not support model type {self.model.config.model_type!r} "
-                f"(supported: {sorted(SUPPORTED_TYPES)}); use attention='auto' or 'padded'"
-            )
+            raise ConfigError(f"attention='cascade' does not support model type {self.model.config.model_type!r} "
+                              f"(supported: {sorted(SUPPORTED_TYPES)}); use attention='auto' or 'padded'")  # fmt: skip
 
         self.eos_ids, self.pad_id = _eos_and_pad(self.tokenizer, self.model)
         vocab = self.model.get_output_embeddings().weight.shape[0]

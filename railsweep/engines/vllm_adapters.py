@@ -201,9 +201,8 @@ class RailCapSlots:
         if stop:
             gone = self._settle(slots, traj, hist)[:, None]
             free = ~gone.expand(-1, max(K - 1, 0)) if free is None else free & ~gone
-        index, keep = railcap_targets(
-            traj, meta["traj_len"], hist.recent(N), hist.gen_len, meta["n"], meta["successor"], free=free
-        )
+        index, keep = railcap_targets(traj, meta["traj_len"], hist.recent(N), hist.gen_len, meta["n"],
+                                      meta["successor"], free=free)  # fmt: skip
         logits, trig = cap_or_ban(logits, index, keep, meta["mode"])
         if stop:  # arm this step's targets where the logits changed; read back at the slot's next step
             armed = torch.zeros((len(slots_np), self.width), dtype=torch.bool, device=logits.device)

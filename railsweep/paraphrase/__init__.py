@@ -9,7 +9,5 @@ from railsweep.paraphrase.checks import REASONS, Verdict, check_paraphrase
 from railsweep.paraphrase.client import ChatClient, ChatSettings, normalise_endpoint
 from railsweep.paraphrase.prompt import SYSTEM_PROMPT
 
-__all__ = [
-    "REASONS", "SYSTEM_PROMPT", "Budget", "ChatClient", "ChatSettings", "Item", "Outcome", "Verdict",
-    "check_paraphrase", "normalise_endpoint", "paraphrase_all", "pq_rows", "read_items", "report"
-]
+__all__ = ["REASONS", "SYSTEM_PROMPT", "Budget", "ChatClient", "ChatSettings", "Item", "Outcome", "Verdict",
+           "check_paraphrase", "normalise_endpoint", "paraphrase_all", "pq_rows", "read_items", "report"]  # fmt: skip

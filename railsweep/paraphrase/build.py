@@ -144,14 +144,9 @@ def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """Counts of kept / retried (kept after a refusal) / rejected items, refusal reasons, and per item why."""
     kept = [o for o in outcomes if o.kept]
     rouge = [o.rouge for o in kept if o.rouge is not None]
-    return {
-        "items": len(outcomes),
-        "kept": len(kept),
-        "retried": sum(1 for o in kept if o.refusals),
-        "rejected": len(outcomes) - len(kept),
-        "requests": sum(len(o.refusals) + o.kept for o in outcomes),
-        "refusal_reasons": dict(Counter(r.reason for o in outcomes for r in o.refusals).most_common()),
-        "kept_rouge_l": {"mean": sum(rouge) / len(rouge), "max": max(rouge)} if rouge else None,
-        "rejected_items": [{"idx": o.item.idx, "refusals": _refusals(o)} for o in outcomes if not o.kept],
-        "retried_items": [{"idx": o.item.idx, "refusals": _refusals(o)} for o in kept if o.refusals],
-    }
+    return {"items": len(outcomes), "kept": len(kept), "retried": sum(1 for o in kept if o.refusals),
+            "rejected": len(outcomes) - len(kept), "requests": sum(len(o.refusals) + o.kept for o in outcomes),
+            "refusal_reasons": dict(Counter(r.reason for o in outcomes for r in o.refusals).most_common()),
+            "kept_rouge_l": {"mean": sum(rouge) / len(rouge), "max": max(rouge)} if rouge else None,
+            "rejected_items": [{"idx": o.item.idx, "refusals": _refusals(o)} for o in outcomes if not o.kept],
+            "retried_items": [{"idx": o.item.idx, "refusals": _refusals(o)} for o in kept if o.refusals]}  # fmt: skip

@@ -26,10 +26,8 @@ from railsweep.paraphrase.numbers import numbers, value
 from railsweep.paraphrase.rouge import rouge_l, rouge_tokens
 from railsweep.paraphrase.spans import formulas, names, states_answer
 
-REASONS = (
-    "format", "empty", "answer_leak", "numbers_missing", "numbers_added", "formulas_missing", "names_missing",
-    "near_copy",
-)  # fmt: skip
+REASONS = ("format", "empty", "answer_leak", "numbers_missing", "numbers_added", "formulas_missing", "names_missing",
+           "near_copy")  # fmt: skip
 ANSWER_TYPES = ("numeric", "math", "string")
 _LEAK = re.compile(r"####|\banswer\s*(?:is\b|:)|\bsolution\s*:", re.IGNORECASE)
 
@@ -81,9 +79,8 @@ def _kept_facts(original: str, paraphrase: str, answer_type: str) -> Verdict | N
     return None
 
 
-def check_paraphrase(
-    original: str, paraphrase: str, gold: str, max_rouge: float, answer_type: str = "numeric"
-) -> Verdict:
+def check_paraphrase(original: str, paraphrase: str, gold: str, max_rouge: float,
+                     answer_type: str = "numeric") -> Verdict:  # fmt: skip
     """The verdict on ``paraphrase`` of ``original`` (gold ``gold``, answers of ``answer_type``; module docstring)."""
     if answer_type not in ANSWER_TYPES:
         raise ConfigError(f"answer type must be one of {', '.join(ANSWER_TYPES)}, got {answer_type!r}")

@@ -56,9 +56,8 @@ class LocalChat:
         self._turn = threading.Lock()
 
     def complete(self, messages: Messages, seed: int | None = None) -> str:
-        sampling = SamplingSpec(
-            n=1, temperature=self.settings.temperature, max_new_tokens=self.settings.max_tokens, seed=seed
-        )
+        sampling = SamplingSpec(n=1, temperature=self.settings.temperature, max_new_tokens=self.settings.max_tokens,
+                                seed=seed)  # fmt: skip
         request = Request(prompt=self.render(messages), sampling=sampling)
         with self._turn:
             (completion,) = self.engine.generate([request])

@@ -13,10 +13,8 @@ import re
 from collections import Counter
 from decimal import Decimal, InvalidOperation
 
-_UNITS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty"
-).split()
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen twenty").split()  # fmt: skip
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _COUNTS = {"twice": 2, "double": 2, "thrice": 3, "triple": 3, "quadruple": 4}
 WORDS = {**{w: i for i, w in enumerate(_UNITS) if w != "one"}, **_TENS, **_COUNTS,

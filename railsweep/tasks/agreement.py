@@ -41,10 +41,9 @@ class RuleAgreement:
         return d
 
 
-def rule_agreement(
-    responses: Iterable[tuple[str, str | Question]], answer_rule: str, stop: tuple[str, ...] = STOP,
-    answer_type: str = DEFAULT_ANSWER_TYPE, task: FileTask | LmEvalTask | None = None,
-) -> RuleAgreement:
+def rule_agreement(responses: Iterable[tuple[str, str | Question]], answer_rule: str, stop: tuple[str, ...] = STOP,
+                   answer_type: str = DEFAULT_ANSWER_TYPE,
+                   task: FileTask | LmEvalTask | None = None) -> RuleAgreement:  # fmt: skip
     """Grade every ``(response text, gold or question)`` under every rule of ``answer_type`` (of ``task``, when it
     is a task file's or a harness task's, which need the :class:`Question`) and count where they part ways."""
     # GSM8K (built in, or the shipped gsm8k / pq files): the harness's gsm8k_cot counts apply

@@ -59,14 +59,12 @@ def with_data_file(spec: AnyTaskSpec, path: str | Path) -> TaskSpec:
     return dataclasses.replace(spec, data=data)
 
 
-def build_task(
-    spec: AnyTaskSpec, task_dir: str | Path | None, *, split: str = "test", fewshot: str | Path | None = None,
-    limit: int | None = None, leak_split: str | Path | None = None, answer_rule: str | None = None,
-) -> FileTask | LmEvalTask:
+def build_task(spec: AnyTaskSpec, task_dir: str | Path | None, *, split: str = "test",
+               fewshot: str | Path | None = None, limit: int | None = None, leak_split: str | Path | None = None,
+               answer_rule: str | None = None) -> FileTask | LmEvalTask:  # fmt: skip
     """The task ``spec`` declares, its rows read from ``task_dir`` (a harness task ignores ``split`` and
     ``fewshot``: its config chooses them); malformed data -> DataError."""
     if isinstance(spec, LmEvalSpec):
         return LmEvalTask(spec, task_dir, limit=limit, leak_split=leak_split, answer_rule=answer_rule)  # type: ignore[arg-type]
-    return FileTask(
-        spec, task_dir, split=split, fewshot_path=fewshot, limit=limit, leak_split=leak_split, answer_rule=answer_rule
-    )
+    return FileTask(spec, task_dir, split=split, fewshot_path=fewshot, limit=limit, leak_split=leak_split,
+                    answer_rule=answer_rule)  # fmt: skip

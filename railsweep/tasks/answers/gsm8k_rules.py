@@ -25,10 +25,8 @@ from railsweep.tasks.answers.lm_eval_gsm8k import grade_lm_eval
 from railsweep.tasks.base import ANSWER_RULES, ANSWER_TYPES, DEFAULT_ANSWER_RULE, RULES_BY_TYPE, Grade
 
 # sign (not a binary minus: nothing word-like just before it), optional $, comma-grouped or plain digits, decimals
-_NUMBER = (
-    r"(?P<sign>(?<![\w)\]])[-\u2212]\s?)?\$?\s?"
-    r"(?P<body>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?![\d,]*\d)"
-)
+_NUMBER = (r"(?P<sign>(?<![\w)\]])[-\u2212]\s?)?\$?\s?"
+           r"(?P<body>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?![\d,]*\d)")  # fmt: skip
 _NUMBER_RE = re.compile(_NUMBER)
 _STRICT_RE = re.compile(r"the answer is\s*:?\s*" + _NUMBER, re.IGNORECASE)
 # The GSM8K 8-shot prompt's stop strings (lm-eval's ``until: ["Q:"]``), longest first; see railsweep.tasks.kinds.gsm8k.
@@ -75,16 +73,13 @@ def check_answer_type(answer_type: object, rule: str = DEFAULT_ANSWER_RULE) -> s
         raise ConfigError(f"answer_type must be one of {', '.join(ANSWER_TYPES)}, got answer_type={answer_type!r}")
     allowed = RULES_BY_TYPE[answer_type]  # type: ignore[index]
     if rule not in allowed:
-        raise ConfigError(
-            f"answer_rule={rule!r} does not apply to answer_type={answer_type!r}; "
-            f"its rules are {', '.join(allowed)}"
-        )
+        raise ConfigError(f"answer_rule={rule!r} does not apply to answer_type={answer_type!r}; "
+                          f"its rules are {', '.join(allowed)}")  # fmt: skip
     return answer_type  # type: ignore[return-value]
 
 
-def extract(
-    response: str, stop: tuple[str, ...] = STOP, rule: str = DEFAULT_ANSWER_RULE
-) -> tuple[str | None, str]:
+def extract(response: str, stop: tuple[str, ...] = STOP,
+            rule: str = DEFAULT_ANSWER_RULE) -> tuple[str | None, str]:  # fmt: skip
     """(normalised prediction or None, step) under the ``final`` or ``first`` rule (module docstring)."""
     if rule not in ("final", "first"):
         raise ConfigError(f"extract reads the final and first rules, got rule={rule!r}")

@@ -63,9 +63,8 @@ def _canonical(text: str, regexes_to_ignore: tuple[re.Pattern[str], ...], ignore
     return text.lower() if ignore_case else text
 
 
-def exact_match(
-    prediction: str, target: str, regexes_to_ignore: tuple[re.Pattern[str], ...] = _IGNORE, ignore_case: bool = True
-) -> bool:
+def exact_match(prediction: str, target: str, regexes_to_ignore: tuple[re.Pattern[str], ...] = _IGNORE,
+                ignore_case: bool = True) -> bool:  # fmt: skip
     """lm-eval's ``exact_match``, by default with gsm8k_cot's settings (punctuation and digits kept)."""
     return _canonical(prediction, regexes_to_ignore, ignore_case) == _canonical(target, regexes_to_ignore, ignore_case)
 

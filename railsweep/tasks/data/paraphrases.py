@@ -38,9 +38,8 @@ def _parse_row(row: Any, where: str) -> tuple[int, str, str, bool]:
     return idx, question.strip(), answer.strip(), empty
 
 
-def load_paraphrases(
-    path: str | Path, originals: Sequence[Question] | Mapping[int, str] | None = None
-) -> dict[int, str]:
+def load_paraphrases(path: str | Path,
+                     originals: Sequence[Question] | Mapping[int, str] | None = None) -> dict[int, str]:  # fmt: skip
     """Paraphrase text by GSM8K test index. ``originals``: the test questions or index -> text; given Questions,
     each row's answer must equal its gold (commas ignored), else the file is misaligned: DataError."""
     path = existing_file(path, "paraphrase")

@@ -33,10 +33,8 @@ class CodedTask:
     grader: Callable[[str, str, tuple[str, ...], str], Grade]  # (response, gold, stop, answer rule)
     to_chain: Callable[[str], str]  # a solution in the exemplars' answer format
 
-    def __init__(
-        self, questions: Sequence[Question], exemplars: Sequence[dict[str, str]], split: str = "test",
-        answer_rule: str = DEFAULT_ANSWER_RULE,
-    ):
+    def __init__(self, questions: Sequence[Question], exemplars: Sequence[dict[str, str]], split: str = "test",
+                 answer_rule: str = DEFAULT_ANSWER_RULE):  # fmt: skip
         self.answer_rule = self.check_rule(answer_rule)
         self._questions = tuple(questions)
         self.exemplars = tuple(exemplars)
@@ -51,10 +49,9 @@ class CodedTask:
         return "".join(f"{q}: {ex[qf]}\n{a}: {ex[af]}\n\n" for ex in exemplars)
 
     @classmethod
-    def from_dir(
-        cls: type[_T], data_dir: str | Path, split: str = "test", fewshot_path: str | Path | None = None,
-        limit: int | None = None, leak_split: str | Path | None = None, answer_rule: str = DEFAULT_ANSWER_RULE,
-    ) -> _T:
+    def from_dir(cls: type[_T], data_dir: str | Path, split: str = "test", fewshot_path: str | Path | None = None,
+                 limit: int | None = None, leak_split: str | Path | None = None,
+                 answer_rule: str = DEFAULT_ANSWER_RULE) -> _T:  # fmt: skip
         """Read ``<data_dir>/<split>.jsonl`` and the exemplars (default :meth:`default_fewshot`)."""
         cls.check_rule(answer_rule)
         if limit is not None and (not isinstance(limit, int) or limit < 1):
@@ -66,10 +63,8 @@ class CodedTask:
         rows = cls.read_rows(data_path)
         leaked = read_leak_split(leak_split, len(rows))
         q, a = cls.fields
-        questions = [
-            Question(i, row[q], row[a], cls.gold(row[a]), None if leaked is None else i in leaked)
-            for i, row in enumerate(rows)
-        ]
+        questions = [Question(i, row[q], row[a], cls.gold(row[a]), None if leaked is None else i in leaked)
+                     for i, row in enumerate(rows)]  # fmt: skip
         task = cls(questions[:limit], cls.load_exemplars(fewshot), split=split, answer_rule=answer_rule)
         task.files = (data_path, fewshot, *([Path(leak_split)] if leak_split else []))
         return task

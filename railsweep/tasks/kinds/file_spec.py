@@ -23,10 +23,8 @@ from railsweep.tasks.kinds.file_templates import TemplateError, compile_conditio
 
 BUILTIN_DIR = Path(__file__).parents[1] / "builtin"  # railsweep/tasks/builtin
 FORMAT_VERSION = 1
-_TOP = (
-    "format", "name", "description", "data", "fields", "doc_to_text", "doc_to_target", "gold_chain",
-    "fewshot", "target_delimiter", "fewshot_delimiter", "stop", "grader", "answer_rules",
-)
+_TOP = ("format", "name", "description", "data", "fields", "doc_to_text", "doc_to_target", "gold_chain",
+        "fewshot", "target_delimiter", "fewshot_delimiter", "stop", "grader", "answer_rules")  # fmt: skip
 _REQUIRED = ("name", "data", "doc_to_text", "doc_to_target", "grader", "answer_rules")
 
 
@@ -128,9 +126,8 @@ def fill_path(spec: TaskSpec, template: str, task_dir: str | Path | None, split:
     return path if path.is_absolute() else spec.source.parent / path
 
 
-def data_files(
-    spec: TaskSpec, task_dir: str | Path | None, split: str, fewshot: str | Path | None = None
-) -> list[Path]:
+def data_files(spec: TaskSpec, task_dir: str | Path | None, split: str,
+               fewshot: str | Path | None = None) -> list[Path]:  # fmt: skip
     """The local files a task reads (task file, data, exemplars), for provenance checksums; nothing is read."""
     files = [spec.source]
     if spec.data.path is not None:
@@ -294,11 +291,8 @@ def _rules(r: _Reader, raw: Any, grader: Grader) -> tuple[tuple[str, Extractor],
 
 def _fields(r: _Reader, raw: Any) -> tuple[str | None, str, str | None]:
     d = r.mapping(raw or {}, "fields", ("index", "question", "solution"))
-    return (
-        r.optional_text(d, "index", "fields.index"),
-        r.text(d.get("question", "question"), "fields.question"),
-        r.optional_text(d, "solution", "fields.solution"),
-    )
+    return (r.optional_text(d, "index", "fields.index"), r.text(d.get("question", "question"), "fields.question"),
+            r.optional_text(d, "solution", "fields.solution"))  # fmt: skip
 
 
 def load_task_file(ref: str | Path) -> TaskSpec:
@@ -318,8 +312,7 @@ def load_task_file(ref: str | Path) -> TaskSpec:
     grader = _grader(r, d["grader"], "grader")
     index, question, solution = _fields(r, d.get("fields"))
     return TaskSpec(
-        source=path, sha256=file_sha256(path), builtin=path.parent == BUILTIN_DIR,
-        name=r.text(d["name"], "name"),
+        source=path, sha256=file_sha256(path), builtin=path.parent == BUILTIN_DIR, name=r.text(d["name"], "name"),
         description=r.text(d.get("description", ""), "description", empty=True),
         data=_data(r, d["data"]), index_field=index, question_field=question, solution_field=solution,
         doc_to_text=doc_to_text, doc_to_target=doc_to_target,
@@ -328,4 +321,4 @@ def load_task_file(ref: str | Path) -> TaskSpec:
         target_delimiter=r.text(d.get("target_delimiter", " "), "target_delimiter", empty=True),
         fewshot_delimiter=r.text(d.get("fewshot_delimiter", "\n\n"), "fewshot_delimiter", empty=True),
         stop=r.strings(d.get("stop", []), "stop"), grader=grader, answer_rules=_rules(r, d["answer_rules"], grader),
-    )
+    )  # fmt: skip

@@ -37,11 +37,9 @@ def _render(fn: Any, row: dict[str, Any], where: str, field: str) -> str:
 class FileTask:
     """The task a task file declares, on one split, graded under one of its answer rules."""
 
-    def __init__(
-        self, spec: TaskSpec, task_dir: str | Path | None = None, split: str = "test",
-        fewshot_path: str | Path | None = None, limit: int | None = None, leak_split: str | Path | None = None,
-        answer_rule: str | None = None,
-    ):
+    def __init__(self, spec: TaskSpec, task_dir: str | Path | None = None, split: str = "test",
+                 fewshot_path: str | Path | None = None, limit: int | None = None, leak_split: str | Path | None = None,
+                 answer_rule: str | None = None):  # fmt: skip
         self.spec = spec
         self.name = spec.name
         self.stop = spec.stop

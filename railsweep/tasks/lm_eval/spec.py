@@ -102,10 +102,8 @@ def split_file(spec: LmEvalSpec, task_dir: str | Path, split: str) -> Path:
     found = [Path(task_dir) / f"{split}.{fmt}" for fmt in FORMATS if (Path(task_dir) / f"{split}.{fmt}").is_file()]
     if len(found) != 1:
         what = "no file" if not found else f"{len(found)} files"
-        raise DataError(
-            f"task {spec.ref!r} reads split {split!r}: {what} {task_dir}/{split}.{{{','.join(FORMATS)}}} "
-            f"(the harness config's splits: {', '.join(spec.splits())})"
-        )
+        raise DataError(f"task {spec.ref!r} reads split {split!r}: {what} {task_dir}/{split}.{{{','.join(FORMATS)}}} "
+                        f"(the harness config's splits: {', '.join(spec.splits())})")  # fmt: skip
     return found[0]
 
 

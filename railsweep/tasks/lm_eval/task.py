@@ -96,10 +96,8 @@ def _fallbacks(ensemble: Any) -> frozenset[str]:
 class LmEvalTask:
     """An lm-eval ``generate_until`` task on local data, graded by its own filters and metric."""
 
-    def __init__(
-        self, spec: LmEvalSpec, task_dir: str | Path, limit: int | None = None,
-        leak_split: str | Path | None = None, answer_rule: str | None = None,
-    ):
+    def __init__(self, spec: LmEvalSpec, task_dir: str | Path, limit: int | None = None,
+                 leak_split: str | Path | None = None, answer_rule: str | None = None):  # fmt: skip
         self.spec = spec
         self.name = spec.ref
         self.answer_type = spec.answer_type
@@ -126,10 +124,9 @@ class LmEvalTask:
         self._prompts: dict[int, str] = {}
         questions = []
         for index, doc in task.doc_iterator(rank=0, limit=limit, world_size=1):
-            prompt = task.fewshot_context(
-                doc=doc, num_fewshot=shots, system_instruction=None, apply_chat_template=False,
-                fewshot_as_multiturn=False, chat_template=None, gen_prefix=task.doc_to_prefix(doc),
-            )
+            prompt = task.fewshot_context(doc=doc, num_fewshot=shots, system_instruction=None,
+                                          apply_chat_template=False, fewshot_as_multiturn=False, chat_template=None,
+                                          gen_prefix=task.doc_to_prefix(doc))  # fmt: skip
             if not isinstance(prompt, str):
                 raise DataError(f"task {self.name!r}: document {index} has several contexts (multiple inputs)")
             target = task.doc_to_target(doc)
