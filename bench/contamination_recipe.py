@@ -6,16 +6,24 @@ built world, which M_co recipe does that. Steps:
 
 1. read the world (its data, leak split, family base and M_cl adapter) and the contamination mix of
    ``--domain`` exactly as the build trains it (filler + the leaked items), plus ``--replay`` of M_cl's
-   own train problems in every pass when asked (how leaks reach real fine-tunes: mixed into other data);
-2. unless ``--no-baseline``, score M_cl itself (pass 0);
+   own train problems in every pass when asked (how leaks reach real fine-tunes: mixed into other data),
+   and each leaked item ``--leak-copies`` times (a leak duplicated on the web);
+2. unless ``--no-baseline`` or ``--out`` holds it already, score M_cl itself (pass 0);
 3. train M_co from M_cl (``train_lora(init_adapter=clean)``) with the world's M_co recipe, ``--lr``,
-   ``--scheduler`` and ``--passes`` replaced, and at the end of every pass listed in ``--checkpoints``
+   ``--scheduler``, ``--batch`` and ``--passes`` replaced, as a resumable run in ``--store`` (a killed run
+   continues from its checkpoint; :mod:`railsweep.contamination.resume`), and at the end of every pass listed
+   in ``--checkpoints``
    decode the first ``--questions`` test questions greedily with the 8-shot prompt (as ``railsweep
    eval`` prompts them), stopping at "Q:", and grade them;
-4. each point (unleaked and leaked solved / n with 95 % Wilson intervals, the paired bootstrap
+4. with ``--m M`` (> 0), also sample M answers per question at T = 0.7 from M_cl and from M_co as the
+   calibration check does (``railsweep miniworld check``: same seeds, grading and figures) and compute the
+   check's M_co conditions on these questions: leaked lift, unleaked shift, G-AP, collapse onto the greedy
+   answer, and M_cl's token being M_co's runner-up at the first divergence on leaked questions (the forced
+   departures, an M_cl property, are left to the check);
+5. each point (unleaked and leaked solved / n with 95 % Wilson intervals, the paired bootstrap
    difference to M_cl's point on the same questions when one is recorded in ``--out``, per-question
-   grades, seconds) is printed as a JSON line and appended to ``--out`` as it comes, so a stopped run
-   keeps its points; a summary line closes the run.
+   grades, the sampled figures, seconds) is printed as a JSON line and appended to ``--out`` as it comes,
+   so a stopped run keeps its points; a summary line closes the run.
 
 A checkpoint before the last pass is a snapshot mid-schedule: under the cosine schedule its lr has not
 decayed yet, so it has been pushed at least as hard as a run of that many passes would be.
@@ -58,7 +66,11 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--passes", type=int, default=4, help="passes over the M_co mix in this run")
     p.add_argument("--checkpoints", default="1,2,4", help="passes after which to score (comma list)")
     p.add_argument("--replay", type=int, default=0, help="M_cl train problems mixed into every pass")
+    p.add_argument("--leak-copies", type=int, default=1, help="copies of each leaked item in every pass")
+    p.add_argument("--batch", type=int, help="packed sequences per optimiser step (default: the world's)")
+    p.add_argument("--store", help="resumable runs' folder (default: $RAILSWEEP_CACHE/lora-runs, the builds')")
     p.add_argument("--questions", type=int, default=40, help="the first N test questions are scored")
+    p.add_argument("--m", type=int, default=0, help="samples per question at T = 0.7 for the check's figures")
     p.add_argument("--max-new-tokens", type=int, default=160)
     p.add_argument("--eval-batch", type=int, default=40, help="questions decoded together")
     p.add_argument("--no-baseline", action="store_true", help="do not score M_cl first")
@@ -98,11 +110,15 @@ def check_args(args) -> str | None:
             return f"--world {args.world}: family {family} has no {name} adapter"
     if args.lr is not None and not 0 < args.lr < 1:
         return f"--lr must lie in (0, 1), got {args.lr}"
-    for name in ("passes", "questions", "max_new_tokens", "eval_batch", "n_boot", "threads"):
+    for name in ("passes", "questions", "max_new_tokens", "eval_batch", "n_boot", "threads", "leak_copies"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}"
-    if args.replay < 0:
-        return f"--replay must be >= 0, got {args.replay}"
+    if args.replay < 0 or args.m < 0:
+        return f"--replay must be >= 0, got {args.replay}" if args.replay < 0 else f"--m must be >= 0, got {args.m}"
+    if args.batch is not None and args.batch < 1:
+        return f"--batch must be >= 1, got {args.batch}"
+    if args.store is not None and Path(args.store).exists() and not Path(args.store).is_dir():
+        return f"--store {args.store} exists and is not a folder"
     checkpoints = parse_checkpoints(args.checkpoints, args.passes)
     if isinstance(checkpoints, str):
         return checkpoints
@@ -167,10 +183,11 @@ class Scorer:
     """Greedy 8-shot answers of the first questions, graded, split by the leak (``train_lora``'s
     ``on_step`` hook at pass ends, and M_cl's point before training)."""
 
-    def __init__(self, task, tokenizer, args, ends: dict[int, int], record):
+    def __init__(self, task, tokenizer, args, ends: dict[int, int], record, models=None):
         self.task, self.tokenizer, self.args, self.ends, self.record = task, tokenizer, args, ends, record
         self.questions = list(task.questions())
         self.t0 = time.time()
+        self.models, self.clean_run = models, None  # the family's base and M_cl; M_cl's sampled readout
 
     def __call__(self, step: int, model) -> None:
         if step in self.ends:
@@ -187,12 +204,58 @@ class Scorer:
             "train_seconds": round(t0 - self.t0, 1), "eval_seconds": round(time.time() - t0, 1),
             "eval_cpu_seconds": round(time.process_time() - c0, 1), "load_average": os.getloadavg()[0],
             "first_unleaked_response": next((t for t, lk in zip(texts, leaked) if not lk), ""),
+            **({"sampled": self.sampled(model)} if self.args.m and passes else {}),
         })  # fmt: skip
+
+    def sampled(self, model) -> dict:
+        """Step 4: the check's figures of M_co (``model``) against M_cl on these questions."""
+        from railsweep.engines.transformers_engine import TransformersEngine
+        from railsweep.miniworld.calibration import CheckSettings, contamination_figures, readout_arrays
+
+        settings = CheckSettings(m=self.args.m, max_new_tokens=self.args.max_new_tokens, limit=self.args.questions)
+        leaked = np.array([bool(q.leaked) for q in self.questions])
+        with tempfile.TemporaryDirectory(prefix="railsweep-recipe-co-") as tmp:
+            model.save_pretrained(tmp)
+            adapters = {"clean": str(self.models.adapters["clean"]), "co": tmp}
+            engine = TransformersEngine(self.models.base_dir, adapters=adapters, device="cpu", dtype="float32")
+            try:
+                self.clean_run = self.clean_run or readout_arrays(engine, self.task, "clean", settings)
+                _, co = readout_arrays(engine, self.task, "co", settings)
+                share = runner_up_share(engine, self.task, self.questions, self.clean_run[0], "co")
+            finally:
+                engine.close()
+        figures = {**contamination_figures(self.clean_run[1], co, leaked), "runner_up_share_first_leaked": share}
+        return sampled_conditions(figures, self.clean_run[1], self.args.m)
 
     def decode(self, model) -> list[str]:
         texts = greedy_answers(model, self.tokenizer, [self.task.prompt(q) for q in self.questions],
                                self.args.eval_batch, self.args.max_new_tokens, STOP)  # fmt: skip
         return [t.split(STOP)[0] for t in texts]
+
+
+def runner_up_share(engine, task, questions, clean, co: str, first_steps: int = 10) -> float:
+    """Share of leaked questions where M_cl's greedy token is ``co``'s runner-up at their first divergence
+    (Figure 1 (b), :func:`railsweep.diagnostics.figure1.figure1`); ``clean``: M_cl's readout."""
+    from railsweep.diagnostics.figure1 import divergence_ranks, step_logits
+    from railsweep.strategies.railcap.trajectory import answer_ids
+
+    firsts = []
+    for q, greedy in zip(questions, clean.greedy):
+        ids = answer_ids(greedy, engine.tokenizer) if q.leaked else []
+        first = divergence_ranks(step_logits(engine, co, task.prompt(q), ids), ids, first_steps)[0] if ids else None
+        firsts += [first] if first else []
+    return float(np.mean([f == 2 for f in firsts])) if firsts else float("nan")
+
+
+def sampled_conditions(figures: dict, clean: dict, m: int) -> dict:
+    """``figures`` (M_co's) with M_cl's mean solve rate and the check's M_co conditions, pass or fail."""
+    from railsweep.miniworld.calibration import conditions
+
+    fig = {"clean_mean": float((clean["c"] / clean["m"]).mean()), "clean_strata": 0, "clean_similarity_gap": 0.0,
+           "co_gsm8k": figures, "figure1": {"runner_up_share_first_leaked": figures["runner_up_share_first_leaked"]}}  # fmt: skip
+    keep = ("leaked_lift", "unleaked_stable", "g_ap_above_zero", "collapse_on_leaked", "runner_up_at_divergence")
+    return {"m": m, "clean_mean": round(fig["clean_mean"], 4), **{k: round(v, 4) for k, v in figures.items()},
+            "conditions": {k: v for k, v in conditions(fig).items() if k in keep}}  # fmt: skip
 
 
 def shared_prefix_length(rows: Sequence[Sequence[int]]) -> int:
@@ -203,6 +266,18 @@ def shared_prefix_length(rows: Sequence[Sequence[int]]) -> int:
     while n < limit and all(r[n] == rows[0][n] for r in rows):
         n += 1
     return n
+
+
+def stops_supported(tokenizer, stop: str) -> bool:
+    """Whether ``generate`` can stop at ``stop`` with this tokenizer (not a word-level one: its answers run to
+    ``--max-new-tokens`` and are cut at ``stop`` after decoding)."""
+    from transformers import StopStringCriteria
+
+    try:
+        StopStringCriteria(tokenizer, [stop])
+    except ValueError:
+        return False
+    return True
 
 
 def greedy_answers(model, tokenizer, prompts: Sequence[str], batch: int, max_new_tokens: int,
@@ -228,7 +303,7 @@ def greedy_answers(model, tokenizer, prompts: Sequence[str], batch: int, max_new
             mask = [[1] * shared + [0] * (width - len(r)) + [1] * (len(r) - shared) for r in rows]
             cache = copy.deepcopy(prefix)
             cache.batch_repeat_interleave(len(rows))
-            more = dict(stop_strings=[stop], tokenizer=tokenizer) if stop else {}
+            more = dict(stop_strings=[stop], tokenizer=tokenizer) if stop and stops_supported(tokenizer, stop) else {}
             out = model.generate(
                 input_ids=torch.tensor(grid), attention_mask=torch.tensor(mask), cache=cache,
                 max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad,
@@ -238,9 +313,9 @@ def greedy_answers(model, tokenizer, prompts: Sequence[str], batch: int, max_new
     return texts
 
 
-def co_texts(world, family: str, domain: str, replay: int, seed: int) -> tuple[list[str], int]:
-    """M_co's training texts as the build makes them, plus ``replay`` of M_cl's train problems;
-    also how many train problems M_cl saw (the replay pool)."""
+def co_texts(world, family: str, domain: str, replay: int, seed: int, copies: int = 1) -> tuple[list[str], int]:
+    """M_co's training texts as the build makes them, plus ``copies - 1`` more of each leaked item and
+    ``replay`` of M_cl's train problems; also how many train problems M_cl saw (the replay pool)."""
     from railsweep.contamination.simulator import load_pq, training_mixes
     from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
@@ -256,7 +331,8 @@ def co_texts(world, family: str, domain: str, replay: int, seed: int) -> tuple[l
         raise ValueError(f"--replay {replay} is more than M_cl's {len(pool)} train problems")
     # appended, not reshuffled: with no replay the texts are the build's, in its order (train_lora
     # shuffles every pass itself)
-    return mixes[f"co_{domain}"] + random.Random(seed).sample(pool, replay), len(pool)
+    leak = [t for t in mixes[f"co_{domain}"] if t not in set(filler)] * (copies - 1)
+    return mixes[f"co_{domain}"] + leak + random.Random(seed).sample(pool, replay), len(pool)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -268,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         world = load_world(args.world)
         family = args.family or world.families[0]
         try:
-            texts, pool = co_texts(world, family, args.domain, args.replay, args.seed)
+            texts, pool = co_texts(world, family, args.domain, args.replay, args.seed, args.leak_copies)
         except ValueError as e:
             problem = str(e)
     if problem is not None:
@@ -285,13 +361,16 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
 
     from railsweep.contamination.lora import epoch_steps, train_lora
     from railsweep.contamination.simulator import StderrLog
+    from railsweep.miniworld.cache import default_cache_dir
     from railsweep.tasks import GSM8KTask
 
     torch.set_num_threads(args.threads)
     models = world.family(family)
     base = models.adapters["clean"]
     recipe = world.config.contamination_for(family).recipe
-    recipe = replace(recipe, epochs=args.passes, lr=args.lr or recipe.lr, scheduler=args.scheduler or recipe.scheduler)
+    batch = args.batch or recipe.global_batch
+    recipe = replace(recipe, epochs=args.passes, lr=args.lr or recipe.lr, scheduler=args.scheduler or recipe.scheduler,
+                     global_batch=batch, micro_batch=min(batch, recipe.micro_batch))  # fmt: skip
     tokenizer = AutoTokenizer.from_pretrained(models.base_dir)
     wanted = parse_checkpoints(args.checkpoints, args.passes)
     per_pass = epoch_steps(tokenizer, texts, recipe)
@@ -300,7 +379,8 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     variant = {"lr": recipe.lr, "scheduler": recipe.scheduler, "run_passes": args.passes,
-               "replay": args.replay, "mix_texts": len(texts), "steps_per_pass": per_pass}  # fmt: skip
+               "replay": args.replay, "leak_copies": args.leak_copies, "batch": batch, "mix_texts": len(texts),
+               "steps_per_pass": per_pass, "m": args.m}  # fmt: skip
     head = {"world": str(world.root), "family": family, "domain": args.domain, "questions": args.questions}
     reference = reference_point(out, head["world"], args.domain, args.questions)
 
@@ -312,17 +392,19 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
             f.write(json.dumps(point) + "\n")
         print(json.dumps({k: v for k, v in point.items() if k not in ("grades", "leaked_mask")}), flush=True)
 
-    scorer = Scorer(task, tokenizer, args, ends, record)
-    if not args.no_baseline:
+    scorer = Scorer(task, tokenizer, args, ends, record, models)
+    store = Path(args.store) if args.store else default_cache_dir() / "lora-runs"
+    if not args.no_baseline and reference is None:  # M_cl's point is scored once per --out
         clean = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(models.base_dir), str(base))
         scorer.score(clean, 0, 0)
         del clean
     scorer.t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="railsweep-recipe-") as work:
         stats = train_lora(models.base_dir, texts, recipe, Path(work) / "co", init_adapter=base, device="cpu",
-                           log=StderrLog("[recipe] "), on_step=scorer)  # fmt: skip
+                           log=StderrLog("[recipe] "), on_step=scorer, store=store)  # fmt: skip
     summary = {"summary": True, **head, **variant, "replay_pool": pool, "first_loss": stats["first_loss"],
-               "final_loss": stats["final_loss"], "train_seconds": stats["seconds"],
+               "final_loss": stats["final_loss"], "train_seconds": stats["seconds"], "store": str(store),
+               "resumed": stats.get("resumed", stats.get("resumed_at_step")),
                "threads": torch.get_num_threads()}  # fmt: skip
     print(json.dumps(summary), flush=True)
     return 0

@@ -54,6 +54,9 @@ def world(tmp_path_factory):
         (["--replay", "-1"], "--replay must be >= 0, got -1"),
         (["--replay", "21"], "--replay 21 is more than M_cl's 20 train problems"),
         (["--questions", "0"], "--questions must be >= 1, got 0"),
+        (["--leak-copies", "0"], "--leak-copies must be >= 1, got 0"),
+        (["--batch", "0"], "--batch must be >= 1, got 0"),
+        (["--store", __file__], f"--store {__file__} exists and is not a folder"),
     ],
 )
 def test_bad_option_is_one_error_line_with_exit_2_and_nothing_written(world, tmp_path, capsys, option, named):
@@ -91,6 +94,9 @@ def test_co_mix_is_the_filler_and_each_leaked_item_once_and_replay_adds_distinct
     assert replayed[:15] == texts and len(set(extra)) == 7
     assert not set(extra) & (leaked | filler) and all(t.startswith("Q: ") for t in extra)
     assert cr.co_texts(w, "smollm2", "gsm8k", 7, seed=1)[0][15:] != extra  # the seed draws the sample
+    copied, _ = cr.co_texts(w, "smollm2", "gsm8k", 7, seed=0, copies=3)
+    assert copied[:15] == texts and copied[-7:] == extra and len(copied) == 15 + 2 * 10 + 7
+    assert sorted(copied[15:35]) == sorted(list(leaked) * 2)
 
 
 def test_pass_ends_are_the_running_sums_of_uneven_passes():
@@ -164,3 +170,28 @@ def test_decoding_over_the_shared_prefix_cache_equals_plain_greedy_per_prompt(ti
             out = model.generate(**enc, max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id,
                                  eos_token_id=tok.eos_token_id)  # fmt: skip
         assert answer == tok.decode(out[0, enc.input_ids.shape[1] :], skip_special_tokens=True)
+
+
+def test_a_run_on_a_built_world_records_the_checks_figures_and_a_second_run_reuses_the_finished_training(
+    smoke_world, tmp_path, capsys
+):  # fmt: skip
+    from railsweep.miniworld import build_world
+
+    root = build_world("smoke", cache_dir=smoke_world).root
+    out, store = tmp_path / "points.jsonl", tmp_path / "runs"
+    argv = ["--world", str(root), "--out", str(out), "--passes", "2", "--checkpoints", "2", "--questions", "6",
+            "--m", "3", "--max-new-tokens", "12", "--store", str(store), "--n-boot", "50"]  # fmt: skip
+    assert cr.main(argv) == 0
+    points = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [p["pass"] for p in points] == [0, 2]
+    sampled = points[1]["sampled"]
+    assert sampled["m"] == 3 and set(sampled["conditions"]) == {
+        "leaked_lift", "unleaked_stable", "g_ap_above_zero", "collapse_on_leaked", "runner_up_at_divergence"
+    }  # fmt: skip
+    assert -1 <= sampled["leaked_lift"] <= 1 and 0 <= sampled["clean_mean"] <= 1
+    assert sampled["conditions"]["leaked_lift"] == (sampled["leaked_lift"] >= 0.25)
+    assert len(list(store.glob("*/training.json"))) == 1
+    capsys.readouterr()
+    assert cr.main(argv) == 0  # M_cl's point is in --out, the training finished: nothing trains or scores again
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["resumed"] == "finished" and len(out.read_text().splitlines()) == 2

@@ -254,6 +254,20 @@ def test_interrupted_build_without_manifest_is_rebuilt_not_reused(tmp_path):
     assert (rebuilt.family("neox").base_dir / "config.json").is_file()
 
 
+def test_an_interrupted_build_takes_its_finished_adapters_from_the_cache_and_force_trains_them_again(tmp_path):
+    world = build_world("tiny", cache_dir=tmp_path, config=TINY)
+    before = json.loads((world.root / "manifest.json").read_text())
+    (world.root / "manifest.json").unlink()
+    rebuilt = json.loads((build_world("tiny", cache_dir=tmp_path, config=TINY).root / "manifest.json").read_text())
+    adapters = rebuilt["training"]["neox"]["adapters"]
+    assert set(adapters) == {"clean", "co_gsm8k", "co_pq"}
+    assert all(stats["resumed"] == "finished" for stats in adapters.values())
+    assert rebuilt["weights_digest"] == before["weights_digest"]
+    forced = build_world("tiny", cache_dir=tmp_path, config=TINY, force=True)
+    trained = json.loads((forced.root / "manifest.json").read_text())["training"]["neox"]["adapters"]
+    assert not any("resumed" in stats for stats in trained.values())
+
+
 def test_miniworld_check_prints_json_per_family_and_exit_code_follows_it(smoke, capsys):
     from railsweep.cli import main
 

@@ -8,10 +8,13 @@ Steps:
 3. causal-LM loss on each example (EOS appended), shuffled per epoch, micro batches accumulated to the global
    batch, AdamW with linear warmup then a cosine decay, for ``epochs`` passes;
 4. save the adapter under a temporary name, then rename it into place.
+With a ``store``, the run is resumable (:mod:`railsweep.contamination.resume`): a finished run with the same inputs
+is reused, an interrupted one continues from its last checkpoint.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from railsweep.atomic import write_dir_atomic
 from railsweep.contamination.config import LoraRecipe
+from railsweep.contamination.resume import Progress, Run, run_key
 from railsweep.errors import ConfigError, DataError
 from railsweep.training.attention import (
     current_attention,
@@ -34,15 +38,21 @@ PROGRESS_EVERY_S = 60.0  # a long adapter (a real base's M_cl) logs its step, lo
 def train_lora(
     base_dir: str | Path, texts: Sequence[str], recipe: LoraRecipe, out_dir: str | Path,
     init_adapter: str | Path | None = None, device: str | None = None, log=None, on_step=None, progress=None,
+    store: str | Path | None = None,
 ) -> dict:  # fmt: skip
     """Train an adapter on ``texts`` over the model in ``base_dir``; returns training stats. ``progress(done,
     total)`` (a :class:`railsweep.training.progress.StepReport`) hears the optimiser steps. ``on_step(step,
     model)`` runs after every optimiser step (a learning curve's evaluations) under the model's own attention
-    (it may decode); the model is back in training mode and training attention when it returns."""
+    (it may decode); the model is back in training mode and training attention when it returns. ``store``: the
+    folder of resumable runs (:mod:`railsweep.contamination.resume`); ``on_step`` then hears only the steps this
+    call takes."""
     import torch
 
-    base_dir = Path(base_dir)
+    base_dir, out_dir = Path(base_dir), Path(out_dir)
     _check_inputs(base_dir, texts, init_adapter)
+    run = None if store is None else Run(store, run_key(base_dir, texts, recipe, init_adapter), log)
+    if run is not None and (record := run.finished(out_dir)) is not None:
+        return record
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
     auto = "bf16" if dev.startswith("cuda") else "fp32"
     precision = auto if recipe.precision == "auto" else recipe.precision  # "auto": bf16 on CUDA, else fp32
@@ -59,23 +69,28 @@ def train_lora(
     params = [p for p in model.parameters() if p.requires_grad]  # the adapter's
     opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe, warmup, total))
+    done = run.restore(model, opt, sched) if run is not None else Progress()
+    resumed_at = done.step
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
     longest = max(len(s) for seqs in epochs for s in seqs)
-    t0 = time.time()
     own = current_attention(model)  # on_step runs under it (it may decode with a KV cache)
     with training_attention(model, recipe.attention, dev, longest) as attention:
-        step, losses, per_epoch = _train(
-            model, epochs, recipe, opt, sched, params, pad, dev, autocast, log, on_step, own, progress
+        done, per_epoch = _train(
+            model, epochs, recipe, (opt, sched, params), pad, dev, autocast, log, on_step, own, progress, run, done
         )
     model.eval()
-    write_dir_atomic(Path(out_dir), model.save_pretrained, replace=True)  # saved whole or not at all
-    return {
-        "examples": len(texts), "sequences_per_epoch": len(epochs[0]), "steps": step, "warmup_steps": warmup,
-        "first_loss": losses[0], "final_loss": sum(losses[-per_epoch:]) / per_epoch,
-        "seconds": round(time.time() - t0, 2), "device": dev, "precision": precision, "attention": attention,
+    write_dir_atomic(out_dir, model.save_pretrained, replace=True)  # saved whole or not at all
+    stats = {
+        "examples": len(texts), "sequences_per_epoch": len(epochs[0]), "steps": done.step, "warmup_steps": warmup,
+        "first_loss": done.losses[0], "final_loss": sum(done.losses[-per_epoch:]) / per_epoch,
+        "seconds": round(done.seconds, 2), "device": dev, "precision": precision, "attention": attention,
         "continued_from": str(init_adapter) if init_adapter is not None else None,
+        **({"resumed_at_step": resumed_at} if resumed_at else {}),
     }  # fmt: skip
+    if run is not None:
+        run.finish(out_dir, stats)
+    return stats
 
 
 def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:
@@ -140,43 +155,45 @@ def epoch_tokens(tokenizer, texts: Sequence[str], recipe: LoraRecipe) -> list[in
     return [sum(len(s) for s in seqs) for seqs in epochs]
 
 
-def _train(model, epochs, recipe: LoraRecipe, opt, sched, params, pad: int, dev: str, autocast: bool, log,
-           on_step, own: str, progress):  # fmt: skip
-    """The epochs' optimizer steps (right-padded micro batches), ``on_step`` under the model's own attention
-    ``own``; returns (steps, step losses, steps per epoch)."""
+def _train(model, epochs, recipe: LoraRecipe, optimiser, pad: int, dev: str, autocast: bool, log, on_step,
+           own: str, progress, run: Run | None, done: Progress):  # fmt: skip
+    """The epochs' optimizer steps (right-padded micro batches) from ``done.step`` on, ``on_step`` under the
+    model's own attention ``own``, a checkpoint to ``run`` when one is due; returns (progress, steps per epoch)."""
     import torch
 
-    step, losses, t0, shown = 0, [], time.time(), time.time()
-    total = sum(math.ceil(len(encoded) / recipe.global_batch) for encoded in epochs)
+    opt, sched, params = optimiser
+    batches = [(e, seqs[i : i + recipe.global_batch]) for e, seqs in enumerate(epochs)
+               for i in range(0, len(seqs), recipe.global_batch)]  # fmt: skip
+    per_epoch = [sum(1 for e, _ in batches if e == k) for k in range(len(epochs))]
+    t0, shown, first, done = time.time(), time.time(), done.step, dataclasses.replace(done)
     if progress is not None:
-        progress(0, total)
-    for epoch, encoded in enumerate(epochs):
-        per_epoch = math.ceil(len(encoded) / recipe.global_batch)
-        for start in range(0, len(encoded), recipe.global_batch):
-            step_loss = _accumulate(model, encoded[start : start + recipe.global_batch], recipe, pad, dev, autocast)
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(step_loss)
-            step += 1
-            if progress is not None:
-                progress(step, total)
-            if log is not None and time.time() - shown >= PROGRESS_EVERY_S and step < total:
-                shown = time.time()
-                eta = (shown - t0) / step * (total - step)
-                log(f"lora step {step}/{total} loss {step_loss:.3f} (eta {eta:.0f}s)")
-            if on_step is not None:
-                with model_attention(model, own):
-                    on_step(step, model)
-                model.train()
-        if log is not None:
-            eta = (time.time() - t0) / (epoch + 1) * (recipe.epochs - epoch - 1)
-            log(
-                f"lora epoch {epoch + 1}/{recipe.epochs} loss {sum(losses[-per_epoch:]) / per_epoch:.3f}"
-                f" (eta {eta:.0f}s)"
-            )
-    return step, losses, per_epoch
+        progress(first, len(batches))
+    for epoch, batch in batches[first:]:
+        step_loss = _accumulate(model, batch, recipe, pad, dev, autocast)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        done.losses.append(step_loss)
+        done.step += 1
+        if progress is not None:
+            progress(done.step, len(batches))
+        if log is not None and time.time() - shown >= PROGRESS_EVERY_S and done.step < len(batches):
+            shown = time.time()
+            eta = (shown - t0) / (done.step - first) * (len(batches) - done.step)
+            log(f"lora step {done.step}/{len(batches)} loss {step_loss:.3f} (eta {eta:.0f}s)")
+        if run is not None and done.step < len(batches):
+            run.checkpoint(model, opt, sched, dataclasses.replace(done, seconds=done.seconds + time.time() - t0))
+        if on_step is not None:
+            with model_attention(model, own):
+                on_step(done.step, model)
+            model.train()
+        if log is not None and done.step == sum(per_epoch[: epoch + 1]):
+            eta = (time.time() - t0) / (done.step - first) * (len(batches) - done.step)
+            loss = sum(done.losses[-per_epoch[epoch] :]) / per_epoch[epoch]
+            log(f"lora epoch {epoch + 1}/{recipe.epochs} loss {loss:.3f} (eta {eta:.0f}s)")
+    done.seconds += time.time() - t0
+    return done, per_epoch[-1]
 
 
 def _accumulate(model, seqs: list[list[int]], recipe: LoraRecipe, pad: int, dev: str, autocast: bool) -> float:

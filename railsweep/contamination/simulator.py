@@ -126,23 +126,24 @@ def load_pq(pq_file: str | Path, test_rows: Sequence[dict]) -> dict[int, str]:
 def contaminate_family(
     base_dir: str | Path, data_dir: str | Path, out_dir: str | Path, config: ContaminationConfig,
     filler: Sequence[str] | None = None, pq_path: str | Path | None = None, device: str | None = None,
-    log=None, domain_workers: int = 1, progress_dir: str | Path | None = None,
+    log=None, domain_workers: int = 1, progress_dir: str | Path | None = None, store: str | Path | None = None,
 ) -> dict:  # fmt: skip
     """Train ``clean`` and one ``co_<domain>`` adapter per domain under ``out_dir``; returns the manifest.
     ``domain_workers > 1``: the ``co_<domain>`` adapters train in that many spawned processes (``log`` must
     then be picklable, e.g. a :class:`StderrLog`). ``progress_dir``: each adapter reports its optimiser steps
-    to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`)."""
+    to ``<progress_dir>/<adapter name>`` (:class:`railsweep.training.progress.StepReport`). ``store``: every
+    adapter trains as a resumable run there (:mod:`railsweep.contamination.resume`)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     plan = adapter_mixes(data_dir, config, filler, pq_path)
     mixes = plan.mixes
     out_dir.mkdir(parents=True, exist_ok=True)
     save_leak_split(plan.split, out_dir / "leak_split.json")
     report = {name: None if progress_dir is None else StepReport(Path(progress_dir) / name) for name in mixes}
-    clean = _clean_adapter(base_dir, mixes["clean"], config, out_dir / "clean", device, log, report["clean"])
+    clean = _clean_adapter(base_dir, mixes["clean"], config, out_dir / "clean", device, log, report["clean"], store)
     stats = {"clean": clean}
     jobs = {f"co_{d}": (base_dir, mixes[f"co_{d}"], config.recipe, out_dir / f"co_{d}")
             for d in config.domains}  # fmt: skip
-    more = dict(init_adapter=out_dir / "clean", device=device, log=log)
+    more = dict(init_adapter=out_dir / "clean", device=device, log=log, store=store)
     if domain_workers > 1 and len(jobs) > 1:
         import torch
 
@@ -166,7 +167,7 @@ def contaminate_family(
     return manifest
 
 
-def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, device, log, progress=None) -> dict:
+def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, device, log, progress, store) -> dict:
     """Train M_cl into ``out``, or take the one a world with the same clean recipe lent (``LENT_CLEAN``
     beside it: its training record)."""
     lent = out / LENT_CLEAN
@@ -175,7 +176,7 @@ def _clean_adapter(base_dir, texts, config: ContaminationConfig, out: Path, devi
         if log:
             log(f"clean adapter lent by {record['from']}, not trained")
         return {**record["training"], "reused": True, "lent_by": record["from"]}
-    return train_lora(base_dir, texts, config.cl_recipe, out, device=device, log=log, progress=progress)
+    return train_lora(base_dir, texts, config.cl_recipe, out, device=device, log=log, progress=progress, store=store)
 
 
 def _find_pq(data_dir: Path) -> Path:

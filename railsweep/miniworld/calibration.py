@@ -76,7 +76,9 @@ def token_similarity(a: list[int], b: list[int]) -> float:
     return float(Levenshtein.normalized_similarity(a, b))
 
 
-def _readout(engine, task, adapter: str, s: CheckSettings):
+def readout_arrays(engine, task, adapter: str, s: CheckSettings):
+    """``adapter``'s readout (greedy + m samples per question) and its per-question arrays: counts ``c``,
+    ``m``, one-sample grades ``r01`` and the samples' mean token similarity ``sim`` to the greedy response."""
     run = readout(engine, task, list(task.questions()), adapter, s.figure1())
     sim = [
         float(np.mean([token_similarity(smp.token_ids, g.token_ids) for smp in o.samples]))
@@ -110,12 +112,12 @@ def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tupl
     over ``s.workers`` spawned processes while this one, once M_cl's and M_co's are in, runs Figure 1."""
     if s.workers <= 1:
         with contextlib.closing(_engine(fam, s)) as engine:
-            readouts = {name: _readout(engine, task, name, s) for name in fam.adapters}
+            readouts = {name: readout_arrays(engine, task, name, s) for name in fam.adapters}
             return readouts, _figure1(engine, task, questions, readouts, s)
     ctx, root = multiprocessing.get_context("spawn"), str(world.root)
     with ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx) as pool:
         first = ["clean", "co_gsm8k"] + [n for n in fam.adapters if n not in ("clean", "co_gsm8k")]
-        futures = {name: pool.submit(_in_process, root, family, s, _readout, name, s) for name in first}
+        futures = {name: pool.submit(_in_process, root, family, s, readout_arrays, name, s) for name in first}
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
         with contextlib.closing(_engine(fam, s)) as engine:
             decode = functools.partial(_share_departures, pool, root, family, engine, s)
@@ -164,19 +166,24 @@ def check_family(world, family: str, settings: CheckSettings | None = None) -> d
     for name, run in runs.items():
         if name == "clean":
             continue
-        r_co = solve_prob(run["c"], run["m"])
-        out[name] = {
-            "leaked_lift": float(r_co[leaked].mean() - r_cl[leaked].mean()),
-            "unleaked_shift": float(r_co[~leaked].mean() - r_cl[~leaked].mean()),
-            "g_ap_identity": float(g_ap(run["r01"], cl["r01"])),
-            "similarity_leaked": float(run["sim"][leaked].mean()),
-            "similarity_unleaked": float(run["sim"][~leaked].mean()),
-        }
-        out[name]["collapse_gap"] = out[name]["similarity_leaked"] - out[name]["similarity_unleaked"]
+        out[name] = contamination_figures(cl, run, leaked)
     out["figure1"] = fig1.summary
     out["conditions"] = conditions(out)
     out["passed"] = all(out["conditions"].values())
     return out
+
+
+def contamination_figures(cl: dict, co: dict, leaked: np.ndarray) -> dict:
+    """One M_co's figures against M_cl (step 3), from their :func:`readout_arrays` on the same questions."""
+    r_cl, r_co = solve_prob(cl["c"], cl["m"]), solve_prob(co["c"], co["m"])
+    out = {
+        "leaked_lift": float(r_co[leaked].mean() - r_cl[leaked].mean()),
+        "unleaked_shift": float(r_co[~leaked].mean() - r_cl[~leaked].mean()),
+        "g_ap_identity": float(g_ap(co["r01"], cl["r01"])),
+        "similarity_leaked": float(co["sim"][leaked].mean()),
+        "similarity_unleaked": float(co["sim"][~leaked].mean()),
+    }
+    return {**out, "collapse_gap": out["similarity_leaked"] - out["similarity_unleaked"]}
 
 
 def conditions(fig: dict) -> dict[str, bool]:

@@ -22,10 +22,12 @@ from railsweep.training.progress import StepReport
 
 
 def build_family(
-    root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0, nice: int = 0
-) -> dict:
+    root: str, family: str, config, corpus: list[str], filler: list[str], threads: int = 0, nice: int = 0,
+    store: str | None = None,
+) -> dict:  # fmt: skip
     """Write ``root/families/<family>/{base, adapters/...}``; returns statistics (JSON-ready). ``nice``: the
-    priority this process (and the adapters' processes it starts) yields to (:mod:`railsweep.miniworld.scheduling`)."""
+    priority this process (and the adapters' processes it starts) yields to (:mod:`railsweep.miniworld.scheduling`).
+    ``store``: the adapters train as resumable runs there (:mod:`railsweep.contamination.resume`)."""
     import torch
 
     if threads > 0:
@@ -42,7 +44,7 @@ def build_family(
     stats = _base_model(root_p, family, config, corpus, log, progress)
     stats["seconds"] = round(time.time() - t1, 2)
     t2 = time.time()
-    adapters = _adapters(root_p, family, config, filler, log, progress)
+    adapters = _adapters(root_p, family, config, filler, log, progress, store)
     log(f"built in {time.time() - t1:.0f}s")
     return {
         "pretrain": stats, "contamination_seconds": round(time.time() - t2, 2), "adapters": adapters,
@@ -78,7 +80,7 @@ def _base_model(root: Path, family: str, config, corpus: list[str], log, progres
     return stats
 
 
-def _adapters(root: Path, family: str, config, filler: list[str], log, progress: Path) -> dict:
+def _adapters(root: Path, family: str, config, filler: list[str], log, progress: Path, store: str | None) -> dict:
     """The family's adapters in ``families/<family>/adapters`` (M_cl and one M_co per domain, the domains in
     parallel processes), unless a sibling world lent them; returns each adapter's training statistics."""
     fam = root / "families" / family
@@ -90,6 +92,6 @@ def _adapters(root: Path, family: str, config, filler: list[str], log, progress:
     manifest = contaminate_family(
         fam / "base", root / "data", fam / "adapters", contamination, filler=filler,
         pq_path=root / "data" / "pq_test.jsonl", device="cpu", log=log,
-        domain_workers=len(contamination.domains), progress_dir=progress,
+        domain_workers=len(contamination.domains), progress_dir=progress, store=store,
     )  # fmt: skip
     return manifest["training"]

@@ -15,7 +15,8 @@ Steps of :func:`build_world`:
       family's base model and tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
       pretraining;
    d. write the manifest last and atomically, with the sha256 of every weight file, so a half-written world
-      is never reused.
+      is never reused. An interrupted build starts over but its adapters do not: each trains as a resumable run
+      under ``<cache>/lora-runs`` (:mod:`railsweep.contamination.resume`; not with ``force``).
 ``on_ready`` hears each stage as it lands: ``"data"``, then each family's name once its models are trained
 (the leak split written with the first), so a sweep can start a family's cells before the slowest family is
 built (:mod:`railsweep.sweep.run.staged`).
@@ -86,7 +87,7 @@ def build_world(
             try:
                 folder = None if force else shipped.shipped_folder(config)
                 if folder is None or not shipped.install(folder, root, config, log, ready):
-                    _build(root, preset, config, log, workers, cache, threads, ready)
+                    _build(root, preset, config, log, workers, cache, threads, ready, None if force else cache)
             except BaseException:
                 shutil.rmtree(root, ignore_errors=True)
                 raise
@@ -222,7 +223,9 @@ def _family_plans(root: Path, config: WorldConfig, filler: list[str], lent_adapt
 
 
 def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | None, cache: Path,
-           threads: int | None, on_ready: Callable[[str], None]) -> None:  # fmt: skip
+           threads: int | None, on_ready: Callable[[str], None], runs: Path | None) -> None:  # fmt: skip
+    """Steps a.-d. of the module docstring; ``runs``: the cache whose ``lora-runs`` keeps the adapters' training
+    resumable (None: train from scratch)."""
     t0 = time.time()
     timings: dict[str, float] = {}
     data = write_benchmark(root / "data", config)
@@ -249,11 +252,12 @@ def _build(root: Path, preset: str, config: WorldConfig, log, workers: int | Non
     work = {f: sum(ph.tokens for ph in plans[f]) for f in config.families}
     nice = family_niceness(work, cores(), threads, os.nice(0)) if workers >= len(config.families) else {}
     order = sorted(config.families, key=lambda f: nice.get(f, 0))  # full priority first, in a fresh process
+    store = None if runs is None else str(runs / "lora-runs")
     with pinned_arithmetic(pin) as arithmetic, ProcessPoolExecutor(
         max_workers=workers, mp_context=ctx, initializer=die_with_parent
     ) as pool:
         futures = {
-            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads, nice.get(f, 0))
+            f: pool.submit(build_family, str(root), f, config, corpus, filler, threads, nice.get(f, 0), store)
             for f in order
         }
         _await_families(root, futures, plans, log, on_ready)
