@@ -64,6 +64,17 @@ def test_the_summary_names_every_family_and_the_slowest_ones_eta(tmp_path):
     assert summary(tmp_path, plans, cores=1).endswith("; eta 330s (1 cores)")
 
 
+def test_a_resumed_adapter_is_timed_by_the_steps_it_took_since_it_resumed(tmp_path):
+    report = StepReport(tmp_path / "clean")
+    report(3, 4)  # resumed at step 3 of 4 from a checkpoint
+    report(4, 4)
+    assert read_report(tmp_path / "clean")["first"] == 3
+    resumed = {"pretrain": _report(10, 10, 100.0), "clean": {**_report(2, 4, 1.0), "first": 1}}  # one step: 50 tok/s
+    assert family_state(PHASES, resumed)[2] == pytest.approx((100 + 300) / 50)
+    not_yet = {**resumed, "clean": {**resumed["clean"], "first": 2}}  # no step since it resumed: no rate of its own
+    assert family_state(PHASES, not_yet)[2] == pytest.approx((100 + 300) / 10)  # the family's other rate
+
+
 def test_a_family_that_yields_its_core_is_timed_at_its_cpu_rate():
     # 500 tokens in 200 wall seconds but 50 CPU seconds: 10 tokens per CPU second once it has a core
     waiting = {"pretrain": {**_report(5, 10, 200.0), "cpu": 50.0}}

@@ -54,11 +54,12 @@ def _share(report: dict | None) -> float:
 
 def _rate(report: dict | None, tokens: int) -> float | None:
     """Tokens per CPU second of a started phase (per wall second for a report without ``cpu``; None before its
-    first step)."""
-    if not report or report["done"] < 1:
+    first step), over the steps this process took (a resumed run's ``first`` were taken before)."""
+    steps = report["done"] - report.get("first", 0) if report else 0
+    if steps < 1:
         return None
     seconds = report["cpu"] if "cpu" in report else report["time"] - report["start"]
-    return tokens * _share(report) / seconds if seconds > 0 else None
+    return tokens * steps / report["total"] / seconds if seconds > 0 else None
 
 
 def _current(phases: list[Phase], reports: Mapping[str, dict | None]) -> str:
