@@ -4,11 +4,14 @@ and a run whose inputs changed starts afresh."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
+from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
 
 from railsweep.contamination import LoraRecipe, lora, resume, train_lora
+from railsweep.testing import make_tiny_model
 
 TEXTS = [f"Q: {a} plus {b}?\nA: {a} + {b} = {a + b}. The answer is {a + b}." for a, b in
          [(3, 4), (10, 5), (7, 8), (20, 1), (6, 6), (9, 2), (11, 3), (4, 15)]]  # fmt: skip
@@ -62,7 +65,13 @@ def test_a_finished_run_is_reused_without_loading_a_model(tiny_model_dir, tmp_pa
     assert all((a[k] == b[k]).all() for k in a)
 
 
-@pytest.mark.parametrize("change", ["texts", "recipe", "init_adapter"])
+def test_a_run_is_named_by_its_bases_files_not_its_path(tiny_model_dir, tmp_path):
+    moved = tmp_path / "moved"
+    shutil.copytree(tiny_model_dir, moved)
+    assert resume.run_key(moved, TEXTS, RECIPE, None) == resume.run_key(Path(tiny_model_dir), TEXTS, RECIPE, None)
+
+
+@pytest.mark.parametrize("change", ["texts", "recipe", "init_adapter", "base"])
 def test_a_run_whose_inputs_changed_is_another_run(tiny_model_dir, tmp_path, change):
     train_lora(tiny_model_dir, TEXTS, RECIPE, tmp_path / "a", device="cpu", store=tmp_path / "runs")
     texts, recipe, init = TEXTS, RECIPE, None
@@ -70,8 +79,9 @@ def test_a_run_whose_inputs_changed_is_another_run(tiny_model_dir, tmp_path, cha
         texts = TEXTS[:-1] + ["Q: 1 plus 1?\nA: 1 + 1 = 2. The answer is 2."]
     elif change == "recipe":
         recipe = dataclasses.replace(RECIPE, lr=4e-2)
-    else:
+    elif change == "init_adapter":
         init = tmp_path / "a"
-    stats = train_lora(tiny_model_dir, texts, recipe, tmp_path / "b", device="cpu", store=tmp_path / "runs",
+    base = make_tiny_model(tmp_path / "other", family="llama", seed=1) if change == "base" else tiny_model_dir
+    stats = train_lora(base, texts, recipe, tmp_path / "b", device="cpu", store=tmp_path / "runs",
                        init_adapter=init)  # fmt: skip
     assert "resumed" not in stats and len(list((tmp_path / "runs").iterdir())) == 2

@@ -1,8 +1,8 @@
 """Resumable LoRA training: a run named by what decides its result, checkpointed as it goes, kept once finished,
 so a killed world build or recipe search picks up where it stopped instead of starting over.
 
-A run's key (:func:`run_key`) is the sha256 of the recipe, the training texts in order, and the weight files of
-the base model and of the adapter it continues from. Under ``<store>/<key>/``:
+A run's key (:func:`run_key`) is the sha256 of the recipe, the training texts in order, the base model's weight,
+config and tokenizer files and the weight files of the adapter it continues from. Under ``<store>/<key>/``:
 
 - ``checkpoint.pt``: the adapter's trainable weights, the optimiser's and scheduler's states, the torch RNG state,
   the steps done, their losses and the seconds spent, written atomically every :data:`CHECKPOINT_EVERY_S` seconds
@@ -34,13 +34,15 @@ CHECKPOINT_EVERY_S = 600.0  # a smollm2 checkpoint is ~0.4 GB (adapter + AdamW m
 
 
 def run_key(base_dir: Path, texts: Sequence[str], recipe, init_adapter: Path | None) -> str:
-    """The digest of everything that decides a run's adapter (threads and SIMD width aside)."""
+    """The digest of everything that decides a run's adapter (threads and SIMD width aside): the base's weights,
+    config and tokenizer files, the starting adapter's weights (its config names the base's path, so not it)."""
     h = hashlib.sha256(json.dumps(dataclasses.asdict(recipe), sort_keys=True).encode())
     for text in texts:
         h.update(hashlib.sha256(text.encode()).digest())
-    for folder in (base_dir, init_adapter):
-        for path in sorted(Path(folder).glob("*.safetensors")) if folder is not None else ():
-            h.update(f"{path.name}:{file_sha256(path)}".encode())
+    for folder, kinds in ((base_dir, (".safetensors", ".bin", ".json")), (init_adapter, (".safetensors", ".bin"))):
+        for path in sorted(Path(folder).iterdir()) if folder is not None else ():
+            if path.is_file() and path.suffix in kinds:
+                h.update(f"{path.name}:{file_sha256(path)}".encode())
     return h.hexdigest()[:24]
 
 
