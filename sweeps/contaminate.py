@@ -65,8 +65,9 @@ def _train_one(name: str, base: str, data_dir: str, out: str, config, pq: str | 
     if config.filler == "miniworld":
         filler = load_filler(Path(data_dir) / "filler.txt", config.n_filler, config.seed)
     manifest = contaminate_family(
-        base, data_dir, Path(out) / name, config, filler=filler, pq_path=pq, device=device
-    )
+        base, data_dir, Path(out) / name, config, filler=filler, pq_path=pq, device=device,
+        store=Path(out) / name / "lora-runs",
+    )  # fmt: skip
     return {
         "family": name,
         "adapters": manifest["adapters"],

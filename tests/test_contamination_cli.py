@@ -45,6 +45,10 @@ def test_contaminate_command_writes_adapters_leak_split_and_manifest(smoke, tmp_
     assert manifest["mix_sizes"] == {"clean": 8, "co_gsm8k": 8, "co_pq": 8}
     assert {"torch", "transformers", "peft"} <= manifest["provenance"]["packages"].keys()
     assert len(json.loads((tmp_path / "out" / "leak_split.json").read_text())["leaked"]) == 4
+    assert len(list((tmp_path / "out" / "lora-runs").glob("*/training.json"))) == 3
+    assert main(_args(smoke, tmp_path / "out")) == 0  # run again: every adapter's training is taken, not repeated
+    again = json.loads((tmp_path / "out" / "manifest.json").read_text())["training"]
+    assert {name: stats["resumed"] for name, stats in again.items()} == dict.fromkeys(again, "finished")
 
 
 def test_leak_count_larger_than_the_test_split_exits_with_one_clear_error(smoke, tmp_path, capsys):

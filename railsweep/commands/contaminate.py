@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from railsweep import argtypes as at
@@ -72,7 +73,7 @@ def config_from_args(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    manifest = contaminate_family(args.model, args.task_dir, args.out, config, pq_path=args.pq,
-                                  device=args.device, log=print)  # fmt: skip
+    manifest = contaminate_family(args.model, args.task_dir, args.out, config, pq_path=args.pq, device=args.device,
+                                  log=print, store=Path(args.out) / "lora-runs")  # fmt: skip
     print(json.dumps({"adapters": manifest["adapters"], "leak_split": manifest["leak_split"]}))
     return 0
