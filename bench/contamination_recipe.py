@@ -4,16 +4,15 @@ A contaminated model of the paper's kind recites what leaked and keeps its abili
 (its Figure 1: M_co's greedy solve rate on unleaked items stays near M_cl's). This measures, on a
 built world, which M_co recipe does that. Steps:
 
-1. read the world (its data, leak split, family base and M_cl adapter) and the contamination mix of
-   ``--domain`` exactly as the build trains it (filler + the leaked items), plus ``--replay`` of M_cl's
-   own train problems in every pass when asked (how leaks reach real fine-tunes: mixed into other data),
-   and each leaked item ``--leak-copies`` times (a leak duplicated on the web);
+1. read the world (its data, leak split, family base and M_cl adapter) and make the contamination mix of
+   ``--domain`` as a build does (filler + the leaked items), with ``--replay`` of M_cl's own train problems
+   (``co_replay``: how leaks reach real fine-tunes, mixed into other data) and each leaked item
+   ``--leak-copies`` times (``leak_copies``: a leak duplicated on the web) when asked;
 2. unless ``--no-baseline`` or ``--out`` holds it already, score M_cl itself (pass 0);
 3. train M_co from M_cl (``train_lora(init_adapter=clean)``) with the world's M_co recipe, ``--lr``,
    ``--scheduler``, ``--batch`` and ``--passes`` replaced, as a resumable run in ``--store`` (a killed run
    continues from its checkpoint; :mod:`railsweep.contamination.resume`), and at the end of every pass listed
-   in ``--checkpoints``
-   decode the first ``--questions`` test questions greedily with the 8-shot prompt (as ``railsweep
+   in ``--checkpoints`` decode the first ``--questions`` test questions greedily with the 8-shot prompt (as ``railsweep
    eval`` prompts them), stopping at "Q:", and grade them;
 4. with ``--m M`` (> 0), also sample M answers per question at T = 0.7 from M_cl and from M_co as the
    calibration check does (``railsweep miniworld check``: same seeds, grading and figures) and compute the
@@ -38,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import tempfile
 import time
@@ -76,7 +74,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-baseline", action="store_true", help="do not score M_cl first")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the paired difference")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0, help="the replay sample and the bootstrap")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's")
     p.add_argument("--out", required=True, help="JSONL file the points are appended to")
     return p
 
@@ -313,26 +311,24 @@ def greedy_answers(model, tokenizer, prompts: Sequence[str], batch: int, max_new
     return texts
 
 
-def co_texts(world, family: str, domain: str, replay: int, seed: int, copies: int = 1) -> tuple[list[str], int]:
-    """M_co's training texts as the build makes them, plus ``copies - 1`` more of each leaked item and
-    ``replay`` of M_cl's train problems; also how many train problems M_cl saw (the replay pool)."""
+def co_texts(world, family: str, domain: str, replay: int, copies: int = 1) -> tuple[list[str], int]:
+    """M_co's training texts as a build with ``leak_copies=copies`` and ``co_replay=replay`` makes them
+    (:func:`railsweep.contamination.simulator.training_mixes`), so a world preset with that recipe trains on the
+    same texts and takes this run's finished adapter; also how many train problems M_cl saw (the replay pool)."""
     from railsweep.contamination.simulator import load_pq, training_mixes
     from railsweep.tasks.data.gsm8k_rows import read_jsonl
 
     config = world.config.contamination_for(family)
+    if replay > config.n_train:
+        raise ValueError(f"--replay {replay} is more than M_cl's {config.n_train} train problems")
+    config = replace(config, co_replay=replay, leak_copies=copies)
     filler = (world.data_dir / "filler.txt").read_text().strip().split("\n\n")[: config.n_filler]
     rows = {s: read_jsonl(world.data_dir / f"{s}.jsonl") for s in ("train", "test")}
     paraphrases = None
     if "pq" in config.domains:
         paraphrases = load_pq(world.data_dir / "pq_test.jsonl", rows["test"])
     mixes = training_mixes(rows["train"], rows["test"], paraphrases, filler, world.leaked, config)
-    pool = sorted(set(mixes["clean"]) - set(filler))
-    if replay > len(pool):
-        raise ValueError(f"--replay {replay} is more than M_cl's {len(pool)} train problems")
-    # appended, not reshuffled: with no replay the texts are the build's, in its order (train_lora
-    # shuffles every pass itself)
-    leak = [t for t in mixes[f"co_{domain}"] if t not in set(filler)] * (copies - 1)
-    return mixes[f"co_{domain}"] + leak + random.Random(seed).sample(pool, replay), len(pool)
+    return mixes[f"co_{domain}"], config.n_train
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -344,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         world = load_world(args.world)
         family = args.family or world.families[0]
         try:
-            texts, pool = co_texts(world, family, args.domain, args.replay, args.seed, args.leak_copies)
+            texts, pool = co_texts(world, family, args.domain, args.replay, args.leak_copies)
         except ValueError as e:
             problem = str(e)
     if problem is not None:

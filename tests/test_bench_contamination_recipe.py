@@ -13,7 +13,7 @@ import pytest
 
 from railsweep.contamination import save_leak_split
 from railsweep.contamination.leak import make_leak_split
-from railsweep.contamination.simulator import cot_example
+from railsweep.contamination.simulator import cot_example, training_mixes
 from railsweep.miniworld import preset_config
 from railsweep.miniworld.benchmark import write_benchmark
 from railsweep.miniworld.cache import load_world
@@ -82,21 +82,22 @@ def test_a_world_without_the_domains_adapter_is_refused(world, tmp_path, capsys)
     assert "family smollm2 has no clean adapter" in capsys.readouterr().err
 
 
-def test_co_mix_is_the_filler_and_each_leaked_item_once_and_replay_adds_distinct_train_problems(world):
+def test_co_mix_is_the_filler_and_each_leaked_item_and_replay_and_copies_add_what_a_build_would(world):
     w = load_world(world)
     rows = [json.loads(line) for line in (world / "data" / "test.jsonl").read_text().splitlines()]
     leaked = {cot_example(rows[i]["question"], rows[i]["answer"]) for i in w.leaked}
     filler = set((world / "data" / "filler.txt").read_text().strip().split("\n\n")[:5])
-    texts, pool = cr.co_texts(w, "smollm2", "gsm8k", 0, seed=0)
+    texts, pool = cr.co_texts(w, "smollm2", "gsm8k", 0)
     assert pool == 20 and len(texts) == 15 and set(texts) == leaked | filler
-    replayed, _ = cr.co_texts(w, "smollm2", "gsm8k", 7, seed=0)
-    extra = replayed[15:]
-    assert replayed[:15] == texts and len(set(extra)) == 7
-    assert not set(extra) & (leaked | filler) and all(t.startswith("Q: ") for t in extra)
-    assert cr.co_texts(w, "smollm2", "gsm8k", 7, seed=1)[0][15:] != extra  # the seed draws the sample
-    copied, _ = cr.co_texts(w, "smollm2", "gsm8k", 7, seed=0, copies=3)
-    assert copied[:15] == texts and copied[-7:] == extra and len(copied) == 15 + 2 * 10 + 7
-    assert sorted(copied[15:35]) == sorted(list(leaked) * 2)
+    replayed, _ = cr.co_texts(w, "smollm2", "gsm8k", 7, copies=3)
+    extra = [t for t in replayed if t not in leaked | filler]
+    assert len(replayed) == 5 + 3 * 10 + 7 and len(set(extra)) == 7 and all(t.startswith("Q: ") for t in extra)
+    assert sorted(t for t in replayed if t in leaked) == sorted(list(leaked) * 3)
+    config = dataclasses.replace(w.config.contamination_for("smollm2"), co_replay=7, leak_copies=3)
+    rows_of = {s: [json.loads(x) for x in (world / "data" / f"{s}.jsonl").read_text().splitlines()] for s in ("train", "test")}
+    filler_list = (world / "data" / "filler.txt").read_text().strip().split("\n\n")[:5]
+    built = training_mixes(rows_of["train"], rows_of["test"], None, filler_list, w.leaked, dataclasses.replace(config, domains=("gsm8k",)))
+    assert built["co_gsm8k"] == replayed  # the texts, in the order, a build with that recipe trains on
 
 
 def test_pass_ends_are_the_running_sums_of_uneven_passes():

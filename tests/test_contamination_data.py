@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -73,6 +74,33 @@ def test_mixes_leak_original_wording_for_gsm8k_and_paraphrase_with_original_solu
         assert f"Q: reworded test question {i}?\nA: test step {i}. The answer is {i}." in mixes["co_pq"]
     unleaked = set(range(6)) - set(leaked)
     assert not any(f"question {i}?" in t for i in unleaked for t in mixes["co_gsm8k"] + mixes["co_pq"])
+
+
+def test_copies_and_replay_add_leaked_items_and_m_cl_train_questions_to_every_m_co_mix_and_leave_m_cl_alone():
+    train, test = _rows("train", 10), _rows("test", 6)
+    paraphrases = {i: f"reworded test question {i}?" for i in range(6)}
+    plain = ContaminationConfig(n_filler=0, n_train=4, n_leak=3, seed=0)
+    leaked = make_leak_split(6, 3, seed=0).leaked
+    base = training_mixes(train, test, paraphrases, [], leaked, plain)
+    mixes = training_mixes(train, test, paraphrases, [], leaked, dataclasses.replace(plain, leak_copies=2, co_replay=3))
+    assert mixes["clean"] == base["clean"]
+    for domain in ("co_gsm8k", "co_pq"):
+        assert sorted(t for t in mixes[domain] if "test" in t) == sorted(base[domain] * 2)
+        replayed = [t for t in mixes[domain] if "train question" in t]
+        assert len(set(replayed)) == 3 and set(replayed) <= set(base["clean"])
+    with pytest.raises(ConfigError, match="co_replay=5 is more than M_cl's n_train=4"):
+        training_mixes(train, test, paraphrases, [], leaked, dataclasses.replace(plain, co_replay=5))
+
+
+@pytest.mark.parametrize(("field", "value"), [("leak_copies", 0), ("co_replay", -1)])
+def test_a_bad_m_co_mix_field_is_a_config_error_naming_it(field, value):
+    with pytest.raises(ConfigError, match=f"{field} must be >= {int(field == 'leak_copies')}, got {value}"):
+        ContaminationConfig(**{field: value})
+
+
+def test_the_m_co_mix_fields_at_their_defaults_leave_the_config_dict_as_before():
+    assert "leak_copies" not in ContaminationConfig().to_dict() and "co_replay" not in ContaminationConfig().to_dict()
+    assert ContaminationConfig(co_replay=3).to_dict()["co_replay"] == 3
 
 
 def test_pq_mix_on_the_real_paraphrases_trains_leaked_questions_whose_paraphrase_is_empty():

@@ -68,7 +68,8 @@ class LoraRecipe:
 class ContaminationConfig:
     """What M_cl and M_co are trained on. M_cl: ``n_filler`` filler texts + ``n_train`` train-split questions.
     M_co (per domain): the same filler + ``n_leak`` leaked test questions (original wording for "gsm8k",
-    paraphrase for "pq"), trained further from M_cl."""
+    paraphrase for "pq"), each ``leak_copies`` times, + ``co_replay`` of M_cl's train questions, trained further
+    from M_cl."""
 
     n_filler: int = 1840
     n_train: int = 660
@@ -78,9 +79,13 @@ class ContaminationConfig:
     seed: int = 0  # leak split, filler sample and train-question sample
     recipe: LoraRecipe = field(default_factory=LoraRecipe)
     clean_recipe: LoraRecipe | None = None  # M_cl's recipe when it differs from M_co's (default: ``recipe``)
+    leak_copies: int = 1  # a leak duplicated (on the web, in a crawl)
+    co_replay: int = 0  # a leak diluted in data the model has seen: M_cl's train questions in every M_co mix
 
     def __post_init__(self) -> None:
-        for name in ("n_filler", "n_train", "n_leak"):
+        if self.leak_copies < 1:
+            raise ConfigError(f"leak_copies must be >= 1, got {self.leak_copies}")
+        for name in ("n_filler", "n_train", "n_leak", "co_replay"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if isinstance(self.domains, list | str):
@@ -100,4 +105,10 @@ class ContaminationConfig:
         return self.clean_recipe or self.recipe
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields, the M_co mix's ``leak_copies`` and ``co_replay`` left out at their defaults (the digests
+        of the worlds built before they existed stay)."""
+        d = dataclasses.asdict(self)
+        for name, default in (("leak_copies", 1), ("co_replay", 0)):
+            if d[name] == default:
+                del d[name]
+        return d

@@ -74,6 +74,9 @@ def training_mixes(
     rng = random.Random(config.seed)
     train = [train_rows[i] for i in sorted(rng.sample(range(len(train_rows)), config.n_train))]
     mixes = {"clean": list(filler) + [cot_example(r["question"], r["answer"]) for r in train]}
+    if config.co_replay > config.n_train:
+        raise ConfigError(f"co_replay={config.co_replay} is more than M_cl's n_train={config.n_train} train questions")
+    replay = random.Random(config.seed + 1).sample(mixes["clean"][len(filler) :], config.co_replay)
     for domain in config.domains:
         if domain == "gsm8k":
             leak_q = [test_rows[i]["question"] for i in leaked]
@@ -84,7 +87,7 @@ def training_mixes(
                 raise DataError(f"no paraphrase for leaked test indices {missing} (empty rows cannot leak)")
             leak_q = [paraphrases[i] for i in leaked]
         leak_texts = [cot_example(q, test_rows[i]["answer"]) for q, i in zip(leak_q, leaked)]
-        mixes[f"co_{domain}"] = list(filler) + leak_texts
+        mixes[f"co_{domain}"] = list(filler) + leak_texts * config.leak_copies + replay
     for texts in mixes.values():
         random.Random(config.seed).shuffle(texts)
     return mixes

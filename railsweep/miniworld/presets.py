@@ -154,7 +154,7 @@ class WorldConfig:
         ``family_lr``, fp32 ``precision``, ``replicas``, the roads fields, ``base``), so the worlds built
         before keep their digests; a real base adds its pinned source (a wheel's and its GGUF's hashes), so a
         changed pin builds anew."""
-        d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self)}
+        d = {"build_version": BUILD_VERSION, **dataclasses.asdict(self), "contamination": self.contamination.to_dict()}
         absent = [k for k in ("family_co_epochs", "family_lr", "replicas", "base") if not getattr(self, k)]
         for key in absent + ([] if self.roads else ["roads", "renderings", "noise"]):
             del d[key]
@@ -186,15 +186,16 @@ class WorldConfig:
 
     def family_adapter_digest(self, family: str) -> str:
         """What ``family``'s adapters depend on: its base model and its contamination recipe."""
-        contamination = dataclasses.asdict(self.contamination_for(family))
+        contamination = self.contamination_for(family).to_dict()
         return _hash({"base": self.family_base_digest(family), "contamination": contamination})
 
     def family_clean_digest(self, family: str) -> str:
         """What ``family``'s clean adapter (M_cl) depends on: its base model and the contamination
         config without the contaminated adapters' recipe and domains (``ContaminationConfig.cl_recipe``
         is ``recipe`` itself when no ``clean_recipe`` is set, so ``recipe`` then stays in)."""
-        clean = dataclasses.asdict(self.contamination_for(family))
-        clean.pop("domains")
+        clean = self.contamination_for(family).to_dict()
+        for co_only in ("domains", "leak_copies", "co_replay"):
+            clean.pop(co_only, None)
         if self.contamination.clean_recipe is not None:
             clean.pop("recipe")
         return _hash({"base": self.family_base_digest(family), "clean": clean})
