@@ -184,7 +184,7 @@ class Scorer:
     def __init__(self, task, tokenizer, args, ends: dict[int, int], record, models=None):
         self.task, self.tokenizer, self.args, self.ends, self.record = task, tokenizer, args, ends, record
         self.questions = list(task.questions())
-        self.t0 = time.time()
+        self.t0, self.eval_s = time.time(), 0.0
         self.models, self.clean_run = models, None  # the family's base and M_cl; M_cl's sampled readout
 
     def __call__(self, step: int, model) -> None:
@@ -196,14 +196,17 @@ class Scorer:
         texts = self.decode(model)
         grades = [self.task.grade(t, q).correct for t, q in zip(texts, self.questions)]
         leaked = [bool(q.leaked) for q in self.questions]
+        greedy_s, greedy_cpu_s, t1 = time.time() - t0, time.process_time() - c0, time.time()
+        sampled = {"sampled": self.sampled(model)} if self.args.m and passes else {}
         self.record({
             "pass": passes, "step": step, **split_score(grades, leaked),
             "grades": [int(g) for g in grades], "leaked_mask": [int(x) for x in leaked],
-            "train_seconds": round(t0 - self.t0, 1), "eval_seconds": round(time.time() - t0, 1),
-            "eval_cpu_seconds": round(time.process_time() - c0, 1), "load_average": os.getloadavg()[0],
-            "first_unleaked_response": next((t for t, lk in zip(texts, leaked) if not lk), ""),
-            **({"sampled": self.sampled(model)} if self.args.m and passes else {}),
+            "train_seconds": round(t0 - self.t0 - self.eval_s, 1), "eval_seconds": round(greedy_s, 1),
+            "eval_cpu_seconds": round(greedy_cpu_s, 1), "sampled_seconds": round(time.time() - t1, 1),
+            "load_average": os.getloadavg()[0],
+            "first_unleaked_response": next((t for t, lk in zip(texts, leaked) if not lk), ""), **sampled,
         })  # fmt: skip
+        self.eval_s += time.time() - t0  # the training's seconds leave the evaluations out
 
     def sampled(self, model) -> dict:
         """Step 4: the check's figures of M_co (``model``) against M_cl on these questions."""
@@ -394,7 +397,7 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
         clean = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(models.base_dir), str(base))
         scorer.score(clean, 0, 0)
         del clean
-    scorer.t0 = time.time()
+    scorer.t0, scorer.eval_s = time.time(), 0.0
     with tempfile.TemporaryDirectory(prefix="railsweep-recipe-") as work:
         stats = train_lora(models.base_dir, texts, recipe, Path(work) / "co", init_adapter=base, device="cpu",
                            log=StderrLog("[recipe] "), on_step=scorer, store=store)  # fmt: skip

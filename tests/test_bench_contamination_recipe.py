@@ -191,6 +191,7 @@ def test_a_run_on_a_built_world_records_the_checks_figures_and_a_second_run_reus
     }  # fmt: skip
     assert -1 <= sampled["leaked_lift"] <= 1 and 0 <= sampled["clean_mean"] <= 1
     assert sampled["conditions"]["leaked_lift"] == (sampled["leaked_lift"] >= 0.25)
+    assert points[1]["sampled_seconds"] > 0 and points[1]["train_seconds"] >= 0
     assert len(list(store.glob("*/training.json"))) == 1
     capsys.readouterr()
     assert cr.main(argv) == 0  # M_cl's point is in --out, the training finished: nothing trains or scores again
