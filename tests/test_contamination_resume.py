@@ -59,8 +59,10 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_uninterrupted_runs_adap
 def test_a_finished_run_is_reused_without_loading_a_model(tiny_model_dir, tmp_path, monkeypatch):
     first = train_lora(tiny_model_dir, TEXTS, RECIPE, tmp_path / "a", device="cpu", store=tmp_path / "runs")
     monkeypatch.setattr(lora, "_load_model", lambda *a, **k: pytest.fail("a finished run trained again"))
-    again = train_lora(tiny_model_dir, TEXTS, RECIPE, tmp_path / "b", device="cpu", store=tmp_path / "runs")
-    assert again == {**first, "resumed": "finished"}
+    heard = []
+    again = train_lora(tiny_model_dir, TEXTS, RECIPE, tmp_path / "b", device="cpu", store=tmp_path / "runs",
+                       progress=lambda done, total: heard.append((done, total)))  # fmt: skip
+    assert again == {**first, "resumed": "finished"} and heard == [(8, 8)]
     a, b = weights(tmp_path / "a"), weights(tmp_path / "b")
     assert all((a[k] == b[k]).all() for k in a)
 

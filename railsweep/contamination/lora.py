@@ -52,6 +52,8 @@ def train_lora(
     _check_inputs(base_dir, texts, init_adapter)
     run = None if store is None else Run(store, run_key(base_dir, texts, recipe, init_adapter), log)
     if run is not None and (record := run.finished(out_dir)) is not None:
+        if progress is not None:  # a build's progress line counts the phase done
+            progress(record["steps"], record["steps"])
         return record
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
     auto = "bf16" if dev.startswith("cuda") else "fp32"
