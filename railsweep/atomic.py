@@ -107,3 +107,16 @@ def write_dir_atomic(path: str | Path, write: Writer, *, replace: bool = False, 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
+
+
+def link_files(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:
+    """``dst`` (created) holding hard links to ``src``'s files, those ending in ``skip`` left out; copies where the
+    filesystem refuses links."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for path in sorted(src.iterdir()):
+        if not path.is_file() or path.suffix in skip:
+            continue
+        try:
+            os.link(path, dst / path.name)
+        except OSError:
+            shutil.copy2(path, dst / path.name)

@@ -20,14 +20,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railsweep.atomic import write_atomic, write_dir_atomic, write_text_atomic
+from railsweep.atomic import link_files, write_atomic, write_dir_atomic, write_text_atomic
 from railsweep.provenance import file_sha256
 
 CHECKPOINT_EVERY_S = 600.0  # a smollm2 checkpoint is ~0.4 GB (adapter + AdamW moments): seconds to write
@@ -67,7 +65,7 @@ class Run:
         record = self.folder / "training.json"
         if not record.is_file():
             return None
-        write_dir_atomic(out_dir, lambda tmp: _link_files(self.folder / "adapter", tmp), replace=True)
+        write_dir_atomic(out_dir, lambda tmp: link_files(self.folder / "adapter", tmp), replace=True)
         self.log(f"lora run {self.folder.name} finished earlier: its adapter reused, not trained")
         return {**json.loads(record.read_text()), "resumed": "finished"}
 
@@ -104,20 +102,10 @@ class Run:
 
     def finish(self, out_dir: Path, stats: dict) -> None:
         """Keep the finished adapter (hard links to ``out_dir``'s files) and its record; drop the checkpoint."""
-        write_dir_atomic(self.folder / "adapter", lambda tmp: _link_files(out_dir, tmp), replace=True)
+        write_dir_atomic(self.folder / "adapter", lambda tmp: link_files(out_dir, tmp), replace=True)
         write_text_atomic(self.folder / "training.json", json.dumps(stats, sort_keys=True) + "\n")
         (self.folder / "checkpoint.pt").unlink(missing_ok=True)
 
 
 def _trainable(model):
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-
-
-def _link_files(src: Path, dst: Path) -> None:
-    """``dst`` holding hard links to ``src``'s files (copies where the filesystem refuses links)."""
-    for path in sorted(src.iterdir()):
-        if path.is_file():
-            try:
-                os.link(path, dst / path.name)
-            except OSError:
-                shutil.copy2(path, dst / path.name)

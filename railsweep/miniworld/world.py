@@ -36,6 +36,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from railsweep import provenance
+from railsweep.atomic import link_files
 from railsweep.bases import prepare_base
 from railsweep.contamination.simulator import adapter_mixes, write_json
 from railsweep.miniworld import build_progress, shipped
@@ -144,25 +145,13 @@ def _same_files(a: Path, b: Path) -> bool:
     return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
 
 
-def _link_tree(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:
-    """``dst`` holding hard links to ``src``'s files (copies where the filesystem refuses links)."""
-    dst.mkdir(parents=True, exist_ok=True)
-    for path in sorted(src.iterdir()):
-        if not path.is_file() or path.suffix in skip:
-            continue
-        try:
-            os.link(path, dst / path.name)
-        except OSError:
-            shutil.copy2(path, dst / path.name)
-
-
 def _take_real_base(root: Path, config: WorldConfig, cache: Path, log) -> dict:
     """Step c. for a world over a real base: the prepared base under its family, its tokenizer as the
     world's; returns the base's manifest (source, conversion, weights' sha256)."""
     base = prepare_base(config.base, cache_dir=cache, log=log)
-    _link_tree(base.path, root / "tokenizer", skip=(".safetensors",))
+    link_files(base.path, root / "tokenizer", skip=(".safetensors",))
     for f in config.families:
-        _link_tree(base.path, root / "families" / f / "base")
+        link_files(base.path, root / "families" / f / "base")
     log(f"base model of {', '.join(config.families)}: {config.base} ({base.path})")
     return base.manifest
 
