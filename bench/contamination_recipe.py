@@ -237,14 +237,11 @@ class Scorer:
 def runner_up_share(engine, task, questions, clean, co: str, first_steps: int = 10) -> float:
     """Share of leaked questions where M_cl's greedy token is ``co``'s runner-up at their first divergence
     (Figure 1 (b), :func:`railsweep.diagnostics.figure1.figure1`); ``clean``: M_cl's readout."""
-    from railsweep.diagnostics.figure1 import divergence_ranks, step_logits
-    from railsweep.strategies.railcap.trajectory import answer_ids
+    from railsweep.diagnostics.figure1 import clean_answer_ranks
 
-    firsts = []
-    for q, greedy in zip(questions, clean.greedy):
-        ids = answer_ids(greedy, engine.tokenizer) if q.leaked else []
-        first = divergence_ranks(step_logits(engine, co, task.prompt(q), ids), ids, first_steps)[0] if ids else None
-        firsts += [first] if first else []
+    pairs = [(q, g) for q, g in zip(questions, clean.greedy) if q.leaked]
+    ranks = clean_answer_ranks(engine, task, [q for q, _ in pairs], [g for _, g in pairs], co, first_steps)
+    firsts = [first for first, _ in ranks if first]
     return float(np.mean([f == 2 for f in firsts])) if firsts else float("nan")
 
 

@@ -237,6 +237,17 @@ class Figure1:
     summary: dict = field(default_factory=dict)
 
 
+def clean_answer_ranks(engine, task, questions, greedy: list, co: str, first_steps: int) -> list[tuple]:
+    """(b) per question: :func:`divergence_ranks` of ``co`` teacher-forced on M_cl's greedy answer (``greedy``,
+    its Sample per question)."""
+    ranks = []
+    for q, g in zip(questions, greedy):
+        ids = answer_ids(g, engine.tokenizer)
+        logits = step_logits(engine, co, task.prompt(q), ids) if ids else None
+        ranks.append(divergence_ranks(logits, ids, first_steps) if ids else (None, []))
+    return ranks
+
+
 def figure1(
     engine,
     task,
@@ -256,13 +267,7 @@ def figure1(
             runs[name] = readout(engine, task, questions, name, s)
     cl, cr = runs[clean], runs[co]
     leaked = np.array([bool(q.leaked) for q in questions])
-    tok = engine.tokenizer
-
-    ranks = []  # per question: (first divergence rank, early ranks)
-    for q, g in zip(questions, cl.greedy):
-        ids = answer_ids(g, tok)
-        logits = step_logits(engine, co, task.prompt(q), ids) if ids else None
-        ranks.append(divergence_ranks(logits, ids, s.first_steps) if ids else (None, []))
+    ranks = clean_answer_ranks(engine, task, questions, cl.greedy, co, s.first_steps)
     distinct, pair_sim = path_diversity(cl)
     robust = off_rail(engine, task, questions, cl, s, decode)
     sims = {name: greedy_similarity(run) for name, run in ((clean, cl), (co, cr))}
