@@ -53,6 +53,7 @@ from railsweep.metrics.selfcheck import (
     jackknife_dof,
     jackknife_interval,
     self_check,
+    sharp_sparse,
     t_quantile,
 )
 from railsweep.metrics.simulate import (
@@ -163,6 +164,7 @@ def _strat_intervals(c, m: int, B: int, target: str, check, critical="calibrated
     plain t quantile) and whether the check prints it."""
     s = row_strata(c[0], m, B)
     d = lambda k: (c[k] - c[0]) / m  # noqa: E731
+    thin = sharp_sparse(s, m, B)
     out = {}
     for part in STRATIFIED:
         crit = {"calibrated": check[part][1], "t": None,
@@ -171,7 +173,7 @@ def _strat_intervals(c, m: int, B: int, target: str, check, critical="calibrated
             _, lo, hi = jackknife_interval(d(2), d(1), s, part, 0.05, crit)
         else:
             _, lo, hi = jackknife_interval(d(1 if target == "identity" else 2), None, s, part, 0.05, crit)
-        out[part] = (lo, hi, check[part][0] >= CHECK_MIN)
+        out[part] = (lo, hi, check[part][0] >= CHECK_MIN and not thin)
     return out
 
 

@@ -36,7 +36,7 @@ def paired_difference(clean: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, met
     return {**out, "seed": int(seed)}
 
 
-ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check", "nonzero")  # logged as <metric>_<key>
+ENTRY_NUMBERS = ("ci_low", "ci_high", "floor", "corrected", "check", "nonzero", "sharp_min")  # logged as <metric>_<key>
 
 
 def flatten_scores(score: Mapping[str, Any]) -> dict[str, float]:
@@ -77,9 +77,10 @@ def join_constants(metrics: Mapping[str, float], params: Mapping[str, str]) -> d
 def _entry(flat: Mapping[str, float], name: str) -> dict[str, Any]:
     e = {"value": float(flat[name])}
     e.update({k: float(flat.get(f"{name}_{k}", np.nan)) for k in ENTRY_NUMBERS
-              if k not in ("corrected", "nonzero") or f"{name}_{k}" in flat})  # fmt: skip
-    if "nonzero" in e:
-        e["nonzero"] = int(e["nonzero"])
+              if k not in ("corrected", "nonzero", "sharp_min") or f"{name}_{k}" in flat})  # fmt: skip
+    for k in ("nonzero", "sharp_min"):
+        if k in e:
+            e[k] = int(e[k])
     shown = np.isfinite(e["ci_low"]) and np.isfinite(e["ci_high"])
     e["interval"] = ("bootstrap" if name in MEAN_METRICS else "jackknife") if shown else "none"
     m = int(flat.get("m", 0)) or None
@@ -88,7 +89,8 @@ def _entry(flat: Mapping[str, float], name: str) -> dict[str, Any]:
     elif e.get("nonzero", MIN_NONZERO) < MIN_NONZERO:  # as score_counts: this reason comes first
         e["why"] = too_sparse_reason(e["nonzero"])
     else:
-        e["why"] = withheld_reason(e["check"], int(flat.get("n_questions", 0)), m, int(flat.get("B", 0)))
+        e["why"] = withheld_reason(e["check"], int(flat.get("n_questions", 0)), m, int(flat.get("B", 0)),
+                                   e.get("sharp_min"))
     return e
 
 

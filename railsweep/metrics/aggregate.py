@@ -11,7 +11,8 @@ Steps of :func:`score_counts`:
      rest re-stratified (:mod:`railsweep.metrics.jackknife`), point ± c·se with c calibrated by a
      simulation from the cell's own fitted population (:mod:`railsweep.metrics.selfcheck`); printed
      only where the plain t-interval covers at least :data:`~railsweep.metrics.selfcheck.CHECK_MIN`
-     in that simulation, else withheld with the reason;
+     in that simulation and, at m ≥ 2B, every stratum holds enough questions
+     (:func:`~railsweep.metrics.selfcheck.sharp_stratum_min`), else withheld with the reason;
   5. every metric's noise floor (:mod:`railsweep.metrics.floor`): its value for a perfect restoration
      at the cell's m, and for the |Δ| metrics a floor-corrected reading;
   6. stratum occupancy and weight concentration (``stratum_n``, ``sappg_*``).
@@ -40,7 +41,15 @@ from railsweep.metrics.concentration import stratum_counts, weight_concentration
 from railsweep.metrics.floor import corrected, floors
 from railsweep.metrics.ppg import a_ppg, delta_minus, delta_plus
 from railsweep.metrics.readout import solve_prob
-from railsweep.metrics.selfcheck import CHECK_MIN, Check, fitted_population, jackknife_interval, self_check
+from railsweep.metrics.selfcheck import (
+    CHECK_MIN,
+    SHARP_MIN,
+    Check,
+    fitted_population,
+    jackknife_interval,
+    self_check,
+    sharp_stratum_min,
+)
 from railsweep.metrics.stratified import stratify
 
 METRICS: tuple[str, ...] = ("g_ap", "g_app", "a_ppg", "delta_plus", "delta_minus", "sa_ppg", "s_delta_plus",
@@ -117,9 +126,15 @@ def verdict(lo: float, hi: float) -> str:
     return "lower" if hi < 0 else "higher" if lo > 0 else NOT_DISTINGUISHABLE
 
 
-def withheld_reason(check: float, n: int, m: int | None, B: int) -> str:
+def withheld_reason(check: float, n: int, m: int | None, B: int, sharp_min: float | None = None) -> str:
     if m is None:
         return "no check: the questions were not all sampled with one m"
+    if check >= CHECK_MIN and sharp_min is not None and sharp_min < SHARP_MIN:
+        return (
+            f"withheld: at m={m} >= 2B (B={B}) a question's stratum is read almost without noise, and the "
+            f"sparsest stratum holds {int(sharp_min)} question(s) (needs {SHARP_MIN}): whether other draws of "
+            "questions fill it decides the design value, and this cell cannot show how often"
+        )
     return (
         f"withheld: the jackknife interval covered {check:.3f} of cells simulated from this cell's "
         f"fitted population at n={n}, m={m}, B={B} (needs {CHECK_MIN:.2f}); the clean strata are too sparse"
@@ -184,19 +199,23 @@ def _stratified_entries(cl: Readouts, a: Readouts, b: Readouts | None, strata: n
         rows = [cl, a] if b is None else [cl, a, b]
         pop = fitted_population(np.stack([r.c for r in rows]), m, np.stack([r.r01 for r in rows]))
         check = self_check(pop, n, m, B, alpha, rng, pair=b is not None)
+    sharp = sharp_stratum_min(strata, m, B)
+    thin = sharp is not None and sharp < SHARP_MIN
     out = {}
     for part in STRATIFIED_METRICS:
         share, crit, _ = check[part]
         point, lo, hi = jackknife_interval(d(a), None if b is None else d(b), strata, part, alpha, crit)
-        held = m is None or not share >= CHECK_MIN or not np.isfinite(lo)
+        held = m is None or not share >= CHECK_MIN or not np.isfinite(lo) or thin
         entry = {
             "value": point,
             "ci_low": np.nan if held else lo,
             "ci_high": np.nan if held else hi,
             "interval": "none" if held else "jackknife",
             "check": share,
-            "why": withheld_reason(share, n, m, B) if held else "",
+            "why": withheld_reason(share, n, m, B, sharp) if held else "",
         }
+        if sharp is not None:
+            entry["sharp_min"] = sharp
         out[part] = _hold_sparse(entry, part, d(a), *(() if b is None else (d(b),)))
     return out
 

@@ -12,8 +12,9 @@ A paired comparison of strategies a and b detects a difference δ with power 1 �
    jackknife interval prints at the design (wider than z·SE where sparse strata make the jackknife under-cover);
 4. for a target MDE, the questions it needs at each m from MDE ∝ 1/√n at ``n0`` questions.
 
-A design where a stratified interval would be withheld (:mod:`railsweep.metrics.selfcheck`) is flagged "too
-small".
+A design where a stratified interval would be withheld (:mod:`railsweep.metrics.selfcheck`: the check below
+:data:`~railsweep.metrics.selfcheck.CHECK_MIN`, or, at m ≥ 2B, a stratum with fewer than
+:data:`~railsweep.metrics.selfcheck.SHARP_MIN` questions in most simulated cells) is flagged "too small".
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import numpy as np
 
 from railsweep.errors import ConfigError
 from railsweep.metrics.empirical_bayes import fit_prior
-from railsweep.metrics.selfcheck import CHECK_MIN, self_check
-from railsweep.metrics.simulate import Population, check_design, draw_counts, metric_rows
+from railsweep.metrics.selfcheck import CHECK_MIN, SHARP_MIN, self_check, sharp_sparse
+from railsweep.metrics.simulate import Population, check_design, draw_counts, metric_rows, row_strata
 
 PLANNED = ("sa_ppg", "a_ppg", "g_ap")  # the metrics the planner reports
 COPIES = 20  # atoms per pilot question in a clean-only pilot (independent greedy draws)
@@ -85,10 +86,20 @@ class Plan:
     check: float  # simulated coverage of SA-PPG's paired jackknife interval
     alpha: float
     power: float
+    filled: float = 1.0  # share of simulated cells with every stratum filled enough at m ≥ 2B (1 at m < 2B)
 
     @property
     def too_small(self) -> bool:
-        return not self.check >= CHECK_MIN
+        return not self.check >= CHECK_MIN or self.filled < 0.5
+
+    def interval_note(self) -> str:
+        """Whether SA-PPG's paired interval would be printed at this design, and the simulated figure why."""
+        if not self.check >= CHECK_MIN:
+            return f"withheld: too small (simulated coverage {self.check:.2f})"
+        if self.filled < 0.5:
+            return (f"withheld: sparse strata at m >= 2B (every stratum holds {SHARP_MIN}+ questions in "
+                    f"{self.filled:.0%} of simulated cells)")
+        return f"printed (simulated coverage {self.check:.2f})"
 
 
 def plan(
@@ -98,7 +109,16 @@ def plan(
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ConfigError(f"alpha and power must lie in (0, 1), got alpha={alpha!r}, power={power!r}")
     mde, check = _mde(pop, n, m, B, rng, alpha, power)
-    return Plan(n, m, B, mde, check, alpha, power)
+    return Plan(n, m, B, mde, check, alpha, power, filled_share(pop, n, m, B, rng))
+
+
+def filled_share(pop: Population, n: int, m: int, B: int, rng: np.random.Generator, reps: int = 200) -> float:
+    """Share of cells simulated at the design whose stratified intervals :func:`sharp_sparse` lets through."""
+    if m < 2 * B:
+        return 1.0
+    c, _ = draw_counts(pop, n, m, reps, rng)
+    s = row_strata(c[:, 0], m, B)
+    return float(np.mean([not sharp_sparse(row, m, B) for row in s]))
 
 
 def _mde(pop, n, m, B, rng, alpha, power) -> tuple[dict[str, float], float]:
@@ -130,9 +150,8 @@ def format_plan(plans: list[Plan], source: str) -> str:
         + "  SA-PPG interval",
     ]
     for p in plans:
-        flag = "withheld: too small" if p.too_small else "printed"
         lines.append(
             f"{p.n:>6} {p.m:>4} {p.B:>4} " + " ".join(f"{p.mde[k]:>10.3f}" for k in PLANNED)
-            + f"  {flag} (simulated coverage {p.check:.2f})"
+            + f"  {p.interval_note()}"
         )  # fmt: skip
     return "\n".join(lines)

@@ -104,7 +104,8 @@ def logged_scores(metrics: Mapping[str, float], params: Mapping[str, str] | None
         for key in (name, f"{name}_ci_low", f"{name}_ci_high", f"{name}_floor", f"{name}_check"):
             flat[key] = metrics.get(key, math.nan)
         # only the metrics that have them
-        flat.update({k: metrics[k] for k in (f"{name}_corrected", f"{name}_nonzero") if k in metrics})
+        flat.update({k: metrics[k] for k in (f"{name}_corrected", f"{name}_nonzero", f"{name}_sharp_min")
+                     if k in metrics})
     # the weight concentration, where logged (else recomputed at publish time: railsweep.analysis.report)
     flat.update({k: v for k, v in metrics.items() if k.startswith("sappg_")})
     flat.update({k: metrics[k] for k in SCORE_COUNTS if k in metrics})
