@@ -20,7 +20,8 @@ strategy's, and their paired difference second − Identity):
      cell`` (railsweep's way), on the population fitted to each simulated cell; with ``design``, once per
      design on the true population (an idealised check, twenty times faster);
   3. coverage of the design value (``coverage``: every cell; ``coverage_printed``: the cells where the
-     interval is printed, i.e. the check passes and at least 10 questions carry a nonzero gap part;
+     interval is printed, i.e. the check passes, at least 10 questions carry a nonzero gap part and, at m ≥ 2B,
+     every stratum holds 5 questions;
      ``printed_share``), mean width of the printed intervals, mean floor, the corrected reading's bias against
      the noise-free value, and ``flagged``: the check on the true population at this design (below 0.92: the
      design is too small).
