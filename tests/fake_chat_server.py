@@ -111,14 +111,16 @@ class FakeChatServer:
                     self.close_connection = True  # no status line, no body: the client sees the drop
                     return
                 status, data = answer
+                if server.close_after is not None and len(server.chat_requests()) >= server.close_after:
+                    # stop listening before answering: the client, waiting for this reply, cannot connect again
+                    # before the socket is closed (after the reply, a busy machine let one more request in)
+                    server.close()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
                 self.wfile.flush()
-                if server.close_after is not None and len(server.chat_requests()) >= server.close_after:
-                    server.close()  # stop listening: the next connection is refused
 
             do_GET = do_POST = _serve
 

@@ -182,6 +182,19 @@ def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     mark = re.compile(rf"session_[0-9_-]+_{pid}\b".encode())
+    hit: list[int] = []
+    for attempt in range(SESSION_SCANS):  # a process in the middle of exec shows an empty cmdline for a moment
+        if attempt:
+            time.sleep(0.2)
+        hit += [p for p in _session_processes(mark, proc_dir) if p not in hit]
+    return hit
+
+
+SESSION_SCANS = 3
+
+
+def _session_processes(mark: re.Pattern, proc_dir: Path) -> list[int]:
+    """SIGKILL every process whose command line matches ``mark``; their ids."""
     hit = []
     for entry in proc_dir.glob("[0-9]*"):
         try:
