@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -110,6 +111,23 @@ def test_the_session_match_spares_other_sessions(tmp_path):
         other.kill()
         other.wait()
 
+
+def test_a_session_process_whose_command_line_shows_only_after_the_first_scan_is_ended_too(tmp_path):
+    """A process in the middle of exec shows an empty command line; a later scan finds and ends it."""
+    child = subprocess.Popen(["sleep", "300"])
+    entry = tmp_path / "proc" / str(child.pid)
+    entry.mkdir(parents=True)
+    (entry / "cmdline").write_bytes(b"")
+    late = threading.Timer(0.1, (entry / "cmdline").write_bytes,
+                           [b"python3\0/tmp/ray/session_2026-12-02_00-00-00_000001_999999\0"])  # fmt: skip
+    late.start()
+    try:
+        hit = ray_head.end_failed_start(999999, proc_dir=tmp_path / "proc")  # no such process group: only the scans
+        assert hit == [child.pid] and child.wait(timeout=10) == -9
+    finally:
+        late.cancel()
+        child.kill()
+        child.wait()
 
 def _stubbed(monkeypatch, outcomes: list) -> list:
     calls = []

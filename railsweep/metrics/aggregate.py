@@ -49,6 +49,7 @@ from railsweep.metrics.selfcheck import (
     jackknife_interval,
     self_check,
     sharp_stratum_min,
+    too_thin,
 )
 from railsweep.metrics.stratified import stratify
 
@@ -129,7 +130,7 @@ def verdict(lo: float, hi: float) -> str:
 def withheld_reason(check: float, n: int, m: int | None, B: int, sharp_min: float | None = None) -> str:
     if m is None:
         return "no check: the questions were not all sampled with one m"
-    if check >= CHECK_MIN and sharp_min is not None and sharp_min < SHARP_MIN:
+    if check >= CHECK_MIN and too_thin(sharp_min):
         return (
             f"withheld: at m={m} >= 2B (B={B}) a question's stratum is read almost without noise, and the "
             f"sparsest stratum holds {int(sharp_min)} question(s) (needs {SHARP_MIN}): whether other draws of "
@@ -200,12 +201,11 @@ def _stratified_entries(cl: Readouts, a: Readouts, b: Readouts | None, strata: n
         pop = fitted_population(np.stack([r.c for r in rows]), m, np.stack([r.r01 for r in rows]))
         check = self_check(pop, n, m, B, alpha, rng, pair=b is not None)
     sharp = sharp_stratum_min(strata, m, B)
-    thin = sharp is not None and sharp < SHARP_MIN
     out = {}
     for part in STRATIFIED_METRICS:
         share, crit, _ = check[part]
         point, lo, hi = jackknife_interval(d(a), None if b is None else d(b), strata, part, alpha, crit)
-        held = m is None or not share >= CHECK_MIN or not np.isfinite(lo) or thin
+        held = m is None or not share >= CHECK_MIN or not np.isfinite(lo) or too_thin(sharp)
         entry = {
             "value": point,
             "ci_low": np.nan if held else lo,

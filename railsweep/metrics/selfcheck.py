@@ -71,10 +71,14 @@ def sharp_stratum_min(strata: np.ndarray, m: int | None, B: int) -> int | None:
     return int(np.bincount(np.asarray(strata, dtype=np.int64), minlength=B)[:B].min())
 
 
+def too_thin(sharp_min: float | None) -> bool:
+    """True where a :func:`sharp_stratum_min` reading withholds the stratified intervals."""
+    return sharp_min is not None and sharp_min < SHARP_MIN
+
+
 def sharp_sparse(strata: np.ndarray, m: int | None, B: int) -> bool:
-    """True where :func:`sharp_stratum_min` withholds the stratified intervals."""
-    k = sharp_stratum_min(strata, m, B)
-    return k is not None and k < SHARP_MIN
+    """True where the clean strata at (m, B) withhold the stratified intervals."""
+    return too_thin(sharp_stratum_min(strata, m, B))
 
 
 def t_quantile(dof: int, alpha: float) -> float:

@@ -176,6 +176,9 @@ def _exited_before_started(proc: subprocess.Popen, log: Path, offset: int, timeo
     raise ConfigError(f"`ray start` had not started after {timeout:.0f}s (log: {log})")
 
 
+SESSION_SCANS = 3  # looks for a failed start's session processes, 0.2 s apart
+
+
 def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
     """SIGKILL what a failed ``ray start`` (process ``pid``) left running: its process group and any process
     of its Ray session (``session_<date>_<time>_<pid>``) that left the group; returns the latter's ids."""
@@ -188,9 +191,6 @@ def end_failed_start(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
             time.sleep(0.2)
         hit += [p for p in _session_processes(mark, proc_dir) if p not in hit]
     return hit
-
-
-SESSION_SCANS = 3
 
 
 def _session_processes(mark: re.Pattern, proc_dir: Path) -> list[int]:
