@@ -226,7 +226,7 @@ class Scorer:
             finally:
                 engine.close()
         figures = {**contamination_figures(self.clean_run[1], co, leaked), "runner_up_share_first_leaked": share}
-        return sampled_conditions(figures, self.clean_run[1], self.args.m)
+        return sampled_conditions({**figures, **side_means(self.clean_run[1], co, leaked)}, self.clean_run[1], self.args.m)
 
     def decode(self, model) -> list[str]:
         texts = greedy_answers(model, self.tokenizer, [self.task.prompt(q) for q in self.questions],
@@ -243,6 +243,18 @@ def runner_up_share(engine, task, questions, clean, co: str, first_steps: int = 
     ranks = clean_answer_ranks(engine, task, [q for q, _ in pairs], [g for _, g in pairs], co, first_steps)
     firsts = [first for first, _ in ranks if first]
     return float(np.mean([f == 2 for f in firsts])) if firsts else float("nan")
+
+
+def side_means(clean: dict, co: dict, leaked: np.ndarray) -> dict:
+    """M_cl's and M_co's mean solve rates on each side of the leak, and the share of M_cl's headroom on the
+    leaked side that M_co's lift fills: the lift ``M_co`` can reach is ``1 - M_cl``'s leaked mean, so a lift
+    threshold means more recitation the more M_cl already solves."""
+    r_cl, r_co = clean["c"] / clean["m"], co["c"] / co["m"]
+    means = {f"{who}_{side}_mean": float(r[mask].mean()) for who, r in (("clean", r_cl), ("co", r_co))
+             for side, mask in (("leaked", leaked), ("unleaked", ~leaked))}  # fmt: skip
+    headroom = 1.0 - means["clean_leaked_mean"]
+    lift = means["co_leaked_mean"] - means["clean_leaked_mean"]
+    return {**means, "lift_headroom_share": lift / headroom if headroom > 0 else float("nan")}
 
 
 def sampled_conditions(figures: dict, clean: dict, m: int) -> dict:

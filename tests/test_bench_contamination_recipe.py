@@ -147,6 +147,18 @@ def test_reference_is_the_clean_point_of_the_same_world_domain_and_questions(tmp
     assert cr.reference_point(out, "W", "gsm8k", 20) is None
 
 
+def test_side_means_split_the_leak_and_the_headroom_share_is_the_lift_over_what_m_cl_leaves():
+    leaked = np.array([True, True, False, False])
+    clean = {"c": np.array([8, 6, 5, 9]), "m": np.array([10, 10, 10, 10])}
+    co = {"c": np.array([10, 9, 4, 9]), "m": np.array([10, 10, 10, 10])}
+    means = cr.side_means(clean, co, leaked)
+    assert means["clean_leaked_mean"] == pytest.approx(0.7) and means["co_leaked_mean"] == pytest.approx(0.95)
+    assert means["clean_unleaked_mean"] == pytest.approx(0.7) and means["co_unleaked_mean"] == pytest.approx(0.65)
+    assert means["lift_headroom_share"] == pytest.approx(0.25 / 0.3)
+    full = {"c": np.array([10, 10, 5, 9]), "m": clean["m"]}
+    assert np.isnan(cr.side_means(full, co, leaked)["lift_headroom_share"])  # no headroom: no share
+
+
 def test_shared_prefix_leaves_every_row_one_token_of_its_own():
     assert cr.shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3, 4, 7]]) == 3
     assert cr.shared_prefix_length([[1, 2], [1, 2, 9]]) == 1
@@ -190,6 +202,7 @@ def test_a_run_on_a_built_world_records_the_checks_figures_and_a_second_run_reus
         "leaked_lift", "unleaked_stable", "g_ap_above_zero", "collapse_on_leaked", "runner_up_at_divergence"
     }  # fmt: skip
     assert -1 <= sampled["leaked_lift"] <= 1 and 0 <= sampled["clean_mean"] <= 1
+    assert sampled["leaked_lift"] == pytest.approx(sampled["co_leaked_mean"] - sampled["clean_leaked_mean"], abs=2e-4)
     assert sampled["conditions"]["leaked_lift"] == (sampled["leaked_lift"] >= 0.25)
     assert points[1]["sampled_seconds"] > 0 and points[1]["train_seconds"] >= 0
     assert len(list(store.glob("*/training.json"))) == 1
