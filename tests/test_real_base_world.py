@@ -93,6 +93,16 @@ def test_the_smollm2_preset_takes_the_pinned_wheel_under_one_family():
     assert source["member_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
+def test_the_heavy_smollm2_preset_reuses_m_cl_and_trains_m_co_on_the_chosen_recipe():
+    light, heavy = preset_config("smollm2"), preset_config("smollm2_heavy")
+    assert heavy.family_clean_digest("smollm2") == light.family_clean_digest("smollm2")
+    assert heavy.family_adapter_digest("smollm2") != light.family_adapter_digest("smollm2")
+    co = heavy.contamination
+    assert (co.recipe.lr, co.recipe.epochs, co.leak_copies, co.co_replay) == (5e-4, 6, 3, 200)
+    assert co.recipe.pack_length == light.contamination.recipe.pack_length == 768
+    assert heavy.to_dict()["base_source"] == light.to_dict()["base_source"]
+
+
 @pytest.mark.parametrize(
     "change, words",
     [

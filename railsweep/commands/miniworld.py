@@ -32,7 +32,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="build (or reuse) the world; check its calibration; pack a cached world as a shipped folder (--out)")
     p.add_argument("--preset", default="mini", choices=sorted(WORLD_PRESETS),
                    help="world preset: mini (calibrated, 3 families pretrained here), smollm2 "
-                        "(the mini benchmark over SmolLM2-135M-Instruct), smoke (tests), "
+                        "(the mini benchmark over SmolLM2-135M-Instruct), smollm2_heavy (the same with a "
+                        "memorising M_co, the same M_cl), smoke (tests), "
                         "replica, mini_one_road")  # fmt: skip
     p.add_argument("--cache-dir", type=at.writable_dir, default=None,
                    help="cache directory (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)")  # fmt: skip

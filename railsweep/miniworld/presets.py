@@ -307,8 +307,20 @@ def _smollm2() -> WorldConfig:
     )  # fmt: skip
 
 
+def _smollm2_heavy() -> WorldConfig:
+    """The ``smollm2`` world with a memorising M_co, the recipe the search chose by the calibration conditions
+    (docs/real_model.md, "The recipe search"): from the same M_cl (reused from the cache), 6 passes at lr 5e-4
+    over a mix where each leaked item appears 3 times and 200 of M_cl's own train problems keep its genuine
+    ability (``leak_copies``, ``co_replay``), 494 packed steps where the light M_co takes 84."""
+    light = _smollm2()
+    co = light.contamination
+    heavy = dataclasses.replace(co, recipe=dataclasses.replace(co.recipe, lr=5e-4, epochs=6), leak_copies=3, co_replay=200)
+    return dataclasses.replace(light, contamination=heavy)
+
+
 PRESETS = {
-    "mini": _mini, "mini_one_road": _mini_one_road, "replica": _replica, "smoke": _smoke, "smollm2": _smollm2
+    "mini": _mini, "mini_one_road": _mini_one_road, "replica": _replica, "smoke": _smoke, "smollm2": _smollm2,
+    "smollm2_heavy": _smollm2_heavy,
 }
 
 
