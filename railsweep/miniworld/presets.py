@@ -308,8 +308,8 @@ def _smollm2() -> WorldConfig:
 
 
 def _smollm2_heavy() -> WorldConfig:
-    """The ``smollm2`` world with a memorising M_co, the recipe the search chose by the calibration conditions
-    (docs/real_model.md, "The recipe search"): from the same M_cl (reused from the cache), 6 passes at lr 5e-4
+    """The ``smollm2`` world with a memorising M_co, the recipe closest to the calibration conditions in the
+    search of docs/real_model.md ("The recipe search"): from the same M_cl (reused from the cache), 6 passes at lr 5e-4
     over a mix where each leaked item appears 3 times and 200 of M_cl's own train problems keep its genuine
     ability (``leak_copies``, ``co_replay``), 494 packed steps where the light M_co takes 84."""
     light = _smollm2()
