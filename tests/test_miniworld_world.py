@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 
 import pytest
 
@@ -418,7 +419,9 @@ def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_pro
     from railsweep.miniworld.calibration import CheckSettings, check_family
 
     s = CheckSettings(m=3, limit=6, max_new_tokens=24, batch_size=8, departures=2)
+    shutil.rmtree(smoke.root / "check", ignore_errors=True)  # decoded in both runs, not read back
     one = check_family(smoke, "llama", s)
+    shutil.rmtree(smoke.root / "check")
     two = check_family(smoke, "llama", dataclasses.replace(s, workers=2))
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
     assert one["questions"] == 6 and {"co_gsm8k", "co_pq", "figure1"} <= one.keys()
@@ -447,3 +450,30 @@ def test_forced_departures_shared_out_over_worker_processes_are_the_samples_of_o
         engine.close()
     assert shared == alone and len(alone) == 12
     assert later != alone  # each job's seed follows its index in the whole list
+
+
+def test_a_killed_check_resumes_from_the_parts_it_finished_and_decodes_only_the_rest(smoke, monkeypatch):
+    """Each finished readout and the forced departures are kept under the world; a check that finds them
+    decodes only what is missing and prints the same JSON; other settings are another check."""
+    from railsweep.diagnostics.figure1 import decode_departures
+    from railsweep.miniworld import calibration as cal
+
+    s = cal.CheckSettings(m=2, limit=5, max_new_tokens=20, batch_size=8, departures=2, seed=3)
+    whole = cal.check_family(smoke, "llama", s)
+    parts = sorted(p.name for p in (smoke.root / "check").glob("*/llama/*.json"))
+    assert {"readout-clean.json", "readout-co_gsm8k.json", "readout-co_pq.json", "departures-clean.json"} <= set(
+        parts
+    )
+    killed = next((smoke.root / "check").glob("*/llama/readout-co_pq.json"))
+    killed.unlink()  # the check was stopped while M_co (pq) was being read out
+    decoded = []
+    real = cal.readout_arrays
+    monkeypatch.setattr(cal, "readout_arrays", lambda e, t, name, st: decoded.append(name) or real(e, t, name, st))
+    monkeypatch.setattr(cal, "decode_departures", lambda *a: pytest.fail("departures decoded again"))
+    again = cal.check_family(smoke, "llama", s)
+    assert decoded == ["co_pq"] and killed.is_file()
+    assert json.dumps(again, sort_keys=True) == json.dumps(whole, sort_keys=True)
+    decoded.clear()
+    monkeypatch.setattr(cal, "decode_departures", decode_departures)
+    cal.check_family(smoke, "llama", dataclasses.replace(s, seed=4))
+    assert decoded == ["clean", "co_gsm8k", "co_pq"]

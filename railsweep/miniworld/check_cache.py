@@ -1,0 +1,78 @@
+"""The calibration check's finished parts, kept beside the world: a killed ``railsweep miniworld check`` picks up
+where it stopped.
+
+Each model's readout (greedy + m samples per question, graded) and Figure 1's forced-departure texts are written,
+once finished, as JSON under ``<world>/check/<key>/``; ``key`` digests the world's weights and every setting that
+changes a sample (m, T, tokens, seed, questions, device, dtype, batch size, departures), never ``workers`` (the
+samples are the same). A file is written to a temporary name and renamed, so a part is there whole or not at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from railsweep.diagnostics.figure1 import Readout
+from railsweep.engines.base import Sample
+from railsweep.strategies.base import QuestionOutcome
+from railsweep.tasks.base import Grade
+
+KEYED = ("m", "temperature", "max_new_tokens", "seed", "limit", "device", "dtype", "batch_size", "departures")
+
+
+def check_dir(root: Path, weights_digest: str, settings) -> Path:
+    """Where the check of the world at ``root`` under ``settings`` (a CheckSettings) keeps its parts."""
+    fields = {name: getattr(settings, name) for name in KEYED}
+    blob = json.dumps({"weights": weights_digest, **fields}, sort_keys=True)
+    return Path(root) / "check" / hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def write_json(path: Path, payload) -> None:
+    """Keep a finished part; a world the check cannot write to (a read-only cache) keeps none (a warning says so)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, path)
+    except OSError as err:
+        print(f"[check] warning: {path.name} not kept ({err}); a rerun decodes it again", file=sys.stderr)
+
+
+def read_json(path: Path):
+    """The part at ``path``, or None when it is not there (or was left unreadable)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def dump_readout(run: Readout, arrays: dict) -> dict:
+    outcomes = [
+        {"index": o.index, "c": int(o.c), "m": int(o.m), "r01": int(o.r01),
+         "samples": [dataclasses.asdict(smp) for smp in o.samples],
+         "grades": [dataclasses.asdict(g) for g in o.grades]}
+        for o in run.outcomes
+    ]  # fmt: skip
+    return {
+        "adapter": run.adapter,
+        "greedy": [dataclasses.asdict(g) for g in run.greedy],
+        "outcomes": outcomes,
+        "arrays": {k: np.asarray(v).tolist() for k, v in arrays.items()},
+    }
+
+
+def load_readout(payload: dict) -> tuple[Readout, dict]:
+    outcomes = [
+        QuestionOutcome(index=o["index"], samples=[Sample(**s) for s in o["samples"]],
+                        grades=[Grade(**g) for g in o["grades"]], c=o["c"], m=o["m"], r01=o["r01"])
+        for o in payload["outcomes"]
+    ]  # fmt: skip
+    greedy = [Sample(**g) for g in payload["greedy"]]
+    arrays = {k: np.asarray(v) for k, v in payload["arrays"].items()}
+    return Readout(payload["adapter"], greedy, outcomes), arrays
