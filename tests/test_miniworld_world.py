@@ -419,9 +419,9 @@ def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_pro
     from railsweep.miniworld.calibration import CheckSettings, check_family
 
     s = CheckSettings(m=3, limit=6, max_new_tokens=24, batch_size=8, departures=2)
-    shutil.rmtree(smoke.root / "check", ignore_errors=True)  # decoded in both runs, not read back
+    shutil.rmtree(smoke.root.parent / "check-parts", ignore_errors=True)  # decoded in both runs, not read back
     one = check_family(smoke, "llama", s)
-    shutil.rmtree(smoke.root / "check")
+    shutil.rmtree(smoke.root.parent / "check-parts")
     two = check_family(smoke, "llama", dataclasses.replace(s, workers=2))
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
     assert one["questions"] == 6 and {"co_gsm8k", "co_pq", "figure1"} <= one.keys()
@@ -460,11 +460,9 @@ def test_a_killed_check_resumes_from_the_parts_it_finished_and_decodes_only_the_
 
     s = cal.CheckSettings(m=2, limit=5, max_new_tokens=20, batch_size=8, departures=2, seed=3)
     whole = cal.check_family(smoke, "llama", s)
-    parts = sorted(p.name for p in (smoke.root / "check").glob("*/llama/*.json"))
-    assert {"readout-clean.json", "readout-co_gsm8k.json", "readout-co_pq.json", "departures-clean.json"} <= set(
-        parts
-    )
-    killed = next((smoke.root / "check").glob("*/llama/readout-co_pq.json"))
+    parts = {p.name.rsplit("-", 1)[0] for p in (smoke.root.parent / "check-parts").glob("*.json")}
+    assert {"llama-clean-readout", "llama-co_gsm8k-readout", "llama-co_pq-readout", "llama-clean-departures"} <= parts
+    killed = next((smoke.root.parent / "check-parts").glob("llama-co_pq-readout-*.json"))
     killed.unlink()  # the check was stopped while M_co (pq) was being read out
     decoded = []
     real = cal.readout_arrays
@@ -477,3 +475,23 @@ def test_a_killed_check_resumes_from_the_parts_it_finished_and_decodes_only_the_
     monkeypatch.setattr(cal, "decode_departures", decode_departures)
     cal.check_family(smoke, "llama", dataclasses.replace(s, seed=4))
     assert decoded == ["clean", "co_gsm8k", "co_pq"]
+
+
+def test_a_model_two_worlds_share_is_read_out_once_by_their_checks(tmp_path, monkeypatch):
+    """Two worlds with the same data and M_cl (only M_co's recipe differs): the second check reads M_cl's readout
+    and forced departures back and decodes its own M_co only."""
+    from railsweep.miniworld import calibration as cal
+
+    clean_recipe = LoraRecipe(r=4, alpha=8, global_batch=4, micro_batch=4, epochs=1)
+    base = dataclasses.replace(TINY, contamination=dataclasses.replace(TINY.contamination, clean_recipe=clean_recipe))
+    gentler = dataclasses.replace(base.contamination, recipe=dataclasses.replace(base.contamination.recipe, lr=1e-5))
+    first = build_world("tiny", cache_dir=tmp_path, config=base)
+    second = build_world("tiny", cache_dir=tmp_path, config=dataclasses.replace(base, contamination=gentler))
+    s = cal.CheckSettings(m=2, limit=4, max_new_tokens=16, batch_size=8, departures=2)
+    cal.check_family(first, "neox", s)
+    decoded = []
+    real = cal.readout_arrays
+    monkeypatch.setattr(cal, "readout_arrays", lambda e, t, name, st: decoded.append(name) or real(e, t, name, st))
+    monkeypatch.setattr(cal, "decode_departures", lambda *a: pytest.fail("M_cl's departures decoded again"))
+    out = cal.check_family(second, "neox", s)
+    assert decoded == ["co_gsm8k", "co_pq"] and out["questions"] == 4

@@ -6,7 +6,7 @@ Steps of :func:`check_family`, for one model family:
    Identity readout), graded; with ``workers`` > 1 the readouts, and Figure 1's forced departures in
    contiguous shares, run in that many spawned processes, one torch thread each (the samples are the same:
    seeds are per question or per departure, and sampling is batch-invariant); each finished readout and the
-   departures are kept under the world (:mod:`.check_cache`), so a killed check resumes where it stopped;
+   departures are kept in the cache (:mod:`.check_cache`), so a killed check resumes where it stopped;
 3. compute the conditions (:data:`THRESHOLDS`):
    - spread: M_cl's mean solve probability in [0.2, 0.8] and >= 8 non-empty strata (B = 50);
    - contamination (domain gsm8k): on leaked questions mean r_co - r_cl >= 0.25, on unleaked |r_co - r_cl| <=
@@ -40,7 +40,7 @@ from railsweep.diagnostics.figure1 import Figure1Settings, decode_departures, fi
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.metrics import g_ap, solve_prob, stratify
 from railsweep.miniworld.cache import load_world
-from railsweep.miniworld.check_cache import check_dir, dump_readout, load_readout, read_json, write_json
+from railsweep.miniworld.check_cache import dump_readout, load_readout, part_path, read_json, write_json
 from railsweep.tasks import GSM8KTask
 
 THRESHOLDS = {
@@ -118,12 +118,12 @@ def readout_to(engine, task, path: str, adapter: str, s: CheckSettings):
     return run, arrays
 
 
-def _finished(parts: Path, name: str) -> Future | None:
+def _finished(path: Path, name: str) -> Future | None:
     """A done future holding ``name``'s readout where an earlier check finished it, else None."""
-    payload = read_json(parts / f"readout-{name}.json")
+    payload = read_json(path)
     if payload is None:
         return None
-    print(f"[check] {name}: readout read from {parts}", file=sys.stderr, flush=True)
+    print(f"[check] {name}: readout read from {path}", file=sys.stderr, flush=True)
     done: Future = Future()
     done.set_result(load_readout(payload))
     return done
@@ -133,39 +133,38 @@ def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tupl
     """Every model's readout and Figure 1 over M_cl and M_co (gsm8k): in this process, or with the readouts
     over ``s.workers`` spawned processes while this one, once M_cl's and M_co's are in, runs Figure 1. Parts
     an earlier check finished are read back, not decoded again."""
-    parts = check_dir(world.root, world.weights["weights_digest"], s) / family
     first = ["clean", "co_gsm8k"] + [n for n in fam.adapters if n not in ("clean", "co_gsm8k")]
+    paths = {name: part_path(world, family, name, s, "readout") for name in first}
+    kept = functools.partial(_kept_departures, part_path(world, family, "clean", s, "departures"))
     if s.workers <= 1:
         with contextlib.closing(_engine(fam, s)) as engine:
             readouts = {}
             for name in first:
-                done = _finished(parts, name)
-                path = str(parts / f"readout-{name}.json")
-                readouts[name] = done.result() if done else readout_to(engine, task, path, name, s)
-            decode = _kept_departures(parts, functools.partial(decode_departures, engine))
+                done = _finished(paths[name], name)
+                readouts[name] = done.result() if done else readout_to(engine, task, str(paths[name]), name, s)
+            decode = kept(functools.partial(decode_departures, engine))
             return readouts, _figure1(engine, task, questions, readouts, s, decode)
     ctx, root = multiprocessing.get_context("spawn"), str(world.root)
     with ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx) as pool:
         futures = {
-            name: _finished(parts, name)
-            or pool.submit(_in_process, root, family, s, readout_to, str(parts / f"readout-{name}.json"), name, s)
+            name: _finished(paths[name], name)
+            or pool.submit(_in_process, root, family, s, readout_to, str(paths[name]), name, s)
             for name in first
         }
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
         with contextlib.closing(_engine(fam, s)) as engine:
-            decode = _kept_departures(parts, functools.partial(_share_departures, pool, root, family, engine, s))
+            decode = kept(functools.partial(_share_departures, pool, root, family, engine, s))
             fig1 = _figure1(engine, task, questions, pair, s, decode)
         return {name: fut.result() for name, fut in futures.items()}, fig1
 
 
-def _kept_departures(parts: Path, decode):
-    """``decode`` (see :func:`railsweep.diagnostics.figure1.off_rail`) whose texts are kept in ``parts``."""
+def _kept_departures(path: Path, decode):
+    """``decode`` (see :func:`railsweep.diagnostics.figure1.off_rail`) whose texts are kept at ``path``."""
 
     def kept(task, adapter, jobs, first, fs):
-        path = parts / f"departures-{adapter}.json"
         payload = read_json(path)
         if payload is not None and payload["jobs"] == len(jobs):
-            print(f"[check] {adapter}: forced departures read from {parts}", file=sys.stderr, flush=True)
+            print(f"[check] {adapter}: forced departures read from {path}", file=sys.stderr, flush=True)
             return payload["texts"]
         texts = decode(task, adapter, jobs, first, fs)
         write_json(path, {"jobs": len(jobs), "texts": texts})

@@ -1,10 +1,11 @@
-"""The calibration check's finished parts, kept beside the world: a killed ``railsweep miniworld check`` picks up
-where it stopped.
+"""The calibration check's finished parts, kept in the cache: a killed ``railsweep miniworld check`` picks up
+where it stopped, and a model two worlds share (M_cl of the smollm2 worlds) is read out once.
 
-Each model's readout (greedy + m samples per question, graded) and Figure 1's forced-departure texts are written,
-once finished, as JSON under ``<world>/check/<key>/``; ``key`` digests the world's weights and every setting that
-changes a sample (m, T, tokens, seed, questions, device, dtype, batch size, departures), never ``workers`` (the
-samples are the same). A file is written to a temporary name and renamed, so a part is there whole or not at all.
+Each model's readout (greedy + m samples per question, graded) and Figure 1's forced-departure texts (M_cl's)
+are written, once finished, as JSON under ``<cache>/miniworld/check-parts/``, named by the model and a key that
+digests the world's data, that model's weight files (base + adapter) and every setting that changes a sample (m,
+T, tokens, seed, questions, device, dtype, batch size, departures), never ``workers`` (the samples are the
+same). A file is written to a temporary name and renamed, so a part is there whole or not at all.
 """
 
 from __future__ import annotations
@@ -26,11 +27,16 @@ from railsweep.tasks.base import Grade
 KEYED = ("m", "temperature", "max_new_tokens", "seed", "limit", "device", "dtype", "batch_size", "departures")
 
 
-def check_dir(root: Path, weights_digest: str, settings) -> Path:
-    """Where the check of the world at ``root`` under ``settings`` (a CheckSettings) keeps its parts."""
+def part_path(world, family: str, adapter: str, settings, what: str) -> Path:
+    """Where the check keeps ``what`` ("readout", "departures") of ``family``'s model ``adapter`` in ``world``
+    under ``settings`` (a CheckSettings)."""
+    prefix = f"families/{family}/"
+    mine = (f"{prefix}base/", f"{prefix}adapters/{adapter}/")
+    weights = {k[len(prefix) :]: v for k, v in world.weights["weights"].items() if k.startswith(mine)}
     fields = {name: getattr(settings, name) for name in KEYED}
-    blob = json.dumps({"weights": weights_digest, **fields}, sort_keys=True)
-    return Path(root) / "check" / hashlib.sha256(blob.encode()).hexdigest()[:16]
+    blob = json.dumps({"data": world.manifest["data_digest"], "weights": weights, **fields}, sort_keys=True)
+    key = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return Path(world.root).parent / "check-parts" / f"{family}-{adapter}-{what}-{key}.json"
 
 
 def write_json(path: Path, payload) -> None:
