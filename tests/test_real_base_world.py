@@ -14,7 +14,7 @@ from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.miniworld import build_world, preset_config
-from railsweep.sweep.spec.sweep_spec import spec_from_dict
+from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 from tests.tiny_gguf import write_tiny_gguf
 
 
@@ -102,6 +102,17 @@ def test_the_heavy_smollm2_preset_reuses_m_cl_and_trains_m_co_on_the_chosen_reci
     assert co.recipe.pack_length == light.contamination.recipe.pack_length == 768
     assert heavy.to_dict()["base_source"] == light.to_dict()["base_source"]
 
+
+
+@pytest.mark.parametrize("table", ["table3", "table4"])
+def test_the_heavy_worlds_tables_are_the_light_worlds_on_all_200_questions_at_m_20(table):
+    light, heavy = load_spec(f"smollm2_{table}"), load_spec(f"smollm2_heavy_{table}")
+    assert (heavy.miniworld_preset, heavy.readout.limit, heavy.readout.m) == ("smollm2_heavy", None, 20)
+    assert (light.miniworld_preset, light.readout.limit, light.readout.m) == ("smollm2", 100, 10)
+    same = ("strategies", "domains", "families", "scoring", "engine")
+    assert all(getattr(heavy, f) == getattr(light, f) for f in same)
+    assert heavy.readout.max_new_tokens == light.readout.max_new_tokens == 160
+    assert heavy.tracking.experiment != light.tracking.experiment
 
 @pytest.mark.parametrize(
     "change, words",

@@ -46,7 +46,7 @@ from railsweep.tasks.task_ref import load_task_spec
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: installed with the wheel
 PRESETS = (
     "paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "mini_replica", "smoke",
-    "smollm2_table3", "smollm2_table4",
+    "smollm2_table3", "smollm2_table4", "smollm2_heavy_table3", "smollm2_heavy_table4",
 )  # fmt: skip
 TABLES = (*PAPER_TABLES, "all")  # which rows each shows: the strategies' registrations (strategy_registry)
 
