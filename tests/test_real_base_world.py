@@ -105,12 +105,13 @@ def test_the_heavy_smollm2_preset_reuses_m_cl_and_trains_m_co_on_the_chosen_reci
 
 
 @pytest.mark.parametrize("table", ["table3", "table4"])
-def test_the_heavy_worlds_tables_are_the_light_worlds_on_all_200_questions_at_m_20(table):
+def test_the_heavy_worlds_tables_are_the_light_worlds_on_all_200_questions_at_m_and_b_20(table):
     light, heavy = load_spec(f"smollm2_{table}"), load_spec(f"smollm2_heavy_{table}")
     assert (heavy.miniworld_preset, heavy.readout.limit, heavy.readout.m) == ("smollm2_heavy", None, 20)
     assert (light.miniworld_preset, light.readout.limit, light.readout.m) == ("smollm2", 100, 10)
-    same = ("strategies", "domains", "families", "scoring", "engine")
+    same = ("strategies", "domains", "families", "engine")
     assert all(getattr(heavy, f) == getattr(light, f) for f in same)
+    assert (heavy.scoring.B, light.scoring.B) == (20, 10)  # B = m: one stratum per count
     assert heavy.readout.max_new_tokens == light.readout.max_new_tokens == 160
     assert heavy.tracking.experiment != light.tracking.experiment
 
