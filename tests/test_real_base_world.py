@@ -109,11 +109,19 @@ def test_the_heavy_worlds_tables_are_the_light_worlds_on_all_200_questions_at_m_
     light, heavy = load_spec(f"smollm2_{table}"), load_spec(f"smollm2_heavy_{table}")
     assert (heavy.miniworld_preset, heavy.readout.limit, heavy.readout.m) == ("smollm2_heavy", None, 20)
     assert (light.miniworld_preset, light.readout.limit, light.readout.m) == ("smollm2", 100, 10)
-    same = ("strategies", "domains", "families", "engine")
+    same = ("domains", "families", "engine")
     assert all(getattr(heavy, f) == getattr(light, f) for f in same)
+    assert heavy.strategies == tuple(st for st in light.strategies if st.name != "shortcut")
     assert (heavy.scoring.B, light.scoring.B) == (20, 10)  # B = m: one stratum per count
     assert heavy.readout.max_new_tokens == light.readout.max_new_tokens == 160
     assert heavy.tracking.experiment != light.tracking.experiment
+
+
+def test_shortcut_on_the_heavy_world_runs_at_the_light_worlds_table_3_size_beside_its_own_identity():
+    light, short = load_spec("smollm2_table3"), load_spec("smollm2_heavy_shortcut")
+    assert [st.name for st in short.strategies] == ["identity", "shortcut"]
+    assert short.strategies[1] == next(st for st in light.strategies if st.name == "shortcut")
+    assert (short.miniworld_preset, short.readout, short.scoring) == ("smollm2_heavy", light.readout, light.scoring)
 
 @pytest.mark.parametrize(
     "change, words",

@@ -47,6 +47,7 @@ PRESET_DIR = Path(__file__).resolve().parent / "presets"  # package data: instal
 PRESETS = (
     "paper", "mini", "mini_six", "mini_ablation", "mini_full", "mini_detect", "mini_dynamics", "mini_replica", "smoke",
     "smollm2_table3", "smollm2_table4", "smollm2_heavy_table3", "smollm2_heavy_table4",
+    "smollm2_heavy_shortcut",
 )  # fmt: skip
 TABLES = (*PAPER_TABLES, "all")  # which rows each shows: the strategies' registrations (strategy_registry)
 
