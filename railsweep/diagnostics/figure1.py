@@ -1,9 +1,8 @@
 """The paper's Figure 1 for any clean/contaminated model pair, plus the two properties RailCap relies on.
 
-RailCap rests on two observations about contaminated models (paper §1, Figure 1): on leaked questions
-samples collapse onto the greedy trajectory, and where the two models part ways the clean model's token
-is the contaminated model's runner-up about half the time. A pair without the second property says
-nothing about RailCap either way; this module measures both, and what an able model does off its road.
+RailCap rests on two observations (paper §1, Figure 1): on leaked questions samples collapse onto the greedy
+trajectory, and where the models part ways the clean model's token is the contaminated model's runner-up about
+half the time. This module measures both, and what an able model does off its road.
 
 Steps of :func:`figure1` (one family, one contaminated adapter):
 1. readouts: greedy + m samples per question for M_cl and M_co (the Identity readout);

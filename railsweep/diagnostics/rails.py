@@ -1,10 +1,9 @@
 """Where RailCap acts on a model pair (``railsweep rails``).
 
-RailCap (method.md §3) caps the rail's next token wherever a sample's last n tokens repeat an n-gram of M_co's
-greedy answer. Whether that restores or removes ability depends on four things measured here: how well M_cl
-recovers when pushed to its runner-up at k steps, by the kind of token pushed (wording, number, final answer);
-how often M_cl's *correct* answers run along M_co's greedy answer (exposure); what RailCap does to M_cl when its
-own greedy answer is the rail; and how many caps fire per M_co sample and how many actually leave the rail.
+Whether RailCap (method.md §3) restores or removes ability depends on four things measured here: M_cl's
+recovery when pushed to its runner-up at k steps, by the kind of token (wording, number, final answer); how often
+M_cl's correct answers run along M_co's greedy answer (exposure); RailCap on M_cl with its own greedy rail; and
+the caps per M_co sample and how many leave the rail.
 
 Steps of :func:`rails`:
 1. M_cl's Identity readout (greedy + m samples) and RailCap on M_cl with its own greedy rail;

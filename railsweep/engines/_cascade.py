@@ -1,9 +1,8 @@
 """Shared-prefix ("cascade") KV cache and attention for the transformers engine's decode loop.
 
-Why: the prompts share a long prefix (the 8-shot exemplars are ~500 of ~550 tokens), and ``DynamicCache``
-re-concatenates every row's whole cache at every step (quadratic copying: 75 % of the decode time on the
-miniature world). Here the prefix's keys and values are stored once (batch 1), each row's own suffix in
-preallocated buffers written in place, and one attention function attends to both under a single softmax.
+Why: the prompts share a long prefix (8-shot exemplars, ~500 of ~550 tokens) and ``DynamicCache`` re-concatenates
+every row's cache at every step (75 % of the miniature world's decode time). Here the prefix's keys and values
+are stored once, each row's suffix in preallocated buffers, and one softmax attends to both.
 
 Steps of one decode batch (:class:`CascadeStepper`):
   1. run the rows' longest common token prefix (leaving each row >= 1 own token) once, batch 1;

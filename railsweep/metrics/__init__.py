@@ -14,11 +14,7 @@ from railsweep.metrics.bootstrap import (
     percentile_ci,
     stratified_indices,
 )
-from railsweep.metrics.concentration import (
-    question_weights,
-    stratum_counts,
-    weight_concentration,
-)
+from railsweep.metrics.concentration import question_weights, stratum_counts, weight_concentration
 from railsweep.metrics.gap import g_ap, g_app
 from railsweep.metrics.ppg import a_ppg, delta_minus, delta_plus, ppg
 from railsweep.metrics.readout import readout_stability, solve_prob

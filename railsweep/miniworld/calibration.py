@@ -2,25 +2,14 @@
 
 Steps of :func:`check_family`, for one model family:
 1. serve base + all adapters in one TransformersEngine; load the test split with its leak split;
-2. per model (M_cl, then M_co of each domain): greedy response + m samples at T per test question (the
-   Identity readout), graded; with ``workers`` > 1 the readouts, and Figure 1's forced departures in
-   contiguous shares, run in that many spawned processes, one torch thread each (the samples are the same:
-   seeds are per question or per departure, and sampling is batch-invariant); each finished readout and the
-   departures are kept in the cache (:mod:`.check_cache`), so a killed check resumes where it stopped;
-3. compute the conditions (:data:`THRESHOLDS`):
-   - spread: M_cl's mean solve probability in [0.2, 0.8] and >= 8 non-empty strata (B = 50);
-   - contamination (domain gsm8k): on leaked questions mean r_co - r_cl >= 0.25, on unleaked |r_co - r_cl| <=
-     0.10, and G-AP of Identity >= 0.05;
-   - collapse onto the greedy trajectory (paper Fig. 1a/c): mean normalised token edit similarity of samples
-     to the greedy response is >= 0.10 higher on leaked than on unleaked questions under M_co, and within
-     ±0.03 under M_cl;
-   - where the models part ways (paper Fig. 1b/d, :mod:`railsweep.diagnostics.figure1`): at the first
-     divergence of M_cl's and M_co's greedy answers on leaked questions, M_cl's token is M_co's runner-up in
-     35-65 % of questions (the paper: about half);
-   - several roads: M_cl's solve rate after one forced departure to its runner-up at a random step is at least
-     half its on-rail rate, on questions it solves with r >= 0.8.
-PQ figures are reported alongside; the thresholds apply to domain gsm8k, where the leaked wording is the
-evaluated wording.
+2. per model (M_cl, then M_co of each domain): the Identity readout (greedy + m samples per question, graded);
+   with ``workers`` > 1 the readouts and Figure 1's forced departures run in that many spawned processes, one
+   torch thread each (the same samples: seeds are per question or departure, sampling is batch-invariant);
+   finished parts are kept in the cache (:mod:`.check_cache`), so a killed check resumes where it stopped;
+3. compute the conditions (:data:`THRESHOLDS`, tabled in docs/miniworld.md): M_cl's spread; on domain gsm8k
+   (the leaked wording is the evaluated one) the leaked lift, the unleaked shift and G-AP; the collapse onto the
+   greedy answer (paper Fig. 1a/c); the runner-up share where M_cl and M_co part ways (Fig. 1b/d,
+   :mod:`railsweep.diagnostics.figure1`); M_cl surviving one forced departure. PQ figures are reported alongside.
 """
 
 from __future__ import annotations
@@ -118,43 +107,45 @@ def readout_to(engine, task, path: str, adapter: str, s: CheckSettings):
     return run, arrays
 
 
+def _done(value) -> Future:
+    done: Future = Future()
+    done.set_result(value)
+    return done
+
+
 def _finished(path: Path, name: str) -> Future | None:
     """A done future holding ``name``'s readout where an earlier check finished it, else None."""
     payload = read_json(path)
     if payload is None:
         return None
     print(f"[check] {name}: readout read from {path}", file=sys.stderr, flush=True)
-    done: Future = Future()
-    done.set_result(load_readout(payload))
-    return done
+    return _done(load_readout(payload))
 
 
 def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tuple[dict, object]:
-    """Every model's readout and Figure 1 over M_cl and M_co (gsm8k): in this process, or with the readouts
-    over ``s.workers`` spawned processes while this one, once M_cl's and M_co's are in, runs Figure 1. Parts
-    an earlier check finished are read back, not decoded again."""
+    """Every model's readout (parts an earlier check finished read back), then Figure 1 over M_cl and M_co
+    (gsm8k) in this process; with ``s.workers`` > 1 the readouts run in spawned processes meanwhile."""
     first = ["clean", "co_gsm8k"] + [n for n in fam.adapters if n not in ("clean", "co_gsm8k")]
     paths = {name: part_path(world, family, name, s, "readout") for name in first}
-    kept = functools.partial(_kept_departures, part_path(world, family, "clean", s, "departures"))
-    if s.workers <= 1:
-        with contextlib.closing(_engine(fam, s)) as engine:
-            readouts = {}
-            for name in first:
-                done = _finished(paths[name], name)
-                readouts[name] = done.result() if done else readout_to(engine, task, str(paths[name]), name, s)
-            decode = kept(functools.partial(decode_departures, engine))
-            return readouts, _figure1(engine, task, questions, readouts, s, decode)
-    ctx, root = multiprocessing.get_context("spawn"), str(world.root)
-    with ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx) as pool:
-        futures = {
-            name: _finished(paths[name], name)
-            or pool.submit(_in_process, root, family, s, readout_to, str(paths[name]), name, s)
-            for name in first
-        }
+    root = str(world.root)
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if s.workers > 1:
+            ctx = multiprocessing.get_context("spawn")
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=s.workers, mp_context=ctx))
+        engine = stack.enter_context(contextlib.closing(_engine(fam, s)))
+
+        def start(name: str) -> Future:
+            if pool is not None:
+                return pool.submit(_in_process, root, family, s, readout_to, str(paths[name]), name, s)
+            return _done(readout_to(engine, task, str(paths[name]), name, s))
+
+        futures = {name: _finished(paths[name], name) or start(name) for name in first}
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
-        with contextlib.closing(_engine(fam, s)) as engine:
-            decode = kept(functools.partial(_share_departures, pool, root, family, engine, s))
-            fig1 = _figure1(engine, task, questions, pair, s, decode)
+        decode = (functools.partial(_share_departures, pool, root, family, engine, s) if pool is not None
+                  else functools.partial(decode_departures, engine))  # fmt: skip
+        kept = _kept_departures(part_path(world, family, "clean", s, "departures"), decode)
+        fig1 = _figure1(engine, task, questions, pair, s, kept)
         return {name: fut.result() for name, fut in futures.items()}, fig1
 
 

@@ -1,11 +1,10 @@
-"""The calibration check's finished parts, kept in the cache: a killed ``railsweep miniworld check`` picks up
-where it stopped, and a model two worlds share (M_cl of the smollm2 worlds) is read out once.
+"""The calibration check's finished parts, kept in the cache: a killed ``railsweep miniworld check`` picks up where
+it stopped, and a model two worlds share (the smollm2 worlds' M_cl) is read out once.
 
-Each model's readout (greedy + m samples per question, graded) and Figure 1's forced-departure texts (M_cl's)
-are written, once finished, as JSON under ``<cache>/miniworld/check-parts/``, named by the model and a key that
-digests the world's data, that model's weight files (base + adapter) and every setting that changes a sample (m,
-T, tokens, seed, questions, device, dtype, batch size, departures), never ``workers`` (the samples are the
-same). A file is written to a temporary name and renamed, so a part is there whole or not at all.
+Each model's readout and M_cl's forced-departure texts are written, once finished, as JSON under
+``<cache>/miniworld/check-parts/``, named by the model and a key digesting the world's data, that model's weight
+files and every setting that changes a sample (:data:`KEYED`; not ``workers``). A part is written to a temporary
+name and renamed: it is there whole or not at all.
 """
 
 from __future__ import annotations
@@ -13,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from railsweep.atomic import write_text_atomic
 from railsweep.diagnostics.figure1 import Readout
 from railsweep.engines.base import Sample
 from railsweep.strategies.base import QuestionOutcome
@@ -26,10 +25,8 @@ from railsweep.tasks.base import Grade
 
 KEYED = ("m", "temperature", "max_new_tokens", "seed", "limit", "device", "dtype", "batch_size", "departures")
 
-
 def part_path(world, family: str, adapter: str, settings, what: str) -> Path:
-    """Where the check keeps ``what`` ("readout", "departures") of ``family``'s model ``adapter`` in ``world``
-    under ``settings`` (a CheckSettings)."""
+    """Where the check keeps ``what`` ("readout", "departures") of ``family``'s ``adapter`` under ``settings``."""
     prefix = f"families/{family}/"
     mine = (f"{prefix}base/", f"{prefix}adapters/{adapter}/")
     weights = {k[len(prefix) :]: v for k, v in world.weights["weights"].items() if k.startswith(mine)}
@@ -40,12 +37,9 @@ def part_path(world, family: str, adapter: str, settings, what: str) -> Path:
 
 
 def write_json(path: Path, payload) -> None:
-    """Keep a finished part; a world the check cannot write to (a read-only cache) keeps none (a warning says so)."""
+    """Keep a finished part; where the cache is read-only, a warning says it is not kept."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(payload))
     except OSError as err:
         print(f"[check] warning: {path.name} not kept ({err}); a rerun decodes it again", file=sys.stderr)
 
@@ -59,26 +53,17 @@ def read_json(path: Path):
 
 
 def dump_readout(run: Readout, arrays: dict) -> dict:
-    outcomes = [
-        {"index": o.index, "c": int(o.c), "m": int(o.m), "r01": int(o.r01),
-         "samples": [dataclasses.asdict(smp) for smp in o.samples],
-         "grades": [dataclasses.asdict(g) for g in o.grades]}
-        for o in run.outcomes
-    ]  # fmt: skip
-    return {
-        "adapter": run.adapter,
-        "greedy": [dataclasses.asdict(g) for g in run.greedy],
-        "outcomes": outcomes,
-        "arrays": {k: np.asarray(v).tolist() for k, v in arrays.items()},
-    }
+    outcomes = [{"index": o.index, "c": int(o.c), "m": int(o.m), "r01": int(o.r01),
+                 "samples": [dataclasses.asdict(smp) for smp in o.samples],
+                 "grades": [dataclasses.asdict(g) for g in o.grades]} for o in run.outcomes]  # fmt: skip
+    return {"adapter": run.adapter, "greedy": [dataclasses.asdict(g) for g in run.greedy], "outcomes": outcomes,
+            "arrays": {k: np.asarray(v).tolist() for k, v in arrays.items()}}  # fmt: skip
 
 
 def load_readout(payload: dict) -> tuple[Readout, dict]:
-    outcomes = [
-        QuestionOutcome(index=o["index"], samples=[Sample(**s) for s in o["samples"]],
-                        grades=[Grade(**g) for g in o["grades"]], c=o["c"], m=o["m"], r01=o["r01"])
-        for o in payload["outcomes"]
-    ]  # fmt: skip
+    outcomes = [QuestionOutcome(index=o["index"], samples=[Sample(**s) for s in o["samples"]],
+                                grades=[Grade(**g) for g in o["grades"]], c=o["c"], m=o["m"], r01=o["r01"])
+                for o in payload["outcomes"]]  # fmt: skip
     greedy = [Sample(**g) for g in payload["greedy"]]
     arrays = {k: np.asarray(v) for k, v in payload["arrays"].items()}
     return Readout(payload["adapter"], greedy, outcomes), arrays

@@ -270,10 +270,8 @@ def _mini_one_road() -> WorldConfig:
 
 
 def _replica() -> WorldConfig:
-    """The pretraining-replica world: the ``mini`` recipe for llama alone (M_co in the gsm8k domain
-    only), with the 200 test items dealt into five groups of 40 inserted 0, 1, 4, 16 and 64 times
-    into the one pretraining run, so memorisation can be read against duplication count within one
-    base model (docs/dynamics.md, "The pretraining-replica world")."""
+    """The ``mini`` recipe for llama alone (M_co on gsm8k only), the 200 test items dealt into five groups of 40
+    inserted 0, 1, 4, 16 and 64 times into its pretraining (docs/dynamics.md, "The pretraining-replica world")."""
     mini = _mini()
     return dataclasses.replace(
         mini, families=("llama",), family_lr=(), family_co_epochs=(), replicas=(0, 1, 4, 16, 64),
@@ -284,16 +282,10 @@ def _replica() -> WorldConfig:
 
 
 def _smollm2() -> WorldConfig:
-    """The ``mini`` benchmark (several roads per problem, the PQ paraphrases, the leak split) over a real
-    pretrained base, SmolLM2-135M-Instruct from its pinned registry wheel (docs/real_model.md). Nothing
-    is pretrained: M_cl is the LoRA fine-tune that teaches the base this benchmark (its format and
-    its arithmetic; the base solves 1 in 20 before it), M_co continues M_cl on the leaked items.
-
-    The paper's LoRA recipe with deviations for a 2-core CPU (docs/real_model.md, "The smollm2 world"):
-    M_cl one pass over 1,200 train problems + 100 filler texts at lr 1e-3 (2e-4 learns the arithmetic too
-    slowly for this budget); M_co 4 passes over the 100 leaked items + the same filler at the paper's lr 2e-4
-    (1e-3 loses M_cl's genuine ability on unleaked items before it memorises); packed 768-token sequences
-    of about 7 examples, so every item is also seen after others as in the 8-shot prompt (645 tokens)."""
+    """The ``mini`` benchmark over SmolLM2-135M-Instruct from its pinned registry wheel, nothing pretrained: M_cl
+    teaches the base this benchmark (1 pass over 1,200 train problems + 100 filler at lr 1e-3), M_co continues it
+    on the 100 leaked items + the filler (4 passes at the paper's lr 2e-4), packed into 768-token sequences; why
+    each deviates from the paper: docs/real_model.md, "The smollm2 world"."""
     mini = _mini()
     packed = dict(global_batch=1, micro_batch=1, pack_length=768, precision="fp32")
     return dataclasses.replace(
@@ -308,10 +300,8 @@ def _smollm2() -> WorldConfig:
 
 
 def _smollm2_heavy() -> WorldConfig:
-    """The ``smollm2`` world with a memorising M_co, the recipe closest to the calibration conditions in the
-    search of docs/real_model.md ("The recipe search"): from the same M_cl (reused from the cache), 6 passes at lr 5e-4
-    over a mix where each leaked item appears 3 times and 200 of M_cl's own train problems keep its genuine
-    ability (``leak_copies``, ``co_replay``), 494 packed steps where the light M_co takes 84."""
+    """The ``smollm2`` world with a memorising M_co (docs/real_model.md, "The recipe search"): the same M_cl, M_co
+    6 passes at lr 5e-4 over each leaked item 3 times beside 200 of M_cl's own train problems (494 packed steps)."""
     light = _smollm2()
     co = light.contamination
     heavy = dataclasses.replace(co, recipe=dataclasses.replace(co.recipe, lr=5e-4, epochs=6), leak_copies=3, co_replay=200)

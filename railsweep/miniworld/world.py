@@ -1,22 +1,18 @@
 """Building (once) and loading the miniature world.
 
 Steps of :func:`build_world`:
-1. resolve the preset's :class:`WorldConfig`; its digest names the world directory, so a changed config
-   builds a new world instead of reusing one;
-2. under a file lock (parallel test processes share the cache), reuse the directory when its
-   ``manifest.json`` exists, else install the build railsweep ships of that config
-   (:mod:`railsweep.miniworld.shipped`: seconds, sha256-checked) or, without one or with ``force``, build it:
+1. resolve the preset's :class:`WorldConfig`; its digest names the world directory (a changed config builds anew);
+2. under a file lock (test processes share the cache), reuse the directory when its ``manifest.json`` exists, else
+   install the build railsweep ships (:mod:`railsweep.miniworld.shipped`, sha256-checked) or, without one or with
+   ``force``, build it:
    a. generate the problems and filler; write the benchmark (:mod:`railsweep.miniworld.benchmark`);
-   b. train the word-level tokenizer;
-   c. per family: pretrain a tiny base model (on :func:`railsweep.miniworld.corpus.pretraining_corpus`), then
-      train M_cl and M_co per domain as LoRA adapters; a cached world built from the same data lends its
-      tokenizer instead of b., and each base model whose ``family_base_digest`` it shares
-      (:mod:`railsweep.miniworld.lending`); a world over a real base (``WorldConfig.base``) takes its
-      family's base model and tokenizer from :func:`railsweep.bases.prepare_base` instead of b. and the
-      pretraining;
-   d. write the manifest last and atomically, with the sha256 of every weight file, so a half-written world
-      is never reused. An interrupted build starts over but its adapters do not: each trains as a resumable run
-      under ``<cache>/lora-runs`` (:mod:`railsweep.contamination.resume`; not with ``force``).
+   b. train the word-level tokenizer (lent by a cached world built from the same data, or the real base's);
+   c. per family: pretrain a tiny base model (or lend a cached one with its ``family_base_digest``,
+      :mod:`railsweep.miniworld.lending`; or take the real base, :func:`railsweep.bases.prepare_base`), then train
+      M_cl and M_co per domain as LoRA adapters, each a resumable run under ``<cache>/lora-runs``
+      (:mod:`railsweep.contamination.resume`; not with ``force``);
+   d. write the manifest last and atomically, with the sha256 of every weight file: a half-written world is
+      never reused.
 ``on_ready`` hears each stage as it lands: ``"data"``, then each family's name once its models are trained
 (the leak split written with the first), so a sweep can start a family's cells before the slowest family is
 built (:mod:`railsweep.sweep.run.staged`).

@@ -12,10 +12,9 @@ M0. Steps:
 3. score = change + Δ2 + Δ0 (the official unweighted sum); neurons ranked by score, descending (ties keep
    (layer, index) order).
 
-Prompts are the task's 8-shot ones (the official RMS pass used a zero-shot Tulu chat wrapper). For budget, a
-subset of questions (official: 657 for the RMS term, all 1,319 for the causal one) and ``n_blocks`` blocks per
-layer (official: 43 for d_mlp=11008): the causal term costs ``2 · (L−1) · n_blocks`` patched greedy runs over
-``n_questions`` (Llama-2-7B at the defaults: 992 runs, 63k decodes) plus 2 unpatched (see the manifest).
+Prompts are the task's 8-shot ones (the official RMS pass: zero-shot Tulu chat). For budget, ``n_questions``
+(official: 657 RMS, 1,319 causal) and ``n_blocks`` blocks per layer (official: 43): the causal term costs
+``2 · (L−1) · n_blocks`` patched greedy runs plus 2 unpatched (Llama-2-7B at the defaults: 63k decodes).
 """
 
 from __future__ import annotations
