@@ -73,6 +73,12 @@ def test_dry_run_of_every_shipped_preset_prints_the_price_and_starts_nothing(tri
     assert "\n  1319   50   50 " in out  # the paper's design beside the sweep's own
 
 
+def test_the_planner_row_prices_the_questions_the_sweep_reads_not_the_whole_split(tripwire, capsys):
+    assert cli.main(["sweep", "--preset", "smollm2_table3", "--dry-run"]) == 0  # limit: 100 of 200 questions
+    out = capsys.readouterr().out
+    assert "\n   100   10   10 " in out and "\n   200   10   10 " not in out
+
+
 @pytest.mark.parametrize("table", ["1", "3", "4"])
 def test_the_sweep_scripts_dry_run_through_the_same_option_builder(tripwire, capsys, table):
     assert job.main(["--preset", "mini_ablation", "--dry-run"], table=table) == 0

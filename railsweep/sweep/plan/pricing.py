@@ -240,7 +240,8 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
         if len(specs) > 1:
             print(f"[dry-run] {spec.task_group}, member {spec.readout.task} ({spec.name}):", flush=True)
         print(format_price(price), flush=True)
-    designs = dict.fromkeys((price.questions.n, price.m, spec.scoring.B) for spec, price in zip(specs, prices))
+    designs = dict.fromkeys((min(spec.readout.limit or price.questions.n, price.questions.n), price.m,
+                             spec.scoring.B) for spec, price in zip(specs, prices))
     for design in designs:  # a group's members often share one design: its planner lines once
         print("\n" + power_lines(getattr(args, "pilot", None), *design), flush=True)
     return 0
