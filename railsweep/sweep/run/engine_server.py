@@ -17,6 +17,7 @@ import dataclasses
 import os
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,6 +30,7 @@ from railsweep.evaluate import cell_provenance, evaluate_cell
 from railsweep.results.io import questions_frame
 from railsweep.strategy_registry import registration
 from railsweep.sweep.run.actors import ENGINE_NAMESPACE
+from railsweep.sweep.run.checkpoint import CheckpointedEngine, decoding_identity
 from railsweep.sweep.run.sharing import SharingEngine
 
 
@@ -116,24 +118,36 @@ class EngineServer:
             if board is not None:
                 board.add_samples.remote(cid, n)
 
+        provenance = cell_provenance(cfg, self.config)
         engine: Any = _CountingEngine(self.engine_for(cfg.strategy), on_samples)
         if pool is not None and name is not None:
             engine = SharingEngine(engine, pool, name, cfg.strategy, cid, on_samples, cfg.family)
+        if self.cache_dir is not None:
+            engine = CheckpointedEngine(engine, Path(self.cache_dir) / "readouts" / cid,
+                                        self._identity(provenance["weights"]), on_samples)  # fmt: skip
         t0 = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
                 res = evaluate_cell(cfg, engine, out_dir=tmp, batch_size=self.prompts_per_call,
-                                    cache_dir=self.cache_dir,
-                                    provenance=cell_provenance(cfg, self.config))  # fmt: skip
+                                    cache_dir=self.cache_dir, provenance=provenance)  # fmt: skip
                 paths = {"questions": res.paths.questions, "responses": res.paths.responses}
                 files = {kind: (path.name, path.read_bytes()) for kind, path in paths.items()}
         finally:
             busy = time.perf_counter() - t0
             self.busy_s += busy
+        resumed = getattr(engine, "resumed", 0)
+        if isinstance(engine, CheckpointedEngine):
+            engine.forget()
         self.cells += 1
         return {"files": files, "questions": questions_frame(res.tables.questions),
                 "grading": res.agreement.to_dict(), "busy_s": busy, "n_samples": res.n_samples,
-                "eval_s": res.wall_s, "pid": os.getpid()}  # fmt: skip
+                "n_resumed": resumed, "eval_s": res.wall_s, "pid": os.getpid()}  # fmt: skip
+
+    def _identity(self, weights: dict[str, Any]) -> str:
+        """:func:`decoding_identity` of this engine: its configuration (the device and dtype it resolved)."""
+        config = {**dataclasses.asdict(self.config), "weights": weights}
+        return decoding_identity(config, self.config.backend, str(getattr(self.engine, "device", self.config.device)),
+                                 str(getattr(self.engine, "dtype", self.config.dtype)))  # fmt: skip
 
     def decode(self, requests: list[Any], strategy: str, pool: Any = None, holder: str | None = None,
                family: str | None = None) -> list[Any]:  # fmt: skip

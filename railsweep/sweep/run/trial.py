@@ -182,7 +182,8 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
                                     tags={TAG_ROLE: cfg["role"], **meta["run_tags"], **ctx.run_tags})
     try:
         out = _decode(ctx, cid, meta["cell"], board)
-        metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"])}
+        metrics = {"time.busy_s": out["busy_s"], "time.eval_s": out["eval_s"], "n_samples": float(out["n_samples"]),
+                   "n_samples_resumed": float(out.get("n_resumed", 0))}  # read back from an earlier, killed try
         params, df = dict(meta["params"]), out["questions"]
         metrics.update(cell_summary(df))
         metrics.update(grading_metrics(out["grading"]))
