@@ -4,16 +4,15 @@ stopped, the machine rebooted, the actor died) decodes only what it had not deco
 A strategy decodes a cell in calls of ``readout.batch_size`` prompts (its greedy rails, then its samples).
 :class:`CheckpointedEngine` keys each call by the sha256 of everything that decides its completions: the
 requests (prompt, sampling settings and seed, adapter, intervention spec), the cell's weight files' sha256, the
-backend, device and dtype, the code's git commit and the decoding packages' versions (:func:`decoding_identity`).
-Each call's completions go, atomically, to ``<folder>/<key>.json``; a call whose file exists is read back instead
-of decoded (the same completions: each request's samples follow from its own seed, whatever else shares the
-batch). The engine server keeps one folder per cell under its strategy cache and removes it once the cell's result
-files are in hand.
+backend, device and dtype, the engines' and interventions' source and the decoding packages' versions
+(:func:`decoding_identity`). Each call's completions go, atomically, to ``<folder>/<key>.json``; a call whose file
+exists is read back instead of decoded (each request's samples follow from its own seed, whatever shares the batch).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import shutil
@@ -21,18 +20,30 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from railsweep import engines, interventions
 from railsweep.atomic import write_text_atomic
 from railsweep.engines.base import Completion, Request, Sample
-from railsweep.provenance import git_info, package_versions
+from railsweep.provenance import package_versions
 
-DECODING_PACKAGES = ("railsweep", "torch", "transformers", "tokenizers", "peft", "vllm")
+DECODING_PACKAGES = ("torch", "transformers", "tokenizers", "peft", "vllm")
+DECODING_CODE = (Path(engines.__file__).parent, Path(interventions.__file__).parent)
 
 
 def decoding_identity(weights: Mapping[str, Any], backend: str, device: str, dtype: str) -> str:
     """What besides the requests decides an engine's completions, as one JSON text."""
     return json.dumps({"weights": weights, "backend": backend, "device": device, "dtype": dtype,
-                       "commit": git_info()["commit"], "packages": package_versions(DECODING_PACKAGES)},
+                       "code": decoding_code_digest(), "packages": package_versions(DECODING_PACKAGES)},
                       sort_keys=True, default=str)  # fmt: skip
+
+
+@functools.cache
+def decoding_code_digest() -> str:
+    """sha256 of the code that turns requests into completions: a change elsewhere keeps a killed cell's calls."""
+    h = hashlib.sha256()
+    for folder in DECODING_CODE:
+        for path in sorted(folder.glob("*.py")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
 
 
 def call_key(identity: str, requests: Sequence[Request]) -> str:
@@ -43,17 +54,8 @@ def call_key(identity: str, requests: Sequence[Request]) -> str:
     return h.hexdigest()[:32]
 
 
-def _dump(completions: Sequence[Completion]) -> str:
-    return json.dumps([[dataclasses.asdict(s) for s in c.samples] for c in completions])
-
-
-def _load(text: str) -> list[Completion]:
-    return [Completion(samples=[Sample(**s) for s in c]) for c in json.loads(text)]
-
-
 class CheckpointedEngine:
-    """``engine`` whose ``generate`` calls are kept under ``folder`` (see the module docstring); ``on_resumed``
-    hears the samples read back instead of decoded."""
+    """``engine`` whose ``generate`` calls are kept under ``folder``; ``on_resumed`` hears the samples read back."""
 
     def __init__(self, engine: Any, folder: str | Path, identity: str,
                  on_resumed: Callable[[int], None] | None = None):  # fmt: skip
@@ -67,7 +69,7 @@ class CheckpointedEngine:
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         path = self.folder / f"{call_key(self._identity, requests)}.json"
         if path.is_file():
-            out = _load(path.read_text(encoding="utf-8"))
+            out = [Completion([Sample(**s) for s in c]) for c in json.loads(path.read_text(encoding="utf-8"))]
             if len(out) == len(requests):
                 n = sum(len(c.samples) for c in out)
                 self.resumed += n
@@ -75,7 +77,7 @@ class CheckpointedEngine:
                     self._on(n)
                 return out
         out = self._engine.generate(requests)
-        write_text_atomic(path, _dump(out))
+        write_text_atomic(path, json.dumps([[dataclasses.asdict(s) for s in c.samples] for c in out]))
         return out
 
     def forget(self) -> None:
