@@ -17,7 +17,7 @@ from railsweep.miniworld.presets import preset_config
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """The model pair and its questions: a world family, or a base model with adapters (shared with ``rails``)."""
     p.add_argument("--world", choices=sorted(WORLD_PRESETS), default=None,
-                   help="a miniature-world preset (mini, mini_one_road, smoke)")  # fmt: skip
+                   help="a laboratory world (a `railsweep miniworld build` preset), built on first use")  # fmt: skip
     p.add_argument("--family", type=at.text, default=None, help="the world's model family (with --world)")
     p.add_argument("--cache-dir", type=at.writable_dir, default=None,
                    help="where the world is cached (default: $RAILSWEEP_CACHE or ~/.cache/railsweep)")  # fmt: skip
