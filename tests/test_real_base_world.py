@@ -14,6 +14,8 @@ from railsweep.engines.base import Request, SamplingSpec
 from railsweep.engines.transformers_engine import TransformersEngine
 from railsweep.errors import ConfigError
 from railsweep.miniworld import build_world, preset_config
+from railsweep.sweep.plan.cells import expand
+from railsweep.sweep.plan.price_inputs import dry_resolve
 from railsweep.sweep.spec.sweep_spec import load_spec, spec_from_dict
 from tests.tiny_gguf import write_tiny_gguf
 
@@ -114,7 +116,7 @@ def test_the_heavy_worlds_tables_are_the_light_worlds_on_all_200_questions_at_m_
     assert heavy.strategies == tuple(st for st in light.strategies if st.name != "shortcut")
     assert (heavy.scoring.B, light.scoring.B) == (20, 10)  # B = m: one stratum per count
     assert heavy.readout.max_new_tokens == light.readout.max_new_tokens == 160
-    assert heavy.tracking.experiment != light.tracking.experiment
+    assert heavy.tracking.experiment != light.tracking.experiment  # the light runs stay apart
 
 
 def test_shortcut_on_the_heavy_world_runs_at_the_light_worlds_table_3_size_beside_its_own_identity():
@@ -122,6 +124,13 @@ def test_shortcut_on_the_heavy_world_runs_at_the_light_worlds_table_3_size_besid
     assert [st.name for st in short.strategies] == ["identity", "shortcut"]
     assert short.strategies[1] == next(st for st in light.strategies if st.name == "shortcut")
     assert (short.miniworld_preset, short.readout, short.scoring) == ("smollm2_heavy", light.readout, light.scoring)
+
+
+def test_the_heavy_presets_share_one_experiment_so_table_4_skips_the_seven_cells_table_3_finished():
+    specs = [load_spec(f"smollm2_heavy_{p}") for p in ("table3", "table4", "shortcut")]
+    assert len({s.tracking.experiment for s in specs}) == 1
+    t3, t4 = ({c.config.cell_id for c in expand(dry_resolve(s))} for s in specs[:2])
+    assert (len(t3), len(t4), len(t3 & t4)) == (11, 21, 7)
 
 @pytest.mark.parametrize(
     "change, words",
