@@ -13,7 +13,8 @@ Steps:
      samples each, as a sweep cell does; tokens/s = generated tokens (every response's ids, cut after the stop
      string) / wall time;
   3. merge one entry per engine into ``--out`` (replacing an entry with the same backend, device and model),
-     with the hardware description, the command and the load average before and after each measurement.
+     each with its hardware and command and the load average before and after it (the table's ``hardware``: every
+     entry's, joined).
 
 ``units`` in an entry: the CPU threads the engine ran (a CPU table prices per core), or 1 GPU.
 """
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     kind = "cuda" if args.device.startswith("cuda") else args.device
+    command = "python bench/throughput.py " + " ".join(argv or sys.argv[1:])
     table = json.loads(args.out.read_text()) if args.out.is_file() else {"entries": []}
     entries = table["entries"]
     for key, base, adapters, task_dir, leak in _targets(args):
@@ -128,16 +130,15 @@ def main(argv: list[str] | None = None) -> int:
         got = measure(engine, task, args.measure_adapter, args.m, args.max_new_tokens)
         getattr(engine, "close", lambda: None)()
         entry = {"backend": args.backend, "device": kind, "model": key, "units": args.threads if kind == "cpu" else 1,
-                 "questions": args.questions, "m": args.m, "max_new_tokens": args.max_new_tokens, **got}  # fmt: skip
+                 "questions": args.questions, "m": args.m, "max_new_tokens": args.max_new_tokens, **got,
+                 "hardware": _hardware(args.device), "command": command}  # fmt: skip
         entries[:] = [
             e for e in entries if (e["backend"], e["device"], e["model"]) != (args.backend, kind, key)
         ]
         entries.append(entry)
         print(json.dumps(entry), flush=True)
-    table.update(
-        hardware=_hardware(args.device),
-        command="python bench/throughput.py " + " ".join(argv or sys.argv[1:]),
-    )
+    kinds = dict.fromkeys(e.get("hardware", table.get("hardware", "unknown hardware")) for e in entries)
+    table.update(hardware=" / ".join(kinds), command=command)  # each entry names its own
     args.out.write_text(json.dumps(table, indent=1) + "\n")
     return 0
 
