@@ -15,6 +15,7 @@ from railsweep.metrics import aggregate as agg
 from railsweep.metrics.aggregate import (
     MEAN_METRICS,
     NO_INTERVAL,
+    NO_INTERVAL_UNEQUAL_M,
     NOT_DISTINGUISHABLE,
     STRATIFIED_METRICS,
     verdict,
@@ -139,6 +140,16 @@ def test_identical_clean_and_mitigated_p_read_sa_ppg_at_its_floor():
 )
 def test_verdict_reads_the_interval_of_a_difference(lo, hi, want):
     assert verdict(lo, hi) == want
+
+
+def test_a_difference_whose_readouts_differ_in_m_says_so_instead_of_blaming_the_size():
+    rng = np.random.default_rng(3)
+    n = 120
+    clean = Readouts.of(rng.binomial(10, 0.7, n), np.full(n, 10), rng.integers(0, 2, n))
+    m = np.where(np.arange(n) % 3 == 0, 8, 10)  # a strategy that keeps fewer samples of some questions
+    uneven = Readouts.of(rng.binomial(m, 0.8), m, rng.integers(0, 2, n))
+    d = paired_difference_counts(clean, uneven, clean, "sa_ppg", B=10, n_boot=50, rng=rng)
+    assert d["verdict"] == NO_INTERVAL_UNEQUAL_M and d["why"].startswith("no check") and np.isfinite(d["difference"])
 
 
 def test_verdict_strings_are_the_documented_ones():

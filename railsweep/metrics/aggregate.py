@@ -64,6 +64,8 @@ PART_OF = {"a_ppg": "abs", "sa_ppg": "abs", "delta_plus": "pos", "s_delta_plus":
 MIN_NONZERO = 10  # fewer questions with a nonzero gap part than this: no interval (its resamples are all 0)
 NOT_DISTINGUISHABLE = "not distinguishable at this size"
 NO_INTERVAL = "no interval at this size"
+UNEQUAL_M = "no check: the questions were not all sampled with one m"
+NO_INTERVAL_UNEQUAL_M = "no interval: questions sampled with unequal m"
 
 
 @dataclass(frozen=True)
@@ -120,16 +122,17 @@ def single_m(*readouts: Readouts) -> int | None:
     return int(ms[0]) if ms.size == 1 and ms[0] > 0 else None
 
 
-def verdict(lo: float, hi: float) -> str:
-    """ "lower" (the interval lies below 0), "higher", or "not distinguishable at this size"."""
+def verdict(lo: float, hi: float, why: str = "") -> str:
+    """ "lower" (the interval lies below 0), "higher", or "not distinguishable at this size"; without an interval,
+    why not (``why``: the withheld interval's reason)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
-        return NO_INTERVAL
+        return NO_INTERVAL_UNEQUAL_M if why == UNEQUAL_M else NO_INTERVAL
     return "lower" if hi < 0 else "higher" if lo > 0 else NOT_DISTINGUISHABLE
 
 
 def withheld_reason(check: float, n: int, m: int | None, B: int, sharp_min: float | None = None) -> str:
     if m is None:
-        return "no check: the questions were not all sampled with one m"
+        return UNEQUAL_M
     if check >= CHECK_MIN and too_thin(sharp_min):
         return (
             f"withheld: at m={m} >= 2B (B={B}) a question's stratum is read almost without noise, and the "
@@ -305,5 +308,5 @@ def paired_difference_counts(clean: Readouts, a: Readouts, b: Readouts, metric: 
         entry = {"ci_low": lo, "ci_high": hi, "interval": "bootstrap", "check": np.nan, "why": ""}
         gaps = [solve_prob(r.c, r.m) - solve_prob(clean.c, clean.m) for r in (a, b)]
         out.update(value_a=pa, value_b=pb, difference=pa - pb, **_hold_sparse(entry, metric, *gaps))
-    out["verdict"] = verdict(out["ci_low"], out["ci_high"])
+    out["verdict"] = verdict(out["ci_low"], out["ci_high"], str(out.get("why", "")))
     return out
