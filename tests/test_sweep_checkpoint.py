@@ -57,6 +57,30 @@ def test_a_killed_readout_resumes_from_its_last_finished_call_with_the_same_comp
     assert not (tmp_path / "cell").exists() and again.adapters() == ["clean"]
 
 
+class _Sharing(_Echo):
+    """A sweep engine's interface: ``generate_shares`` over jobs, each job heard as it is in hand."""
+
+    def generate_shares(self, jobs, on_result=None):
+        out = []
+        for i, job in enumerate(jobs):
+            out.append(self.generate(job))
+            on_result(i, out[-1])
+        return out
+
+
+def test_jobs_shared_with_idle_engines_are_kept_one_by_one_and_only_the_missing_are_shared_again(tmp_path):
+    batches = _batches()
+    dying = CheckpointedEngine(_Sharing(die_at=3), tmp_path / "cell", "id")
+    with pytest.raises(RuntimeError):
+        dying.generate_shares(batches)
+    inner = _Sharing()
+    again = CheckpointedEngine(inner, tmp_path / "cell", "id")
+    out = again.generate_shares(batches)
+    assert inner.calls == 1 and again.resumed == 4
+    assert [c.samples[0].text for b in out for c in b] == [f"q{i}" for i in range(6)]
+    assert getattr(CheckpointedEngine(_Echo(), tmp_path, "id"), "generate_shares", None) is None  # none to offer
+
+
 def test_any_change_to_a_request_or_to_the_decoding_identity_changes_the_calls_key():
     (b, *_) = _batches()
     key = call_key("id", b)

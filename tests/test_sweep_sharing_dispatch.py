@@ -85,9 +85,10 @@ def _sharing(own, pool, heard):
 def test_a_lent_engine_gets_the_next_job_as_soon_as_it_is_free(fake_ray):
     own, pool, heard = _Engine("own", 0.15), _Pool(), []
     jobs = [[f"job{k}"] for k in range(12)]
-    sharing = _sharing(own, pool, heard)
-    results = sharing.generate_shares(jobs)
+    sharing, kept = _sharing(own, pool, heard), {}
+    results = sharing.generate_shares(jobs, on_result=kept.__setitem__)
     assert [c[0].samples for c in results] == [[f"job{k}"] for k in range(12)]
+    assert kept == dict(enumerate(results))  # every job heard once, wherever it was decoded (the checkpoint's hook)
     # the helper, 7x faster, does most jobs; dealt one per own job it could do at most half
     assert len(fake_ray.jobs) > 8 and sharing.shared == len(fake_ray.jobs) and sum(heard) == len(fake_ray.jobs)
     assert sorted(own.jobs + fake_ray.jobs) == sorted(j[0] for j in jobs)
@@ -98,9 +99,9 @@ def test_a_job_whose_lent_engine_failed_is_decoded_by_the_cells_own_engine(fake_
     fake_ray.fail = True
     own, pool, heard = _Engine("own", 0.05), _Pool(), []
     jobs = [[f"job{k}"] for k in range(4)]
-    sharing = _sharing(own, pool, heard)
-    results = sharing.generate_shares(jobs)
-    assert [c[0].samples for c in results] == [[f"job{k}"] for k in range(4)]
+    sharing, kept = _sharing(own, pool, heard), {}
+    results = sharing.generate_shares(jobs, on_result=kept.__setitem__)
+    assert [c[0].samples for c in results] == [[f"job{k}"] for k in range(4)] and kept == dict(enumerate(results))
     assert sorted(own.jobs) == sorted(j[0] for j in jobs) and sharing.shared == 0 and heard == []
 
 

@@ -66,19 +66,46 @@ class CheckpointedEngine:
         self.resumed = 0  # samples read back
         self.name = getattr(engine, "name", "engine")
 
+        if getattr(engine, "generate_shares", None) is not None:  # a sweep engine that lends jobs out
+            self.generate_shares = self._generate_shares
+
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        path = self.folder / f"{call_key(self._identity, requests)}.json"
-        if path.is_file():
-            out = [Completion([Sample(**s) for s in c]) for c in json.loads(path.read_text(encoding="utf-8"))]
-            if len(out) == len(requests):
-                n = sum(len(c.samples) for c in out)
-                self.resumed += n
-                if self._on is not None:
-                    self._on(n)
-                return out
+        if (out := self._read(requests)) is not None:
+            return out
         out = self._engine.generate(requests)
-        write_text_atomic(path, json.dumps([[dataclasses.asdict(s) for s in c.samples] for c in out]))
+        self._keep(requests, out)
         return out
+
+    def _generate_shares(self, jobs: Sequence[Sequence[Request]]) -> list[list[Completion]]:
+        """:meth:`railsweep.sweep.run.sharing.SharingEngine.generate_shares` of the jobs not kept yet, each kept
+        as it is in hand."""
+        results = [self._read(reqs) for reqs in jobs]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            done = self._engine.generate_shares([jobs[i] for i in todo],
+                                                on_result=lambda k, comps: self._keep(jobs[todo[k]], comps))  # fmt: skip
+            for i, comps in zip(todo, done):
+                results[i] = comps
+        return results
+
+    def _path(self, requests: Sequence[Request]) -> Path:
+        return self.folder / f"{call_key(self._identity, requests)}.json"
+
+    def _read(self, requests: Sequence[Request]) -> list[Completion] | None:
+        path = self._path(requests)
+        if not path.is_file():
+            return None
+        out = [Completion([Sample(**s) for s in c]) for c in json.loads(path.read_text(encoding="utf-8"))]
+        if len(out) != len(requests):
+            return None
+        n = sum(len(c.samples) for c in out)
+        self.resumed += n
+        if self._on is not None:
+            self._on(n)
+        return out
+
+    def _keep(self, requests: Sequence[Request], out: Sequence[Completion]) -> None:
+        write_text_atomic(self._path(requests), json.dumps([[dataclasses.asdict(s) for s in c.samples] for c in out]))
 
     def forget(self) -> None:
         """Remove the cell's folder (its result files are in hand)."""

@@ -34,8 +34,10 @@ class SharingEngine:
     def generate(self, requests: Sequence[Any]) -> Any:
         return self._engine.generate(requests)
 
-    def generate_shares(self, jobs: Sequence[Sequence[Any]]) -> list[Any]:
-        """Every job's completions, in job order."""
+    def generate_shares(self, jobs: Sequence[Sequence[Any]],
+                        on_result: Callable[[int, Any], None] | None = None) -> list[Any]:  # fmt: skip
+        """Every job's completions, in job order; ``on_result(i, completions)`` hears each job as it is in hand."""
+        keep = on_result or (lambda i, comps: None)
         import ray  # the sweep's optional dependency; this wrapper exists only on a sweep's engine
 
         results: list[Any] = [None] * len(jobs)
@@ -45,6 +47,7 @@ class SharingEngine:
         try:
             while (i := queue.take()) is not None:
                 results[i] = self._engine.generate(jobs[i])
+                keep(i, results[i])
         finally:
             done.set()
             lender.join()
@@ -53,11 +56,14 @@ class SharingEngine:
                 results[k] = ray.get(ref)
             except Exception:  # noqa: BLE001 - a borrowed engine died: decode its job here
                 results[k] = self._engine.generate(jobs[k])
+                keep(k, results[k])
                 continue
             self.shared += 1
             self._on(sum(len(c.samples) for c in results[k]))
+            keep(k, results[k])
         for k in [k for k, r in enumerate(results) if r is None]:  # taken by a lender that failed before lending it
             results[k] = self._engine.generate(jobs[k])
+            keep(k, results[k])
         return results
 
     def _lend(self, jobs: Sequence[Sequence[Any]], queue: _Queue, lent: dict, done: threading.Event) -> None:

@@ -1,0 +1,26 @@
+"""bench/throughput.py: each measured entry names the hardware and the command that measured it, and a later
+measurement keeps the entries of other engines (the table's hardware then names every machine)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import throughput  # noqa: E402
+
+
+def test_a_measured_entry_names_its_hardware_and_command_beside_the_entries_it_keeps(smoke_world, tmp_path):
+    out = tmp_path / "t.json"
+    other = {"backend": "transformers", "device": "cpu", "model": "miniworld:mini/llama", "units": 1,
+             "tokens_per_s": 2000.0, "hardware": "elsewhere"}  # fmt: skip
+    out.write_text(json.dumps({"hardware": "elsewhere", "entries": [other]}))
+    argv = ["--preset", "smoke", "--cache-dir", str(smoke_world), "--questions", "2", "--m", "2",
+            "--max-new-tokens", "8", "--out", str(out)]  # fmt: skip
+    assert throughput.main(argv) == 0
+    table = json.loads(out.read_text())
+    mine = [e for e in table["entries"] if e["model"].startswith("miniworld:smoke/")]
+    assert table["entries"][0] == other and mine and all(e["tokens_per_s"] > 0 for e in mine)
+    assert all(e["command"] == "python bench/throughput.py " + " ".join(argv) for e in mine)
+    assert table["hardware"] == f"elsewhere / {mine[0]['hardware']}" and "-core CPU" in mine[0]["hardware"]
