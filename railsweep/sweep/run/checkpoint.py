@@ -65,7 +65,6 @@ class CheckpointedEngine:
         self._on = on_resumed
         self.resumed = 0  # samples read back
         self.name = getattr(engine, "name", "engine")
-
         if getattr(engine, "generate_shares", None) is not None:  # a sweep engine that lends jobs out
             self.generate_shares = self._generate_shares
 
@@ -111,5 +110,5 @@ class CheckpointedEngine:
         """Remove the cell's folder (its result files are in hand)."""
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __getattr__(self, item: str) -> Any:  # adapters(), supports(), generate_shares(), model internals
+    def __getattr__(self, item: str) -> Any:  # adapters(), supports(), max_batch_size, model internals
         return getattr(self._engine, item)

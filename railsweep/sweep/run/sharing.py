@@ -37,9 +37,9 @@ class SharingEngine:
     def generate_shares(self, jobs: Sequence[Sequence[Any]],
                         on_result: Callable[[int, Any], None] | None = None) -> list[Any]:  # fmt: skip
         """Every job's completions, in job order; ``on_result(i, completions)`` hears each job as it is in hand."""
-        keep = on_result or (lambda i, comps: None)
         import ray  # the sweep's optional dependency; this wrapper exists only on a sweep's engine
 
+        keep = on_result or (lambda i, comps: None)
         results: list[Any] = [None] * len(jobs)
         queue, lent, done = _Queue(len(jobs)), {}, threading.Event()  # lent: object ref → job index
         lender = threading.Thread(target=self._lend, args=(jobs, queue, lent, done), daemon=True)
