@@ -113,11 +113,16 @@ def _tokens(qs: Questions, indices: Sequence[int], cap: int) -> int:
     return cap * len(indices) if qs.lengths is None else sum(min(qs.lengths[i], cap) for i in indices)
 
 
+def questions_read(limit: int | None, n: int) -> int:
+    """The questions a readout with ``limit`` reads of a split of ``n`` (all without a limit)."""
+    return min(limit or n, n)
+
+
 def cell_samples(cell: SweepCell, n_questions: int) -> int:
     """Samples the engines decode for one cell's own readout (its strategy's one-off steps aside)."""
     cfg = cell.config
     per_q = build_strategy(cfg.strategy, config=cfg.strategy_config).decodes(cfg.decode_settings())
-    return per_q * min(cfg.limit or n_questions, n_questions)
+    return per_q * questions_read(cfg.limit, n_questions)
 
 
 def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions,
@@ -126,7 +131,7 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
     done: set[tuple[Any, ...]] = set()
     for cell in cells:
         cfg = cell.config
-        indices = list(range(min(cfg.limit or qs.n, qs.n)))
+        indices = list(range(questions_read(cfg.limit, qs.n)))
         strategy = build_strategy(cfg.strategy, config=cfg.strategy_config)
         per_q = strategy.decodes(cfg.decode_settings())
         questions += len(indices)
@@ -240,8 +245,8 @@ def dry_run(args: argparse.Namespace, table: str) -> int:
         if len(specs) > 1:
             print(f"[dry-run] {spec.task_group}, member {spec.readout.task} ({spec.name}):", flush=True)
         print(format_price(price), flush=True)
-    designs = dict.fromkeys((min(spec.readout.limit or price.questions.n, price.questions.n), price.m,
-                             spec.scoring.B) for spec, price in zip(specs, prices))
+    designs = dict.fromkeys((questions_read(spec.readout.limit, price.questions.n), price.m, spec.scoring.B)
+                            for spec, price in zip(specs, prices))  # fmt: skip
     for design in designs:  # a group's members often share one design: its planner lines once
         print("\n" + power_lines(getattr(args, "pilot", None), *design), flush=True)
     return 0

@@ -29,9 +29,10 @@ DECODING_PACKAGES = ("torch", "transformers", "tokenizers", "peft", "vllm")
 DECODING_CODE = (Path(engines.__file__).parent, Path(interventions.__file__).parent)
 
 
-def decoding_identity(weights: Mapping[str, Any], backend: str, device: str, dtype: str) -> str:
-    """What besides the requests decides an engine's completions, as one JSON text."""
-    return json.dumps({"weights": weights, "backend": backend, "device": device, "dtype": dtype,
+def decoding_identity(engine: Mapping[str, Any], backend: str, device: str, dtype: str) -> str:
+    """What besides the requests decides an engine's completions (``engine``: its configuration and weight files'
+    sha256), as one JSON text."""
+    return json.dumps({"engine": engine, "backend": backend, "device": device, "dtype": dtype,
                        "code": decoding_code_digest(), "packages": package_versions(DECODING_PACKAGES)},
                       sort_keys=True, default=str)  # fmt: skip
 

@@ -122,9 +122,10 @@ class EngineServer:
         engine: Any = _CountingEngine(self.engine_for(cfg.strategy), on_samples)
         if pool is not None and name is not None:
             engine = SharingEngine(engine, pool, name, cfg.strategy, cid, on_samples, cfg.family)
-        if self.cache_dir is not None:
+        if self.cache_dir is not None:  # samples read back go to the board only: self.samples counts decoded ones
             engine = CheckpointedEngine(engine, Path(self.cache_dir) / "readouts" / cid,
-                                        self._identity(provenance["weights"]), on_samples)  # fmt: skip
+                                        self._identity(provenance["weights"]),
+                                        lambda n: board.add_samples.remote(cid, n) if board is not None else None)  # fmt: skip
         t0 = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:
