@@ -27,6 +27,10 @@ built world, which M_co recipe does that. Steps:
 A checkpoint before the last pass is a snapshot mid-schedule: under the cosine schedule its lr has not
 decayed yet, so it has been pushed at least as hard as a run of that many passes would be.
 
+The search trains with a world build's arithmetic: started without ``ATEN_CPU_CAPABILITY``, ``MKL_CBWR`` or
+``ONEDNN_MAX_CPU_ISA``, it runs itself again with the build's AVX2 pin set (:mod:`railsweep.miniworld.arithmetic`),
+so its runs have the build's run keys and a preset with the chosen recipe takes the finished run.
+
 Run (one torch thread): ``python bench/contamination_recipe.py --world W --lr 1e-3 --passes 4
 --checkpoints 1,2,4 --out /tmp/recipe/points.jsonl``, ``W`` being the folder ``railsweep miniworld
 build --preset smollm2`` prints.
@@ -50,6 +54,7 @@ import numpy as np  # noqa: E402
 
 from railsweep.contamination.config import DOMAINS  # noqa: E402
 from railsweep.diagnostics.rails import wilson  # noqa: E402
+from railsweep.miniworld.arithmetic import pinned_env  # noqa: E402
 
 STOP = "\nQ:"  # an answer ends where the model starts the next question
 
@@ -418,5 +423,14 @@ def run(args, world, family: str, texts: list[str], pool: int) -> int:
     return 0
 
 
+def pin_arithmetic() -> None:
+    """Run again with a world build's AVX2 pin (railsweep.miniworld.arithmetic) where it is not set yet: the
+    variables act only when set before torch starts, and a run trained without them has other weights and another
+    run key than the build it searches a recipe for."""
+    if missing := {k: v for k, v in pinned_env().items() if k not in os.environ}:
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **missing})
+
+
 if __name__ == "__main__":
+    pin_arithmetic()
     sys.exit(main())

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,6 +82,19 @@ def test_a_world_without_the_domains_adapter_is_refused(world, tmp_path, capsys)
     finally:
         clean.with_suffix(".away").rename(clean)
     assert "family smollm2 has no clean adapter" in capsys.readouterr().err
+
+
+def test_the_search_runs_again_with_the_builds_arithmetic_pin_when_it_is_not_set(tmp_path):
+    probe = tmp_path / "probe.py"  # what the re-run process sees of the pinned variables
+    probe.write_text("import json, os\nprint(json.dumps({k: os.environ.get(k) for k in "
+                     "('ATEN_CPU_CAPABILITY', 'MKL_CBWR', 'ONEDNN_MAX_CPU_ISA')}))\n")  # fmt: skip
+    code = (f"import sys; sys.path.insert(0, {str(Path(cr.__file__).parent)!r}); import contamination_recipe as cr; "
+            f"sys.argv = [{str(probe)!r}]; cr.pin_arithmetic()")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in cr.pinned_env()} | {"MKL_CBWR": "COMPATIBLE"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    seen = json.loads(out.strip().splitlines()[-1])
+    # the pinned variables set, the one the user set left as set
+    assert seen == {k: cr.pinned_env().get(k) for k in seen} | {"MKL_CBWR": "COMPATIBLE"}
 
 
 def test_co_mix_is_the_filler_and_each_leaked_item_and_replay_and_copies_add_what_a_build_would(world):

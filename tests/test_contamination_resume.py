@@ -4,6 +4,7 @@ and a run whose inputs changed starts afresh."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -70,12 +71,23 @@ def test_a_finished_run_is_reused_without_loading_a_model(tiny_model_dir, tmp_pa
 def test_a_run_is_named_by_its_bases_files_not_its_path(tiny_model_dir, tmp_path):
     moved = tmp_path / "moved"
     shutil.copytree(tiny_model_dir, moved)
-    assert resume.run_key(moved, TEXTS, RECIPE, None) == resume.run_key(Path(tiny_model_dir), TEXTS, RECIPE, None)
+    cpu = lora.arithmetic("cpu", "AVX2")
+    assert resume.run_key(moved, TEXTS, RECIPE, None, cpu) == resume.run_key(Path(tiny_model_dir), TEXTS, RECIPE,
+                                                                           None, cpu)  # fmt: skip
 
 
-@pytest.mark.parametrize("change", ["texts", "recipe", "init_adapter", "base"])
-def test_a_run_whose_inputs_changed_is_another_run(tiny_model_dir, tmp_path, change):
+def test_a_run_trained_with_other_kernels_or_on_another_device_is_another_run(tiny_model_dir):
+    keys = {resume.run_key(Path(tiny_model_dir), TEXTS, RECIPE, None, lora.arithmetic(dev, capability))
+            for dev, capability in (("cpu", "AVX2"), ("cpu", "AVX512"), ("cuda:0", "AVX2"))}  # fmt: skip
+    assert len(keys) == 3
+    assert lora.arithmetic("cuda:1", "AVX2") == lora.arithmetic("cuda", "AVX512") == {"device": "cuda"}
+
+
+@pytest.mark.parametrize("change", ["texts", "recipe", "init_adapter", "base", "arithmetic"])
+def test_a_run_whose_inputs_changed_is_another_run(tiny_model_dir, tmp_path, monkeypatch, change):
     train_lora(tiny_model_dir, TEXTS, RECIPE, tmp_path / "a", device="cpu", store=tmp_path / "runs")
+    if change == "arithmetic":  # another MKL dispatch pin (a build's AVX2 pin against a recipe search's native run)
+        monkeypatch.setenv("MKL_CBWR", "SSE4_2" if os.environ.get("MKL_CBWR") != "SSE4_2" else "AVX2")
     texts, recipe, init = TEXTS, RECIPE, None
     if change == "texts":
         texts = TEXTS[:-1] + ["Q: 1 plus 1?\nA: 1 + 1 = 2. The answer is 2."]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -50,12 +51,13 @@ def train_lora(
 
     base_dir, out_dir = Path(base_dir), Path(out_dir)
     _check_inputs(base_dir, texts, init_adapter)
-    run = None if store is None else Run(store, run_key(base_dir, texts, recipe, init_adapter), log)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
+    key = run_key(base_dir, texts, recipe, init_adapter, arithmetic(dev, torch.backends.cpu.get_cpu_capability()))
+    run = None if store is None else Run(store, key, log)
     if run is not None and (record := run.finished(out_dir)) is not None:
         if progress is not None:  # a build's progress line counts the phase done
             progress(record["steps"], record["steps"])
         return record
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device in (None, "auto") else device
     auto = "bf16" if dev.startswith("cuda") else "fp32"
     precision = auto if recipe.precision == "auto" else recipe.precision  # "auto": bf16 on CUDA, else fp32
     if precision != "fp32" and log is not None and (warning := slow_bf16_warning(dev.split(":")[0])):
@@ -93,6 +95,17 @@ def train_lora(
     if run is not None:
         run.finish(out_dir, stats)
     return stats
+
+
+def arithmetic(dev: str, cpu_capability: str) -> dict[str, str | None]:
+    """What decides a run's floats beside its inputs: the device kind and, on a CPU, ATen's SIMD capability as
+    torch resolved it (``torch.backends.cpu.get_cpu_capability()``) and MKL's and oneDNN's dispatch variables as
+    this process sees them (a world's build pins all three: railsweep.miniworld.arithmetic)."""
+    kind = dev.split(":")[0]
+    if kind != "cpu":
+        return {"device": kind}
+    return {"device": kind, "cpu_capability": cpu_capability,
+            **{k: os.environ.get(k) for k in ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}}  # fmt: skip
 
 
 def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:

@@ -2,7 +2,9 @@
 so a killed world build or recipe search picks up where it stopped instead of starting over.
 
 A run's key (:func:`run_key`) is the sha256 of the recipe, the training texts in order, the base model's weight,
-config and tokenizer files and the weight files of the adapter it continues from. Under ``<store>/<key>/``:
+config and tokenizer files, the weight files of the adapter it continues from and the arithmetic it trains with
+(device kind; on a CPU, ATen's SIMD capability and MKL's and oneDNN's dispatch pins), so a run trained with other
+kernels is never taken for this one. Under ``<store>/<key>/``:
 
 - ``checkpoint.pt``: the adapter's trainable weights, the optimiser's and scheduler's states, the torch RNG state,
   the steps done, their losses and the seconds spent, written atomically every :data:`CHECKPOINT_EVERY_S` seconds
@@ -21,7 +23,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,10 +33,13 @@ from railsweep.provenance import file_sha256
 CHECKPOINT_EVERY_S = 600.0  # a smollm2 checkpoint is ~0.4 GB (adapter + AdamW moments): seconds to write
 
 
-def run_key(base_dir: Path, texts: Sequence[str], recipe, init_adapter: Path | None) -> str:
-    """The digest of everything that decides a run's adapter (threads and SIMD width aside): the base's weights,
-    config and tokenizer files, the starting adapter's weights (its config names the base's path, so not it)."""
+def run_key(base_dir: Path, texts: Sequence[str], recipe, init_adapter: Path | None,
+            arithmetic: Mapping[str, str | None]) -> str:  # fmt: skip
+    """The digest of everything that decides a run's adapter (threads aside): the base's weights, config and
+    tokenizer files, the starting adapter's weights (its config names the base's path, so not it) and
+    ``arithmetic`` (:func:`railsweep.contamination.lora.arithmetic`)."""
     h = hashlib.sha256(json.dumps(dataclasses.asdict(recipe), sort_keys=True).encode())
+    h.update(json.dumps(dict(arithmetic), sort_keys=True).encode())
     for text in texts:
         h.update(hashlib.sha256(text.encode()).digest())
     for folder, kinds in ((base_dir, (".safetensors", ".bin", ".json")), (init_adapter, (".safetensors", ".bin"))):
