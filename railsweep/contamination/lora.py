@@ -98,14 +98,10 @@ def train_lora(
 
 
 def arithmetic(dev: str, cpu_capability: str) -> dict[str, str | None]:
-    """What decides a run's floats beside its inputs: the device kind and, on a CPU, ATen's SIMD capability as
-    torch resolved it (``torch.backends.cpu.get_cpu_capability()``) and MKL's and oneDNN's dispatch variables as
-    this process sees them (a world's build pins all three: railsweep.miniworld.arithmetic)."""
-    kind = dev.split(":")[0]
-    if kind != "cpu":
-        return {"device": kind}
-    return {"device": kind, "cpu_capability": cpu_capability,
-            **{k: os.environ.get(k) for k in ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}}  # fmt: skip
+    """What decides a run's floats beside its inputs: the device kind; on a CPU, ATen's SIMD capability as torch
+    resolved it and MKL's and oneDNN's dispatch variables (a world's build pins all three: miniworld.arithmetic)."""
+    cpu = {"cpu_capability": cpu_capability, **{k: os.environ.get(k) for k in ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}}
+    return {"device": dev.split(":")[0], **(cpu if dev.split(":")[0] == "cpu" else {})}
 
 
 def _check_inputs(base_dir: Path, texts: Sequence[str], init_adapter: str | Path | None) -> None:

@@ -2,9 +2,8 @@
 so a killed world build or recipe search picks up where it stopped instead of starting over.
 
 A run's key (:func:`run_key`) is the sha256 of the recipe, the training texts in order, the base model's weight,
-config and tokenizer files, the weight files of the adapter it continues from and the arithmetic it trains with
-(device kind; on a CPU, ATen's SIMD capability and MKL's and oneDNN's dispatch pins), so a run trained with other
-kernels is never taken for this one. Under ``<store>/<key>/``:
+config and tokenizer files, the weight files of the adapter it continues from and its arithmetic (device, SIMD
+width: :func:`railsweep.contamination.lora.arithmetic`). Under ``<store>/<key>/``:
 
 - ``checkpoint.pt``: the adapter's trainable weights, the optimiser's and scheduler's states, the torch RNG state,
   the steps done, their losses and the seconds spent, written atomically every :data:`CHECKPOINT_EVERY_S` seconds
@@ -36,8 +35,7 @@ CHECKPOINT_EVERY_S = 600.0  # a smollm2 checkpoint is ~0.4 GB (adapter + AdamW m
 def run_key(base_dir: Path, texts: Sequence[str], recipe, init_adapter: Path | None,
             arithmetic: Mapping[str, str | None]) -> str:  # fmt: skip
     """The digest of everything that decides a run's adapter (threads aside): the base's weights, config and
-    tokenizer files, the starting adapter's weights (its config names the base's path, so not it) and
-    ``arithmetic`` (:func:`railsweep.contamination.lora.arithmetic`)."""
+    tokenizer files, the starting adapter's weights (its config names the base's path, so not it), ``arithmetic``."""
     h = hashlib.sha256(json.dumps(dataclasses.asdict(recipe), sort_keys=True).encode())
     h.update(json.dumps(dict(arithmetic), sort_keys=True).encode())
     for text in texts:
