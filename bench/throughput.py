@@ -1,7 +1,7 @@
 """Engine throughput on this hardware: the table `railsweep sweep --dry-run --throughput FILE` prices sweeps with.
 
     python bench/throughput.py --preset mini [--families llama,neox,gemma] [--questions 40] [--m 20]
-        [--threads 1] [--device cpu] [--backend transformers] [--out FILE]
+        [--threads 1] [--device cpu] [--backend transformers] [--patched [--patched-questions 8]] [--out FILE]
     python bench/throughput.py --model PATH --adapter co=PATH [--task-dir DIR] --device cuda --backend vllm ...
 
 Steps:
@@ -11,8 +11,11 @@ Steps:
   2. per engine: load it with ``--threads`` torch threads (not timed), then decode Identity on its contaminated
      adapter (the adapter most of a sweep's cells read), the first ``--questions`` test questions with ``--m``
      samples each, as a sweep cell does; tokens/s = generated tokens (every response's ids, cut after the stop
-     string) / wall time;
-  3. merge one entry per engine into ``--out`` (replacing an entry with the same backend, device and model),
+     string) / wall time; with ``--patched`` (transformers engine) also Shortcut's patched decode, the first
+     ``--patched-questions`` questions with ``--m`` samples each, its neurons drawn at random (``control:
+     random``, the default 2 % of them; a patched decode's cost is the reference model run in lockstep, not
+     which neurons it copies), into an entry with ``"decode": "patched"``;
+  3. merge each entry into ``--out`` (replacing an entry with the same backend, device, model and decode),
      each with its hardware and command and the load average before and after it (the table's ``hardware``: every
      entry's, joined).
 
@@ -60,13 +63,15 @@ def _hardware(device: str) -> str:
     return f"{os.cpu_count()}-core CPU ({flags or platform.processor()})"
 
 
-def measure(engine, task: GSM8KTask, adapter: str, m: int, max_new_tokens: int) -> dict:
-    """Decode Identity on ``adapter`` over ``task``'s questions; generated tokens, samples and wall time."""
+def measure(engine, task: GSM8KTask, adapter: str, m: int, max_new_tokens: int, patched: bool = False) -> dict:
+    """Decode Identity (``patched``: Shortcut on random neurons) on ``adapter`` over ``task``'s questions;
+    generated tokens, samples and wall time."""
     settings = DecodeSettings(m=m, temperature=0.7, max_new_tokens=max_new_tokens, seed=0)
     ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=settings)
+    strategy = build_strategy("shortcut", {"control": "random"}) if patched else build_strategy("identity")
     load_before = _load()
     t0 = time.perf_counter()
-    outcomes = build_strategy("identity").run(ctx, task.questions())
+    outcomes = strategy.run(ctx, task.questions())
     wall = time.perf_counter() - t0
     tokens = sum(len(s.token_ids) for o in outcomes for s in o.samples)
     samples = sum(len(o.samples) for o in outcomes)
@@ -110,12 +115,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
     p.add_argument("--dtype", default="auto")
+    p.add_argument("--patched", action="store_true", help="also measure Shortcut's patched decode")
+    p.add_argument("--patched-questions", type=int, default=8, help="questions of the patched measurement")
     p.add_argument(
         "--out", type=Path, default=DEFAULT_TABLE, help=f"table to write (default {DEFAULT_TABLE})"
     )
     args = p.parse_args(argv)
     if args.model and not args.task_dir:
         p.error("--model needs --task-dir")
+    if args.patched and args.backend != "transformers":
+        p.error(f"--patched needs --backend transformers (a {args.backend} sweep runs Shortcut's cells on it)")
     import torch
 
     torch.set_num_threads(args.threads)
@@ -126,17 +135,19 @@ def main(argv: list[str] | None = None) -> int:
     for key, base, adapters, task_dir, leak in _targets(args):
         engine = build_engine(EngineConfig(backend=args.backend, model=base, adapters=adapters, device=args.device,
                                            dtype=args.dtype))  # fmt: skip
-        task = GSM8KTask.from_dir(task_dir, limit=args.questions, leak_split=leak)
-        got = measure(engine, task, args.measure_adapter, args.m, args.max_new_tokens)
+        for decode in ("plain", "patched") if args.patched else ("plain",):
+            n = args.patched_questions if decode == "patched" else args.questions
+            task = GSM8KTask.from_dir(task_dir, limit=n, leak_split=leak)
+            got = measure(engine, task, args.measure_adapter, args.m, args.max_new_tokens, decode == "patched")
+            entry = {"backend": args.backend, "device": kind, "model": key, "decode": decode,
+                     "units": args.threads if kind == "cpu" else 1, "questions": n, "m": args.m,
+                     "max_new_tokens": args.max_new_tokens, **got, "hardware": _hardware(args.device),
+                     "command": command}  # fmt: skip
+            same = (args.backend, kind, key, decode)
+            entries[:] = [e for e in entries if (e["backend"], e["device"], e["model"], e.get("decode", "plain")) != same]
+            entries.append(entry)
+            print(json.dumps(entry), flush=True)
         getattr(engine, "close", lambda: None)()
-        entry = {"backend": args.backend, "device": kind, "model": key, "units": args.threads if kind == "cpu" else 1,
-                 "questions": args.questions, "m": args.m, "max_new_tokens": args.max_new_tokens, **got,
-                 "hardware": _hardware(args.device), "command": command}  # fmt: skip
-        entries[:] = [
-            e for e in entries if (e["backend"], e["device"], e["model"]) != (args.backend, kind, key)
-        ]
-        entries.append(entry)
-        print(json.dumps(entry), flush=True)
     kinds = dict.fromkeys(e.get("hardware", table.get("hardware", "unknown hardware")) for e in entries)
     table.update(hardware=" / ".join(kinds), command=command)  # each entry names its own
     args.out.write_text(json.dumps(table, indent=1) + "\n")

@@ -71,6 +71,11 @@ class Registration:
     def runs_on(self, backend: str) -> bool:
         return backend in self.backends or self.fallback
 
+    @property
+    def decode(self) -> str:
+        """The throughput-table rate its cells are priced at: an intervention's own ``decode``, else plain."""
+        return next((iv.decode for iv in self.interventions if hasattr(iv, "decode")), "plain")
+
 
 def _check(
     name: str, config_cls: type, display: str, tables: frozenset[str], backends: frozenset[str],

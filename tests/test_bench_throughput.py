@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import throughput  # noqa: E402
 
@@ -24,3 +26,23 @@ def test_a_measured_entry_names_its_hardware_and_command_beside_the_entries_it_k
     assert table["entries"][0] == other and mine and all(e["tokens_per_s"] > 0 for e in mine)
     assert all(e["command"] == "python bench/throughput.py " + " ".join(argv) for e in mine)
     assert table["hardware"] == f"elsewhere / {mine[0]['hardware']}" and "-core CPU" in mine[0]["hardware"]
+
+
+def test_patched_adds_shortcuts_patched_rate_beside_the_plain_one_and_a_plain_rerun_keeps_it(smoke_world, tmp_path):
+    out = tmp_path / "t.json"
+    base = ["--preset", "smoke", "--cache-dir", str(smoke_world), "--families", "llama", "--m", "2",
+            "--max-new-tokens", "8", "--out", str(out)]  # fmt: skip
+    assert throughput.main([*base, "--questions", "2", "--patched", "--patched-questions", "1"]) == 0
+    first = json.loads(out.read_text())["entries"]
+    assert [(e["decode"], e["questions"], e["samples"]) for e in first] == [("plain", 2, 4), ("patched", 1, 2)]
+    assert all(e["tokens_per_s"] > 0 for e in first)
+    assert throughput.main([*base, "--questions", "1"]) == 0
+    again = json.loads(out.read_text())["entries"]
+    assert [(e["decode"], e["questions"]) for e in again] == [("patched", 1), ("plain", 1)]
+    assert again[0] == first[1]
+
+
+def test_patched_on_the_vllm_backend_is_refused_before_anything_loads(capsys):
+    with pytest.raises(SystemExit) as exc:
+        throughput.main(["--preset", "smoke", "--backend", "vllm", "--patched"])
+    assert exc.value.code == 2 and "--patched needs --backend transformers" in capsys.readouterr().err

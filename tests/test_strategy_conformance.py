@@ -247,7 +247,7 @@ def test_declared_decodes_count_every_response_the_strategy_decodes(world_engine
     leaked = {q.index for q in task.questions() if q.leaked}
     planned = one_off([0, 1, 2], leaked, mlp_widths(world_engine.model)) if one_off else None
     if planned is not None:
-        want += sum(len(qs) * runs for qs, runs in planned[1])
+        want += sum(len(qs) * runs for qs, runs, _ in planned[1])
     assert engine.decoded == want
     localises = (
         name == "shortcut" and (params or {}).get("control") != "random" and (params or {}).get("k") != 0

@@ -15,8 +15,8 @@ from railsweep import cli
 from railsweep.errors import DataError
 from railsweep.miniworld.presets import preset_config
 from railsweep.sweep import job
-from railsweep.sweep.plan.price_inputs import dry_resolve, mlp_widths_of
-from railsweep.sweep.plan.pricing import format_price, price_params, price_sweep, sweep_price
+from railsweep.sweep.plan.price_inputs import dry_resolve, mlp_widths_of, sweep_questions
+from railsweep.sweep.plan.pricing import _tokens, format_price, price_params, price_sweep, sweep_price
 from railsweep.sweep.plan.throughput import load_throughput
 from railsweep.sweep.spec import options
 from railsweep.sweep.spec.resolve import resolve_spec
@@ -124,6 +124,36 @@ def test_cpu_wall_time_is_the_slowest_familys_tokens_over_its_cores_share(tmp_pa
     assert price.clusters[0].device_hours == pytest.approx(6 * want / 3600)
 
 
+def _shortcut_prices(tmp_path, patched_rate, backend="transformers"):
+    """A vLLM sweep decodes Shortcut's cells on a transformers engine: its patched rate is that engine's."""
+    entries = [{"backend": backend, "device": "cpu", "model": "*", "units": 1, "tokens_per_s": 100}]
+    if patched_rate:
+        entries.append({**entries[0], "backend": "transformers", "tokens_per_s": patched_rate, "decode": "patched"})
+    path = tmp_path / f"t{patched_rate}.json"
+    path.write_text(json.dumps({"hardware": "x", "entries": entries}))
+    spec = load_spec("smollm2_heavy_shortcut")
+    spec = dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, backend=backend))
+    return price_sweep(spec, "3", load_throughput(path), [2])
+
+
+def test_shortcuts_patched_tokens_are_priced_at_the_tables_patched_rate_or_said_to_be_plain(tmp_path):
+    """The Shortcut cells' own tokens (2 of the preset's 5 cells; its localisation has no patched passes) are
+    patched; 2 cores = 2 one-core engines."""
+    price = _shortcut_prices(tmp_path, 10)
+    (engine,) = price.engines
+    assert _shortcut_prices(tmp_path, 10, backend="vllm").clusters == price.clusters
+    plain = _shortcut_prices(tmp_path, None)
+    assert 0 < engine.patched_tokens < engine.total_tokens and plain.engines == price.engines
+    want = ((engine.total_tokens - engine.patched_tokens) / 100 + engine.patched_tokens / 10) / 2
+    assert price.clusters[0].wall_s == pytest.approx(want)
+    assert plain.clusters[0].wall_s == pytest.approx(engine.total_tokens / 100 / 2)
+    assert any("priced at 10.0 tokens/s of one core (its plain rate: 100.0)" in n for n in price.notes)
+    assert any("priced at its plain rate" in n and "--patched" in n for n in plain.notes)
+    identity_only = dataclasses.replace(load_spec("smollm2_heavy_shortcut"), strategies=tuple(
+        st for st in load_spec("smollm2_heavy_shortcut").strategies if st.name != "shortcut"))  # fmt: skip
+    assert price_sweep(identity_only, "3", load_throughput()).engines[0].patched_tokens == 0
+
+
 def test_a_gpu_sweep_needs_one_gpu_per_family_and_replicates_over_the_rest(tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"entries": [{"backend": "vllm", "device": "cuda", "model": "*", "units": 1,
@@ -188,7 +218,9 @@ def test_bad_dry_run_values_are_one_clear_error_with_exit_2(tripwire, capsys, tm
 
 
 def test_a_malformed_throughput_file_is_refused_naming_the_file(tripwire, capsys, tmp_path):
-    for text in ("not json", '{"entries": []}', '{"entries": [{"backend": "transformers"}]}'):
+    warp = ('{"entries": [{"backend": "transformers", "device": "cpu", "model": "*", "units": 1, "tokens_per_s": 5, '
+            '"decode": "warp"}]}')  # fmt: skip
+    for text in ("not json", '{"entries": []}', '{"entries": [{"backend": "transformers"}]}', warp):
         path = tmp_path / "t.json"
         path.write_text(text)
         rc, err = _error(capsys, ["sweep", "--preset", "smoke", "--dry-run", "--throughput", str(path)])
@@ -276,8 +308,6 @@ def test_response_lengths_refuse_an_empty_folder_and_foreign_question_indices(tm
 
 
 def test_the_dry_run_prices_with_measured_responses_where_the_world_has_them():
-    from railsweep.sweep.plan.price_inputs import sweep_questions
-
     questions = sweep_questions(load_spec("smoke"))
     assert questions.length_source.startswith("responses measured on the 'smoke' world")
 
@@ -294,6 +324,11 @@ def test_shortcuts_localisation_on_a_real_base_is_priced_by_that_bases_layers_no
         dataclasses.replace(st, params={}) if st.name == "shortcut" else st for st in spec.strategies))
     (engine,) = price_sweep(default, "all", load_throughput()).engines
     assert engine.one_off_samples == 2 * (52 + (2 + 2 * 29 * 16) * 64)
+    causal = sum(_tokens(sweep_questions(spec), range(64), spec.readout.max_new_tokens) for _ in range(2))
+    cells = price_sweep(dataclasses.replace(default, strategies=tuple(
+        dataclasses.replace(st, params={"control": "random"}) if st.name == "shortcut" else st
+        for st in spec.strategies)), "all", load_throughput()).engines[0]  # fmt: skip
+    assert engine.patched_tokens == cells.patched_tokens + 2 * 29 * 16 * causal  # the localisation's patched passes
     smoke = dry_resolve(load_spec("smoke"))
     cfg = preset_config("smoke")
     assert mlp_widths_of(smoke, smoke.families[0]) == [cfg.size.intermediate] * cfg.size.layers

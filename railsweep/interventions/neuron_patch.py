@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from railsweep.errors import ConfigError
 
@@ -22,10 +22,12 @@ _DOWN_NAMES = ("down_proj", "dense_4h_to_h")  # the MLP attribute holding the do
 @dataclass(frozen=True)
 class NeuronPatchSpec:
     """Overwrite the target's selected MLP neurons, at every position and step, with the live activations of
-    a reference model (``reference_adapter=None``: the base); ``neurons``: (layer, indices)."""
+    a reference model (``reference_adapter=None``: the base); ``neurons``: (layer, indices). ``decode``: the
+    throughput-table rate a sweep's price takes for it (the reference runs in lockstep on the padded path)."""
 
     neurons: tuple[tuple[int, tuple[int, ...]], ...]
     reference_adapter: str | None = None
+    decode: ClassVar[str] = "patched"
 
 
 def spec_from_ranking(ranking: Sequence[tuple[int, int]], reference_adapter: str | None) -> NeuronPatchSpec:

@@ -52,13 +52,13 @@ def select_indices(indices: Sequence[int], leaked: Collection[int], n: int, leak
 
 def greedy_plan(
     indices: Sequence[int], leaked: Collection[int], params: LocalisationParams, widths: Sequence[int]
-) -> list[tuple[tuple[int, ...], int]]:
-    """The greedy decodes of one localisation, without a model: ``[(question indices, runs)]``. Step 1
-    decodes the comparative term's questions once with M_co; step 2 runs 2 unpatched and 2 patched passes per
-    neuron block of layers 0..L−2 over the causal term's. ``widths``: d_mlp of every layer."""
-    plan = [(tuple(select_indices(indices, leaked, params.n_questions, leaked_first=True)), 1)]
+) -> list[tuple[tuple[int, ...], int, bool]]:
+    """The greedy decodes of one localisation, without a model: ``[(question indices, runs, patched)]``.
+    Step 1 decodes the comparative term's questions once with M_co; step 2 runs 2 unpatched and 2 patched
+    passes per neuron block of layers 0..L−2 over the causal term's. ``widths``: d_mlp of every layer."""
+    plan = [(tuple(select_indices(indices, leaked, params.n_questions, leaked_first=True)), 1, False)]
     if params.causal:
         blocks = sum(len(range(0, w, math.ceil(w / params.n_blocks))) for w in widths[:-1])
         causal = tuple(select_indices(indices, leaked, params.n_questions, leaked_first=False))
-        plan.append((causal, 2 + 2 * blocks))
+        plan += [(causal, 2, False), (causal, 2 * blocks, True)]
     return plan

@@ -144,7 +144,7 @@ class Shortcut(StrategyBase):
 
     def one_off(
         self, indices: Sequence[int], leaked: Collection[int], widths: Sequence[int]
-    ) -> tuple[str, list[tuple[tuple[int, ...], int]]] | None:
+    ) -> tuple[str, list[tuple[tuple[int, ...], int, bool]]] | None:
         """The localisation this run needs, as (key, :func:`~.plan.greedy_plan`), or None; cells with the same
         key share one (cached) localisation. ``leaked``: which of the cell's ``indices`` M_co saw."""
         c = self.config

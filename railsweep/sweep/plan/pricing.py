@@ -7,9 +7,11 @@ cluster. Nothing is built, loaded or started. Steps of :func:`price_sweep`:
 3. per cell: questions x the strategy's ``decodes`` per question (greedy trajectories included), each response
    as long as the world's measured responses to its question, else its gold answer under the world's
    tokenizer, capped at ``max_new_tokens``, else ``max_new_tokens`` itself (an upper bound); one-off steps
-   (Shortcut's localisation) once per family and domain;
-4. per cluster size: the engines the driver would create, each family's tokens over its engines' measured
-   tokens/s; the slowest family sets the wall time, and device-hours are the cluster's units x that time.
+   (Shortcut's localisation) once per family and domain; tokens of a patched decode (a strategy whose
+   intervention declares ``decode = "patched"``, and the localisation's patched passes) counted apart;
+4. per cluster size: the engines the driver would create, each family's plain and patched tokens over its
+   engines' measured tokens/s of each kind (patched tokens at the plain rate, with a note, where the table has
+   no patched rate); the slowest family sets the wall time, and device-hours are the cluster's units x that time.
 
 Not priced: engine start-up, scoring and MLflow logging (seconds per cell), the dynamics and detection steps
 (they decode nothing).
@@ -24,11 +26,12 @@ from typing import Any
 
 from railsweep.errors import ConfigError
 from railsweep.strategies import build_strategy
+from railsweep.strategy_registry import registration
 from railsweep.sweep.plan.cells import SweepCell, effective_table
 from railsweep.sweep.plan.detect_cells import grid_cells
 from railsweep.sweep.plan.pool import engine_layout
 from railsweep.sweep.plan.price_inputs import Questions, dry_resolve, mlp_widths_of, sweep_questions
-from railsweep.sweep.plan.throughput import ThroughputTable, device_kind, load_throughput
+from railsweep.sweep.plan.throughput import Rate, ThroughputTable, device_kind, load_throughput
 from railsweep.sweep.spec.options import check_cluster_sizes, chosen_specs
 from railsweep.sweep.spec.sections import FamilySpec
 from railsweep.sweep.spec.sweep_spec import SweepSpec
@@ -46,6 +49,7 @@ class EngineCost:
     tokens: int
     one_off_samples: int
     one_off_tokens: int
+    patched_tokens: int = 0  # of the total: tokens decoded patched (priced at the table's patched rate)
 
     @property
     def total_samples(self) -> int:
@@ -127,7 +131,7 @@ def cell_samples(cell: SweepCell, n_questions: int) -> int:
 
 def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Questions,
                  notes: list[str]) -> EngineCost:  # fmt: skip
-    samples = tokens = one_samples = one_tokens = questions = 0
+    samples = tokens = one_samples = one_tokens = questions = patched = 0
     done: set[tuple[Any, ...]] = set()
     for cell in cells:
         cfg = cell.config
@@ -136,7 +140,9 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
         per_q = strategy.decodes(cfg.decode_settings())
         questions += len(indices)
         samples += per_q * len(indices)
-        tokens += per_q * _tokens(qs, indices, cfg.max_new_tokens)
+        own = per_q * _tokens(qs, indices, cfg.max_new_tokens)
+        tokens += own
+        patched += own if registration(cfg.strategy).decode == "patched" else 0
         if (one_off := getattr(strategy, "one_off", None)) is None:
             continue
         if (widths := mlp_widths_of(spec, fam)) is None:
@@ -148,10 +154,11 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
         if planned is None or (cfg.adapter, cfg.clean_adapter, planned[0]) in done:
             continue
         done.add((cfg.adapter, cfg.clean_adapter, planned[0]))
-        for chosen, runs in planned[1]:
+        for chosen, runs, is_patched in planned[1]:
             one_samples += runs * len(chosen)
             one_tokens += runs * _tokens(qs, chosen, cfg.max_new_tokens)
-    return EngineCost(fam.name, fam.base, len(cells), questions, samples, tokens, one_samples, one_tokens)
+            patched += runs * _tokens(qs, chosen, cfg.max_new_tokens) if is_patched else 0
+    return EngineCost(fam.name, fam.base, len(cells), questions, samples, tokens, one_samples, one_tokens, patched)
 
 
 def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, throughput: ThroughputTable,
@@ -172,8 +179,26 @@ def _cluster(spec: SweepSpec, kind: str, engines: list[EngineCost], units: int, 
             notes.append(f"no throughput for {spec.engine.backend}/{kind}/{e.model} {where}: measure it "
                          "with bench/throughput.py on the target hardware and pass --throughput")  # fmt: skip
             return ClusterCost(units, n_engines, None, None, "no throughput measured")
-        wall = max(wall, e.total_tokens / (rate.per_unit * per_engine * layout[e.family]))
+        patched = _patched_rate(kind, e, rate, throughput, notes)
+        seconds = (e.total_tokens - e.patched_tokens) / rate.per_unit + e.patched_tokens / patched.per_unit
+        wall = max(wall, seconds / (per_engine * layout[e.family]))
     return ClusterCost(units, n_engines, wall, units * wall / 3600.0)
+
+
+def _patched_rate(kind: str, e: EngineCost, plain: Rate, throughput: ThroughputTable, notes: list[str]) -> Rate:
+    """The table's patched rate for ``e``'s model (a transformers engine's: a vLLM sweep decodes patched cells on
+    one), else its plain rate with a note saying so."""
+    if not e.patched_tokens:
+        return plain
+    rate = throughput.rate("transformers", kind, e.model, decode="patched")
+    if rate is None:
+        notes.append(f"{e.patched_tokens:,} patched tokens of {e.family} are priced at its plain rate: "
+                     f"{throughput.path} has no patched rate for {e.model} (a patched token costs more: a reference "
+                     "model runs in lockstep); measure it with bench/throughput.py --patched")  # fmt: skip
+        return plain
+    notes.append(f"{e.patched_tokens:,} patched tokens of {e.family} priced at {rate.per_unit:,.1f} tokens/s of one "
+                 f"{'core' if kind == 'cpu' else 'GPU'} (its plain rate: {plain.per_unit:,.1f})")  # fmt: skip
+    return rate
 
 
 def format_price(p: SweepPrice, *, dry_run: bool = True) -> str:

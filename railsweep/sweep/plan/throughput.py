@@ -6,7 +6,9 @@ A table is JSON written by ``bench/throughput.py``::
      "entries": [{"backend": "transformers", "device": "cpu", "model": "miniworld:mini/llama",
                   "units": 1, "tokens_per_s": 2500.0, ...}, ...]}
 
-``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>``, else the
+``decode`` (optional, default ``"plain"``): ``"patched"`` is the rate of the decode a lockstep intervention runs
+(Shortcut's patching: a reference model beside the target, on the padded path; ``bench/throughput.py
+--patched``). ``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>``, else the
 path or hub id; ``"*"`` matches any model); ``units`` are the CPU cores or GPUs the engine used. Without
 ``--throughput``, ``throughput_cpu.json`` beside this module is read when shipped, else no wall time priced.
 """
@@ -24,17 +26,19 @@ from railsweep.tasks.data.text import read_utf8
 
 DEFAULT_TABLE = Path(__file__).resolve().parent / "throughput_cpu.json"
 DEVICES = ("cpu", "cuda", "mps")
+DECODES = ("plain", "patched")
 
 
 @dataclass(frozen=True)
 class Rate:
-    """One measured engine: ``tokens_per_s`` on ``units`` devices (cores or GPUs)."""
+    """One measured engine: ``tokens_per_s`` on ``units`` devices (cores or GPUs), decoding ``decode``."""
 
     backend: str
     device: str
     model: str
     units: float
     tokens_per_s: float
+    decode: str = "plain"
 
     @property
     def per_unit(self) -> float:
@@ -47,11 +51,11 @@ class ThroughputTable:
     hardware: str
     rates: tuple[Rate, ...]
 
-    def rate(self, backend: str, device: str, model: str) -> Rate | None:
+    def rate(self, backend: str, device: str, model: str, decode: str = "plain") -> Rate | None:
         """The entry for this engine: the model's own, else the table's ``"*"`` entry, else None."""
         for want in (model, "*"):
             for r in self.rates:
-                if (r.backend, r.device, r.model) == (backend, device, want):
+                if (r.backend, r.device, r.model, r.decode) == (backend, device, want, decode):
                     return r
         return None
 
@@ -85,11 +89,14 @@ def _rate(path: Path, i: int, e: Any) -> Rate:
             raise ConfigError(f"{where}: {key} must be a non-empty string, got {e[key]!r}")
     if e["device"] not in DEVICES:
         raise ConfigError(f"{where}: device must be one of {list(DEVICES)}, got {e['device']!r}")
+    if e.get("decode", "plain") not in DECODES:
+        raise ConfigError(f"{where}: decode must be one of {list(DECODES)}, got {e['decode']!r}")
     for key in ("units", "tokens_per_s"):
         v = e[key]
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"{where}: {key} must be a finite number > 0, got {v!r}")
-    return Rate(e["backend"], e["device"], e["model"], float(e["units"]), float(e["tokens_per_s"]))
+    return Rate(e["backend"], e["device"], e["model"], float(e["units"]), float(e["tokens_per_s"]),
+                e.get("decode", "plain"))  # fmt: skip
 
 
 def device_kind(device: str) -> str:
