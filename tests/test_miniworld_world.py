@@ -414,21 +414,28 @@ def test_bases_of_several_worlds_are_combined_only_when_their_tokenizers_are_ide
     assert config.family_base_digest("gemma") != other_gemma.family_base_digest("gemma")
 
 
-def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_process(smoke):
-    """The readouts and Figure 1's forced departures over two worker processes: the same JSON, byte for byte."""
+def test_miniworld_check_over_worker_processes_gives_the_same_figures_as_one_process(smoke, capfd):
+    """The readouts and Figure 1's forced departures over two worker processes: the same JSON, byte for byte;
+    each part, in this process or a worker, prints its progress after every engine call."""
     from railsweep.miniworld.calibration import CheckSettings, check_family
 
-    s = CheckSettings(m=3, limit=6, max_new_tokens=24, batch_size=8, departures=2)
+    s = CheckSettings(m=3, limit=6, max_new_tokens=24, batch_size=4, departures=2)
     shutil.rmtree(smoke.root.parent / "check-parts", ignore_errors=True)  # decoded in both runs, not read back
     one = check_family(smoke, "llama", s)
     shutil.rmtree(smoke.root.parent / "check-parts")
+    capfd.readouterr()
     two = check_family(smoke, "llama", dataclasses.replace(s, workers=2))
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
     assert one["questions"] == 6 and {"co_gsm8k", "co_pq", "figure1"} <= one.keys()
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("[check] ")]
+    for name in ("clean", "co_gsm8k", "co_pq"):  # 6 greedy, then 18 samples, in batches of 4 questions
+        done = [ln.split(": ", 1)[1].split(" responses")[0] for ln in lines if ln.startswith(f"[check] {name} readout")]
+        assert done == ["4/24", "6/24", "18/24", "24/24"], lines
 
 
-def test_forced_departures_shared_out_over_worker_processes_are_the_samples_of_one_process(smoke):
-    """Figure 1's departures in three contiguous shares (this process + two workers) sample the same texts."""
+def test_forced_departures_shared_out_over_worker_processes_are_the_samples_of_one_process(smoke, capfd):
+    """Figure 1's departures in three contiguous shares (this process + two workers) sample the same texts;
+    each share prints its progress."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -450,6 +457,10 @@ def test_forced_departures_shared_out_over_worker_processes_are_the_samples_of_o
         engine.close()
     assert shared == alone and len(alone) == 12
     assert later != alone  # each job's seed follows its index in the whole list
+    err = capfd.readouterr().err
+    for share in ("5-8", "9-12", "13-16"):  # batches of 3 jobs
+        assert f"[check] clean forced departures {share}: 3/4 responses" in err, err
+        assert f"[check] clean forced departures {share}: 4/4 responses" in err, err
 
 
 def test_a_killed_check_resumes_from_the_parts_it_finished_and_decodes_only_the_rest(smoke, monkeypatch):
@@ -462,7 +473,7 @@ def test_a_killed_check_resumes_from_the_parts_it_finished_and_decodes_only_the_
     whole = cal.check_family(smoke, "llama", s)
     parts = {p.name.rsplit("-", 1)[0] for p in (smoke.root.parent / "check-parts").glob("*.json")}
     assert {"llama-clean-readout", "llama-co_gsm8k-readout", "llama-co_pq-readout", "llama-clean-departures"} <= parts
-    killed = next((smoke.root.parent / "check-parts").glob("llama-co_pq-readout-*.json"))
+    killed = cal.part_path(smoke, "llama", "co_pq", s, "readout")  # this check's (other tests leave theirs)
     killed.unlink()  # the check was stopped while M_co (pq) was being read out
     decoded = []
     real = cal.readout_arrays

@@ -110,9 +110,11 @@ class Readout:
         return np.array([o.c / o.m for o in self.outcomes])
 
 
-def readout(engine, task, questions, adapter: str, s: Figure1Settings) -> Readout:
-    """The Identity readout of ``adapter``: greedy, then m samples per question, graded."""
-    ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=decode_settings(s))
+def readout(engine, task, questions, adapter: str, s: Figure1Settings,
+            progress: Callable[[int], None] | None = None) -> Readout:  # fmt: skip
+    """The Identity readout of ``adapter``: greedy, then m samples per question, graded; ``progress`` is called
+    with the responses of each engine call."""
+    ctx = EvalContext(engine=engine, task=task, adapter=adapter, settings=decode_settings(s), progress=progress)
     return Readout(adapter, greedy(ctx, questions), sample_and_grade(ctx, questions))
 
 
@@ -214,9 +216,10 @@ def off_rail(
     return solved
 
 
-def decode_departures(engine, task, adapter: str, jobs: Sequence, first: int, s: Figure1Settings) -> list[str]:
+def decode_departures(engine, task, adapter: str, jobs: Sequence, first: int, s: Figure1Settings,
+                      progress: Callable[[int], None] | None = None) -> list[str]:  # fmt: skip
     """The text sampled on at T after each forced departure ``(position, question, prefix)``; job ``k`` of
-    ``jobs`` is job ``first + k`` of the whole list, whose index seeds it."""
+    ``jobs`` is job ``first + k`` of the whole list, whose index seeds it. ``progress``: as :func:`readout`'s."""
     out: list[str] = []
     for lo in range(0, len(jobs), s.batch_size):
         chunk = jobs[lo : lo + s.batch_size]
@@ -225,6 +228,8 @@ def decode_departures(engine, task, adapter: str, jobs: Sequence, first: int, s:
             for k, (_, q, prefix) in enumerate(chunk)
         ]
         out += [comp.samples[0].text for comp in engine.generate(reqs)]
+        if progress is not None:
+            progress(len(reqs))
     return out
 
 

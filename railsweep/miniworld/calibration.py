@@ -6,6 +6,7 @@ Steps of :func:`check_family`, for one model family:
    with ``workers`` > 1 the readouts and Figure 1's forced departures run in that many spawned processes, one
    torch thread each (the same samples: seeds are per question or departure, sampling is batch-invariant);
    finished parts are kept in the cache (:mod:`.check_cache`), so a killed check resumes where it stopped;
+   each part prints a progress line on stderr after every engine call (:class:`PartProgress`);
 3. compute the conditions (:data:`THRESHOLDS`, tabled in docs/miniworld.md): M_cl's spread; on domain gsm8k
    (the leaked wording is the evaluated one) the leaked lift, the unleaked shift and G-AP; the collapse onto the
    greedy answer (paper Fig. 1a/c); the runner-up share where M_cl and M_co part ways (Fig. 1b/d,
@@ -18,8 +19,9 @@ import contextlib
 import functools
 import multiprocessing
 import sys
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +62,23 @@ class CheckSettings:
         return Figure1Settings(**{name: getattr(self, name) for name in shared})
 
 
+@dataclass
+class PartProgress:
+    """One line on stderr after each engine call of a check part: responses done, time spent and time left."""
+
+    label: str
+    total: int
+    done: int = 0
+    start: float = field(default_factory=time.monotonic)
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        spent = time.monotonic() - self.start
+        left = spent * (self.total - self.done) / max(self.done, 1)
+        print(f"[check] {self.label}: {self.done:,}/{self.total:,} responses, {spent / 60:.1f} min, about "
+              f"{left / 60:.0f} min left", file=sys.stderr, flush=True)  # fmt: skip
+
+
 def token_similarity(a: list[int], b: list[int]) -> float:
     """Normalised token edit similarity: 1 - Levenshtein(a, b) / max(len(a), len(b))."""
     from rapidfuzz.distance import Levenshtein
@@ -72,7 +91,9 @@ def token_similarity(a: list[int], b: list[int]) -> float:
 def readout_arrays(engine, task, adapter: str, s: CheckSettings):
     """``adapter``'s readout (greedy + m samples per question) and its per-question arrays: counts ``c``,
     ``m``, one-sample grades ``r01`` and the samples' mean token similarity ``sim`` to the greedy response."""
-    run = readout(engine, task, list(task.questions()), adapter, s.figure1())
+    questions = list(task.questions())
+    total = len(questions) * (1 + (1 if s.temperature == 0 else s.m))  # greedy, then the samples
+    run = readout(engine, task, questions, adapter, s.figure1(), PartProgress(f"{adapter} readout", total))
     sim = [
         float(np.mean([token_similarity(smp.token_ids, g.token_ids) for smp in o.samples]))
         for o, g in zip(run.outcomes, run.greedy)
@@ -143,7 +164,7 @@ def _measure(world, family: str, fam, task, questions, s: CheckSettings) -> tupl
         futures = {name: _finished(paths[name], name) or start(name) for name in first}
         pair = {name: futures[name].result() for name in ("clean", "co_gsm8k")}
         decode = (functools.partial(_share_departures, pool, root, family, engine, s) if pool is not None
-                  else functools.partial(decode_departures, engine))  # fmt: skip
+                  else functools.partial(_departures, engine))  # fmt: skip
         kept = _kept_departures(part_path(world, family, "clean", s, "departures"), decode)
         fig1 = _figure1(engine, task, questions, pair, s, kept)
         return {name: fut.result() for name, fut in futures.items()}, fig1
@@ -176,11 +197,17 @@ def _share_departures(pool, root: str, family: str, engine, s: CheckSettings, ta
     ``pool`` (:func:`railsweep.diagnostics.figure1.off_rail`'s ``decode``)."""
     edges = [round(len(jobs) * k / s.workers) for k in range(s.workers + 1)]
     futures = [
-        pool.submit(_in_process, root, family, s, decode_departures, adapter, jobs[a:b], first + a, fs)
+        pool.submit(_in_process, root, family, s, _departures, adapter, jobs[a:b], first + a, fs)
         for a, b in zip(edges[1:-1], edges[2:])
     ]
-    mine = decode_departures(engine, task, adapter, jobs[: edges[1]], first, fs)
+    mine = _departures(engine, task, adapter, jobs[: edges[1]], first, fs)
     return mine + [text for fut in futures for text in fut.result()]
+
+
+def _departures(engine, task, adapter: str, jobs, first: int, fs) -> list[str]:
+    """:func:`decode_departures` of jobs ``first``.. with their progress line."""
+    label = f"{adapter} forced departures {first}-{first + len(jobs) - 1}"
+    return decode_departures(engine, task, adapter, jobs, first, fs, progress=PartProgress(label, len(jobs)))
 
 
 def check_family(world, family: str, settings: CheckSettings | None = None) -> dict:
