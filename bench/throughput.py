@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.model and not args.task_dir:
         p.error("--model needs --task-dir")
+    if args.patched_questions < 1:
+        p.error(f"--patched-questions must be >= 1, got {args.patched_questions}")
     if args.patched and args.backend != "transformers":
         p.error(f"--patched needs --backend transformers (a {args.backend} sweep runs Shortcut's cells on it)")
     import torch

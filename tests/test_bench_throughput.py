@@ -46,3 +46,6 @@ def test_patched_on_the_vllm_backend_is_refused_before_anything_loads(capsys):
     with pytest.raises(SystemExit) as exc:
         throughput.main(["--preset", "smoke", "--backend", "vllm", "--patched"])
     assert exc.value.code == 2 and "--patched needs --backend transformers" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        throughput.main(["--preset", "smoke", "--patched", "--patched-questions", "0"])
+    assert exc.value.code == 2 and "--patched-questions must be >= 1, got 0" in capsys.readouterr().err
