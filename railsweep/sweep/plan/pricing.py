@@ -155,9 +155,10 @@ def _engine_cost(spec: SweepSpec, fam: FamilySpec, cells: list[SweepCell], qs: Q
             continue
         done.add((cfg.adapter, cfg.clean_adapter, planned[0]))
         for chosen, runs, is_patched in planned[1]:
+            pass_tokens = runs * _tokens(qs, chosen, cfg.max_new_tokens)
             one_samples += runs * len(chosen)
-            one_tokens += runs * _tokens(qs, chosen, cfg.max_new_tokens)
-            patched += runs * _tokens(qs, chosen, cfg.max_new_tokens) if is_patched else 0
+            one_tokens += pass_tokens
+            patched += pass_tokens if is_patched else 0
     return EngineCost(fam.name, fam.base, len(cells), questions, samples, tokens, one_samples, one_tokens, patched)
 
 
