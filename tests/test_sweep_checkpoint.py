@@ -11,6 +11,7 @@ from railsweep.engines.base import Completion, Request, Sample, SamplingSpec
 from railsweep.interventions import RailCapSpec
 from railsweep.sweep.plan.cells import expand
 from railsweep.sweep.plan.resources import engine_config
+from railsweep.sweep.run.actors import ProgressBoard
 from railsweep.sweep.run.checkpoint import CheckpointedEngine, call_key
 from railsweep.sweep.run.engine_server import EngineServer
 from railsweep.sweep.spec.resolve import resolve_spec
@@ -33,6 +34,16 @@ class _Echo:
 
     def adapters(self):
         return ["clean"]
+
+
+class _Remote:
+    """An actor handle stand-in: ``handle.method.remote(...)`` calls the object's method."""
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def __getattr__(self, name):
+        return type("Method", (), {"remote": staticmethod(getattr(self._obj, name))})()
 
 
 def _batches():
@@ -108,7 +119,9 @@ def test_an_engine_server_cell_killed_half_way_finishes_as_if_never_killed(smoke
     with pytest.raises(RuntimeError):
         server.run_cell(cell.to_dict())
     server.engine.generate = real
-    out = server.run_cell(cell.to_dict())
+    board = ProgressBoard(total=1)
+    out = server.run_cell(cell.to_dict(), board=_Remote(board))
     assert out["n_resumed"] > 0 and out["n_samples"] == plain["n_samples"]
+    assert (board.resumed, board.samples) == (out["n_resumed"], out["n_samples"])  # read back: done, not in the rate
     assert out["questions"].equals(plain["questions"]) and out["files"] == plain["files"]
     assert not (tmp_path / "readouts" / cell.cell_id).exists()

@@ -231,3 +231,20 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     assert "weights: documented" in after or "warning: weights differ from the documented build" in after, after
     console = capsys.readouterr().out  # what Tune itself printed: nothing that points away from the sweep's own lines
     assert "TensorBoard" not in console and "Configuration for experiment" not in console, console[-2000:]
+
+
+def test_a_sweep_stopped_by_ctrl_c_leaves_its_parent_and_running_cells_killed(
+    ray_client, mlflow_server, smoke_world, monkeypatch
+):
+    """Ctrl-C while a cell runs: the parent and that cell's run end KILLED, so the UI shows nothing running."""
+    from railsweep.sweep.run import driver
+
+    def interrupted(run, engines, pending, n_skipped, *args):
+        run.tracker.start_cell_run(run.parent_id, pending[0].cell_id, "a cell", {})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(driver, "run_waves", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        driver.run_sweep(_smoke_spec(mlflow_server, "e2e-ctrl-c", smoke_world), table="3", out=io.StringIO())
+    df = _runs(mlflow_server, "e2e-ctrl-c")
+    assert len(df) == 2 and (df["status"] == "KILLED").all(), df[["status", "tags.railsweep.kind"]]

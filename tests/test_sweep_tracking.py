@@ -49,6 +49,26 @@ def test_every_metric_param_and_tag_reaches_mlflow_beyond_one_batchs_limits():
     assert batches == [(1000, 100, 1), (1000, 50, 0), (500, 0, 0)]
 
 
+def test_a_stopped_sweep_leaves_no_cell_run_running():
+    ended = []
+
+    def run(rid, status):
+        return type("Run", (), {"info": type("Info", (), {"run_id": rid, "status": status})()})()
+
+    class Client:
+        def search_runs(self, experiments, filter_string, max_results, page_token, order_by):
+            assert "'parent'" in filter_string
+            return type("Page", (list,), {"token": None})([run("a", "FINISHED"), run("b", "RUNNING"), run("c", "FAILED")])
+
+        def set_terminated(self, run_id, status):
+            ended.append((run_id, status))
+
+    tracker = Tracker.__new__(Tracker)
+    tracker.client, tracker.experiment_id = Client(), "0"
+    tracker.stop_sweep("parent")
+    assert ended == [("b", "KILLED"), ("parent", "KILLED")]  # finished and failed cells keep their status
+
+
 def test_provenance_becomes_flat_tags():
     tags = provenance_tags({"git": {"commit": "abc", "dirty": True}, "packages": {"torch": "2.13"},
                             "python": "3.11", "datasets": {"/d/test.jsonl": "f00"}})  # fmt: skip

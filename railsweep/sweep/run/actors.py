@@ -21,7 +21,8 @@ class ProgressBoard:
         self.total = total
         self.skipped = skipped
         self.states: dict[str, str] = {}
-        self.samples = 0
+        self.samples = 0  # decoded and read back
+        self.resumed = 0  # read back from a killed try's checkpoints: not counted in the rate
         self.t0 = time.time()
         self.fault = fault
         self.done = 0
@@ -36,6 +37,10 @@ class ProgressBoard:
     def add_samples(self, cell_id: str, n: int) -> None:
         self.samples += n
 
+    def add_resumed(self, cell_id: str, n: int) -> None:
+        self.samples += n
+        self.resumed += n
+
     def snapshot(self) -> dict[str, Any]:
         counts = {"done": 0, "running": 0, "failed": 0}
         for s in self.states.values():
@@ -43,7 +48,8 @@ class ProgressBoard:
                 counts[s] += 1
         elapsed = max(time.time() - self.t0, 1e-9)
         return {"total": self.total, "skipped": self.skipped, **counts, "samples": self.samples,
-                "samples_per_s": self.samples / elapsed, "elapsed_s": elapsed}  # fmt: skip
+                "resumed": self.resumed, "samples_per_s": (self.samples - self.resumed) / elapsed,
+                "elapsed_s": elapsed}  # fmt: skip
 
 
 def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:

@@ -93,7 +93,7 @@ def run_sweep(spec: SweepSpec, *, table: str = "all", resume: bool = False, prog
         wall, dynamics = _after_trials(run, engines, failed, skipped, staged)
     except BaseException:
         try:
-            run.tracker.terminate(run.parent_id, "KILLED")
+            run.tracker.stop_sweep(run.parent_id)
         finally:
             kill_actors(engines)
             if staged is not None and staged.world is None:

@@ -125,7 +125,7 @@ class EngineServer:
         if self.cache_dir is not None:  # samples read back go to the board only: self.samples counts decoded ones
             engine = CheckpointedEngine(engine, Path(self.cache_dir) / "readouts" / cid,
                                         self._identity(provenance["weights"]),
-                                        lambda n: board.add_samples.remote(cid, n) if board is not None else None)  # fmt: skip
+                                        lambda n: board.add_resumed.remote(cid, n) if board is not None else None)  # fmt: skip
         t0 = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix=f"cell-{cid}-") as tmp:

@@ -1,7 +1,8 @@
 """Live sweep progress: cells done / running / failed, samples per second and the time left.
 
 A thread in the driver polls the progress board: a tqdm bar on a terminal, elsewhere one line every
-``interval`` seconds. The ETA is the samples the running block has left to decode at its rate so far.
+``interval`` seconds. The ETA is the samples the running block has left to decode at its rate so far. Samples
+read back from a killed try's checkpoints (``--resume``) count as done but not in the rate: they took no time.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any, TextIO
 def format_line(s: dict[str, Any], eta_s: float | None = None) -> str:
     left = s["total"] - s["skipped"] - s["done"] - s["running"] - s["failed"]
     eta = "" if eta_s is None else f", ETA {duration(eta_s)}"
+    resumed = f" ({s['resumed']} read back)" if s.get("resumed") else ""
     return (f"[sweep] cells {s['done'] + s['skipped']}/{s['total']} done ({s['skipped']} skipped), "
-            f"{s['running']} running, {s['failed']} failed, {max(left, 0)} queued | {s['samples']} samples, "
+            f"{s['running']} running, {s['failed']} failed, {max(left, 0)} queued | {s['samples']} samples{resumed}, "
             f"{s['samples_per_s']:.1f} samples/s, {s['elapsed_s']:.0f}s{eta}")  # fmt: skip
 
 
@@ -28,10 +30,11 @@ def duration(seconds: float) -> str:
 
 
 def eta_seconds(start: dict[str, Any], now: dict[str, Any], expected_samples: int) -> float | None:
-    """Seconds left to decode ``expected_samples`` from the snapshot ``start`` on, at the rate since then."""
+    """Seconds left to decode ``expected_samples`` from the snapshot ``start`` on, at the decode rate since then."""
     done = now["samples"] - start["samples"]
+    decoded = done - (now.get("resumed", 0) - start.get("resumed", 0))
     spent = now["elapsed_s"] - start["elapsed_s"]
-    return None if done <= 0 or spent <= 0 else max(expected_samples - done, 0) / (done / spent)
+    return None if decoded <= 0 or spent <= 0 else max(expected_samples - done, 0) / (decoded / spent)
 
 
 class ProgressPrinter:

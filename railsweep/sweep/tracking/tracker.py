@@ -187,6 +187,13 @@ class Tracker:
     def terminate(self, run_id: str, status: str) -> None:
         retry(lambda: self.client.set_terminated(run_id, status), f"set run {run_id} {status}")
 
+    def stop_sweep(self, parent_id: str, status: str = "KILLED") -> None:
+        """End the parent and its cell runs still RUNNING as ``status``, so none looks alive (``--resume`` reopens them)."""
+        for run in self.cell_runs(parent_id):
+            if run.info.status == "RUNNING":
+                self.terminate(run.info.run_id, status)
+        self.terminate(parent_id, status)
+
 
 def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
     """Flatten :func:`railsweep.provenance.collect` into MLflow tags."""
