@@ -233,18 +233,22 @@ def test_a_sweep_on_a_world_not_yet_built_builds_it_beside_the_cells_and_tags_it
     assert "TensorBoard" not in console and "Configuration for experiment" not in console, console[-2000:]
 
 
-def test_a_sweep_stopped_by_ctrl_c_leaves_its_parent_and_running_cells_killed(
-    ray_client, mlflow_server, smoke_world, monkeypatch
+
+def test_ctrl_c_stops_the_sweep_with_its_unfinished_runs_killed_and_says_how_to_resume(
+    ray_head, mlflow_server, smoke_world
 ):
-    """Ctrl-C while a cell runs: the parent and that cell's run end KILLED, so the UI shows nothing running."""
-    from railsweep.sweep.run import driver
-
-    def interrupted(run, engines, pending, n_skipped, *args):
-        run.tracker.start_cell_run(run.parent_id, pending[0].cell_id, "a cell", {})
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(driver, "run_waves", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        driver.run_sweep(_smoke_spec(mlflow_server, "e2e-ctrl-c", smoke_world), table="3", out=io.StringIO())
-    df = _runs(mlflow_server, "e2e-ctrl-c")
-    assert len(df) == 2 and (df["status"] == "KILLED").all(), df[["status", "tags.railsweep.kind"]]
+    """SIGINT to the job's driver (as Ctrl-C) after the second FINISHED cell: the sweep stops there, exit 130,
+    instead of Tune returning as if the wave were done; no run stays RUNNING; the line says to --resume."""
+    exp = "e2e-ctrl-c"
+    env = {"MLFLOW_TRACKING_URI": mlflow_server, "RAILSWEEP_CACHE": str(smoke_world)}
+    entry = [sys.executable, "sweeps/tables.py", "--table", "all", "--preset", "smoke", "--experiment", exp]
+    log = io.StringIO()
+    rc = jobs.submit_job(ray_head.dashboard, entry, working_dir=REPO,
+                         env_vars={**env, faults.ENV_VAR: "interrupt-driver:2"}, stream=log)  # fmt: skip
+    text = log.getvalue()
+    assert rc != 0 and "[sweep] interrupted: the parent run and its unfinished cells are KILLED" in text, text[-3000:]
+    assert "run the same command again with --resume" in text and "[sweep] done in" not in text, text[-3000:]
+    df = _runs(mlflow_server, exp)
+    parents, cells = df[df["tags.railsweep.kind"] == "sweep"], _cell_runs(df)
+    assert list(parents["status"]) == ["KILLED"], parents["status"]
+    assert set(cells["status"]) <= {"FINISHED", "KILLED"} and (cells["status"] == "FINISHED").sum() >= 2, cells

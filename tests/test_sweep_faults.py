@@ -4,6 +4,7 @@ progress board exactly once, on the k-th finished cell, whatever else the board 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,6 +42,7 @@ def test_unset_or_empty_hook_means_no_fault():
 def test_hook_value_names_the_kind_and_the_finished_cell_count():
     assert fault_from_env({ENV_VAR: "kill-driver:2"}) == Fault("kill-driver", 2)
     assert fault_from_env({ENV_VAR: "kill-engine:1"}) == Fault("kill-engine", 1)
+    assert fault_from_env({ENV_VAR: "interrupt-driver:3"}) == Fault("interrupt-driver", 3)
 
 
 @pytest.mark.parametrize("raw", ["kill-driver", "kill-driver:0", "kill-driver:-1", "kill-driver:x",
@@ -83,16 +85,17 @@ def test_sweep_job_refuses_a_malformed_hook_with_one_line_and_exit_2_before_ray(
     assert r.returncode == 2
     assert r.stderr.strip() == (
         f"railsweep: error: {ENV_VAR}='kill-driver:0' is not a fault; the test hook takes KIND:K with KIND one "
-        "of kill-driver, kill-engine and K >= 1 finished cells"
+        "of kill-driver, interrupt-driver, kill-engine and K >= 1 finished cells"
     )
     assert "Started a local Ray instance" not in r.stdout + r.stderr
 
 
-def test_kill_driver_fault_sends_sigkill_to_the_armed_pid():
-    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+@pytest.mark.parametrize("kind, signum", [("kill-driver", signal.SIGKILL), ("interrupt-driver", signal.SIGINT)])
+def test_a_driver_fault_sends_its_signal_to_the_armed_pid(kind, signum):
+    victim = subprocess.Popen(["sleep", "120"])
     try:
-        Fault("kill-driver", 1).arm(driver_pid=victim.pid, engines=()).fire()
-        assert victim.wait(timeout=30) == -9
+        Fault(kind, 1).arm(driver_pid=victim.pid, engines=()).fire()
+        assert victim.wait(timeout=30) == -signum
     finally:
         if victim.poll() is None:
             victim.kill()

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     except RailsweepError as e:
         print(f"railsweep: error: {one_line(e)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"[sweep] interrupted: the parent run and its unfinished cells are KILLED; {RESUME}", file=sys.stderr)
+        return 130
     if isinstance(outcome, int):  # --dry-run
         return outcome
     failed = []

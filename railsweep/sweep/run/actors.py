@@ -53,11 +53,11 @@ class ProgressBoard:
 
 
 def create_progress_board(total: int, skipped: int, fault: Any = None) -> Any:
-    """The board actor; with a ``kill-driver`` fault on the driver's node, where the driver's pid is valid."""
+    """The board actor; with a fault that signals the driver, on the driver's node, where its pid is valid."""
     import ray  # optional heavy dependency: the sweep's
 
     options: dict[str, Any] = {"num_cpus": 0}
-    if fault is not None and fault.kind == "kill-driver":
+    if fault is not None and fault.kind.endswith("-driver"):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         node = ray.get_runtime_context().get_node_id()

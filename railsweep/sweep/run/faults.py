@@ -5,6 +5,7 @@ Tests that poll MLflow and strike "soon" race the sweep; here the progress board
 for ``ray job submit`` (a malformed value: exit 2). Kinds:
 
 - ``kill-driver:K``: SIGKILL to the sweep's driver (no cleanup: ``--resume`` must finish the sweep);
+- ``interrupt-driver:K``: SIGINT to the driver, as Ctrl-C (the sweep stops, its unfinished runs KILLED);
 - ``kill-engine:K``: ``ray.kill`` every engine actor, letting Ray restart it and retry its cells.
 """
 
@@ -20,7 +21,8 @@ from railsweep.errors import ConfigError
 from railsweep.sweep.run.actors import ENGINE_NAMESPACE
 
 ENV_VAR = "RAILSWEEP_FAULT"
-KINDS = ("kill-driver", "kill-engine")
+KINDS = ("kill-driver", "interrupt-driver", "kill-engine")
+DRIVER_SIGNALS = {"kill-driver": signal.SIGKILL, "interrupt-driver": signal.SIGINT}
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,8 @@ class Fault:
         """Strike now (called in the board's process)."""
         print(f"[sweep] test hook {ENV_VAR}={self.kind}:{self.after_cells}: firing after "
               f"{self.after_cells} finished cell(s)", file=sys.stderr, flush=True)  # fmt: skip
-        if self.kind == "kill-driver":
-            os.kill(self.driver_pid, signal.SIGKILL)
+        if self.kind in DRIVER_SIGNALS:
+            os.kill(self.driver_pid, DRIVER_SIGNALS[self.kind])
             return
         import ray  # optional heavy dependency: only sweeps import it
 

@@ -149,10 +149,14 @@ def _run_trials(run: SweepRun, pending: list[SweepCell], pool: Any, board: Any, 
         )  # fmt: skip
         # Tune's newer console output prints an experiment box and a TensorBoard hint whatever `verbose` says
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+        # Tune would catch Ctrl-C and return as if the wave were done: let it stop the sweep instead
+        os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
         n_questions = sweep_questions(spec).n
         expected = sum(cell_samples(c, n_questions) for c in pending)
         with ProgressPrinter(board, interval=progress_interval, out=run.out, expected_samples=expected):
             results = tuner.fit()
+        if results.num_terminated + results.num_errors < len(results):  # Tune stopped early (its SIGUSR1)
+            raise KeyboardInterrupt("Ray Tune stopped before every cell's trial ended")
         for res in results:
             if res.error is not None:
                 cid = res.config.get("cell_id") if res.config else None
