@@ -81,7 +81,7 @@ def test_armed_fault_carries_the_driver_pid_and_engine_names_to_the_board():
 
 def test_sweep_job_refuses_a_malformed_hook_with_one_line_and_exit_2_before_ray():
     r = subprocess.run([sys.executable, "-m", "railsweep.sweep.job", "--preset", "smoke"], capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), ENV_VAR: "kill-driver:0"})  # fmt: skip
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), ENV_VAR: "kill-driver:0"})  # fmt: skip
     assert r.returncode == 2
     assert r.stderr.strip() == (
         f"railsweep: error: {ENV_VAR}='kill-driver:0' is not a fault; the test hook takes KIND:K with KIND one "

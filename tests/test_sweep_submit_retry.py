@@ -1,4 +1,5 @@
-"""`ray job submit` against a head whose job agent is not up yet is retried; other failures are not."""
+"""`ray job submit` against a head whose job agent is not up yet is retried; other failures are not; Ctrl-C
+while a sweep streams says how to resume."""
 
 import io
 import stat
@@ -37,3 +38,17 @@ def test_a_job_that_fails_for_another_reason_is_not_resubmitted(tmp_path, monkey
         == 1
     )
     assert counter.read_text().strip() == "1"
+
+
+def test_ctrl_c_while_a_sweep_streams_says_how_to_resume_and_exits_130(monkeypatch, capsys):
+    from railsweep import cli
+    from railsweep.commands import sweep
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "submit", interrupted)
+    assert cli.main(["sweep", "--preset", "smoke"]) == 130
+    out = capsys.readouterr()
+    assert "[railsweep] every cell FINISHED in MLflow is kept: run the same command again with --resume" in out.out
+    assert out.err.strip() == "railsweep: interrupted"

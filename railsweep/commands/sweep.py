@@ -21,6 +21,7 @@ from railsweep.sweep.plan.pricing import dry_run
 from railsweep.sweep.plan.throughput import load_throughput
 from railsweep.sweep.spec.members import load_specs
 from railsweep.sweep.spec.options import (
+    RESUME,
     add_spec_arguments,
     check_cluster_sizes,
     check_preset_or_spec,
@@ -134,7 +135,11 @@ def _this_railsweep_env() -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args, args.table)
-    rc, uri = submit(args)
+    try:
+        rc, uri = submit(args)
+    except KeyboardInterrupt:
+        print(f"[railsweep] {RESUME}", flush=True)
+        raise
     print(f"[railsweep] MLflow UI: {experiment_address(uri, args)}", flush=True)
     return rc
 

@@ -23,7 +23,7 @@ from railsweep.errors import RailsweepError, one_line
 from railsweep.services.ray_init import ray_init_kwargs
 from railsweep.sweep.plan.pricing import dry_run, format_price, price_params, sweep_price
 from railsweep.sweep.run.faults import fault_from_env
-from railsweep.sweep.spec.options import add_spec_arguments, chosen_specs, override
+from railsweep.sweep.spec.options import RESUME, add_spec_arguments, chosen_specs, override
 from railsweep.sweep.spec.sweep_spec import load_spec
 from railsweep.sweep.tracking import tracker
 
@@ -128,9 +128,6 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
         print(f"[sweep] {len(failed)} cell(s) failed ({shown}; their runs carry the error); {RESUME}")
     return 1 if failed else 0
 
-
-RESUME = ("every cell FINISHED in MLflow is kept: run the same command again with --resume to finish the sweep "
-          "without recomputing them")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ from railsweep.sweep.spec.sweep_spec import PRESETS, TABLES, SweepSpec
 # Options of add_spec_arguments that forward_argv passes on (dest names); the caller forwards --spec,
 # --throughput and --tracking-uri (it knows where the job finds them); --dry-run never reaches a job.
 _FORWARDED = ("table", "preset", "experiment", "resume", "cache_dir", "limit", "m", "cluster_sizes")
+# what a stopped sweep says (the job on an error or Ctrl-C, ``railsweep sweep`` on Ctrl-C)
+RESUME = ("every cell FINISHED in MLflow is kept: run the same command again with --resume to finish the sweep "
+          "without recomputing them")  # fmt: skip
 
 
 def add_spec_arguments(
