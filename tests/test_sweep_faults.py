@@ -134,3 +134,16 @@ def test_board_on_ray_kills_the_named_engines_which_restart_and_sigkills_the_arm
     finally:
         if victim.poll() is None:
             victim.kill()
+
+
+def test_the_sweep_job_hears_sigint_even_where_its_parent_ignored_it(monkeypatch):
+    """A Ray head started from a background shell hands its jobs SIGINT ignored: the job restores the handler."""
+    from railsweep.sweep import job
+
+    monkeypatch.setenv(ENV_VAR, "kill-driver:0")  # refused at once: the job exits 2 before Ray
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert job.main(["--preset", "smoke"]) == 2
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)

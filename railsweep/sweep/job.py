@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import re
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -103,6 +104,9 @@ def plain_worker_lines(stream) -> None:
 
 
 def main(argv: list[str] | None = None, table: str | None = None) -> int:
+    # Ctrl-C and `ray job stop` (SIGINT) stop the sweep even where a Ray head started from a background shell
+    # handed its jobs SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         args = make_parser(table).parse_args(argv)
         table = table or args.table
