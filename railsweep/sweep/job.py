@@ -133,6 +133,5 @@ def main(argv: list[str] | None = None, table: str | None = None) -> int:
     return 1 if failed else 0
 
 
-
 if __name__ == "__main__":
     sys.exit(main())
