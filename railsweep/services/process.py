@@ -5,6 +5,7 @@ started service has its own process group, so :meth:`Service.stop` ends it and i
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -48,6 +49,15 @@ def http_status(url: str, headers: dict[str, str] | None = None, timeout: float 
     except urllib.error.HTTPError as e:
         return e.code
     except (urllib.error.URLError, OSError):
+        return None
+
+
+def http_json(url: str, headers: dict[str, str] | None = None, timeout: float = 10.0):
+    """The JSON body of a GET that answers 200 (None otherwise)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as r:
+            return json.loads(r.read()) if r.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
