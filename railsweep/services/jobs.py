@@ -93,6 +93,7 @@ def job_status(address: str, sid: str) -> str | None:
     details = http_json(f"{address.rstrip('/')}/api/jobs/{sid}", bearer())
     return details.get("status") if isinstance(details, dict) else None
 
+
 def stop_job(address: str, submission_id: str, env: dict[str, str], stream) -> None:
     """``ray job stop``: the driver gets SIGINT (:data:`STOP_ENV`); waits until the job has ended."""
     stream.write(f"[railsweep] interrupted: stopping Ray job {submission_id}\n")
