@@ -119,11 +119,14 @@ def test_the_heavy_worlds_tables_are_the_light_worlds_on_all_200_questions_at_m_
     assert heavy.tracking.experiment != light.tracking.experiment  # the light runs stay apart
 
 
-def test_shortcut_on_the_heavy_world_runs_at_the_light_worlds_table_3_size_beside_its_own_identity():
+def test_shortcut_on_the_heavy_world_runs_at_table_3_size_beside_table_3s_own_identity_cells():
     light, short = load_spec("smollm2_table3"), load_spec("smollm2_heavy_shortcut")
+    heavy = load_spec("smollm2_heavy_table3")
     assert [st.name for st in short.strategies] == ["identity", "shortcut"]
     assert short.strategies[1] == next(st for st in light.strategies if st.name == "shortcut")
-    assert (short.miniworld_preset, short.readout, short.scoring) == ("smollm2_heavy", light.readout, light.scoring)
+    assert (short.miniworld_preset, short.readout, short.scoring) == ("smollm2_heavy", heavy.readout, heavy.scoring)
+    t3, sc = ({c.config.cell_id for c in expand(dry_resolve(s))} for s in (heavy, short))
+    assert (len(sc), len(sc - t3)) == (5, 2)  # only the two Shortcut cells are new
 
 
 def test_the_heavy_presets_share_one_experiment_so_table_4_skips_the_seven_cells_table_3_finished():

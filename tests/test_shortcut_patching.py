@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from railsweep.engines.neuron_patch import make_patched_forward
+from railsweep.engines.neuron_patch import NeuronPatch, make_patched_forward
 from railsweep.errors import ConfigError
 from railsweep.interventions.neuron_patch import (
     NeuronPatchSpec,
@@ -90,7 +90,7 @@ def test_every_layout_exposes_one_down_projection_per_layer(family_model):
 def test_no_neurons_reproduces_the_unpatched_model_exactly(family_model):
     model, tok = family_model
     toks_ref, logits_ref = _greedy(_plain_forward(model, "co"), tok)
-    toks, logits = _greedy(make_patched_forward(model, NeuronPatchSpec(neurons=()), "co"), tok)
+    toks, logits = _greedy(make_patched_forward(NeuronPatch(model, NeuronPatchSpec(neurons=()), "co")), tok)
     assert torch.equal(toks, toks_ref)
     for a, b in zip(logits, logits_ref):
         assert torch.equal(a, b)
@@ -100,7 +100,7 @@ def test_patching_every_neuron_makes_target_down_inputs_equal_the_references(fam
     model, tok = family_model
     spec = NeuronPatchSpec(neurons=_all_neurons(model), reference_adapter=None)
     with capture_down_inputs(model) as store:
-        _greedy(make_patched_forward(model, spec, "co"), tok, steps=4)
+        _greedy(make_patched_forward(NeuronPatch(model, spec, "co")), tok, steps=4)
     for layer in range(2):
         seen = store[layer]  # per forward: reference, target, reference, target, ...
         assert len(seen) == 8
@@ -117,7 +117,7 @@ def test_patched_and_unpatched_runs_differ_for_a_partial_neuron_set(family_model
     model, tok = family_model
     spec = NeuronPatchSpec(neurons=((0, tuple(range(0, 128, 2))),), reference_adapter="cl")
     _, plain = _greedy(_plain_forward(model, "co"), tok, steps=1)
-    _, patched = _greedy(make_patched_forward(model, spec, "co"), tok, steps=1)
+    _, patched = _greedy(make_patched_forward(NeuronPatch(model, spec, "co")), tok, steps=1)
     assert (plain[0] - patched[0]).abs().max() > 1e-3
 
 
@@ -125,16 +125,16 @@ def test_patching_restores_the_previously_active_adapter(family_model):
     model, tok = family_model
     model.set_adapter("co")
     spec = NeuronPatchSpec(neurons=((0, (1, 2)),), reference_adapter="cl")
-    _greedy(make_patched_forward(model, spec, "co"), tok, steps=2)
+    _greedy(make_patched_forward(NeuronPatch(model, spec, "co")), tok, steps=2)
     assert model.active_adapter == "co"
 
 
 def test_out_of_range_neuron_is_rejected_with_its_value(family_model):
     model, _ = family_model
     with pytest.raises(ConfigError, match="d_mlp=128"):
-        make_patched_forward(model, NeuronPatchSpec(neurons=((0, (128,)),)), "co")
+        make_patched_forward(NeuronPatch(model, NeuronPatchSpec(neurons=((0, (128,)),)), "co"))
     with pytest.raises(ConfigError, match="layer 5"):
-        make_patched_forward(model, NeuronPatchSpec(neurons=((5, (0,)),)), "co")
+        make_patched_forward(NeuronPatch(model, NeuronPatchSpec(neurons=((5, (0,)),)), "co"))
 
 
 def test_deduplicated_prefill_gives_the_same_patched_samples(family_model, tmp_path):
@@ -166,9 +166,9 @@ def test_deduplicated_prefill_gives_the_same_patched_samples(family_model, tmp_p
     )
     with torch.no_grad():
         plain = decode_batch(
-            rows, make_patched_forward(model, spec, "co"), None, dedupe_prefill=False, **common
+            rows, make_patched_forward(NeuronPatch(model, spec, "co")), None, dedupe_prefill=False, **common
         )
         dedup = decode_batch(
-            rows, make_patched_forward(model, spec, "co"), None, dedupe_prefill=True, **common
+            rows, make_patched_forward(NeuronPatch(model, spec, "co")), None, dedupe_prefill=True, **common
         )
     assert [s.token_ids for s in plain] == [s.token_ids for s in dedup]

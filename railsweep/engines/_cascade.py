@@ -19,7 +19,7 @@ shorter than the sequence or attention-logit soft-capping.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -30,6 +30,7 @@ from railsweep.engines.hf_compat import lm_step
 from railsweep.engines.model_support import base_model
 
 IMPLEMENTATION = "railsweep_cascade"
+Twin = Callable[[Callable[[bool], torch.Tensor]], torch.Tensor]
 _MAX_SCORES = 1 << 26  # attention scores materialised at once (floats); longer prefills go in query chunks
 _local = threading.local()
 
@@ -38,7 +39,8 @@ class RowCache:
     """Per-layer key/value buffers ``[slots, kv_heads, capacity, head_dim]`` plus the shared prefix; the
     first ``rows`` slots are live. ``update`` writes columns ``start .. start + T`` and returns views of
     ``0 .. start + T`` (no copy); ``valid[rows, capacity]`` marks real tokens; ``slots`` (the most rows ever
-    held) lets :meth:`select` expand a deduplicated prefill in place."""
+    held) lets :meth:`select` expand a deduplicated prefill in place. Two models of the same shape may share
+    one cache (rows, columns and validity): the second's layers at ``layer_offset`` = its layer count."""
 
     is_compileable = False
 
@@ -49,13 +51,15 @@ class RowCache:
         self.keys: list[torch.Tensor | None] = [None] * n_layers
         self.values: list[torch.Tensor | None] = [None] * n_layers
         self.spare: torch.Tensor | None = None  # one more buffer: select gathers into it, then swaps
-        self.prefix: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer [kv_heads, P, D]
+        self.prefix: list[tuple[torch.Tensor, torch.Tensor] | None] | None = None  # per layer [kv_heads, P, D]
         self.prefix_len = 0
         self.start = 0
+        self.layer_offset = 0  # added to a module's layer index: which model's layers this forward writes
         self.valid = torch.zeros((rows, capacity), dtype=torch.bool, device=device)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any,
                **kwargs: Any):  # fmt: skip
+        layer_idx += self.layer_offset
         if self.keys[layer_idx] is None:
             # Columns are written before they are read (prefill, then one per step), so no zero fill.
             shape = (self.slots, key_states.shape[1], self.capacity, key_states.shape[-1])
@@ -129,7 +133,7 @@ def cascade_attention(module, query, key, value, attention_mask, scaling=None, d
     Hkv = key.shape[1]
     g = Hq // Hkv
     q = query.reshape(B, Hkv, g, T, D) * (D**-0.5 if scaling is None else scaling)
-    prefix = cache.prefix[module.layer_idx] if cache.prefix is not None else None
+    prefix = cache.prefix[module.layer_idx + cache.layer_offset] if cache.prefix is not None else None
     valid = cache.valid[:, : key.shape[2]]
     first = key.shape[2] - T
     width = key.shape[2] + (prefix[0].shape[1] if prefix is not None else 0)
@@ -163,35 +167,46 @@ def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
 
 
 class CascadeStepper:
-    """The decode loop's :class:`~railsweep.engines._hf_decode.Stepper` on the cascade path."""
+    """The decode loop's :class:`~railsweep.engines._hf_decode.Stepper` on the cascade path. ``twin``: each
+    step is two forwards of the model, as two models with their own layers in one cache (Shortcut's reference
+    and patched target): ``twin(forward)`` calls ``forward(True)`` for the second model's layers, then
+    returns ``forward(False)``'s logits (:meth:`railsweep.engines.neuron_patch.NeuronPatch.run`)."""
 
     def __init__(self, model: nn.Module, device: torch.device, pad_id: int, max_new_tokens: int,
-                 dedupe: bool = True, min_prefix: int = 16, drop_fraction: float = 0.125):
+                 dedupe: bool = True, min_prefix: int = 16, drop_fraction: float = 0.125,
+                 twin: Twin | None = None):  # fmt: skip
         self.model, self.device, self.pad_id = model, device, pad_id
         self.max_new, self.dedupe = max_new_tokens, dedupe
-        self.min_prefix, self.drop_fraction = min_prefix, drop_fraction
+        self.min_prefix, self.drop_fraction, self.twin = min_prefix, drop_fraction, twin
         self.config = base_model(model).config
         self.n_layers = self.config.num_hidden_layers
+        self.cache_layers = self.n_layers * (1 if twin is None else 2)
 
     def _run(self, cache: RowCache, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         previous = self.config._attn_implementation
         self.config._attn_implementation = IMPLEMENTATION
         _local.cache = cache
+
+        def forward(second: bool) -> torch.Tensor:
+            cache.layer_offset = self.n_layers if second else 0
+            return lm_step(self.model, ids, None, pos, cache)[0]
+
         try:
-            logits, _ = lm_step(self.model, ids, None, pos, cache)
+            logits = forward(False) if self.twin is None else self.twin(forward)
         finally:
             self.config._attn_implementation = previous
             _local.cache = None
+            cache.layer_offset = 0
         cache.start += ids.shape[1]
         return logits
 
-    def _prefix(self, ids: Sequence[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def _prefix(self, ids: Sequence[int]) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
         P = len(ids)
-        cache = RowCache(self.n_layers, 1, P, self.device)
+        cache = RowCache(self.cache_layers, 1, P, self.device)
         cache.valid[:] = True
         positions = torch.arange(P, device=self.device)[None]
         self._run(cache, torch.tensor([list(ids)], device=self.device), positions)
-        return [(k[0], v[0]) for k, v in zip(cache.keys, cache.values)]
+        return [None if k is None else (k[0], v[0]) for k, v in zip(cache.keys, cache.values)]
 
     def prefill(self, prompts: Sequence[list[int]]) -> torch.Tensor:
         B = len(prompts)
@@ -204,7 +219,7 @@ class CascadeStepper:
         valid, width = mask.bool(), ids.shape[1]
         pos = P + (mask.cumsum(-1) - 1).clamp(min=0)
 
-        cache = RowCache(self.n_layers, len(unique), width + self.max_new, self.device, slots=B)
+        cache = RowCache(self.cache_layers, len(unique), width + self.max_new, self.device, slots=B)
         if P:
             cache.prefix, cache.prefix_len = self._prefix(prompts[0][:P]), P
         cache.valid[:, :width] = valid

@@ -13,14 +13,17 @@ the official ``_greedy_search`` (baselines.md §3.6, §3.9) at every forward, pr
    thereby teacher-forced on the target's trajectory; its own stream is never patched).
 
 One copy of the weights serves both models (a peft model switched between adapters); hooks live for one
-forward only, so nothing leaks into other requests.
+forward only, so nothing leaks into other requests. :class:`NeuronPatch` is the pair of forwards; the engine
+runs it on the shared-prefix cache (:class:`~railsweep.engines._cascade.CascadeStepper` with ``twin``: one
+cache holds both models' layers) where the model allows, else on the padded path (:func:`make_patched_forward`,
+two caches in a :class:`PatchCache`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -30,6 +33,8 @@ from railsweep.engines.hf_compat import lm_step
 from railsweep.errors import ConfigError
 from railsweep.interventions import NeuronPatchSpec
 from railsweep.interventions.neuron_patch import down_projections, hooks, mlp_widths, use_adapter
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -62,55 +67,67 @@ def _layer_index(spec: NeuronPatchSpec, n_layers: int, widths: Sequence[int]) ->
     return index
 
 
-def make_patched_forward(model: nn.Module, spec: NeuronPatchSpec, adapter: str | None) -> Forward:
-    """The decode loop's step function: ``forward(input_ids[B,L], attention_mask[B,L_total],
-    position_ids[B,L], cache) -> (logits_last[B,V], cache)`` (``cache`` None at the prefill). With no neurons
-    selected it is the target's plain forward, so K=0 is the unpatched model."""
-    downs = down_projections(model)
-    index = _layer_index(spec, len(downs), mlp_widths(model))
-    reference = spec.reference_adapter
-    patched = [downs[layer] for layer in sorted(index)]
-    layers = sorted(index)
-    device_index: dict[int, torch.Tensor] = {}
+class NeuronPatch:
+    """One patched step of ``model``: :meth:`run` calls a forward as the reference (its selected channels
+    recorded), then as the target ``adapter`` (those channels overwritten), and returns the target's result.
+    With no neurons selected it runs the target alone, so K=0 is the unpatched model."""
 
-    def idx_on(layer: int, device: torch.device) -> torch.Tensor:
-        t = device_index.get(layer)
-        if t is None or t.device != device:
-            t = device_index[layer] = index[layer].to(device)
-        return t
+    def __init__(self, model: nn.Module, spec: NeuronPatchSpec, adapter: str | None):
+        downs = down_projections(model)
+        self.model, self.adapter, self.reference = model, adapter, spec.reference_adapter
+        self.index = _layer_index(spec, len(downs), mlp_widths(model))
+        self.layers = sorted(self.index)
+        self.patched = [downs[layer] for layer in self.layers]
+        self._buf: dict[int, torch.Tensor] = {}
 
-    def forward(input_ids, attention_mask, position_ids, cache):
-        state = cache if isinstance(cache, PatchCache) else PatchCache()
-        if not index:
-            with use_adapter(model, adapter):
-                logits, state.target = lm_step(model, input_ids, attention_mask, position_ids, state.target)
-            return logits, state
-        buf: dict[int, torch.Tensor] = {}
+    def _hooks(self, record: bool) -> Callable[[int], Callable]:
+        """Pre-hooks of the patched layers: record the selected channels, or overwrite them with the record."""
 
-        def record(i: int):
-            layer = layers[i]
+        def make(i: int):
+            layer = self.layers[i]
 
             def hook(_mod, args):
                 x = args[0]
-                buf[layer] = x[..., idx_on(layer, x.device)].detach().clone()
-
-            return hook
-
-        def overwrite(i: int):
-            layer = layers[i]
-
-            def hook(_mod, args):
-                x = args[0].clone()
-                x[..., idx_on(layer, x.device)] = buf[layer].to(x.dtype)
+                idx = self.index[layer] = self.index[layer].to(x.device)  # a no-op once moved
+                if record:
+                    self._buf[layer] = x[..., idx].detach().clone()
+                    return None
+                x = x.clone()
+                x[..., idx] = self._buf[layer].to(x.dtype)
                 return (x, *args[1:])
 
             return hook
 
+        return make
+
+    def run(self, forward: Callable[[bool], T]) -> T:
+        """``forward(True)`` as the reference, then ``forward(False)`` as the patched target (its result)."""
+        if not self.index:
+            with use_adapter(self.model, self.adapter):
+                return forward(False)
+        self._buf.clear()
         with torch.no_grad():
-            with use_adapter(model, reference), hooks(patched, record):
-                _, state.reference = lm_step(model, input_ids, attention_mask, position_ids, state.reference)
-            with use_adapter(model, adapter), hooks(patched, overwrite):
-                logits, state.target = lm_step(model, input_ids, attention_mask, position_ids, state.target)
-        return logits, state
+            with use_adapter(self.model, self.reference), hooks(self.patched, self._hooks(record=True)):
+                forward(True)
+            with use_adapter(self.model, self.adapter), hooks(self.patched, self._hooks(record=False)):
+                return forward(False)
+
+
+def make_patched_forward(patch: NeuronPatch) -> Forward:
+    """The padded decode loop's step function: ``forward(input_ids[B,L], attention_mask[B,L_total],
+    position_ids[B,L], cache) -> (logits_last[B,V], cache)`` (``cache`` None at the prefill), each model with
+    its own KV cache in a :class:`PatchCache`."""
+    model = patch.model
+
+    def forward(input_ids, attention_mask, position_ids, cache):
+        state = cache if isinstance(cache, PatchCache) else PatchCache()
+
+        def one(reference: bool) -> torch.Tensor:
+            name = "reference" if reference else "target"
+            logits, past = lm_step(model, input_ids, attention_mask, position_ids, getattr(state, name))
+            setattr(state, name, past)
+            return logits
+
+        return patch.run(one), state
 
     return forward

@@ -24,7 +24,7 @@ from railsweep.engines.devices import resolve_device
 from railsweep.engines.hf_compat import lm_step
 from railsweep.engines.hf_processors import PROCESSORS, make_processor
 from railsweep.engines.model_support import SUPPORTED_TYPES, cascade_supported
-from railsweep.engines.neuron_patch import make_patched_forward
+from railsweep.engines.neuron_patch import NeuronPatch, make_patched_forward
 from railsweep.errors import ConfigError, DataError
 from railsweep.interventions import NeuronPatchSpec
 from railsweep.interventions.neuron_patch import use_adapter
@@ -35,8 +35,9 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 CPU_BATCH_ROWS = 320
 GPU_BATCH_ROWS = 1024
 GPU_KV_FRACTION = 0.5
-# Shortcut's patched decoding holds two padded KV caches (target, reference): on a CPU its batches are capped
-# at this fraction of the memory available at load (320 SmolLM2 rows of a 645-token prompt: 2 x 11.9 GB).
+# Shortcut's patched decoding holds two KV caches (target, reference; on the padded path each row holds its whole
+# prompt): on a CPU its batches are capped at this fraction of the memory available at load (padded, 320 SmolLM2
+# rows of a 645-token prompt take 2 x 11.9 GB).
 CPU_PATCHED_KV_FRACTION = 0.25
 
 
@@ -292,18 +293,22 @@ class TransformersEngine:
         rows = [row for _, row, _ in batch]
         common = dict(tokenizer=self.tokenizer, stop_table=self._stops, eos_ids=self.eos_ids)
         common.update(pad_id=self.pad_id, device=self.device)
-        if isinstance(kind, NeuronPatchSpec):
-            forward: Forward = make_patched_forward(self.model, kind, adapter)
-            return decode_batch(rows, forward, None, dedupe_prefill=self.dedupe_prefill, **common)
+        if isinstance(kind, NeuronPatchSpec):  # the patch switches adapters itself
+            return decode_batch(rows, self._stepper(rows, NeuronPatch(self.model, kind, adapter)), None, **common)
         processor = make_processor([iv for _, _, iv in batch], self.device)
         with use_adapter(self.model, adapter):
             return decode_batch(rows, self._stepper(rows), processor, **common)
 
-    def _stepper(self, rows: list[Row]):
-        """The cascade stepper where the model and the batch's length allow it (``attention``)."""
+    def _stepper(self, rows: list[Row], patch: NeuronPatch | None = None):
+        """The cascade stepper where the model and the batch's length allow it (``attention``), else the
+        padded one; ``patch``: each step is its pair of forwards."""
         S = max(r.max_new_tokens for r in rows)
         longest = max(len(r.prompt_ids) for r in rows) + S
         if self.attention != "padded" and cascade_supported(self.model, longest):
-            return CascadeStepper(self.model, self.device, self.pad_id, S, dedupe=self.dedupe_prefill)
-        forward = functools.partial(lm_step, self.model)
+            twin = None if patch is None else patch.run
+            return CascadeStepper(self.model, self.device, self.pad_id, S, dedupe=self.dedupe_prefill, twin=twin)
+        if patch is None:
+            forward: Forward = functools.partial(lm_step, self.model)
+        else:
+            forward = make_patched_forward(patch)
         return PaddedStepper(forward, self.pad_id, self.device, self.dedupe_prefill)

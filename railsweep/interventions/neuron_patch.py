@@ -23,7 +23,7 @@ _DOWN_NAMES = ("down_proj", "dense_4h_to_h")  # the MLP attribute holding the do
 class NeuronPatchSpec:
     """Overwrite the target's selected MLP neurons, at every position and step, with the live activations of
     a reference model (``reference_adapter=None``: the base); ``neurons``: (layer, indices). ``decode``: the
-    throughput-table rate a sweep's price takes for it (the reference runs in lockstep on the padded path)."""
+    throughput-table rate a sweep's price takes for it (the reference runs in lockstep beside the target)."""
 
     neurons: tuple[tuple[int, tuple[int, ...]], ...]
     reference_adapter: str | None = None

@@ -7,7 +7,7 @@ A table is JSON written by ``bench/throughput.py``::
                   "units": 1, "tokens_per_s": 2500.0, ...}, ...]}
 
 ``decode`` (optional, default ``"plain"``): ``"patched"`` is the rate of the decode a lockstep intervention runs
-(Shortcut's patching: a reference model beside the target, on the padded path; ``bench/throughput.py
+(Shortcut's patching: a reference model beside the target; ``bench/throughput.py
 --patched``). ``model`` is the family's base model as a sweep spec names it (``miniworld:<world preset>/<family>``, else the
 path or hub id; ``"*"`` matches any model); ``units`` are the CPU cores or GPUs the engine used. Without
 ``--throughput``, ``throughput_cpu.json`` beside this module is read when shipped, else no wall time priced.
