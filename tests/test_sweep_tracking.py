@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from railsweep.sweep.tracking.tracker import TAG_CELL_ID, Tracker, TrackingError, provenance_tags, retry
+from railsweep.sweep.tracking.tracker import (
+    TAG_CELL_ID,
+    TAG_ERROR,
+    Tracker,
+    TrackingError,
+    provenance_tags,
+    retry,
+)
 
 
 def test_transient_errors_are_retried_with_backoff_then_succeed():
@@ -66,7 +73,65 @@ def test_a_stopped_sweep_leaves_no_cell_run_running():
     tracker = Tracker.__new__(Tracker)
     tracker.client, tracker.experiment_id = Client(), "0"
     tracker.stop_sweep("parent")
-    assert ended == [("b", "KILLED"), ("parent", "KILLED")]  # finished and failed cells keep their status
+    # the parent first, so a trial failing under a dead engine reads the stop; finished and failed cells keep theirs
+    assert ended == [("parent", "KILLED"), ("b", "KILLED")]
+
+
+class _CellClient:
+    """get_run / set_terminated / log_batch / update_run / delete_tag over runs held by id."""
+
+    def __init__(self, **runs):
+        self.runs, self.calls = runs, []
+
+    def get_run(self, run_id):
+        return self.runs[run_id]
+
+    def set_terminated(self, run_id, status):
+        self.runs[run_id].info.status = status
+        self.calls.append(("end", run_id, status))
+
+    def log_batch(self, run_id, metrics, params, tags):
+        self.runs[run_id].data.tags.update({t.key: t.value for t in tags})
+
+    def update_run(self, run_id, status):
+        self.runs[run_id].info.status = status
+
+    def delete_tag(self, run_id, key):
+        del self.runs[run_id].data.tags[key]
+        self.calls.append(("delete_tag", run_id, key))
+
+    def search_runs(self, ids, filter_string, max_results, page_token, order_by):
+        return _Page([self.runs["cell"]])
+
+
+def _cell_tracker(parent_status: str, cell_tags: dict | None = None) -> Tracker:
+    tracker = Tracker.__new__(Tracker)
+    tracker.experiment_id = "1"
+    tracker.client = _CellClient(parent=_bare_run("parent", parent_status, {}),
+                                 cell=_bare_run("cell", "RUNNING", dict(cell_tags or {})))  # fmt: skip
+    return tracker
+
+
+def test_a_cell_that_raises_while_its_sweep_runs_ends_failed_with_its_error():
+    tracker = _cell_tracker("RUNNING")
+    tracker.end_failed_cell("cell", "parent", "RuntimeError: out of memory")
+    cell = tracker.client.runs["cell"]
+    assert cell.info.status == "FAILED" and cell.data.tags[TAG_ERROR] == "RuntimeError: out of memory"
+
+
+def test_a_cell_whose_engine_dies_under_a_stopped_sweep_ends_killed_without_an_error():
+    tracker = _cell_tracker("KILLED")
+    tracker.end_failed_cell("cell", "parent", "ActorDiedError: the actor died unexpectedly")
+    cell = tracker.client.runs["cell"]
+    assert cell.info.status == "KILLED" and TAG_ERROR not in cell.data.tags
+
+
+def test_a_reopened_cell_run_loses_the_error_of_its_earlier_try():
+    tracker = _cell_tracker("RUNNING", {TAG_ERROR: "ActorDiedError: earlier try"})
+    tracker.client.runs["cell"].info.status = "FAILED"
+    run_id = tracker.start_cell_run("parent", "c1", "cell", {})
+    assert run_id == "cell" and tracker.client.runs["cell"].info.status == "RUNNING"
+    assert TAG_ERROR not in tracker.client.runs["cell"].data.tags
 
 
 def test_provenance_becomes_flat_tags():
@@ -134,6 +199,12 @@ class _FakeClient:
             and (f"= '{r.data.tags['railsweep.cell_id']}'" in filter_string or "cell_id" not in filter_string)
         ]
         return _Page(out)
+
+
+def _bare_run(run_id: str, status: str, tags: dict):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(info=SimpleNamespace(run_id=run_id, status=status), data=SimpleNamespace(tags=tags))
 
 
 def _run(cell_id: str, status: str, start: int):

@@ -173,8 +173,3 @@ def self_check(
         out[part] = Check(float(np.mean(t_abs[part] <= t_q[part])), crit, width)
     return out
 
-
-def simulated_coverage(pop: Population, n: int, m: int, B: int, alpha: float, rng: np.random.Generator,
-                       pair: bool = False, reps: int = 400, design_reps: int = 2000) -> dict[str, float]:  # fmt: skip
-    """The check alone: the t-interval's simulated coverage per stratified metric (:func:`self_check`)."""
-    return {k: v.coverage for k, v in self_check(pop, n, m, B, alpha, rng, pair, reps, design_reps).items()}

@@ -201,8 +201,7 @@ def run_cell_trial(config: dict[str, Any], ctx: SweepContext) -> dict[str, Any]:
         tracker.terminate(run_id, "FINISHED")
     except BaseException as e:
         with contextlib.suppress(TrackingError):
-            tracker.log(run_id, tags={"railsweep.error": f"{type(e).__name__}: {e}"[:4000]})
-            tracker.terminate(run_id, "FAILED")
+            tracker.end_failed_cell(run_id, ctx.parent_id, f"{type(e).__name__}: {e}")
         _set_state(board, cid, "failed")
         raise
     _set_state(board, cid, "done")

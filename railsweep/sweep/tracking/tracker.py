@@ -30,6 +30,7 @@ TAG_VALUE_LIMIT = 5000  # characters of a tag value the tracker keeps (MLflow's 
 TAG_QUESTIONS_FILE = "railsweep.questions_artifact"
 TAG_RESPONSES_FILE = "railsweep.responses_artifact"
 TAG_CLEAN_RUN = "railsweep.clean_run_id"  # the clean run a mitigated cell's logged scores compare against
+TAG_ERROR = "railsweep.error"  # on a FAILED cell run: the exception that ended it
 RESULTS_DIR = "results"
 SPEC_ARTIFACT = "sweep_spec.json"  # on the parent run: the resolved spec and every cell of the grid
 DETECTION_DIR = "detection"  # on the parent run: detections.parquet, truth.csv/.md, roc.png (sweep.run.detection)
@@ -119,6 +120,8 @@ class Tracker:
             if run.info.status != "FINISHED":
                 rid = run.info.run_id
                 retry(lambda rid=rid: self.client.update_run(rid, status="RUNNING"), f"reopen {what}")
+                if TAG_ERROR in run.data.tags:  # an earlier try's error does not describe this one
+                    retry(lambda rid=rid: self.client.delete_tag(rid, TAG_ERROR), f"clear {what}'s error")
                 return rid, True
         run = retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags),
                     f"create {what}")  # fmt: skip
@@ -188,11 +191,22 @@ class Tracker:
         retry(lambda: self.client.set_terminated(run_id, status), f"set run {run_id} {status}")
 
     def stop_sweep(self, parent_id: str, status: str = "KILLED") -> None:
-        """End the parent and its cell runs still RUNNING as ``status``, so none looks alive (``--resume`` reopens them)."""
+        """End the parent, then its cell runs still RUNNING, as ``status``, so none looks alive (``--resume``
+        reopens them). The parent ends first: a trial that fails after it knows the sweep was stopped."""
+        self.terminate(parent_id, status)
         for run in self.cell_runs(parent_id):
             if run.info.status == "RUNNING":
                 self.terminate(run.info.run_id, status)
-        self.terminate(parent_id, status)
+
+    def end_failed_cell(self, run_id: str, parent_id: str, error: str) -> None:
+        """End a cell whose trial raised: FAILED with the error as a tag, or KILLED without one when its sweep
+        was stopped (the parent no longer RUNNING), since a stopped sweep's engines die under their trials."""
+        parent = retry(lambda: self.client.get_run(parent_id), f"read parent run {parent_id}")
+        if parent.info.status != "RUNNING":
+            self.terminate(run_id, "KILLED")
+            return
+        self.log(run_id, tags={TAG_ERROR: error[:4000]})
+        self.terminate(run_id, "FAILED")
 
 
 def provenance_tags(prov: Mapping[str, Any]) -> dict[str, str]:
