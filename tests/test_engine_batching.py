@@ -84,3 +84,38 @@ def test_patched_decoding_is_split_within_its_token_budget_with_the_same_samples
     assert [[s.token_ids for s in c.samples] for c in got] == [
         [s.token_ids for s in c.samples] for c in whole.generate(requests)
     ]
+
+
+def test_a_patched_batch_on_the_shared_prefix_cache_counts_the_common_prefix_once(tiny_model_dir, monkeypatch):
+    from railsweep.engines import _cascade
+    from railsweep.interventions import NeuronPatchSpec
+
+    spec = NeuronPatchSpec(neurons=((0, (0, 1)),), reference_adapter=None)
+    context = " ".join(["Sam has eggs and Tom has apples ."] * 3)  # a long shared context, as few-shot prompts have
+    requests = [Request(f"{context} Q: {i} eggs ? A:", SamplingSpec(n=4, temperature=0.8, seed=i, max_new_tokens=6),
+                        intervention=spec) for i in range(3)]  # fmt: skip
+    engine = TransformersEngine(tiny_model_dir, device="cpu", dtype="float32")
+    ids = engine.tokenizer([r.prompt for r in requests])["input_ids"]
+    shared = _cascade.common_prefix_len(ids)
+    rest = max(len(p) for p in ids) - shared + 6
+    assert shared >= _cascade.CascadeStepper.MIN_PREFIX > rest
+    engine.patched_batch_tokens = budget = shared + 5 * rest  # five rows' own tokens beside one shared prefix
+    sizes, held = [], []
+    decode, prefill = engine._decode, _cascade.CascadeStepper.prefill
+
+    def recorded_prefill(stepper, prompts):
+        logits = prefill(stepper, prompts)
+        held.append(stepper.cache.prefix_len + stepper.cache.slots * stepper.cache.capacity)
+        return logits
+
+    monkeypatch.setattr(_cascade.CascadeStepper, "prefill", recorded_prefill)
+    monkeypatch.setattr(engine, "_decode", lambda a, k, batch: (sizes.append(len(batch)), decode(a, k, batch))[1])
+    engine.generate(requests)
+    assert sizes == [5, 5, 2]
+    assert held and max(held) <= budget  # each model's cache: the prefix once, then every slot's capacity
+    padded = TransformersEngine(tiny_model_dir, device="cpu", dtype="float32", attention="padded")
+    padded.patched_batch_tokens = budget
+    monkeypatch.setattr(padded, "_decode", lambda a, k, batch: (sizes.append(len(batch)), [])[1])
+    sizes.clear()
+    padded.generate(requests)  # batches only: the stubbed decode returns no samples
+    assert sizes and max(sizes) < 3  # whole prompts per row there: the same budget holds fewer rows

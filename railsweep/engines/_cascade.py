@@ -172,8 +172,10 @@ class CascadeStepper:
     and patched target): ``twin(forward)`` calls ``forward(True)`` for the second model's layers, then
     returns ``forward(False)``'s logits (:meth:`railsweep.engines.neuron_patch.NeuronPatch.run`)."""
 
+    MIN_PREFIX = 16  # a shorter common prefix is not worth its own cache
+
     def __init__(self, model: nn.Module, device: torch.device, pad_id: int, max_new_tokens: int,
-                 dedupe: bool = True, min_prefix: int = 16, drop_fraction: float = 0.125,
+                 dedupe: bool = True, min_prefix: int = MIN_PREFIX, drop_fraction: float = 0.125,
                  twin: Twin | None = None):  # fmt: skip
         self.model, self.device, self.pad_id = model, device, pad_id
         self.max_new, self.dedupe = max_new_tokens, dedupe

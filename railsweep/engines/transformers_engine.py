@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from railsweep.engines._cascade import CascadeStepper
+from railsweep.engines._cascade import CascadeStepper, common_prefix_len
 from railsweep.engines._hf_decode import Forward, PaddedStepper, Row, StopTable, decode_batch
 from railsweep.engines.base import Completion, Request, Sample
 from railsweep.engines.devices import resolve_device
@@ -245,7 +245,7 @@ class TransformersEngine:
         with torch.inference_mode():
             for (adapter, kind), members in groups.items():
                 limit = self.patched_batch_tokens if isinstance(kind, NeuronPatchSpec) else self.max_batch_tokens
-                for batch in self._batches(members, limit):
+                for batch in self._batches(members, limit, self._shared_prefix(members)):
                     samples = self._decode(adapter, kind, batch)
                     for (i, row, _), smp in zip(batch, samples):
                         out[i][row.sample_idx] = smp
@@ -262,25 +262,37 @@ class TransformersEngine:
         if isinstance(iv, NeuronPatchSpec) and iv.reference_adapter not in (None, *self._adapters):
             raise ConfigError(f"unknown reference adapter {iv.reference_adapter!r} in NeuronPatchSpec")
 
-    def _batches(self, members: list, max_tokens: int | None) -> Iterator[list]:
+    def _batches(self, members: list, max_tokens: int | None, shared: int = 0) -> Iterator[list]:
         """Consecutive chunks of near-equal size within ``max_batch_size`` rows, split further where
-        ``max_tokens`` row-tokens require."""
+        ``max_tokens`` tokens of cache require (``shared``: prefix tokens every batch holds once)."""
         n = len(members)
         k = -(-n // self.max_batch_size)  # fewest batches within max_batch_size rows
         lo = 0
         for i in range(k):
             hi = lo + n // k + (i < n % k)
-            yield from self._within_tokens(members[lo:hi], max_tokens)
+            yield from self._within_tokens(members[lo:hi], max_tokens, shared)
             lo = hi
 
+    def _shared_prefix(self, members: list) -> int:
+        """Prompt tokens the cascade path holds once for any batch of ``members`` (their common prefix, which
+        a subset's only lengthens), or 0 where they decode padded and each row holds its whole prompt."""
+        rows = [row for _, row, _ in members]
+        longest = max(len(r.prompt_ids) + r.max_new_tokens for r in rows)
+        if self.attention == "padded" or not cascade_supported(self.model, longest):
+            return 0
+        shared = common_prefix_len([r.prompt_ids for r in rows])
+        return shared if shared >= CascadeStepper.MIN_PREFIX else 0
+
     @staticmethod
-    def _within_tokens(members: list, max_tokens: int | None) -> Iterator[list]:
+    def _within_tokens(members: list, max_tokens: int | None, shared: int = 0) -> Iterator[list]:
+        """Cut where a batch's cache would pass ``max_tokens``: the shared prefix once, plus each row's
+        longest remainder of prompt and new tokens."""
         batch: list = []
         width = 0
         for m in members:
-            w = len(m[1].prompt_ids) + m[1].max_new_tokens
+            w = len(m[1].prompt_ids) + m[1].max_new_tokens - shared
             grown = max(width, w)
-            over = max_tokens is not None and (len(batch) + 1) * grown > max_tokens
+            over = max_tokens is not None and shared + (len(batch) + 1) * grown > max_tokens
             if batch and over:
                 yield batch
                 batch, grown = [], w
