@@ -245,7 +245,7 @@ class TransformersEngine:
         with torch.inference_mode():
             for (adapter, kind), members in groups.items():
                 limit = self.patched_batch_tokens if isinstance(kind, NeuronPatchSpec) else self.max_batch_tokens
-                for batch in self._batches(members, limit, self._shared_prefix(members)):
+                for batch in self._batches(members, limit, 0 if limit is None else self._shared_prefix(members)):
                     samples = self._decode(adapter, kind, batch)
                     for (i, row, _), smp in zip(batch, samples):
                         out[i][row.sample_idx] = smp
@@ -280,7 +280,7 @@ class TransformersEngine:
         longest = max(len(r.prompt_ids) + r.max_new_tokens for r in rows)
         if self.attention == "padded" or not cascade_supported(self.model, longest):
             return 0
-        shared = common_prefix_len([r.prompt_ids for r in rows])
+        shared = common_prefix_len(list({tuple(r.prompt_ids) for r in rows}))  # each prompt once, not per sample
         return shared if shared >= CascadeStepper.MIN_PREFIX else 0
 
     @staticmethod
